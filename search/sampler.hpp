@@ -1,0 +1,74 @@
+// Sampler: proposes the parameters of the next trial.
+//
+// Ask-only and stateless between calls by design: every call receives the whole
+// history of the sweep, so a scheduler that restarts (and builds a fresh
+// Sampler) continues exactly where the old one stopped. Implementations may
+// cache derived state between calls (e.g. a fitted GP) but must produce the same
+// answer as a freshly built sampler given the same inputs.
+//
+// Objective direction: samplers always MINIMISE. The controller negates values
+// of `mode: max` objectives before they reach a sampler or pruner.
+//
+// Thread safety: a Sampler is used by one controller thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "search/space.hpp"
+
+namespace hpo::search {
+
+// kRunning appears only in what pruners see (the other trials' curves so far);
+// a sampler's history holds finished trials alone.
+enum class TrialOutcome { kCompleted, kFailed, kPruned, kRunning };
+
+// One intermediate value a trial reported (e.g. validation loss after epoch `step`).
+struct StepValue {
+  std::int64_t step = 0;
+  double value = 0;  // minimise sense
+};
+
+// A finished trial as the sampler sees it.
+struct Observation {
+  std::int64_t number = 0;        // the trial's 0-based number in the sweep
+  Params params;
+  TrialOutcome outcome = TrialOutcome::kCompleted;
+  std::optional<double> value;    // minimise sense; set for completed trials (and pruned: last value)
+  std::vector<StepValue> curve;   // intermediate values, ascending step
+};
+
+enum class Algorithm { kGrid, kRandom, kSobol, kBayesian, kTpe };
+
+struct SamplerConfig {
+  Algorithm algorithm = Algorithm::kRandom;
+  std::uint64_t seed = 0;
+  int n_initial = 0;  // bayesian/tpe: size of the initial quasi-random design; 0 = automatic
+};
+
+class Sampler {
+ public:
+  virtual ~Sampler() = default;
+
+  // Called by the sweep controller each time it has room for one more trial.
+  //   history: finished trials (completed, failed, pruned), ascending number.
+  //   pending: parameters of trials queued or running now (not yet finished).
+  //   number:  the 0-based number the new trial will get; seeded samplers
+  //            derive their randomness from (seed, number) so that trial i's
+  //            parameters do not depend on timing.
+  // Returns nullopt when the sampler is exhausted (grid: every point handed out).
+  virtual std::optional<Params> ask(std::span<const Observation> history,
+                                    std::span<const Params> pending, std::int64_t number) = 0;
+};
+
+std::unique_ptr<Sampler> make_sampler(const SamplerConfig& config, const SearchSpace& space);
+
+// Number of points of the full grid, or nullopt when the space has a continuous
+// parameter without a step (the spec validator rejects grid search then).
+std::optional<std::uint64_t> grid_size(const SearchSpace& space);
+
+}  // namespace hpo::search

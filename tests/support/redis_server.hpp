@@ -1,0 +1,119 @@
+// A real redis-server for integration tests, started on a free loopback port
+// in a fresh temporary directory and stopped (SIGKILL + reap) on destruction.
+// AOF is on with appendfsync always, as in the embedded default, so restart()
+// after kill() proves durability.
+#pragma once
+
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace hpo::testing {
+
+inline int free_loopback_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+// Polls `pred` every few milliseconds until it holds or `timeout` passes.
+template <class Pred>
+bool wait_for(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // poll interval, not a wait for an outcome
+  }
+  return pred();
+}
+
+class RedisServer {
+ public:
+  RedisServer() {
+    char tmpl[] = "/tmp/hpo-redis-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    start();
+  }
+  ~RedisServer() {
+    kill();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  int port() const { return port_; }
+  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  const std::string& dir() const { return dir_; }
+
+  // SIGKILL: no shutdown save; the AOF is all that survives.
+  void kill() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+  }
+  // Starts again on the same port and data directory.
+  void restart() {
+    kill();
+    start(port_);
+  }
+
+ private:
+  void start(int port = 0) {
+    for (int tries = 0; tries < 5; ++tries) {
+      port_ = port ? port : free_loopback_port();
+      std::string port_s = std::to_string(port_);
+      pid_ = ::fork();
+      if (pid_ == 0) {
+        ::execlp("redis-server", "redis-server", "--port", port_s.c_str(), "--bind", "127.0.0.1",
+                 "--dir", dir_.c_str(), "--appendonly", "yes", "--appendfsync", "always",
+                 "--save", "", "--logfile", (dir_ + "/redis.log").c_str(), "--daemonize", "no",
+                 static_cast<char*>(nullptr));
+        ::_exit(127);
+      }
+      if (wait_for([&] { return ping(); }, std::chrono::seconds(10))) return;
+      kill();
+    }
+    throw std::runtime_error("redis-server did not start (is it installed?)");
+  }
+  bool ping() const {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) return false;  // died (port taken?)
+    timeval tv{0, 200000};
+    redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);
+    bool ok = false;
+    if (c && !c->err) {
+      auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
+      ok = r && r->type == REDIS_REPLY_STATUS;
+      if (r) freeReplyObject(r);
+    }
+    if (c) redisFree(c);
+    return ok;
+  }
+
+  std::string dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace hpo::testing

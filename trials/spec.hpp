@@ -1,0 +1,94 @@
+// The sweep spec: what a user submits, parsed once into typed structs.
+//
+// parse_spec() is the only place that reads a spec's JSON. It checks every
+// field and collects *all* errors (each with its JSON path) instead of stopping
+// at the first, so a user fixes a spec in one round trip. A spec that parses is
+// valid: the rest of hpo never re-checks it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/pruner.hpp"
+#include "search/sampler.hpp"
+#include "search/space.hpp"
+#include "trials/ensemble_recipe.hpp"
+#include "trials/result.hpp"
+#include "trials/torch_recipe.hpp"
+
+namespace hpo::trials {
+
+struct Objective {
+  std::string metric;     // the metric name the trial reports
+  bool maximize = false;  // mode: max
+};
+
+struct SearchConfig {
+  search::SamplerConfig sampler;
+  std::int64_t max_trials = 10;
+  std::int64_t max_concurrent = 1;
+};
+
+// kind "command": argv template, `{name}` replaced by the parameter's value.
+struct CommandRecipe {
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;  // extra environment
+  std::string cwd;                                        // empty: the worker's
+};
+
+// kind "synthetic": a built-in test function computed in the worker.
+struct SyntheticRecipe {
+  std::string function;   // noop, branin, hartmann6, rosenbrock, ackley
+  double sleep_s = 0;     // total wall time the trial takes
+  double noise = 0;       // std-dev of Gaussian noise added to the value
+  std::int64_t steps = 0; // >0: reports a learning curve value_s = f(x) + (steps-s)/steps
+};
+
+enum class TrialKind { kCommand, kSynthetic, kTorch };
+
+struct DataParallel {
+  int replicas = 1;
+  bool average = false;       // mode: average (parameter averaging) instead of allreduce
+  int average_every = 1;      // H: steps between averages
+};
+
+struct TrialRecipe {
+  TrialKind kind = TrialKind::kSynthetic;
+  CommandRecipe command;
+  SyntheticRecipe synthetic;
+  TorchRecipe torch;
+  double timeout_s = 0;       // 0 = none
+  int max_attempts = 3;
+  int gpus = 0;               // resources.gpus
+  DataParallel data_parallel;
+  // Worker slots one attempt occupies: max(1, gpus, replicas).
+  int slots() const;
+};
+
+struct SweepSpec {
+  std::string name;
+  Objective objective;
+  search::SearchSpace space;
+  SearchConfig search;
+  std::optional<search::PrunerConfig> early_stopping;
+  TrialRecipe trial;
+  std::optional<EnsembleRecipe> ensemble;
+};
+
+// Parses and validates. On failure the error has code kInvalidArgument and one
+// FieldError per problem.
+Result<SweepSpec> parse_spec(std::string_view json_text);
+
+// The parameters of a trial as JSON text ({"lr": 0.01, "layers": 3}) and back.
+std::string params_to_json(const search::Params& params);
+Result<search::Params> params_from_json(std::string_view json_text);
+
+// argv with every `{name}` replaced by the parameter's value; `{{` and `}}` are
+// literal braces. Validation guarantees every placeholder names a parameter,
+// but an inactive conditional parameter renders as the empty string.
+std::vector<std::string> render_argv(const std::vector<std::string>& argv,
+                                     const search::Params& params);
+
+}  // namespace hpo::trials

@@ -1,0 +1,135 @@
+// TrialStore and TrialQueue: the persistence contract of hpo.
+//
+// Every method is one atomic step (in Redis: one Function call) so that any
+// number of schedulers' and workers' threads may call concurrently; there is no
+// read-modify-write from C++. Each instance is used by one thread at a time
+// (the Redis implementation holds one connection); make one per thread.
+//
+// Invariants the implementations guarantee (and tests/trials/store_conformance
+// checks against every implementation):
+//  - finished trials are immutable;
+//  - a trial is handed to at most one worker per attempt (claim is atomic);
+//  - heartbeat/report/complete with a stale attempt or another worker's name
+//    fail with ErrorCode::kLeaseLost and change nothing;
+//  - create_trial is a compare-and-set on the sweep's next number, so a
+//    restarted controller never creates trial i twice nor more than `limit`;
+//  - times come from the store's clock (Redis TIME), never the caller's.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trials/result.hpp"
+#include "trials/trial.hpp"
+
+namespace hpo::trials {
+
+struct NewSweep {
+  std::string name;
+  std::string spec_json;
+  bool maximize = false;
+};
+
+struct NewTrial {
+  std::string sweep_id;
+  std::string kind = "trial";    // "trial" or "member"
+  std::int64_t number = 0;       // must equal the sweep's next number of that kind
+  std::int64_t limit = 0;        // refuse (kConflict) when number >= limit
+  search::Params params;
+  int max_attempts = 1;
+  int slots = 1;
+  std::string extra;             // opaque JSON stored with the trial
+};
+
+// What a worker sends when an attempt ends.
+struct TrialResult {
+  TrialState outcome = TrialState::kCompleted;  // completed, failed, pruned or cancelled
+  std::optional<double> value;                  // the objective (user's sense)
+  Metrics metrics;
+  std::string error;
+  bool retryable = true;  // failed: re-queue with attempt+1 while attempts remain
+};
+
+struct Claim {
+  Trial trial;
+  std::int64_t lease_deadline_ms = 0;
+};
+
+struct TrialPage {
+  std::vector<Trial> trials;
+  std::int64_t total = 0;
+};
+
+class TrialStore {
+ public:
+  virtual ~TrialStore() = default;
+
+  // Submit: stores the sweep and returns its new id. Called by the REST handler.
+  virtual Result<std::string> create_sweep(const NewSweep& sweep) = 0;
+  virtual Result<Sweep> get_sweep(const std::string& sweep_id) = 0;
+  // Newest first.
+  virtual Result<std::vector<Sweep>> list_sweeps(std::int64_t offset, std::int64_t limit) = 0;
+  // Ids of sweeps in state running (the scheduler resumes these after a restart).
+  virtual Result<std::vector<std::string>> active_sweeps() = 0;
+  // Controller: the sweep reached its end. Only from state running.
+  virtual Status finish_sweep(const std::string& sweep_id, SweepState state,
+                              const std::string& error) = 0;
+  // User: queued trials become cancelled, running ones get Control::kCancel.
+  virtual Status cancel_sweep(const std::string& sweep_id) = 0;
+  // Controller: move to the next stage ("ensemble", "done"). Compare-and-set on `from`.
+  virtual Status set_stage(const std::string& sweep_id, const std::string& from,
+                           const std::string& to) = 0;
+
+  // Controller: creates the trial and queues it (see NewTrial). kConflict when the
+  // number is not the next one or reaches the limit, or the sweep is not running.
+  virtual Result<Trial> create_trial(const NewTrial& trial) = 0;
+  virtual Result<Trial> get_trial(const std::string& trial_id) = 0;
+  // Trials of a sweep of one kind, by ascending number.
+  virtual Result<TrialPage> list_trials(const std::string& sweep_id, const std::string& kind,
+                                        std::int64_t offset, std::int64_t limit) = 0;
+  virtual Result<std::vector<StepReport>> get_reports(const std::string& trial_id) = 0;
+  virtual Result<std::vector<AttemptRecord>> get_attempts(const std::string& trial_id) = 0;
+  // Controller: ask a running trial to stop (prune) or a user cancel of one trial.
+  virtual Status set_control(const std::string& trial_id, Control control) = 0;
+
+  // Worker registry.
+  virtual Status put_worker(const WorkerInfo& info, std::int64_t ttl_ms) = 0;
+  virtual Result<std::vector<WorkerInfo>> list_workers() = 0;  // live ones only
+
+  // Events after `after_id` ("0" = from the start, "$" = only new ones), waiting up to
+  // block_ms for at least one (0 = do not wait).
+  virtual Result<std::vector<Event>> read_events(const std::string& after_id, int max_count,
+                                                 int block_ms) = 0;
+
+  // Binary artifacts (models, predictions) of a trial, by name.
+  virtual Status put_artifact(const std::string& trial_id, const std::string& name,
+                              const std::string& bytes) = 0;
+  virtual Result<std::optional<std::string>> get_artifact(const std::string& trial_id,
+                                                          const std::string& name) = 0;
+};
+
+class TrialQueue {
+ public:
+  virtual ~TrialQueue() = default;
+
+  // Worker: takes the oldest queued trial needing at most `free_slots` slots and
+  // leases it for lease_ms. nullopt when nothing fits.
+  virtual Result<std::optional<Claim>> claim(const std::string& worker, int free_slots,
+                                             std::int64_t lease_ms) = 0;
+  // Worker, every lease/3: extends the lease. kLeaseLost when fenced off.
+  virtual Result<Control> heartbeat(const std::string& trial_id, int attempt,
+                                    const std::string& worker, std::int64_t lease_ms) = 0;
+  // Worker: an intermediate report. Returns what the scheduler asks (prune/cancel).
+  virtual Result<Control> report(const std::string& trial_id, int attempt,
+                                 const std::string& worker, const StepReport& report) = 0;
+  // Worker: the attempt ended. Accepted exactly once, only for the current attempt.
+  virtual Status complete(const std::string& trial_id, int attempt, const std::string& worker,
+                          const TrialResult& result) = 0;
+  // Reaper: re-queues (attempt+1) or fails trials whose lease expired, at most
+  // `max` of them. Returns how many it handled.
+  virtual Result<int> reap(int max) = 0;
+};
+
+}  // namespace hpo::trials

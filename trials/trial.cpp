@@ -1,0 +1,60 @@
+#include "trials/trial.hpp"
+
+#include <array>
+#include <string_view>
+
+#include "trials/result.hpp"
+
+namespace hpo {
+
+const char* to_string(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument: return "invalid_argument";
+    case ErrorCode::kNotFound: return "not_found";
+    case ErrorCode::kConflict: return "conflict";
+    case ErrorCode::kLeaseLost: return "lease_lost";
+    case ErrorCode::kUnavailable: return "unavailable";
+    case ErrorCode::kUnauthorized: return "unauthorized";
+    case ErrorCode::kPayloadTooLarge: return "payload_too_large";
+    case ErrorCode::kInternal: return "internal";
+  }
+  return "internal";
+}
+
+}  // namespace hpo
+
+namespace hpo::trials {
+namespace {
+constexpr std::array<const char*, 6> kTrialStates = {"queued",    "running", "completed",
+                                                     "failed",    "pruned",  "cancelled"};
+constexpr std::array<const char*, 4> kSweepStates = {"running", "finished", "cancelled", "failed"};
+}  // namespace
+
+const char* to_string(TrialState s) { return kTrialStates[static_cast<size_t>(s)]; }
+const char* to_string(SweepState s) { return kSweepStates[static_cast<size_t>(s)]; }
+const char* to_string(Control c) {
+  switch (c) {
+    case Control::kNone: return "none";
+    case Control::kPrune: return "prune";
+    case Control::kCancel: return "cancel";
+  }
+  return "none";
+}
+
+std::optional<TrialState> parse_trial_state(std::string_view s) {
+  for (size_t i = 0; i < kTrialStates.size(); ++i)
+    if (s == kTrialStates[i]) return static_cast<TrialState>(i);
+  return std::nullopt;
+}
+
+std::optional<SweepState> parse_sweep_state(std::string_view s) {
+  for (size_t i = 0; i < kSweepStates.size(); ++i)
+    if (s == kSweepStates[i]) return static_cast<SweepState>(i);
+  return std::nullopt;
+}
+
+bool is_finished(TrialState s) {
+  return s != TrialState::kQueued && s != TrialState::kRunning;
+}
+
+}  // namespace hpo::trials

@@ -1,0 +1,139 @@
+// The domain model: sweeps, trials, their states and the records the store keeps.
+//
+// Trial state machine (every transition is one atomic step in the store):
+//
+//   queued --claim--> running --complete(ok)-------> completed
+//     ^                  |   --complete(pruned)---> pruned
+//     |                  |   --complete(failed)---> failed      (attempt+1 == max_attempts)
+//     +---- attempt+1 ---+   --lease expired / retryable failure, attempt+1 < max_attempts
+//   queued/running --cancel--> cancelled
+//
+// `attempt` is the fencing token: a claim hands it to the worker, and every
+// heartbeat, report and completion carries it back; the store refuses any call
+// whose attempt is not the trial's current one (a stale worker).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "search/space.hpp"
+
+namespace hpo::trials {
+
+enum class TrialState { kQueued, kRunning, kCompleted, kFailed, kPruned, kCancelled };
+enum class SweepState { kRunning, kFinished, kCancelled, kFailed };
+
+// What the scheduler asks a running trial to do; returned by heartbeats and reports.
+enum class Control { kNone, kPrune, kCancel };
+
+const char* to_string(TrialState s);
+const char* to_string(SweepState s);
+const char* to_string(Control c);
+std::optional<TrialState> parse_trial_state(std::string_view s);
+std::optional<SweepState> parse_sweep_state(std::string_view s);
+bool is_finished(TrialState s);  // completed, failed, pruned, cancelled
+
+using Metrics = std::map<std::string, double>;
+
+// One attempt of a trial: who ran it, when, how it ended.
+struct AttemptRecord {
+  int attempt = 0;
+  std::string worker;
+  std::int64_t started_ms = 0;
+  std::int64_t ended_ms = 0;     // 0 while running
+  std::string outcome;           // "running", "completed", "failed", "pruned", "lease_expired", "cancelled"
+  std::string error;
+};
+
+struct Trial {
+  std::string id;                // "<sweep id>-<number>"
+  std::string sweep_id;
+  std::int64_t number = 0;       // 0-based within the sweep (per kind)
+  std::string kind = "trial";    // "trial" (search stage) or "member" (ensemble stage)
+  search::Params params;
+  TrialState state = TrialState::kQueued;
+  int attempt = 0;               // fencing token, 0 for the first attempt
+  int max_attempts = 1;
+  int slots = 1;                 // worker slots (GPUs) the trial needs
+  std::string worker;            // current or last worker
+  std::int64_t created_ms = 0;   // Redis server time, ms since the epoch
+  std::int64_t started_ms = 0;   // start of the current/last attempt
+  std::int64_t finished_ms = 0;
+  std::optional<double> value;   // the objective metric, in the user's sense (not negated)
+  Metrics metrics;               // final metrics
+  std::string error;             // why it failed / was pruned / cancelled
+  Control control = Control::kNone;
+  std::string extra;             // kind-specific JSON (ensemble member seeds), opaque to the store
+};
+
+// One intermediate report of a running trial.
+struct StepReport {
+  std::int64_t step = 0;
+  Metrics metrics;
+  std::int64_t time_ms = 0;      // filled by the store (server time)
+};
+
+struct Counts {
+  std::int64_t queued = 0, running = 0, completed = 0, failed = 0, pruned = 0, cancelled = 0;
+  std::int64_t finished() const { return completed + failed + pruned + cancelled; }
+  std::int64_t active() const { return queued + running; }
+};
+
+struct BestTrial {
+  std::string trial_id;
+  std::int64_t number = 0;
+  search::Params params;
+  double value = 0;
+};
+
+struct Sweep {
+  std::string id;
+  std::string name;
+  SweepState state = SweepState::kRunning;
+  std::string spec_json;         // the spec as submitted (canonical JSON)
+  bool maximize = false;         // objective mode
+  std::int64_t created_ms = 0;
+  std::int64_t finished_ms = 0;
+  std::int64_t next_number = 0;  // trials created so far (kind "trial")
+  std::int64_t next_member = 0;  // ensemble members created so far (kind "member")
+  std::string stage = "search";  // "search", "ensemble", "done": the controller's stage
+  Counts counts;                 // kind "trial" only
+  Counts member_counts;          // kind "member" only
+  std::optional<BestTrial> best; // best completed trial of kind "trial"
+  std::string error;
+};
+
+// The worker registry entry, refreshed by the worker's heartbeat.
+struct GpuInfo {
+  int index = 0;
+  std::string name;
+  std::int64_t memory_total_mb = 0;
+  std::int64_t memory_used_mb = 0;
+  int utilization_pct = 0;
+};
+
+struct WorkerInfo {
+  std::string name;
+  std::string host;
+  int slots = 1;
+  int busy_slots = 0;
+  std::vector<std::string> trials;  // trial ids running now
+  std::vector<GpuInfo> gpus;
+  std::int64_t last_heartbeat_ms = 0;  // filled by the store
+  std::int64_t started_ms = 0;
+};
+
+// An entry of the event stream (for the dashboard and for waking controllers).
+struct Event {
+  std::string id;      // stream id, "<ms>-<seq>", usable as Last-Event-ID
+  std::string type;    // "sweep.created", "trial.queued", "trial.started", "trial.reported",
+                       // "trial.finished", "sweep.finished", "worker.joined", "worker.lost", ...
+  std::string sweep_id;
+  std::string trial_id;
+  std::string data;    // JSON object with details
+};
+
+}  // namespace hpo::trials

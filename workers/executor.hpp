@@ -1,0 +1,54 @@
+// Executor: runs one attempt of a trial on a worker's slots.
+//
+// The agent (workers/agent.cpp) claims a trial, picks the executor for its kind
+// (command, synthetic, torch) and calls run() on the slot's thread. The
+// executor reports intermediate metrics through the Reporter and returns the
+// attempt's result; a failing trial is a TrialResult with outcome kFailed, not
+// an exception. run() must return promptly (within a second or so) once
+// Reporter::should_stop() turns true: pruned, cancelled, timed out or lease lost.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trials/spec.hpp"
+#include "trials/store.hpp"
+#include "trials/trial.hpp"
+
+namespace hpo::workers {
+
+// Why a trial must stop, as the Reporter knows it.
+enum class StopReason { kNone, kPruned, kCancelled, kTimeout, kLeaseLost, kShutdown };
+
+class Reporter {
+ public:
+  virtual ~Reporter() = default;
+  // Called after each epoch/step with the metrics so far (validation loss,
+  // accuracy, ...). Thread: the executor's. Returns false when the trial must stop.
+  virtual bool report(std::int64_t step, const trials::Metrics& metrics) = 0;
+  // Cheap (an atomic load): checked between batches.
+  virtual StopReason stop_reason() const = 0;
+  bool should_stop() const { return stop_reason() != StopReason::kNone; }
+  // A line of the trial's log (kept as the trial's log tail).
+  virtual void log(std::string_view line) = 0;
+  // Stores a binary artifact (model, predictions) with the trial.
+  virtual Status put_artifact(const std::string& name, const std::string& bytes) = 0;
+};
+
+struct TrialTask {
+  trials::Trial trial;
+  const trials::SweepSpec* spec = nullptr;
+  std::vector<int> gpus;      // GPU indices of the slots (empty on CPU hosts)
+  int threads = 1;            // CPU threads this attempt may use
+  std::string work_dir;       // a fresh directory for this attempt
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual trials::TrialResult run(const TrialTask& task, Reporter& reporter) = 0;
+};
+
+}  // namespace hpo::workers
