@@ -1,0 +1,22 @@
+// make_sampler: the one place that maps a SamplerConfig to an implementation.
+#include "search/sampler.hpp"
+
+#include "search/grid_sampler.hpp"
+#include "search/random_sampler.hpp"
+
+namespace hpo::search {
+
+std::unique_ptr<Sampler> make_sampler(const SamplerConfig& config, const SearchSpace& space) {
+  switch (config.algorithm) {
+    case Algorithm::kGrid:
+      return std::make_unique<GridSampler>(space);
+    case Algorithm::kRandom:
+    case Algorithm::kSobol:     // TODO(search): sobol, bayesian and tpe land next;
+    case Algorithm::kBayesian:  // until then they sample at random.
+    case Algorithm::kTpe:
+      return std::make_unique<RandomSampler>(space, config.seed);
+  }
+  return std::make_unique<RandomSampler>(space, config.seed);
+}
+
+}  // namespace hpo::search
