@@ -3,6 +3,7 @@
 
 #include "search/grid_sampler.hpp"
 #include "search/random_sampler.hpp"
+#include "search/sobol.hpp"
 
 namespace hpo::search {
 
@@ -11,8 +12,10 @@ std::unique_ptr<Sampler> make_sampler(const SamplerConfig& config, const SearchS
     case Algorithm::kGrid:
       return std::make_unique<GridSampler>(space);
     case Algorithm::kRandom:
-    case Algorithm::kSobol:     // TODO(search): sobol, bayesian and tpe land next;
-    case Algorithm::kBayesian:  // until then they sample at random.
+      return std::make_unique<RandomSampler>(space, config.seed);
+    case Algorithm::kSobol:
+      return std::make_unique<SobolSampler>(space, config.seed);
+    case Algorithm::kBayesian:  // TODO(search): bayesian and tpe land next; until then random.
     case Algorithm::kTpe:
       return std::make_unique<RandomSampler>(space, config.seed);
   }
