@@ -1,0 +1,277 @@
+// Spec parsing: a valid spec becomes typed structs; every kind of bad input is
+// rejected with the JSON path of the offending field.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "trials/spec.hpp"
+
+namespace hpo::trials {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json valid_spec() {
+  return Json::parse(R"({
+    "name": "demo",
+    "objective": {"metric": "loss", "mode": "min"},
+    "parameters": {
+      "lr": {"type": "float", "min": 0.0001, "max": 0.1, "log": true},
+      "layers": {"type": "int", "min": 1, "max": 4},
+      "opt": {"type": "categorical", "values": ["sgd", "adam"]},
+      "momentum": {"type": "float", "min": 0, "max": 0.99, "when": {"opt": "sgd"}}
+    },
+    "search": {"algorithm": "random", "max_trials": 20, "max_concurrent": 4, "seed": 7},
+    "trial": {"kind": "command", "argv": ["python3", "train.py", "--lr={lr}", "--layers", "{layers}"],
+              "timeout_s": 60, "max_attempts": 2, "resources": {"gpus": 1}}
+  })");
+}
+
+// Field paths of the errors a spec produces (empty when it parses).
+std::vector<std::string> error_paths(const Json& spec) {
+  auto r = parse_spec(spec.dump());
+  std::vector<std::string> paths;
+  if (r.ok()) return paths;
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  for (const auto& f : r.error().fields) paths.push_back(f.path);
+  return paths;
+}
+
+bool has_error(const Json& spec, const std::string& path, const std::string& fragment = "") {
+  auto r = parse_spec(spec.dump());
+  if (r.ok()) return false;
+  for (const auto& f : r.error().fields)
+    if (f.path == path && f.message.find(fragment) != std::string::npos) return true;
+  ADD_FAILURE() << "no error at " << path << " containing '" << fragment << "'; got: "
+                << r.error().message;
+  return false;
+}
+
+TEST(Spec, ValidSpecParsesIntoTypedStructs) {
+  auto r = parse_spec(valid_spec().dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const SweepSpec& s = *r;
+  EXPECT_EQ(s.name, "demo");
+  EXPECT_EQ(s.objective.metric, "loss");
+  EXPECT_FALSE(s.objective.maximize);
+  ASSERT_EQ(s.space.params.size(), 4u);
+  EXPECT_EQ(s.space.params[0].name, "lr");
+  EXPECT_TRUE(s.space.params[0].log);
+  EXPECT_EQ(s.space.params[1].type, search::ParamType::kInt);
+  EXPECT_EQ(s.space.params[2].choices.size(), 2u);
+  ASSERT_TRUE(s.space.params[3].when);
+  EXPECT_EQ(s.space.params[3].when->parent, "opt");
+  EXPECT_EQ(s.search.sampler.algorithm, search::Algorithm::kRandom);
+  EXPECT_EQ(s.search.max_trials, 20);
+  EXPECT_EQ(s.search.max_concurrent, 4);
+  EXPECT_EQ(s.search.sampler.seed, 7u);
+  EXPECT_EQ(s.trial.kind, TrialKind::kCommand);
+  EXPECT_EQ(s.trial.command.argv.size(), 5u);
+  EXPECT_EQ(s.trial.max_attempts, 2);
+  EXPECT_EQ(s.trial.gpus, 1);
+  EXPECT_EQ(s.trial.slots(), 1);
+  EXPECT_DOUBLE_EQ(s.trial.timeout_s, 60);
+}
+
+TEST(Spec, ConditionalChildrenAreOrderedAfterTheirParent) {
+  auto spec = valid_spec();
+  Json params = Json::object();
+  params["momentum"] = spec["parameters"]["momentum"];
+  params["opt"] = spec["parameters"]["opt"];
+  spec["parameters"] = params;
+  spec["trial"]["argv"] = Json::array({"true"});
+  auto r = parse_spec(spec.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->space.params[0].name, "opt");
+  EXPECT_EQ(r->space.params[1].name, "momentum");
+}
+
+TEST(Spec, NotJsonOrNotAnObject) {
+  EXPECT_FALSE(parse_spec("{").ok());
+  EXPECT_NE(parse_spec("{").error().message.find("not valid JSON"), std::string::npos);
+  EXPECT_FALSE(parse_spec("[1,2]").ok());
+}
+
+TEST(Spec, UnknownKeysAtEveryLevel) {
+  auto s = valid_spec();
+  s["colour"] = "blue";
+  EXPECT_TRUE(has_error(s, "colour", "unknown key"));
+  s = valid_spec();
+  s["parameters"]["lr"]["mni"] = 1;
+  EXPECT_TRUE(has_error(s, "parameters.lr.mni", "unknown key"));
+  s = valid_spec();
+  s["search"]["max_trial"] = 3;
+  EXPECT_TRUE(has_error(s, "search.max_trial", "unknown key"));
+  s = valid_spec();
+  s["trial"]["resources"]["cpus"] = 3;
+  EXPECT_TRUE(has_error(s, "trial.resources.cpus", "unknown key"));
+}
+
+TEST(Spec, WrongTypesNameTheValue) {
+  auto s = valid_spec();
+  s["search"]["max_trials"] = "ten";
+  EXPECT_TRUE(has_error(s, "search.max_trials", "expected an integer, got a string \"ten\""));
+  s = valid_spec();
+  s["parameters"]["lr"]["min"] = "small";
+  EXPECT_TRUE(has_error(s, "parameters.lr.min", "expected a number"));
+  s = valid_spec();
+  s["parameters"]["layers"]["max"] = 2.5;
+  EXPECT_TRUE(has_error(s, "parameters.layers.max", "expected an integer"));
+  s = valid_spec();
+  s["objective"]["mode"] = "maximise";
+  EXPECT_TRUE(has_error(s, "objective.mode", "\"maximise\" is not one of: min, max"));
+  s = valid_spec();
+  s["trial"]["argv"][1] = 5;
+  EXPECT_TRUE(has_error(s, "trial.argv[1]", "expected a string"));
+}
+
+TEST(Spec, RequiredFields) {
+  for (const char* key : {"name", "objective", "parameters", "search", "trial"}) {
+    auto s = valid_spec();
+    s.erase(key);
+    EXPECT_TRUE(has_error(s, key, "is required")) << key;
+  }
+  auto s = valid_spec();
+  s["search"].erase("max_trials");
+  EXPECT_TRUE(has_error(s, "search.max_trials", "is required"));
+}
+
+TEST(Spec, BoundsAndScales) {
+  auto s = valid_spec();
+  s["parameters"]["lr"]["min"] = 0.5;
+  EXPECT_TRUE(has_error(s, "parameters.lr", "min (0.5) must be less than max (0.1)"));
+  s = valid_spec();
+  s["parameters"]["layers"]["min"] = 4;
+  EXPECT_TRUE(has_error(s, "parameters.layers", "must be less than max"));
+  s = valid_spec();
+  s["parameters"]["lr"]["min"] = 0;
+  EXPECT_TRUE(has_error(s, "parameters.lr.log", "log scale needs min > 0"));
+  s = valid_spec();
+  s["parameters"]["layers"]["step"] = 0;
+  EXPECT_TRUE(has_error(s, "parameters.layers.step", "must be > 0"));
+  s = valid_spec();
+  s["parameters"]["lr"]["min"] = 1e400;  // parses as infinity
+  EXPECT_FALSE(parse_spec(s.dump()).ok());
+  s = valid_spec();
+  s["search"]["max_trials"] = 0;
+  EXPECT_TRUE(has_error(s, "search.max_trials", "out of range"));
+}
+
+TEST(Spec, NonFiniteNumbersInTheTextAreRejected) {
+  std::string text = valid_spec().dump();
+  auto pos = text.find("0.0001");
+  text.replace(pos, 6, "1e999");
+  auto r = parse_spec(text);
+  ASSERT_FALSE(r.ok());
+  bool found = false;
+  for (const auto& f : r.error().fields) found |= f.path == "parameters.lr.min";
+  EXPECT_TRUE(found) << r.error().message;
+}
+
+TEST(Spec, Categoricals) {
+  auto s = valid_spec();
+  s["parameters"]["opt"]["values"] = Json::array();
+  EXPECT_TRUE(has_error(s, "parameters.opt.values", "must not be empty"));
+  s = valid_spec();
+  s["parameters"]["opt"]["values"] = Json::array({"sgd", "sgd"});
+  EXPECT_TRUE(has_error(s, "parameters.opt.values[1]", "duplicate"));
+  s = valid_spec();
+  s["parameters"]["opt"]["values"] = Json::array({"sgd", Json::object()});
+  EXPECT_TRUE(has_error(s, "parameters.opt.values[1]", "expected a string, number or boolean"));
+}
+
+TEST(Spec, Conditions) {
+  auto s = valid_spec();
+  s["parameters"]["momentum"]["when"] = {{"optimiser", "sgd"}};
+  EXPECT_TRUE(has_error(s, "parameters.momentum.when.optimiser", "unknown parent"));
+  s = valid_spec();
+  s["parameters"]["momentum"]["when"] = {{"opt", "rmsprop"}};
+  EXPECT_TRUE(has_error(s, "parameters.momentum.when.opt", "impossible condition"));
+  s = valid_spec();
+  s["parameters"]["momentum"]["when"] = {{"momentum", 0.5}};
+  EXPECT_TRUE(has_error(s, "parameters.momentum.when.momentum", "itself"));
+  s = valid_spec();
+  s["parameters"]["opt"]["when"] = {{"momentum", 0.5}};
+  EXPECT_TRUE(has_error(s, "parameters.opt.when", "cycle"));
+}
+
+TEST(Spec, GridNeedsDiscreteParameters) {
+  auto s = valid_spec();
+  s["search"]["algorithm"] = "grid";
+  EXPECT_TRUE(has_error(s, "parameters.lr.step", "grid search needs a step"));
+  s["parameters"].erase("lr");
+  s["parameters"].erase("momentum");
+  s["trial"]["argv"] = Json::array({"run", "{layers}", "{opt}"});
+  EXPECT_TRUE(error_paths(s).empty());
+}
+
+TEST(Spec, PlaceholdersMustNameParameters) {
+  auto s = valid_spec();
+  s["trial"]["argv"][2] = "--lr={learning_rate}";
+  EXPECT_TRUE(has_error(s, "trial.argv[2]", "placeholder {learning_rate} names no parameter"));
+  s = valid_spec();
+  s["trial"]["argv"][2] = "--lr={lr";
+  EXPECT_TRUE(has_error(s, "trial.argv[2]", "unclosed"));
+  s = valid_spec();
+  s["trial"]["argv"][2] = "{{literal}}";
+  EXPECT_TRUE(error_paths(s).empty());
+}
+
+TEST(Spec, TrialKinds) {
+  auto s = valid_spec();
+  s["trial"]["kind"] = "shell";
+  EXPECT_TRUE(has_error(s, "trial.kind", "is not one of"));
+  s = valid_spec();
+  s["trial"] = {{"kind", "command"}};
+  EXPECT_TRUE(has_error(s, "trial.argv", "is required"));
+  s = valid_spec();
+  s["trial"] = {{"kind", "synthetic"}, {"function", "branin"}};
+  EXPECT_TRUE(has_error(s, "trial.function", "x1"));
+  s["parameters"] = {{"x1", {{"type", "float"}, {"min", -5}, {"max", 10}}},
+                     {"x2", {{"type", "float"}, {"min", 0}, {"max", 15}}}};
+  auto r = parse_spec(s.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->trial.kind, TrialKind::kSynthetic);
+  EXPECT_EQ(r->trial.synthetic.function, "branin");
+  s["trial"]["sleep_s"] = -1;
+  EXPECT_TRUE(has_error(s, "trial.sleep_s", "out of range"));
+}
+
+TEST(Spec, AllErrorsAreReportedAtOnce) {
+  auto s = valid_spec();
+  s["parameters"]["lr"]["min"] = 1;
+  s["search"]["max_concurrent"] = -1;
+  s["trial"]["argv"][2] = "{nope}";
+  auto paths = error_paths(s);
+  EXPECT_EQ(paths.size(), 3u);
+}
+
+TEST(Spec, SlotsFromGpusAndReplicas) {
+  auto s = valid_spec();
+  s["trial"]["data_parallel"] = {{"replicas", 2}, {"mode", "average"}, {"average_every", 4}};
+  auto r = parse_spec(s.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->trial.slots(), 2);
+  EXPECT_TRUE(r->trial.data_parallel.average);
+  EXPECT_EQ(r->trial.data_parallel.average_every, 4);
+}
+
+TEST(RenderArgv, ReplacesPlaceholdersVerbatimWithoutShell) {
+  search::Params p{{"lr", 0.001}, {"layers", std::int64_t{3}}, {"name", std::string("$(rm -rf /)")}};
+  auto out = render_argv({"train", "--lr={lr}", "{layers}", "{name}", "{{x}}"}, p);
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out[1], "--lr=0.001");
+  EXPECT_EQ(out[2], "3");
+  EXPECT_EQ(out[3], "$(rm -rf /)");
+  EXPECT_EQ(out[4], "{x}");
+}
+
+TEST(ParamsJson, RoundTripKeepsIntsAndFloatsApart) {
+  search::Params p{{"a", 1.0}, {"b", std::int64_t{2}}, {"c", true}, {"d", std::string("x")}};
+  auto back = params_from_json(params_to_json(p));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, p);
+}
+
+}  // namespace
+}  // namespace hpo::trials

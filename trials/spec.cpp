@@ -1,0 +1,627 @@
+// Sweep spec parsing and validation.
+//
+// The spec is read with nlohmann::ordered_json so that the user's parameter
+// order survives (grid order and the order of conditional parameters depend
+// on it). Every object is read through a FieldReader that knows its JSON path,
+// records each key it consumed and, at the end, reports the keys nobody asked
+// for ("unknown key"). Errors are collected, never thrown: the caller gets all
+// of them in one Error with one FieldError per problem.
+#include "trials/spec.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "search/test_functions.hpp"
+
+namespace hpo::trials {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr std::int64_t kMaxTrials = 1'000'000;
+constexpr std::int64_t kMaxConcurrent = 10'000;
+constexpr std::size_t kMaxNameLength = 200;
+
+std::string describe(const Json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+std::string type_name(const Json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+// Reads one JSON object at a known path; collects errors; flags unknown keys.
+class FieldReader {
+ public:
+  FieldReader(const Json& j, std::string path, std::vector<FieldError>& errors)
+      : j_(j), path_(std::move(path)), errors_(errors) {}
+
+  std::string at(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  const std::string& path() const { return path_; }
+  void error(const std::string& path, std::string message) {
+    errors_.push_back({path, std::move(message)});
+  }
+
+  const Json* get(const std::string& key, bool required = false) {
+    seen_.insert(key);
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) {
+      if (required) error(at(key), "is required");
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  std::optional<std::string> string(const std::string& key, bool required = false) {
+    const Json* v = get(key, required);
+    if (!v) return std::nullopt;
+    if (!v->is_string()) {
+      error(at(key), fmt::format("expected a string, got {} {}", type_name(*v), describe(*v)));
+      return std::nullopt;
+    }
+    return v->get<std::string>();
+  }
+
+  std::optional<std::string> one_of(const std::string& key, std::initializer_list<const char*> allowed,
+                                    bool required = false) {
+    auto s = string(key, required);
+    if (!s) return std::nullopt;
+    for (const char* a : allowed)
+      if (*s == a) return s;
+    std::string list;
+    for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+    error(at(key), fmt::format("\"{}\" is not one of: {}", *s, list));
+    return std::nullopt;
+  }
+
+  std::optional<double> number(const std::string& key, bool required = false) {
+    const Json* v = get(key, required);
+    if (!v) return std::nullopt;
+    return as_number(*v, at(key));
+  }
+
+  std::optional<double> as_number(const Json& v, const std::string& path) {
+    if (!v.is_number()) {
+      error(path, fmt::format("expected a number, got {} {}", type_name(v), describe(v)));
+      return std::nullopt;
+    }
+    double d = v.get<double>();
+    if (!std::isfinite(d)) {
+      error(path, "must be a finite number");
+      return std::nullopt;
+    }
+    return d;
+  }
+
+  // A number within [lo, hi].
+  std::optional<double> number_in(const std::string& key, double lo, double hi, double fallback,
+                                  bool required = false) {
+    auto d = number(key, required);
+    if (!d) return fallback;
+    if (*d < lo || *d > hi) {
+      error(at(key), fmt::format("{} is out of range: expected {} to {}", *d, lo, hi));
+      return fallback;
+    }
+    return d;
+  }
+
+  std::optional<std::int64_t> integer(const std::string& key, std::int64_t lo, std::int64_t hi,
+                                      bool required = false) {
+    const Json* v = get(key, required);
+    if (!v) return std::nullopt;
+    if (!is_integral(*v)) {
+      error(at(key), fmt::format("expected an integer, got {} {}", type_name(*v), describe(*v)));
+      return std::nullopt;
+    }
+    auto i = static_cast<std::int64_t>(v->get<double>());
+    if (i < lo || i > hi) {
+      error(at(key), fmt::format("{} is out of range: expected {} to {}", i, lo, hi));
+      return std::nullopt;
+    }
+    return i;
+  }
+
+  std::optional<bool> boolean(const std::string& key) {
+    const Json* v = get(key);
+    if (!v) return std::nullopt;
+    if (!v->is_boolean()) {
+      error(at(key), fmt::format("expected true or false, got {} {}", type_name(*v), describe(*v)));
+      return std::nullopt;
+    }
+    return v->get<bool>();
+  }
+
+  // An object child; nullptr (and an error) if present but not an object.
+  const Json* object(const std::string& key, bool required = false) {
+    const Json* v = get(key, required);
+    if (!v) return nullptr;
+    if (!v->is_object()) {
+      error(at(key), fmt::format("expected an object, got {} {}", type_name(*v), describe(*v)));
+      return nullptr;
+    }
+    return v;
+  }
+
+  void mark_seen(const std::string& key) { seen_.insert(key); }
+
+  // Reports every key that no getter asked for.
+  void finish(const char* allowed_hint = nullptr) {
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      if (seen_.count(it.key())) continue;
+      error(at(it.key()), allowed_hint ? fmt::format("unknown key (expected one of: {})", allowed_hint)
+                                       : std::string("unknown key"));
+    }
+  }
+
+  static bool is_integral(const Json& v) {
+    if (v.is_number_integer() || v.is_number_unsigned()) return true;
+    if (!v.is_number_float()) return false;
+    double d = v.get<double>();
+    return std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15;
+  }
+
+ private:
+  const Json& j_;
+  std::string path_;
+  std::vector<FieldError>& errors_;
+  std::set<std::string> seen_;
+};
+
+std::optional<search::Value> scalar_value(const Json& v) {
+  if (v.is_boolean()) return search::Value(v.get<bool>());
+  if (v.is_number_integer() || v.is_number_unsigned()) return search::Value(v.get<std::int64_t>());
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (!std::isfinite(d)) return std::nullopt;
+    return search::Value(d);
+  }
+  if (v.is_string()) return search::Value(v.get<std::string>());
+  return std::nullopt;
+}
+
+bool valid_param_name(const std::string& name) {
+  static const std::regex kName("[A-Za-z_][A-Za-z0-9_.-]{0,63}");
+  return std::regex_match(name, kName);
+}
+
+// Whether `v` is a value the parameter `p` can take (for `when` conditions).
+bool in_domain(const search::ParamSpec& p, const search::Value& v) {
+  if (p.type == search::ParamType::kCategorical)
+    return std::any_of(p.choices.begin(), p.choices.end(), [&](const search::Value& c) {
+      auto a = search::as_double(c), b = search::as_double(v);
+      return c == v || (a && b && !std::holds_alternative<std::string>(c) && *a == *b);
+    });
+  auto d = search::as_double(v);
+  if (!d || std::holds_alternative<bool>(v)) return false;
+  if (*d < p.min || *d > p.max) return false;
+  if (p.type == search::ParamType::kInt && *d != std::floor(*d)) return false;
+  if (p.step) {
+    double k = (*d - p.min) / *p.step;
+    return std::fabs(k - std::round(k)) < 1e-9;
+  }
+  return true;
+}
+
+void parse_parameter(const std::string& name, const Json& j, const std::string& path,
+                     search::ParamSpec& out, std::vector<FieldError>& errors) {
+  out.name = name;
+  if (!valid_param_name(name))
+    errors.push_back({path, "parameter names are 1-64 characters of letters, digits, '_', '.', "
+                            "'-', starting with a letter or '_'"});
+  if (!j.is_object()) {
+    errors.push_back({path, fmt::format("expected an object, got {} {}", type_name(j), describe(j))});
+    return;
+  }
+  FieldReader r(j, path, errors);
+  auto type = r.one_of("type", {"float", "int", "categorical"}, true);
+  if (!type) {
+    r.mark_seen("min"), r.mark_seen("max"), r.mark_seen("log"), r.mark_seen("step");
+    r.mark_seen("values"), r.mark_seen("when");
+    return;
+  }
+  if (*type == "categorical") {
+    out.type = search::ParamType::kCategorical;
+    const Json* values = r.get("values", true);
+    if (values && (!values->is_array() || values->empty())) {
+      r.error(r.at("values"), values->is_array() ? "must not be empty"
+                                                 : "expected a non-empty array of values");
+    } else if (values) {
+      for (std::size_t i = 0; i < values->size(); ++i) {
+        auto v = scalar_value((*values)[i]);
+        std::string vp = fmt::format("{}[{}]", r.at("values"), i);
+        if (!v) {
+          r.error(vp, fmt::format("expected a string, number or boolean, got {}",
+                                  type_name((*values)[i])));
+          continue;
+        }
+        if (std::find(out.choices.begin(), out.choices.end(), *v) != out.choices.end()) {
+          r.error(vp, fmt::format("duplicate value {}", describe((*values)[i])));
+          continue;
+        }
+        out.choices.push_back(*v);
+      }
+    }
+  } else {
+    out.type = *type == "int" ? search::ParamType::kInt : search::ParamType::kFloat;
+    bool is_int = out.type == search::ParamType::kInt;
+    auto read_bound = [&](const char* key) -> std::optional<double> {
+      const Json* v = r.get(key, true);
+      if (!v) return std::nullopt;
+      if (is_int && !FieldReader::is_integral(*v)) {
+        r.error(r.at(key), fmt::format("expected an integer, got {} {}", type_name(*v), describe(*v)));
+        return std::nullopt;
+      }
+      return r.as_number(*v, r.at(key));
+    };
+    auto lo = read_bound("min");
+    auto hi = read_bound("max");
+    out.log = r.boolean("log").value_or(false);
+    if (const Json* step = r.get("step")) {
+      if (is_int && !FieldReader::is_integral(*step))
+        r.error(r.at("step"), fmt::format("expected an integer, got {}", describe(*step)));
+      else if (auto s = r.as_number(*step, r.at("step"))) {
+        if (*s <= 0) r.error(r.at("step"), fmt::format("must be > 0, got {}", *s));
+        else out.step = *s;
+      }
+    }
+    if (lo && hi) {
+      out.min = *lo;
+      out.max = *hi;
+      if (*lo >= *hi)
+        r.error(path, fmt::format("min ({}) must be less than max ({})", *lo, *hi));
+      if (out.log && *lo <= 0)
+        r.error(r.at("log"), fmt::format("log scale needs min > 0, got min = {}", *lo));
+      if (out.step && out.log) r.error(r.at("step"), "step cannot be combined with log: true");
+      if (out.step && *lo < *hi && *out.step > *hi - *lo)
+        r.error(r.at("step"), fmt::format("step ({}) is larger than max - min ({})", *out.step,
+                                          *hi - *lo));
+    }
+  }
+  if (const Json* when = r.get("when")) {
+    std::string wp = r.at("when");
+    if (!when->is_object() || when->size() != 1) {
+      r.error(wp, "expected an object with one key, the parent parameter: {\"parent\": value} or "
+                  "{\"parent\": [values]}");
+    } else {
+      search::Condition cond;
+      cond.parent = when->begin().key();
+      const Json& vals = when->begin().value();
+      std::vector<Json> list = vals.is_array() ? std::vector<Json>(vals.begin(), vals.end())
+                                               : std::vector<Json>{vals};
+      if (list.empty()) r.error(wp + "." + cond.parent, "needs at least one value");
+      for (const Json& v : list) {
+        if (auto sv = scalar_value(v)) cond.values.push_back(*sv);
+        else r.error(wp + "." + cond.parent, fmt::format("{} is not a parameter value", describe(v)));
+      }
+      out.when = std::move(cond);
+    }
+  }
+  r.finish("type, min, max, log, step, values, when");
+}
+
+// Orders parameters so that parents come before children (stable: the user's
+// order otherwise) and checks conditions: parents exist, no cycles, values possible.
+void order_parameters(std::vector<search::ParamSpec>& params, std::vector<FieldError>& errors) {
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < params.size(); ++i) index[params[i].name] = i;
+  bool ok = true;
+  for (const auto& p : params) {
+    if (!p.when) continue;
+    std::string path = "parameters." + p.name + ".when." + p.when->parent;
+    auto it = index.find(p.when->parent);
+    if (it == index.end()) {
+      errors.push_back({path, fmt::format("unknown parent parameter \"{}\"", p.when->parent)});
+      ok = false;
+      continue;
+    }
+    if (p.when->parent == p.name) {
+      errors.push_back({path, "a parameter cannot depend on itself"});
+      ok = false;
+      continue;
+    }
+    const auto& parent = params[it->second];
+    for (const auto& v : p.when->values)
+      if (!in_domain(parent, v))
+        errors.push_back({path, fmt::format("impossible condition: \"{}\" never takes the value {}",
+                                            parent.name, search::to_string(v))});
+  }
+  if (!ok) return;
+  // Kahn's algorithm, always taking the earliest ready parameter.
+  std::vector<search::ParamSpec> sorted;
+  std::vector<bool> placed(params.size(), false);
+  while (sorted.size() < params.size()) {
+    bool progress = false;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      if (placed[i]) continue;
+      const auto& p = params[i];
+      if (p.when && !placed[index[p.when->parent]]) continue;
+      placed[i] = true;
+      sorted.push_back(p);
+      progress = true;
+      break;
+    }
+    if (!progress) {
+      for (std::size_t i = 0; i < params.size(); ++i)
+        if (!placed[i])
+          errors.push_back({"parameters." + params[i].name + ".when",
+                            "conditions form a cycle"});
+      return;
+    }
+  }
+  params = std::move(sorted);
+}
+
+// Placeholders `{name}` in one argv element; `{{`/`}}` are literal braces.
+void check_placeholders(const std::string& arg, const std::string& path,
+                        const search::SearchSpace& space, std::vector<FieldError>& errors) {
+  for (std::size_t i = 0; i < arg.size(); ++i) {
+    if (arg[i] == '{') {
+      if (i + 1 < arg.size() && arg[i + 1] == '{') {
+        ++i;
+        continue;
+      }
+      auto close = arg.find('}', i);
+      if (close == std::string::npos) {
+        errors.push_back({path, fmt::format("unclosed '{{' in \"{}\" (write '{{{{' for a brace)", arg)});
+        return;
+      }
+      std::string name = arg.substr(i + 1, close - i - 1);
+      if (!space.find(name))
+        errors.push_back({path, fmt::format("placeholder {{{}}} names no parameter", name)});
+      i = close;
+    } else if (arg[i] == '}') {
+      if (i + 1 < arg.size() && arg[i + 1] == '}') ++i;
+      else errors.push_back({path, fmt::format("stray '}}' in \"{}\" (write '}}}}')", arg)});
+    }
+  }
+}
+
+void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& out,
+                 std::vector<FieldError>& errors) {
+  if (!j) return;
+  FieldReader r(*j, "trial", errors);
+  auto kind = r.one_of("kind", {"command", "synthetic", "torch"}, true);
+  if (auto t = r.number_in("timeout_s", 0, 30 * 24 * 3600.0, 0)) out.timeout_s = *t;
+  if (auto a = r.integer("max_attempts", 1, 100)) out.max_attempts = static_cast<int>(*a);
+  if (const Json* res = r.object("resources")) {
+    FieldReader rr(*res, "trial.resources", errors);
+    if (auto g = rr.integer("gpus", 0, 64)) out.gpus = static_cast<int>(*g);
+    rr.finish("gpus");
+  }
+  if (const Json* dp = r.object("data_parallel")) {
+    FieldReader rd(*dp, "trial.data_parallel", errors);
+    if (auto k = rd.integer("replicas", 1, 64)) out.data_parallel.replicas = static_cast<int>(*k);
+    if (auto m = rd.one_of("mode", {"allreduce", "average"})) out.data_parallel.average = *m == "average";
+    if (auto h = rd.integer("average_every", 1, 1'000'000))
+      out.data_parallel.average_every = static_cast<int>(*h);
+    rd.finish("replicas, mode, average_every");
+  }
+  if (!kind) {
+    for (auto it = j->begin(); it != j->end(); ++it) r.mark_seen(it.key());
+    return;
+  }
+  if (*kind == "command") {
+    out.kind = TrialKind::kCommand;
+    const Json* argv = r.get("argv", true);
+    if (argv && (!argv->is_array() || argv->empty())) {
+      r.error("trial.argv", "expected a non-empty array of strings");
+    } else if (argv) {
+      for (std::size_t i = 0; i < argv->size(); ++i) {
+        std::string p = fmt::format("trial.argv[{}]", i);
+        if (!(*argv)[i].is_string()) {
+          r.error(p, fmt::format("expected a string, got {} {}", type_name((*argv)[i]),
+                                 describe((*argv)[i])));
+          continue;
+        }
+        out.command.argv.push_back((*argv)[i].get<std::string>());
+        check_placeholders(out.command.argv.back(), p, space, errors);
+      }
+      if (!out.command.argv.empty() && out.command.argv[0].empty())
+        r.error("trial.argv[0]", "the program must not be empty");
+    }
+    if (const Json* env = r.object("env")) {
+      for (auto it = env->begin(); it != env->end(); ++it) {
+        if (!it.value().is_string()) {
+          r.error("trial.env." + it.key(), "expected a string");
+          continue;
+        }
+        if (it.key().empty() || it.key().find('=') != std::string::npos)
+          r.error("trial.env." + it.key(), "invalid environment variable name");
+        out.command.env.emplace_back(it.key(), it.value().get<std::string>());
+      }
+    }
+    if (auto cwd = r.string("cwd")) out.command.cwd = *cwd;
+    r.finish("kind, argv, env, cwd, timeout_s, max_attempts, resources, data_parallel");
+  } else if (*kind == "synthetic") {
+    out.kind = TrialKind::kSynthetic;
+    auto fn = r.one_of("function", {"noop", "branin", "hartmann6", "rosenbrock", "ackley"}, true);
+    if (fn) {
+      out.synthetic.function = *fn;
+      int dims = search::test_function_dims(*fn);
+      for (int i = 1; i <= dims; ++i) {
+        std::string x = "x" + std::to_string(i);
+        const auto* p = space.find(x);
+        if (!p || p->type == search::ParamType::kCategorical || p->when)
+          r.error("trial.function",
+                  fmt::format("{} reads the numeric parameters x1..x{}; \"{}\" is missing, "
+                              "categorical or conditional",
+                              *fn, dims, x));
+      }
+    }
+    out.synthetic.sleep_s = *r.number_in("sleep_s", 0, 24 * 3600.0, 0);
+    out.synthetic.noise = *r.number_in("noise", 0, 1e12, 0);
+    if (auto s = r.integer("steps", 0, 100'000)) out.synthetic.steps = *s;
+    r.finish("kind, function, sleep_s, noise, steps, timeout_s, max_attempts, resources, "
+             "data_parallel");
+  } else {
+    out.kind = TrialKind::kTorch;
+    std::vector<std::string> consumed;
+    parse_torch_recipe(*j, "trial", out.torch, consumed, errors);
+    for (const auto& k : consumed) r.mark_seen(k);
+    for (const auto& ref : torch_recipe_param_refs(out.torch))
+      if (!space.find(ref))
+        r.error("trial", fmt::format("\"{{{}}}\" names no parameter", ref));
+    r.finish();
+  }
+}
+
+void parse_search(const Json* j, const search::SearchSpace& space, SearchConfig& out,
+                  std::vector<FieldError>& errors) {
+  if (!j) return;
+  FieldReader r(*j, "search", errors);
+  auto algo = r.one_of("algorithm", {"grid", "random", "sobol", "bayesian", "tpe"});
+  using search::Algorithm;
+  if (algo) {
+    static const std::map<std::string, Algorithm> kAlgos = {{"grid", Algorithm::kGrid},
+                                                            {"random", Algorithm::kRandom},
+                                                            {"sobol", Algorithm::kSobol},
+                                                            {"bayesian", Algorithm::kBayesian},
+                                                            {"tpe", Algorithm::kTpe}};
+    out.sampler.algorithm = kAlgos.at(*algo);
+  }
+  if (auto n = r.integer("max_trials", 1, kMaxTrials, true)) out.max_trials = *n;
+  if (auto c = r.integer("max_concurrent", 1, kMaxConcurrent)) out.max_concurrent = *c;
+  if (auto s = r.integer("seed", 0, std::int64_t{1} << 53)) out.sampler.seed = static_cast<std::uint64_t>(*s);
+  if (auto n = r.integer("n_initial", 0, 100'000)) out.sampler.n_initial = static_cast<int>(*n);
+  r.finish("algorithm, max_trials, max_concurrent, seed, n_initial");
+  if (out.sampler.algorithm == Algorithm::kGrid) {
+    for (const auto& p : space.params)
+      if (p.type == search::ParamType::kFloat && !p.step)
+        errors.push_back({"parameters." + p.name + ".step",
+                          "grid search needs a step for a float parameter (or make it categorical)"});
+  }
+}
+
+void parse_early_stopping(const Json* j, std::optional<search::PrunerConfig>& out,
+                          std::vector<FieldError>& errors) {
+  if (!j) return;
+  FieldReader r(*j, "early_stopping", errors);
+  auto type = r.one_of("type", {"median", "asha"}, true);
+  search::PrunerConfig c;
+  if (type && *type == "median") {
+    c.type = search::PrunerType::kMedian;
+    if (auto w = r.integer("warmup_steps", 0, 1'000'000)) c.warmup_steps = *w;
+    if (auto m = r.integer("min_trials", 1, 1'000'000)) c.min_trials = *m;
+    r.finish("type, warmup_steps, min_trials");
+  } else if (type) {
+    c.type = search::PrunerType::kAsha;
+    if (auto g = r.integer("grace_period", 1, 1'000'000)) c.grace_period = *g;
+    if (auto f = r.number("reduction_factor")) {
+      if (*f <= 1) r.error("early_stopping.reduction_factor", fmt::format("must be > 1, got {}", *f));
+      else c.reduction_factor = *f;
+    }
+    if (auto m = r.integer("max_steps", 0, 1'000'000'000)) c.max_steps = *m;
+    r.finish("type, grace_period, reduction_factor, max_steps");
+  } else {
+    return;
+  }
+  out = c;
+}
+
+}  // namespace
+
+int TrialRecipe::slots() const { return std::max({1, gpus, data_parallel.replicas}); }
+
+Result<SweepSpec> parse_spec(std::string_view json_text) {
+  Json root;
+  try {
+    root = Json::parse(json_text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return Error::invalid("", fmt::format("the spec is not valid JSON: {}", e.what()));
+  }
+  if (!root.is_object()) return Error::invalid("", "the spec must be a JSON object");
+
+  SweepSpec spec;
+  std::vector<FieldError> errors;
+  FieldReader r(root, "", errors);
+
+  if (auto name = r.string("name", true)) {
+    spec.name = *name;
+    if (name->empty() || name->size() > kMaxNameLength)
+      r.error("name", fmt::format("must be 1 to {} characters", kMaxNameLength));
+  }
+  r.string("description");
+  if (const Json* obj = r.object("objective", true)) {
+    FieldReader ro(*obj, "objective", errors);
+    if (auto m = ro.string("metric", true)) {
+      spec.objective.metric = *m;
+      if (m->empty()) ro.error("objective.metric", "must not be empty");
+    }
+    if (auto mode = ro.one_of("mode", {"min", "max"})) spec.objective.maximize = *mode == "max";
+    ro.finish("metric, mode");
+  }
+  if (const Json* params = r.object("parameters", true)) {
+    for (auto it = params->begin(); it != params->end(); ++it) {
+      search::ParamSpec p;
+      parse_parameter(it.key(), it.value(), "parameters." + it.key(), p, errors);
+      spec.space.params.push_back(std::move(p));
+    }
+    order_parameters(spec.space.params, errors);
+  }
+  parse_search(r.object("search", true), spec.space, spec.search, errors);
+  parse_early_stopping(r.object("early_stopping"), spec.early_stopping, errors);
+  parse_trial(r.object("trial", true), spec.space, spec.trial, errors);
+  if (const Json* ens = r.get("ensemble")) {
+    EnsembleRecipe recipe;
+    parse_ensemble_recipe(nlohmann::json::parse(ens->dump()), "ensemble", recipe, errors);
+    spec.ensemble = std::move(recipe);
+  }
+  r.finish("name, description, objective, parameters, search, early_stopping, trial, ensemble");
+
+  if (!errors.empty()) {
+    Error e{ErrorCode::kInvalidArgument, "", std::move(errors)};
+    e.message = fmt::format("invalid sweep spec: {} problem{}: ", e.fields.size(),
+                            e.fields.size() == 1 ? "" : "s");
+    for (std::size_t i = 0; i < e.fields.size() && i < 5; ++i)
+      e.message += (i ? "; " : "") + (e.fields[i].path.empty() ? "" : e.fields[i].path + ": ") +
+                   e.fields[i].message;
+    return e;
+  }
+  return spec;
+}
+
+std::vector<std::string> render_argv(const std::vector<std::string>& argv,
+                                     const search::Params& params) {
+  std::vector<std::string> out;
+  out.reserve(argv.size());
+  for (const auto& arg : argv) {
+    std::string s;
+    for (std::size_t i = 0; i < arg.size(); ++i) {
+      char c = arg[i];
+      if ((c == '{' || c == '}') && i + 1 < arg.size() && arg[i + 1] == c) {
+        s += c;
+        ++i;
+      } else if (c == '{') {
+        auto close = arg.find('}', i);
+        if (close == std::string::npos) {
+          s += arg.substr(i);
+          break;
+        }
+        auto it = params.find(arg.substr(i + 1, close - i - 1));
+        if (it != params.end()) s += search::to_string(it->second);
+        i = close;
+      } else {
+        s += c;
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace hpo::trials
