@@ -1,16 +1,598 @@
+// The torch recipe codec. Parsing only reads shapes (literal of the right type,
+// or "{param}"); every value check lives in resolve_into(), which the parser
+// runs too with no parameters: references keep their defaults and errors on
+// their paths are dropped, so a literal lr of -1 is refused at submit time and
+// a swept lr of -1 is refused when that trial is resolved, by the same line.
 #include "trials/torch_recipe.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 namespace hpo::trials {
+namespace {
 
-// Placeholder until the trainer lands: keeps the whole `trial` object.
+using nlohmann::json;
+
+// "{name}" -> name; anything else -> empty.
+std::string param_ref(const json& v) {
+  if (!v.is_string()) return {};
+  const auto& s = v.get_ref<const std::string&>();
+  if (s.size() < 3 || s.front() != '{' || s.back() != '}') return {};
+  std::string name = s.substr(1, s.size() - 2);
+  if (name.find_first_of("{}") != std::string::npos) return {};
+  return name;
+}
+
+bool literal(const json& v, std::int64_t& out) {
+  if (v.is_number_integer()) {
+    out = v.get<std::int64_t>();
+    return true;
+  }
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (std::floor(d) != d || std::abs(d) > 9e15) return false;
+    out = static_cast<std::int64_t>(d);
+    return true;
+  }
+  return false;
+}
+bool literal(const json& v, double& out) {
+  if (!v.is_number()) return false;
+  out = v.get<double>();
+  return true;
+}
+bool literal(const json& v, bool& out) {
+  if (!v.is_boolean()) return false;
+  out = v.get<bool>();
+  return true;
+}
+// Booleans read as "true"/"false" so that "pool": true means "each".
+bool literal(const json& v, std::string& out) {
+  if (v.is_boolean()) {
+    out = v.get<bool>() ? "true" : "false";
+    return true;
+  }
+  if (!v.is_string()) return false;
+  out = v.get<std::string>();
+  return true;
+}
+
+template <class T>
+const char* type_name() {
+  if constexpr (std::is_same_v<T, std::int64_t>) return "an integer";
+  if constexpr (std::is_same_v<T, double>) return "a number";
+  if constexpr (std::is_same_v<T, bool>) return "a boolean";
+  return "a string";
+}
+
+// Reads the fields of one JSON object; reports wrong types and unknown keys.
+class ObjectReader {
+ public:
+  ObjectReader(const json& j, std::string path, std::vector<FieldError>& errors)
+      : j_(j), path_(std::move(path)), errors_(errors) {}
+
+  template <class T>
+  void field(const char* key, Sweepable<T>& out) {
+    const json* v = find(key);
+    if (!v) return;
+    if (std::string ref = param_ref(*v); !ref.empty()) {
+      out.ref = std::move(ref);
+      return;
+    }
+    if (!literal(*v, out.value))
+      error(key, std::string("must be ") + type_name<T>() + " or \"{parameter}\"");
+  }
+
+  void field(const char* key, SweepableIntList& out) {
+    const json* v = find(key);
+    if (!v) return;
+    out = {};
+    if (std::string ref = param_ref(*v); !ref.empty()) {
+      out.ref = std::move(ref);
+      return;
+    }
+    std::int64_t one = 0;
+    if (literal(*v, one)) {  // a single width is a one-element list
+      out.items.push_back({one, {}});
+      return;
+    }
+    if (!v->is_array()) {
+      error(key, "must be a list of integers or \"{parameter}\"");
+      return;
+    }
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      Sweepable<std::int64_t> item;
+      const json& e = (*v)[i];
+      if (std::string ref = param_ref(e); !ref.empty())
+        item.ref = std::move(ref);
+      else if (!literal(e, item.value))
+        errors_.push_back({path_ + "." + key + "[" + std::to_string(i) + "]",
+                           "must be an integer or \"{parameter}\""});
+      out.items.push_back(std::move(item));
+    }
+  }
+
+  void field(const char* key, std::string& out) {
+    const json* v = find(key);
+    if (!v) return;
+    if (!v->is_string())
+      error(key, "must be a string");
+    else
+      out = v->get<std::string>();
+  }
+
+  // A nested object: `read` fills it; absent is fine, another type is an error.
+  template <class F>
+  void object(const char* key, F&& read) {
+    const json* v = find(key);
+    if (!v) return;
+    if (!v->is_object()) {
+      error(key, "must be an object");
+      return;
+    }
+    ObjectReader sub(*v, path_ + "." + key, errors_);
+    read(sub);
+    sub.reject_unknown();
+  }
+
+  void reject_unknown() {
+    for (auto it = j_.begin(); it != j_.end(); ++it)
+      if (std::find(known_.begin(), known_.end(), it.key()) == known_.end())
+        errors_.push_back({path_ + "." + it.key(), "unknown field"});
+  }
+
+  const std::vector<std::string>& known() const { return known_; }
+
+ private:
+  const json* find(const char* key) {
+    known_.emplace_back(key);
+    auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
+  }
+  void error(const char* key, std::string message) {
+    errors_.push_back({path_ + "." + key, std::move(message)});
+  }
+
+  const json& j_;
+  std::string path_;
+  std::vector<FieldError>& errors_;
+  std::vector<std::string> known_;
+};
+
+// ---- resolution -------------------------------------------------------------
+
+std::optional<std::int64_t> to_int(const search::Value& v) {
+  if (auto* i = std::get_if<std::int64_t>(&v)) return *i;
+  if (auto* d = std::get_if<double>(&v))
+    if (std::floor(*d) == *d && std::abs(*d) < 9e15) return static_cast<std::int64_t>(*d);
+  if (auto* s = std::get_if<std::string>(&v)) {
+    std::int64_t out = 0;
+    std::istringstream in(*s);
+    if (in >> out && in.eof()) return out;
+  }
+  return std::nullopt;
+}
+std::optional<double> to_double(const search::Value& v) {
+  if (auto d = search::as_double(v); d && !std::holds_alternative<bool>(v)) return d;
+  if (auto* s = std::get_if<std::string>(&v)) {
+    double out = 0;
+    std::istringstream in(*s);
+    if (in >> out && in.eof()) return out;
+  }
+  return std::nullopt;
+}
+std::optional<bool> to_bool(const search::Value& v) {
+  if (auto* b = std::get_if<bool>(&v)) return *b;
+  if (auto* s = std::get_if<std::string>(&v)) {
+    if (*s == "true") return true;
+    if (*s == "false") return false;
+  }
+  if (auto* i = std::get_if<std::int64_t>(&v); i && (*i == 0 || *i == 1)) return *i == 1;
+  return std::nullopt;
+}
+template <class T>
+std::optional<T> convert(const search::Value& v) {
+  if constexpr (std::is_same_v<T, std::int64_t>) return to_int(v);
+  if constexpr (std::is_same_v<T, double>) return to_double(v);
+  if constexpr (std::is_same_v<T, bool>) return to_bool(v);
+  if constexpr (std::is_same_v<T, std::string>) return search::to_string(v);
+}
+
+// "32,64", "32-64", "32x64", "32 64" -> {32, 64}
+std::optional<std::vector<std::int64_t>> parse_int_list(const std::string& s) {
+  std::vector<std::int64_t> out;
+  std::string cur;
+  auto flush = [&]() -> bool {
+    if (cur.empty()) return true;
+    std::int64_t v = 0;
+    std::istringstream in(cur);
+    if (!(in >> v) || !in.eof()) return false;
+    out.push_back(v);
+    cur.clear();
+    return true;
+  };
+  for (char c : s) {
+    if (c == ',' || c == '-' || c == 'x' || c == ' ' || c == '_') {
+      if (!flush()) return std::nullopt;
+    } else {
+      cur += c;
+    }
+  }
+  if (!flush()) return std::nullopt;
+  return out;
+}
+
+class Resolver {
+ public:
+  // params == nullptr: parse time; references keep their defaults, unchecked.
+  Resolver(const search::Params* params, std::string prefix)
+      : params_(params), prefix_(std::move(prefix)) {}
+
+  template <class T>
+  T get(const Sweepable<T>& f, const std::string& path) {
+    if (!f.is_ref()) return f.value;
+    if (!params_) {
+      skipped_.insert(path);
+      return f.value;
+    }
+    auto it = params_->find(f.ref);
+    if (it == params_->end()) {
+      add(path, "parameter '" + f.ref + "' is not set for this trial");
+      skipped_.insert(path);
+      return f.value;
+    }
+    auto v = convert<T>(it->second);
+    if (!v) {
+      add(path, "parameter '" + f.ref + "' = " + search::to_string(it->second) + " is not " +
+                    type_name<T>());
+      skipped_.insert(path);
+      return f.value;
+    }
+    return *v;
+  }
+
+  std::vector<std::int64_t> get(const SweepableIntList& f, const std::string& path) {
+    if (f.ref.empty()) {
+      std::vector<std::int64_t> out;
+      for (std::size_t i = 0; i < f.items.size(); ++i)
+        out.push_back(get(f.items[i], path + "[" + std::to_string(i) + "]"));
+      if (std::any_of(f.items.begin(), f.items.end(), [](auto& i) { return i.is_ref(); }) &&
+          !params_)
+        skipped_.insert(path);
+      return out;
+    }
+    if (!params_) {
+      skipped_.insert(path);
+      return {1};
+    }
+    auto it = params_->find(f.ref);
+    if (it == params_->end()) {
+      add(path, "parameter '" + f.ref + "' is not set for this trial");
+      return {1};
+    }
+    if (auto one = to_int(it->second)) return {*one};
+    if (auto* s = std::get_if<std::string>(&it->second))
+      if (auto list = parse_int_list(*s)) return *list;
+    add(path, "parameter '" + f.ref + "' = " + search::to_string(it->second) +
+                  " is not a list of integers (\"32,64\")");
+    return {1};
+  }
+
+  // A value check on `path`; silent when the field was a reference at parse time.
+  void check(bool ok, const std::string& path, const std::string& message) {
+    if (!ok && !skipped_.count(path)) add(path, message);
+  }
+
+  template <class E>
+  E choose(const std::string& value, const std::string& path,
+           std::initializer_list<std::pair<const char*, E>> choices) {
+    std::string names;
+    for (const auto& [name, e] : choices) {
+      if (value == name) return e;
+      names += names.empty() ? "" : ", ";
+      names += name;
+    }
+    check(false, path, "'" + value + "' is not one of: " + names);
+    return choices.begin()->second;
+  }
+
+  const std::string& prefix() const { return prefix_; }
+  std::vector<FieldError>& errors() { return errors_; }
+
+ private:
+  void add(const std::string& path, std::string message) {
+    errors_.push_back({path, std::move(message)});
+  }
+
+  const search::Params* params_;
+  std::string prefix_;
+  std::set<std::string> skipped_;
+  std::vector<FieldError> errors_;
+};
+
+void resolve_model(const TorchModelRecipe& m, Resolver& r, ResolvedModel& out) {
+  const std::string p = r.prefix() + ".model";
+  out.type = r.choose<ModelType>(r.get(m.type, p + ".type"), p + ".type",
+                                 {{"mlp", ModelType::kMlp}, {"cnn", ModelType::kCnn}});
+  out.activation = r.choose<Activation>(r.get(m.activation, p + ".activation"), p + ".activation",
+                                        {{"relu", Activation::kRelu},
+                                         {"tanh", Activation::kTanh},
+                                         {"gelu", Activation::kGelu},
+                                         {"leaky_relu", Activation::kLeakyRelu},
+                                         {"elu", Activation::kElu},
+                                         {"silu", Activation::kSilu}});
+  out.dropout = r.get(m.dropout, p + ".dropout");
+  r.check(out.dropout >= 0 && out.dropout < 1, p + ".dropout", "must be in [0, 1)");
+  out.batch_norm = r.get(m.batch_norm, p + ".batch_norm");
+
+  auto check_widths = [&](const std::vector<std::int64_t>& v, const std::string& path) {
+    for (auto w : v) r.check(w >= 1 && w <= 65536, path, "widths must be in [1, 65536]");
+  };
+  if (out.type == ModelType::kMlp) {
+    if (!m.layers.items.empty() || !m.layers.ref.empty()) {
+      out.layers = r.get(m.layers, p + ".layers");
+      check_widths(out.layers, p + ".layers");
+    } else {
+      std::int64_t hidden = r.get(m.hidden, p + ".hidden");
+      std::int64_t depth = r.get(m.depth, p + ".depth");
+      r.check(hidden >= 1 && hidden <= 65536, p + ".hidden", "must be in [1, 65536]");
+      r.check(depth >= 0 && depth <= 64, p + ".depth", "must be in [0, 64]");
+      if (hidden >= 1 && depth >= 0 && depth <= 64) out.layers.assign(depth, hidden);
+    }
+  } else {
+    out.channels = r.get(m.channels, p + ".channels");
+    r.check(!out.channels.empty(), p + ".channels", "needs at least one conv block");
+    check_widths(out.channels, p + ".channels");
+    out.kernel = r.get(m.kernel, p + ".kernel");
+    r.check(out.kernel >= 1 && out.kernel <= 15, p + ".kernel", "must be in [1, 15]");
+    out.same_padding = r.choose<bool>(r.get(m.padding, p + ".padding"), p + ".padding",
+                                      {{"same", true}, {"valid", false}});
+    out.pool = r.choose<PoolMode>(r.get(m.pool, p + ".pool"), p + ".pool",
+                                  {{"each", PoolMode::kEach},
+                                   {"true", PoolMode::kEach},
+                                   {"last", PoolMode::kLast},
+                                   {"none", PoolMode::kNone},
+                                   {"false", PoolMode::kNone}});
+    out.dense = r.get(m.dense, p + ".dense");
+    check_widths(out.dense, p + ".dense");
+  }
+}
+
+void resolve_data(const TorchDataRecipe& d, Resolver& r, ResolvedData& out) {
+  const std::string p = r.prefix() + ".data";
+  out.format = d.format;
+  out.train_images = d.train_images;
+  out.train_labels = d.train_labels;
+  out.validation_images = d.validation_images;
+  out.validation_labels = d.validation_labels;
+  out.test_images = d.test_images;
+  out.test_labels = d.test_labels;
+  out.train = d.train;
+  out.validation = d.validation;
+  out.test = d.test;
+  out.target = d.target;
+  out.validation_fraction = r.get(d.validation_fraction, p + ".validation_fraction");
+  out.subset = r.get(d.subset, p + ".subset");
+  out.test_subset = r.get(d.test_subset, p + ".test_subset");
+  out.seed = r.get(d.seed, p + ".seed");
+  out.standardize = r.get(d.standardize, p + ".standardize");
+  r.check(out.subset >= 0, p + ".subset", "must be >= 0 (0: all rows)");
+  r.check(out.test_subset >= 0, p + ".test_subset", "must be >= 0 (0: all rows)");
+
+  auto required = [&](const std::string& v, const char* key) {
+    r.check(!v.empty(), p + "." + key, std::string("is required for format ") + d.format);
+  };
+  auto paired = [&](const std::string& a, const char* ka, const std::string& b, const char* kb) {
+    r.check(a.empty() == b.empty(), p + "." + (a.empty() ? ka : kb),
+            std::string("is required with ") + (a.empty() ? kb : ka));
+  };
+  bool has_validation_file = false;
+  if (d.format == "idx") {
+    required(d.train_images, "train_images");
+    required(d.train_labels, "train_labels");
+    paired(d.validation_images, "validation_images", d.validation_labels, "validation_labels");
+    paired(d.test_images, "test_images", d.test_labels, "test_labels");
+    has_validation_file = !d.validation_images.empty();
+    for (auto [key, v] : {std::pair{"train", &d.train},
+                          {"validation", &d.validation},
+                          {"test", &d.test},
+                          {"target", &d.target}})
+      r.check(v->empty(), p + "." + key, "is for format csv");
+  } else if (d.format == "csv") {
+    required(d.train, "train");
+    required(d.target, "target");
+    has_validation_file = !d.validation.empty();
+    for (const auto* v : {&d.train_images, &d.train_labels, &d.validation_images,
+                          &d.validation_labels, &d.test_images, &d.test_labels})
+      r.check(v->empty(), p, "the *_images/*_labels fields are for format idx");
+  } else {
+    r.check(false, p + ".format",
+            d.format.empty() ? "is required (idx or csv)"
+                             : "'" + d.format + "' is not one of: idx, csv");
+  }
+  if (!has_validation_file)
+    r.check(out.validation_fraction > 0 && out.validation_fraction < 1, p + ".validation_fraction",
+            "must be in (0, 1) when no validation file is given");
+}
+
+void resolve_optimizer(const TorchOptimizerRecipe& o, Resolver& r, ResolvedOptimizer& out) {
+  const std::string p = r.prefix() + ".optimizer";
+  out.type = r.choose<OptimizerType>(r.get(o.type, p + ".type"), p + ".type",
+                                     {{"sgd", OptimizerType::kSgd},
+                                      {"adam", OptimizerType::kAdam},
+                                      {"adamw", OptimizerType::kAdamW}});
+  out.lr = r.get(o.lr, p + ".lr");
+  r.check(out.lr > 0 && std::isfinite(out.lr), p + ".lr", "must be > 0");
+  out.momentum = r.get(o.momentum, p + ".momentum");
+  r.check(out.momentum >= 0 && out.momentum < 1, p + ".momentum", "must be in [0, 1)");
+  out.nesterov = r.get(o.nesterov, p + ".nesterov");
+  if (out.type == OptimizerType::kSgd)
+    r.check(!out.nesterov || out.momentum > 0, p + ".nesterov", "needs momentum > 0");
+  out.weight_decay = r.get(o.weight_decay, p + ".weight_decay");
+  r.check(out.weight_decay >= 0, p + ".weight_decay", "must be >= 0");
+  out.beta1 = r.get(o.beta1, p + ".beta1");
+  out.beta2 = r.get(o.beta2, p + ".beta2");
+  r.check(out.beta1 >= 0 && out.beta1 < 1, p + ".beta1", "must be in [0, 1)");
+  r.check(out.beta2 >= 0 && out.beta2 < 1, p + ".beta2", "must be in [0, 1)");
+  out.eps = r.get(o.eps, p + ".eps");
+  r.check(out.eps > 0, p + ".eps", "must be > 0");
+}
+
+void resolve_schedule(const TorchScheduleRecipe& s, Resolver& r, ResolvedSchedule& out) {
+  const std::string p = r.prefix() + ".schedule";
+  out.type = r.choose<ScheduleType>(r.get(s.type, p + ".type"), p + ".type",
+                                    {{"constant", ScheduleType::kConstant},
+                                     {"step", ScheduleType::kStep},
+                                     {"cosine", ScheduleType::kCosine}});
+  out.step_size = r.get(s.step_size, p + ".step_size");
+  r.check(out.step_size >= 1, p + ".step_size", "must be >= 1");
+  out.gamma = r.get(s.gamma, p + ".gamma");
+  r.check(out.gamma > 0 && out.gamma <= 1, p + ".gamma", "must be in (0, 1]");
+  out.min_lr = r.get(s.min_lr, p + ".min_lr");
+  r.check(out.min_lr >= 0, p + ".min_lr", "must be >= 0");
+  out.warmup_epochs = r.get(s.warmup_epochs, p + ".warmup_epochs");
+  r.check(out.warmup_epochs >= 0, p + ".warmup_epochs", "must be >= 0");
+}
+
+void resolve_into(const TorchRecipe& t, Resolver& r, ResolvedTorchConfig& out) {
+  const std::string& p = r.prefix();
+  out.task = r.choose<TorchTask>(
+      r.get(t.task, p + ".task"), p + ".task",
+      {{"classification", TorchTask::kClassification}, {"regression", TorchTask::kRegression}});
+  resolve_model(t.model, r, out.model);
+  resolve_data(t.data, r, out.data);
+  resolve_optimizer(t.optimizer, r, out.optimizer);
+  resolve_schedule(t.schedule, r, out.schedule);
+  out.batch_size = r.get(t.batch_size, p + ".batch_size");
+  r.check(out.batch_size >= 1 && out.batch_size <= (1 << 20), p + ".batch_size",
+          "must be in [1, 1048576]");
+  out.eval_batch_size = r.get(t.eval_batch_size, p + ".eval_batch_size");
+  r.check(out.eval_batch_size >= 1, p + ".eval_batch_size", "must be >= 1");
+  out.epochs = r.get(t.epochs, p + ".epochs");
+  r.check(out.epochs >= 1 && out.epochs <= 100000, p + ".epochs", "must be in [1, 100000]");
+  out.seed = r.get(t.seed, p + ".seed");
+  r.check(out.model.type != ModelType::kCnn || out.data.format != "csv", p + ".model.type",
+          "cnn needs image data (data.format idx)");
+}
+
+}  // namespace
+
 void parse_torch_recipe(const nlohmann::json& j, const std::string& path, TorchRecipe& out,
                         std::vector<std::string>& consumed, std::vector<FieldError>& errors) {
-  (void)path;
-  (void)errors;
-  out.raw_json = j.dump();
-  for (auto it = j.begin(); it != j.end(); ++it) consumed.push_back(it.key());
+  out = {};
+  ObjectReader top(j, path, errors);
+  top.field("task", out.task);
+  top.object("model", [&](ObjectReader& m) {
+    auto& o = out.model;
+    m.field("type", o.type);
+    m.field("hidden", o.hidden);
+    m.field("depth", o.depth);
+    m.field("layers", o.layers);
+    m.field("channels", o.channels);
+    m.field("kernel", o.kernel);
+    m.field("padding", o.padding);
+    m.field("pool", o.pool);
+    m.field("dense", o.dense);
+    m.field("activation", o.activation);
+    m.field("dropout", o.dropout);
+    m.field("batch_norm", o.batch_norm);
+  });
+  if (!j.contains("data")) errors.push_back({path + ".data", "is required for kind torch"});
+  top.object("data", [&](ObjectReader& d) {
+    auto& o = out.data;
+    d.field("format", o.format);
+    for (auto [key, field] : {std::pair{"train_images", &o.train_images},
+                              {"train_labels", &o.train_labels},
+                              {"validation_images", &o.validation_images},
+                              {"validation_labels", &o.validation_labels},
+                              {"test_images", &o.test_images},
+                              {"test_labels", &o.test_labels},
+                              {"train", &o.train},
+                              {"validation", &o.validation},
+                              {"test", &o.test},
+                              {"target", &o.target}})
+      d.field(key, *field);
+    d.field("validation_fraction", o.validation_fraction);
+    d.field("subset", o.subset);
+    d.field("test_subset", o.test_subset);
+    d.field("seed", o.seed);
+    d.field("standardize", o.standardize);
+  });
+  top.object("optimizer", [&](ObjectReader& o) {
+    auto& r = out.optimizer;
+    o.field("type", r.type);
+    o.field("lr", r.lr);
+    o.field("momentum", r.momentum);
+    o.field("nesterov", r.nesterov);
+    o.field("weight_decay", r.weight_decay);
+    o.field("beta1", r.beta1);
+    o.field("beta2", r.beta2);
+    o.field("eps", r.eps);
+  });
+  top.object("schedule", [&](ObjectReader& s) {
+    auto& r = out.schedule;
+    s.field("type", r.type);
+    s.field("step_size", r.step_size);
+    s.field("gamma", r.gamma);
+    s.field("min_lr", r.min_lr);
+    s.field("warmup_epochs", r.warmup_epochs);
+  });
+  top.field("batch_size", out.batch_size);
+  top.field("eval_batch_size", out.eval_batch_size);
+  top.field("epochs", out.epochs);
+  top.field("seed", out.seed);
+  consumed.insert(consumed.end(), top.known().begin(), top.known().end());
+
+  // Value checks on the literals (references are checked per trial by resolve()).
+  std::size_t shape_errors = errors.size();
+  Resolver r(nullptr, path);
+  ResolvedTorchConfig unused;
+  resolve_into(out, r, unused);
+  for (auto& e : r.errors()) {
+    bool dup = std::any_of(errors.begin(), errors.begin() + shape_errors,
+                           [&](const FieldError& x) { return x.path == e.path; });
+    if (!dup) errors.push_back(std::move(e));
+  }
+}
+
+Result<ResolvedTorchConfig> resolve(const TorchRecipe& recipe, const search::Params& params) {
+  Resolver r(&params, "trial");
+  ResolvedTorchConfig out;
+  resolve_into(recipe, r, out);
+  if (r.errors().empty()) return out;
+  Error e{ErrorCode::kInvalidArgument, {}, std::move(r.errors())};
+  for (const auto& f : e.fields)
+    e.message += (e.message.empty() ? "" : "; ") + f.path + ": " + f.message;
+  return e;
+}
+
+std::vector<std::string> torch_recipe_param_refs(const TorchRecipe& t) {
+  std::set<std::string> refs;
+  auto add = [&](const auto& f) {
+    if (f.is_ref()) refs.insert(f.ref);
+  };
+  auto add_list = [&](const SweepableIntList& l) {
+    if (!l.ref.empty()) refs.insert(l.ref);
+    for (const auto& i : l.items) add(i);
+  };
+  add(t.task);
+  const auto& m = t.model;
+  add(m.type), add(m.hidden), add(m.depth), add_list(m.layers), add_list(m.channels);
+  add(m.kernel), add(m.padding), add(m.pool), add_list(m.dense), add(m.activation);
+  add(m.dropout), add(m.batch_norm);
+  const auto& d = t.data;
+  add(d.validation_fraction), add(d.subset), add(d.test_subset), add(d.seed), add(d.standardize);
+  const auto& o = t.optimizer;
+  add(o.type), add(o.lr), add(o.momentum), add(o.nesterov), add(o.weight_decay), add(o.beta1);
+  add(o.beta2), add(o.eps);
+  const auto& s = t.schedule;
+  add(s.type), add(s.step_size), add(s.gamma), add(s.min_lr), add(s.warmup_epochs);
+  add(t.batch_size), add(t.eval_batch_size), add(t.epochs), add(t.seed);
+  return {refs.begin(), refs.end()};
 }
 
 }  // namespace hpo::trials

@@ -1,0 +1,448 @@
+// Reading IDX and CSV files, and the per-trial preparation (subset, split,
+// standardisation). Errors name the file and, for CSV, the line and column:
+// a user reading a failed trial's reason must be able to fix the file.
+#include "workers/torch/dataset.hpp"
+
+#include <zlib.h>
+
+#include <sys/stat.h>
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+#include <sstream>
+
+namespace hpo::workers::torch_trainer {
+namespace {
+
+Error data_error(std::string message) {
+  return Error{ErrorCode::kInvalidArgument, std::move(message), {}};
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// Whole file, gunzipped when it is gzip (gzread passes plain files through).
+Result<std::string> read_maybe_gz(const std::string& path) {
+  if (!file_exists(path)) return data_error("data file '" + path + "' does not exist");
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) return data_error("cannot open data file '" + path + "'");
+  gzbuffer(f, 1 << 20);
+  std::string out;
+  char buf[1 << 16];
+  int n = 0;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  int err = 0;
+  std::string msg = n < 0 ? gzerror(f, &err) : "";
+  gzclose(f);
+  if (n < 0) return data_error("cannot read '" + path + "': " + msg);
+  return out;
+}
+
+std::uint32_t be32(const std::string& s, std::size_t off) {
+  auto b = [&](std::size_t i) {
+    return static_cast<std::uint32_t>(static_cast<unsigned char>(s[off + i]));
+  };
+  return b(0) << 24 | b(1) << 16 | b(2) << 8 | b(3);
+}
+
+// IDX header: magic 0x00 0x00 type ndims, then ndims big-endian sizes.
+Result<std::vector<std::int64_t>> idx_dims(const std::string& s, const std::string& path,
+                                           int want_dims) {
+  if (s.size() < 4 || s[0] != 0 || s[1] != 0)
+    return data_error("'" + path + "' is not an IDX file (bad magic number)");
+  if (static_cast<unsigned char>(s[2]) != 0x08)
+    return data_error("'" + path + "': only unsigned-byte IDX files are supported");
+  int nd = static_cast<unsigned char>(s[3]);
+  if (nd != want_dims)
+    return data_error("'" + path + "' has " + std::to_string(nd) + " dimensions, expected " +
+                      std::to_string(want_dims));
+  if (s.size() < 4 + 4 * static_cast<std::size_t>(nd))
+    return data_error("'" + path + "' is truncated (header)");
+  std::vector<std::int64_t> dims;
+  std::int64_t total = 1;
+  for (int i = 0; i < nd; ++i) {
+    dims.push_back(be32(s, 4 + 4 * i));
+    total *= dims.back();
+  }
+  if (s.size() != 4 + 4 * static_cast<std::size_t>(nd) + static_cast<std::size_t>(total))
+    return data_error("'" + path + "' is truncated or has trailing bytes (expected " +
+                      std::to_string(total) + " values)");
+  return dims;
+}
+
+// Splits one CSV line (RFC 4180 quotes, no embedded newlines) into `out`.
+void split_csv(std::string_view line, std::vector<std::string_view>& out, std::string& scratch) {
+  out.clear();
+  scratch.clear();
+  if (line.find('"') == std::string_view::npos) {
+    std::size_t start = 0;
+    while (true) {
+      std::size_t c = line.find(',', start);
+      out.push_back(line.substr(start, c == std::string_view::npos ? line.npos : c - start));
+      if (c == std::string_view::npos) break;
+      start = c + 1;
+    }
+    return;
+  }
+  // Quoted fields are unescaped into `scratch` (reserved up front: views stay valid).
+  scratch.reserve(line.size());
+  std::size_t i = 0;
+  while (true) {
+    std::size_t begin = scratch.size();
+    if (i < line.size() && line[i] == '"') {
+      ++i;
+      while (i < line.size()) {
+        if (line[i] == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+          scratch += '"';
+          i += 2;
+        } else if (line[i] == '"') {
+          ++i;
+          break;
+        } else {
+          scratch += line[i++];
+        }
+      }
+      while (i < line.size() && line[i] != ',') scratch += line[i++];
+    } else {
+      while (i < line.size() && line[i] != ',') scratch += line[i++];
+    }
+    out.push_back(std::string_view(scratch).substr(begin));
+    if (i >= line.size()) break;
+    ++i;  // the comma
+  }
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+bool parse_float(std::string_view s, float& out) {
+  s = trim(s);
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size() && !s.empty() && std::isfinite(out);
+}
+
+}  // namespace
+
+std::int64_t Table::features() const {
+  std::int64_t f = 1;
+  for (auto d : sample_shape) f *= d;
+  return f;
+}
+
+Result<Table> read_idx(const std::string& images_path, const std::string& labels_path) {
+  auto images = read_maybe_gz(images_path);
+  if (!images) return images.error();
+  auto labels = read_maybe_gz(labels_path);
+  if (!labels) return labels.error();
+  auto idims = idx_dims(*images, images_path, 3);
+  if (!idims) return idims.error();
+  auto ldims = idx_dims(*labels, labels_path, 1);
+  if (!ldims) return ldims.error();
+  if ((*idims)[0] != (*ldims)[0])
+    return data_error("'" + images_path + "' has " + std::to_string((*idims)[0]) + " images but '" +
+                      labels_path + "' has " + std::to_string((*ldims)[0]) + " labels");
+  Table t;
+  t.rows = (*idims)[0];
+  t.sample_shape = {1, (*idims)[1], (*idims)[2]};
+  const auto* px = reinterpret_cast<const unsigned char*>(images->data()) + 16;
+  t.x.resize(static_cast<std::size_t>(t.rows * t.features()));
+  for (std::size_t i = 0; i < t.x.size(); ++i) t.x[i] = static_cast<float>(px[i]) / 255.0f;
+  const auto* lb = reinterpret_cast<const unsigned char*>(labels->data()) + 8;
+  t.y.assign(lb, lb + t.rows);
+  return t;
+}
+
+Result<Table> read_csv(const std::string& path, const std::string& target, bool classification,
+                       const std::vector<std::string>* classes) {
+  auto text = read_maybe_gz(path);
+  if (!text) return text.error();
+  std::string_view all(*text);
+  std::vector<std::string_view> fields;
+  std::string scratch;
+  Table t;
+  std::int64_t target_col = -1;
+  std::size_t ncols = 0;
+  std::vector<std::string> target_text;  // classification labels, mapped at the end
+  std::vector<std::int64_t> target_line;
+  std::int64_t line_no = 0;
+  bool header = true;
+  while (!all.empty()) {
+    std::size_t nl = all.find('\n');
+    std::string_view line = all.substr(0, nl);
+    all.remove_prefix(nl == std::string_view::npos ? all.size() : nl + 1);
+    ++line_no;
+    if (trim(line).empty()) continue;
+    split_csv(line, fields, scratch);
+    auto where = [&] { return "'" + path + "' line " + std::to_string(line_no); };
+    if (header) {
+      header = false;
+      ncols = fields.size();
+      for (std::size_t c = 0; c < fields.size(); ++c) {
+        std::string name(trim(fields[c]));
+        if (name == target)
+          target_col = static_cast<std::int64_t>(c);
+        else
+          t.columns.push_back(std::move(name));
+      }
+      if (target_col < 0)
+        return data_error("'" + path + "' has no column '" + target +
+                          "' (the target); columns: " + std::string(trim(line)));
+      if (t.columns.empty()) return data_error("'" + path + "' has no feature columns");
+      continue;
+    }
+    if (fields.size() != ncols)
+      return data_error(where() + ": " + std::to_string(fields.size()) +
+                        " fields, the header has " + std::to_string(ncols));
+    for (std::size_t c = 0; c < fields.size(); ++c) {
+      if (static_cast<std::int64_t>(c) == target_col) continue;
+      float v = 0;
+      if (!parse_float(fields[c], v)) {
+        std::size_t fi = c - (static_cast<std::int64_t>(c) > target_col ? 1 : 0);
+        return data_error(where() + ": column '" + t.columns[fi] + "': '" +
+                          std::string(trim(fields[c])) + "' is not a number");
+      }
+      t.x.push_back(v);
+    }
+    std::string_view tv = trim(fields[static_cast<std::size_t>(target_col)]);
+    if (classification) {
+      target_text.emplace_back(tv);
+      target_line.push_back(line_no);
+    } else {
+      float v = 0;
+      if (!parse_float(tv, v))
+        return data_error(where() + ": target '" + target + "': '" + std::string(tv) +
+                          "' is not a number (task regression)");
+      t.y.push_back(v);
+    }
+    ++t.rows;
+  }
+  if (header) return data_error("'" + path + "' is empty (expected a header row)");
+  if (t.rows == 0) return data_error("'" + path + "' has a header but no rows");
+  t.sample_shape = {static_cast<std::int64_t>(t.columns.size())};
+  if (!classification) return t;
+
+  // Class labels: integers as they are, unless text labels are in play.
+  bool numeric = !classes || classes->empty();
+  for (const auto& s : target_text) {
+    if (!numeric) break;
+    std::int64_t v = -1;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    numeric = ec == std::errc() && p == s.data() + s.size() && v >= 0 && v < (1 << 20);
+  }
+  t.y.reserve(target_text.size());
+  if (numeric) {
+    for (const auto& s : target_text) t.y.push_back(static_cast<float>(std::stoll(s)));
+    return t;
+  }
+  if (classes && !classes->empty()) {
+    t.classes = *classes;
+  } else {
+    std::set<std::string> distinct(target_text.begin(), target_text.end());
+    t.classes.assign(distinct.begin(), distinct.end());
+  }
+  std::map<std::string, float> index;
+  for (std::size_t i = 0; i < t.classes.size(); ++i) index[t.classes[i]] = static_cast<float>(i);
+  for (std::size_t i = 0; i < target_text.size(); ++i) {
+    auto it = index.find(target_text[i]);
+    if (it == index.end())
+      return data_error("'" + path + "' line " + std::to_string(target_line[i]) + ": class '" +
+                        target_text[i] + "' does not occur in the training file");
+    t.y.push_back(it->second);
+  }
+  return t;
+}
+
+Split gather(const Split& s, const std::vector<std::int64_t>& rows) {
+  Split out;
+  const std::int64_t f = s.rows ? static_cast<std::int64_t>(s.x.size()) / s.rows : 0;
+  out.rows = static_cast<std::int64_t>(rows.size());
+  out.x.resize(rows.size() * static_cast<std::size_t>(f));
+  out.y.reserve(rows.size());
+  out.row_ids.reserve(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    std::int64_t r = rows[i];
+    std::copy_n(s.x.begin() + r * f, f, out.x.begin() + static_cast<std::int64_t>(i) * f);
+    out.y.push_back(s.y[static_cast<std::size_t>(r)]);
+    out.row_ids.push_back(s.row_ids[static_cast<std::size_t>(r)]);
+  }
+  return out;
+}
+
+void select_features(PreparedData& data, const std::vector<std::int64_t>& columns) {
+  const std::int64_t f = data.sample_shape.empty() ? 0 : data.sample_shape[0];
+  const std::int64_t k = static_cast<std::int64_t>(columns.size());
+  for (Split* s : {&data.train, &data.validation, &data.test}) {
+    std::vector<float> x(static_cast<std::size_t>(s->rows * k));
+    for (std::int64_t r = 0; r < s->rows; ++r)
+      for (std::int64_t c = 0; c < k; ++c) x[r * k + c] = s->x[r * f + columns[c]];
+    s->x = std::move(x);
+  }
+  if (data.mean.size() == static_cast<std::size_t>(f)) {
+    std::vector<float> mean, inv_std;
+    for (auto c : columns) {
+      mean.push_back(data.mean[c]);
+      inv_std.push_back(data.inv_std[c]);
+    }
+    data.mean = std::move(mean);
+    data.inv_std = std::move(inv_std);
+  }
+  data.sample_shape = {k};
+}
+
+std::shared_ptr<const Table> DatasetCache::find(const std::string& key) {
+  std::lock_guard lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end(); ++it)
+    if (it->first == key) {
+      entries_.splice(entries_.begin(), entries_, it);
+      return entries_.front().second;
+    }
+  return nullptr;
+}
+
+std::shared_ptr<const Table> DatasetCache::insert(const std::string& key, Table table) {
+  std::lock_guard lock(mu_);
+  ++loads_;
+  for (const auto& [k, v] : entries_)
+    if (k == key) return v;
+  entries_.emplace_front(key, std::make_shared<const Table>(std::move(table)));
+  while (entries_.size() > max_entries_) entries_.pop_back();
+  return entries_.front().second;
+}
+
+std::size_t DatasetCache::loads() const {
+  std::lock_guard lock(mu_);
+  return loads_;
+}
+
+namespace {
+
+Split whole(const Table& t, std::int64_t limit) {
+  Split s;
+  s.rows = limit > 0 ? std::min(limit, t.rows) : t.rows;
+  const std::int64_t f = t.features();
+  s.x.assign(t.x.begin(), t.x.begin() + s.rows * f);
+  s.y.assign(t.y.begin(), t.y.begin() + s.rows);
+  s.row_ids.resize(static_cast<std::size_t>(s.rows));
+  std::iota(s.row_ids.begin(), s.row_ids.end(), 0);
+  return s;
+}
+
+// Per-feature (csv) or one global (idx images) mean and std of the training part,
+// applied to every part.
+void standardize(PreparedData& d, bool per_feature) {
+  const std::int64_t f =
+      static_cast<std::int64_t>(d.train.x.size()) / std::max<std::int64_t>(1, d.train.rows);
+  const std::int64_t groups = per_feature ? f : 1;
+  std::vector<double> sum(groups), sq(groups);
+  for (std::int64_t r = 0; r < d.train.rows; ++r)
+    for (std::int64_t c = 0; c < f; ++c) {
+      double v = d.train.x[r * f + c];
+      sum[per_feature ? c : 0] += v;
+      sq[per_feature ? c : 0] += v * v;
+    }
+  const double n = static_cast<double>(d.train.rows) * (per_feature ? 1 : f);
+  std::vector<float> mean(groups), inv_std(groups);
+  for (std::int64_t g = 0; g < groups; ++g) {
+    double m = sum[g] / n;
+    double var = std::max(0.0, sq[g] / n - m * m);
+    mean[g] = static_cast<float>(m);
+    inv_std[g] = var > 1e-12 ? static_cast<float>(1.0 / std::sqrt(var)) : 1.0f;
+  }
+  d.mean = mean;
+  d.inv_std = inv_std;
+  for (Split* s : {&d.train, &d.validation, &d.test})
+    for (std::size_t i = 0; i < s->x.size(); ++i) {
+      std::size_t g = per_feature ? i % static_cast<std::size_t>(f) : 0;
+      s->x[i] = (s->x[i] - mean[g]) * inv_std[g];
+    }
+}
+
+}  // namespace
+
+Result<PreparedData> prepare_data(const trials::ResolvedData& data, trials::TorchTask task,
+                                  DatasetCache& cache) {
+  const bool classification = task == trials::TorchTask::kClassification;
+  const bool idx = data.format == "idx";
+  auto load_idx = [&](const std::string& images, const std::string& labels) {
+    return cache.get("idx|" + images + "|" + labels, [&] { return read_idx(images, labels); });
+  };
+  std::vector<std::string> no_classes;
+  auto load_csv = [&](const std::string& path, const std::vector<std::string>& classes) {
+    std::string key = "csv|" + path + "|" + data.target + "|" + (classification ? "c" : "r");
+    for (const auto& c : classes) key += "|" + c;
+    return cache.get(key, [&] { return read_csv(path, data.target, classification, &classes); });
+  };
+
+  auto train =
+      idx ? load_idx(data.train_images, data.train_labels) : load_csv(data.train, no_classes);
+  if (!train) return train.error();
+  const Table& tt = **train;
+  PreparedData out;
+  out.sample_shape = tt.sample_shape;
+  Split all = whole(tt, data.subset);
+
+  auto check_shape = [&](const Table& t, const std::string& what) -> Status {
+    if (t.sample_shape != tt.sample_shape)
+      return data_error(what + " has " + std::to_string(t.features()) +
+                        " features per row, the training data " + std::to_string(tt.features()));
+    return {};
+  };
+  const bool has_validation_file = idx ? !data.validation_images.empty() : !data.validation.empty();
+  if (has_validation_file) {
+    auto v = idx ? load_idx(data.validation_images, data.validation_labels)
+                 : load_csv(data.validation, tt.classes);
+    if (!v) return v.error();
+    if (auto st = check_shape(**v, "the validation file"); !st) return st.error();
+    out.train = std::move(all);
+    out.validation = whole(**v, 0);
+  } else {
+    if (all.rows < 2)
+      return data_error("the training data has fewer than 2 rows: nothing to split");
+    // Seeded by data.seed only: every trial and member gets the same validation rows.
+    std::vector<std::int64_t> order(static_cast<std::size_t>(all.rows));
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937_64 rng(static_cast<std::uint64_t>(data.seed) * 0x9E3779B97F4A7C15ULL + 1);
+    std::shuffle(order.begin(), order.end(), rng);
+    auto nval = static_cast<std::int64_t>(std::llround(data.validation_fraction * all.rows));
+    nval = std::clamp<std::int64_t>(nval, 1, all.rows - 1);
+    std::vector<std::int64_t> val(order.begin(), order.begin() + nval);
+    std::vector<std::int64_t> tr(order.begin() + nval, order.end());
+    std::sort(val.begin(), val.end());
+    std::sort(tr.begin(), tr.end());
+    out.validation = gather(all, val);
+    out.train = gather(all, tr);
+  }
+  const bool has_test = idx ? !data.test_images.empty() : !data.test.empty();
+  if (has_test) {
+    auto t = idx ? load_idx(data.test_images, data.test_labels) : load_csv(data.test, tt.classes);
+    if (!t) return t.error();
+    if (auto st = check_shape(**t, "the test file"); !st) return st.error();
+    out.test = whole(**t, data.test_subset);
+    out.has_test = true;
+  }
+  if (classification) {
+    float max_label = 0;
+    for (const Split* s : {&out.train, &out.validation, &out.test})
+      for (float y : s->y) max_label = std::max(max_label, y);
+    out.num_classes = std::max<std::int64_t>(2, static_cast<std::int64_t>(max_label) + 1);
+    if (!tt.classes.empty())
+      out.num_classes =
+          std::max<std::int64_t>(out.num_classes, static_cast<std::int64_t>(tt.classes.size()));
+  }
+  if (data.standardize) standardize(out, !idx);
+  return out;
+}
+
+}  // namespace hpo::workers::torch_trainer

@@ -1,0 +1,105 @@
+// Datasets of the built-in trainer: IDX (MNIST layout, .gz or not) and CSV
+// files read into plain float matrices, then split, subset and standardised
+// for one trial. No LibTorch here: the trainer wraps the matrices in tensors
+// without copying, and these functions stay fast to compile and to test.
+//
+// Loading is cached per process (DatasetCache) keyed by the file paths, so a
+// worker running many trials on the same data reads it once; everything that
+// depends on the trial (subset, split, standardisation, bagging) is applied to
+// a copy, so cached tables are immutable and shared between slots.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "trials/result.hpp"
+#include "trials/torch_recipe.hpp"
+
+namespace hpo::workers::torch_trainer {
+
+// Rows of samples as loaded from files.
+struct Table {
+  std::vector<float> x;                    // rows × features, row-major
+  std::vector<float> y;                    // one target per row: class index or value
+  std::vector<std::int64_t> sample_shape;  // {features} (csv) or {1, h, w} (idx)
+  std::int64_t rows = 0;
+  std::vector<std::string> columns;  // csv: feature column names
+  std::vector<std::string> classes;  // csv classification with text labels, sorted
+  std::int64_t features() const;
+};
+
+// IDX image + label files (magic 0x0803 / 0x0801, unsigned bytes), pixels / 255.
+Result<Table> read_idx(const std::string& images_path, const std::string& labels_path);
+
+// CSV with a header row; `target` names the target column, every other column
+// must be numeric. Classification targets are non-negative integers or text
+// labels; text labels map to indices in `classes` (sorted), and when `classes`
+// is given (the training file's) a label outside it is an error.
+Result<Table> read_csv(const std::string& path, const std::string& target, bool classification,
+                       const std::vector<std::string>* classes = nullptr);
+
+// One part of the data, ready for training.
+struct Split {
+  std::vector<float> x;
+  std::vector<float> y;
+  std::vector<std::int64_t> row_ids;  // row numbers in the source file (0-based)
+  std::int64_t rows = 0;
+};
+
+struct PreparedData {
+  Split train, validation, test;
+  bool has_test = false;
+  std::vector<std::int64_t> sample_shape;
+  std::int64_t num_classes = 0;  // classification: max label + 1 over all parts
+  // Standardisation fitted on the training part: x' = (x - mean) * inv_std, one
+  // value per feature (csv) or one for all pixels (idx); empty when off.
+  std::vector<float> mean, inv_std;
+};
+
+// Loaded tables, shared by the trials of a worker process. Thread-safe.
+class DatasetCache {
+ public:
+  explicit DatasetCache(std::size_t max_entries = 8) : max_entries_(max_entries) {}
+  // Returns the cached table for `key`, or loads it with `load` (outside the lock:
+  // two slots asking at once may both read the file; the first one is kept).
+  template <class Load>
+  Result<std::shared_ptr<const Table>> get(const std::string& key, Load&& load);
+  std::size_t loads() const;  // how many times a table was read from files
+
+ private:
+  std::shared_ptr<const Table> find(const std::string& key);
+  std::shared_ptr<const Table> insert(const std::string& key, Table table);
+
+  mutable std::mutex mu_;
+  std::size_t max_entries_;
+  std::size_t loads_ = 0;
+  std::list<std::pair<std::string, std::shared_ptr<const Table>>> entries_;  // most recent first
+};
+
+// Loads (through `cache`), then applies subset, the validation split (seeded by
+// data.seed, so every trial and ensemble member sees the same validation rows)
+// and standardisation fitted on the training part.
+Result<PreparedData> prepare_data(const trials::ResolvedData& data, trials::TorchTask task,
+                                  DatasetCache& cache);
+
+// The rows `rows` of `split` (repeats allowed: bootstrap samples).
+Split gather(const Split& split, const std::vector<std::int64_t>& rows);
+
+// Keeps only the feature columns `columns` (ascending) in every part: a random
+// feature subspace of an ensemble member. Only for tabular data (sample_shape {f}).
+void select_features(PreparedData& data, const std::vector<std::int64_t>& columns);
+
+template <class Load>
+Result<std::shared_ptr<const Table>> DatasetCache::get(const std::string& key, Load&& load) {
+  if (auto hit = find(key)) return hit;
+  Result<Table> table = load();
+  if (!table) return table.error();
+  return insert(key, std::move(table).value());
+}
+
+}  // namespace hpo::workers::torch_trainer

@@ -1,0 +1,34 @@
+// The trainer's models, optimisers and learning-rate schedules as LibTorch
+// objects. Internal to workers/torch: this header includes <torch/torch.h>,
+// so only the trainer's and the benchmark's .cpp files include it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "trials/result.hpp"
+#include "trials/torch_recipe.hpp"
+
+namespace hpo::workers::torch_trainer {
+
+// mlp: Flatten, [Linear, BatchNorm1d?, activation, Dropout?] per hidden layer, Linear.
+// cnn: [Conv2d, BatchNorm2d?, activation, MaxPool2d(2) when pool=each] per block,
+//      MaxPool2d(2) when pool=last, Dropout?, Flatten, [Linear, activation, Dropout?]
+//      per dense layer, Linear. `sample_shape` is {features} or {c, h, w}.
+Result<torch::nn::Sequential> build_model(const trials::ResolvedModel& model,
+                                          const std::vector<std::int64_t>& sample_shape,
+                                          std::int64_t outputs);
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const trials::ResolvedOptimizer& o,
+                                                        std::vector<torch::Tensor> params);
+
+// The learning rate at global step `step` (0-based) of `steps_per_epoch * epochs`.
+double learning_rate(const trials::ResolvedOptimizer& o, const trials::ResolvedSchedule& s,
+                     std::int64_t step, std::int64_t steps_per_epoch, std::int64_t epochs);
+
+void set_learning_rate(torch::optim::Optimizer& opt, double lr);
+
+}  // namespace hpo::workers::torch_trainer

@@ -1,0 +1,278 @@
+// The training loop. Per epoch: one seeded permutation, then batches gathered
+// with index_select from the whole training tensor (no per-sample copies, no
+// DataLoader threads: on a 2-core worker the intra-op threads already use the
+// cores), forward, loss, backward, step. The loss is read back once per batch
+// — needed anyway to fail fast on NaN — and should_stop() (an atomic load) is
+// checked between batches, so a pruned trial stops within one batch.
+//
+// Reproducibility: weight initialisation and dropout use LibTorch's global
+// generator, seeded under a process-wide mutex while the model is built;
+// shuffling uses a private generator. One trial per process is bit-for-bit
+// reproducible on CPU; concurrent slots with dropout share the global generator.
+#include "workers/torch/trainer.hpp"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <sstream>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include "workers/torch/model.hpp"
+
+namespace hpo::workers::torch_trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::mutex& seed_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+torch::Tensor features_tensor(const Split& s, const std::vector<std::int64_t>& sample_shape) {
+  std::vector<std::int64_t> shape{s.rows};
+  shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
+  return torch::from_blob(const_cast<float*>(s.x.data()), shape, torch::kFloat);
+}
+
+torch::Tensor targets_tensor(const Split& s, bool classification) {
+  auto y = torch::from_blob(const_cast<float*>(s.y.data()), {s.rows}, torch::kFloat);
+  return classification ? y.to(torch::kLong) : y.view({s.rows, 1});
+}
+
+struct Eval {
+  double loss = 0;
+  double accuracy = 0;    // classification
+  double rmse = 0;        // regression
+  torch::Tensor outputs;  // probabilities or values, CPU, when kept
+};
+
+Eval evaluate(torch::nn::Sequential& model, const torch::Tensor& x, const torch::Tensor& y,
+              bool classification, std::int64_t batch, bool keep) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  const std::int64_t n = x.size(0);
+  double loss = 0, correct = 0;
+  std::vector<torch::Tensor> kept;
+  for (std::int64_t s = 0; s < n; s += batch) {
+    const std::int64_t len = std::min(batch, n - s);
+    auto out = model->forward(x.narrow(0, s, len));
+    auto yb = y.narrow(0, s, len);
+    if (classification) {
+      loss += torch::nn::functional::cross_entropy(
+                  out, yb, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                  .item<double>();
+      correct += out.argmax(1).eq(yb).sum().item<double>();
+      if (keep) kept.push_back(torch::softmax(out, 1).cpu());
+    } else {
+      loss += (out - yb).pow(2).sum().item<double>();
+      if (keep) kept.push_back(out.cpu());
+    }
+  }
+  model->train();
+  Eval e;
+  e.loss = loss / static_cast<double>(n);
+  e.accuracy = correct / static_cast<double>(n);
+  e.rmse = std::sqrt(e.loss);
+  if (keep) e.outputs = torch::cat(kept).contiguous();
+  return e;
+}
+
+void put_eval(trials::Metrics& m, const std::string& prefix, const Eval& e, bool classification) {
+  m[prefix + "loss"] = e.loss;
+  if (classification)
+    m[prefix + "accuracy"] = e.accuracy;
+  else
+    m[prefix + "rmse"] = e.rmse;
+}
+
+PredictionMatrix to_matrix(const Eval& e, const Split& s, bool classification) {
+  PredictionMatrix m;
+  m.regression = !classification;
+  m.rows = e.outputs.size(0);
+  m.cols = e.outputs.size(1);
+  const float* p = e.outputs.data_ptr<float>();
+  m.values.assign(p, p + m.rows * m.cols);
+  m.labels = s.y;
+  m.row_ids = s.row_ids;
+  return m;
+}
+
+std::string serialize_model(torch::nn::Sequential& model, const PreparedData& data,
+                            const TrainOptions& options) {
+  torch::serialize::OutputArchive archive;
+  model->to(torch::kCPU);
+  model->save(archive);
+  auto i64 = [](const std::vector<std::int64_t>& v) {
+    return torch::tensor(v.empty() ? std::vector<std::int64_t>{} : v, torch::kLong);
+  };
+  auto f32 = [](const std::vector<float>& v) { return torch::tensor(v, torch::kFloat); };
+  archive.write("hpo.sample_shape", i64(data.sample_shape));
+  archive.write("hpo.num_classes", torch::tensor({data.num_classes}, torch::kLong));
+  archive.write("hpo.mean", f32(data.mean));
+  archive.write("hpo.inv_std", f32(data.inv_std));
+  archive.write("hpo.feature_index", i64(options.feature_index));
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
+}
+
+TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedData& data,
+                       const TrainOptions& options, Reporter& reporter) {
+  TrainOutput result;
+  limit_blas_threads();
+  torch::set_num_threads(std::max(1, options.threads));
+  const bool classification = cfg.task == trials::TorchTask::kClassification;
+  const bool cuda = options.gpu >= 0 && torch::cuda::is_available();
+  const torch::Device device =
+      cuda ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(options.gpu))
+           : torch::Device(torch::kCPU);
+
+  torch::nn::Sequential model{nullptr};
+  {
+    std::lock_guard lock(seed_mutex());
+    torch::manual_seed(options.seed);
+    auto built = build_model(cfg.model, data.sample_shape, classification ? data.num_classes : 1);
+    if (!built) {
+      result.end = TrainOutput::End::kFailed;
+      result.error = built.error().message;
+      return result;
+    }
+    model = *built;
+  }
+  model->to(device);
+  auto optimizer = make_optimizer(cfg.optimizer, model->parameters());
+  at::Generator shuffle = at::detail::createCPUGenerator(options.seed ^ 0x5DEECE66DULL);
+
+  const auto x = features_tensor(data.train, data.sample_shape).to(device);
+  const auto y = targets_tensor(data.train, classification).to(device);
+  const auto xv = features_tensor(data.validation, data.sample_shape).to(device);
+  const auto yv = targets_tensor(data.validation, classification).to(device);
+  const std::int64_t n = data.train.rows;
+  const std::int64_t bs = std::min(cfg.batch_size, n);
+  const std::int64_t steps_per_epoch = (n + bs - 1) / bs;
+  const bool scheduled =
+      cfg.schedule.type != trials::ScheduleType::kConstant || cfg.schedule.warmup_epochs > 0;
+
+  std::int64_t step = 0, samples = 0;
+  double train_s = 0;
+  Eval val;
+  for (std::int64_t epoch = 0; epoch < cfg.epochs; ++epoch) {
+    const auto t0 = Clock::now();
+    auto perm = torch::randperm(n, shuffle, torch::kLong).to(device);
+    double loss_sum = 0;
+    std::int64_t seen = 0;
+    for (std::int64_t b = 0; b < steps_per_epoch; ++b) {
+      if (reporter.should_stop()) {
+        result.end = TrainOutput::End::kStopped;
+        return result;
+      }
+      const std::int64_t start = b * bs, len = std::min(bs, n - start);
+      if (len < 2 && cfg.model.batch_norm) continue;  // batch norm needs 2 samples
+      const auto idx = perm.narrow(0, start, len);
+      const double lr =
+          scheduled ? learning_rate(cfg.optimizer, cfg.schedule, step, steps_per_epoch, cfg.epochs)
+                    : cfg.optimizer.lr;
+      if (scheduled) set_learning_rate(*optimizer, lr);
+      model->zero_grad(/*set_to_none=*/true);
+      auto out = model->forward(x.index_select(0, idx));
+      auto yb = y.index_select(0, idx);
+      auto loss =
+          classification ? torch::nn::functional::cross_entropy(out, yb) : torch::mse_loss(out, yb);
+      const float value = loss.item<float>();
+      if (!std::isfinite(value)) {
+        std::ostringstream why;
+        why << "training diverged: loss is " << value << " at epoch " << epoch + 1 << ", batch "
+            << b + 1 << " (learning rate " << lr << ")";
+        result.end = TrainOutput::End::kDiverged;
+        result.error = why.str();
+        return result;
+      }
+      loss.backward();
+      optimizer->step();
+      loss_sum += static_cast<double>(value) * static_cast<double>(len);
+      seen += len;
+      ++step;
+    }
+    train_s += seconds_since(t0);
+    samples += seen;
+    const bool last = epoch + 1 == cfg.epochs;
+    val = evaluate(model, xv, yv, classification, cfg.eval_batch_size,
+                   last && options.keep_artifacts);
+    trials::Metrics m;
+    m["train_loss"] = seen ? loss_sum / static_cast<double>(seen) : 0;
+    put_eval(m, "val_", val, classification);
+    put_eval(m, "", val, classification);
+    m["epoch"] = static_cast<double>(epoch + 1);
+    m["lr"] = scheduled
+                  ? learning_rate(cfg.optimizer, cfg.schedule, std::max<std::int64_t>(0, step - 1),
+                                  steps_per_epoch, cfg.epochs)
+                  : cfg.optimizer.lr;
+    result.metrics = m;
+    if (!std::isfinite(val.loss)) {
+      result.end = TrainOutput::End::kDiverged;
+      result.error = "training diverged: validation loss is not finite after epoch " +
+                     std::to_string(epoch + 1);
+      return result;
+    }
+    if (!reporter.report(epoch + 1, m) || reporter.should_stop()) {
+      result.end = TrainOutput::End::kStopped;
+      return result;
+    }
+  }
+  result.metrics["train_samples_per_s"] = train_s > 0 ? static_cast<double>(samples) / train_s : 0;
+  result.metrics["train_time_s"] = train_s;
+  if (data.has_test) {
+    const auto xt = features_tensor(data.test, data.sample_shape).to(device);
+    const auto yt = targets_tensor(data.test, classification).to(device);
+    Eval test =
+        evaluate(model, xt, yt, classification, cfg.eval_batch_size, options.keep_artifacts);
+    put_eval(result.metrics, "test_", test, classification);
+    result.has_test = true;
+    if (options.keep_artifacts)
+      result.test_predictions = to_matrix(test, data.test, classification);
+  }
+  if (options.keep_artifacts) {
+    result.val_predictions = to_matrix(val, data.validation, classification);
+    result.model_bytes = serialize_model(model, data, options);
+  }
+  return result;
+}
+
+}  // namespace
+
+void limit_blas_threads() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // OpenBLAS reads OPENBLAS_NUM_THREADS when it is loaded, before main(), so
+    // setting the variable now is too late: ask the library itself.
+    using SetThreads = void (*)(int);
+    if (auto fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+      fn(1);
+  });
+}
+
+TrainOutput train_model(const trials::ResolvedTorchConfig& config, const PreparedData& data,
+                        const TrainOptions& options, Reporter& reporter) {
+  try {
+    return train_impl(config, data, options, reporter);
+  } catch (const std::exception& e) {  // c10::Error derives from std::exception
+    TrainOutput out;
+    out.end = TrainOutput::End::kFailed;
+    out.error = std::string("LibTorch: ") + e.what();
+    // c10 messages carry a long C++ backtrace; the first lines say what happened.
+    if (auto cut = out.error.find("\nException raised from"); cut != std::string::npos)
+      out.error.resize(cut);
+    return out;
+  }
+}
+
+}  // namespace hpo::workers::torch_trainer

@@ -1,0 +1,47 @@
+// The training loop of the built-in trainer, behind a LibTorch-free header:
+// the executor and the tests call train_model() on prepared data and never
+// include <torch/torch.h> themselves.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trials/torch_recipe.hpp"
+#include "trials/trial.hpp"
+#include "workers/executor.hpp"
+#include "workers/torch/dataset.hpp"
+#include "workers/torch/predictions.hpp"
+
+namespace hpo::workers::torch_trainer {
+
+struct TrainOptions {
+  int threads = 1;             // intra-op threads (torch::set_num_threads) for this thread
+  int gpu = -1;                // cuda:N when >= 0 and LibTorch has CUDA; CPU otherwise
+  std::uint64_t seed = 0;      // weights, shuffling, dropout
+  bool keep_artifacts = true;  // serialise the model and keep the prediction matrices
+  // Stored in model.pt next to the weights, for whoever predicts with it later.
+  std::vector<std::int64_t> feature_index;  // the member's feature subset (empty: all)
+};
+
+struct TrainOutput {
+  enum class End { kCompleted, kStopped, kDiverged, kFailed };
+  End end = End::kCompleted;
+  trials::Metrics metrics;  // see README: loss, accuracy, val_*, test_*, rmse, train_*
+  std::string error;        // kDiverged / kFailed: why
+  std::string model_bytes;  // torch::serialize archive of the module ("model.pt")
+  PredictionMatrix val_predictions, test_predictions;
+  bool has_test = false;
+};
+
+// Limits OpenBLAS to one thread (its pool fights LibTorch's on small machines);
+// idempotent. Called by train_model(); public for the benchmark.
+void limit_blas_threads();
+
+// Trains `config` on `data`: reports validation metrics after each epoch
+// (step = epoch number, 1-based), checks reporter.should_stop() between batches.
+// LibTorch exceptions are caught here and become End::kFailed.
+TrainOutput train_model(const trials::ResolvedTorchConfig& config, const PreparedData& data,
+                        const TrainOptions& options, Reporter& reporter);
+
+}  // namespace hpo::workers::torch_trainer
