@@ -1,0 +1,197 @@
+// RedisStore against a real redis-server: the conformance suite, then what only
+// a real server can show (racing claims over several connections, kill -9 of
+// the server, timeouts, functions flushed under our feet).
+#include "trials/redis/redis_store.hpp"
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "tests/support/redis_server.hpp"
+#include "tests/trials/store_conformance.hpp"
+
+namespace hpo::trials::conformance {
+namespace {
+
+using hpo::testing::RedisServer;
+using redis::RedisStore;
+using redis::RedisStoreConfig;
+
+RedisServer& shared_server() {
+  static RedisServer server;  // one per executable; each test has its own key prefix
+  return server;
+}
+
+RedisStoreConfig config_for(const RedisServer& server, const std::string& prefix) {
+  RedisStoreConfig c;
+  c.url = *redis::RedisUrl::parse(server.url());
+  c.prefix = prefix;
+  c.command_timeout = std::chrono::milliseconds(2000);
+  return c;
+}
+
+std::string unique_prefix() {
+  static std::atomic<int> n{0};
+  return "t" + std::to_string(n++) + ":";
+}
+
+struct RedisEnv {
+  static constexpr std::int64_t kLeaseMs = 150;
+  RedisStore redis_store{config_for(shared_server(), unique_prefix())};
+  TrialStore& store() { return redis_store; }
+  TrialQueue& queue() { return redis_store; }
+  void advance(std::int64_t) {}  // real time passes while the test polls
+};
+
+using Envs = ::testing::Types<RedisEnv>;
+INSTANTIATE_TYPED_TEST_SUITE_P(Redis, StoreConformance, Envs);
+
+Trial add(RedisStore& store, const std::string& sweep, std::int64_t number) {
+  NewTrial nt;
+  nt.sweep_id = sweep;
+  nt.number = number;
+  nt.limit = 1'000'000;
+  nt.params = {{"i", number}};
+  auto t = store.create_trial(nt);
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
+  return t.ok() ? *t : Trial{};
+}
+
+TEST(RedisStore, RacingWorkersNeverClaimTheSameTrial) {
+  const std::string prefix = unique_prefix();
+  RedisStore setup(config_for(shared_server(), prefix));
+  auto sweep = setup.create_sweep(NewSweep{"race", "{}", false});
+  ASSERT_TRUE(sweep.ok());
+  constexpr int kTrials = 200, kThreads = 4;
+  for (int i = 0; i < kTrials; ++i) add(setup, *sweep, i);
+
+  std::mutex mu;
+  std::map<std::string, int> claimed;  // trial -> times claimed
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kThreads; ++w) {
+    threads.emplace_back([&, w] {
+      RedisStore store(config_for(shared_server(), prefix));  // one connection per thread
+      std::string name = "w" + std::to_string(w);
+      for (;;) {
+        auto c = store.claim(name, 1, 60'000);
+        if (!c.ok()) {
+          ++errors;
+          return;
+        }
+        if (!c->has_value()) return;
+        const Trial& t = (*c)->trial;
+        {
+          std::lock_guard lock(mu);
+          ++claimed[t.id];
+        }
+        TrialResult r;
+        r.value = static_cast<double>(t.number);
+        if (!store.complete(t.id, t.attempt, name, r).ok()) ++errors;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(claimed.size(), static_cast<size_t>(kTrials));
+  for (const auto& [id, n] : claimed) EXPECT_EQ(n, 1) << id;
+  auto s = setup.get_sweep(*sweep);
+  EXPECT_EQ(s->counts.completed, kTrials);
+  EXPECT_EQ(s->counts.active(), 0);
+  EXPECT_EQ(s->best->value, 0);
+}
+
+TEST(RedisStore, SurvivesKillDashNineAndReconnectsByItself) {
+  RedisServer server;  // its own server: we are going to kill it
+  RedisStore store(config_for(server, "hpo:"));
+  auto sweep = store.create_sweep(NewSweep{"durable", R"({"k":1})", true});
+  ASSERT_TRUE(sweep.ok()) << sweep.error().message;
+  add(store, *sweep, 0);
+
+  server.kill();
+  auto down = store.get_sweep(*sweep);
+  ASSERT_FALSE(down.ok());
+  EXPECT_EQ(down.error().code, ErrorCode::kUnavailable);
+  server.restart();
+
+  // The same store object reconnects on its own (after its back-off).
+  ASSERT_TRUE(hpo::testing::wait_for([&] { return store.get_sweep(*sweep).ok(); }));
+  auto s = store.get_sweep(*sweep);
+  EXPECT_EQ(s->name, "durable");
+  EXPECT_EQ(s->spec_json, R"({"k":1})");
+  EXPECT_EQ(s->counts.queued, 1);
+  auto c = store.claim("w1", 1, 60'000);  // the functions survived too (AOF)
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_TRUE(c->has_value());
+  EXPECT_EQ((*c)->trial.id, *sweep + "-0");
+}
+
+TEST(RedisStore, ReloadsFunctionsAfterAFlush) {
+  RedisStore store(config_for(shared_server(), unique_prefix()));
+  ASSERT_TRUE(store.create_sweep(NewSweep{"a", "{}", false}).ok());
+  auto flushed = store.client().command({"FUNCTION", "FLUSH"});
+  ASSERT_TRUE(flushed.ok());
+  ASSERT_FALSE(flushed->is_error()) << flushed->str;
+  auto again = store.create_sweep(NewSweep{"b", "{}", false});
+  ASSERT_TRUE(again.ok()) << again.error().message;
+}
+
+TEST(RedisStore, TimedOutCommandDropsTheConnection) {
+  RedisStoreConfig config = config_for(shared_server(), unique_prefix());
+  config.command_timeout = std::chrono::milliseconds(100);
+  RedisStore store(config);
+  const std::string list = store.prefix() + "never-pushed";
+  // BLPOP blocks for 2 s on the server; the client gives up after 100 ms.
+  auto r = store.client().command({"BLPOP", list, "2"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kUnavailable);
+  EXPECT_FALSE(store.client().connected());
+  // A fresh connection: the late BLPOP reply never reaches the next command.
+  ASSERT_TRUE(hpo::testing::wait_for([&] {
+    auto pong = store.client().command({"ECHO", "mine"});
+    return pong.ok() && pong->str == "mine";
+  }));
+}
+
+TEST(RedisStore, UserDataIsNeverAFormatString) {
+  RedisStore store(config_for(shared_server(), unique_prefix()));
+  const std::string name = "%s %n %b\r\n*3\r\n$3\r\nDEL";
+  auto id = store.create_sweep(NewSweep{name, R"({"a":"%d"})", false});
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  EXPECT_EQ(store.get_sweep(*id)->name, name);
+}
+
+TEST(RedisStore, OversizedArtifactIsRefused) {
+  RedisStoreConfig config = config_for(shared_server(), unique_prefix());
+  config.max_artifact_bytes = 16;
+  RedisStore store(config);
+  auto sweep = store.create_sweep(NewSweep{"a", "{}", false});
+  Trial t = add(store, *sweep, 0);
+  auto s = store.put_artifact(t.id, "big", std::string(17, 'x'));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::kPayloadTooLarge);
+  EXPECT_FALSE(store.get_artifact(t.id, "big")->has_value());
+}
+
+TEST(RedisStore, BlockingReadWakesOnNewEvent) {
+  const std::string prefix = unique_prefix();
+  RedisStore reader_store(config_for(shared_server(), prefix));
+  RedisStore writer(config_for(shared_server(), prefix));
+  ASSERT_TRUE(writer.create_sweep(NewSweep{"first", "{}", false}).ok());
+  auto start = reader_store.read_events("0", 100, 0);
+  ASSERT_TRUE(start.ok());
+  ASSERT_EQ(start->size(), 1u);
+  std::atomic<bool> got{false};
+  std::thread reader([&] {
+    auto ev = reader_store.read_events(start->back().id, 10, 10'000);
+    got = ev.ok() && ev->size() == 1 && (*ev)[0].type == "sweep.created";
+  });
+  ASSERT_TRUE(writer.create_sweep(NewSweep{"second", "{}", false}).ok());
+  reader.join();
+  EXPECT_TRUE(got.load());
+}
+
+}  // namespace
+}  // namespace hpo::trials::conformance

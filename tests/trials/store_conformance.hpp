@@ -1,0 +1,543 @@
+// The TrialStore/TrialQueue conformance suite: the same tests run against every
+// implementation (memory_store_test.cpp, redis_store_test.cpp instantiate it).
+//
+// An Env provides: store() (a TrialStore& that is also a TrialQueue&),
+// advance(ms) (moves the memory store's clock; a no-op for Redis, where real
+// time passes while we poll), and kLeaseMs, a lease short enough that tests
+// can wait for it to lapse with bounded polling.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "tests/support/redis_server.hpp"
+#include "trials/store.hpp"
+
+namespace hpo::trials::conformance {
+
+using hpo::testing::wait_for;
+
+template <class Env>
+class StoreConformance : public ::testing::Test {
+ protected:
+  Env env;
+  TrialStore& store() { return env.store(); }
+  TrialQueue& queue() { return env.queue(); }
+
+  std::string new_sweep(bool maximize = false, const std::string& name = "s") {
+    auto id = store().create_sweep(NewSweep{name, R"({"name":")" + name + R"("})", maximize});
+    EXPECT_TRUE(id.ok()) << (id.ok() ? "" : id.error().message);
+    return id.ok() ? *id : "";
+  }
+
+  Trial add_trial(const std::string& sweep, std::int64_t number, int max_attempts = 1,
+                  int slots = 1, const std::string& kind = "trial") {
+    NewTrial nt;
+    nt.sweep_id = sweep;
+    nt.kind = kind;
+    nt.number = number;
+    nt.limit = 1000;
+    nt.params = {
+        {"x", static_cast<double>(number) + 0.5}, {"n", number}, {"opt", std::string("adam")}};
+    nt.max_attempts = max_attempts;
+    nt.slots = slots;
+    nt.extra = R"({"seed":7})";
+    auto t = store().create_trial(nt);
+    EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
+    return t.ok() ? *t : Trial{};
+  }
+
+  Claim must_claim(const std::string& worker, int slots = 1) {
+    auto c = queue().claim(worker, slots, Env::kLeaseMs);
+    EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message);
+    EXPECT_TRUE(c.ok() && c->has_value()) << "nothing to claim";
+    return c.ok() && c->has_value() ? **c : Claim{};
+  }
+
+  // Lets `n` leases lapse and be reaped (bounded polling; no sleeping for an outcome).
+  void reap_expired(int n) {
+    int handled = 0;
+    bool ok = wait_for(
+        [&] {
+          env.advance(Env::kLeaseMs / 3);
+          auto r = queue().reap(100);
+          if (r.ok()) handled += *r;
+          return handled >= n;
+        },
+        std::chrono::seconds(5));
+    ASSERT_TRUE(ok) << "reaped " << handled << " of " << n;
+    ASSERT_EQ(handled, n);
+  }
+
+  TrialResult ok_result(double value) {
+    TrialResult r;
+    r.outcome = TrialState::kCompleted;
+    r.value = value;
+    r.metrics = {{"value", value}, {"accuracy", 0.875}};
+    return r;
+  }
+};
+
+TYPED_TEST_SUITE_P(StoreConformance);
+
+TYPED_TEST_P(StoreConformance, CreateGetListSweeps) {
+  std::string a = this->new_sweep(false, "alpha");
+  std::string b = this->new_sweep(true, "beta");
+  std::string c = this->new_sweep(false, "gamma");
+  ASSERT_NE(a, b);
+  for (char ch : a) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(ch))) << a;
+
+  auto s = this->store().get_sweep(b);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->id, b);
+  EXPECT_EQ(s->name, "beta");
+  EXPECT_EQ(s->spec_json, R"({"name":"beta"})");
+  EXPECT_TRUE(s->maximize);
+  EXPECT_EQ(s->state, SweepState::kRunning);
+  EXPECT_EQ(s->stage, "search");
+  EXPECT_GT(s->created_ms, 0);
+  EXPECT_EQ(s->next_number, 0);
+  EXPECT_FALSE(s->best.has_value());
+
+  auto all = this->store().list_sweeps(0, 10);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].id, c);  // newest first
+  EXPECT_EQ((*all)[1].id, b);
+  EXPECT_EQ((*all)[2].id, a);
+  auto page = this->store().list_sweeps(1, 1);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->size(), 1u);
+  EXPECT_EQ((*page)[0].id, b);
+
+  auto active = this->store().active_sweeps();
+  ASSERT_TRUE(active.ok());
+  EXPECT_EQ(active->size(), 3u);
+
+  EXPECT_EQ(this->store().get_sweep("nope").error().code, ErrorCode::kNotFound);
+}
+
+TYPED_TEST_P(StoreConformance, FinishSweepOnlyFromRunning) {
+  std::string s = this->new_sweep();
+  ASSERT_TRUE(this->store().finish_sweep(s, SweepState::kFinished, "").ok());
+  auto sw = this->store().get_sweep(s);
+  EXPECT_EQ(sw->state, SweepState::kFinished);
+  EXPECT_GT(sw->finished_ms, 0);
+  EXPECT_EQ(this->store().finish_sweep(s, SweepState::kFailed, "x").error().code,
+            ErrorCode::kConflict);
+  EXPECT_EQ(this->store().get_sweep(s)->state, SweepState::kFinished);
+  EXPECT_TRUE(this->store().active_sweeps()->empty());
+  EXPECT_EQ(this->store().finish_sweep("nope", SweepState::kFinished, "").error().code,
+            ErrorCode::kNotFound);
+}
+
+TYPED_TEST_P(StoreConformance, CreateTrialIsCompareAndSetWithLimit) {
+  std::string s = this->new_sweep();
+  Trial t0 = this->add_trial(s, 0);
+  EXPECT_EQ(t0.id, s + "-0");
+  EXPECT_EQ(t0.state, TrialState::kQueued);
+  EXPECT_EQ(t0.attempt, 0);
+  EXPECT_EQ(std::get<double>(t0.params.at("x")), 0.5);
+  EXPECT_EQ(std::get<std::int64_t>(t0.params.at("n")), 0);
+  EXPECT_EQ(std::get<std::string>(t0.params.at("opt")), "adam");
+  EXPECT_EQ(t0.extra, R"({"seed":7})");
+
+  NewTrial again;
+  again.sweep_id = s;
+  again.number = 0;
+  again.limit = 3;
+  EXPECT_EQ(this->store().create_trial(again).error().code, ErrorCode::kConflict);  // twice
+  again.number = 2;
+  EXPECT_EQ(this->store().create_trial(again).error().code, ErrorCode::kConflict);  // gap
+  again.number = 1;
+  ASSERT_TRUE(this->store().create_trial(again).ok());
+  again.number = 2;
+  ASSERT_TRUE(this->store().create_trial(again).ok());
+  again.number = 3;
+  EXPECT_EQ(this->store().create_trial(again).error().code, ErrorCode::kConflict);  // limit
+
+  Trial m0 = this->add_trial(s, 0, 1, 1, "member");  // members count apart
+  EXPECT_EQ(m0.id, s + "-m0");
+  auto sw = this->store().get_sweep(s);
+  EXPECT_EQ(sw->next_number, 3);
+  EXPECT_EQ(sw->next_member, 1);
+  EXPECT_EQ(sw->counts.queued, 3);
+  EXPECT_EQ(sw->member_counts.queued, 1);
+
+  auto page = this->store().list_trials(s, "trial", 1, 10);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->total, 3);
+  ASSERT_EQ(page->trials.size(), 2u);
+  EXPECT_EQ(page->trials[0].number, 1);
+  EXPECT_EQ(page->trials[1].number, 2);
+
+  again.sweep_id = "nope";
+  again.number = 0;
+  EXPECT_EQ(this->store().create_trial(again).error().code, ErrorCode::kNotFound);
+  ASSERT_TRUE(this->store().finish_sweep(s, SweepState::kFinished, "").ok());
+  again.sweep_id = s;
+  again.number = 3;
+  again.limit = 10;
+  EXPECT_EQ(this->store().create_trial(again).error().code, ErrorCode::kConflict);
+}
+
+TYPED_TEST_P(StoreConformance, ClaimHeartbeatReportComplete) {
+  std::string s = this->new_sweep();
+  Trial t0 = this->add_trial(s, 0);
+  Trial t1 = this->add_trial(s, 1);
+  Claim c = this->must_claim("w1");
+  EXPECT_EQ(c.trial.id, t0.id);  // oldest first
+  EXPECT_EQ(c.trial.state, TrialState::kRunning);
+  EXPECT_EQ(c.trial.worker, "w1");
+  EXPECT_EQ(c.trial.attempt, 0);
+  EXPECT_GE(c.trial.started_ms, t0.created_ms);
+  EXPECT_EQ(c.lease_deadline_ms, c.trial.started_ms + TypeParam::kLeaseMs);
+  EXPECT_EQ(this->store().get_sweep(s)->counts.running, 1);
+
+  auto hb = this->queue().heartbeat(t0.id, 0, "w1", TypeParam::kLeaseMs);
+  ASSERT_TRUE(hb.ok()) << hb.error().message;
+  EXPECT_EQ(*hb, Control::kNone);
+
+  auto rep = this->queue().report(t0.id, 0, "w1", StepReport{3, {{"loss", 0.1234567890123}}, 0});
+  ASSERT_TRUE(rep.ok()) << rep.error().message;
+  auto reports = this->store().get_reports(t0.id);
+  ASSERT_EQ(reports->size(), 1u);
+  EXPECT_EQ((*reports)[0].step, 3);
+  EXPECT_EQ((*reports)[0].metrics.at("loss"), 0.1234567890123);
+  EXPECT_GE((*reports)[0].time_ms, c.trial.started_ms);
+
+  const double value = 0.1 + 0.2;  // not exactly representable in short decimal
+  ASSERT_TRUE(this->queue().complete(t0.id, 0, "w1", this->ok_result(value)).ok());
+  auto done = this->store().get_trial(t0.id);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->state, TrialState::kCompleted);
+  ASSERT_TRUE(done->value.has_value());
+  EXPECT_EQ(*done->value, value);
+  EXPECT_EQ(done->metrics.at("accuracy"), 0.875);
+  EXPECT_GE(done->finished_ms, done->started_ms);
+
+  auto attempts = this->store().get_attempts(t0.id);
+  ASSERT_EQ(attempts->size(), 1u);
+  EXPECT_EQ((*attempts)[0].worker, "w1");
+  EXPECT_EQ((*attempts)[0].outcome, "completed");
+  EXPECT_GE((*attempts)[0].ended_ms, (*attempts)[0].started_ms);
+
+  Claim c1 = this->must_claim("w2");
+  EXPECT_EQ(c1.trial.id, t1.id);
+  auto none = this->queue().claim("w3", 4, TypeParam::kLeaseMs);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+
+  auto sw = this->store().get_sweep(s);
+  EXPECT_EQ(sw->counts.completed, 1);
+  EXPECT_EQ(sw->counts.running, 1);
+  EXPECT_EQ(sw->counts.queued, 0);
+}
+
+TYPED_TEST_P(StoreConformance, ClaimTakesOnlyWhatFits) {
+  std::string s = this->new_sweep();
+  Trial big = this->add_trial(s, 0, 1, 4);
+  Trial small = this->add_trial(s, 1, 1, 1);
+  Claim c = this->must_claim("w1", 2);
+  EXPECT_EQ(c.trial.id, small.id);  // the 4-slot trial does not fit in 2
+  auto none = this->queue().claim("w1", 2, TypeParam::kLeaseMs);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  Claim c2 = this->must_claim("w2", 4);
+  EXPECT_EQ(c2.trial.id, big.id);
+  EXPECT_EQ(c2.trial.slots, 4);
+}
+
+TYPED_TEST_P(StoreConformance, StaleAttemptIsFencedOff) {
+  std::string s = this->new_sweep();
+  Trial t = this->add_trial(s, 0, 3);
+  this->must_claim("w1");
+  this->reap_expired(1);  // w1 went silent: attempt 1 is queued
+  auto requeued = this->store().get_trial(t.id);
+  EXPECT_EQ(requeued->state, TrialState::kQueued);
+  EXPECT_EQ(requeued->attempt, 1);
+
+  // w1 comes back with attempt 0: every call is refused and changes nothing.
+  EXPECT_EQ(this->queue().heartbeat(t.id, 0, "w1", 1000).error().code, ErrorCode::kLeaseLost);
+  EXPECT_EQ(this->queue().report(t.id, 0, "w1", StepReport{1, {{"loss", 1}}, 0}).error().code,
+            ErrorCode::kLeaseLost);
+  EXPECT_EQ(this->queue().complete(t.id, 0, "w1", this->ok_result(1)).error().code,
+            ErrorCode::kLeaseLost);
+  auto after = this->store().get_trial(t.id);
+  EXPECT_EQ(after->state, TrialState::kQueued);
+  EXPECT_EQ(after->attempt, 1);
+  EXPECT_FALSE(after->value.has_value());
+  EXPECT_TRUE(this->store().get_reports(t.id)->empty());
+
+  // w2 takes attempt 1; the stale w1 still cannot touch it, nor can w1 with w2's attempt.
+  Claim c = this->must_claim("w2");
+  EXPECT_EQ(c.trial.attempt, 1);
+  EXPECT_EQ(this->queue().complete(t.id, 0, "w1", this->ok_result(1)).error().code,
+            ErrorCode::kLeaseLost);
+  EXPECT_EQ(this->queue().complete(t.id, 1, "w1", this->ok_result(1)).error().code,
+            ErrorCode::kLeaseLost);
+  EXPECT_EQ(this->store().get_trial(t.id)->state, TrialState::kRunning);
+  ASSERT_TRUE(this->queue().complete(t.id, 1, "w2", this->ok_result(2)).ok());
+  EXPECT_EQ(*this->store().get_trial(t.id)->value, 2);
+  EXPECT_EQ(this->queue().heartbeat("nope", 0, "w1", 1000).error().code, ErrorCode::kNotFound);
+}
+
+TYPED_TEST_P(StoreConformance, CompleteIsAcceptedExactlyOnce) {
+  std::string s = this->new_sweep();
+  Trial t = this->add_trial(s, 0);
+  this->must_claim("w1");
+  ASSERT_TRUE(this->queue().complete(t.id, 0, "w1", this->ok_result(5)).ok());
+  EXPECT_EQ(this->queue().complete(t.id, 0, "w1", this->ok_result(1)).error().code,
+            ErrorCode::kLeaseLost);
+  auto done = this->store().get_trial(t.id);
+  EXPECT_EQ(*done->value, 5);
+  auto sw = this->store().get_sweep(s);
+  EXPECT_EQ(sw->counts.completed, 1);
+  EXPECT_EQ(sw->counts.finished(), 1);
+  EXPECT_EQ(sw->counts.active(), 0);
+  // A finished trial is immutable: no control, no heartbeat.
+  EXPECT_EQ(this->store().set_control(t.id, Control::kPrune).error().code, ErrorCode::kConflict);
+  EXPECT_EQ(this->queue().heartbeat(t.id, 0, "w1", 1000).error().code, ErrorCode::kLeaseLost);
+}
+
+TYPED_TEST_P(StoreConformance, ReapRequeuesThenFailsAtMaxAttempts) {
+  std::string s = this->new_sweep();
+  Trial t = this->add_trial(s, 0, 2);
+  this->must_claim("w1");
+  // A heartbeat extends the lease: nothing to reap right after it.
+  ASSERT_TRUE(this->queue().heartbeat(t.id, 0, "w1", 60'000).ok());
+  this->env.advance(TypeParam::kLeaseMs * 2);
+  EXPECT_EQ(*this->queue().reap(10), 0);
+  ASSERT_TRUE(this->queue().heartbeat(t.id, 0, "w1", TypeParam::kLeaseMs).ok());
+
+  this->reap_expired(1);
+  auto t1 = this->store().get_trial(t.id);
+  EXPECT_EQ(t1->state, TrialState::kQueued);
+  EXPECT_EQ(t1->attempt, 1);
+  Claim c = this->must_claim("w2");
+  EXPECT_EQ(c.trial.attempt, 1);
+  this->reap_expired(1);
+  auto t2 = this->store().get_trial(t.id);
+  EXPECT_EQ(t2->state, TrialState::kFailed);
+  EXPECT_EQ(t2->error, "lease expired after 2 attempts");
+  auto attempts = this->store().get_attempts(t.id);
+  ASSERT_EQ(attempts->size(), 2u);
+  EXPECT_EQ((*attempts)[0].worker, "w1");
+  EXPECT_EQ((*attempts)[0].outcome, "lease_expired");
+  EXPECT_EQ((*attempts)[1].worker, "w2");
+  EXPECT_EQ((*attempts)[1].outcome, "lease_expired");
+  auto sw = this->store().get_sweep(s);
+  EXPECT_EQ(sw->counts.failed, 1);
+  EXPECT_EQ(sw->counts.active(), 0);
+  EXPECT_EQ(*this->queue().reap(10), 0);
+}
+
+TYPED_TEST_P(StoreConformance, RetryableFailureRequeues) {
+  std::string s = this->new_sweep();
+  Trial t = this->add_trial(s, 0, 2);
+  Trial u = this->add_trial(s, 1, 3);
+  TrialResult failed;
+  failed.outcome = TrialState::kFailed;
+  failed.error = "exit code 1";
+  failed.retryable = true;
+
+  this->must_claim("w1");  // t, attempt 0
+  ASSERT_TRUE(this->queue().complete(t.id, 0, "w1", failed).ok());
+  EXPECT_EQ(this->store().get_trial(t.id)->state, TrialState::kQueued);
+  EXPECT_EQ(this->store().get_trial(t.id)->attempt, 1);
+  Claim cu = this->must_claim("w1");
+  EXPECT_EQ(cu.trial.id, u.id);  // the retry went to the tail of the queue
+  Claim ct = this->must_claim("w1");
+  EXPECT_EQ(ct.trial.id, t.id);
+  EXPECT_EQ(ct.trial.attempt, 1);
+  ASSERT_TRUE(this->queue().complete(t.id, 1, "w1", failed).ok());  // last attempt
+  auto tt = this->store().get_trial(t.id);
+  EXPECT_EQ(tt->state, TrialState::kFailed);
+  EXPECT_EQ(tt->error, "exit code 1");
+
+  failed.retryable = false;  // attempts left, but not retryable
+  ASSERT_TRUE(this->queue().complete(u.id, 0, "w1", failed).ok());
+  EXPECT_EQ(this->store().get_trial(u.id)->state, TrialState::kFailed);
+  EXPECT_EQ(this->store().get_sweep(s)->counts.failed, 2);
+  EXPECT_EQ(this->store().get_attempts(t.id)->size(), 2u);
+}
+
+TYPED_TEST_P(StoreConformance, CancelSweep) {
+  std::string s = this->new_sweep();
+  Trial running = this->add_trial(s, 0);
+  Trial queued = this->add_trial(s, 1);
+  this->must_claim("w1");
+  ASSERT_TRUE(this->store().cancel_sweep(s).ok());
+  auto sw = this->store().get_sweep(s);
+  EXPECT_EQ(sw->state, SweepState::kCancelled);
+  EXPECT_EQ(sw->counts.cancelled, 1);
+  EXPECT_EQ(sw->counts.running, 1);
+  EXPECT_EQ(this->store().get_trial(queued.id)->state, TrialState::kCancelled);
+  EXPECT_EQ(*this->queue().heartbeat(running.id, 0, "w1", 1000), Control::kCancel);
+  auto none = this->queue().claim("w2", 1, TypeParam::kLeaseMs);
+  EXPECT_FALSE(none->has_value());  // the cancelled trial is not handed out
+  TrialResult r;
+  r.outcome = TrialState::kCancelled;
+  r.error = "cancelled";
+  ASSERT_TRUE(this->queue().complete(running.id, 0, "w1", r).ok());
+  EXPECT_EQ(this->store().get_sweep(s)->counts.cancelled, 2);
+  EXPECT_TRUE(this->store().cancel_sweep(s).ok());  // idempotent
+  EXPECT_TRUE(this->store().active_sweeps()->empty());
+  NewTrial nt;
+  nt.sweep_id = s;
+  nt.number = 2;
+  nt.limit = 10;
+  EXPECT_EQ(this->store().create_trial(nt).error().code, ErrorCode::kConflict);
+  EXPECT_EQ(this->store().cancel_sweep("nope").error().code, ErrorCode::kNotFound);
+}
+
+TYPED_TEST_P(StoreConformance, ControlAndStage) {
+  std::string s = this->new_sweep();
+  Trial t = this->add_trial(s, 0);
+  Trial q = this->add_trial(s, 1);
+  this->must_claim("w1");
+  ASSERT_TRUE(this->store().set_control(t.id, Control::kPrune).ok());
+  EXPECT_EQ(*this->queue().heartbeat(t.id, 0, "w1", 1000), Control::kPrune);
+  EXPECT_EQ(*this->queue().report(t.id, 0, "w1", StepReport{1, {}, 0}), Control::kPrune);
+  TrialResult pruned;
+  pruned.outcome = TrialState::kPruned;
+  ASSERT_TRUE(this->queue().complete(t.id, 0, "w1", pruned).ok());
+  EXPECT_EQ(this->store().get_sweep(s)->counts.pruned, 1);
+  ASSERT_TRUE(this->store().set_control(q.id, Control::kCancel).ok());  // queued: cancelled now
+  EXPECT_EQ(this->store().get_trial(q.id)->state, TrialState::kCancelled);
+  EXPECT_EQ(this->store().set_control("nope", Control::kPrune).error().code, ErrorCode::kNotFound);
+
+  ASSERT_TRUE(this->store().set_stage(s, "search", "ensemble").ok());
+  EXPECT_EQ(this->store().set_stage(s, "search", "ensemble").error().code, ErrorCode::kConflict);
+  EXPECT_EQ(this->store().get_sweep(s)->stage, "ensemble");
+}
+
+TYPED_TEST_P(StoreConformance, CountersAndBestTrialMinimize) {
+  std::string s = this->new_sweep(false);
+  for (int i = 0; i < 4; ++i) this->add_trial(s, i);
+  const double values[] = {3.5, -1.25, 7.0, -1.0};
+  for (int i = 0; i < 4; ++i) {
+    Claim c = this->must_claim("w1");
+    ASSERT_TRUE(this->queue().complete(c.trial.id, 0, "w1", this->ok_result(values[i])).ok());
+  }
+  auto sw = this->store().get_sweep(s);
+  EXPECT_EQ(sw->counts.completed, 4);
+  ASSERT_TRUE(sw->best.has_value());
+  EXPECT_EQ(sw->best->trial_id, s + "-1");
+  EXPECT_EQ(sw->best->number, 1);
+  EXPECT_EQ(sw->best->value, -1.25);
+  EXPECT_EQ(std::get<std::int64_t>(sw->best->params.at("n")), 1);
+}
+
+TYPED_TEST_P(StoreConformance, CountersAndBestTrialMaximize) {
+  std::string s = this->new_sweep(true);
+  for (int i = 0; i < 4; ++i) this->add_trial(s, i);
+  this->add_trial(s, 0, 1, 1, "member");
+  const double values[] = {3.5, -1.25, 7.0, 6.0};
+  for (int i = 0; i < 4; ++i) {
+    Claim c = this->must_claim("w1");
+    ASSERT_TRUE(this->queue().complete(c.trial.id, 0, "w1", this->ok_result(values[i])).ok());
+  }
+  Claim m = this->must_claim("w1");
+  EXPECT_EQ(m.trial.kind, "member");
+  ASSERT_TRUE(this->queue().complete(m.trial.id, 0, "w1", this->ok_result(100)).ok());
+  auto sw = this->store().get_sweep(s);
+  ASSERT_TRUE(sw->best.has_value());
+  EXPECT_EQ(sw->best->trial_id, s + "-2");  // members never become the best trial
+  EXPECT_EQ(sw->best->value, 7.0);
+  EXPECT_EQ(sw->member_counts.completed, 1);
+  EXPECT_EQ(sw->counts.completed, 4);
+}
+
+TYPED_TEST_P(StoreConformance, EventsAppearInOrder) {
+  std::string s = this->new_sweep();
+  Trial t = this->add_trial(s, 0);
+  this->must_claim("w1");
+  ASSERT_TRUE(this->queue().complete(t.id, 0, "w1", this->ok_result(1.5)).ok());
+  auto ev = this->store().read_events("0", 100, 0);
+  ASSERT_TRUE(ev.ok());
+  std::vector<std::string> types;
+  for (const auto& e : *ev)
+    if (e.sweep_id == s) types.push_back(e.type);
+  EXPECT_EQ(types, (std::vector<std::string>{"sweep.created", "trial.queued", "trial.started",
+                                             "trial.finished"}));
+  EXPECT_EQ(ev->back().trial_id, t.id);
+  EXPECT_NE(ev->back().data.find("\"value\":1.5"), std::string::npos) << ev->back().data;
+  // Reading after the last id returns only what comes next.
+  std::string last = ev->back().id;
+  EXPECT_TRUE(this->store().read_events(last, 100, 0)->empty());
+  ASSERT_TRUE(this->store().cancel_sweep(s).ok());
+  auto next = this->store().read_events(last, 100, 0);
+  ASSERT_EQ(next->size(), 1u);
+  EXPECT_EQ((*next)[0].type, "sweep.finished");
+  // A blocking read returns at once when there is something to read.
+  auto blocked = this->store().read_events(last, 100, 5000);
+  ASSERT_TRUE(blocked.ok());
+  ASSERT_EQ(blocked->size(), 1u);
+  EXPECT_EQ((*blocked)[0].type, "sweep.finished");
+  EXPECT_EQ(this->store().read_events("0", 2, 0)->size(), 2u);  // max_count
+}
+
+TYPED_TEST_P(StoreConformance, WorkersRegistry) {
+  WorkerInfo w;
+  w.name = "gpu-host-1";
+  w.host = "10.0.0.7";
+  w.slots = 2;
+  w.busy_slots = 1;
+  w.trials = {"abc-1"};
+  w.gpus = {GpuInfo{0, "H100", 81559, 1234, 87}};
+  w.started_ms = 42;
+  ASSERT_TRUE(this->store().put_worker(w, TypeParam::kLeaseMs).ok());
+  ASSERT_TRUE(this->store().put_worker(w, TypeParam::kLeaseMs).ok());
+  auto live = this->store().list_workers();
+  ASSERT_TRUE(live.ok());
+  ASSERT_EQ(live->size(), 1u);
+  const WorkerInfo& got = (*live)[0];
+  EXPECT_EQ(got.name, "gpu-host-1");
+  EXPECT_EQ(got.host, "10.0.0.7");
+  EXPECT_EQ(got.slots, 2);
+  EXPECT_EQ(got.busy_slots, 1);
+  EXPECT_EQ(got.trials, std::vector<std::string>{"abc-1"});
+  ASSERT_EQ(got.gpus.size(), 1u);
+  EXPECT_EQ(got.gpus[0].name, "H100");
+  EXPECT_EQ(got.gpus[0].memory_total_mb, 81559);
+  EXPECT_EQ(got.gpus[0].utilization_pct, 87);
+  EXPECT_GT(got.last_heartbeat_ms, 0);
+  EXPECT_EQ(got.started_ms, 42);
+  int joined = 0;
+  for (const auto& e : *this->store().read_events("0", 100, 0)) joined += e.type == "worker.joined";
+  EXPECT_EQ(joined, 1);  // only the first put
+  ASSERT_TRUE(wait_for(
+      [&] {
+        this->env.advance(TypeParam::kLeaseMs / 3);
+        auto l = this->store().list_workers();
+        return l.ok() && l->empty();
+      },
+      std::chrono::seconds(5)));
+}
+
+TYPED_TEST_P(StoreConformance, ArtifactsAreBinarySafe) {
+  std::string s = this->new_sweep();
+  Trial t = this->add_trial(s, 0);
+  std::string bytes("model\0\x01\xff\r\n%s%n", 14);
+  ASSERT_TRUE(this->store().put_artifact(t.id, "model.pt", bytes).ok());
+  auto got = this->store().get_artifact(t.id, "model.pt");
+  ASSERT_TRUE(got.ok());
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ(**got, bytes);
+  EXPECT_FALSE(this->store().get_artifact(t.id, "other")->has_value());
+  EXPECT_EQ(this->store().put_artifact("nope", "x", "y").error().code, ErrorCode::kNotFound);
+}
+
+REGISTER_TYPED_TEST_SUITE_P(StoreConformance, CreateGetListSweeps, FinishSweepOnlyFromRunning,
+                            CreateTrialIsCompareAndSetWithLimit, ClaimHeartbeatReportComplete,
+                            ClaimTakesOnlyWhatFits, StaleAttemptIsFencedOff,
+                            CompleteIsAcceptedExactlyOnce, ReapRequeuesThenFailsAtMaxAttempts,
+                            RetryableFailureRequeues, CancelSweep, ControlAndStage,
+                            CountersAndBestTrialMinimize, CountersAndBestTrialMaximize,
+                            EventsAppearInOrder, WorkersRegistry, ArtifactsAreBinarySafe);
+
+}  // namespace hpo::trials::conformance

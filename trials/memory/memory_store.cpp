@@ -1,0 +1,515 @@
+// MemoryStore: the in-memory twin of RedisStore (see hpo_functions.lua, whose
+// transitions this file mirrors one for one; the conformance suite in
+// tests/trials keeps the two in step).
+#include "trials/memory/memory_store.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "trials/spec.hpp"
+
+namespace hpo::trials::memory {
+
+namespace {
+
+using Json = nlohmann::json;
+
+std::int64_t system_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// "<ms>-<seq>" -> (ms, seq); "$" and junk never match anything older.
+std::pair<std::int64_t, std::int64_t> parse_event_id(const std::string& id) {
+  std::int64_t ms = 0, seq = 0;
+  auto dash = id.find('-');
+  try {
+    ms = std::stoll(id.substr(0, dash));
+    if (dash != std::string::npos) seq = std::stoll(id.substr(dash + 1));
+  } catch (...) {
+    return {0, 0};
+  }
+  return {ms, seq};
+}
+
+bool valid_outcome(TrialState s) {
+  return is_finished(s);
+}
+
+}  // namespace
+
+MemoryStore::MemoryStore(Clock clock) : clock_(std::move(clock)) {
+  if (!clock_) clock_ = system_ms;
+}
+
+std::int64_t MemoryStore::now() const {
+  return clock_();
+}
+
+Counts& MemoryStore::counts_of(const Trial& t) {
+  Sweep& s = sweeps_.at(t.sweep_id).sweep;
+  return t.kind == "member" ? s.member_counts : s.counts;
+}
+
+namespace {
+std::int64_t& count_field(Counts& c, TrialState s) {
+  switch (s) {
+    case TrialState::kQueued:
+      return c.queued;
+    case TrialState::kRunning:
+      return c.running;
+    case TrialState::kCompleted:
+      return c.completed;
+    case TrialState::kFailed:
+      return c.failed;
+    case TrialState::kPruned:
+      return c.pruned;
+    case TrialState::kCancelled:
+      return c.cancelled;
+  }
+  return c.queued;
+}
+}  // namespace
+
+void MemoryStore::move(Trial& t, TrialState to) {
+  Counts& c = counts_of(t);
+  --count_field(c, t.state);
+  ++count_field(c, to);
+  t.state = to;
+}
+
+void MemoryStore::emit(std::string type, const std::string& sweep, const std::string& trial,
+                       std::string data) {
+  std::int64_t ms = now();
+  std::int64_t seq = 0;
+  if (!events_.empty()) {
+    auto [last_ms, last_seq] = parse_event_id(events_.back().id);
+    if (ms <= last_ms) {
+      ms = last_ms;
+      seq = last_seq + 1;
+    }
+  }
+  events_.push_back(
+      Event{fmt::format("{}-{}", ms, seq), std::move(type), sweep, trial, std::move(data)});
+  events_cv_.notify_all();
+}
+
+Result<std::string> MemoryStore::create_sweep(const NewSweep& sweep) {
+  std::lock_guard lock(mu_);
+  std::random_device rd;
+  std::string id;
+  do id = fmt::format("{:08x}", static_cast<std::uint32_t>(rd()));
+  while (sweeps_.count(id));
+  SweepRec rec;
+  rec.sweep.id = id;
+  rec.sweep.name = sweep.name;
+  rec.sweep.spec_json = sweep.spec_json;
+  rec.sweep.maximize = sweep.maximize;
+  rec.sweep.created_ms = now();
+  rec.seq = ++sweep_seq_;
+  sweeps_.emplace(id, std::move(rec));
+  emit("sweep.created", id, "", Json{{"name", sweep.name}}.dump());
+  return id;
+}
+
+Result<Sweep> MemoryStore::get_sweep(const std::string& sweep_id) {
+  std::lock_guard lock(mu_);
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) return Error::not_found("sweep " + sweep_id);
+  return it->second.sweep;
+}
+
+Result<std::vector<Sweep>> MemoryStore::list_sweeps(std::int64_t offset, std::int64_t limit) {
+  std::lock_guard lock(mu_);
+  std::vector<const SweepRec*> all;
+  for (const auto& [id, rec] : sweeps_) all.push_back(&rec);
+  std::sort(all.begin(), all.end(), [](auto* a, auto* b) { return a->seq > b->seq; });
+  std::vector<Sweep> out;
+  for (std::int64_t i = std::max<std::int64_t>(0, offset);
+       i < static_cast<std::int64_t>(all.size()) && static_cast<std::int64_t>(out.size()) < limit;
+       ++i)
+    out.push_back(all[i]->sweep);
+  return out;
+}
+
+Result<std::vector<std::string>> MemoryStore::active_sweeps() {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [id, rec] : sweeps_)
+    if (rec.sweep.state == SweepState::kRunning) out.push_back(id);
+  return out;
+}
+
+Status MemoryStore::finish_sweep(const std::string& sweep_id, SweepState state,
+                                 const std::string& error) {
+  std::lock_guard lock(mu_);
+  if (state == SweepState::kRunning)
+    return Error{ErrorCode::kInvalidArgument, "sweep state running", {}};
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) return Error::not_found("sweep " + sweep_id);
+  Sweep& s = it->second.sweep;
+  if (s.state != SweepState::kRunning)
+    return Error::conflict("sweep " + sweep_id + " is " + to_string(s.state));
+  s.state = state;
+  s.finished_ms = now();
+  s.error = error;
+  emit("sweep.finished", sweep_id, "", Json{{"state", to_string(state)}, {"error", error}}.dump());
+  return {};
+}
+
+Status MemoryStore::cancel_sweep(const std::string& sweep_id) {
+  std::lock_guard lock(mu_);
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) return Error::not_found("sweep " + sweep_id);
+  Sweep& s = it->second.sweep;
+  if (s.state == SweepState::kCancelled) return {};
+  if (s.state != SweepState::kRunning)
+    return Error::conflict("sweep " + sweep_id + " is " + to_string(s.state));
+  std::int64_t t_now = now();
+  s.state = SweepState::kCancelled;
+  s.finished_ms = t_now;
+  for (const auto* ids : {&it->second.trials, &it->second.members}) {
+    for (const auto& tid : *ids) {
+      TrialRec& r = trials_.at(tid);
+      if (r.trial.state == TrialState::kQueued)
+        finish(r, t_now, TrialState::kCancelled, std::nullopt, nullptr, "sweep cancelled");
+      else if (r.trial.state == TrialState::kRunning)
+        r.trial.control = Control::kCancel;
+    }
+  }
+  emit("sweep.finished", sweep_id, "", Json{{"state", "cancelled"}}.dump());
+  return {};
+}
+
+Status MemoryStore::set_stage(const std::string& sweep_id, const std::string& from,
+                              const std::string& to) {
+  std::lock_guard lock(mu_);
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) return Error::not_found("sweep " + sweep_id);
+  Sweep& s = it->second.sweep;
+  if (s.stage != from)
+    return Error::conflict("sweep " + sweep_id + " is in stage " + s.stage + ", not " + from);
+  s.stage = to;
+  emit("sweep.stage", sweep_id, "", Json{{"from", from}, {"to", to}}.dump());
+  return {};
+}
+
+Result<Trial> MemoryStore::create_trial(const NewTrial& nt) {
+  std::lock_guard lock(mu_);
+  if (nt.kind != "trial" && nt.kind != "member")
+    return Error{ErrorCode::kInvalidArgument, "kind " + nt.kind, {}};
+  auto it = sweeps_.find(nt.sweep_id);
+  if (it == sweeps_.end()) return Error::not_found("sweep " + nt.sweep_id);
+  Sweep& s = it->second.sweep;
+  if (s.state != SweepState::kRunning)
+    return Error::conflict("sweep " + nt.sweep_id + " is " + to_string(s.state));
+  bool member = nt.kind == "member";
+  std::int64_t& next = member ? s.next_member : s.next_number;
+  if (nt.number != next)
+    return Error::conflict(
+        fmt::format("next {} number of {} is {}, not {}", nt.kind, nt.sweep_id, next, nt.number));
+  if (nt.number >= nt.limit)
+    return Error::conflict(fmt::format("{} limit {} reached", nt.kind, nt.limit));
+  Trial t;
+  t.id = fmt::format("{}-{}{}", nt.sweep_id, member ? "m" : "", nt.number);
+  t.sweep_id = nt.sweep_id;
+  t.number = nt.number;
+  t.kind = nt.kind;
+  t.params = nt.params;
+  t.max_attempts = std::max(1, nt.max_attempts);
+  t.slots = std::max(1, nt.slots);
+  t.created_ms = now();
+  t.extra = nt.extra;
+  ++next;
+  ++(member ? s.member_counts : s.counts).queued;
+  (member ? it->second.members : it->second.trials).push_back(t.id);
+  queue_.push_back(t.id);
+  emit("trial.queued", t.sweep_id, t.id,
+       Json{{"attempt", 0}, {"number", t.number}, {"kind", t.kind}}.dump());
+  trials_[t.id].trial = t;
+  return t;
+}
+
+Result<Trial> MemoryStore::get_trial(const std::string& trial_id) {
+  std::lock_guard lock(mu_);
+  auto it = trials_.find(trial_id);
+  if (it == trials_.end()) return Error::not_found("trial " + trial_id);
+  return it->second.trial;
+}
+
+Result<TrialPage> MemoryStore::list_trials(const std::string& sweep_id, const std::string& kind,
+                                           std::int64_t offset, std::int64_t limit) {
+  std::lock_guard lock(mu_);
+  TrialPage page;
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) return page;  // like Redis: an empty list
+  const auto& ids = kind == "member" ? it->second.members : it->second.trials;
+  page.total = static_cast<std::int64_t>(ids.size());
+  for (std::int64_t i = std::max<std::int64_t>(0, offset);
+       i < page.total && static_cast<std::int64_t>(page.trials.size()) < limit; ++i)
+    page.trials.push_back(trials_.at(ids[i]).trial);
+  return page;
+}
+
+Result<std::vector<StepReport>> MemoryStore::get_reports(const std::string& trial_id) {
+  std::lock_guard lock(mu_);
+  auto it = trials_.find(trial_id);
+  if (it == trials_.end()) return std::vector<StepReport>{};
+  return it->second.reports;
+}
+
+Result<std::vector<AttemptRecord>> MemoryStore::get_attempts(const std::string& trial_id) {
+  std::lock_guard lock(mu_);
+  auto it = trials_.find(trial_id);
+  if (it == trials_.end()) return std::vector<AttemptRecord>{};
+  return it->second.attempts;
+}
+
+Status MemoryStore::set_control(const std::string& trial_id, Control control) {
+  std::lock_guard lock(mu_);
+  auto it = trials_.find(trial_id);
+  if (it == trials_.end()) return Error::not_found("trial " + trial_id);
+  Trial& t = it->second.trial;
+  if (t.state == TrialState::kRunning) {
+    t.control = control;
+    emit("trial.control", t.sweep_id, t.id, Json{{"control", to_string(control)}}.dump());
+    return {};
+  }
+  if (t.state == TrialState::kQueued && control == Control::kCancel) {
+    finish(it->second, now(), TrialState::kCancelled, std::nullopt, nullptr, "cancelled");
+    return {};
+  }
+  return Error::conflict("trial " + trial_id + " is " + to_string(t.state));
+}
+
+Status MemoryStore::put_worker(const WorkerInfo& info, std::int64_t ttl_ms) {
+  std::lock_guard lock(mu_);
+  std::int64_t t_now = now();
+  auto it = workers_.find(info.name);
+  bool joined = it == workers_.end() || it->second.expires_ms <= t_now;
+  WorkerRec& w = workers_[info.name];
+  w.info = info;
+  w.info.last_heartbeat_ms = t_now;
+  w.expires_ms = t_now + std::max<std::int64_t>(1, ttl_ms);
+  if (joined) emit("worker.joined", "", "", Json{{"worker", info.name}}.dump());
+  return {};
+}
+
+Result<std::vector<WorkerInfo>> MemoryStore::list_workers() {
+  std::lock_guard lock(mu_);
+  std::int64_t t_now = now();
+  std::vector<WorkerInfo> out;
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    if (it->second.expires_ms > t_now) {
+      out.push_back(it->second.info);
+      ++it;
+    } else {
+      emit("worker.lost", "", "", Json{{"worker", it->first}}.dump());
+      it = workers_.erase(it);
+    }
+  }
+  return out;
+}
+
+Result<std::vector<Event>> MemoryStore::read_events(const std::string& after_id, int max_count,
+                                                    int block_ms) {
+  std::unique_lock lock(mu_);
+  std::pair<std::int64_t, std::int64_t> after{-1, -1};
+  if (after_id == "$") {
+    after = events_.empty() ? std::pair<std::int64_t, std::int64_t>{-1, -1}
+                            : parse_event_id(events_.back().id);
+  } else if (!after_id.empty() && after_id != "0") {
+    after = parse_event_id(after_id);
+  }
+  auto collect = [&] {
+    std::vector<Event> out;
+    for (const auto& e : events_) {
+      if (static_cast<int>(out.size()) >= std::max(1, max_count)) break;
+      if (parse_event_id(e.id) > after) out.push_back(e);
+    }
+    return out;
+  };
+  auto out = collect();
+  if (out.empty() && block_ms > 0) {
+    events_cv_.wait_for(lock, std::chrono::milliseconds(block_ms), [&] {
+      return !events_.empty() && parse_event_id(events_.back().id) > after;
+    });
+    out = collect();
+  }
+  return out;
+}
+
+Status MemoryStore::put_artifact(const std::string& trial_id, const std::string& name,
+                                 const std::string& bytes) {
+  std::lock_guard lock(mu_);
+  if (!trials_.count(trial_id)) return Error::not_found("trial " + trial_id);
+  artifacts_[trial_id + "\n" + name] = bytes;
+  return {};
+}
+
+Result<std::optional<std::string>> MemoryStore::get_artifact(const std::string& trial_id,
+                                                             const std::string& name) {
+  std::lock_guard lock(mu_);
+  auto it = artifacts_.find(trial_id + "\n" + name);
+  if (it == artifacts_.end()) return std::optional<std::string>{};
+  return std::optional<std::string>{it->second};
+}
+
+Result<std::optional<Claim>> MemoryStore::claim(const std::string& worker, int free_slots,
+                                                std::int64_t lease_ms) {
+  std::lock_guard lock(mu_);
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    auto rec = trials_.find(*it);
+    if (rec == trials_.end() || rec->second.trial.state != TrialState::kQueued) {
+      it = queue_.erase(it);  // cancelled while waiting
+      continue;
+    }
+    Trial& t = rec->second.trial;
+    if (t.slots > free_slots) {
+      ++it;
+      continue;
+    }
+    queue_.erase(it);
+    std::int64_t t_now = now();
+    move(t, TrialState::kRunning);
+    t.worker = worker;
+    t.started_ms = t_now;
+    t.control = Control::kNone;
+    t.error.clear();
+    rec->second.lease_deadline = t_now + lease_ms;
+    rec->second.attempts.push_back(AttemptRecord{t.attempt, worker, t_now, 0, "running", ""});
+    emit("trial.started", t.sweep_id, t.id,
+         Json{{"worker", worker}, {"attempt", t.attempt}}.dump());
+    return std::optional<Claim>{Claim{t, rec->second.lease_deadline}};
+  }
+  return std::optional<Claim>{};
+}
+
+Result<MemoryStore::TrialRec*> MemoryStore::fenced(const std::string& trial_id, int attempt,
+                                                   const std::string& worker) {
+  auto it = trials_.find(trial_id);
+  if (it == trials_.end()) return Error::not_found("trial " + trial_id);
+  const Trial& t = it->second.trial;
+  if (t.state != TrialState::kRunning || t.attempt != attempt || t.worker != worker)
+    return Error::lease_lost(
+        fmt::format("trial {} is {} at attempt {} by {}; caller has attempt {} by {}", trial_id,
+                    to_string(t.state), t.attempt, t.worker, attempt, worker));
+  return &it->second;
+}
+
+Result<Control> MemoryStore::heartbeat(const std::string& trial_id, int attempt,
+                                       const std::string& worker, std::int64_t lease_ms) {
+  std::lock_guard lock(mu_);
+  auto r = fenced(trial_id, attempt, worker);
+  if (!r) return r.error();
+  (*r)->lease_deadline = now() + lease_ms;
+  return (*r)->trial.control;
+}
+
+Result<Control> MemoryStore::report(const std::string& trial_id, int attempt,
+                                    const std::string& worker, const StepReport& report) {
+  std::lock_guard lock(mu_);
+  auto r = fenced(trial_id, attempt, worker);
+  if (!r) return r.error();
+  StepReport rep = report;
+  rep.time_ms = now();
+  (*r)->reports.push_back(rep);
+  Json metrics = Json::object();
+  for (const auto& [k, v] : rep.metrics) metrics[k] = v;
+  emit("trial.reported", (*r)->trial.sweep_id, trial_id,
+       Json{{"step", rep.step}, {"metrics", metrics}}.dump());
+  return (*r)->trial.control;
+}
+
+void MemoryStore::end_attempt(TrialRec& r, std::int64_t t_now, const std::string& outcome,
+                              const std::string& error) {
+  if (r.attempts.empty()) return;
+  r.attempts.back().ended_ms = t_now;
+  r.attempts.back().outcome = outcome;
+  r.attempts.back().error = error;
+}
+
+void MemoryStore::requeue(TrialRec& r, const std::string& reason) {
+  Trial& t = r.trial;
+  move(t, TrialState::kQueued);
+  ++t.attempt;
+  t.control = Control::kNone;
+  t.error = reason;
+  r.lease_deadline = 0;
+  queue_.push_back(t.id);
+  emit("trial.queued", t.sweep_id, t.id, Json{{"attempt", t.attempt}, {"reason", reason}}.dump());
+}
+
+void MemoryStore::finish(TrialRec& r, std::int64_t t_now, TrialState state,
+                         std::optional<double> value, const Metrics* metrics,
+                         const std::string& error) {
+  Trial& t = r.trial;
+  move(t, state);
+  t.finished_ms = t_now;
+  t.error = error;
+  r.lease_deadline = 0;
+  if (metrics) t.metrics = *metrics;
+  if (value && std::isfinite(*value)) t.value = value;
+  Json data{{"state", to_string(state)}, {"attempt", t.attempt}, {"error", error}};
+  if (t.value) data["value"] = *t.value;
+  Sweep& s = sweeps_.at(t.sweep_id).sweep;
+  if (state == TrialState::kCompleted && t.kind == "trial" && t.value) {
+    bool better = !s.best || (s.maximize ? *t.value > s.best->value : *t.value < s.best->value);
+    if (better) s.best = BestTrial{t.id, t.number, t.params, *t.value};
+  }
+  emit("trial.finished", t.sweep_id, t.id, data.dump());
+}
+
+Status MemoryStore::complete(const std::string& trial_id, int attempt, const std::string& worker,
+                             const TrialResult& result) {
+  std::lock_guard lock(mu_);
+  if (!valid_outcome(result.outcome))
+    return Error{
+        ErrorCode::kInvalidArgument, std::string("outcome ") + to_string(result.outcome), {}};
+  auto r = fenced(trial_id, attempt, worker);
+  if (!r) return r.error();
+  TrialRec& rec = **r;
+  std::int64_t t_now = now();
+  end_attempt(rec, t_now, to_string(result.outcome), result.error);
+  if (result.outcome == TrialState::kFailed && result.retryable &&
+      rec.trial.attempt + 1 < rec.trial.max_attempts) {
+    requeue(rec, result.error);
+    return {};
+  }
+  finish(rec, t_now, result.outcome, result.value, &result.metrics, result.error);
+  return {};
+}
+
+Result<int> MemoryStore::reap(int max) {
+  std::lock_guard lock(mu_);
+  std::int64_t t_now = now();
+  std::vector<TrialRec*> expired;
+  for (auto& [id, rec] : trials_)
+    if (rec.trial.state == TrialState::kRunning && rec.lease_deadline <= t_now)
+      expired.push_back(&rec);
+  std::sort(expired.begin(), expired.end(),
+            [](auto* a, auto* b) { return a->lease_deadline < b->lease_deadline; });
+  if (static_cast<int>(expired.size()) > std::max(1, max)) expired.resize(std::max(1, max));
+  for (TrialRec* rec : expired) {
+    Trial& t = rec->trial;
+    std::string reason = "lease of worker " + t.worker + " expired";
+    end_attempt(*rec, t_now, "lease_expired", reason);
+    int attempts = t.attempt + 1;
+    if (t.control == Control::kCancel || sweeps_.at(t.sweep_id).sweep.state != SweepState::kRunning)
+      finish(*rec, t_now, TrialState::kCancelled, std::nullopt, nullptr, reason);
+    else if (attempts < t.max_attempts)
+      requeue(*rec, reason);
+    else
+      finish(*rec, t_now, TrialState::kFailed, std::nullopt, nullptr,
+             fmt::format("lease expired after {} attempts", attempts));
+  }
+  return static_cast<int>(expired.size());
+}
+
+}  // namespace hpo::trials::memory

@@ -1,0 +1,114 @@
+// MemoryStore: TrialStore and TrialQueue in process memory, for unit tests of
+// the components built on them (controllers, reaper, worker agent, REST
+// handlers), so those tests run in milliseconds without a redis-server.
+//
+// It follows the same contract as RedisStore (tests/trials run one conformance
+// suite against both): one mutex makes every method atomic, and time comes
+// from an injected clock, so a test expires a lease by moving the clock
+// instead of sleeping. Unlike RedisStore one instance may be shared by any
+// number of threads. Nothing persists.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "trials/store.hpp"
+
+namespace hpo::trials::memory {
+
+class MemoryStore : public TrialStore, public TrialQueue {
+ public:
+  using Clock = std::function<std::int64_t()>;  // ms since the epoch
+  // Without a clock: the system clock.
+  explicit MemoryStore(Clock clock = {});
+
+  // TrialStore
+  Result<std::string> create_sweep(const NewSweep& sweep) override;
+  Result<Sweep> get_sweep(const std::string& sweep_id) override;
+  Result<std::vector<Sweep>> list_sweeps(std::int64_t offset, std::int64_t limit) override;
+  Result<std::vector<std::string>> active_sweeps() override;
+  Status finish_sweep(const std::string& sweep_id, SweepState state,
+                      const std::string& error) override;
+  Status cancel_sweep(const std::string& sweep_id) override;
+  Status set_stage(const std::string& sweep_id, const std::string& from,
+                   const std::string& to) override;
+  Result<Trial> create_trial(const NewTrial& trial) override;
+  Result<Trial> get_trial(const std::string& trial_id) override;
+  Result<TrialPage> list_trials(const std::string& sweep_id, const std::string& kind,
+                                std::int64_t offset, std::int64_t limit) override;
+  Result<std::vector<StepReport>> get_reports(const std::string& trial_id) override;
+  Result<std::vector<AttemptRecord>> get_attempts(const std::string& trial_id) override;
+  Status set_control(const std::string& trial_id, Control control) override;
+  Status put_worker(const WorkerInfo& info, std::int64_t ttl_ms) override;
+  Result<std::vector<WorkerInfo>> list_workers() override;
+  // block_ms waits on a condition variable for real time (the injected clock
+  // only stamps events).
+  Result<std::vector<Event>> read_events(const std::string& after_id, int max_count,
+                                         int block_ms) override;
+  Status put_artifact(const std::string& trial_id, const std::string& name,
+                      const std::string& bytes) override;
+  Result<std::optional<std::string>> get_artifact(const std::string& trial_id,
+                                                  const std::string& name) override;
+
+  // TrialQueue
+  Result<std::optional<Claim>> claim(const std::string& worker, int free_slots,
+                                     std::int64_t lease_ms) override;
+  Result<Control> heartbeat(const std::string& trial_id, int attempt, const std::string& worker,
+                            std::int64_t lease_ms) override;
+  Result<Control> report(const std::string& trial_id, int attempt, const std::string& worker,
+                         const StepReport& report) override;
+  Status complete(const std::string& trial_id, int attempt, const std::string& worker,
+                  const TrialResult& result) override;
+  Result<int> reap(int max) override;
+
+ private:
+  struct TrialRec {
+    Trial trial;
+    std::int64_t lease_deadline = 0;  // 0 when not running
+    std::vector<StepReport> reports;
+    std::vector<AttemptRecord> attempts;
+  };
+  struct SweepRec {
+    Sweep sweep;
+    std::int64_t seq = 0;
+    std::vector<std::string> trials, members;  // ids by number
+  };
+  struct WorkerRec {
+    WorkerInfo info;
+    std::int64_t expires_ms = 0;
+  };
+
+  // All below require mu_ held.
+  std::int64_t now() const;
+  Counts& counts_of(const Trial& t);
+  void move(Trial& t, TrialState to);
+  void emit(std::string type, const std::string& sweep, const std::string& trial, std::string data);
+  Result<TrialRec*> fenced(const std::string& trial_id, int attempt, const std::string& worker);
+  void requeue(TrialRec& r, const std::string& reason);
+  void finish(TrialRec& r, std::int64_t now, TrialState state, std::optional<double> value,
+              const Metrics* metrics, const std::string& error);
+  void end_attempt(TrialRec& r, std::int64_t now, const std::string& outcome,
+                   const std::string& error);
+
+  Clock clock_;
+  mutable std::mutex mu_;
+  std::condition_variable events_cv_;
+  std::map<std::string, SweepRec> sweeps_;
+  std::map<std::string, TrialRec> trials_;
+  std::deque<std::string> queue_;
+  std::map<std::string, WorkerRec> workers_;
+  std::map<std::string, std::string> artifacts_;  // "<trial>\n<name>" -> bytes
+  std::vector<Event> events_;
+  std::int64_t sweep_seq_ = 0;
+  std::int64_t event_seq_ = 0;
+};
+
+}  // namespace hpo::trials::memory

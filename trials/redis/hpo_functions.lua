@@ -1,0 +1,450 @@
+#!lua name=hpo_v1
+--[[
+hpo's atomic state transitions, one Redis Functions library (Redis >= 7).
+
+Why Functions: every transition of a sweep or a trial is a read-modify-write
+(check the state and the fencing token, then change several keys). Doing it
+from C++ would race between schedulers and workers; here each function runs
+atomically inside the server, and all times come from the server's clock
+(TIME), so lease deadlines do not depend on the callers' clocks.
+
+This file is the single source: CMake embeds it into the C++ (redis_store.cpp)
+and RedisStore loads it with FUNCTION LOAD REPLACE on every (re)connection.
+
+Calling convention: FCALL <name> 0 <prefix> <args...>. The keys are derived
+from the prefix inside the functions (a trial's sweep, the queue's entries are
+only known inside), so this library targets a single Redis instance, not a
+cluster. Expected refusals are error replies whose first word is the code:
+NOT_FOUND, CONFLICT, LEASE_LOST, INVALID; anything else is a bug (kInternal).
+
+Key schema (P = prefix, default "hpo:"):
+  P..'sweep:'<sid>           hash  id name state spec maximize(0|1) created_ms finished_ms
+                                   stage error next_trial next_member
+                                   '<kind>.<state>' counters (kind trial|member, state queued..cancelled)
+                                   best_trial best_number best_params best_value (kind trial only)
+  P..'sweeps'                zset  sid by creation sequence (newest = highest score)
+  P..'seq:sweeps'            string INCR counter for that sequence
+  P..'sweeps:active'         set   sids in state running
+  P..'trial:'<tid>           hash  id sweep number kind params state attempt max_attempts slots
+                                   worker created_ms started_ms finished_ms value metrics error
+                                   control extra lease_deadline
+                                   (value: decimal text, absent when none; metrics, params: JSON)
+  P..'trials:'<sid>':'<kind> list  tids by ascending number
+  P..'queue'                 list  queued tids, oldest at the head (may hold stale ids: skipped)
+  P..'leases'                zset  running tids by lease deadline (ms, server time)
+  P..'reports:'<tid>         list  StepReport JSON {"step":..,"time_ms":..,"metrics":{..}}
+  P..'attempts:'<tid>        list  AttemptRecord JSON, one per attempt, the last is the current
+  P..'events'                stream type sweep trial data(JSON), MAXLEN ~ 100000
+  P..'workers'               hash  name -> WorkerInfo JSON (without last_heartbeat_ms)
+  P..'worker_hb'             hash  name -> last heartbeat ms
+  P..'worker:'<name>':alive' string with a TTL: the worker is live while it exists
+  P..'artifact:'<tid>':'<name> string binary artifact (written from C++, not here)
+]]
+
+local kTrialStates = {'queued', 'running', 'completed', 'failed', 'pruned', 'cancelled'}
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function int(n) return string.format('%d', n) end
+
+local function refuse(code, msg) return redis.error_reply(code .. ' ' .. msg) end
+
+local function hgetall(key)
+  local flat = redis.call('HGETALL', key)
+  if #flat == 0 then return nil end
+  local t = {}
+  for i = 1, #flat, 2 do t[flat[i]] = flat[i + 1] end
+  return t
+end
+
+-- JSON object from `tbl` (strings, small ints) plus `raw` fields whose values
+-- are already JSON text (numbers that must not go through cjson's doubles).
+local function json_obj(tbl, raw)
+  local s = cjson.encode(tbl)
+  if s == '[]' then s = '{}' end
+  for k, v in pairs(raw or {}) do
+    local sep = (s == '{}') and '' or ','
+    s = string.sub(s, 1, -2) .. sep .. cjson.encode(k) .. ':' .. v .. '}'
+  end
+  return s
+end
+
+local function emit(P, typ, sweep, trial, data)
+  redis.call('XADD', P .. 'events', 'MAXLEN', '~', '100000', '*', 'type', typ, 'sweep',
+             sweep or '', 'trial', trial or '', 'data', data or '{}')
+end
+
+-- Moves trial `t` (a table from hgetall) to state `to`, keeping the sweep's
+-- per-kind counters in step so that reading a sweep is O(1).
+local function move(P, t, to)
+  local skey = P .. 'sweep:' .. t.sweep
+  redis.call('HINCRBY', skey, t.kind .. '.' .. t.state, -1)
+  redis.call('HINCRBY', skey, t.kind .. '.' .. to, 1)
+  redis.call('HSET', P .. 'trial:' .. t.id, 'state', to)
+  t.state = to
+end
+
+local function attempt_begin(P, t, worker, now)
+  redis.call('RPUSH', P .. 'attempts:' .. t.id, cjson.encode({
+    attempt = tonumber(t.attempt), worker = worker, started_ms = now, ended_ms = 0,
+    outcome = 'running', error = ''}))
+end
+
+local function attempt_end(P, t, now, outcome, err)
+  local key = P .. 'attempts:' .. t.id
+  local last = redis.call('LINDEX', key, -1)
+  if not last then return end
+  local rec = cjson.decode(last)
+  rec.ended_ms = now
+  rec.outcome = outcome
+  rec.error = err or ''
+  redis.call('LSET', key, -1, cjson.encode(rec))
+end
+
+local function lease_set(P, t, deadline)
+  redis.call('HSET', P .. 'trial:' .. t.id, 'lease_deadline', int(deadline))
+  redis.call('ZADD', P .. 'leases', int(deadline), t.id)
+end
+
+local function lease_drop(P, t)
+  redis.call('HSET', P .. 'trial:' .. t.id, 'lease_deadline', '0')
+  redis.call('ZREM', P .. 'leases', t.id)
+end
+
+local function update_best(P, t, value)
+  if t.kind ~= 'trial' or value == nil or value == '' then return end
+  local skey = P .. 'sweep:' .. t.sweep
+  local cur = redis.call('HMGET', skey, 'best_value', 'maximize')
+  local v = tonumber(value)
+  if v == nil or v ~= v then return end
+  local better = (not cur[1])
+  if not better then
+    local b = tonumber(cur[1])
+    if cur[2] == '1' then better = v > b else better = v < b end
+  end
+  if better then
+    redis.call('HSET', skey, 'best_trial', t.id, 'best_number', t.number, 'best_params',
+               t.params, 'best_value', value)
+  end
+end
+
+-- Back to the queue tail with the next attempt (retry or expired lease).
+local function requeue(P, t, reason)
+  local next_attempt = tonumber(t.attempt) + 1
+  move(P, t, 'queued')
+  redis.call('HSET', P .. 'trial:' .. t.id, 'attempt', int(next_attempt), 'control', 'none',
+             'error', reason)
+  redis.call('RPUSH', P .. 'queue', t.id)
+  emit(P, 'trial.queued', t.sweep, t.id,
+       json_obj({attempt = next_attempt, reason = reason}))
+end
+
+-- Ends a trial for good: state, timing, result; best trial; event.
+local function finish(P, t, now, state, value, metrics, err)
+  move(P, t, state)
+  local tkey = P .. 'trial:' .. t.id
+  redis.call('HSET', tkey, 'finished_ms', int(now), 'error', err or '')
+  if metrics and metrics ~= '' then redis.call('HSET', tkey, 'metrics', metrics) end
+  local raw = {}
+  if value and value ~= '' then
+    redis.call('HSET', tkey, 'value', value)
+    raw.value = value
+  end
+  if state == 'completed' then update_best(P, t, value) end
+  emit(P, 'trial.finished', t.sweep, t.id,
+       json_obj({state = state, attempt = tonumber(t.attempt), error = err or ''}, raw))
+end
+
+-- The fencing check shared by heartbeat, report and complete.
+local function fenced(P, tid, attempt, worker)
+  local t = hgetall(P .. 'trial:' .. tid)
+  if not t then return nil, refuse('NOT_FOUND', 'trial ' .. tid) end
+  if t.state ~= 'running' or t.attempt ~= attempt or t.worker ~= worker then
+    return nil, refuse('LEASE_LOST', 'trial ' .. tid .. ' is ' .. t.state .. ' at attempt ' ..
+                       t.attempt .. ' by ' .. t.worker .. '; caller has attempt ' .. attempt ..
+                       ' by ' .. worker)
+  end
+  return t
+end
+
+local function flatten(key)
+  return redis.call('HGETALL', key)
+end
+
+-- create_sweep P id name spec maximize -> 1
+local function create_sweep(keys, a)
+  local P, id = a[1], a[2]
+  local skey = P .. 'sweep:' .. id
+  if redis.call('EXISTS', skey) == 1 then return refuse('CONFLICT', 'sweep id ' .. id .. ' taken') end
+  local now = now_ms()
+  redis.call('HSET', skey, 'id', id, 'name', a[3], 'spec', a[4], 'maximize', a[5], 'state',
+             'running', 'stage', 'search', 'created_ms', int(now), 'finished_ms', '0',
+             'next_trial', '0', 'next_member', '0', 'error', '')
+  for _, kind in ipairs({'trial', 'member'}) do
+    for _, s in ipairs(kTrialStates) do redis.call('HSET', skey, kind .. '.' .. s, '0') end
+  end
+  local seq = redis.call('INCR', P .. 'seq:sweeps')
+  redis.call('ZADD', P .. 'sweeps', seq, id)
+  redis.call('SADD', P .. 'sweeps:active', id)
+  emit(P, 'sweep.created', id, '', json_obj({name = a[3]}))
+  return 1
+end
+
+-- create_trial P sweep kind number limit params max_attempts slots extra -> trial hash (flat)
+local function create_trial(keys, a)
+  local P, sid, kind = a[1], a[2], a[3]
+  local number, limit = tonumber(a[4]), tonumber(a[5])
+  if kind ~= 'trial' and kind ~= 'member' then return refuse('INVALID', 'kind ' .. kind) end
+  local skey = P .. 'sweep:' .. sid
+  local s = redis.call('HMGET', skey, 'state', 'next_' .. kind)
+  if not s[1] then return refuse('NOT_FOUND', 'sweep ' .. sid) end
+  if s[1] ~= 'running' then return refuse('CONFLICT', 'sweep ' .. sid .. ' is ' .. s[1]) end
+  if tonumber(s[2]) ~= number then
+    return refuse('CONFLICT', 'next ' .. kind .. ' number of ' .. sid .. ' is ' .. s[2] ..
+                  ', not ' .. a[4])
+  end
+  if number >= limit then return refuse('CONFLICT', kind .. ' limit ' .. a[5] .. ' reached') end
+  local tid = sid .. '-' .. (kind == 'member' and 'm' or '') .. int(number)
+  local tkey = P .. 'trial:' .. tid
+  local now = now_ms()
+  redis.call('HSET', tkey, 'id', tid, 'sweep', sid, 'number', int(number), 'kind', kind,
+             'params', a[6], 'state', 'queued', 'attempt', '0', 'max_attempts', a[7], 'slots',
+             a[8], 'worker', '', 'created_ms', int(now), 'started_ms', '0', 'finished_ms', '0',
+             'metrics', '{}', 'error', '', 'control', 'none', 'extra', a[9], 'lease_deadline', '0')
+  redis.call('HSET', skey, 'next_' .. kind, int(number + 1))
+  redis.call('HINCRBY', skey, kind .. '.queued', 1)
+  redis.call('RPUSH', P .. 'trials:' .. sid .. ':' .. kind, tid)
+  redis.call('RPUSH', P .. 'queue', tid)
+  emit(P, 'trial.queued', sid, tid, json_obj({attempt = 0, number = number, kind = kind}))
+  return flatten(tkey)
+end
+
+-- claim P worker free_slots lease_ms scan_max -> nil | trial hash (flat)
+-- Scans the head of the queue for the oldest queued trial that fits; ids that
+-- are no longer queued (cancelled while waiting) are dropped on the way.
+local function claim(keys, a)
+  local P, worker = a[1], a[2]
+  local free, lease_ms, scan = tonumber(a[3]), tonumber(a[4]), tonumber(a[5])
+  local qkey = P .. 'queue'
+  local ids = redis.call('LRANGE', qkey, 0, scan - 1)
+  for _, tid in ipairs(ids) do
+    local t = hgetall(P .. 'trial:' .. tid)
+    if not t or t.state ~= 'queued' then
+      redis.call('LREM', qkey, 1, tid)
+    elseif tonumber(t.slots) <= free then
+      redis.call('LREM', qkey, 1, tid)
+      local now = now_ms()
+      move(P, t, 'running')
+      local tkey = P .. 'trial:' .. tid
+      redis.call('HSET', tkey, 'worker', worker, 'started_ms', int(now), 'control', 'none',
+                 'error', '')
+      lease_set(P, t, now + lease_ms)
+      attempt_begin(P, t, worker, now)
+      emit(P, 'trial.started', t.sweep, tid,
+           json_obj({worker = worker, attempt = tonumber(t.attempt)}))
+      return flatten(tkey)
+    end
+  end
+  return false
+end
+
+-- heartbeat P tid attempt worker lease_ms -> control
+local function heartbeat(keys, a)
+  local P = a[1]
+  local t, err = fenced(P, a[2], a[3], a[4])
+  if not t then return err end
+  lease_set(P, t, now_ms() + tonumber(a[5]))
+  return t.control
+end
+
+-- report P tid attempt worker step metrics_json -> control
+local function report(keys, a)
+  local P = a[1]
+  local t, err = fenced(P, a[2], a[3], a[4])
+  if not t then return err end
+  local now = now_ms()
+  local step = int(tonumber(a[5]))
+  redis.call('RPUSH', P .. 'reports:' .. t.id,
+             '{"step":' .. step .. ',"time_ms":' .. int(now) .. ',"metrics":' .. a[6] .. '}')
+  emit(P, 'trial.reported', t.sweep, t.id, '{"step":' .. step .. ',"metrics":' .. a[6] .. '}')
+  return t.control
+end
+
+-- complete P tid attempt worker outcome value metrics_json error retryable(0|1) -> new state
+local function complete(keys, a)
+  local P = a[1]
+  local outcome = a[5]
+  if outcome ~= 'completed' and outcome ~= 'failed' and outcome ~= 'pruned' and
+     outcome ~= 'cancelled' then
+    return refuse('INVALID', 'outcome ' .. outcome)
+  end
+  local t, err = fenced(P, a[2], a[3], a[4])
+  if not t then return err end
+  local now = now_ms()
+  lease_drop(P, t)
+  attempt_end(P, t, now, outcome, a[8])
+  if outcome == 'failed' and a[9] == '1' and tonumber(t.attempt) + 1 < tonumber(t.max_attempts) then
+    requeue(P, t, a[8])
+    return 'queued'
+  end
+  finish(P, t, now, outcome, a[6], a[7], a[8])
+  return outcome
+end
+
+-- reap P max -> number of expired leases handled
+local function reap(keys, a)
+  local P, max = a[1], tonumber(a[2])
+  local now = now_ms()
+  local ids = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', int(now), 'LIMIT', 0, max)
+  local handled = 0
+  for _, tid in ipairs(ids) do
+    redis.call('ZREM', P .. 'leases', tid)
+    local t = hgetall(P .. 'trial:' .. tid)
+    if t and t.state == 'running' then
+      handled = handled + 1
+      redis.call('HSET', P .. 'trial:' .. tid, 'lease_deadline', '0')
+      local reason = 'lease of worker ' .. t.worker .. ' expired'
+      attempt_end(P, t, now, 'lease_expired', reason)
+      local sweep_state = redis.call('HGET', P .. 'sweep:' .. t.sweep, 'state')
+      local attempts = tonumber(t.attempt) + 1
+      if t.control == 'cancel' or sweep_state ~= 'running' then
+        finish(P, t, now, 'cancelled', nil, nil, reason)
+      elseif attempts < tonumber(t.max_attempts) then
+        requeue(P, t, reason)
+      else
+        finish(P, t, now, 'failed', nil, nil,
+               'lease expired after ' .. int(attempts) .. ' attempts')
+      end
+    end
+  end
+  return handled
+end
+
+-- cancel_sweep P sid -> 1
+local function cancel_sweep(keys, a)
+  local P, sid = a[1], a[2]
+  local skey = P .. 'sweep:' .. sid
+  local state = redis.call('HGET', skey, 'state')
+  if not state then return refuse('NOT_FOUND', 'sweep ' .. sid) end
+  if state == 'cancelled' then return 1 end
+  if state ~= 'running' then return refuse('CONFLICT', 'sweep ' .. sid .. ' is ' .. state) end
+  local now = now_ms()
+  redis.call('HSET', skey, 'state', 'cancelled', 'finished_ms', int(now))
+  redis.call('SREM', P .. 'sweeps:active', sid)
+  for _, kind in ipairs({'trial', 'member'}) do
+    for _, tid in ipairs(redis.call('LRANGE', P .. 'trials:' .. sid .. ':' .. kind, 0, -1)) do
+      local tkey = P .. 'trial:' .. tid
+      local ts = redis.call('HMGET', tkey, 'state', 'attempt', 'kind', 'number', 'params')
+      if ts[1] == 'queued' then
+        local t = {id = tid, sweep = sid, state = 'queued', attempt = ts[2], kind = ts[3],
+                   number = ts[4], params = ts[5]}
+        finish(P, t, now, 'cancelled', nil, nil, 'sweep cancelled')
+      elseif ts[1] == 'running' then
+        redis.call('HSET', tkey, 'control', 'cancel')
+      end
+    end
+  end
+  emit(P, 'sweep.finished', sid, '', json_obj({state = 'cancelled'}))
+  return 1
+end
+
+-- finish_sweep P sid state error -> 1
+local function finish_sweep(keys, a)
+  local P, sid, to = a[1], a[2], a[3]
+  if to ~= 'finished' and to ~= 'failed' and to ~= 'cancelled' then
+    return refuse('INVALID', 'sweep state ' .. to)
+  end
+  local skey = P .. 'sweep:' .. sid
+  local state = redis.call('HGET', skey, 'state')
+  if not state then return refuse('NOT_FOUND', 'sweep ' .. sid) end
+  if state ~= 'running' then return refuse('CONFLICT', 'sweep ' .. sid .. ' is ' .. state) end
+  redis.call('HSET', skey, 'state', to, 'finished_ms', int(now_ms()), 'error', a[4])
+  redis.call('SREM', P .. 'sweeps:active', sid)
+  emit(P, 'sweep.finished', sid, '', json_obj({state = to, error = a[4]}))
+  return 1
+end
+
+-- set_stage P sid from to -> 1
+local function set_stage(keys, a)
+  local P, sid = a[1], a[2]
+  local skey = P .. 'sweep:' .. sid
+  local stage = redis.call('HGET', skey, 'stage')
+  if not stage then return refuse('NOT_FOUND', 'sweep ' .. sid) end
+  if stage ~= a[3] then
+    return refuse('CONFLICT', 'sweep ' .. sid .. ' is in stage ' .. stage .. ', not ' .. a[3])
+  end
+  redis.call('HSET', skey, 'stage', a[4])
+  emit(P, 'sweep.stage', sid, '', json_obj({from = a[3], to = a[4]}))
+  return 1
+end
+
+-- set_control P tid control(none|prune|cancel) -> 1
+-- A running trial gets the flag (its worker sees it on the next heartbeat or
+-- report); a queued trial that is cancelled is finished at once.
+local function set_control(keys, a)
+  local P, tid, control = a[1], a[2], a[3]
+  if control ~= 'none' and control ~= 'prune' and control ~= 'cancel' then
+    return refuse('INVALID', 'control ' .. control)
+  end
+  local t = hgetall(P .. 'trial:' .. tid)
+  if not t then return refuse('NOT_FOUND', 'trial ' .. tid) end
+  if t.state == 'running' then
+    redis.call('HSET', P .. 'trial:' .. tid, 'control', control)
+    emit(P, 'trial.control', t.sweep, tid, json_obj({control = control}))
+    return 1
+  end
+  if t.state == 'queued' and control == 'cancel' then
+    finish(P, t, now_ms(), 'cancelled', nil, nil, 'cancelled')
+    return 1
+  end
+  return refuse('CONFLICT', 'trial ' .. tid .. ' is ' .. t.state)
+end
+
+-- put_worker P name info_json ttl_ms -> 1
+local function put_worker(keys, a)
+  local P, name = a[1], a[2]
+  local now = now_ms()
+  local alive = P .. 'worker:' .. name .. ':alive'
+  local joined = redis.call('EXISTS', alive) == 0
+  redis.call('HSET', P .. 'workers', name, a[3])
+  redis.call('HSET', P .. 'worker_hb', name, int(now))
+  redis.call('SET', alive, int(now), 'PX', a[4])
+  if joined then emit(P, 'worker.joined', '', '', json_obj({worker = name})) end
+  return 1
+end
+
+-- list_workers P -> {name, info_json, last_heartbeat_ms, ...} of live workers;
+-- workers whose TTL ran out are dropped (worker.lost).
+local function list_workers(keys, a)
+  local P = a[1]
+  local out = {}
+  for _, name in ipairs(redis.call('HKEYS', P .. 'workers')) do
+    if redis.call('EXISTS', P .. 'worker:' .. name .. ':alive') == 1 then
+      table.insert(out, name)
+      table.insert(out, redis.call('HGET', P .. 'workers', name))
+      table.insert(out, redis.call('HGET', P .. 'worker_hb', name) or '0')
+    else
+      redis.call('HDEL', P .. 'workers', name)
+      redis.call('HDEL', P .. 'worker_hb', name)
+      emit(P, 'worker.lost', '', '', json_obj({worker = name}))
+    end
+  end
+  return out
+end
+
+redis.register_function('hpo_create_sweep', create_sweep)
+redis.register_function('hpo_create_trial', create_trial)
+redis.register_function('hpo_claim', claim)
+redis.register_function('hpo_heartbeat', heartbeat)
+redis.register_function('hpo_report', report)
+redis.register_function('hpo_complete', complete)
+redis.register_function('hpo_reap', reap)
+redis.register_function('hpo_cancel_sweep', cancel_sweep)
+redis.register_function('hpo_finish_sweep', finish_sweep)
+redis.register_function('hpo_set_stage', set_stage)
+redis.register_function('hpo_set_control', set_control)
+redis.register_function('hpo_put_worker', put_worker)
+redis.register_function('hpo_list_workers', list_workers)

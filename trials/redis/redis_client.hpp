@@ -1,0 +1,105 @@
+// A small synchronous Redis client over hiredis: one connection, owned values.
+//
+// Threading: a RedisClient owns one redisContext and is NOT thread-safe; give
+// each thread its own (a blocking XREAD then only blocks that thread).
+//
+// Failure handling: every command has a deadline (redisSetTimeout). When a
+// command fails at the connection level (timeout, reset, protocol error) the
+// context is thrown away, because a timed-out context may still receive the
+// late reply and would hand it to the next command. The next call reconnects,
+// but not before an exponential back-off (50 ms doubling up to 2 s) has passed
+// since the last failure, so a dead server is not hammered; calls inside the
+// back-off window fail fast with kUnavailable. Commands are only ever built
+// from argument vectors (redisCommandArgv): user data never reaches a format
+// string. Nothing here throws.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trials/result.hpp"
+
+struct redisContext;
+
+namespace hpo::trials::redis {
+
+// redis://[user:pass@]host[:port][/db]  or  unix:///path/to/socket[?db=N]
+struct RedisUrl {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  std::string unix_path;  // non-empty: connect over a unix socket
+  std::string user;       // empty: AUTH with the password only
+  std::string password;   // empty: no AUTH
+  int db = 0;
+
+  static Result<RedisUrl> parse(std::string_view url);
+  std::string to_string() const;  // without the password
+};
+
+// One reply, owned (no hiredis pointers escape).
+struct Reply {
+  enum class Type { kNil, kInteger, kString, kStatus, kError, kArray };
+  Type type = Type::kNil;
+  std::int64_t integer = 0;
+  std::string str;  // kString, kStatus, kError
+  std::vector<Reply> elements;
+
+  bool is_nil() const { return type == Type::kNil; }
+  bool is_error() const { return type == Type::kError; }
+  bool is_string() const { return type == Type::kString || type == Type::kStatus; }
+  bool is_array() const { return type == Type::kArray; }
+};
+
+struct RedisClientOptions {
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds command_timeout{5000};
+  std::chrono::milliseconds min_backoff{50};
+  std::chrono::milliseconds max_backoff{2000};
+};
+
+class RedisClient {
+ public:
+  // Called after every successful connect (after AUTH/SELECT); an error fails
+  // the connection. RedisStore loads its Functions library here.
+  using OnConnect = std::function<Status(RedisClient&)>;
+
+  explicit RedisClient(RedisUrl url, RedisClientOptions options = {});
+  ~RedisClient();
+  RedisClient(const RedisClient&) = delete;
+  RedisClient& operator=(const RedisClient&) = delete;
+
+  void set_on_connect(OnConnect fn) { on_connect_ = std::move(fn); }
+
+  // One command. A Redis error reply is returned as a Reply of type kError (the
+  // caller decides what it means); connection problems are kUnavailable.
+  // `timeout` overrides the command timeout for this call (blocking commands).
+  Result<Reply> command(const std::vector<std::string>& argv,
+                        std::chrono::milliseconds timeout = std::chrono::milliseconds{0});
+  // Several commands in one round trip (not a transaction).
+  Result<std::vector<Reply>> pipeline(const std::vector<std::vector<std::string>>& commands);
+
+  bool connected() const { return ctx_ != nullptr; }
+  // Drops the connection (tests; also used after a connection-level error).
+  void disconnect();
+  const RedisUrl& url() const { return url_; }
+
+ private:
+  Status ensure_connected();
+  Error fail(const std::string& what);  // drops the context, schedules back-off
+  Status set_timeout(std::chrono::milliseconds t);
+
+  RedisUrl url_;
+  RedisClientOptions options_;
+  OnConnect on_connect_;
+  redisContext* ctx_ = nullptr;
+  std::chrono::milliseconds backoff_{0};
+  std::chrono::steady_clock::time_point next_attempt_{};
+  bool in_on_connect_ = false;
+};
+
+}  // namespace hpo::trials::redis

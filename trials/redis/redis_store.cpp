@@ -1,0 +1,519 @@
+// RedisStore: the C++ half of the Redis persistence layer.
+//
+// Transitions go through FCALL (hpo_functions.lua) so each is atomic inside
+// Redis; this file only encodes arguments, decodes hashes into the domain
+// structs and maps refusals to ErrorCodes. Numbers whose exact value matters
+// (objective values, metrics) are formatted here (shortest round-trip text)
+// and stored as text by the Lua side, which never re-encodes them through
+// cjson's doubles.
+#include "trials/redis/redis_store.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "trials/redis/hpo_functions_lua.hpp"
+#include "trials/spec.hpp"
+
+namespace hpo::trials::redis {
+
+namespace {
+
+using Hash = std::map<std::string, std::string>;
+using Json = nlohmann::json;
+
+std::int64_t to_i64(const std::string& s) {
+  std::int64_t v = 0;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+Hash to_hash(const Reply& r) {
+  Hash h;
+  for (size_t i = 0; i + 1 < r.elements.size(); i += 2)
+    h[r.elements[i].str] = r.elements[i + 1].str;
+  return h;
+}
+
+std::string get(const Hash& h, const char* field) {
+  auto it = h.find(field);
+  return it == h.end() ? std::string() : it->second;
+}
+
+std::string format_double(double v) {
+  return fmt::format("{}", v);
+}
+
+std::string metrics_to_json(const Metrics& m) {
+  Json j = Json::object();
+  for (const auto& [k, v] : m) j[k] = v;  // NaN/Inf become null
+  return j.dump();
+}
+
+Metrics metrics_from_json(const Json& j) {
+  Metrics m;
+  if (!j.is_object()) return m;
+  for (auto it = j.begin(); it != j.end(); ++it)
+    m[it.key()] = it->is_number() ? it->get<double>() : std::numeric_limits<double>::quiet_NaN();
+  return m;
+}
+
+Metrics metrics_from_text(const std::string& s) {
+  if (s.empty()) return {};
+  return metrics_from_json(Json::parse(s, nullptr, false));
+}
+
+Control parse_control(const std::string& s) {
+  if (s == "prune") return Control::kPrune;
+  if (s == "cancel") return Control::kCancel;
+  return Control::kNone;
+}
+
+Result<Trial> trial_from_hash(const Hash& h) {
+  Trial t;
+  t.id = get(h, "id");
+  t.sweep_id = get(h, "sweep");
+  t.number = to_i64(get(h, "number"));
+  t.kind = get(h, "kind");
+  auto params = params_from_json(get(h, "params"));
+  if (!params) return Error::internal("trial " + t.id + ": bad params: " + params.error().message);
+  t.params = std::move(*params);
+  auto state = parse_trial_state(get(h, "state"));
+  if (!state) return Error::internal("trial " + t.id + ": bad state " + get(h, "state"));
+  t.state = *state;
+  t.attempt = static_cast<int>(to_i64(get(h, "attempt")));
+  t.max_attempts = static_cast<int>(to_i64(get(h, "max_attempts")));
+  t.slots = static_cast<int>(to_i64(get(h, "slots")));
+  t.worker = get(h, "worker");
+  t.created_ms = to_i64(get(h, "created_ms"));
+  t.started_ms = to_i64(get(h, "started_ms"));
+  t.finished_ms = to_i64(get(h, "finished_ms"));
+  if (auto v = h.find("value"); v != h.end() && !v->second.empty())
+    t.value = std::strtod(v->second.c_str(), nullptr);
+  t.metrics = metrics_from_text(get(h, "metrics"));
+  t.error = get(h, "error");
+  t.control = parse_control(get(h, "control"));
+  t.extra = get(h, "extra");
+  return t;
+}
+
+Counts counts_from_hash(const Hash& h, const std::string& kind) {
+  auto c = [&](const char* s) { return to_i64(get(h, (kind + "." + s).c_str())); };
+  return Counts{c("queued"), c("running"), c("completed"),
+                c("failed"), c("pruned"),  c("cancelled")};
+}
+
+Result<Sweep> sweep_from_hash(const Hash& h) {
+  Sweep s;
+  s.id = get(h, "id");
+  s.name = get(h, "name");
+  auto state = parse_sweep_state(get(h, "state"));
+  if (!state) return Error::internal("sweep " + s.id + ": bad state " + get(h, "state"));
+  s.state = *state;
+  s.spec_json = get(h, "spec");
+  s.maximize = get(h, "maximize") == "1";
+  s.created_ms = to_i64(get(h, "created_ms"));
+  s.finished_ms = to_i64(get(h, "finished_ms"));
+  s.next_number = to_i64(get(h, "next_trial"));
+  s.next_member = to_i64(get(h, "next_member"));
+  s.stage = get(h, "stage");
+  s.counts = counts_from_hash(h, "trial");
+  s.member_counts = counts_from_hash(h, "member");
+  s.error = get(h, "error");
+  if (auto b = h.find("best_trial"); b != h.end() && !b->second.empty()) {
+    BestTrial best;
+    best.trial_id = b->second;
+    best.number = to_i64(get(h, "best_number"));
+    auto params = params_from_json(get(h, "best_params"));
+    if (params) best.params = std::move(*params);
+    best.value = std::strtod(get(h, "best_value").c_str(), nullptr);
+    s.best = std::move(best);
+  }
+  return s;
+}
+
+std::string random_sweep_id() {
+  std::random_device rd;  // /dev/urandom on Linux
+  return fmt::format("{:08x}", static_cast<std::uint32_t>(rd()));
+}
+
+Error refusal(const std::string& text) {
+  auto space = text.find(' ');
+  std::string code = text.substr(0, space);
+  std::string msg = space == std::string::npos ? text : text.substr(space + 1);
+  if (code == "NOT_FOUND") return Error::not_found(msg);
+  if (code == "CONFLICT") return Error::conflict(msg);
+  if (code == "LEASE_LOST") return Error::lease_lost(msg);
+  if (code == "INVALID") return Error{ErrorCode::kInvalidArgument, msg, {}};
+  if (code == "LOADING" || code == "BUSY" || code == "READONLY" || code == "TRYAGAIN" ||
+      code == "MASTERDOWN" || code == "OOM")
+    return Error::unavailable("redis: " + text);
+  return Error::internal("redis: " + text);
+}
+
+Status expect_ok(const Result<Reply>& r) {
+  if (!r) return r.error();
+  return {};
+}
+
+}  // namespace
+
+RedisStore::RedisStore(RedisStoreConfig config)
+    : config_(std::move(config)),
+      client_(config_.url, RedisClientOptions{.connect_timeout = config_.connect_timeout,
+                                              .command_timeout = config_.command_timeout}) {
+  client_.set_on_connect([this](RedisClient& c) { return load_functions(c); });
+}
+
+Result<std::unique_ptr<RedisStore>> RedisStore::open(std::string_view url, std::string prefix) {
+  auto parsed = RedisUrl::parse(url);
+  if (!parsed) return parsed.error();
+  RedisStoreConfig config;
+  config.url = std::move(*parsed);
+  config.prefix = std::move(prefix);
+  return std::make_unique<RedisStore>(std::move(config));
+}
+
+std::string RedisStore::key(std::string_view suffix) const {
+  return config_.prefix + std::string(suffix);
+}
+
+// Loads the library unless the server already holds this exact code, so that a
+// reconnect does not append another copy of the library to the AOF.
+Status RedisStore::load_functions(RedisClient& c) {
+  auto list = c.command({"FUNCTION", "LIST", "LIBRARYNAME", kFunctionsLibraryName, "WITHCODE"});
+  if (!list) return list.error();
+  if (list->is_error()) return refusal(list->str);
+  for (const auto& lib : list->elements) {
+    for (size_t i = 0; i + 1 < lib.elements.size(); i += 2) {
+      const Reply& field = lib.elements[i];
+      if (field.str == "library_code" && lib.elements[i + 1].str == kFunctionsLua) return {};
+    }
+  }
+  auto load = c.command({"FUNCTION", "LOAD", "REPLACE", kFunctionsLua});
+  if (!load) return load.error();
+  if (load->is_error()) return refusal(load->str);
+  return {};
+}
+
+Result<Reply> RedisStore::fcall(const std::string& name, std::vector<std::string> args) {
+  std::vector<std::string> argv;
+  argv.reserve(args.size() + 4);
+  argv.insert(argv.end(), {"FCALL", "hpo_" + name, "0", config_.prefix});
+  for (auto& a : args) argv.push_back(std::move(a));
+  auto r = client_.command(argv);
+  if (r && r->is_error() && r->str.find("Function not found") != std::string::npos) {
+    // Someone flushed the functions (FUNCTION FLUSH, a fresh server behind a
+    // proxy): load again and retry once.
+    if (auto s = load_functions(client_); !s) return s.error();
+    r = client_.command(argv);
+  }
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  return r;
+}
+
+Result<std::string> RedisStore::create_sweep(const NewSweep& sweep) {
+  for (int tries = 0; tries < 8; ++tries) {
+    std::string id = random_sweep_id();
+    auto r = fcall("create_sweep", {id, sweep.name, sweep.spec_json, sweep.maximize ? "1" : "0"});
+    if (r) return id;
+    if (r.error().code != ErrorCode::kConflict) return r.error();
+  }
+  return Error::internal("could not find a free sweep id");
+}
+
+Result<Sweep> RedisStore::get_sweep(const std::string& sweep_id) {
+  auto r = client_.command({"HGETALL", key("sweep:" + sweep_id)});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  if (r->elements.empty()) return Error::not_found("sweep " + sweep_id);
+  return sweep_from_hash(to_hash(*r));
+}
+
+Result<std::vector<Sweep>> RedisStore::list_sweeps(std::int64_t offset, std::int64_t limit) {
+  if (limit <= 0) return std::vector<Sweep>{};
+  auto ids =
+      client_.command({"ZREVRANGE", key("sweeps"), std::to_string(std::max<int64_t>(0, offset)),
+                       std::to_string(std::max<int64_t>(0, offset) + limit - 1)});
+  if (!ids) return ids.error();
+  if (ids->is_error()) return refusal(ids->str);
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& id : ids->elements) cmds.push_back({"HGETALL", key("sweep:" + id.str)});
+  std::vector<Sweep> out;
+  if (cmds.empty()) return out;
+  auto hashes = client_.pipeline(cmds);
+  if (!hashes) return hashes.error();
+  for (const auto& h : *hashes) {
+    if (h.elements.empty()) continue;
+    auto s = sweep_from_hash(to_hash(h));
+    if (!s) return s.error();
+    out.push_back(std::move(*s));
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> RedisStore::active_sweeps() {
+  auto r = client_.command({"SMEMBERS", key("sweeps:active")});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  std::vector<std::string> out;
+  for (const auto& e : r->elements) out.push_back(e.str);
+  return out;
+}
+
+Status RedisStore::finish_sweep(const std::string& sweep_id, SweepState state,
+                                const std::string& error) {
+  return expect_ok(fcall("finish_sweep", {sweep_id, to_string(state), error}));
+}
+
+Status RedisStore::cancel_sweep(const std::string& sweep_id) {
+  return expect_ok(fcall("cancel_sweep", {sweep_id}));
+}
+
+Status RedisStore::set_stage(const std::string& sweep_id, const std::string& from,
+                             const std::string& to) {
+  return expect_ok(fcall("set_stage", {sweep_id, from, to}));
+}
+
+Result<Trial> RedisStore::create_trial(const NewTrial& t) {
+  auto r =
+      fcall("create_trial", {t.sweep_id, t.kind, std::to_string(t.number), std::to_string(t.limit),
+                             params_to_json(t.params), std::to_string(std::max(1, t.max_attempts)),
+                             std::to_string(std::max(1, t.slots)), t.extra});
+  if (!r) return r.error();
+  return trial_from_hash(to_hash(*r));
+}
+
+Result<Trial> RedisStore::get_trial(const std::string& trial_id) {
+  auto r = client_.command({"HGETALL", key("trial:" + trial_id)});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  if (r->elements.empty()) return Error::not_found("trial " + trial_id);
+  return trial_from_hash(to_hash(*r));
+}
+
+Result<TrialPage> RedisStore::list_trials(const std::string& sweep_id, const std::string& kind,
+                                          std::int64_t offset, std::int64_t limit) {
+  std::string list = key("trials:" + sweep_id + ":" + kind);
+  offset = std::max<std::int64_t>(0, offset);
+  auto r = client_.pipeline({{"LLEN", list},
+                             {"LRANGE", list, std::to_string(offset),
+                              std::to_string(offset + std::max<std::int64_t>(0, limit) - 1)}});
+  if (!r) return r.error();
+  TrialPage page;
+  page.total = (*r)[0].integer;
+  if (limit <= 0) return page;
+  std::vector<std::vector<std::string>> cmds;
+  for (const auto& id : (*r)[1].elements) cmds.push_back({"HGETALL", key("trial:" + id.str)});
+  if (cmds.empty()) return page;
+  auto hashes = client_.pipeline(cmds);
+  if (!hashes) return hashes.error();
+  for (const auto& h : *hashes) {
+    auto t = trial_from_hash(to_hash(h));
+    if (!t) return t.error();
+    page.trials.push_back(std::move(*t));
+  }
+  return page;
+}
+
+Result<std::vector<StepReport>> RedisStore::get_reports(const std::string& trial_id) {
+  auto r = client_.command({"LRANGE", key("reports:" + trial_id), "0", "-1"});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  std::vector<StepReport> out;
+  for (const auto& e : r->elements) {
+    Json j = Json::parse(e.str, nullptr, false);
+    if (!j.is_object()) return Error::internal("bad report of " + trial_id);
+    StepReport rep;
+    rep.step = j.value("step", std::int64_t{0});
+    rep.time_ms = j.value("time_ms", std::int64_t{0});
+    if (j.contains("metrics")) rep.metrics = metrics_from_json(j["metrics"]);
+    out.push_back(std::move(rep));
+  }
+  return out;
+}
+
+Result<std::vector<AttemptRecord>> RedisStore::get_attempts(const std::string& trial_id) {
+  auto r = client_.command({"LRANGE", key("attempts:" + trial_id), "0", "-1"});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  std::vector<AttemptRecord> out;
+  for (const auto& e : r->elements) {
+    Json j = Json::parse(e.str, nullptr, false);
+    if (!j.is_object()) return Error::internal("bad attempt record of " + trial_id);
+    AttemptRecord a;
+    a.attempt = j.value("attempt", 0);
+    a.worker = j.value("worker", "");
+    a.started_ms = static_cast<std::int64_t>(j.value("started_ms", 0.0));
+    a.ended_ms = static_cast<std::int64_t>(j.value("ended_ms", 0.0));
+    a.outcome = j.value("outcome", "");
+    a.error = j.value("error", "");
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+Status RedisStore::set_control(const std::string& trial_id, Control control) {
+  return expect_ok(fcall("set_control", {trial_id, to_string(control)}));
+}
+
+Status RedisStore::put_worker(const WorkerInfo& info, std::int64_t ttl_ms) {
+  Json gpus = Json::array();
+  for (const auto& g : info.gpus)
+    gpus.push_back({{"index", g.index},
+                    {"name", g.name},
+                    {"memory_total_mb", g.memory_total_mb},
+                    {"memory_used_mb", g.memory_used_mb},
+                    {"utilization_pct", g.utilization_pct}});
+  Json j = {{"host", info.host},     {"slots", info.slots}, {"busy_slots", info.busy_slots},
+            {"trials", info.trials}, {"gpus", gpus},        {"started_ms", info.started_ms}};
+  return expect_ok(fcall("put_worker",
+                         {info.name, j.dump(), std::to_string(std::max<std::int64_t>(1, ttl_ms))}));
+}
+
+Result<std::vector<WorkerInfo>> RedisStore::list_workers() {
+  auto r = fcall("list_workers", {});
+  if (!r) return r.error();
+  std::vector<WorkerInfo> out;
+  const auto& e = r->elements;
+  for (size_t i = 0; i + 2 < e.size(); i += 3) {
+    WorkerInfo w;
+    w.name = e[i].str;
+    w.last_heartbeat_ms = to_i64(e[i + 2].str);
+    Json j = Json::parse(e[i + 1].str, nullptr, false);
+    if (j.is_object()) {
+      w.host = j.value("host", "");
+      w.slots = j.value("slots", 1);
+      w.busy_slots = j.value("busy_slots", 0);
+      w.trials = j.value("trials", std::vector<std::string>{});
+      w.started_ms = j.value("started_ms", std::int64_t{0});
+      for (const auto& g : j.value("gpus", Json::array())) {
+        GpuInfo gi;
+        gi.index = g.value("index", 0);
+        gi.name = g.value("name", "");
+        gi.memory_total_mb = g.value("memory_total_mb", std::int64_t{0});
+        gi.memory_used_mb = g.value("memory_used_mb", std::int64_t{0});
+        gi.utilization_pct = g.value("utilization_pct", 0);
+        w.gpus.push_back(std::move(gi));
+      }
+    }
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+Result<std::vector<Event>> RedisStore::read_events(const std::string& after_id, int max_count,
+                                                   int block_ms) {
+  std::vector<std::string> argv{"XREAD", "COUNT", std::to_string(std::max(1, max_count))};
+  std::chrono::milliseconds timeout{0};
+  if (block_ms > 0) {
+    argv.insert(argv.end(), {"BLOCK", std::to_string(block_ms)});
+    timeout = config_.command_timeout + std::chrono::milliseconds(block_ms);
+  }
+  argv.insert(argv.end(), {"STREAMS", key("events"), after_id.empty() ? "0" : after_id});
+  auto r = client_.command(argv, timeout);
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  std::vector<Event> out;
+  if (r->is_nil()) return out;
+  for (const auto& stream : r->elements) {
+    if (stream.elements.size() < 2) continue;
+    for (const auto& entry : stream.elements[1].elements) {
+      if (entry.elements.size() < 2) continue;
+      Event ev;
+      ev.id = entry.elements[0].str;
+      const auto& f = entry.elements[1].elements;
+      for (size_t i = 0; i + 1 < f.size(); i += 2) {
+        const std::string& name = f[i].str;
+        if (name == "type")
+          ev.type = f[i + 1].str;
+        else if (name == "sweep")
+          ev.sweep_id = f[i + 1].str;
+        else if (name == "trial")
+          ev.trial_id = f[i + 1].str;
+        else if (name == "data")
+          ev.data = f[i + 1].str;
+      }
+      out.push_back(std::move(ev));
+    }
+  }
+  return out;
+}
+
+Status RedisStore::put_artifact(const std::string& trial_id, const std::string& name,
+                                const std::string& bytes) {
+  if (static_cast<std::int64_t>(bytes.size()) > config_.max_artifact_bytes)
+    return Error{ErrorCode::kPayloadTooLarge,
+                 fmt::format("artifact {} of {} is {} bytes; the limit is {}", name, trial_id,
+                             bytes.size(), config_.max_artifact_bytes),
+                 {}};
+  auto exists = client_.command({"EXISTS", key("trial:" + trial_id)});
+  if (!exists) return exists.error();
+  if (exists->integer == 0) return Error::not_found("trial " + trial_id);
+  auto r = client_.command({"SET", key("artifact:" + trial_id + ":" + name), bytes});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  return {};
+}
+
+Result<std::optional<std::string>> RedisStore::get_artifact(const std::string& trial_id,
+                                                            const std::string& name) {
+  auto r = client_.command({"GET", key("artifact:" + trial_id + ":" + name)});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  if (r->is_nil()) return std::optional<std::string>{};
+  return std::optional<std::string>{std::move(r->str)};
+}
+
+Result<std::optional<Claim>> RedisStore::claim(const std::string& worker, int free_slots,
+                                               std::int64_t lease_ms) {
+  auto r = fcall("claim", {worker, std::to_string(free_slots), std::to_string(lease_ms),
+                           std::to_string(config_.claim_scan)});
+  if (!r) return r.error();
+  if (r->is_nil() || r->elements.empty()) return std::optional<Claim>{};
+  Hash h = to_hash(*r);
+  auto t = trial_from_hash(h);
+  if (!t) return t.error();
+  return std::optional<Claim>{Claim{std::move(*t), to_i64(get(h, "lease_deadline"))}};
+}
+
+Result<Control> RedisStore::heartbeat(const std::string& trial_id, int attempt,
+                                      const std::string& worker, std::int64_t lease_ms) {
+  auto r =
+      fcall("heartbeat", {trial_id, std::to_string(attempt), worker, std::to_string(lease_ms)});
+  if (!r) return r.error();
+  return parse_control(r->str);
+}
+
+Result<Control> RedisStore::report(const std::string& trial_id, int attempt,
+                                   const std::string& worker, const StepReport& rep) {
+  auto r = fcall("report", {trial_id, std::to_string(attempt), worker, std::to_string(rep.step),
+                            metrics_to_json(rep.metrics)});
+  if (!r) return r.error();
+  return parse_control(r->str);
+}
+
+Status RedisStore::complete(const std::string& trial_id, int attempt, const std::string& worker,
+                            const TrialResult& result) {
+  std::string value;
+  if (result.value && std::isfinite(*result.value)) value = format_double(*result.value);
+  return expect_ok(fcall(
+      "complete", {trial_id, std::to_string(attempt), worker, to_string(result.outcome), value,
+                   metrics_to_json(result.metrics), result.error, result.retryable ? "1" : "0"}));
+}
+
+Result<int> RedisStore::reap(int max) {
+  auto r = fcall("reap", {std::to_string(std::max(1, max))});
+  if (!r) return r.error();
+  return static_cast<int>(r->integer);
+}
+
+}  // namespace hpo::trials::redis

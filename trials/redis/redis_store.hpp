@@ -1,0 +1,95 @@
+// RedisStore: TrialStore and TrialQueue on one Redis connection.
+//
+// Every state transition is one call of the `hpo_v1` Functions library
+// (hpo_functions.lua, embedded at build time and loaded on each connection
+// when the server's copy differs), so C++ never does a read-modify-write;
+// plain reads (get_sweep, list_trials, ...) are single HGETALL/LRANGE calls or
+// pipelines of them. The key schema is at the top of hpo_functions.lua and in
+// trials/README.md.
+//
+// One instance per thread (it owns one RedisClient). Connection problems come
+// back as kUnavailable and the next call reconnects with back-off.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trials/redis/redis_client.hpp"
+#include "trials/store.hpp"
+
+namespace hpo::trials::redis {
+
+struct RedisStoreConfig {
+  RedisUrl url;
+  std::string prefix = "hpo:";
+  std::chrono::milliseconds command_timeout{5000};
+  std::chrono::milliseconds connect_timeout{2000};
+  int claim_scan = 256;  // queue entries a claim looks at for one that fits
+  std::int64_t max_artifact_bytes = std::int64_t{256} << 20;
+};
+
+class RedisStore : public TrialStore, public TrialQueue {
+ public:
+  explicit RedisStore(RedisStoreConfig config);
+
+  // Convenience: URL text + prefix; an unparsable URL becomes kInvalidArgument.
+  static Result<std::unique_ptr<RedisStore>> open(std::string_view url,
+                                                  std::string prefix = "hpo:");
+
+  // TrialStore
+  Result<std::string> create_sweep(const NewSweep& sweep) override;
+  Result<Sweep> get_sweep(const std::string& sweep_id) override;
+  Result<std::vector<Sweep>> list_sweeps(std::int64_t offset, std::int64_t limit) override;
+  Result<std::vector<std::string>> active_sweeps() override;
+  Status finish_sweep(const std::string& sweep_id, SweepState state,
+                      const std::string& error) override;
+  Status cancel_sweep(const std::string& sweep_id) override;
+  Status set_stage(const std::string& sweep_id, const std::string& from,
+                   const std::string& to) override;
+  Result<Trial> create_trial(const NewTrial& trial) override;
+  Result<Trial> get_trial(const std::string& trial_id) override;
+  Result<TrialPage> list_trials(const std::string& sweep_id, const std::string& kind,
+                                std::int64_t offset, std::int64_t limit) override;
+  Result<std::vector<StepReport>> get_reports(const std::string& trial_id) override;
+  Result<std::vector<AttemptRecord>> get_attempts(const std::string& trial_id) override;
+  Status set_control(const std::string& trial_id, Control control) override;
+  Status put_worker(const WorkerInfo& info, std::int64_t ttl_ms) override;
+  Result<std::vector<WorkerInfo>> list_workers() override;
+  Result<std::vector<Event>> read_events(const std::string& after_id, int max_count,
+                                         int block_ms) override;
+  Status put_artifact(const std::string& trial_id, const std::string& name,
+                      const std::string& bytes) override;
+  Result<std::optional<std::string>> get_artifact(const std::string& trial_id,
+                                                  const std::string& name) override;
+
+  // TrialQueue
+  Result<std::optional<Claim>> claim(const std::string& worker, int free_slots,
+                                     std::int64_t lease_ms) override;
+  Result<Control> heartbeat(const std::string& trial_id, int attempt, const std::string& worker,
+                            std::int64_t lease_ms) override;
+  Result<Control> report(const std::string& trial_id, int attempt, const std::string& worker,
+                         const StepReport& report) override;
+  Status complete(const std::string& trial_id, int attempt, const std::string& worker,
+                  const TrialResult& result) override;
+  Result<int> reap(int max) override;
+
+  RedisClient& client() { return client_; }
+  const std::string& prefix() const { return config_.prefix; }
+
+ private:
+  // FCALL hpo_<name> 0 <prefix> args...; a refusal (NOT_FOUND, CONFLICT,
+  // LEASE_LOST, INVALID) becomes its ErrorCode.
+  Result<Reply> fcall(const std::string& name, std::vector<std::string> args);
+  Status load_functions(RedisClient& client);
+  std::string key(std::string_view suffix) const;
+
+  RedisStoreConfig config_;
+  RedisClient client_;
+};
+
+}  // namespace hpo::trials::redis
