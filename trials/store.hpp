@@ -57,6 +57,9 @@ struct Claim {
   std::int64_t lease_deadline_ms = 0;
 };
 
+// A `limit` that means "all of them" in list calls.
+inline constexpr std::int64_t kAll = std::int64_t{1} << 40;
+
 struct TrialPage {
   std::vector<Trial> trials;
   std::int64_t total = 0;
@@ -73,7 +76,8 @@ class TrialStore {
   virtual Result<std::vector<Sweep>> list_sweeps(std::int64_t offset, std::int64_t limit) = 0;
   // Ids of sweeps in state running (the scheduler resumes these after a restart).
   virtual Result<std::vector<std::string>> active_sweeps() = 0;
-  // Controller: the sweep reached its end. Only from state running.
+  // Controller: the sweep reached its end. Only from state running. Leftovers
+  // are stopped as by cancel_sweep (queued -> cancelled, running get kCancel).
   virtual Status finish_sweep(const std::string& sweep_id, SweepState state,
                               const std::string& error) = 0;
   // User: queued trials become cancelled, running ones get Control::kCancel.

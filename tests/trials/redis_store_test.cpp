@@ -155,6 +155,20 @@ TEST(RedisStore, TimedOutCommandDropsTheConnection) {
   }));
 }
 
+TEST(RedisStore, SelectsTheDatabaseOfTheUrl) {
+  RedisStoreConfig config = config_for(shared_server(), unique_prefix());
+  config.url.db = 5;
+  RedisStore store(config);
+  auto id = store.create_sweep(NewSweep{"in-db-5", "{}", false});
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  redis::RedisClient db0(config_for(shared_server(), "").url);
+  auto in0 = db0.command({"EXISTS", store.prefix() + "sweep:" + *id});
+  ASSERT_TRUE(in0.ok());
+  EXPECT_EQ(in0->integer, 0);
+  ASSERT_TRUE(db0.command({"SELECT", "5"}).ok());
+  EXPECT_EQ(db0.command({"EXISTS", store.prefix() + "sweep:" + *id})->integer, 1);
+}
+
 TEST(RedisStore, UserDataIsNeverAFormatString) {
   RedisStore store(config_for(shared_server(), unique_prefix()));
   const std::string name = "%s %n %b\r\n*3\r\n$3\r\nDEL";

@@ -132,6 +132,21 @@ TYPED_TEST_P(StoreConformance, FinishSweepOnlyFromRunning) {
   EXPECT_TRUE(this->store().active_sweeps()->empty());
   EXPECT_EQ(this->store().finish_sweep("nope", SweepState::kFinished, "").error().code,
             ErrorCode::kNotFound);
+
+  // Leftovers of a sweep that ends are stopped.
+  std::string f = this->new_sweep();
+  Trial running = this->add_trial(f, 0);
+  Trial queued = this->add_trial(f, 1);
+  this->must_claim("w1");
+  ASSERT_TRUE(this->store().finish_sweep(f, SweepState::kFailed, "sampler crashed").ok());
+  auto fs = this->store().get_sweep(f);
+  EXPECT_EQ(fs->state, SweepState::kFailed);
+  EXPECT_EQ(fs->error, "sampler crashed");
+  EXPECT_EQ(fs->counts.cancelled, 1);
+  auto q = this->store().get_trial(queued.id);
+  EXPECT_EQ(q->state, TrialState::kCancelled);
+  EXPECT_EQ(q->error, "sweep failed");
+  EXPECT_EQ(*this->queue().heartbeat(running.id, 0, "w1", 1000), Control::kCancel);
 }
 
 TYPED_TEST_P(StoreConformance, CreateTrialIsCompareAndSetWithLimit) {
@@ -508,7 +523,9 @@ TYPED_TEST_P(StoreConformance, WorkersRegistry) {
   EXPECT_GT(got.last_heartbeat_ms, 0);
   EXPECT_EQ(got.started_ms, 42);
   int joined = 0;
-  for (const auto& e : *this->store().read_events("0", 100, 0)) joined += e.type == "worker.joined";
+  auto events = this->store().read_events("0", 100, 0);
+  ASSERT_TRUE(events.ok());
+  for (const auto& e : *events) joined += e.type == "worker.joined";
   EXPECT_EQ(joined, 1);  // only the first put
   ASSERT_TRUE(wait_for(
       [&] {

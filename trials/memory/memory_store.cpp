@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "trials/spec.hpp"
+#include "trials/log.hpp"
 
 namespace hpo::trials::memory {
 
@@ -146,6 +146,25 @@ Result<std::vector<std::string>> MemoryStore::active_sweeps() {
   return out;
 }
 
+void MemoryStore::end_sweep(SweepRec& rec, SweepState state, const std::string& error) {
+  std::int64_t t_now = now();
+  Sweep& s = rec.sweep;
+  s.state = state;
+  s.finished_ms = t_now;
+  s.error = error;
+  const std::string reason = std::string("sweep ") + to_string(state);
+  for (const auto* ids : {&rec.trials, &rec.members}) {
+    for (const auto& tid : *ids) {
+      TrialRec& r = trials_.at(tid);
+      if (r.trial.state == TrialState::kQueued)
+        finish(r, t_now, TrialState::kCancelled, std::nullopt, nullptr, reason);
+      else if (r.trial.state == TrialState::kRunning)
+        r.trial.control = Control::kCancel;
+    }
+  }
+  emit("sweep.finished", s.id, "", Json{{"state", to_string(state)}, {"error", error}}.dump());
+}
+
 Status MemoryStore::finish_sweep(const std::string& sweep_id, SweepState state,
                                  const std::string& error) {
   std::lock_guard lock(mu_);
@@ -153,13 +172,9 @@ Status MemoryStore::finish_sweep(const std::string& sweep_id, SweepState state,
     return Error{ErrorCode::kInvalidArgument, "sweep state running", {}};
   auto it = sweeps_.find(sweep_id);
   if (it == sweeps_.end()) return Error::not_found("sweep " + sweep_id);
-  Sweep& s = it->second.sweep;
-  if (s.state != SweepState::kRunning)
-    return Error::conflict("sweep " + sweep_id + " is " + to_string(s.state));
-  s.state = state;
-  s.finished_ms = now();
-  s.error = error;
-  emit("sweep.finished", sweep_id, "", Json{{"state", to_string(state)}, {"error", error}}.dump());
+  if (it->second.sweep.state != SweepState::kRunning)
+    return Error::conflict("sweep " + sweep_id + " is " + to_string(it->second.sweep.state));
+  end_sweep(it->second, state, error);
   return {};
 }
 
@@ -167,23 +182,11 @@ Status MemoryStore::cancel_sweep(const std::string& sweep_id) {
   std::lock_guard lock(mu_);
   auto it = sweeps_.find(sweep_id);
   if (it == sweeps_.end()) return Error::not_found("sweep " + sweep_id);
-  Sweep& s = it->second.sweep;
-  if (s.state == SweepState::kCancelled) return {};
-  if (s.state != SweepState::kRunning)
-    return Error::conflict("sweep " + sweep_id + " is " + to_string(s.state));
-  std::int64_t t_now = now();
-  s.state = SweepState::kCancelled;
-  s.finished_ms = t_now;
-  for (const auto* ids : {&it->second.trials, &it->second.members}) {
-    for (const auto& tid : *ids) {
-      TrialRec& r = trials_.at(tid);
-      if (r.trial.state == TrialState::kQueued)
-        finish(r, t_now, TrialState::kCancelled, std::nullopt, nullptr, "sweep cancelled");
-      else if (r.trial.state == TrialState::kRunning)
-        r.trial.control = Control::kCancel;
-    }
-  }
-  emit("sweep.finished", sweep_id, "", Json{{"state", "cancelled"}}.dump());
+  SweepState state = it->second.sweep.state;
+  if (state == SweepState::kCancelled) return {};
+  if (state != SweepState::kRunning)
+    return Error::conflict("sweep " + sweep_id + " is " + to_string(state));
+  end_sweep(it->second, SweepState::kCancelled, "cancelled by user");
   return {};
 }
 
@@ -473,7 +476,14 @@ Status MemoryStore::complete(const std::string& trial_id, int attempt, const std
     return Error{
         ErrorCode::kInvalidArgument, std::string("outcome ") + to_string(result.outcome), {}};
   auto r = fenced(trial_id, attempt, worker);
-  if (!r) return r.error();
+  if (!r) {
+    if (r.error().code == ErrorCode::kLeaseLost)
+      log_warn("stale result refused", {{"trial", trial_id},
+                                        {"attempt", std::to_string(attempt)},
+                                        {"worker", worker},
+                                        {"reason", r.error().message}});
+    return r.error();
+  }
   TrialRec& rec = **r;
   std::int64_t t_now = now();
   end_attempt(rec, t_now, to_string(result.outcome), result.error);

@@ -95,6 +95,7 @@ class MemoryStore : public TrialStore, public TrialQueue {
   void requeue(TrialRec& r, const std::string& reason);
   void finish(TrialRec& r, std::int64_t now, TrialState state, std::optional<double> value,
               const Metrics* metrics, const std::string& error);
+  void end_sweep(SweepRec& rec, SweepState state, const std::string& error);
   void end_attempt(TrialRec& r, std::int64_t now, const std::string& outcome,
                    const std::string& error);
 

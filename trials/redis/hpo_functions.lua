@@ -323,16 +323,12 @@ local function reap(keys, a)
   return handled
 end
 
--- cancel_sweep P sid -> 1
-local function cancel_sweep(keys, a)
-  local P, sid = a[1], a[2]
-  local skey = P .. 'sweep:' .. sid
-  local state = redis.call('HGET', skey, 'state')
-  if not state then return refuse('NOT_FOUND', 'sweep ' .. sid) end
-  if state == 'cancelled' then return 1 end
-  if state ~= 'running' then return refuse('CONFLICT', 'sweep ' .. sid .. ' is ' .. state) end
+-- Ends a running sweep (state checked by the caller). Leftover trials are
+-- stopped: queued ones are cancelled at once, running ones get control
+-- 'cancel', which their worker sees on its next heartbeat or report.
+local function end_sweep(P, sid, to, err)
   local now = now_ms()
-  redis.call('HSET', skey, 'state', 'cancelled', 'finished_ms', int(now))
+  redis.call('HSET', P .. 'sweep:' .. sid, 'state', to, 'finished_ms', int(now), 'error', err)
   redis.call('SREM', P .. 'sweeps:active', sid)
   for _, kind in ipairs({'trial', 'member'}) do
     for _, tid in ipairs(redis.call('LRANGE', P .. 'trials:' .. sid .. ':' .. kind, 0, -1)) do
@@ -341,29 +337,42 @@ local function cancel_sweep(keys, a)
       if ts[1] == 'queued' then
         local t = {id = tid, sweep = sid, state = 'queued', attempt = ts[2], kind = ts[3],
                    number = ts[4], params = ts[5]}
-        finish(P, t, now, 'cancelled', nil, nil, 'sweep cancelled')
+        finish(P, t, now, 'cancelled', nil, nil, 'sweep ' .. to)
       elseif ts[1] == 'running' then
         redis.call('HSET', tkey, 'control', 'cancel')
       end
     end
   end
-  emit(P, 'sweep.finished', sid, '', json_obj({state = 'cancelled'}))
+  emit(P, 'sweep.finished', sid, '', json_obj({state = to, error = err}))
+end
+
+local function sweep_state(P, sid)
+  local state = redis.call('HGET', P .. 'sweep:' .. sid, 'state')
+  if not state then return nil, refuse('NOT_FOUND', 'sweep ' .. sid) end
+  return state
+end
+
+-- cancel_sweep P sid -> 1 (idempotent)
+local function cancel_sweep(keys, a)
+  local P, sid = a[1], a[2]
+  local state, err = sweep_state(P, sid)
+  if not state then return err end
+  if state == 'cancelled' then return 1 end
+  if state ~= 'running' then return refuse('CONFLICT', 'sweep ' .. sid .. ' is ' .. state) end
+  end_sweep(P, sid, 'cancelled', 'cancelled by user')
   return 1
 end
 
--- finish_sweep P sid state error -> 1
+-- finish_sweep P sid state(finished|failed|cancelled) error -> 1
 local function finish_sweep(keys, a)
   local P, sid, to = a[1], a[2], a[3]
   if to ~= 'finished' and to ~= 'failed' and to ~= 'cancelled' then
     return refuse('INVALID', 'sweep state ' .. to)
   end
-  local skey = P .. 'sweep:' .. sid
-  local state = redis.call('HGET', skey, 'state')
-  if not state then return refuse('NOT_FOUND', 'sweep ' .. sid) end
+  local state, err = sweep_state(P, sid)
+  if not state then return err end
   if state ~= 'running' then return refuse('CONFLICT', 'sweep ' .. sid .. ' is ' .. state) end
-  redis.call('HSET', skey, 'state', to, 'finished_ms', int(now_ms()), 'error', a[4])
-  redis.call('SREM', P .. 'sweeps:active', sid)
-  emit(P, 'sweep.finished', sid, '', json_obj({state = to, error = a[4]}))
+  end_sweep(P, sid, to, a[4])
   return 1
 end
 
@@ -371,7 +380,7 @@ end
 local function set_stage(keys, a)
   local P, sid = a[1], a[2]
   local skey = P .. 'sweep:' .. sid
-  local stage = redis.call('HGET', skey, 'stage')
+  local stage = redis.call('HGET', skey, 'stage')  -- absent: no such sweep
   if not stage then return refuse('NOT_FOUND', 'sweep ' .. sid) end
   if stage ~= a[3] then
     return refuse('CONFLICT', 'sweep ' .. sid .. ' is in stage ' .. stage .. ', not ' .. a[3])

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "trials/log.hpp"
+
 namespace hpo::trials::redis {
 
 namespace {
@@ -163,6 +165,8 @@ void RedisClient::disconnect() {
 }
 
 Error RedisClient::fail(const std::string& what) {
+  if (backoff_.count() == 0)  // log the loss once, not every failed retry
+    log_warn("redis connection failed", {{"redis", url_.to_string()}, {"error", what}});
   disconnect();
   backoff_ =
       backoff_.count() == 0 ? options_.min_backoff : std::min(backoff_ * 2, options_.max_backoff);
@@ -214,6 +218,7 @@ Status RedisClient::ensure_connected() {
       return s;
     }
   }
+  if (backoff_.count() != 0) log_info("redis reconnected", {{"redis", url_.to_string()}});
   backoff_ = std::chrono::milliseconds{0};
   return {};
 }

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trials/log.hpp"
 #include "trials/redis/hpo_functions_lua.hpp"
 #include "trials/spec.hpp"
 
@@ -505,9 +506,16 @@ Status RedisStore::complete(const std::string& trial_id, int attempt, const std:
                             const TrialResult& result) {
   std::string value;
   if (result.value && std::isfinite(*result.value)) value = format_double(*result.value);
-  return expect_ok(fcall(
-      "complete", {trial_id, std::to_string(attempt), worker, to_string(result.outcome), value,
-                   metrics_to_json(result.metrics), result.error, result.retryable ? "1" : "0"}));
+  auto r = fcall("complete",
+                 {trial_id, std::to_string(attempt), worker, to_string(result.outcome), value,
+                  metrics_to_json(result.metrics), result.error, result.retryable ? "1" : "0"});
+  if (!r && r.error().code == ErrorCode::kLeaseLost)
+    log_warn("stale result refused", {{"trial", trial_id},
+                                      {"attempt", std::to_string(attempt)},
+                                      {"worker", worker},
+                                      {"outcome", to_string(result.outcome)},
+                                      {"reason", r.error().message}});
+  return expect_ok(r);
 }
 
 Result<int> RedisStore::reap(int max) {

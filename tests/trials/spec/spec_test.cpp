@@ -150,9 +150,6 @@ TEST(Spec, BoundsAndScales) {
   s["parameters"]["layers"]["step"] = 0;
   EXPECT_TRUE(has_error(s, "parameters.layers.step", "must be > 0"));
   s = valid_spec();
-  s["parameters"]["lr"]["min"] = 1e400;  // parses as infinity
-  EXPECT_FALSE(parse_spec(s.dump()).ok());
-  s = valid_spec();
   s["search"]["max_trials"] = 0;
   EXPECT_TRUE(has_error(s, "search.max_trials", "out of range"));
 }
@@ -163,9 +160,8 @@ TEST(Spec, NonFiniteNumbersInTheTextAreRejected) {
   text.replace(pos, 6, "1e999");
   auto r = parse_spec(text);
   ASSERT_FALSE(r.ok());
-  bool found = false;
-  for (const auto& f : r.error().fields) found |= f.path == "parameters.lr.min";
-  EXPECT_TRUE(found) << r.error().message;
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("1e999"), std::string::npos) << r.error().message;
 }
 
 TEST(Spec, Categoricals) {
