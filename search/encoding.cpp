@@ -58,20 +58,15 @@ Value discrete_value(const ParamSpec& spec, std::int64_t k) {
   return numeric_value(spec, x);
 }
 
-Value from_unit(const ParamSpec& spec, double u) {
+std::int64_t discrete_index(const ParamSpec& spec, double u) {
   u = std::clamp(u, 0.0, 1.0);
   if (spec.type == ParamType::kCategorical) {
     auto n = static_cast<std::int64_t>(spec.choices.size());
-    auto k = std::min<std::int64_t>(static_cast<std::int64_t>(u * static_cast<double>(n)), n - 1);
-    return spec.choices.at(static_cast<std::size_t>(k));
+    return std::clamp<std::int64_t>(static_cast<std::int64_t>(u * static_cast<double>(n)), 0,
+                                    n - 1);
   }
   auto g = numeric_grid(spec);
-  if (!g) {
-    double x = spec.log
-                   ? std::exp(std::log(spec.min) + u * (std::log(spec.max) - std::log(spec.min)))
-                   : spec.min + u * (spec.max - spec.min);
-    return std::clamp(x, spec.min, spec.max);
-  }
+  if (!g) return -1;
   std::int64_t k;
   if (!spec.log) {
     k = static_cast<std::int64_t>(u * static_cast<double>(g->n));
@@ -80,7 +75,20 @@ Value from_unit(const ParamSpec& spec, double u) {
     double x = std::exp(std::log(lo) + u * (std::log(hi) - std::log(lo)));
     k = std::llround((x - g->min) / g->step);
   }
-  return discrete_value(spec, std::clamp<std::int64_t>(k, 0, g->n - 1));
+  return std::clamp<std::int64_t>(k, 0, g->n - 1);
+}
+
+Value from_unit(const ParamSpec& spec, double u) {
+  u = std::clamp(u, 0.0, 1.0);
+  if (spec.type == ParamType::kCategorical)
+    return spec.choices.at(static_cast<std::size_t>(discrete_index(spec, u)));
+  if (!numeric_grid(spec)) {
+    double x = spec.log
+                   ? std::exp(std::log(spec.min) + u * (std::log(spec.max) - std::log(spec.min)))
+                   : spec.min + u * (spec.max - spec.min);
+    return std::clamp(x, spec.min, spec.max);
+  }
+  return discrete_value(spec, discrete_index(spec, u));
 }
 
 double to_unit(const ParamSpec& spec, const Value& v) {

@@ -35,6 +35,10 @@ Value from_unit(const ParamSpec& spec, double u);
 // Values outside the range are clamped; an unknown categorical maps to 0.5.
 double to_unit(const ParamSpec& spec, const Value& v);
 
+// Index of the discrete value (or categorical choice) that u stands for;
+// -1 for a continuous parameter.
+std::int64_t discrete_index(const ParamSpec& spec, double u);
+
 // Rounds u to the position of the value it stands for.
 inline double snap_unit(const ParamSpec& spec, double u) {
   return to_unit(spec, from_unit(spec, u));
