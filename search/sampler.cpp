@@ -1,9 +1,11 @@
 // make_sampler: the one place that maps a SamplerConfig to an implementation.
 #include "search/sampler.hpp"
 
+#include "search/bayesian_sampler.hpp"
 #include "search/grid_sampler.hpp"
 #include "search/random_sampler.hpp"
 #include "search/sobol.hpp"
+#include "search/tpe_sampler.hpp"
 
 namespace hpo::search {
 
@@ -15,9 +17,10 @@ std::unique_ptr<Sampler> make_sampler(const SamplerConfig& config, const SearchS
       return std::make_unique<RandomSampler>(space, config.seed);
     case Algorithm::kSobol:
       return std::make_unique<SobolSampler>(space, config.seed);
-    case Algorithm::kBayesian:  // TODO(search): bayesian and tpe land next; until then random.
+    case Algorithm::kBayesian:
+      return std::make_unique<BayesianSampler>(space, config.seed, config.n_initial);
     case Algorithm::kTpe:
-      return std::make_unique<RandomSampler>(space, config.seed);
+      return std::make_unique<TpeSampler>(space, config.seed, config.n_initial);
   }
   return std::make_unique<RandomSampler>(space, config.seed);
 }

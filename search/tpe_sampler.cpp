@@ -1,0 +1,147 @@
+#include "search/tpe_sampler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "search/encoding.hpp"
+#include "search/parzen_estimator.hpp"
+#include "search/rng.hpp"
+#include "search/sobol.hpp"
+
+namespace hpo::search {
+namespace {
+
+// Sort key: lower is better. Class 0 completed, 1 pruned, 2 non-finite, 3 pending.
+struct Ranked {
+  const Params* params;
+  int cls;
+  double k1, k2;
+  std::size_t order;  // trial order: history first, then pending
+};
+
+bool better(const Ranked& a, const Ranked& b) {
+  if (a.cls != b.cls) return a.cls < b.cls;
+  if (a.k1 != b.k1) return a.k1 < b.k1;
+  if (a.k2 != b.k2) return a.k2 < b.k2;
+  return a.order < b.order;
+}
+
+bool same_condition(const ParamSpec& a, const ParamSpec& b) {
+  if (!a.when || !b.when) return !a.when && !b.when;
+  return a.when->parent == b.when->parent && a.when->values == b.when->values;
+}
+
+}  // namespace
+
+TpeSampler::TpeSampler(SearchSpace space, std::uint64_t seed, int n_startup)
+    : space_(std::move(space)), seed_(seed), n_startup_(n_startup > 0 ? n_startup : 10) {
+  for (std::size_t i = 0; i < space_.params.size(); ++i) {
+    auto g = std::find_if(groups_.begin(), groups_.end(), [&](const auto& grp) {
+      return same_condition(space_.params[grp.front()], space_.params[i]);
+    });
+    if (g == groups_.end())
+      groups_.push_back({i});
+    else
+      g->push_back(i);
+  }
+}
+
+std::optional<Params> TpeSampler::ask(std::span<const Observation> history,
+                                      std::span<const Params> pending, std::int64_t number) {
+  std::vector<Ranked> ranked;
+  std::size_t with_value = 0;
+  for (const Observation& o : history) {
+    if (o.outcome == TrialOutcome::kFailed) continue;
+    const double v = o.value.value_or(std::numeric_limits<double>::quiet_NaN());
+    Ranked r{&o.params, 0, v, 0, ranked.size()};
+    if (!std::isfinite(v)) {
+      r = {&o.params, 2, 0, 0, ranked.size()};
+    } else if (o.outcome == TrialOutcome::kPruned) {
+      const double last_step = o.curve.empty() ? 0 : double(o.curve.back().step);
+      r = {&o.params, 1, -last_step, v, ranked.size()};
+    }
+    with_value += std::isfinite(v);
+    ranked.push_back(r);
+  }
+  if (number < n_startup_ || with_value < 2) {
+    SobolSequence sobol(static_cast<int>(space_.params.size()), seed_);
+    return params_from_unit(space_, sobol.point(static_cast<std::uint64_t>(number)));
+  }
+  for (const Params& p : pending) ranked.push_back({&p, 3, 0, 0, ranked.size()});
+
+  const std::size_t n = ranked.size();
+  const std::size_t n_below =
+      std::min<std::size_t>(static_cast<std::size_t>(std::ceil(0.1 * double(n))), 25);
+  std::vector<Ranked> sorted = ranked;
+  std::stable_sort(sorted.begin(), sorted.end(), better);
+  std::vector<Ranked> below(sorted.begin(), sorted.begin() + std::ptrdiff_t(n_below));
+  std::vector<Ranked> above(sorted.begin() + std::ptrdiff_t(n_below), sorted.end());
+  auto by_order = [](const Ranked& a, const Ranked& b) { return a.order < b.order; };
+  std::sort(below.begin(), below.end(), by_order);
+  std::sort(above.begin(), above.end(), by_order);
+
+  Rng rng(seed_, number, 0x545045);  // "TPE"
+  Params out;
+  std::vector<char> done(groups_.size(), 0);
+  for (std::size_t i = 0; i < space_.params.size(); ++i) {
+    auto g = std::find_if(groups_.begin(), groups_.end(), [&](const auto& grp) {
+      return std::find(grp.begin(), grp.end(), i) != grp.end();
+    });
+    const std::size_t gi = static_cast<std::size_t>(g - groups_.begin());
+    if (done[gi] || !is_active(space_.params[i], out)) continue;
+    done[gi] = 1;
+    const auto& group = *g;
+    std::vector<int> choices;
+    for (std::size_t p : group)
+      choices.push_back(space_.params[p].type == ParamType::kCategorical
+                            ? static_cast<int>(space_.params[p].choices.size())
+                            : 0);
+    // The observations in which the whole group was active, as unit coordinates.
+    auto rows = [&](const std::vector<Ranked>& set) {
+      std::vector<std::vector<double>> obs;
+      for (const Ranked& r : set) {
+        std::vector<double> row;
+        for (std::size_t p : group) {
+          const ParamSpec& spec = space_.params[p];
+          auto it = r.params->find(spec.name);
+          if (it == r.params->end()) break;
+          if (spec.type == ParamType::kCategorical) {
+            auto c = choice_index(spec, it->second);
+            if (!c) break;
+            row.push_back(double(*c));
+          } else {
+            row.push_back(to_unit(spec, it->second));
+          }
+        }
+        if (row.size() == group.size()) obs.push_back(std::move(row));
+      }
+      return obs;
+    };
+    auto obs_below = rows(below), obs_above = rows(above);
+    ParzenEstimator l(choices, obs_below, tpe_default_weights(obs_below.size()));
+    ParzenEstimator gx(choices, obs_above, tpe_default_weights(obs_above.size()));
+    std::vector<double> best;
+    double best_score = -std::numeric_limits<double>::infinity();
+    for (int c = 0; c < kCandidates; ++c) {
+      std::vector<double> x = l.sample(rng);
+      // Discrete numeric values are scored where they will actually run.
+      for (std::size_t k = 0; k < group.size(); ++k)
+        if (choices[k] == 0) x[k] = snap_unit(space_.params[group[k]], x[k]);
+      double score = l.log_pdf(x) - gx.log_pdf(x);
+      if (score > best_score || best.empty()) {
+        best_score = score;
+        best = std::move(x);
+      }
+    }
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      const ParamSpec& spec = space_.params[group[k]];
+      out[spec.name] = spec.type == ParamType::kCategorical
+                           ? spec.choices[static_cast<std::size_t>(best[k])]
+                           : from_unit(spec, best[k]);
+    }
+  }
+  return out;
+}
+
+}  // namespace hpo::search

@@ -1,0 +1,41 @@
+// Tree-structured Parzen estimator, multivariate (after Optuna's TPESampler
+// with multivariate=True, group=True, constant_liar=True).
+//
+// Each ask: trials 0 .. n_startup-1 (default 10), or while fewer than two
+// trials have a value, take the scrambled Sobol point `number`. Otherwise:
+//  - rank the trials: completed by value, then pruned (further steps first,
+//    then by last value), then pending trials, which are the "constant liar":
+//    always worst, so concurrent asks are pushed away from running trials;
+//    failed trials carry no information and are left out;
+//  - the best gamma(n) = min(ceil(0.1 n), 25) form "below", the rest "above",
+//    each weighted by tpe_default_weights in trial order;
+//  - parameters are sampled group by group: a group is the set of parameters
+//    with the same activation condition (all unconditional ones form one),
+//    visited in spec order once its condition holds. For a group, l(x) and
+//    g(x) are multivariate Parzen estimators fitted on the below/above trials
+//    in which the group was active; 24 candidates are drawn from l and the
+//    one with the highest log l - log g wins.
+// Deterministic from (seed, number, history, pending).
+#pragma once
+
+#include "search/sampler.hpp"
+
+namespace hpo::search {
+
+class TpeSampler final : public Sampler {
+ public:
+  static constexpr int kCandidates = 24;
+
+  TpeSampler(SearchSpace space, std::uint64_t seed, int n_startup);
+
+  std::optional<Params> ask(std::span<const Observation> history, std::span<const Params> pending,
+                            std::int64_t number) override;
+
+ private:
+  SearchSpace space_;
+  std::uint64_t seed_;
+  int n_startup_;
+  std::vector<std::vector<std::size_t>> groups_;  // parameter indices, by first appearance
+};
+
+}  // namespace hpo::search
