@@ -1,0 +1,233 @@
+// Search benchmark: best value found after 30/60/100 evaluations on standard
+// test functions, 15 seeds, for random, sobol, tpe and bayesian; plus the time
+// of one ask at 100/500/1000 observations. Prints tab-separated rows that
+// tests/bench/search_bench.sh merges with Optuna's figures (search_optuna.py)
+// into one table.
+//
+//   search_bench [--seeds N] [--budgets 30,60,100] [--functions a,b] [--samplers a,b]
+//                [--no-quality] [--no-timing] [--timing-n 100,500,1000]
+//
+// Rows: "best\t<function>\t<sampler>\t<budget>\t<median>\t<q25>\t<q75>"
+//       "ask_ms\t<sampler>\t<dims>\t<n>\t<median wall ms>\t<median thread-CPU ms>"
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "search/rng.hpp"
+#include "search/sampler.hpp"
+#include "search/test_functions.hpp"
+
+namespace {
+
+using namespace hpo::search;
+
+struct Problem {
+  std::string name;
+  SearchSpace space;
+  std::function<double(const Params&)> f;
+};
+
+SearchSpace box(const TestFunctionInfo& info) {
+  SearchSpace s;
+  for (int i = 0; i < info.dims; ++i) {
+    ParamSpec p;
+    p.name = "x" + std::to_string(i + 1);
+    p.min = info.lower[std::size_t(i)];
+    p.max = info.upper[std::size_t(i)];
+    s.params.push_back(p);
+  }
+  return s;
+}
+
+// Branin plus a categorical "kind" (a: +1, b: + 10 (s - 0.3)^2 with s active
+// only for b, c: +5) and an int k in 1..5 (+ 0.1 (k - 3)^2). Minimum 0.397887.
+// search_optuna.py defines the same function.
+Problem mixed() {
+  auto info = *test_function_info("branin");
+  Problem p{"mixed", box(info), nullptr};
+  ParamSpec kind;
+  kind.name = "kind";
+  kind.type = ParamType::kCategorical;
+  kind.choices = {std::string("a"), std::string("b"), std::string("c")};
+  ParamSpec s;
+  s.name = "s";
+  s.min = 0;
+  s.max = 1;
+  s.when = Condition{"kind", {std::string("b")}};
+  ParamSpec k;
+  k.name = "k";
+  k.type = ParamType::kInt;
+  k.min = 1;
+  k.max = 5;
+  p.space.params.push_back(kind);
+  p.space.params.push_back(s);
+  p.space.params.push_back(k);
+  p.f = [](const Params& x) {
+    double v = *evaluate_test_function("branin", x);
+    auto kind = std::get<std::string>(x.at("kind"));
+    if (kind == "a") v += 1;
+    if (kind == "b") v += 10 * std::pow(std::get<double>(x.at("s")) - 0.3, 2);
+    if (kind == "c") v += 5;
+    double kk = static_cast<double>(std::get<std::int64_t>(x.at("k")));
+    return v + 0.1 * (kk - 3) * (kk - 3);
+  };
+  return p;
+}
+
+Problem problem(const std::string& name) {
+  if (name == "mixed") return mixed();
+  auto info = test_function_info(name);
+  if (!info) {
+    std::fprintf(stderr, "unknown function %s\n", name.c_str());
+    std::exit(2);
+  }
+  return {name, box(*info), [name](const Params& x) { return *evaluate_test_function(name, x); }};
+}
+
+Algorithm algorithm(const std::string& s) {
+  if (s == "random") return Algorithm::kRandom;
+  if (s == "sobol") return Algorithm::kSobol;
+  if (s == "tpe") return Algorithm::kTpe;
+  if (s == "bayesian") return Algorithm::kBayesian;
+  std::fprintf(stderr, "unknown sampler %s\n", s.c_str());
+  std::exit(2);
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
+  return out;
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  double pos = q * double(v.size() - 1);
+  auto lo = static_cast<std::size_t>(pos);
+  auto hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - double(lo)) * (v[hi] - v[lo]);
+}
+
+// Thread CPU time: the machine is shared, so wall time alone overstates cost.
+double cpu_ms() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) * 1e3 + double(t.tv_nsec) / 1e6;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void quality(const Problem& pr, const std::string& sampler, int seeds,
+             const std::vector<int>& budgets) {
+  const int max_budget = *std::max_element(budgets.begin(), budgets.end());
+  std::vector<std::vector<double>> best_at(budgets.size());
+  auto t0 = std::chrono::steady_clock::now();
+  for (int seed = 0; seed < seeds; ++seed) {
+    auto s = make_sampler({algorithm(sampler), std::uint64_t(seed), 0}, pr.space);
+    std::vector<Observation> history;
+    double best = 1e300;
+    for (int t = 0; t < max_budget; ++t) {
+      auto p = s->ask(history, {}, t);
+      if (!p) break;
+      Observation o;
+      o.number = t;
+      o.params = *p;
+      o.value = pr.f(*p);
+      best = std::min(best, *o.value);
+      history.push_back(std::move(o));
+      for (std::size_t b = 0; b < budgets.size(); ++b)
+        if (t + 1 == budgets[b]) best_at[b].push_back(best);
+    }
+  }
+  for (std::size_t b = 0; b < budgets.size(); ++b)
+    std::printf("best\t%s\t%s\t%d\t%.6g\t%.6g\t%.6g\n", pr.name.c_str(), sampler.c_str(),
+                budgets[b], quantile(best_at[b], 0.5), quantile(best_at[b], 0.25),
+                quantile(best_at[b], 0.75));
+  std::fprintf(stderr, "# %s %s: %.1f s\n", pr.name.c_str(), sampler.c_str(), ms_since(t0) / 1e3);
+  std::fflush(stdout);
+}
+
+void timing(const std::string& sampler, const std::string& fname, const std::vector<int>& sizes) {
+  Problem pr = problem(fname);
+  for (int n : sizes) {
+    // History: n Sobol points of the function (what a long sweep looks like
+    // to the model, without spending n model-based asks to build it).
+    auto init = make_sampler({Algorithm::kSobol, 11, 0}, pr.space);
+    std::vector<Observation> history;
+    for (int t = 0; t < n; ++t) {
+      Observation o;
+      o.number = t;
+      o.params = *init->ask({}, {}, t);
+      o.value = pr.f(o.params);
+      history.push_back(std::move(o));
+    }
+    auto s = make_sampler({algorithm(sampler), 5, 0}, pr.space);
+    std::vector<double> ms, cpu;
+    const int reps = n >= 1000 ? 3 : 5;
+    for (int r = 0; r < reps; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      double c0 = cpu_ms();
+      auto p = s->ask(history, {}, n + r);
+      cpu.push_back(cpu_ms() - c0);
+      ms.push_back(ms_since(t0));
+      if (!p) std::exit(3);
+    }
+    std::printf("ask_ms\t%s\t%d\t%d\t%.3f\t%.3f\n", sampler.c_str(),
+                int(pr.space.params.size()), n, quantile(ms, 0.5), quantile(cpu, 0.5));
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int seeds = 15;
+  std::vector<int> budgets = {30, 60, 100};
+  std::vector<std::string> functions = {"branin", "hartmann6", "rosenbrock", "ackley", "mixed"};
+  std::vector<std::string> samplers = {"random", "sobol", "tpe", "bayesian"};
+  std::vector<int> timing_n = {100, 500, 1000};
+  bool do_quality = true, do_timing = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--seeds")
+      seeds = std::stoi(next());
+    else if (a == "--budgets") {
+      budgets.clear();
+      for (auto& b : split(next())) budgets.push_back(std::stoi(b));
+    } else if (a == "--functions")
+      functions = split(next());
+    else if (a == "--samplers")
+      samplers = split(next());
+    else if (a == "--timing-n") {
+      timing_n.clear();
+      for (auto& b : split(next())) timing_n.push_back(std::stoi(b));
+    } else if (a == "--no-quality")
+      do_quality = false;
+    else if (a == "--no-timing")
+      do_timing = false;
+    else {
+      std::fprintf(stderr, "usage: see the top of search_bench.cpp\n");
+      return 2;
+    }
+  }
+  if (do_quality)
+    for (const auto& f : functions) {
+      Problem pr = problem(f);
+      for (const auto& s : samplers) quality(pr, s, seeds, budgets);
+    }
+  if (do_timing) {
+    for (const auto& s : samplers)
+      if (s == "bayesian" || s == "tpe") timing(s, "hartmann6", timing_n);
+  }
+  return 0;
+}
