@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "ensemble/combiners.hpp"
 #include "ensemble/metrics.hpp"
+#include "ensemble/rng.hpp"
 
 namespace hpo::ensemble {
 namespace {
@@ -183,6 +186,54 @@ TEST(MakeCombiner, FollowsTheRecipe) {
   std::vector<Matrix> p{Matrix::from({{0.f}}), Matrix::from({{3.f}})};
   ASSERT_TRUE(sel->fit(p, Targets::regression(Matrix::from({{1.f}}))).ok());
   EXPECT_EQ(sel->weights(), (std::vector<double>{1, 0}));
+}
+
+// Members that are right more often than not, with independent errors: every combination
+// rule must beat the average member (the premise of bagging), and selection must not be worse
+// than the best single member on the rows it was fitted on.
+TEST(Ensemble, IndependentNoisyMembersCombineBetterThanTheAverageMember) {
+  const int members = 9, classes = 4;
+  const std::int64_t n = 3000;
+  Rng rng(2024);
+  auto uniform = [&] { return static_cast<double>(rng.next() >> 11) * 0x1.0p-53; };
+  std::vector<int> labels(n);
+  for (auto& y : labels) y = static_cast<int>(rng.below(classes));
+  std::vector<Matrix> preds;
+  double mean_member_accuracy = 0, best_member_log_loss = 1e9;
+  for (int m = 0; m < members; ++m) {
+    Matrix p(n, classes);
+    for (std::int64_t r = 0; r < n; ++r) {
+      double total = 0;
+      for (int c = 0; c < classes; ++c) {
+        double logit = (c == labels[r] ? 1.0 : 0.0) + 1.6 * (uniform() - 0.5) * 2;
+        p(r, c) = static_cast<float>(std::exp(logit));
+        total += p(r, c);
+      }
+      for (int c = 0; c < classes; ++c) p(r, c) = static_cast<float>(p(r, c) / total);
+    }
+    mean_member_accuracy += accuracy(p, labels) / members;
+    best_member_log_loss = std::min(best_member_log_loss, log_loss(p, labels));
+    preds.push_back(std::move(p));
+  }
+  auto targets = Targets::classes(labels);
+  ASSERT_GT(mean_member_accuracy, 0.4);
+  ASSERT_LT(mean_member_accuracy, 0.8);
+
+  trials::EnsembleRecipe recipe;
+  for (auto rule :
+       {trials::EnsembleRecipe::Combine::kHardVote, trials::EnsembleRecipe::Combine::kSoftVote,
+        trials::EnsembleRecipe::Combine::kWeighted, trials::EnsembleRecipe::Combine::kSelection}) {
+    recipe.combine = rule;
+    auto c = make_combiner(recipe);
+    Matrix out = fitted_combine(*c, preds, targets);
+    EXPECT_GT(accuracy(out, labels), mean_member_accuracy + 0.05) << trials::to_string(rule);
+    if (rule == trials::EnsembleRecipe::Combine::kSelection) {
+      EXPECT_LE(log_loss(out, labels), best_member_log_loss);
+      int picked = 0;
+      for (double w : c->weights()) picked += w > 0;
+      EXPECT_GT(picked, 1);  // independent errors: more than one member is worth adding
+    }
+  }
 }
 
 }  // namespace
