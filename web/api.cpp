@@ -1,0 +1,416 @@
+// The REST handlers. Each handler borrows a store, makes one or a few store
+// calls, and encodes the result with json_codec; any Error goes out through
+// error_response. Sorting and filtering of trials is done here by loading the
+// sweep's trials in pages (the store pages by number only); for 10,000 trials
+// that is 10 store calls, acceptable until the store grows an index.
+#include "web/api.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include "trials/spec.hpp"
+#include "web/api_errors.hpp"
+#include "web/json_codec.hpp"
+
+namespace hpo::web {
+
+class Api::StoreLease {
+ public:
+  StoreLease(Api& api, std::unique_ptr<trials::TrialStore> store)
+      : api_(api), store_(std::move(store)) {}
+  StoreLease(StoreLease&&) = default;
+  ~StoreLease() {
+    if (store_ && !broken_) api_.give_back(std::move(store_));
+  }
+  explicit operator bool() const { return store_ != nullptr; }
+  trials::TrialStore* operator->() { return store_.get(); }
+  // Marks the store broken when a call says the backend is unreachable.
+  template <class T>
+  Result<T> track(Result<T> r) {
+    if (!r.ok() && r.error().code == ErrorCode::kUnavailable) broken_ = true;
+    return r;
+  }
+
+ private:
+  Api& api_;
+  std::unique_ptr<trials::TrialStore> store_;
+  bool broken_ = false;
+};
+
+namespace {
+
+Response json_ok(int status, const Json& j) {
+  return Response::json(status, dump(j));
+}
+
+Result<std::int64_t> int_param(const Request& req, const std::string& name, std::int64_t fallback,
+                               std::int64_t min, std::int64_t max) {
+  auto it = req.query.find(name);
+  if (it == req.query.end() || it->second.empty()) return fallback;
+  std::int64_t v = 0;
+  const auto& s = it->second;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size())
+    return Error::invalid(name, "expected an integer, got '" + s + "'");
+  if (v < min || v > max)
+    return Error::invalid(name,
+                          "must be between " + std::to_string(min) + " and " + std::to_string(max));
+  return v;
+}
+
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+// Sort key of a trial for ?sort=: a number, a string, or nothing (sorts last).
+struct SortKey {
+  int rank = 2;  // 0 number, 1 string, 2 missing
+  double number = 0;
+  std::string text;
+};
+
+SortKey key_of(const trials::Trial& t, const std::string& field) {
+  SortKey k;
+  auto from_value = [&](const search::Value& v) {
+    if (auto d = search::as_double(v)) {
+      k.rank = 0;
+      k.number = *d;
+    } else {
+      k.rank = 1;
+      k.text = search::to_string(v);
+    }
+  };
+  if (field == "number") {
+    k.rank = 0;
+    k.number = static_cast<double>(t.number);
+  } else if (field == "value") {
+    if (t.value && !std::isnan(*t.value)) k = {0, *t.value, {}};
+  } else if (field.rfind("metric:", 0) == 0) {
+    auto it = t.metrics.find(field.substr(7));
+    if (it != t.metrics.end() && !std::isnan(it->second)) k = {0, it->second, {}};
+  } else if (field.rfind("param:", 0) == 0) {
+    auto it = t.params.find(field.substr(6));
+    if (it != t.params.end()) from_value(it->second);
+  } else if (field == "started") {
+    k = {0, static_cast<double>(t.started_ms), {}};
+  } else if (field == "finished") {
+    k = {0, static_cast<double>(t.finished_ms), {}};
+  }
+  return k;
+}
+
+bool valid_sort_field(const std::string& f) {
+  return f == "number" || f == "value" || f == "started" || f == "finished" ||
+         (f.rfind("metric:", 0) == 0 && f.size() > 7) ||
+         (f.rfind("param:", 0) == 0 && f.size() > 6);
+}
+
+std::string csv_cell(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string number_text(double v) {
+  if (std::isnan(v)) return "";
+  Json j = v;
+  return j.dump();
+}
+
+std::string trials_csv(const std::vector<trials::Trial>& trials) {
+  std::set<std::string> params, metrics;
+  for (const auto& t : trials) {
+    for (const auto& [k, v] : t.params) params.insert(k);
+    for (const auto& [k, v] : t.metrics) metrics.insert(k);
+  }
+  std::string out = "id,number,state,value,attempt,worker,started_ms,finished_ms,error";
+  for (const auto& p : params) out += "," + csv_cell("param:" + p);
+  for (const auto& m : metrics) out += "," + csv_cell("metric:" + m);
+  out += "\n";
+  for (const auto& t : trials) {
+    out += csv_cell(t.id) + "," + std::to_string(t.number) + "," + trials::to_string(t.state) +
+           "," + (t.value ? number_text(*t.value) : "") + "," + std::to_string(t.attempt) + "," +
+           csv_cell(t.worker) + "," + std::to_string(t.started_ms) + "," +
+           std::to_string(t.finished_ms) + "," + csv_cell(t.error);
+    for (const auto& p : params) {
+      auto it = t.params.find(p);
+      out += ",";
+      if (it != t.params.end()) {
+        if (auto d = std::get_if<double>(&it->second))
+          out += number_text(*d);
+        else
+          out += csv_cell(search::to_string(it->second));
+      }
+    }
+    for (const auto& m : metrics) {
+      auto it = t.metrics.find(m);
+      out += "," + (it != t.metrics.end() ? number_text(it->second) : std::string());
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
+    : options_(std::move(options)), factory_(std::move(factory)), hub_(hub) {
+  if (!options_.static_dir.empty()) static_files_.emplace(options_.static_dir);
+  auto& r = router_;
+  r.add("POST", "/api/sweeps",
+        [this](const Request& q, const PathParams&) { return create_sweep(q); });
+  r.add("GET", "/api/sweeps",
+        [this](const Request& q, const PathParams&) { return list_sweeps(q); });
+  r.add("GET", "/api/sweeps/{id}",
+        [this](const Request&, const PathParams& p) { return get_sweep(p.at("id")); });
+  r.add("GET", "/api/sweeps/{id}/trials",
+        [this](const Request& q, const PathParams& p) { return list_trials(q, p.at("id")); });
+  r.add("POST", "/api/sweeps/{id}/cancel",
+        [this](const Request&, const PathParams& p) { return cancel_sweep(p.at("id")); });
+  r.add("GET", "/api/trials/{id}",
+        [this](const Request&, const PathParams& p) { return get_trial(p.at("id")); });
+  r.add("GET", "/api/workers",
+        [this](const Request&, const PathParams&) { return list_workers(); });
+  r.add("GET", "/api/events", [this](const Request& q, const PathParams&) { return events(q); });
+  r.add("GET", "/api/openapi.json",
+        [](const Request&, const PathParams&) { return Response::json(200, openapi_json()); });
+  r.add("GET", "/healthz", [this](const Request&, const PathParams&) { return healthz(); });
+  if (static_files_) {
+    r.set_fallback([this](const Request& q) {
+      if (q.path.rfind("/api/", 0) == 0 || q.path == "/api")
+        return error_response(Error::not_found("no route for " + q.path));
+      return static_files_->handle(q);
+    });
+  }
+}
+
+Api::~Api() = default;
+
+Api::StoreLease Api::borrow() {
+  {
+    std::lock_guard lock(pool_mu_);
+    if (!pool_.empty()) {
+      auto s = std::move(pool_.back());
+      pool_.pop_back();
+      return StoreLease(*this, std::move(s));
+    }
+  }
+  return StoreLease(*this, factory_());
+}
+
+void Api::give_back(std::unique_ptr<trials::TrialStore> store) {
+  std::lock_guard lock(pool_mu_);
+  pool_.push_back(std::move(store));
+}
+
+bool Api::authorized(const Request& request) const {
+  if (options_.token.empty()) return true;
+  const std::string& m = request.method;
+  if (m == "GET" || m == "HEAD" || m == "OPTIONS") return true;
+  std::string auth = request.header("authorization");
+  const std::string prefix = "Bearer ";
+  if (auth.size() <= prefix.size() ||
+      !std::equal(prefix.begin(), prefix.end(), auth.begin(),
+                  [](char a, char b) { return std::tolower(a) == std::tolower(b); }))
+    return false;
+  return constant_time_equal(auth.substr(prefix.size()), options_.token);
+}
+
+Response Api::handle(const Request& request) {
+  if (!authorized(request))
+    return error_response(
+        Error{ErrorCode::kUnauthorized, "this call needs Authorization: Bearer <token>", {}});
+  Response r = router_.handle(request);
+  if (request.path.rfind("/api/", 0) == 0 && !r.stream)
+    r.headers.emplace_back("Cache-Control", "no-store");
+  return r;
+}
+
+Response Api::create_sweep(const Request& request) {
+  auto spec = trials::parse_spec(request.body);
+  if (!spec) return error_response(spec.error());
+  // parse_spec accepted it, so it is valid JSON; stored canonical (sorted keys).
+  auto canonical = parse_json(request.body);
+  if (!canonical) return error_response(canonical.error());
+  auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
+  auto id =
+      store.track(store->create_sweep({spec->name, dump(*canonical), spec->objective.maximize}));
+  if (!id) return error_response(id.error());
+  Response r = json_ok(201, Json{{"id", *id}});
+  r.headers.emplace_back("Location", "/api/sweeps/" + *id);
+  return r;
+}
+
+Response Api::list_sweeps(const Request& request) {
+  auto offset = int_param(request, "offset", 0, 0, INT64_MAX);
+  if (!offset) return error_response(offset.error());
+  auto limit = int_param(request, "limit", options_.default_page, 0, options_.max_page);
+  if (!limit) return error_response(limit.error());
+  auto store = borrow();
+  auto sweeps = store.track(store->list_sweeps(*offset, *limit));
+  if (!sweeps) return error_response(sweeps.error());
+  Json list = Json::array();
+  for (const auto& s : *sweeps) list.push_back(to_json(s));
+  return json_ok(200, {{"sweeps", list}, {"offset", *offset}, {"limit", *limit}});
+}
+
+Response Api::get_sweep(const std::string& id) {
+  auto store = borrow();
+  auto sweep = store.track(store->get_sweep(id));
+  if (!sweep) return error_response(sweep.error());
+  return json_ok(200, to_json(*sweep));
+}
+
+Response Api::list_trials(const Request& request, const std::string& sweep_id) {
+  auto offset = int_param(request, "offset", 0, 0, INT64_MAX);
+  if (!offset) return error_response(offset.error());
+  const bool csv = request.query_or("format") == "csv";
+  auto limit = int_param(request, "limit", csv ? INT64_MAX : options_.default_page, 0,
+                         csv ? INT64_MAX : options_.max_page);
+  if (!limit) return error_response(limit.error());
+  std::string kind = request.query_or("kind", "trial");
+  if (kind != "trial" && kind != "member")
+    return error_response(Error::invalid("kind", "must be 'trial' or 'member'"));
+  std::optional<trials::TrialState> state;
+  if (auto s = request.query_or("state"); !s.empty()) {
+    state = trials::parse_trial_state(s);
+    if (!state) return error_response(Error::invalid("state", "unknown trial state '" + s + "'"));
+  }
+  std::string sort = request.query_or("sort", "number");
+  bool descending = !sort.empty() && sort[0] == '-';
+  std::string field = descending ? sort.substr(1) : sort;
+  if (!valid_sort_field(field))
+    return error_response(Error::invalid(
+        "sort", "expected [-]number, value, started, finished, metric:NAME or param:NAME"));
+
+  auto store = borrow();
+  trials::TrialPage page;
+  if (!state && field == "number" && !descending && !csv) {
+    auto r = store.track(store->list_trials(sweep_id, kind, *offset, *limit));
+    if (!r) return error_response(r.error());
+    page = std::move(*r);
+  } else {
+    // Load every trial of the sweep, then filter, sort and slice here.
+    std::vector<trials::Trial> all;
+    constexpr std::int64_t kChunk = 1000;
+    for (std::int64_t at = 0;; at += kChunk) {
+      auto r = store.track(store->list_trials(sweep_id, kind, at, kChunk));
+      if (!r) return error_response(r.error());
+      for (auto& t : r->trials)
+        if (!state || t.state == *state) all.push_back(std::move(t));
+      if (static_cast<std::int64_t>(r->trials.size()) < kChunk || at + kChunk >= r->total) break;
+    }
+    std::vector<std::pair<SortKey, std::size_t>> keys;
+    keys.reserve(all.size());
+    for (std::size_t i = 0; i < all.size(); ++i) keys.emplace_back(key_of(all[i], field), i);
+    std::stable_sort(keys.begin(), keys.end(), [&](const auto& a, const auto& b) {
+      const SortKey &x = a.first, &y = b.first;
+      if (x.rank != y.rank) return x.rank < y.rank;  // missing values last either way
+      if (x.rank == 0 && x.number != y.number)
+        return descending ? x.number > y.number : x.number < y.number;
+      if (x.rank == 1 && x.text != y.text) return descending ? x.text > y.text : x.text < y.text;
+      return all[a.second].number < all[b.second].number;
+    });
+    page.total = static_cast<std::int64_t>(all.size());
+    auto begin = std::min<std::int64_t>(*offset, page.total);
+    auto end = std::min<std::int64_t>(page.total, begin + std::min(*limit, page.total));
+    for (auto i = begin; i < end; ++i) page.trials.push_back(std::move(all[keys[i].second]));
+  }
+  if (page.trials.empty() && *offset == 0) {
+    // An empty page: tell "no trials yet" from "no such sweep".
+    auto sweep = store.track(store->get_sweep(sweep_id));
+    if (!sweep) return error_response(sweep.error());
+  }
+  if (csv) {
+    Response r = Response::text(200, trials_csv(page.trials), "text/csv; charset=utf-8");
+    r.headers.emplace_back("Content-Disposition",
+                           "attachment; filename=\"" + percent_encode(sweep_id) + "-trials.csv\"");
+    return r;
+  }
+  Json list = Json::array();
+  for (const auto& t : page.trials) list.push_back(to_json(t));
+  return json_ok(200,
+                 {{"trials", list}, {"total", page.total}, {"offset", *offset}, {"limit", *limit}});
+}
+
+Response Api::cancel_sweep(const std::string& id) {
+  auto store = borrow();
+  if (auto s = store.track(store->cancel_sweep(id)); !s) return error_response(s.error());
+  auto sweep = store.track(store->get_sweep(id));
+  if (!sweep) return error_response(sweep.error());
+  return json_ok(200, to_json(*sweep));
+}
+
+Response Api::get_trial(const std::string& id) {
+  auto store = borrow();
+  auto trial = store.track(store->get_trial(id));
+  if (!trial) return error_response(trial.error());
+  auto attempts = store.track(store->get_attempts(id));
+  if (!attempts) return error_response(attempts.error());
+  auto reports = store.track(store->get_reports(id));
+  if (!reports) return error_response(reports.error());
+  Json doc = to_json(*trial);
+  doc["attempts"] = Json::array();
+  for (const auto& a : *attempts) doc["attempts"].push_back(to_json(a));
+  doc["reports"] = Json::array();
+  for (const auto& r : *reports) doc["reports"].push_back(to_json(r));
+  return json_ok(200, doc);
+}
+
+Response Api::list_workers() {
+  auto store = borrow();
+  auto workers = store.track(store->list_workers());
+  if (!workers) return error_response(workers.error());
+  Json list = Json::array();
+  for (const auto& w : *workers) list.push_back(to_json(w));
+  return json_ok(200, {{"workers", list}, {"total", workers->size()}});
+}
+
+Response Api::healthz() {
+  auto store = borrow();
+  auto r = store.track(store->list_sweeps(0, 1));
+  if (!r) return error_response(Error::unavailable("store: " + r.error().message));
+  return json_ok(200, {{"status", "ok"}});
+}
+
+Response Api::events(const Request& request) {
+  std::string last = request.header("last-event-id");
+  if (last.empty()) last = request.query_or("last_event_id");
+  std::string sweep = request.query_or("sweep");
+  // Subscribe first, replay second: an event that arrives in between is both
+  // queued and replayed, and the subscription drops the queued copy by id.
+  auto sub = hub_.subscribe(sweep);
+  std::string body = "retry: " + std::to_string(options_.sse_retry_ms) + "\n\n";
+  if (!last.empty()) {
+    sub->skip_through(last);
+    auto store = borrow();
+    std::string after = last;
+    int replayed = 0;
+    while (replayed < options_.max_replay) {
+      auto batch = store.track(store->read_events(after, 1000, 0));
+      if (!batch) return error_response(batch.error());
+      for (const auto& e : *batch) {
+        after = e.id;
+        if (!sweep.empty() && e.sweep_id != sweep) continue;
+        body += format_sse_frame(to_hub_event(e));
+        ++replayed;
+      }
+      if (batch->size() < 1000) break;
+    }
+    sub->skip_through(after);
+  }
+  Response r;
+  r.status = 200;
+  r.content_type = "text/event-stream";
+  r.body = std::move(body);
+  r.stream = std::move(sub);
+  return r;
+}
+
+}  // namespace hpo::web

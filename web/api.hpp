@@ -1,0 +1,93 @@
+// Api: the REST handlers of hpo on top of a TrialStore, as one pure Handler
+// (Request -> Response) for HttpServer.
+//
+// Stores: a TrialStore instance is used by one thread at a time (RedisStore
+// holds one connection), so the Api keeps a small pool: a request borrows an
+// instance (making one with the factory when none is free) and gives it back;
+// an instance whose call failed with kUnavailable is dropped, not reused.
+//
+// Auth: when `token` is set, every mutating call (POST, PUT, PATCH, DELETE)
+// needs `Authorization: Bearer <token>` (compared in constant time); reads are
+// open. Errors of every kind leave through web/api_errors (one JSON shape).
+//
+// Routes (the OpenAPI document at /api/openapi.json lists them all; a test
+// keeps the two equal):
+//   POST /api/sweeps                 submit a spec -> 201 {"id"}; 400 with field paths
+//   GET  /api/sweeps                 ?offset&limit, newest first
+//   GET  /api/sweeps/{id}            the sweep document (json_codec.hpp)
+//   GET  /api/sweeps/{id}/trials     ?offset&limit&state&sort&kind&format=csv
+//   POST /api/sweeps/{id}/cancel
+//   GET  /api/trials/{id}            trial + attempts + reports
+//   GET  /api/workers
+//   GET  /api/events                 server-sent events; Last-Event-ID resumes
+//   GET  /api/openapi.json
+//   GET  /healthz                    200 when the store answers, else 503
+// Anything else under GET goes to the static dashboard when `static_dir` is set.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trials/store.hpp"
+#include "web/event_hub.hpp"
+#include "web/event_pump.hpp"
+#include "web/http_message.hpp"
+#include "web/router.hpp"
+#include "web/static_files.hpp"
+
+namespace hpo::web {
+
+struct ApiOptions {
+  std::string token;                   // empty: mutating calls are open
+  std::string static_dir;              // empty: no dashboard
+  std::uint64_t body_limit = 1 << 20;  // passed on to ServerOptions by the caller
+  int handler_threads = 4;             // likewise
+  std::int64_t max_page = 1000;        // largest `limit` accepted
+  std::int64_t default_page = 100;
+  int max_replay = 10000;   // SSE events replayed after Last-Event-ID
+  int sse_retry_ms = 3000;  // the `retry:` line
+};
+
+class Api {
+ public:
+  Api(ApiOptions options, StoreFactory factory, EventHub& hub);
+  ~Api();
+
+  Response handle(const Request& request);
+  Handler handler() {
+    return [this](const Request& r) { return handle(r); };
+  }
+  std::vector<RouteInfo> routes() const { return router_.routes(); }
+  // The OpenAPI 3 document (JSON text).
+  static const std::string& openapi_json();
+
+ private:
+  class StoreLease;
+  StoreLease borrow();
+  void give_back(std::unique_ptr<trials::TrialStore> store);
+
+  bool authorized(const Request& request) const;
+  Response create_sweep(const Request& request);
+  Response list_sweeps(const Request& request);
+  Response get_sweep(const std::string& id);
+  Response list_trials(const Request& request, const std::string& sweep_id);
+  Response cancel_sweep(const std::string& id);
+  Response get_trial(const std::string& id);
+  Response list_workers();
+  Response events(const Request& request);
+  Response healthz();
+
+  ApiOptions options_;
+  StoreFactory factory_;
+  EventHub& hub_;
+  Router router_;
+  std::optional<StaticFiles> static_files_;
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<trials::TrialStore>> pool_;
+};
+
+}  // namespace hpo::web

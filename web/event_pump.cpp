@@ -1,0 +1,67 @@
+#include "web/event_pump.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "web/json_codec.hpp"
+
+namespace hpo::web {
+
+HubEvent to_hub_event(const trials::Event& event) {
+  return {event.id, event.type, event.sweep_id, dump(to_json(event))};
+}
+
+EventPump::EventPump(StoreFactory factory, EventHub& hub, int block_ms)
+    : factory_(std::move(factory)), hub_(hub), block_ms_(block_ms) {}
+
+EventPump::~EventPump() {
+  stop();
+}
+
+void EventPump::start() {
+  if (thread_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    stop_ = false;
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+void EventPump::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void EventPump::run() {
+  std::string last_id = "$";
+  std::unique_ptr<trials::TrialStore> store;
+  std::chrono::milliseconds backoff{100};
+  auto stopping = [&] {
+    std::lock_guard lock(mu_);
+    return stop_;
+  };
+  while (!stopping()) {
+    if (!store) store = factory_();
+    auto events = store ? store->read_events(last_id, 100, block_ms_)
+                        : Result<std::vector<trials::Event>>(Error::unavailable("no store"));
+    if (!events) {
+      store.reset();  // its connection may be broken
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, backoff, [&] { return stop_; });
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+      continue;
+    }
+    backoff = std::chrono::milliseconds(100);
+    for (const auto& e : *events) {
+      hub_.publish(to_hub_event(e));
+      last_id = e.id;
+      ++published_;
+    }
+  }
+}
+
+}  // namespace hpo::web

@@ -1,0 +1,99 @@
+// HttpClient: a small synchronous HTTP/1.1 client with a deadline on every
+// call, for the `hpo` CLI, the end-to-end tests and the web tests.
+//
+// Synchronous in interface, asynchronous inside: each call runs Beast's async
+// operations on a private io_context, so the tcp_stream's timer can abort a
+// connect, write or read that takes longer than the timeout (Beast's blocking
+// calls have no deadline). One connection is kept alive between calls and
+// re-opened once when the server closed it in the meantime.
+//
+// SseClient reads a server-sent-events stream event by event.
+// Neither class is thread-safe; use one per thread.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trials/result.hpp"
+
+namespace hpo::web {
+
+struct ClientResponse {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+  std::string header(const std::string& lower_name) const;
+};
+
+// "http://host:port[/base]" or "host:port". The default port is 80.
+struct HttpUrl {
+  std::string host;
+  int port = 80;
+  std::string base;  // path prefix without a trailing '/', usually ""
+};
+Result<HttpUrl> parse_http_url(std::string_view url);
+
+class HttpClient {
+ public:
+  HttpClient(std::string host, int port,
+             std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
+  explicit HttpClient(const HttpUrl& url,
+                      std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
+  ~HttpClient();
+  HttpClient(HttpClient&&) noexcept;
+  HttpClient& operator=(HttpClient&&) noexcept;
+
+  // Sent as `Authorization: Bearer <token>` with every request when not empty.
+  void set_token(std::string token);
+  void set_timeout(std::chrono::milliseconds timeout);
+
+  // Any status is a response; errors are transport failures: kUnavailable
+  // (refused, reset, timed out) or kInternal.
+  Result<ClientResponse> request(const std::string& method, const std::string& target,
+                                 const std::string& body = "",
+                                 const std::map<std::string, std::string>& headers = {});
+  Result<ClientResponse> get(const std::string& target) { return request("GET", target); }
+  Result<ClientResponse> post(const std::string& target, const std::string& body) {
+    return request("POST", target, body);
+  }
+  void close();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct SseEvent {
+  std::string id;
+  std::string type;  // "message" when the frame has no `event:` line
+  std::string data;  // data lines joined with '\n'
+};
+
+class SseClient {
+ public:
+  SseClient(std::string host, int port);
+  ~SseClient();
+
+  // Connects and sends GET target; returns the response status and headers
+  // (a non-200 response's body is in `body`).
+  Result<ClientResponse> open(const std::string& target,
+                              const std::map<std::string, std::string>& headers = {});
+  // The next event, nullopt when `timeout` passed first. kUnavailable when the
+  // server closed the stream. Comments (keep-alives) are skipped; `retry:`
+  // lines are remembered in retry_ms().
+  Result<std::optional<SseEvent>> next(std::chrono::milliseconds timeout);
+  int retry_ms() const { return retry_ms_; }
+  void close();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string pending_;  // bytes received, not yet a complete frame
+  int retry_ms_ = 0;
+};
+
+}  // namespace hpo::web

@@ -1,0 +1,425 @@
+// The codec reads with one small Reader that records the first missing or
+// mistyped field with its path, so every from_json is a flat list of fields
+// instead of nested ifs, and the error names the field like parse_spec does.
+#include "web/json_codec.hpp"
+
+#include <cmath>
+
+namespace hpo::web {
+
+namespace {
+
+Json number_or_null(double v) {
+  return std::isfinite(v) ? Json(v) : Json(nullptr);
+}
+
+Json value_to_json(const search::Value& v) {
+  return std::visit(
+      [](const auto& x) -> Json {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, double>)
+          return number_or_null(x);
+        else
+          return Json(x);
+      },
+      v);
+}
+
+class Reader {
+ public:
+  Reader(const Json& j, const char* what) : j_(j), what_(what) {
+    if (!j.is_object()) fail("", "expected an object");
+  }
+
+  void str(const char* key, std::string& out, bool required = true) {
+    if (const Json* v = find(key, required)) {
+      if (v->is_string())
+        out = v->get<std::string>();
+      else
+        fail(key, "expected a string");
+    }
+  }
+  template <class Int>
+  void integer(const char* key, Int& out, bool required = true) {
+    if (const Json* v = find(key, required)) {
+      if (v->is_number_integer())
+        out = static_cast<Int>(v->get<std::int64_t>());
+      else
+        fail(key, "expected an integer");
+    }
+  }
+  void number(const char* key, double& out, bool required = true) {
+    if (const Json* v = find(key, required)) {
+      if (v->is_number())
+        out = v->get<double>();
+      else
+        fail(key, "expected a number");
+    }
+  }
+  void optional_number(const char* key, std::optional<double>& out) {
+    out.reset();
+    if (const Json* v = find(key, false)) {
+      if (v->is_number())
+        out = v->get<double>();
+      else if (!v->is_null())
+        fail(key, "expected a number or null");
+    }
+  }
+  template <class T>
+  void nested(const char* key, T& out, bool required = true) {
+    if (const Json* v = find(key, required)) {
+      if (auto s = from_json(*v, out); !s) fail(key, s.error().message);
+    }
+  }
+  template <class T>
+  void list(const char* key, std::vector<T>& out, bool required = true) {
+    const Json* v = find(key, required);
+    if (!v) return;
+    if (!v->is_array()) return fail(key, "expected an array");
+    out.clear();
+    for (const auto& item : *v) {
+      T t;
+      if constexpr (std::is_same_v<T, std::string>) {
+        if (!item.is_string()) return fail(key, "expected strings");
+        t = item.get<std::string>();
+      } else if (auto s = from_json(item, t); !s) {
+        return fail(key, s.error().message);
+      }
+      out.push_back(std::move(t));
+    }
+  }
+  const Json* raw(const char* key) const {
+    if (!j_.is_object()) return nullptr;
+    auto it = j_.find(key);
+    return it == j_.end() ? nullptr : &*it;
+  }
+  void fail(const std::string& key, const std::string& message) {
+    if (error_) return;
+    error_ = Error::invalid(key.empty() ? what_ : what_ + "." + key, message);
+  }
+  Status status() const { return error_ ? Status(*error_) : Status(); }
+
+ private:
+  const Json* find(const char* key, bool required) {
+    const Json* v = raw(key);
+    if (!v && required) fail(key, "missing");
+    if (v && v->is_null() && !required) return nullptr;
+    return v;
+  }
+
+  const Json& j_;
+  std::string what_;
+  std::optional<Error> error_;
+};
+
+}  // namespace
+
+Result<Json> parse_json(std::string_view text) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Error::invalid("", "body is not valid JSON");
+  return j;
+}
+
+std::string dump(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+SpecSummary summarize_spec(const std::string& spec_json) {
+  SpecSummary s;
+  Json j = Json::parse(spec_json, nullptr, false);
+  if (!j.is_object()) return s;
+  if (auto o = j.find("objective"); o != j.end() && o->is_object())
+    if (auto m = o->find("metric"); m != o->end() && m->is_string()) s.metric = *m;
+  if (auto se = j.find("search"); se != j.end() && se->is_object())
+    if (auto m = se->find("max_trials"); m != se->end() && m->is_number_integer())
+      s.max_trials = m->get<std::int64_t>();
+  return s;
+}
+
+// --- encode -----------------------------------------------------------------
+
+Json to_json(const search::Params& params) {
+  Json j = Json::object();
+  for (const auto& [k, v] : params) j[k] = value_to_json(v);
+  return j;
+}
+
+Json to_json(const trials::Metrics& metrics) {
+  Json j = Json::object();
+  for (const auto& [k, v] : metrics) j[k] = number_or_null(v);
+  return j;
+}
+
+Json to_json(const trials::Counts& c) {
+  return {{"queued", c.queued}, {"running", c.running}, {"completed", c.completed},
+          {"failed", c.failed}, {"pruned", c.pruned},   {"cancelled", c.cancelled}};
+}
+
+Json to_json(const trials::BestTrial& b) {
+  return {{"trial_id", b.trial_id},
+          {"number", b.number},
+          {"params", to_json(b.params)},
+          {"value", number_or_null(b.value)}};
+}
+
+Json to_json(const trials::Sweep& s) {
+  SpecSummary summary = summarize_spec(s.spec_json);
+  Json spec = Json::parse(s.spec_json, nullptr, false);
+  if (spec.is_discarded()) spec = nullptr;
+  return {{"id", s.id},
+          {"name", s.name},
+          {"state", trials::to_string(s.state)},
+          {"stage", s.stage},
+          {"objective", {{"metric", summary.metric}, {"mode", s.maximize ? "max" : "min"}}},
+          {"counts", to_json(s.counts)},
+          {"member_counts", to_json(s.member_counts)},
+          {"best", s.best ? to_json(*s.best) : Json(nullptr)},
+          {"max_trials", summary.max_trials},
+          {"next_number", s.next_number},
+          {"next_member", s.next_member},
+          {"created_ms", s.created_ms},
+          {"finished_ms", s.finished_ms},
+          {"error", s.error},
+          {"spec", spec}};
+}
+
+Json to_json(const trials::Trial& t) {
+  Json extra = t.extra.empty() ? Json(nullptr) : Json::parse(t.extra, nullptr, false);
+  if (extra.is_discarded()) extra = t.extra;
+  return {{"id", t.id},
+          {"sweep_id", t.sweep_id},
+          {"number", t.number},
+          {"kind", t.kind},
+          {"state", trials::to_string(t.state)},
+          {"params", to_json(t.params)},
+          {"value", t.value ? number_or_null(*t.value) : Json(nullptr)},
+          {"attempt", t.attempt},
+          {"max_attempts", t.max_attempts},
+          {"slots", t.slots},
+          {"worker", t.worker},
+          {"metrics", to_json(t.metrics)},
+          {"error", t.error},
+          {"control", trials::to_string(t.control)},
+          {"created_ms", t.created_ms},
+          {"started_ms", t.started_ms},
+          {"finished_ms", t.finished_ms},
+          {"extra", extra}};
+}
+
+Json to_json(const trials::AttemptRecord& a) {
+  return {{"attempt", a.attempt},   {"worker", a.worker},   {"started_ms", a.started_ms},
+          {"ended_ms", a.ended_ms}, {"outcome", a.outcome}, {"error", a.error}};
+}
+
+Json to_json(const trials::StepReport& r) {
+  return {{"step", r.step}, {"metrics", to_json(r.metrics)}, {"time_ms", r.time_ms}};
+}
+
+Json to_json(const trials::GpuInfo& g) {
+  return {{"index", g.index},
+          {"name", g.name},
+          {"memory_total_mb", g.memory_total_mb},
+          {"memory_used_mb", g.memory_used_mb},
+          {"utilization_pct", g.utilization_pct}};
+}
+
+Json to_json(const trials::WorkerInfo& w) {
+  Json gpus = Json::array();
+  for (const auto& g : w.gpus) gpus.push_back(to_json(g));
+  return {{"name", w.name},
+          {"host", w.host},
+          {"slots", w.slots},
+          {"busy_slots", w.busy_slots},
+          {"trials", w.trials},
+          {"gpus", gpus},
+          {"last_heartbeat_ms", w.last_heartbeat_ms},
+          {"started_ms", w.started_ms}};
+}
+
+Json to_json(const trials::Event& e) {
+  Json data = e.data.empty() ? Json::object() : Json::parse(e.data, nullptr, false);
+  if (data.is_discarded()) data = e.data;
+  return {{"id", e.id},
+          {"type", e.type},
+          {"sweep_id", e.sweep_id},
+          {"trial_id", e.trial_id},
+          {"data", data}};
+}
+
+// --- decode -----------------------------------------------------------------
+
+Status from_json(const Json& j, search::Params& out) {
+  if (!j.is_object()) return Error::invalid("params", "expected an object");
+  out.clear();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const auto& v = it.value();
+    if (v.is_boolean())
+      out[it.key()] = v.get<bool>();
+    else if (v.is_number_integer())
+      out[it.key()] = v.get<std::int64_t>();
+    else if (v.is_number())
+      out[it.key()] = v.get<double>();
+    else if (v.is_string())
+      out[it.key()] = v.get<std::string>();
+    else if (v.is_null())
+      out[it.key()] = std::nan("");
+    else
+      return Error::invalid("params." + it.key(), "expected a number, boolean or string");
+  }
+  return {};
+}
+
+Status from_json(const Json& j, trials::Metrics& out) {
+  if (!j.is_object()) return Error::invalid("metrics", "expected an object");
+  out.clear();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.value().is_number())
+      out[it.key()] = it.value().get<double>();
+    else if (it.value().is_null())
+      out[it.key()] = std::nan("");
+    else
+      return Error::invalid("metrics." + it.key(), "expected a number");
+  }
+  return {};
+}
+
+Status from_json(const Json& j, trials::Counts& out) {
+  Reader r(j, "counts");
+  r.integer("queued", out.queued);
+  r.integer("running", out.running);
+  r.integer("completed", out.completed);
+  r.integer("failed", out.failed);
+  r.integer("pruned", out.pruned);
+  r.integer("cancelled", out.cancelled, false);
+  return r.status();
+}
+
+Status from_json(const Json& j, trials::BestTrial& out) {
+  Reader r(j, "best");
+  r.str("trial_id", out.trial_id);
+  r.integer("number", out.number, false);
+  r.nested("params", out.params);
+  r.number("value", out.value);
+  return r.status();
+}
+
+Status from_json(const Json& j, trials::Sweep& out) {
+  Reader r(j, "sweep");
+  r.str("id", out.id);
+  r.str("name", out.name);
+  std::string state;
+  r.str("state", state);
+  if (auto s = trials::parse_sweep_state(state))
+    out.state = *s;
+  else if (!state.empty())
+    r.fail("state", "unknown sweep state '" + state + "'");
+  r.str("stage", out.stage, false);
+  if (const Json* o = r.raw("objective"); o && o->is_object()) {
+    out.maximize = o->value("mode", "min") == "max";
+  } else {
+    r.fail("objective", "missing");
+  }
+  r.nested("counts", out.counts);
+  r.nested("member_counts", out.member_counts, false);
+  out.best.reset();
+  if (const Json* b = r.raw("best"); b && !b->is_null()) {
+    trials::BestTrial best;
+    if (auto s = from_json(*b, best); !s) r.fail("best", s.error().message);
+    out.best = std::move(best);
+  }
+  r.integer("next_number", out.next_number, false);
+  r.integer("next_member", out.next_member, false);
+  r.integer("created_ms", out.created_ms, false);
+  r.integer("finished_ms", out.finished_ms, false);
+  r.str("error", out.error, false);
+  if (const Json* spec = r.raw("spec"); spec && !spec->is_null()) out.spec_json = dump(*spec);
+  return r.status();
+}
+
+Status from_json(const Json& j, trials::Trial& out) {
+  Reader r(j, "trial");
+  r.str("id", out.id);
+  r.str("sweep_id", out.sweep_id, false);
+  r.integer("number", out.number);
+  r.str("kind", out.kind, false);
+  std::string state;
+  r.str("state", state);
+  if (auto s = trials::parse_trial_state(state))
+    out.state = *s;
+  else if (!state.empty())
+    r.fail("state", "unknown trial state '" + state + "'");
+  r.nested("params", out.params);
+  r.optional_number("value", out.value);
+  r.integer("attempt", out.attempt);
+  r.integer("max_attempts", out.max_attempts, false);
+  r.integer("slots", out.slots, false);
+  r.str("worker", out.worker);
+  r.nested("metrics", out.metrics, false);
+  r.str("error", out.error, false);
+  std::string control = "none";
+  r.str("control", control, false);
+  out.control = control == "prune"    ? trials::Control::kPrune
+                : control == "cancel" ? trials::Control::kCancel
+                                      : trials::Control::kNone;
+  r.integer("created_ms", out.created_ms, false);
+  r.integer("started_ms", out.started_ms, false);
+  r.integer("finished_ms", out.finished_ms, false);
+  if (const Json* e = r.raw("extra"); e && !e->is_null())
+    out.extra = e->is_string() ? e->get<std::string>() : dump(*e);
+  return r.status();
+}
+
+Status from_json(const Json& j, trials::AttemptRecord& out) {
+  Reader r(j, "attempt");
+  r.integer("attempt", out.attempt);
+  r.str("worker", out.worker);
+  r.integer("started_ms", out.started_ms, false);
+  r.integer("ended_ms", out.ended_ms, false);
+  r.str("outcome", out.outcome);
+  r.str("error", out.error, false);
+  return r.status();
+}
+
+Status from_json(const Json& j, trials::StepReport& out) {
+  Reader r(j, "report");
+  r.integer("step", out.step);
+  r.nested("metrics", out.metrics);
+  r.integer("time_ms", out.time_ms, false);
+  return r.status();
+}
+
+Status from_json(const Json& j, trials::GpuInfo& out) {
+  Reader r(j, "gpu");
+  r.integer("index", out.index);
+  r.str("name", out.name, false);
+  r.integer("memory_total_mb", out.memory_total_mb, false);
+  r.integer("memory_used_mb", out.memory_used_mb, false);
+  r.integer("utilization_pct", out.utilization_pct, false);
+  return r.status();
+}
+
+Status from_json(const Json& j, trials::WorkerInfo& out) {
+  Reader r(j, "worker");
+  r.str("name", out.name);
+  r.str("host", out.host, false);
+  r.integer("slots", out.slots);
+  r.integer("busy_slots", out.busy_slots, false);
+  r.list("trials", out.trials, false);
+  r.list("gpus", out.gpus, false);
+  r.integer("last_heartbeat_ms", out.last_heartbeat_ms, false);
+  r.integer("started_ms", out.started_ms, false);
+  return r.status();
+}
+
+Status from_json(const Json& j, trials::Event& out) {
+  Reader r(j, "event");
+  r.str("id", out.id);
+  r.str("type", out.type);
+  r.str("sweep_id", out.sweep_id, false);
+  r.str("trial_id", out.trial_id, false);
+  if (const Json* d = r.raw("data"); d && !d->is_null())
+    out.data = d->is_string() ? d->get<std::string>() : dump(*d);
+  return r.status();
+}
+
+}  // namespace hpo::web

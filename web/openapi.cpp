@@ -1,0 +1,137 @@
+// The OpenAPI 3 document of the REST API, served at /api/openapi.json.
+// tests/web/openapi_test.cpp checks that every route the Api registers is here
+// and that every path here is a registered route, so the two stay equal.
+#include "web/api.hpp"
+
+namespace hpo::web {
+
+namespace {
+const char* const kOpenApi = R"json({
+  "openapi": "3.0.3",
+  "info": {
+    "title": "hpo",
+    "version": "0.1.0",
+    "description": "Hyperparameter search and ensemble orchestration. Reads are open; POST calls need `Authorization: Bearer <token>` when the scheduler has a token. Every error has the shape {\"error\": {\"code\", \"message\", \"fields\": [{\"path\", \"message\"}]}}."
+  },
+  "components": {
+    "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+    "parameters": {
+      "id": {"name": "id", "in": "path", "required": true, "schema": {"type": "string"}},
+      "offset": {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "default": 0}},
+      "limit": {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": 1000, "default": 100}}
+    },
+    "schemas": {
+      "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object",
+        "required": ["code", "message", "fields"], "properties": {
+          "code": {"type": "string", "enum": ["invalid_argument", "not_found", "conflict", "lease_lost", "unavailable", "unauthorized", "payload_too_large", "internal", "method_not_allowed", "bad_request", "header_too_large"]},
+          "message": {"type": "string"},
+          "fields": {"type": "array", "items": {"type": "object", "properties": {"path": {"type": "string"}, "message": {"type": "string"}}}}}}}},
+      "Counts": {"type": "object", "properties": {
+        "queued": {"type": "integer"}, "running": {"type": "integer"}, "completed": {"type": "integer"},
+        "failed": {"type": "integer"}, "pruned": {"type": "integer"}, "cancelled": {"type": "integer"}}},
+      "Params": {"type": "object", "additionalProperties": {"oneOf": [{"type": "number"}, {"type": "string"}, {"type": "boolean"}]}},
+      "Metrics": {"type": "object", "additionalProperties": {"type": "number", "nullable": true}},
+      "Sweep": {"type": "object", "required": ["id", "name", "state", "counts", "best", "objective"], "properties": {
+        "id": {"type": "string"}, "name": {"type": "string"},
+        "state": {"type": "string", "enum": ["running", "finished", "cancelled", "failed"]},
+        "stage": {"type": "string", "enum": ["search", "ensemble", "done"]},
+        "objective": {"type": "object", "properties": {"metric": {"type": "string"}, "mode": {"type": "string", "enum": ["min", "max"]}}},
+        "counts": {"$ref": "#/components/schemas/Counts"},
+        "member_counts": {"$ref": "#/components/schemas/Counts"},
+        "best": {"type": "object", "nullable": true, "properties": {"trial_id": {"type": "string"}, "number": {"type": "integer"}, "params": {"$ref": "#/components/schemas/Params"}, "value": {"type": "number"}}},
+        "max_trials": {"type": "integer"}, "next_number": {"type": "integer"}, "next_member": {"type": "integer"},
+        "created_ms": {"type": "integer"}, "finished_ms": {"type": "integer"}, "error": {"type": "string"},
+        "spec": {"type": "object", "description": "the spec as submitted (canonical JSON)"}}},
+      "Trial": {"type": "object", "required": ["id", "number", "state", "params", "value", "attempt", "worker"], "properties": {
+        "id": {"type": "string"}, "sweep_id": {"type": "string"}, "number": {"type": "integer"},
+        "kind": {"type": "string", "enum": ["trial", "member"]},
+        "state": {"type": "string", "enum": ["queued", "running", "completed", "failed", "pruned", "cancelled"]},
+        "params": {"$ref": "#/components/schemas/Params"}, "value": {"type": "number", "nullable": true},
+        "attempt": {"type": "integer"}, "max_attempts": {"type": "integer"}, "slots": {"type": "integer"},
+        "worker": {"type": "string"}, "metrics": {"$ref": "#/components/schemas/Metrics"}, "error": {"type": "string"},
+        "control": {"type": "string", "enum": ["none", "prune", "cancel"]},
+        "created_ms": {"type": "integer"}, "started_ms": {"type": "integer"}, "finished_ms": {"type": "integer"},
+        "extra": {"nullable": true}}},
+      "TrialDetail": {"allOf": [{"$ref": "#/components/schemas/Trial"}, {"type": "object", "properties": {
+        "attempts": {"type": "array", "items": {"type": "object", "properties": {"attempt": {"type": "integer"}, "worker": {"type": "string"}, "started_ms": {"type": "integer"}, "ended_ms": {"type": "integer"}, "outcome": {"type": "string"}, "error": {"type": "string"}}}},
+        "reports": {"type": "array", "items": {"type": "object", "properties": {"step": {"type": "integer"}, "metrics": {"$ref": "#/components/schemas/Metrics"}, "time_ms": {"type": "integer"}}}}}}]},
+      "Worker": {"type": "object", "properties": {
+        "name": {"type": "string"}, "host": {"type": "string"}, "slots": {"type": "integer"}, "busy_slots": {"type": "integer"},
+        "trials": {"type": "array", "items": {"type": "string"}},
+        "gpus": {"type": "array", "items": {"type": "object", "properties": {"index": {"type": "integer"}, "name": {"type": "string"}, "memory_total_mb": {"type": "integer"}, "memory_used_mb": {"type": "integer"}, "utilization_pct": {"type": "integer"}}}},
+        "last_heartbeat_ms": {"type": "integer"}, "started_ms": {"type": "integer"}}}
+    },
+    "responses": {
+      "Error": {"description": "an error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    }
+  },
+  "paths": {
+    "/api/sweeps": {
+      "post": {"summary": "Submit a sweep spec", "security": [{"bearer": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object"}}}},
+        "responses": {"201": {"description": "stored", "content": {"application/json": {"schema": {"type": "object", "properties": {"id": {"type": "string"}}}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"},
+          "413": {"$ref": "#/components/responses/Error"}, "503": {"$ref": "#/components/responses/Error"}}},
+      "get": {"summary": "List sweeps, newest first",
+        "parameters": [{"$ref": "#/components/parameters/offset"}, {"$ref": "#/components/parameters/limit"}],
+        "responses": {"200": {"description": "a page", "content": {"application/json": {"schema": {"type": "object", "properties": {
+          "sweeps": {"type": "array", "items": {"$ref": "#/components/schemas/Sweep"}}, "offset": {"type": "integer"}, "limit": {"type": "integer"}}}}}},
+          "400": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/sweeps/{id}": {
+      "get": {"summary": "One sweep: state, counts, best trial", "parameters": [{"$ref": "#/components/parameters/id"}],
+        "responses": {"200": {"description": "the sweep", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Sweep"}}}},
+          "404": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/sweeps/{id}/trials": {
+      "get": {"summary": "Trials of a sweep: paged, filtered, sorted; CSV with format=csv",
+        "parameters": [{"$ref": "#/components/parameters/id"}, {"$ref": "#/components/parameters/offset"}, {"$ref": "#/components/parameters/limit"},
+          {"name": "state", "in": "query", "schema": {"type": "string", "enum": ["queued", "running", "completed", "failed", "pruned", "cancelled"]}},
+          {"name": "sort", "in": "query", "description": "[-]number | [-]value | [-]started | [-]finished | [-]metric:NAME | [-]param:NAME; '-' sorts descending; missing values last", "schema": {"type": "string", "default": "number"}},
+          {"name": "kind", "in": "query", "schema": {"type": "string", "enum": ["trial", "member"], "default": "trial"}},
+          {"name": "format", "in": "query", "schema": {"type": "string", "enum": ["json", "csv"], "default": "json"}}],
+        "responses": {"200": {"description": "a page", "content": {
+            "application/json": {"schema": {"type": "object", "properties": {"trials": {"type": "array", "items": {"$ref": "#/components/schemas/Trial"}}, "total": {"type": "integer"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}}}},
+            "text/csv": {"schema": {"type": "string"}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/sweeps/{id}/cancel": {
+      "post": {"summary": "Cancel a sweep: queued trials are cancelled, running ones asked to stop", "security": [{"bearer": []}],
+        "parameters": [{"$ref": "#/components/parameters/id"}],
+        "responses": {"200": {"description": "the sweep after the cancel", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Sweep"}}}},
+          "401": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}, "409": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/trials/{id}": {
+      "get": {"summary": "One trial with its attempts and intermediate reports", "parameters": [{"$ref": "#/components/parameters/id"}],
+        "responses": {"200": {"description": "the trial", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TrialDetail"}}}},
+          "404": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/workers": {
+      "get": {"summary": "Live workers",
+        "responses": {"200": {"description": "workers", "content": {"application/json": {"schema": {"type": "object", "properties": {"workers": {"type": "array", "items": {"$ref": "#/components/schemas/Worker"}}, "total": {"type": "integer"}}}}}}}}
+    },
+    "/api/events": {
+      "get": {"summary": "Server-sent events for every state change; resumable",
+        "parameters": [{"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}},
+          {"name": "last_event_id", "in": "query", "description": "same as the header, for the first connection", "schema": {"type": "string"}},
+          {"name": "sweep", "in": "query", "description": "only events of this sweep", "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "an event stream; each data line is {id, type, sweep_id, trial_id, data}", "content": {"text/event-stream": {"schema": {"type": "string"}}}}}}
+    },
+    "/api/openapi.json": {
+      "get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3", "content": {"application/json": {"schema": {"type": "object"}}}}}}
+    },
+    "/healthz": {
+      "get": {"summary": "Health: the store answers",
+        "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {"status": {"type": "string"}}}}}},
+          "503": {"$ref": "#/components/responses/Error"}}}
+    }
+  }
+})json";
+}  // namespace
+
+const std::string& Api::openapi_json() {
+  static const std::string doc = kOpenApi;
+  return doc;
+}
+
+}  // namespace hpo::web
