@@ -1,0 +1,127 @@
+// Training throughput of the built-in trainer (workers/torch) on Fashion-MNIST:
+// the whole trainer (train_model: shuffling, batch gathering, optimiser, loss
+// read-back, stop checks) against a bare forward+backward+step loop over
+// pre-made batches of the same model, to show the trainer's own overhead.
+// train_bench.sh runs this and the Python reference side by side.
+//
+//   train_bench [threads=2] [mlp_rows=60000] [cnn_rows=6400]
+// Prints: RESULT <name> <samples_per_s>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "workers/torch/model.hpp"
+#include "workers/torch/trainer.hpp"
+
+namespace tt = hpo::workers::torch_trainer;
+namespace trials = hpo::trials;
+
+namespace {
+
+const std::string kData = "/usr/share/datasets/fashion-mnist/";
+
+class NullReporter : public hpo::workers::Reporter {
+ public:
+  bool report(std::int64_t, const trials::Metrics&) override { return true; }
+  hpo::workers::StopReason stop_reason() const override { return hpo::workers::StopReason::kNone; }
+  void log(std::string_view) override {}
+  hpo::Status put_artifact(const std::string&, const std::string&) override { return {}; }
+};
+
+trials::ResolvedTorchConfig config(bool cnn) {
+  trials::ResolvedTorchConfig c;
+  if (cnn) {
+    c.model.type = trials::ModelType::kCnn;  // conv32-conv64-pool-fc128-fc10
+    c.model.channels = {32, 64};
+    c.model.kernel = 3;
+    c.model.same_padding = false;
+    c.model.pool = trials::PoolMode::kLast;
+    c.model.dense = {128};
+  } else {
+    c.model.layers = {256, 128};  // 784-256-128-10
+  }
+  c.optimizer.lr = 0.01;
+  c.optimizer.momentum = 0.9;
+  c.batch_size = 128;
+  c.epochs = 1;
+  return c;
+}
+
+// The same rows the trainer sees, as pre-made batches; forward, loss, backward, step.
+double bare_loop(const trials::ResolvedTorchConfig& c, const tt::PreparedData& d) {
+  torch::manual_seed(0);
+  auto model = *tt::build_model(c.model, d.sample_shape, d.num_classes);
+  auto opt = tt::make_optimizer(c.optimizer, model->parameters());
+  std::vector<std::int64_t> shape{d.train.rows};
+  shape.insert(shape.end(), d.sample_shape.begin(), d.sample_shape.end());
+  auto x = torch::from_blob(const_cast<float*>(d.train.x.data()), shape).clone();
+  auto y = torch::from_blob(const_cast<float*>(d.train.y.data()), {d.train.rows}).to(torch::kLong);
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
+  for (std::int64_t s = 0; s < d.train.rows; s += c.batch_size) {
+    auto len = std::min(c.batch_size, d.train.rows - s);
+    batches.emplace_back(x.narrow(0, s, len).contiguous(), y.narrow(0, s, len).contiguous());
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  for (auto& [xb, yb] : batches) {
+    opt->zero_grad();
+    auto loss = torch::nn::functional::cross_entropy(model->forward(xb), yb);
+    loss.backward();
+    opt->step();
+  }
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return static_cast<double>(d.train.rows) / s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  const std::int64_t mlp_rows = argc > 2 ? std::atoll(argv[2]) : 60000;
+  const std::int64_t cnn_rows = argc > 3 ? std::atoll(argv[3]) : 6400;
+  tt::limit_blas_threads();
+  torch::set_num_threads(threads);
+  tt::DatasetCache cache;
+  NullReporter reporter;
+  for (bool cnn : {false, true}) {
+    const char* name = cnn ? "cnn" : "mlp";
+    auto c = config(cnn);
+    c.data.format = "idx";
+    c.data.train_images = kData + "train-images-idx3-ubyte.gz";
+    c.data.train_labels = kData + "train-labels-idx1-ubyte.gz";
+    c.data.subset = (cnn ? cnn_rows : mlp_rows) + 100;  // + 100 validation rows
+    c.data.validation_fraction = 100.0 / static_cast<double>(c.data.subset);
+    auto data = tt::prepare_data(c.data, c.task, cache);
+    if (!data) {
+      std::fprintf(stderr, "%s\n", data.error().message.c_str());
+      return 1;
+    }
+    // Warm-up (allocator, kernels), then the measured runs.
+    {
+      auto small = *data;
+      small.train = tt::gather(data->train, [&] {
+        std::vector<std::int64_t> r(std::min<std::int64_t>(1280, data->train.rows));
+        for (std::size_t i = 0; i < r.size(); ++i) r[i] = static_cast<std::int64_t>(i);
+        return r;
+      }());
+      tt::TrainOptions o;
+      o.threads = threads;
+      o.keep_artifacts = false;
+      tt::train_model(c, small, o, reporter);
+    }
+    tt::TrainOptions options;
+    options.threads = threads;
+    options.keep_artifacts = false;
+    auto out = tt::train_model(c, *data, options, reporter);
+    if (out.end != tt::TrainOutput::End::kCompleted) {
+      std::fprintf(stderr, "%s: %s\n", name, out.error.c_str());
+      return 1;
+    }
+    std::printf("RESULT %s_trainer %.1f\n", name, out.metrics.at("train_samples_per_s"));
+    std::printf("RESULT %s_bare %.1f\n", name, bare_loop(c, *data));
+    std::fflush(stdout);
+  }
+  return 0;
+}

@@ -1,0 +1,253 @@
+// Real (tiny) trainings through TorchExecutor: a generated CSV, or a few
+// hundred Fashion-MNIST images for one epoch.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "ensemble/bagging_json.hpp"
+#include "tests/workers/torch/test_files.hpp"
+#include "workers/torch/predictions.hpp"
+#include "workers/torch/torch_executor.hpp"
+
+namespace hpo::workers::torch_trainer {
+namespace {
+
+using nlohmann::json;
+using testing::FakeReporter;
+using testing::TempDir;
+
+const std::string kFashion = "/usr/share/datasets/fashion-mnist/";
+
+trials::SweepSpec spec_for(const json& trial, const std::string& metric = "val_accuracy") {
+  trials::SweepSpec spec;
+  spec.objective.metric = metric;
+  spec.objective.maximize = true;
+  spec.trial.kind = trials::TrialKind::kTorch;
+  std::vector<std::string> consumed;
+  std::vector<FieldError> errors;
+  trials::parse_torch_recipe(trial, "trial", spec.trial.torch, consumed, errors);
+  for (const auto& e : errors) ADD_FAILURE() << e.path << ": " << e.message;
+  return spec;
+}
+
+TrialTask task_for(const trials::SweepSpec& spec, search::Params params = {}) {
+  TrialTask t;
+  t.spec = &spec;
+  t.trial.id = "s-0";
+  t.trial.params = std::move(params);
+  t.threads = 2;
+  return t;
+}
+
+json blobs_trial(const std::string& train) {
+  return {
+      {"task", "classification"},
+      {"model", {{"type", "mlp"}, {"hidden", 16}, {"depth", 1}, {"dropout", "{dropout}"}}},
+      {"data",
+       {{"format", "csv"}, {"train", train}, {"target", "label"}, {"validation_fraction", 0.25}}},
+      {"optimizer", {{"type", "{opt}"}, {"lr", "{lr}"}, {"momentum", 0.9}}},
+      {"batch_size", 16},
+      {"epochs", 3},
+      {"seed", 3}};
+}
+
+class TorchTraining : public ::testing::Test {
+ protected:
+  TempDir dir;
+  TorchExecutor executor;
+  search::Params params{{"dropout", 0.1}, {"opt", std::string("sgd")}, {"lr", 0.05}};
+};
+
+TEST_F(TorchTraining, LearnsACsvTaskAndStoresArtifacts) {
+  auto spec = spec_for(blobs_trial(dir.write("t.csv", testing::blobs_csv(300, 1))));
+  FakeReporter rep;
+  auto r = executor.run(task_for(spec, params), rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  ASSERT_EQ(rep.reports.size(), 3u);
+  EXPECT_EQ(rep.reports[2].first, 3);
+  EXPECT_GT(r.metrics.at("val_accuracy"), 0.9);
+  EXPECT_EQ(r.value, r.metrics.at("val_accuracy"));
+  EXPECT_EQ(r.metrics.at("accuracy"), r.metrics.at("val_accuracy"));
+  ASSERT_NE(rep.artifact("model.pt"), nullptr);
+  EXPECT_GT(rep.artifact("model.pt")->size(), 500u);
+  ASSERT_NE(rep.artifact("val_predictions"), nullptr);
+  EXPECT_EQ(rep.artifact("test_predictions"), nullptr);  // no test file
+  auto m = decode_predictions(*rep.artifact("val_predictions"));
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->rows, 75);
+  EXPECT_EQ(m->cols, 3);
+  double row_sum = m->values[0] + m->values[1] + m->values[2];
+  EXPECT_NEAR(row_sum, 1.0, 1e-5);  // probabilities
+}
+
+TEST_F(TorchTraining, IsReproducibleWithASeed) {
+  auto trial = blobs_trial(dir.write("t.csv", testing::blobs_csv(300, 1)));
+  auto spec = spec_for(trial);
+  FakeReporter a, b;
+  auto ra = executor.run(task_for(spec, params), a);
+  auto rb = executor.run(task_for(spec, params), b);
+  ASSERT_EQ(ra.outcome, trials::TrialState::kCompleted) << ra.error;
+  EXPECT_EQ(ra.metrics.at("val_loss"), rb.metrics.at("val_loss"));
+  EXPECT_EQ(*a.artifact("val_predictions"), *b.artifact("val_predictions"));
+  EXPECT_EQ(executor.cache().loads(), 1u);  // the second trial used the cached table
+  trial["seed"] = 4;
+  auto other = spec_for(trial);
+  FakeReporter c;
+  auto rc = executor.run(task_for(other, params), c);
+  EXPECT_NE(rc.metrics.at("val_loss"), ra.metrics.at("val_loss"));
+}
+
+TEST_F(TorchTraining, RegressionReportsRmse) {
+  json trial = {{"task", "regression"},
+                {"model", {{"type", "mlp"}, {"layers", {16}}}},
+                {"data",
+                 {{"format", "csv"},
+                  {"train", dir.write("r.csv", testing::linear_csv(400, 2))},
+                  {"target", "y"},
+                  {"test", dir.write("rt.csv", testing::linear_csv(50, 3))}}},
+                {"optimizer", {{"type", "adam"}, {"lr", 0.02}}},
+                {"schedule", {{"type", "step"}, {"step_size", 10}, {"gamma", 0.5}}},
+                {"batch_size", 32},
+                {"epochs", 20}};
+  auto spec = spec_for(trial, "rmse");
+  FakeReporter rep;
+  auto r = executor.run(task_for(spec), rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  // y has std ~3.6; a fitted model gets well below that.
+  EXPECT_LT(r.metrics.at("rmse"), 1.0);
+  EXPECT_LT(r.metrics.at("test_rmse"), 1.0);
+  EXPECT_LT(rep.reports.back().second.at("val_loss"), rep.reports.front().second.at("val_loss"));
+  auto m = decode_predictions(*rep.artifact("test_predictions"));
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(m->regression);
+  EXPECT_EQ(m->rows, 50);
+}
+
+TEST_F(TorchTraining, NanLossFailsWithoutRetry) {
+  json trial = {{"task", "regression"},
+                {"model", {{"type", "mlp"}, {"layers", {16}}}},
+                {"data",
+                 {{"format", "csv"},
+                  {"train", dir.write("r.csv", testing::linear_csv(200, 2, 1e6))},
+                  {"target", "y"}}},
+                {"optimizer", {{"type", "sgd"}, {"lr", 1e3}}},
+                {"epochs", 50}};
+  auto spec = spec_for(trial, "rmse");
+  FakeReporter rep;
+  auto r = executor.run(task_for(spec), rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_FALSE(r.retryable);
+  EXPECT_NE(r.error.find("diverged"), std::string::npos) << r.error;
+  EXPECT_LT(rep.reports.size(), 50u);
+}
+
+TEST_F(TorchTraining, PruneBetweenBatchesStopsWithinABatch) {
+  auto spec = spec_for(blobs_trial(dir.write("t.csv", testing::blobs_csv(3000, 1))));
+  FakeReporter rep;
+  rep.stop_after_checks = 5;  // the 5th check between batches says "pruned"
+  auto r = executor.run(task_for(spec, params), rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kPruned) << r.error;
+  EXPECT_EQ(rep.checks, 5);  // it stopped at the check that turned, mid-epoch
+  EXPECT_TRUE(rep.reports.empty());
+  EXPECT_TRUE(rep.artifacts.empty());
+}
+
+TEST_F(TorchTraining, PruneAfterAReportStops) {
+  auto trial = blobs_trial(dir.write("t.csv", testing::blobs_csv(300, 1)));
+  trial["epochs"] = 10000;
+  auto spec = spec_for(trial);
+  FakeReporter rep;
+  rep.stop_after_reports = 2;
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = executor.run(task_for(spec, params), rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kPruned);
+  EXPECT_EQ(rep.reports.size(), 2u);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+}
+
+TEST_F(TorchTraining, BadInputsFailWithAClearReason) {
+  auto trial = blobs_trial(dir.file("missing.csv"));
+  auto spec = spec_for(trial);
+  FakeReporter rep;
+  auto r = executor.run(task_for(spec, params), rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_FALSE(r.retryable);
+  EXPECT_NE(r.error.find("missing.csv"), std::string::npos) << r.error;
+
+  auto good = spec_for(blobs_trial(dir.write("t.csv", testing::blobs_csv(30, 1))));
+  auto no_param = executor.run(task_for(good, {{"opt", std::string("sgd")}, {"lr", 0.1}}), rep);
+  EXPECT_EQ(no_param.outcome, trials::TrialState::kFailed);
+  EXPECT_NE(no_param.error.find("trial.model.dropout"), std::string::npos) << no_param.error;
+
+  auto wrong_metric = spec_for(blobs_trial(dir.file("t.csv")), "f1");
+  auto m = executor.run(task_for(wrong_metric, params), rep);
+  EXPECT_EQ(m.outcome, trials::TrialState::kFailed);
+  EXPECT_NE(m.error.find("'f1'"), std::string::npos) << m.error;
+}
+
+TEST_F(TorchTraining, EnsembleMemberTrainsOnItsBootstrapRows) {
+  auto spec = spec_for(blobs_trial(dir.write("t.csv", testing::blobs_csv(300, 1))));
+  ensemble::MemberSpec member;
+  member.member_index = 2;
+  member.seed = 99;
+  member.max_features = 0.5;
+  auto task = task_for(spec, params);
+  task.trial.kind = "member";
+  task.trial.extra = ensemble::member_spec_to_json(member);
+  FakeReporter rep;
+  auto r = executor.run(task, rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  bool logged = false;
+  for (const auto& l : rep.logs)
+    logged |= l.find("member 2") != std::string::npos && l.find("2 features") != std::string::npos;
+  EXPECT_TRUE(logged);
+  // Same validation rows as a plain trial: the combiner can line members up.
+  FakeReporter plain;
+  executor.run(task_for(spec, params), plain);
+  auto a = decode_predictions(*rep.artifact("val_predictions"));
+  auto b = decode_predictions(*plain.artifact("val_predictions"));
+  EXPECT_EQ(a->row_ids, b->row_ids);
+  EXPECT_NE(a->values, b->values);
+}
+
+TEST(TorchFashionMnist, CnnBeatsChanceOnAFewHundredImages) {
+  if (!std::filesystem::exists(kFashion + "train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  json trial = {{"task", "classification"},
+                {"model",
+                 {{"type", "cnn"},
+                  {"channels", {8, 16}},
+                  {"kernel", 3},
+                  {"pool", "each"},
+                  {"batch_norm", true},
+                  {"dense", {32}}}},
+                {"data",
+                 {{"format", "idx"},
+                  {"train_images", kFashion + "train-images-idx3-ubyte.gz"},
+                  {"train_labels", kFashion + "train-labels-idx1-ubyte.gz"},
+                  {"test_images", kFashion + "t10k-images-idx3-ubyte.gz"},
+                  {"test_labels", kFashion + "t10k-labels-idx1-ubyte.gz"},
+                  {"subset", 600},
+                  {"test_subset", 200},
+                  {"validation_fraction", 0.2}}},
+                {"optimizer", {{"type", "adam"}, {"lr", 0.003}}},
+                {"batch_size", 32},
+                {"epochs", 2}};
+  auto spec = spec_for(trial, "val_accuracy");
+  TorchExecutor executor;
+  FakeReporter rep;
+  auto r = executor.run(task_for(spec), rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  EXPECT_GT(r.metrics.at("val_accuracy"), 0.4);  // chance: 0.1
+  EXPECT_GT(r.metrics.at("test_accuracy"), 0.4);
+  auto m = decode_predictions(*rep.artifact("test_predictions"));
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->rows, 200);
+  EXPECT_EQ(m->cols, 10);
+}
+
+}  // namespace
+}  // namespace hpo::workers::torch_trainer
