@@ -1,0 +1,254 @@
+// A whole Agent (in-process, its real threads) against a real redis-server:
+// sweeps and trials are created directly through RedisStore, the agent claims,
+// runs and completes them; lease loss is provoked through the store's reaper.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+
+#include "search/test_functions.hpp"
+#include "tests/support/redis_server.hpp"
+#include "tests/workers/agent/test_util.hpp"
+#include "trials/redis/redis_store.hpp"
+#include "trials/spec.hpp"
+#include "workers/agent.hpp"
+
+namespace hpo::workers {
+namespace {
+
+using hpo::testing::RedisServer;
+using hpo::testing::wait_for;
+using trials::redis::RedisStore;
+
+constexpr const char* kPrefix = "agtest:";
+
+// Passes everything through to a RedisStore, except that heartbeats can be
+// swallowed (answered "ok" without reaching Redis), so the lease really expires.
+class SwallowingConnection final : public StoreConnection, public trials::TrialQueue {
+ public:
+  SwallowingConnection(std::unique_ptr<RedisStore> impl, const std::atomic<bool>& swallow)
+      : impl_(std::move(impl)), swallow_(swallow) {}
+  trials::TrialStore& store() override { return *impl_; }
+  trials::TrialQueue& queue() override { return *this; }
+
+  Result<std::optional<trials::Claim>> claim(const std::string& w, int free,
+                                             std::int64_t lease_ms) override {
+    return impl_->claim(w, free, lease_ms);
+  }
+  Result<trials::Control> heartbeat(const std::string& id, int attempt, const std::string& w,
+                                    std::int64_t lease_ms) override {
+    if (swallow_.load()) return trials::Control::kNone;
+    return impl_->heartbeat(id, attempt, w, lease_ms);
+  }
+  Result<trials::Control> report(const std::string& id, int attempt, const std::string& w,
+                                 const trials::StepReport& r) override {
+    return impl_->report(id, attempt, w, r);
+  }
+  Status complete(const std::string& id, int attempt, const std::string& w,
+                  const trials::TrialResult& r) override {
+    return impl_->complete(id, attempt, w, r);
+  }
+  Result<int> reap(int max) override { return impl_->reap(max); }
+
+ private:
+  std::unique_ptr<RedisStore> impl_;
+  const std::atomic<bool>& swallow_;
+};
+
+class AgentRedisTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = RedisStore::open(redis_.url(), kPrefix);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    admin_ = std::move(s.value());
+  }
+
+  ConnectionFactory factory() {
+    return [this]() -> Result<std::unique_ptr<StoreConnection>> {
+      auto s = RedisStore::open(redis_.url(), kPrefix);
+      if (!s) return s.error();
+      return std::unique_ptr<StoreConnection>(
+          std::make_unique<SwallowingConnection>(std::move(s.value()), swallow_));
+    };
+  }
+
+  AgentOptions options(int slots, std::int64_t lease_ms) {
+    AgentOptions o;
+    o.name = "w-test";
+    o.host = "testhost";
+    o.slots = slots;
+    o.lease_ms = lease_ms;
+    o.work_root = dir_.file("work");
+    return o;
+  }
+
+  std::string create_sweep(const std::string& spec_json) {
+    auto spec = trials::parse_spec(spec_json);
+    EXPECT_TRUE(spec.ok()) << spec.error().message;
+    auto id = admin_->create_sweep({"test", spec_json, false});
+    EXPECT_TRUE(id.ok()) << id.error().message;
+    return id.ok() ? *id : "";
+  }
+
+  trials::Trial create_trial(const std::string& sweep, std::int64_t number, search::Params params,
+                             int slots = 1, int max_attempts = 3) {
+    trials::NewTrial t;
+    t.sweep_id = sweep;
+    t.number = number;
+    t.limit = 1000;
+    t.params = std::move(params);
+    t.slots = slots;
+    t.max_attempts = max_attempts;
+    auto r = admin_->create_trial(t);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? *r : trials::Trial{};
+  }
+
+  trials::Trial trial(const std::string& id) {
+    auto t = admin_->get_trial(id);
+    EXPECT_TRUE(t.ok()) << t.error().message;
+    return t.ok() ? *t : trials::Trial{};
+  }
+
+  RedisServer redis_;
+  testing::TempDir dir_;
+  std::unique_ptr<RedisStore> admin_;
+  std::atomic<bool> swallow_{false};
+};
+
+std::string synthetic_spec(const std::string& extra = "") {
+  return R"({"name": "syn", "objective": {"metric": "value", "mode": "min"},
+    "parameters": {"x1": {"type": "float", "min": -5, "max": 10},
+                   "x2": {"type": "float", "min": 0, "max": 15}},
+    "search": {"algorithm": "random", "max_trials": 100, "max_concurrent": 4, "seed": 1},
+    "trial": {"kind": "synthetic", "function": "branin")" +
+         extra + "}}";
+}
+
+TEST_F(AgentRedisTest, TwoSlotsCompleteEveryTrialWithTheRightValue) {
+  const std::string syn = create_sweep(synthetic_spec(R"(, "steps": 3)"));
+  auto script = dir_.script("mul.sh", R"(
+echo "hpo-metric {\"step\": 1, \"score\": 0}"
+echo "hpo-metric {\"final\": true, \"score\": $(($1 * $2))}"
+)");
+  const std::string cmd =
+      create_sweep(R"({"name": "cmd", "objective": {"metric": "score", "mode": "max"},
+    "parameters": {"a": {"type": "int", "min": 0, "max": 20}, "b": {"type": "int", "min": 0, "max": 20}},
+    "search": {"algorithm": "random", "max_trials": 100, "max_concurrent": 4, "seed": 1},
+    "trial": {"kind": "command", "argv": [")" +
+                   script + R"(", "{a}", "{b}"]}})");
+
+  std::vector<std::pair<trials::Trial, double>> expected;
+  for (int i = 0; i < 6; ++i) {
+    double x1 = -5 + 2.5 * i, x2 = 1.5 * i;
+    // The last one needs both slots.
+    auto t = create_trial(syn, i, {{"x1", x1}, {"x2", x2}}, i == 5 ? 2 : 1);
+    expected.emplace_back(t, search::branin({x1, x2}));
+  }
+  for (int i = 0; i < 4; ++i) {
+    auto t = create_trial(cmd, i, {{"a", std::int64_t{i + 2}}, {"b", std::int64_t{7 - i}}});
+    expected.emplace_back(t, (i + 2) * (7 - i));
+  }
+
+  Agent agent(options(2, 3000), factory(), builtin_executors(1.0));
+  agent.start();
+  ASSERT_TRUE(wait_for(
+      [&] {
+        for (const auto& [t, v] : expected)
+          if (!trials::is_finished(trial(t.id).state)) return false;
+        return true;
+      },
+      std::chrono::seconds(30)));
+
+  for (const auto& [t, v] : expected) {
+    auto got = trial(t.id);
+    EXPECT_EQ(got.state, trials::TrialState::kCompleted) << t.id << ": " << got.error;
+    ASSERT_TRUE(got.value.has_value()) << t.id;
+    EXPECT_DOUBLE_EQ(*got.value, v) << t.id;
+    EXPECT_EQ(got.worker, "w-test");
+    EXPECT_EQ(got.attempt, 0);
+  }
+  // The synthetic learning curve went through the store.
+  auto reports = admin_->get_reports(expected[0].first.id);
+  ASSERT_TRUE(reports.ok());
+  EXPECT_EQ(reports->size(), 3u);
+
+  auto workers = admin_->list_workers();
+  ASSERT_TRUE(workers.ok());
+  ASSERT_EQ(workers->size(), 1u);
+  EXPECT_EQ((*workers)[0].name, "w-test");
+  EXPECT_EQ((*workers)[0].slots, 2);
+
+  agent.stop();
+  EXPECT_EQ(agent.stats().completed, static_cast<std::int64_t>(expected.size()));
+  EXPECT_EQ(agent.stats().dropped, 0);
+}
+
+TEST_F(AgentRedisTest, TrialWhoseLeaseWasLostIsStoppedAndNotReported) {
+  const std::string sid = create_sweep(synthetic_spec(R"(, "sleep_s": 60)"));
+  auto t = create_trial(sid, 0, {{"x1", 1.0}, {"x2", 2.0}});
+  Agent agent(options(1, 600), factory(), builtin_executors(1.0));
+  swallow_ = true;  // the worker believes it heartbeats; Redis sees nothing
+  agent.start();
+  ASSERT_TRUE(wait_for([&] { return trial(t.id).state == trials::TrialState::kRunning; }));
+  // The lease lapses (server time); the reaper re-queues attempt 1.
+  ASSERT_TRUE(wait_for([&] {
+    auto n = admin_->reap(10);
+    return n.ok() && *n == 1;
+  }));
+  swallow_ = false;  // the next heartbeat of attempt 0 is refused: lease lost
+  ASSERT_TRUE(wait_for([&] { return agent.stats().dropped == 1; }, std::chrono::seconds(5)));
+
+  auto attempts = admin_->get_attempts(t.id);
+  ASSERT_TRUE(attempts.ok());
+  ASSERT_GE(attempts->size(), 1u);
+  EXPECT_EQ((*attempts)[0].outcome, "lease_expired");
+  auto now = trial(t.id);
+  EXPECT_EQ(now.attempt, 1);
+  EXPECT_FALSE(now.value.has_value());
+  EXPECT_FALSE(trials::is_finished(now.state));
+
+  // Attempt 1 (claimed again by the same agent) obeys a cancel.
+  ASSERT_TRUE(admin_->cancel_sweep(sid).ok());
+  ASSERT_TRUE(wait_for([&] { return trial(t.id).state == trials::TrialState::kCancelled; }));
+  agent.stop();
+  EXPECT_EQ(agent.stats().dropped, 1);
+}
+
+TEST_F(AgentRedisTest, StaleCompletionIsRefusedAndTheRetryCompletes) {
+  const std::string sid = create_sweep(synthetic_spec(R"(, "sleep_s": 1.0)"));
+  auto t = create_trial(sid, 0, {{"x1", 3.0}, {"x2", 4.0}});
+  Agent agent(options(1, 300), factory(), builtin_executors(1.0));
+  swallow_ = true;
+  agent.start();
+  ASSERT_TRUE(wait_for([&] { return trial(t.id).state == trials::TrialState::kRunning; }));
+  ASSERT_TRUE(wait_for([&] {
+    auto n = admin_->reap(10);
+    return n.ok() && *n == 1;
+  }));
+  // Attempt 0 finishes unaware and is refused; attempt 1 runs and is accepted.
+  ASSERT_TRUE(wait_for([&] { return agent.stats().dropped == 1; }));
+  swallow_ = false;
+  ASSERT_TRUE(wait_for([&] { return trial(t.id).state == trials::TrialState::kCompleted; }));
+  auto done = trial(t.id);
+  EXPECT_EQ(done.attempt, 1);
+  EXPECT_DOUBLE_EQ(*done.value, search::branin({3.0, 4.0}));
+  agent.stop();
+}
+
+TEST_F(AgentRedisTest, StopLeavesRunningAttemptsToLeaseExpiry) {
+  const std::string sid = create_sweep(synthetic_spec(R"(, "sleep_s": 60)"));
+  auto t = create_trial(sid, 0, {{"x1", 1.0}, {"x2", 2.0}});
+  Agent agent(options(1, 5000), factory(), builtin_executors(1.0));
+  agent.start();
+  ASSERT_TRUE(wait_for([&] { return trial(t.id).state == trials::TrialState::kRunning; }));
+  auto start = std::chrono::steady_clock::now();
+  agent.stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  auto now = trial(t.id);
+  EXPECT_EQ(now.state, trials::TrialState::kRunning);  // not failed by the worker
+  EXPECT_EQ(agent.stats().dropped, 1);
+}
+
+}  // namespace
+}  // namespace hpo::workers

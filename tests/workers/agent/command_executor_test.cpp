@@ -1,0 +1,300 @@
+// CommandExecutor with real tiny programs: scripts written into a temp dir.
+// /bin/sh appears here only as the program under test, never as the executor's
+// way of running a command.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "tests/support/redis_server.hpp"
+#include "tests/workers/agent/test_util.hpp"
+#include "workers/child_process.hpp"
+#include "workers/command_executor.hpp"
+
+namespace hpo::workers {
+namespace {
+
+using hpo::testing::wait_for;
+using testing::read_file;
+using testing::RecordingReporter;
+using testing::TempDir;
+
+trials::SweepSpec command_spec(std::vector<std::string> argv, std::string metric = "loss") {
+  trials::SweepSpec spec;
+  spec.objective.metric = std::move(metric);
+  spec.trial.kind = trials::TrialKind::kCommand;
+  spec.trial.command.argv = std::move(argv);
+  return spec;
+}
+
+TrialTask make_task(const trials::SweepSpec& spec, search::Params params = {}) {
+  TrialTask task;
+  task.spec = &spec;
+  task.trial.id = "sw1-7";
+  task.trial.sweep_id = "sw1";
+  task.trial.number = 7;
+  task.trial.attempt = 2;
+  task.trial.params = std::move(params);
+  return task;
+}
+
+CommandOptions fast_options(double grace_s = 5.0) {
+  CommandOptions o;
+  o.kill_grace_s = grace_s;
+  o.base_env = {"PATH=/usr/bin:/bin", "KEEP=1"};
+  o.poll_ms = 10;
+  return o;
+}
+
+// True once `pid` is gone (or a zombie waiting for init to reap it).
+bool process_gone(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+}
+
+bool no_children_left() {
+  return ::waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD;
+}
+
+TEST(MetricLine, ParsesIntermediateFinalAndIgnoresOtherLines) {
+  EXPECT_FALSE(parse_metric_line("epoch 3 done").has_value());
+  EXPECT_FALSE(parse_metric_line("hpo-metrics {\"a\": 1}").has_value());
+  auto m =
+      parse_metric_line(R"(hpo-metric {"step": 3, "loss": 0.41, "accuracy": 0.87, "tag": "x"})");
+  ASSERT_TRUE(m && *m);
+  EXPECT_EQ((*m)->step, 3);
+  EXPECT_FALSE((*m)->final);
+  EXPECT_EQ((*m)->metrics, (trials::Metrics{{"loss", 0.41}, {"accuracy", 0.87}}));
+  auto f = parse_metric_line(R"(hpo-metric {"final": true, "accuracy": 0.88})");
+  ASSERT_TRUE(f && *f);
+  EXPECT_TRUE((*f)->final);
+  EXPECT_FALSE((*f)->step.has_value());
+  auto bad = parse_metric_line("hpo-metric {not json");
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_FALSE(bad->ok());
+  auto bad_step = parse_metric_line(R"(hpo-metric {"step": 1.5, "loss": 1})");
+  ASSERT_TRUE(bad_step.has_value());
+  EXPECT_FALSE(bad_step->ok());
+}
+
+TEST(CommandExecutor, IntermediateReportsAndFinalValue) {
+  TempDir dir;
+  auto script = dir.script("train.sh", R"(
+echo "starting"
+echo 'hpo-metric {"step": 1, "loss": 0.5}'
+echo 'hpo-metric {"step": 2, "loss": 0.3, "acc": 0.8}'
+echo "to stderr" >&2
+echo 'hpo-metric {"final": true, "loss": 0.25, "acc": 0.9}'
+)");
+  auto spec = command_spec({script});
+  RecordingReporter rep;
+  auto r = CommandExecutor(fast_options()).run(make_task(spec), rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  ASSERT_TRUE(r.value.has_value());
+  EXPECT_DOUBLE_EQ(*r.value, 0.25);
+  EXPECT_EQ(r.metrics, (trials::Metrics{{"loss", 0.25}, {"acc", 0.9}}));
+  ASSERT_EQ(rep.reports.size(), 2u);
+  EXPECT_EQ(rep.reports[0].first, 1);
+  EXPECT_EQ(rep.reports[1].first, 2);
+  EXPECT_DOUBLE_EQ(rep.reports[1].second.at("acc"), 0.8);
+  EXPECT_NE(std::find(rep.lines.begin(), rep.lines.end(), "starting"), rep.lines.end());
+  EXPECT_NE(std::find(rep.lines.begin(), rep.lines.end(), "to stderr"), rep.lines.end());
+  EXPECT_TRUE(no_children_left());
+}
+
+TEST(CommandExecutor, WithoutFinalLineTheLastReportedValueIsTheResult) {
+  TempDir dir;
+  auto script = dir.script("train.sh", R"(
+echo 'hpo-metric {"step": 1, "loss": 0.5}'
+echo 'hpo-metric {"step": 2, "loss": 0.375}'
+echo 'hpo-metric {"step": 3, "acc": 0.9}'
+)");
+  auto spec = command_spec({script});
+  RecordingReporter rep;
+  auto r = CommandExecutor(fast_options()).run(make_task(spec), rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  ASSERT_TRUE(r.value.has_value());
+  EXPECT_DOUBLE_EQ(*r.value, 0.375);
+}
+
+TEST(CommandExecutor, NoValueForTheObjectiveFailsWithTheReason) {
+  TempDir dir;
+  auto script = dir.script("train.sh", R"(echo 'hpo-metric {"final": true, "acc": 0.9}')");
+  auto spec = command_spec({script}, "loss");
+  RecordingReporter rep;
+  auto r = CommandExecutor(fast_options()).run(make_task(spec), rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_EQ(r.error, "trial reported no value for metric loss");
+  EXPECT_FALSE(r.retryable);
+}
+
+TEST(CommandExecutor, PlaceholdersAreRenderedWithoutAnyShell) {
+  TempDir dir;
+  std::ofstream(dir.file("keep")) << "keep";
+  // Writes each argument NUL-terminated, so the test sees argv exactly.
+  auto script = dir.script("args.sh", R"(
+for a in "$@"; do printf '%s\0' "$a"; done > "$OUT_FILE"
+echo 'hpo-metric {"final": true, "loss": 1}'
+)");
+  std::string evil = "$(touch " + dir.file("pwned") + "); rm -rf " + dir.file("keep") + " `id` *";
+  auto spec = command_spec({script, "--name={name}", "{name}", "--lr", "{lr}", "{{literal}}"});
+  spec.trial.command.env = {{"OUT_FILE", dir.file("argv")}};
+  RecordingReporter rep;
+  auto r =
+      CommandExecutor(fast_options()).run(make_task(spec, {{"name", evil}, {"lr", 0.001}}), rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  std::string expected =
+      "--name=" + evil + '\0' + evil + '\0' + "--lr" + '\0' + "0.001" + '\0' + "{literal}" + '\0';
+  EXPECT_EQ(read_file(dir.file("argv")), expected);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("pwned")));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("keep")));
+}
+
+TEST(CommandExecutor, ParamsAndTrialIdentityArriveInTheEnvironment) {
+  TempDir dir;
+  auto script = dir.script("env.sh", R"(
+printf '%s' "$HPO_PARAMS" > "$D/params"
+printf '%s|%s|%s|%s|%s|%s' "$HPO_TRIAL_ID" "$HPO_SWEEP_ID" "$HPO_ATTEMPT" "${CUDA_VISIBLE_DEVICES-unset}" "$KEEP" "$EXTRA" > "$D/ids"
+echo 'hpo-metric {"final": true, "loss": 2}'
+)");
+  auto spec = command_spec({script});
+  spec.trial.command.env = {{"D", dir.path()}, {"EXTRA", "x y"}};
+  search::Params params{{"lr", 0.01}, {"layers", std::int64_t{3}}, {"opt", std::string("adam")}};
+  RecordingReporter rep;
+  auto r = CommandExecutor(fast_options()).run(make_task(spec, params), rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  EXPECT_EQ(read_file(dir.file("params")), trials::params_to_json(params));
+  // No slot GPUs: CUDA_VISIBLE_DEVICES is set, and empty (no GPU visible).
+  EXPECT_EQ(read_file(dir.file("ids")), "sw1-7|sw1|2||1|x y");
+}
+
+TEST(CommandExecutor, SlotGpusMapThroughTheWorkersOwnVisibleDevices) {
+  EXPECT_EQ(child_visible_devices({}, ""), "");
+  EXPECT_EQ(child_visible_devices({0, 1}, ""), "0,1");
+  EXPECT_EQ(child_visible_devices({1}, "4,5"), "5");
+  EXPECT_EQ(child_visible_devices({0}, "GPU-abc,GPU-def"), "GPU-abc");
+  auto spec = command_spec({"true"});
+  auto opts = fast_options();
+  opts.base_env.push_back("CUDA_VISIBLE_DEVICES=6,7");
+  opts.base_env.push_back("HPO_TRIAL_ID=stale");
+  auto task = make_task(spec);
+  task.gpus = {1};
+  auto env = CommandExecutor(opts).child_env(task);
+  EXPECT_NE(std::find(env.begin(), env.end(), "CUDA_VISIBLE_DEVICES=7"), env.end());
+  EXPECT_NE(std::find(env.begin(), env.end(), "HPO_TRIAL_ID=sw1-7"), env.end());
+  EXPECT_EQ(std::find(env.begin(), env.end(), "HPO_TRIAL_ID=stale"), env.end());
+}
+
+TEST(CommandExecutor, NonZeroExitFailsWithTheStderrTailAndIsRetryable) {
+  TempDir dir;
+  // ~6 KB of stderr: only the tail (the last ~2 KB) is kept.
+  auto script = dir.script("fail.sh", R"(
+i=0
+while [ $i -lt 300 ]; do echo "noise line number $i" >&2; i=$((i+1)); done
+echo "CUDA out of memory" >&2
+exit 3
+)");
+  auto spec = command_spec({script});
+  RecordingReporter rep;
+  auto r = CommandExecutor(fast_options()).run(make_task(spec), rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_TRUE(r.retryable);
+  EXPECT_EQ(r.error.rfind("exited with status 3: ", 0), 0u) << r.error;
+  EXPECT_NE(r.error.find("CUDA out of memory"), std::string::npos);
+  EXPECT_EQ(r.error.find("noise line number 0\n"), std::string::npos);
+  EXPECT_LE(r.error.size(), 2100u);
+}
+
+TEST(CommandExecutor, MissingProgramFailsWithoutRetry) {
+  auto spec = command_spec({"hpo-no-such-program-xyz", "{a}"});
+  RecordingReporter rep;
+  auto r = CommandExecutor(fast_options()).run(make_task(spec, {{"a", std::int64_t{1}}}), rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_FALSE(r.retryable);
+  EXPECT_NE(r.error.find("not found in PATH"), std::string::npos) << r.error;
+}
+
+TEST(CommandExecutor, TimeoutKillsAProgramThatIgnoresSigtermWithinTheGrace) {
+  TempDir dir;
+  // Ignores SIGTERM (and so does its `sleep`, which inherits the ignored
+  // disposition): only the SIGKILL after the grace period ends it.
+  auto script = dir.script("stubborn.sh", R"(
+trap '' TERM
+echo 'hpo-metric {"step": 1, "loss": 9}'
+while :; do sleep 1; done
+)");
+  auto spec = command_spec({script});
+  spec.trial.timeout_s = 0.3;
+  RecordingReporter rep;
+  auto start = std::chrono::steady_clock::now();
+  auto r = CommandExecutor(fast_options(/*grace_s=*/0.3)).run(make_task(spec), rep);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_EQ(r.error, "timed out after 0.3 s");
+  EXPECT_FALSE(r.retryable);
+  EXPECT_GE(elapsed, std::chrono::milliseconds(550));  // timeout + grace: SIGTERM did nothing
+  EXPECT_LT(elapsed, std::chrono::seconds(5));
+  EXPECT_TRUE(no_children_left());
+}
+
+TEST(CommandExecutor, CancelKillsTheWholeProcessGroup) {
+  TempDir dir;
+  // The trial starts a child of its own; the cancel must reach it too.
+  auto script = dir.script("parent.sh", R"(
+sleep 1000 &
+echo $! > "$D/grandchild.tmp" && mv "$D/grandchild.tmp" "$D/grandchild"
+echo 'hpo-metric {"step": 1, "loss": 4}'
+wait
+)");
+  auto spec = command_spec({script});
+  spec.trial.command.env = {{"D", dir.path()}};
+  RecordingReporter rep;
+  trials::TrialResult r;
+  std::thread runner([&] { r = CommandExecutor(fast_options()).run(make_task(spec), rep); });
+  ASSERT_TRUE(wait_for([&] {
+    return std::filesystem::exists(dir.file("grandchild")) && !rep.reports_copy().empty();
+  }));
+  pid_t grandchild = std::stoi(read_file(dir.file("grandchild")));
+  ASSERT_FALSE(process_gone(grandchild));
+  rep.stop = StopReason::kCancelled;
+  runner.join();
+  EXPECT_EQ(r.outcome, trials::TrialState::kCancelled);
+  ASSERT_TRUE(r.value.has_value());  // the last reported value travels with it
+  EXPECT_DOUBLE_EQ(*r.value, 4);
+  EXPECT_TRUE(wait_for([&] { return process_gone(grandchild); }));
+  EXPECT_TRUE(no_children_left());
+}
+
+TEST(CommandExecutor, PruneEndsTheTrialAsPruned) {
+  TempDir dir;
+  auto script = dir.script("long.sh", R"(
+echo 'hpo-metric {"step": 1, "loss": 4}'
+exec sleep 1000
+)");
+  auto spec = command_spec({script});
+  RecordingReporter rep;
+  trials::TrialResult r;
+  std::thread runner([&] { r = CommandExecutor(fast_options()).run(make_task(spec), rep); });
+  ASSERT_TRUE(wait_for([&] { return !rep.reports_copy().empty(); }));
+  rep.stop = StopReason::kPruned;
+  runner.join();
+  EXPECT_EQ(r.outcome, trials::TrialState::kPruned);
+  EXPECT_TRUE(no_children_left());
+}
+
+TEST(ChildProcess, FindsProgramsInPathAndRejectsOthers) {
+  auto sh = find_program("sh", "/nonexistent:/bin:/usr/bin");
+  ASSERT_TRUE(sh.ok());
+  EXPECT_TRUE(sh->ends_with("/sh"));
+  EXPECT_FALSE(find_program("sh", "/nonexistent").ok());
+  EXPECT_FALSE(find_program("/etc/passwd", "").ok());  // not executable
+}
+
+}  // namespace
+}  // namespace hpo::workers

@@ -1,0 +1,525 @@
+// The agent's threads and how they share state (all under mu_):
+//
+//  - slot_owner_[i] says which slot thread holds slot i (-1: free). Only a
+//    thread holding claim_mu_ may take slots, and it claims from the store with
+//    the free count it saw; meanwhile other threads can only free slots, so a
+//    claimed trial's k slots are always there to take. The claiming thread runs
+//    the trial on its own thread; the threads whose slots it borrowed wait on
+//    cv_ until they are released.
+//  - running_ holds every attempt in flight; the heartbeat thread walks a copy
+//    of it every lease/3. A Running's stop reason is an atomic that only ever
+//    goes from kNone to one reason (first writer wins), read by the executor
+//    through its Reporter between steps.
+//  - Time for leases is the store's (Redis TIME); the steady clock here only
+//    paces heartbeats and the trial's own timeout.
+#include "workers/agent.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <deque>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "trials/log.hpp"
+#include "workers/command_executor.hpp"
+#include "workers/outcome.hpp"
+#include "workers/synthetic_executor.hpp"
+
+namespace hpo::workers {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kErrorLogEvery = std::chrono::seconds(10);
+constexpr std::size_t kLogTailLines = 200;
+
+const char* kind_name(trials::TrialKind k) {
+  switch (k) {
+    case trials::TrialKind::kCommand:
+      return "command";
+    case trials::TrialKind::kSynthetic:
+      return "synthetic";
+    case trials::TrialKind::kTorch:
+      return "torch";
+  }
+  return "?";
+}
+
+StopReason stop_for(trials::Control c) {
+  switch (c) {
+    case trials::Control::kPrune:
+      return StopReason::kPruned;
+    case trials::Control::kCancel:
+      return StopReason::kCancelled;
+    case trials::Control::kNone:
+      break;
+  }
+  return StopReason::kNone;
+}
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Logs an error at most every kErrorLogEvery (Redis down must not flood the log).
+class ThrottledLog {
+ public:
+  void warn(std::string_view what, const LogFields& fields) {
+    auto now = Clock::now();
+    if (now - last_ < kErrorLogEvery) return;
+    last_ = now;
+    log_warn(what, fields);
+  }
+
+ private:
+  Clock::time_point last_ = Clock::time_point::min() + kErrorLogEvery;
+};
+
+LogFields trial_fields(const trials::Trial& t, const std::string& worker, LogFields more = {}) {
+  LogFields f{{"trial", t.id},
+              {"sweep", t.sweep_id},
+              {"attempt", std::to_string(t.attempt)},
+              {"worker", worker}};
+  f.insert(f.end(), more.begin(), more.end());
+  return f;
+}
+
+std::string safe_dir_name(std::string s) {
+  for (char& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '_';
+  return s;
+}
+
+}  // namespace
+
+// One attempt in flight.
+struct Agent::Running {
+  trials::Trial trial;  // as claimed: id, sweep, attempt
+  std::vector<int> slots;
+  std::atomic<StopReason> stop{StopReason::kNone};
+  Clock::time_point last_lease_ok = Clock::now();  // heartbeat thread only
+
+  void set_stop(StopReason r) {
+    StopReason none = StopReason::kNone;
+    stop.compare_exchange_strong(none, r);
+  }
+};
+
+// The executor's window on the agent: reports go through the slot thread's
+// connection (guarded: an executor may report from a helper thread).
+class Agent::TrialReporter : public Reporter {
+ public:
+  TrialReporter(Agent& agent, Running& run, StoreConnection& conn,
+                std::optional<Clock::time_point> deadline)
+      : agent_(agent), run_(run), conn_(conn), deadline_(deadline) {}
+
+  bool report(std::int64_t step, const trials::Metrics& metrics) override {
+    trials::StepReport r;
+    r.step = step;
+    r.metrics = metrics;
+    {
+      std::lock_guard lk(mu_);
+      auto c = conn_.queue().report(run_.trial.id, run_.trial.attempt, agent_.options_.name, r);
+      if (c) {
+        run_.set_stop(stop_for(*c));
+      } else if (c.error().code == ErrorCode::kLeaseLost) {
+        run_.set_stop(StopReason::kLeaseLost);
+      } else {
+        errors_.warn("report failed", trial_fields(run_.trial, agent_.options_.name,
+                                                   {{"error", c.error().message}}));
+      }
+    }
+    return stop_reason() == StopReason::kNone;
+  }
+
+  StopReason stop_reason() const override {
+    StopReason r = run_.stop.load();
+    if (r != StopReason::kNone) return r;
+    if (agent_.stopping_.load()) return StopReason::kShutdown;
+    if (deadline_ && Clock::now() >= *deadline_) return StopReason::kTimeout;
+    return StopReason::kNone;
+  }
+
+  void log(std::string_view line) override {
+    std::lock_guard lk(mu_);
+    tail_.emplace_back(line);
+    if (tail_.size() > kLogTailLines) tail_.pop_front();
+  }
+
+  Status put_artifact(const std::string& name, const std::string& bytes) override {
+    std::lock_guard lk(mu_);
+    return conn_.store().put_artifact(run_.trial.id, name, bytes);
+  }
+
+  std::string log_tail() {
+    std::lock_guard lk(mu_);
+    std::string out;
+    for (const auto& l : tail_) (out += l) += '\n';
+    return out;
+  }
+
+ private:
+  Agent& agent_;
+  Running& run_;
+  StoreConnection& conn_;
+  std::optional<Clock::time_point> deadline_;
+  std::mutex mu_;
+  std::deque<std::string> tail_;
+  ThrottledLog errors_;
+};
+
+ExecutorRegistry builtin_executors(double kill_grace_s) {
+  ExecutorRegistry r;
+  r[trials::TrialKind::kCommand] = [kill_grace_s] {
+    CommandOptions o;
+    o.kill_grace_s = kill_grace_s;
+    return std::make_unique<CommandExecutor>(std::move(o));
+  };
+  r[trials::TrialKind::kSynthetic] = [] { return std::make_unique<SyntheticExecutor>(); };
+  return r;
+}
+
+Agent::Agent(AgentOptions options, ConnectionFactory connect, ExecutorRegistry executors,
+             const GpuInventory* gpus)
+    : options_(std::move(options)),
+      connect_(std::move(connect)),
+      executors_(std::move(executors)),
+      gpus_(gpus) {
+  options_.slots = std::max(1, options_.slots);
+  options_.threads_per_slot = std::max(1, options_.threads_per_slot);
+  options_.lease_ms = std::max<std::int64_t>(options_.lease_ms, 30);
+  slot_owner_.assign(static_cast<std::size_t>(options_.slots), -1);
+}
+
+Agent::~Agent() {
+  stop();
+}
+
+void Agent::start() {
+  if (started_.exchange(true)) return;
+  stopping_ = false;
+  started_ms_ = wall_ms();
+  log_info("worker started", {{"worker", options_.name},
+                              {"host", options_.host},
+                              {"slots", std::to_string(options_.slots)},
+                              {"gpus", std::to_string(options_.slot_gpus.size())},
+                              {"threads_per_slot", std::to_string(options_.threads_per_slot)},
+                              {"lease_ms", std::to_string(options_.lease_ms)}});
+  threads_.emplace_back([this] { heartbeat_loop(); });
+  for (int i = 0; i < options_.slots; ++i) threads_.emplace_back([this, i] { slot_loop(i); });
+}
+
+void Agent::request_stop() {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Agent::stop() {
+  if (!started_.load()) return;
+  request_stop();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+  started_ = false;
+  log_info("worker stopped", {{"worker", options_.name}});
+}
+
+AgentStats Agent::stats() const {
+  std::lock_guard lk(mu_);
+  return stats_;
+}
+
+bool Agent::idle_wait(std::chrono::milliseconds d) {
+  std::unique_lock lk(mu_);
+  cv_.wait_for(lk, d, [this] { return stopping_.load(); });
+  return !stopping_.load();
+}
+
+std::unique_ptr<StoreConnection> Agent::connect_until_stopped(const char* role) {
+  auto backoff = std::chrono::milliseconds(100);
+  ThrottledLog errors;
+  while (!stopping_.load()) {
+    auto c = connect_();
+    if (c) return std::move(c.value());
+    errors.warn("cannot open the store", {{"thread", role}, {"error", c.error().message}});
+    if (!idle_wait(backoff)) break;
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+  }
+  return nullptr;
+}
+
+bool Agent::reserve(int mine, int k, std::vector<int>& out) {
+  out.clear();
+  if (slot_owner_[static_cast<std::size_t>(mine)] >= 0) return false;
+  out.push_back(mine);
+  for (int i = 0; i < options_.slots && static_cast<int>(out.size()) < k; ++i)
+    if (i != mine && slot_owner_[static_cast<std::size_t>(i)] < 0) out.push_back(i);
+  if (static_cast<int>(out.size()) < k) return false;
+  for (int s : out) slot_owner_[static_cast<std::size_t>(s)] = mine;
+  return true;
+}
+
+void Agent::release(const std::vector<int>& slots) {
+  {
+    std::lock_guard lk(mu_);
+    for (int s : slots) slot_owner_[static_cast<std::size_t>(s)] = -1;
+  }
+  cv_.notify_all();
+}
+
+void Agent::slot_loop(int slot) {
+  auto conn = connect_until_stopped("slot");
+  if (!conn) return;
+  auto idle = options_.idle_min;
+  ThrottledLog errors;
+  while (!stopping_.load()) {
+    {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk,
+               [&] { return stopping_.load() || slot_owner_[static_cast<std::size_t>(slot)] < 0; });
+    }
+    if (stopping_.load()) break;
+
+    std::optional<trials::Claim> claim;
+    std::vector<int> slots;
+    {
+      std::lock_guard claim_lock(claim_mu_);
+      int free = 0;
+      {
+        std::lock_guard lk(mu_);
+        if (slot_owner_[static_cast<std::size_t>(slot)] >= 0) continue;  // borrowed meanwhile
+        free = static_cast<int>(std::count(slot_owner_.begin(), slot_owner_.end(), -1));
+      }
+      auto r = conn->queue().claim(options_.name, free, options_.lease_ms);
+      if (!r) {
+        errors.warn("claim failed", {{"worker", options_.name}, {"error", r.error().message}});
+      } else if (r->has_value()) {
+        claim = std::move(**r);
+        std::lock_guard lk(mu_);
+        ++stats_.claimed;
+        if (!reserve(slot, std::max(1, claim->trial.slots), slots)) {
+          // Cannot happen (only this thread takes slots, and it asked for at most
+          // `free`); leave the attempt to lease expiry rather than overcommit.
+          log_warn("claimed a trial that does not fit; left to lease expiry",
+                   trial_fields(claim->trial, options_.name,
+                                {{"slots", std::to_string(claim->trial.slots)},
+                                 {"free", std::to_string(free)}}));
+          claim.reset();
+        }
+      }
+    }
+    if (!claim) {
+      if (!idle_wait(idle)) break;
+      idle = std::min(idle * 2, options_.idle_max);
+      continue;
+    }
+    idle = options_.idle_min;
+    run_trial(*claim, slots, *conn);
+    release(slots);
+  }
+}
+
+Result<std::shared_ptr<const trials::SweepSpec>> Agent::spec_for(const std::string& sweep_id,
+                                                                 StoreConnection& conn) {
+  {
+    std::lock_guard lk(mu_);
+    if (auto it = specs_.find(sweep_id); it != specs_.end()) return it->second;
+  }
+  auto sweep = conn.store().get_sweep(sweep_id);
+  if (!sweep) return sweep.error();
+  auto spec = trials::parse_spec(sweep->spec_json);
+  if (!spec)
+    return Error::invalid("spec", "stored sweep spec does not parse: " + spec.error().message);
+  auto ptr = std::make_shared<const trials::SweepSpec>(std::move(spec.value()));
+  std::lock_guard lk(mu_);
+  specs_.emplace(sweep_id, ptr);
+  return ptr;
+}
+
+void Agent::run_trial(const trials::Claim& claim, const std::vector<int>& slots,
+                      StoreConnection& conn) {
+  auto run = std::make_shared<Running>();
+  run->trial = claim.trial;
+  run->slots = slots;
+  {
+    std::lock_guard lk(mu_);
+    running_[run->trial.id] = run;
+  }
+  std::string log_tail;
+  trials::TrialResult result = execute(*run, conn, log_tail);
+  {
+    std::lock_guard lk(mu_);
+    running_.erase(run->trial.id);
+  }
+  deliver(*run, result, log_tail, conn);
+}
+
+trials::TrialResult Agent::execute(Running& run, StoreConnection& conn, std::string& log_tail) {
+  const auto& trial = run.trial;
+  auto spec = spec_for(trial.sweep_id, conn);
+  if (!spec)  // Redis trouble may pass; a spec that does not parse will not.
+    return failed_result("cannot read the sweep spec: " + spec.error().message,
+                         spec.error().code == ErrorCode::kUnavailable);
+  const auto& sp = **spec;
+  TrialTask task;
+  task.trial = trial;
+  task.spec = &sp;
+  for (int s : run.slots)
+    if (static_cast<std::size_t>(s) < options_.slot_gpus.size())
+      task.gpus.push_back(options_.slot_gpus[static_cast<std::size_t>(s)]);
+  task.threads = options_.threads_per_slot * static_cast<int>(run.slots.size());
+  task.work_dir = make_work_dir(trial);
+  std::optional<Clock::time_point> deadline;
+  if (sp.trial.timeout_s > 0)
+    deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(sp.trial.timeout_s));
+  log_info("trial started", trial_fields(trial, options_.name,
+                                         {{"kind", kind_name(sp.trial.kind)},
+                                          {"slots", std::to_string(run.slots.size())},
+                                          {"gpus", fmt::format("{}", fmt::join(task.gpus, ","))}}));
+
+  TrialReporter reporter(*this, run, conn, deadline);
+  trials::TrialResult result;
+  auto factory = executors_.find(sp.trial.kind);
+  if (factory == executors_.end() || !factory->second) {
+    result = failed_result(
+        fmt::format("this worker cannot run trials of kind {}", kind_name(sp.trial.kind)),
+        /*retryable=*/true);  // another worker may
+  } else {
+    try {
+      result = factory->second()->run(task, reporter);
+    } catch (const std::exception& e) {  // the one boundary for executors' exceptions
+      result = failed_result(fmt::format("executor error: {}", e.what()), true);
+    }
+  }
+  log_tail = reporter.log_tail();
+  if (!task.work_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(task.work_dir, ec);
+  }
+  return result;
+}
+
+std::string Agent::make_work_dir(const trials::Trial& trial) {
+  if (options_.work_root.empty()) return "";
+  std::string dir = (std::filesystem::path(options_.work_root) /
+                     safe_dir_name(fmt::format("{}-a{}", trial.id, trial.attempt)))
+                        .string();
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  std::filesystem::create_directories(dir, ec);
+  if (!ec) return dir;
+  log_warn("cannot create the work dir",
+           trial_fields(trial, options_.name, {{"dir", dir}, {"error", ec.message()}}));
+  return "";
+}
+
+void Agent::deliver(const Running& run, const trials::TrialResult& result,
+                    const std::string& log_tail, StoreConnection& conn) {
+  const auto& trial = run.trial;
+  const StopReason stop = run.stop.load();
+  const char* outcome = trials::to_string(result.outcome);
+  if (stop == StopReason::kLeaseLost ||
+      (stopping_.load() && result.outcome != trials::TrialState::kCompleted)) {
+    log_info("trial result dropped",
+             trial_fields(trial, options_.name,
+                          {{"reason", stop == StopReason::kLeaseLost
+                                          ? "lease lost"
+                                          : "worker shutting down; left to lease expiry"},
+                           {"outcome", outcome}}));
+    std::lock_guard lk(mu_);
+    ++stats_.dropped;
+    return;
+  }
+
+  if (!log_tail.empty()) {
+    if (auto st = conn.store().put_artifact(trial.id, "log.txt", log_tail); !st)
+      log_warn("cannot store the trial log",
+               trial_fields(trial, options_.name, {{"error", st.error().message}}));
+  }
+  // Redis may be briefly away: retry while the lease would still hold.
+  Status st = conn.queue().complete(trial.id, trial.attempt, options_.name, result);
+  auto give_up = Clock::now() + std::chrono::milliseconds(options_.lease_ms);
+  auto backoff = std::chrono::milliseconds(50);
+  while (!st && st.error().code == ErrorCode::kUnavailable && Clock::now() < give_up) {
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    st = conn.queue().complete(trial.id, trial.attempt, options_.name, result);
+  }
+  std::lock_guard lk(mu_);
+  if (st) {
+    ++stats_.completed;
+    LogFields more{{"outcome", outcome},
+                   {"value", result.value ? fmt::format("{}", *result.value) : "none"}};
+    if (!result.error.empty()) more.emplace_back("error", result.error.substr(0, 200));
+    log_info("trial finished", trial_fields(trial, options_.name, std::move(more)));
+  } else {
+    ++stats_.dropped;
+    log_warn(
+        st.error().code == ErrorCode::kLeaseLost ? "trial result refused (stale attempt)"
+                                                 : "trial result refused",
+        trial_fields(trial, options_.name, {{"outcome", outcome}, {"error", st.error().message}}));
+  }
+}
+
+Status Agent::heartbeat_once(StoreConnection& conn, std::int64_t interval_ms) {
+  std::vector<std::shared_ptr<Running>> running;
+  trials::WorkerInfo info;
+  {
+    std::lock_guard lk(mu_);
+    for (const auto& [id, r] : running_) {
+      running.push_back(r);
+      info.trials.push_back(id);
+    }
+    info.busy_slots = static_cast<int>(
+        std::count_if(slot_owner_.begin(), slot_owner_.end(), [](int o) { return o >= 0; }));
+  }
+  for (const auto& r : running) {
+    const auto& t = r->trial;
+    auto c = conn.queue().heartbeat(t.id, t.attempt, options_.name, options_.lease_ms);
+    if (c) {
+      r->last_lease_ok = Clock::now();
+      if (auto s = stop_for(*c); s != StopReason::kNone && r->stop.load() == StopReason::kNone) {
+        log_info("trial stop requested",
+                 trial_fields(t, options_.name, {{"control", trials::to_string(*c)}}));
+        r->set_stop(s);
+      }
+    } else if (c.error().code == ErrorCode::kLeaseLost) {
+      log_warn("lease lost", trial_fields(t, options_.name, {{"error", c.error().message}}));
+      r->set_stop(StopReason::kLeaseLost);
+    } else if (Clock::now() - r->last_lease_ok > std::chrono::milliseconds(options_.lease_ms)) {
+      // No successful heartbeat for a whole lease: the reaper has (or will have)
+      // re-queued it; running on would only waste the slot.
+      log_warn("lease presumed lost",
+               trial_fields(t, options_.name, {{"error", c.error().message}}));
+      r->set_stop(StopReason::kLeaseLost);
+    }
+  }
+  info.name = options_.name;
+  info.host = options_.host;
+  info.slots = options_.slots;
+  if (gpus_) info.gpus = gpus_->snapshot();
+  info.started_ms = started_ms_;
+  return conn.store().put_worker(info, 3 * interval_ms);
+}
+
+void Agent::heartbeat_loop() {
+  auto conn = connect_until_stopped("heartbeat");
+  if (!conn) return;
+  const std::int64_t interval = std::max<std::int64_t>(10, options_.lease_ms / 3);
+  ThrottledLog errors;
+  do {
+    if (auto st = heartbeat_once(*conn, interval); !st)
+      errors.warn("worker heartbeat failed",
+                  {{"worker", options_.name}, {"error", st.error().message}});
+  } while (idle_wait(std::chrono::milliseconds(interval)));
+}
+
+}  // namespace hpo::workers

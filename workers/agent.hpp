@@ -1,0 +1,143 @@
+// Agent: the worker's engine — slots, claims, heartbeats, control, results.
+//
+// One thread per slot claims a trial when its slot is free and runs it on
+// that thread; a trial needing k slots occupies k (the claiming thread's and
+// k-1 other free ones, whose threads wait meanwhile). One heartbeat thread
+// extends the lease of every running trial each lease/3, turns the answers
+// (prune, cancel, lease lost) into the trial's stop reason, and refreshes the
+// worker registry entry. Each thread has its own store connection.
+//
+// Results are sent with queue.complete() unless the attempt's lease was lost
+// (a stale attempt must not report) or the worker is shutting down: then the
+// attempt is left to lease expiry, and the reaper re-queues it with attempt+1.
+// The Agent holds no LibTorch: executors come from factories registered per
+// trial kind (main registers the torch one when it is linked).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trials/spec.hpp"
+#include "trials/store.hpp"
+#include "workers/executor.hpp"
+#include "workers/gpu_inventory.hpp"
+
+namespace hpo::workers {
+
+// One thread's connection: the store and the queue (RedisStore is both).
+class StoreConnection {
+ public:
+  virtual ~StoreConnection() = default;
+  virtual trials::TrialStore& store() = 0;
+  virtual trials::TrialQueue& queue() = 0;
+};
+
+// Wraps any T that is both a TrialStore and a TrialQueue.
+template <class T>
+class OwnedConnection final : public StoreConnection {
+ public:
+  explicit OwnedConnection(std::unique_ptr<T> impl) : impl_(std::move(impl)) {}
+  trials::TrialStore& store() override { return *impl_; }
+  trials::TrialQueue& queue() override { return *impl_; }
+
+ private:
+  std::unique_ptr<T> impl_;
+};
+
+// Called once per agent thread (from that thread).
+using ConnectionFactory = std::function<Result<std::unique_ptr<StoreConnection>>()>;
+using ExecutorFactory = std::function<std::unique_ptr<Executor>()>;
+using ExecutorRegistry = std::map<trials::TrialKind, ExecutorFactory>;
+
+struct AgentOptions {
+  std::string name;  // the worker's name: lease owner, registry key
+  std::string host;  // for the registry
+  int slots = 1;
+  std::vector<int> slot_gpus;  // GPU ordinal of slot i; shorter than `slots`: CPU slots
+  int threads_per_slot = 1;    // CPU threads per occupied slot
+  std::int64_t lease_ms = 30000;
+  std::string work_root;                    // attempt directories go under it; empty: none made
+  std::chrono::milliseconds idle_min{20};   // claim back-off when the queue is empty,
+  std::chrono::milliseconds idle_max{250};  // doubling from min to max
+};
+
+struct AgentStats {
+  std::int64_t claimed = 0;
+  std::int64_t completed = 0;  // results accepted by the store
+  std::int64_t dropped = 0;    // results not sent or refused (lease lost, shutdown)
+};
+
+class Agent {
+ public:
+  Agent(AgentOptions options, ConnectionFactory connect, ExecutorRegistry executors,
+        const GpuInventory* gpus = nullptr);
+  ~Agent();  // stop()
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  void start();
+  // Stop claiming, tell running trials to stop (StopReason::kShutdown), and
+  // return at once. Safe from any thread (not from a signal handler).
+  void request_stop();
+  // request_stop() and join every thread: returns once every executor returned.
+  void stop();
+
+  AgentStats stats() const;
+  const AgentOptions& options() const { return options_; }
+
+ private:
+  struct Running;
+  class TrialReporter;
+
+  void slot_loop(int slot);
+  void heartbeat_loop();
+  std::unique_ptr<StoreConnection> connect_until_stopped(const char* role);
+  // Reserves `k` slots including `mine`; false when they are not free.
+  bool reserve(int mine, int k, std::vector<int>& out);
+  void release(const std::vector<int>& slots);
+  void run_trial(const trials::Claim& claim, const std::vector<int>& slots, StoreConnection& conn);
+  // Spec, task, executor: the attempt's result (and its log tail).
+  trials::TrialResult execute(Running& run, StoreConnection& conn, std::string& log_tail);
+  // A fresh directory for the attempt under work_root ("" when none).
+  std::string make_work_dir(const trials::Trial& trial);
+  // Sends the result, or drops it (lease lost, shutting down).
+  void deliver(const Running& run, const trials::TrialResult& result, const std::string& log_tail,
+               StoreConnection& conn);
+  Result<std::shared_ptr<const trials::SweepSpec>> spec_for(const std::string& sweep_id,
+                                                            StoreConnection& conn);
+  // Heartbeats every running trial; returns the registry update's status.
+  Status heartbeat_once(StoreConnection& conn, std::int64_t interval_ms);
+  // Sleeps up to `d` unless stopping; returns false when stopping.
+  bool idle_wait(std::chrono::milliseconds d);
+
+  AgentOptions options_;
+  ConnectionFactory connect_;
+  ExecutorRegistry executors_;
+  const GpuInventory* gpus_;
+
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> started_{false};
+  std::int64_t started_ms_ = 0;  // wall clock, for the registry
+  mutable std::mutex mu_;        // guards everything below
+  std::condition_variable cv_;   // slot released / stopping
+  std::vector<int> slot_owner_;  // per slot: the slot index of the thread using it, -1 free
+  std::map<std::string, std::shared_ptr<Running>> running_;                // by trial id
+  std::map<std::string, std::shared_ptr<const trials::SweepSpec>> specs_;  // by sweep id
+  AgentStats stats_;
+  std::mutex claim_mu_;  // one claim at a time: free-slot counts stay true
+  std::vector<std::thread> threads_;
+};
+
+// The built-in executors: command and synthetic.
+ExecutorRegistry builtin_executors(double kill_grace_s = 5.0);
+
+}  // namespace hpo::workers

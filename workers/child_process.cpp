@@ -1,0 +1,286 @@
+// How a child is started and ended (see the header for the why):
+//
+//  - three pipes, all O_CLOEXEC: stdout, stderr, and an "exec error" pipe. The
+//    child writes errno to the error pipe when chdir/execve fails; a successful
+//    execve closes it, so the parent reads 0 bytes and knows the program runs.
+//  - the child resets its signal mask and the dispositions the worker may have
+//    changed (SIGPIPE ignored, SIGTERM/SIGINT blocked for sigwait), otherwise
+//    the trial would inherit them and SIGTERM would never reach it.
+//  - when the leader exits, the rest of its group gets SIGKILL before the
+//    leader is reaped: a zombie leader keeps its pid (= the group id) from
+//    being reused, so the signal cannot hit an unrelated process group.
+#include "workers/child_process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+
+#include <fmt/format.h>
+
+namespace hpo::workers {
+namespace {
+
+long now_ms() {
+  return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count());
+}
+
+// How long to wait for EOF on the pipes after the leader exited (a process
+// that escaped the group with setsid may hold them open forever).
+constexpr long kDrainMs = 1000;
+
+bool is_executable_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// Only async-signal-safe calls from here on: we are in a forked copy of a
+// multi-threaded process.
+[[noreturn]] void exec_child(const char* path, char* const* argv, char* const* envp,
+                             const char* cwd, int devnull, int out_fd, int err_fd, int errpipe) {
+  ::setpgid(0, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD})
+    ::sigaction(sig, &dfl, nullptr);
+  if (::dup2(devnull, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(err_fd, 2) < 0) {
+    int e = errno;
+    (void)!::write(errpipe, &e, sizeof e);
+    ::_exit(127);
+  }
+  if (cwd && ::chdir(cwd) != 0) {
+    int e = errno;
+    (void)!::write(errpipe, &e, sizeof e);
+    ::_exit(127);
+  }
+  ::execve(path, argv, envp);
+  int e = errno;
+  (void)!::write(errpipe, &e, sizeof e);
+  ::_exit(127);
+}
+
+}  // namespace
+
+Result<std::string> find_program(const std::string& name, const std::string& path_env) {
+  if (name.empty()) return Error::invalid("argv[0]", "empty program name");
+  if (name.find('/') != std::string::npos) {
+    if (is_executable_file(name)) return name;
+    return Error::not_found(fmt::format("program '{}' is not an executable file", name));
+  }
+  std::string path = path_env.empty() ? "/usr/local/bin:/usr/bin:/bin" : path_env;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    if (is_executable_file(candidate)) return candidate;
+    start = end + 1;
+  }
+  return Error::not_found(fmt::format("program '{}' not found in PATH", name));
+}
+
+std::string describe_wait_status(int status) {
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const char* d = ::sigdescr_np(WTERMSIG(status));
+    return fmt::format("killed by signal {} ({})", WTERMSIG(status), d ? d : "?");
+  }
+  return fmt::format("ended with wait status {}", status);
+}
+
+Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
+  if (options.argv.empty()) return Error::invalid("argv", "empty command");
+  std::string path_env;
+  for (const auto& kv : options.env)
+    if (kv.rfind("PATH=", 0) == 0) path_env = kv.substr(5);
+  auto program = find_program(options.argv[0], path_env);
+  if (!program) return program.error();
+
+  // Everything the child touches is built here, before fork().
+  std::vector<char*> argv;
+  for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const auto& e : options.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const char* cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
+
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, errpipe[2] = {-1, -1};
+  int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  auto cleanup = [&] {
+    for (int* fd : {&out[0], &out[1], &err[0], &err[1], &errpipe[0], &errpipe[1], &devnull})
+      close_fd(*fd);
+  };
+  if (devnull < 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 ||
+      ::pipe2(errpipe, O_CLOEXEC) != 0) {
+    int e = errno;
+    cleanup();
+    return Error::internal(fmt::format("cannot create pipes: {}", ::strerrordesc_np(e)));
+  }
+
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    cleanup();
+    return Error::internal(fmt::format("fork failed: {}", ::strerrordesc_np(e)));
+  }
+  if (pid == 0)
+    exec_child(program->c_str(), argv.data(), envp.data(), cwd, devnull, out[1], err[1],
+               errpipe[1]);
+
+  ::setpgid(pid, pid);  // also in the child; whichever runs first wins the race
+  close_fd(out[1]);
+  close_fd(err[1]);
+  close_fd(errpipe[1]);
+  close_fd(devnull);
+
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(errpipe[0], &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  close_fd(errpipe[0]);
+  if (n > 0) {
+    ::waitpid(pid, nullptr, 0);
+    close_fd(out[0]);
+    close_fd(err[0]);
+    return Error::internal(
+        fmt::format("cannot start '{}': {}", options.argv[0], ::strerrordesc_np(child_errno)));
+  }
+
+  ChildProcess child;
+  child.pid_ = pid;
+  child.fds_[0] = out[0];
+  child.fds_[1] = err[0];
+  return child;
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(other.pid_), status_(other.status_), drain_deadline_ms_(other.drain_deadline_ms_) {
+  for (int i = 0; i < 2; ++i) {
+    fds_[i] = other.fds_[i];
+    other.fds_[i] = -1;
+    partial_[i] = std::move(other.partial_[i]);
+  }
+  other.pid_ = -1;
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && !status_) {
+    ::kill(-pid_, SIGKILL);
+    reap();
+  }
+  close_pipes();
+}
+
+void ChildProcess::close_pipes() {
+  close_fd(fds_[0]);
+  close_fd(fds_[1]);
+}
+
+void ChildProcess::signal_group(int sig) {
+  if (pid_ > 0 && !status_) ::kill(-pid_, sig);
+}
+
+bool ChildProcess::leader_exited() {
+  siginfo_t info{};
+  info.si_pid = 0;
+  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0)
+    return errno == ECHILD;
+  return info.si_pid == pid_;
+}
+
+void ChildProcess::reap() {
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  status_ = r == pid_ ? status : (128 + SIGKILL) << 8;
+}
+
+void ChildProcess::read_pipe(int index, const LineSink& sink) {
+  char buf[16384];
+  ssize_t n = ::read(fds_[index], buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  Stream stream = index == 0 ? Stream::kStdout : Stream::kStderr;
+  std::string& part = partial_[index];
+  if (n <= 0) {  // EOF (or an error, treated alike)
+    if (!part.empty()) sink(stream, part);
+    part.clear();
+    close_fd(fds_[index]);
+    return;
+  }
+  part.append(buf, static_cast<std::size_t>(n));
+  std::size_t start = 0;
+  for (;;) {
+    std::size_t nl = part.find('\n', start);
+    if (nl == std::string::npos) break;
+    sink(stream, std::string_view(part).substr(start, nl - start));
+    start = nl + 1;
+  }
+  part.erase(0, start);
+  while (part.size() >= kMaxLine) {
+    sink(stream, std::string_view(part).substr(0, kMaxLine));
+    part.erase(0, kMaxLine);
+  }
+}
+
+void ChildProcess::flush_partial(const LineSink& sink) {
+  for (int i = 0; i < 2; ++i) {
+    if (!partial_[i].empty()) sink(i == 0 ? Stream::kStdout : Stream::kStderr, partial_[i]);
+    partial_[i].clear();
+  }
+}
+
+bool ChildProcess::poll(int timeout_ms, const LineSink& sink) {
+  if (pid_ <= 0) return true;
+  pollfd pfds[2];
+  int idx[2];
+  int n = 0;
+  for (int i = 0; i < 2; ++i) {
+    if (fds_[i] < 0) continue;
+    pfds[n] = {fds_[i], POLLIN, 0};
+    idx[n++] = i;
+  }
+  // Once the leader is gone only the drain is left: do not wait long for it.
+  int wait = status_ ? std::min<long>(timeout_ms, std::max(0L, drain_deadline_ms_ - now_ms()))
+                     : timeout_ms;
+  int ready = ::poll(n ? pfds : nullptr, static_cast<nfds_t>(n), wait);
+  if (ready > 0) {
+    for (int k = 0; k < n; ++k)
+      if (pfds[k].revents & (POLLIN | POLLHUP | POLLERR)) read_pipe(idx[k], sink);
+  }
+  if (!status_ && leader_exited()) {
+    ::kill(-pid_, SIGKILL);  // stragglers of the group; the zombie leader pins the group id
+    reap();
+    drain_deadline_ms_ = now_ms() + kDrainMs;
+  }
+  if (!status_) return false;
+  if ((fds_[0] < 0 && fds_[1] < 0) || now_ms() >= drain_deadline_ms_) {
+    flush_partial(sink);
+    close_pipes();
+    return true;
+  }
+  return false;
+}
+
+}  // namespace hpo::workers

@@ -1,0 +1,89 @@
+// ChildProcess: one external program run with fork + execve, in its own
+// process group, with its stdout and stderr read through pipes.
+//
+// Everything the child needs (argv, envp, the resolved program path) is built
+// before fork(), so the child only calls async-signal-safe functions (setpgid,
+// dup2, chdir, execve, _exit): fork() in a multi-threaded worker may have
+// copied a locked malloc arena, and anything more would risk a deadlock.
+// The child becomes leader of a new process group, so stop() reaches the
+// program's own children too (a shell script's subprocesses, a data loader).
+//
+// No shell is ever involved: argv[0] without a slash is looked up in PATH here,
+// in the parent. The object never leaves a zombie: the destructor kills the
+// group and reaps the leader if the caller did not wait for it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trials/result.hpp"
+
+namespace hpo::workers {
+
+struct SpawnOptions {
+  std::vector<std::string> argv;  // argv[0]: a path, or a name looked up in PATH
+  std::vector<std::string> env;   // "KEY=VALUE" entries: the child's whole environment
+  std::string cwd;                // empty: the parent's
+};
+
+// Which pipe a chunk of output came from.
+enum class Stream { kStdout, kStderr };
+
+class ChildProcess {
+ public:
+  // A complete line of output (without the newline). Lines longer than
+  // kMaxLine are cut into kMaxLine pieces so a runaway program cannot make the
+  // worker buffer without bound.
+  using LineSink = std::function<void(Stream, std::string_view)>;
+  static constexpr std::size_t kMaxLine = 64 * 1024;
+
+  // Starts the program. Errors: the program was not found or is not
+  // executable (checked before fork), pipe/fork failure.
+  static Result<ChildProcess> spawn(const SpawnOptions& options);
+
+  ChildProcess(ChildProcess&& other) noexcept;
+  ChildProcess& operator=(ChildProcess&&) = delete;
+  ChildProcess(const ChildProcess&) = delete;
+  ~ChildProcess();
+
+  pid_t pid() const { return pid_; }
+
+  // Waits up to timeout_ms for output, hands complete lines to `sink`, and
+  // checks whether the program ended. Returns true once the program has exited
+  // and both pipes are drained (then exit_status() is set).
+  bool poll(int timeout_ms, const LineSink& sink);
+
+  // Sends `sig` to the whole process group (no-op after the program ended).
+  void signal_group(int sig);
+
+  // The wait status (as from waitpid) once poll() returned true.
+  std::optional<int> exit_status() const { return status_; }
+
+ private:
+  ChildProcess() = default;
+  void read_pipe(int index, const LineSink& sink);
+  void flush_partial(const LineSink& sink);
+  void close_pipes();
+  bool leader_exited();
+  void reap();
+
+  pid_t pid_ = -1;
+  int fds_[2] = {-1, -1};        // stdout, stderr read ends (-1 once at EOF)
+  std::string partial_[2];       // bytes after the last newline, per pipe
+  std::optional<int> status_;    // set once the leader was reaped
+  long drain_deadline_ms_ = -1;  // after the leader exited: stop waiting for EOF at this time
+};
+
+// argv[0] resolved against PATH (as execvp would, but in the parent);
+// kNotFound when nothing executable matches.
+Result<std::string> find_program(const std::string& name, const std::string& path_env);
+
+// "exited with status 3", "killed by signal 9 (Killed)".
+std::string describe_wait_status(int status);
+
+}  // namespace hpo::workers

@@ -1,0 +1,260 @@
+// The command executor's loop, on the slot's thread:
+//
+//   spawn (own process group) -> poll the pipes every <= poll_ms
+//     -> stdout `hpo-metric` lines become reports, other lines the log;
+//        stderr lines go to the log and a 2 KB tail kept for the error
+//     -> stop_reason() or the trial's timeout: SIGTERM to the group, and
+//        SIGKILL kill_grace_s later if anything is still alive
+//   -> the leader exits: the rest of its group is killed and the leader reaped
+//      (ChildProcess), so no trial leaves a zombie or an orphan behind.
+//
+// The result follows issue 2: the objective metric of the final line, else its
+// last reported value, else a failure saying so. A non-zero exit is a
+// retryable failure carrying the stderr tail.
+#include "workers/command_executor.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "workers/child_process.hpp"
+#include "workers/outcome.hpp"
+
+extern char** environ;
+
+namespace hpo::workers {
+namespace {
+
+constexpr std::string_view kMetricPrefix = "hpo-metric";
+constexpr std::size_t kStderrTail = 2048;
+
+using Clock = std::chrono::steady_clock;
+
+// Keeps the last kStderrTail bytes of stderr, cut at a line start when possible.
+class TailBuffer {
+ public:
+  void add(std::string_view line) {
+    text_.append(line);
+    text_.push_back('\n');
+    if (text_.size() > 2 * kStderrTail) text_.erase(0, text_.size() - kStderrTail);
+  }
+  std::string tail() const {
+    if (text_.size() <= kStderrTail) return trimmed(text_);
+    std::string t = text_.substr(text_.size() - kStderrTail);
+    auto nl = t.find('\n');
+    if (nl != std::string::npos && nl + 1 < t.size()) t.erase(0, nl + 1);
+    return trimmed(t);
+  }
+
+ private:
+  static std::string trimmed(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    return s;
+  }
+  std::string text_;
+};
+
+}  // namespace
+
+std::optional<Result<MetricLine>> parse_metric_line(std::string_view line) {
+  if (line.substr(0, kMetricPrefix.size()) != kMetricPrefix) return std::nullopt;
+  std::string_view rest = line.substr(kMetricPrefix.size());
+  if (rest.empty() || (rest[0] != ' ' && rest[0] != '\t')) return std::nullopt;
+  auto j = nlohmann::json::parse(rest, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return Result<MetricLine>(Error::invalid("hpo-metric", "expected a JSON object"));
+  MetricLine out;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const auto& key = it.key();
+    const auto& v = it.value();
+    if (key == "final") {
+      if (!v.is_boolean()) return Result<MetricLine>(Error::invalid("final", "expected a boolean"));
+      out.final = v.get<bool>();
+    } else if (key == "step") {
+      if (!v.is_number()) return Result<MetricLine>(Error::invalid("step", "expected an integer"));
+      double d = v.get<double>();
+      if (d != std::floor(d) || d < 0)
+        return Result<MetricLine>(Error::invalid("step", "expected a non-negative integer"));
+      out.step = static_cast<std::int64_t>(d);
+    } else if (v.is_number()) {
+      double d = v.get<double>();
+      if (std::isfinite(d)) out.metrics[key] = d;
+    }
+    // Strings, booleans, objects: not metrics; ignored rather than failing the trial.
+  }
+  return Result<MetricLine>(std::move(out));
+}
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+  return env;
+}
+
+std::string child_visible_devices(const std::vector<int>& gpus, const std::string& parent_visible) {
+  std::vector<std::string> parent;
+  std::size_t start = 0;
+  while (!parent_visible.empty() && start <= parent_visible.size()) {
+    auto comma = parent_visible.find(',', start);
+    if (comma == std::string::npos) comma = parent_visible.size();
+    parent.push_back(parent_visible.substr(start, comma - start));
+    start = comma + 1;
+  }
+  std::string out;
+  for (int g : gpus) {
+    if (!out.empty()) out += ',';
+    bool mapped = g >= 0 && static_cast<std::size_t>(g) < parent.size();
+    out += mapped ? parent[static_cast<std::size_t>(g)] : std::to_string(g);
+  }
+  return out;
+}
+
+CommandExecutor::CommandExecutor(CommandOptions options) : options_(std::move(options)) {
+  if (options_.base_env.empty()) options_.base_env = current_environment();
+  if (options_.poll_ms <= 0) options_.poll_ms = 50;
+}
+
+std::vector<std::string> CommandExecutor::child_env(const TrialTask& task) const {
+  std::vector<std::pair<std::string, std::string>> vars;
+  auto set = [&vars](const std::string& key, std::string value) {
+    for (auto& kv : vars)
+      if (kv.first == key) {
+        kv.second = std::move(value);
+        return;
+      }
+    vars.emplace_back(key, std::move(value));
+  };
+  std::string parent_visible;
+  for (const auto& kv : options_.base_env) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    set(kv.substr(0, eq), kv.substr(eq + 1));
+    if (kv.compare(0, eq, "CUDA_VISIBLE_DEVICES") == 0) parent_visible = kv.substr(eq + 1);
+  }
+  if (task.spec)
+    for (const auto& [k, v] : task.spec->trial.command.env) set(k, v);
+  const auto& t = task.trial;
+  set("HPO_PARAMS", trials::params_to_json(t.params));
+  set("HPO_TRIAL_ID", t.id);
+  set("HPO_SWEEP_ID", t.sweep_id);
+  set("HPO_TRIAL_NUMBER", std::to_string(t.number));
+  set("HPO_ATTEMPT", std::to_string(t.attempt));
+  set("HPO_THREADS", std::to_string(task.threads));
+  if (!task.work_dir.empty()) set("HPO_WORK_DIR", task.work_dir);
+  // No slot GPUs (a CPU host, or a CPU-only trial): hide every GPU so a trial
+  // never lands on a device another slot owns.
+  set("CUDA_VISIBLE_DEVICES", child_visible_devices(task.gpus, parent_visible));
+  std::vector<std::string> env;
+  env.reserve(vars.size());
+  for (auto& [k, v] : vars) env.push_back(k + "=" + v);
+  return env;
+}
+
+trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& reporter) {
+  if (!task.spec) return failed_result("no sweep spec", false);
+  const auto& recipe = task.spec->trial.command;
+  const std::string& objective = task.spec->objective.metric;
+  const double timeout_s = task.spec->trial.timeout_s;
+
+  SpawnOptions spawn;
+  spawn.argv = trials::render_argv(recipe.argv, task.trial.params);
+  spawn.env = child_env(task);
+  spawn.cwd = recipe.cwd;
+  auto child = ChildProcess::spawn(spawn);
+  if (!child)
+    return failed_result(child.error().message, false);  // a missing program stays missing
+
+  trials::Metrics last;                  // last value of every metric seen
+  std::optional<trials::Metrics> final;  // the final line's metrics
+  std::int64_t next_step = 0;
+  TailBuffer stderr_tail;
+  auto sink = [&](Stream stream, std::string_view line) {
+    if (stream == Stream::kStderr) {
+      stderr_tail.add(line);
+      reporter.log(line);
+      return;
+    }
+    auto metric = parse_metric_line(line);
+    if (!metric) {
+      reporter.log(line);
+      return;
+    }
+    if (!*metric) {
+      reporter.log(fmt::format("[hpo] ignored malformed metric line: {}", metric->error().message));
+      return;
+    }
+    auto& m = metric->value();
+    for (const auto& [k, v] : m.metrics) last[k] = v;
+    if (m.final) {
+      final = m.metrics;
+      return;
+    }
+    std::int64_t step = m.step ? *m.step : next_step;
+    next_step = step + 1;
+    reporter.report(step, m.metrics);
+  };
+
+  auto start = Clock::now();
+  std::optional<Clock::time_point> deadline;
+  if (timeout_s > 0)
+    deadline = start + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(timeout_s));
+  const auto grace = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(options_.kill_grace_s));
+  StopReason stop = StopReason::kNone;
+  std::optional<Clock::time_point> kill_at;
+  bool killed = false;
+
+  while (!child->poll(options_.poll_ms, sink)) {
+    auto now = Clock::now();
+    if (stop == StopReason::kNone) {
+      stop = reporter.stop_reason();
+      if (stop == StopReason::kNone && deadline && now >= *deadline) stop = StopReason::kTimeout;
+      if (stop != StopReason::kNone) {
+        child->signal_group(SIGTERM);
+        kill_at = now + grace;
+      }
+    } else if (!killed && now >= *kill_at) {
+      child->signal_group(SIGKILL);
+      killed = true;
+    }
+  }
+  int status = child->exit_status().value_or(0);
+
+  if (stop != StopReason::kNone) {
+    auto result = stopped_result(stop, timeout_s);
+    result.metrics = final ? *final : last;
+    if (auto it = last.find(objective); it != last.end()) result.value = it->second;
+    return result;
+  }
+  if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+    std::string tail = stderr_tail.tail();
+    auto result =
+        failed_result(tail.empty() ? describe_wait_status(status)
+                                   : fmt::format("{}: {}", describe_wait_status(status), tail),
+                      true);
+    result.metrics = last;
+    return result;
+  }
+  std::optional<double> value;
+  if (final && final->count(objective)) {
+    value = final->at(objective);
+  } else if (auto it = last.find(objective); it != last.end()) {
+    value = it->second;
+  } else {
+    return failed_result(fmt::format("trial reported no value for metric {}", objective), false);
+  }
+  trials::TrialResult result;
+  result.outcome = trials::TrialState::kCompleted;
+  result.value = value;
+  result.metrics = final ? *final : last;
+  return result;
+}
+
+}  // namespace hpo::workers

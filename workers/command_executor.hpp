@@ -1,0 +1,60 @@
+// CommandExecutor: trial kind "command" — the user's own program.
+//
+// The argv template is rendered with the trial's parameters (render_argv) and
+// run with execve, never through a shell, so a parameter value is one argv
+// element whatever characters it holds. The program reports metrics on stdout
+// as `hpo-metric {json}` lines; everything else it prints is its log.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "workers/executor.hpp"
+
+namespace hpo::workers {
+
+struct CommandOptions {
+  // SIGTERM first; SIGKILL to the process group when it is still alive after this.
+  double kill_grace_s = 5.0;
+  // The worker's environment the trial inherits ("KEY=VALUE"); empty: a
+  // snapshot of this process's environment taken by the constructor.
+  std::vector<std::string> base_env;
+  // How often stop_reason() and the deadline are checked while the program is quiet.
+  int poll_ms = 50;
+};
+
+// One `hpo-metric {...}` stdout line.
+struct MetricLine {
+  std::optional<std::int64_t> step;  // intermediate report
+  bool final = false;                // "final": true
+  trials::Metrics metrics;           // every numeric field except step
+};
+
+// nullopt: the line is not a metric line (it is log). A line with the prefix
+// but a malformed object gives an Error saying why (the caller logs it).
+std::optional<Result<MetricLine>> parse_metric_line(std::string_view line);
+
+class CommandExecutor : public Executor {
+ public:
+  explicit CommandExecutor(CommandOptions options = {});
+  trials::TrialResult run(const TrialTask& task, Reporter& reporter) override;
+
+  // The child's environment: base < recipe env < HPO_* and CUDA_VISIBLE_DEVICES.
+  std::vector<std::string> child_env(const TrialTask& task) const;
+
+ private:
+  CommandOptions options_;
+};
+
+// The environment of this process as "KEY=VALUE" strings.
+std::vector<std::string> current_environment();
+
+// The value for a child's CUDA_VISIBLE_DEVICES given the slot GPUs (ordinals as
+// this process sees them) and this process's own CUDA_VISIBLE_DEVICES (may be
+// empty): ordinal i maps to the i-th entry of the parent's list, so a worker
+// started with CUDA_VISIBLE_DEVICES=2,3 hands GPU "3" to its second slot.
+std::string child_visible_devices(const std::vector<int>& gpus, const std::string& parent_visible);
+
+}  // namespace hpo::workers

@@ -1,0 +1,42 @@
+// WorkerConfig: the typed configuration of hpo-worker.
+//
+// Sources, later wins: built-in defaults < environment (HPO_REDIS,
+// HPO_WORKER_NAME, ...) < command-line flags. The environment is passed in as
+// a lookup function so tests need not touch the process's own. Values that
+// depend on the host (slots from the GPU count, threads from the core count,
+// the name from the host name) are left unset here and resolved by main.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trials/result.hpp"
+
+namespace hpo::workers {
+
+struct WorkerConfig {
+  std::string redis_url;           // empty: from $HPO_HOME/scheduler.json
+  std::optional<int> slots;        // unset: visible GPUs, else 1
+  std::string name;                // empty: <host>-<pid>
+  std::optional<int> threads;      // CPU threads per slot; unset: cores / slots
+  std::int64_t lease_ms = 30000;   // lease length; heartbeats every lease/3
+  std::string prefix = "hpo:";     // Redis key prefix
+  double kill_grace_s = 5.0;       // SIGTERM -> SIGKILL grace for command trials
+  std::string work_dir;            // attempt directories; empty: $HPO_HOME/work/<name>
+  double wait_scheduler_s = 60.0;  // how long to wait for a local scheduler's state file
+  bool help = false;
+};
+
+using EnvLookup = std::function<const char*(const char*)>;
+
+// Parses argv[1..] over the environment; kInvalidArgument names the flag or
+// variable at fault.
+Result<WorkerConfig> load_config(const std::vector<std::string>& args, const EnvLookup& env);
+
+// The --help text: every flag, its environment variable and default.
+std::string usage();
+
+}  // namespace hpo::workers

@@ -1,0 +1,152 @@
+// hpo-worker: the worker agent's thin main — configuration, the Redis
+// connection factory, the executors per trial kind, signals.
+//
+// SIGTERM/SIGINT are blocked in every thread and taken with sigwait here, so
+// no handler runs in the middle of the agent's work. On either: the agent stops
+// claiming, running trials are told to stop (command trials get SIGTERM, then
+// SIGKILL after --kill-grace-s), their results are not sent — the leases expire
+// and the reaper re-queues them with attempt+1 — and the process exits 0.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trials/local_state.hpp"
+#include "trials/log.hpp"
+#include "trials/redis/redis_store.hpp"
+#include "workers/agent.hpp"
+#include "workers/config.hpp"
+#include "workers/gpu_inventory.hpp"
+
+#ifdef HPO_WITH_TORCH
+#include "workers/torch/torch_executor.hpp"
+#endif
+
+namespace {
+
+using hpo::workers::WorkerConfig;
+
+// Waits up to `ms` for SIGTERM/SIGINT; returns the signal or 0.
+int wait_signal(const sigset_t& set, long ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1000000};
+  int sig = ::sigtimedwait(&set, nullptr, &ts);
+  return sig > 0 ? sig : 0;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || !buf[0]) return "localhost";
+  return buf;
+}
+
+// Without --redis: the URL a local hpo-scheduler wrote, waiting for it (the
+// scheduler and the worker are often started together). Empty: gave up or a signal.
+std::string wait_for_local_scheduler(const WorkerConfig& config, const sigset_t& signals) {
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(static_cast<long>(config.wait_scheduler_s * 1000));
+  bool told = false;
+  for (;;) {
+    auto state = hpo::read_local_state();
+    // A killed scheduler leaves its file behind: only trust a live pid.
+    bool alive =
+        state && !state->redis.empty() &&
+        (state->pid <= 0 || ::kill(static_cast<pid_t>(state->pid), 0) == 0 || errno == EPERM);
+    if (alive) return state->redis;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::fprintf(stderr,
+                   "hpo-worker: no local hpo-scheduler found after %.0f s (%s). Start "
+                   "hpo-scheduler, or pass --redis URL.\n",
+                   config.wait_scheduler_s, hpo::local_state_path().c_str());
+      return "";
+    }
+    if (!told) {
+      std::fprintf(stderr, "hpo-worker: waiting up to %.0f s for a local hpo-scheduler (%s)...\n",
+                   config.wait_scheduler_s, hpo::local_state_path().c_str());
+      told = true;
+    }
+    if (wait_signal(signals, 250)) return "";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by every thread made below
+  ::signal(SIGPIPE, SIG_IGN);                       // a closed socket is an error value, not death
+
+  auto loaded = hpo::workers::load_config(std::vector<std::string>(argv + 1, argv + argc),
+                                          [](const char* k) { return std::getenv(k); });
+  if (!loaded) {
+    std::fprintf(stderr, "hpo-worker: %s\n\n%s", loaded.error().message.c_str(),
+                 hpo::workers::usage().c_str());
+    return 2;
+  }
+  WorkerConfig config = std::move(loaded.value());
+  if (config.help) {
+    std::fputs(hpo::workers::usage().c_str(), stdout);
+    return 0;
+  }
+
+  std::string url = config.redis_url;
+  if (url.empty()) {
+    url = wait_for_local_scheduler(config, signals);
+    if (url.empty()) return 1;
+  }
+  if (auto probe = hpo::trials::redis::RedisStore::open(url, config.prefix); !probe) {
+    std::fprintf(stderr, "hpo-worker: --redis: %s\n", probe.error().message.c_str());
+    return 2;
+  }
+
+  hpo::workers::GpuInventory gpus;
+  const int gpu_count = gpus.count();
+  hpo::workers::AgentOptions options;
+  options.host = host_name();
+  options.name =
+      config.name.empty() ? options.host + "-" + std::to_string(::getpid()) : config.name;
+  options.slots = config.slots.value_or(std::max(1, gpu_count));
+  // Slot i owns GPU i; slots beyond the GPU count (--slots N on a small GPU host) are CPU slots.
+  for (int i = 0; i < std::min(options.slots, gpu_count); ++i) options.slot_gpus.push_back(i);
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.threads_per_slot = config.threads.value_or(std::max(1, cores / options.slots));
+  options.lease_ms = config.lease_ms;
+  options.work_root =
+      config.work_dir.empty() ? hpo::hpo_home() + "/work/" + options.name : config.work_dir;
+
+  auto connect =
+      [url,
+       prefix = config.prefix]() -> hpo::Result<std::unique_ptr<hpo::workers::StoreConnection>> {
+    auto store = hpo::trials::redis::RedisStore::open(url, prefix);
+    if (!store) return store.error();
+    return std::unique_ptr<hpo::workers::StoreConnection>(
+        std::make_unique<hpo::workers::OwnedConnection<hpo::trials::redis::RedisStore>>(
+            std::move(store.value())));
+  };
+  auto executors = hpo::workers::builtin_executors(config.kill_grace_s);
+#ifdef HPO_WITH_TORCH
+  // One dataset cache per process: every slot's trials read a file once.
+  auto cache = std::make_shared<hpo::workers::torch_trainer::DatasetCache>();
+  executors[hpo::trials::TrialKind::kTorch] = [cache] {
+    return std::make_unique<hpo::workers::TorchExecutor>(cache);
+  };
+#endif
+
+  hpo::workers::Agent agent(options, connect, std::move(executors), &gpus);
+  agent.start();
+  int sig = 0;
+  while (!(sig = wait_signal(signals, 1000))) {
+  }
+  hpo::log_info("worker stopping",
+                {{"worker", options.name}, {"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  agent.stop();
+  return 0;
+}

@@ -1,0 +1,87 @@
+// The synthetic trial's timeline: sleep_s is spread evenly over the steps
+// (or spent once when steps = 0), waited in kCheckMs slices so a prune,
+// cancel or shutdown ends it within one slice. At step s of N it reports
+// value_s = f(x) + (N - s) / N — a curve that falls towards f(x), so a pruner
+// sees the same ranking at every step as at the end — and the final value is
+// f(x); each reading gets its own noise draw when `noise` > 0.
+#include "workers/synthetic_executor.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "search/rng.hpp"
+#include "search/test_functions.hpp"
+#include "workers/outcome.hpp"
+
+namespace hpo::workers {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::uint64_t fnv1a(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+// Waits until `until` or a stop; returns the stop reason (kNone: time is up).
+StopReason wait_until(Clock::time_point until, const Reporter& reporter) {
+  for (;;) {
+    StopReason r = reporter.stop_reason();
+    if (r != StopReason::kNone) return r;
+    auto now = Clock::now();
+    if (now >= until) return StopReason::kNone;
+    std::this_thread::sleep_for(std::min<Clock::duration>(
+        until - now, std::chrono::milliseconds(SyntheticExecutor::kCheckMs)));
+  }
+}
+
+}  // namespace
+
+trials::TrialResult SyntheticExecutor::run(const TrialTask& task, Reporter& reporter) {
+  if (!task.spec) return failed_result("no sweep spec", false);
+  const auto& recipe = task.spec->trial.synthetic;
+  auto f = search::evaluate_test_function(recipe.function, task.trial.params);
+  if (!f) {
+    int dims = search::test_function_dims(recipe.function);
+    return failed_result(
+        dims < 0 ? fmt::format("unknown synthetic function '{}'", recipe.function)
+                 : fmt::format("synthetic function '{}' needs numeric parameters x1..x{}",
+                               recipe.function, dims),
+        false);
+  }
+  search::Rng rng(
+      search::hash_key(fnv1a(task.trial.id), static_cast<std::uint64_t>(task.trial.attempt)));
+  auto noisy = [&](double v) { return recipe.noise > 0 ? v + recipe.noise * rng.normal() : v; };
+
+  const auto start = Clock::now();
+  const auto total = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::max(0.0, recipe.sleep_s)));
+  const std::int64_t n = std::max<std::int64_t>(0, recipe.steps);
+  std::optional<double> last;
+  auto stopped = [&](StopReason r) {
+    auto out = stopped_result(r, task.spec->trial.timeout_s);
+    out.value = last;
+    if (last) out.metrics[kMetric] = *last;
+    return out;
+  };
+
+  for (std::int64_t s = 1; s <= n; ++s) {
+    if (auto r = wait_until(start + total * s / n, reporter); r != StopReason::kNone)
+      return stopped(r);
+    double v = noisy(*f + static_cast<double>(n - s) / static_cast<double>(n));
+    last = v;
+    reporter.report(s, {{kMetric, v}});
+  }
+  if (auto r = wait_until(start + total, reporter); r != StopReason::kNone) return stopped(r);
+
+  trials::TrialResult result;
+  result.value = noisy(*f);
+  result.metrics[kMetric] = *result.value;
+  return result;
+}
+
+}  // namespace hpo::workers
