@@ -541,7 +541,7 @@ Result<SweepSpec> parse_spec(std::string_view json_text) {
   Json root;
   try {
     root = Json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // syntax errors and number overflow
     return Error::invalid("", fmt::format("the spec is not valid JSON: {}", e.what()));
   }
   if (!root.is_object()) return Error::invalid("", "the spec must be a JSON object");

@@ -1,0 +1,393 @@
+// hpo: the command-line client. Talks to the scheduler's REST API only.
+//
+//   hpo [--server URL] [--token T] [--json] COMMAND ...
+//
+// Exit codes (scripts rely on them):
+//   0 success (a followed sweep finished), 1 the followed sweep failed,
+//   2 usage error or rejected input (400), 3 the followed sweep was cancelled,
+//   4 the server is unreachable or answered 5xx, 5 not found, 6 unauthorized.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "trials/local_state.hpp"
+#include "web/http_client.hpp"
+
+namespace {
+
+using Json = nlohmann::json;
+
+enum Exit { kOk = 0, kSweepFailed = 1, kUsage = 2, kCancelled = 3, kUnreachable = 4,
+            kNotFound = 5, kUnauthorized = 6 };
+
+const char* kUsageText = R"(usage: hpo [--server URL] [--token T] [--json] COMMAND [ARGS]
+
+commands:
+  submit SPEC.json [--follow]   submit a sweep; prints its id. --follow shows a live
+                                progress line until the sweep ends
+  status [ID]                   one sweep (state, counts, best trial), or all sweeps
+  trials ID [--csv] [--state S] [--limit N] [--offset N]
+                                the sweep's trials
+  workers                       the live workers
+  cancel ID                     cancel a sweep (queued trials are dropped, running
+                                ones are stopped)
+
+flags:
+  --server URL   the scheduler [HPO_SERVER] (default: the local scheduler from
+                 $HPO_HOME/scheduler.json, else http://127.0.0.1:8080)
+  --token T      API token for submit/cancel [HPO_TOKEN] (default: from scheduler.json)
+  --json         print the API's JSON documents instead of text
+  --help         this text
+
+exit codes: 0 ok, 1 followed sweep failed, 2 usage or rejected input, 3 followed
+sweep cancelled, 4 server unreachable or failing, 5 not found, 6 unauthorized
+)";
+
+struct Options {
+  std::string server;
+  std::string token;
+  bool json = false;
+  std::vector<std::string> args;  // the command and its arguments
+};
+
+int fail(int code, const std::string& message) {
+  std::fprintf(stderr, "hpo: %s\n", message.c_str());
+  return code;
+}
+
+// Maps an HTTP error response to an exit code, printing the server's message
+// and each field error with its path.
+int http_error(const hpo::web::ClientResponse& r) {
+  std::string message = fmt::format("HTTP {}", r.status);
+  auto j = Json::parse(r.body, nullptr, false);
+  if (!j.is_discarded() && j.contains("error") && j["error"].is_object()) {
+    const auto& e = j["error"];
+    message = e.value("message", message);
+    if (e.contains("fields") && e["fields"].is_array()) {
+      std::fprintf(stderr, "hpo: %s\n", message.c_str());
+      for (const auto& f : e["fields"])
+        std::fprintf(stderr, "  %s: %s\n", f.value("path", "").c_str(), f.value("message", "").c_str());
+      return r.status == 400 ? kUsage : kUnreachable;
+    }
+  }
+  int code = r.status == 400 || r.status == 413 ? kUsage
+             : r.status == 404                  ? kNotFound
+             : r.status == 401                  ? kUnauthorized
+                                                : kUnreachable;
+  return fail(code, message);
+}
+
+struct Client {
+  hpo::web::HttpClient http;
+  std::string base;
+
+  Client(const hpo::web::HttpUrl& url, const std::string& token)
+      : http(url, std::chrono::milliseconds(15000)), base(url.base) {
+    http.set_token(token);
+  }
+  // Returns the parsed body of a 2xx response, or sets `exit_code`.
+  std::optional<Json> call(const std::string& method, const std::string& path, int& exit_code,
+                           const std::string& body = "", std::string* raw = nullptr) {
+    auto r = http.request(method, base + path, body,
+                          body.empty() ? std::map<std::string, std::string>{}
+                                       : std::map<std::string, std::string>{
+                                             {"Content-Type", "application/json"}});
+    if (!r) {
+      exit_code = fail(kUnreachable, "cannot reach the scheduler: " + r.error().message);
+      return std::nullopt;
+    }
+    if (r->status < 200 || r->status >= 300) {
+      exit_code = http_error(*r);
+      return std::nullopt;
+    }
+    if (raw) {
+      *raw = r->body;
+      return Json::object();
+    }
+    auto j = Json::parse(r->body, nullptr, false);
+    if (j.is_discarded()) {
+      exit_code = fail(kUnreachable, "the server answered with something that is not JSON");
+      return std::nullopt;
+    }
+    return j;
+  }
+};
+
+std::string fmt_value(const Json& v) {
+  if (v.is_number_float()) return fmt::format("{:.6g}", v.get<double>());
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+std::string fmt_params(const Json& params) {
+  std::string s;
+  for (auto it = params.begin(); it != params.end(); ++it)
+    s += (s.empty() ? "" : " ") + it.key() + "=" + fmt_value(it.value());
+  return s;
+}
+
+std::string fmt_duration(double seconds) {
+  auto s = static_cast<long>(seconds);
+  if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60);
+  return fmt::format("{:02}:{:02}", s / 60, s % 60);
+}
+
+void print_sweep(const Json& s) {
+  const auto& c = s["counts"];
+  std::printf("sweep %s  %s\n", s.value("id", "").c_str(), s.value("name", "").c_str());
+  std::printf("  state      %s (stage %s)\n", s.value("state", "").c_str(), s.value("stage", "").c_str());
+  std::printf("  objective  %s %s\n", s["objective"].value("mode", "").c_str(),
+              s["objective"].value("metric", "").c_str());
+  std::printf("  trials     %lld/%lld finished: %lld completed, %lld failed, %lld pruned, %lld "
+              "cancelled; %lld running, %lld queued\n",
+              static_cast<long long>(c.value("completed", 0) + c.value("failed", 0) +
+                                     c.value("pruned", 0) + c.value("cancelled", 0)),
+              static_cast<long long>(s.value("max_trials", 0)),
+              static_cast<long long>(c.value("completed", 0)),
+              static_cast<long long>(c.value("failed", 0)),
+              static_cast<long long>(c.value("pruned", 0)),
+              static_cast<long long>(c.value("cancelled", 0)),
+              static_cast<long long>(c.value("running", 0)),
+              static_cast<long long>(c.value("queued", 0)));
+  if (s.contains("best") && s["best"].is_object()) {
+    const auto& b = s["best"];
+    std::printf("  best       %s = %s  (trial %s)  %s\n", s["objective"].value("metric", "").c_str(),
+                fmt_value(b["value"]).c_str(), b.value("trial_id", "").c_str(),
+                fmt_params(b["params"]).c_str());
+  }
+  if (!s.value("error", "").empty()) std::printf("  error      %s\n", s.value("error", "").c_str());
+}
+
+// The live progress line of `submit --follow`.
+std::string progress_line(const Json& s, double elapsed) {
+  const auto& c = s["counts"];
+  long long total = s.value("max_trials", 0LL);
+  long long done = c.value("completed", 0LL) + c.value("failed", 0LL) + c.value("pruned", 0LL) +
+                   c.value("cancelled", 0LL);
+  int width = 24;
+  int filled = total > 0 ? static_cast<int>(std::min<long long>(done, total) * width / total) : 0;
+  std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
+  std::string best = "-";
+  if (s.contains("best") && s["best"].is_object()) best = fmt_value(s["best"]["value"]);
+  std::string eta = "--:--";
+  if (done > 0 && total > done) eta = fmt_duration(elapsed / done * (total - done));
+  if (done >= total) eta = "00:00";
+  return fmt::format("[{}] {}/{} done | {} running | {} failed | best {} | {} elapsed | ETA {}",
+                     bar, done, total, c.value("running", 0LL), c.value("failed", 0LL), best,
+                     fmt_duration(elapsed), eta);
+}
+
+int follow(Client& client, const std::string& id, bool json) {
+  auto start = std::chrono::steady_clock::now();
+  bool tty = ::isatty(STDOUT_FILENO);
+  std::string last;
+  int failures = 0;
+  while (true) {
+    int code = 0;
+    auto s = client.call("GET", "/api/sweeps/" + id, code);
+    if (!s) {
+      // The scheduler may be restarting: keep trying for a while.
+      if (code != kUnreachable || ++failures > 120) return code;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // refresh period
+      continue;
+    }
+    failures = 0;
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::string state = s->value("state", "");
+    if (!json) {
+      std::string line = progress_line(*s, elapsed);
+      if (tty) std::printf("\r%s\033[K", line.c_str());
+      else if (line.substr(0, line.find(" | best")) != last.substr(0, last.find(" | best")))
+        std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+      last = line;
+    }
+    if (state != "running") {
+      if (json) {
+        std::printf("%s\n", s->dump(2).c_str());
+      } else {
+        if (tty) std::printf("\n");
+        print_sweep(*s);
+      }
+      return state == "finished" ? kOk : state == "cancelled" ? kCancelled : kSweepFailed;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // refresh period
+  }
+}
+
+int cmd_submit(Client& client, const Options& o) {
+  std::string path;
+  bool do_follow = false;
+  for (std::size_t i = 1; i < o.args.size(); ++i) {
+    if (o.args[i] == "--follow" || o.args[i] == "-f") do_follow = true;
+    else if (path.empty()) path = o.args[i];
+    else return fail(kUsage, "submit takes one spec file");
+  }
+  if (path.empty()) return fail(kUsage, "usage: hpo submit SPEC.json [--follow]");
+  std::ifstream in(path);
+  if (!in) return fail(kUsage, "cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  int code = 0;
+  auto r = client.call("POST", "/api/sweeps", code, ss.str());
+  if (!r) return code;
+  std::string id = r->value("id", "");
+  if (o.json && !do_follow) std::printf("%s\n", r->dump().c_str());
+  else std::printf("%s\n", id.c_str());
+  std::fflush(stdout);
+  return do_follow ? follow(client, id, o.json) : kOk;
+}
+
+int cmd_status(Client& client, const Options& o) {
+  int code = 0;
+  if (o.args.size() >= 2) {
+    auto s = client.call("GET", "/api/sweeps/" + o.args[1], code);
+    if (!s) return code;
+    if (o.json) std::printf("%s\n", s->dump(2).c_str());
+    else print_sweep(*s);
+    return kOk;
+  }
+  auto list = client.call("GET", "/api/sweeps?limit=100", code);
+  if (!list) return code;
+  if (o.json) {
+    std::printf("%s\n", list->dump(2).c_str());
+    return kOk;
+  }
+  std::printf("%-10s %-24s %-10s %-12s %s\n", "ID", "NAME", "STATE", "DONE", "BEST");
+  for (const auto& s : (*list)["sweeps"]) {
+    const auto& c = s["counts"];
+    long long done = c.value("completed", 0LL) + c.value("failed", 0LL) + c.value("pruned", 0LL) +
+                     c.value("cancelled", 0LL);
+    std::string best = s.contains("best") && s["best"].is_object() ? fmt_value(s["best"]["value"]) : "-";
+    std::printf("%-10s %-24s %-10s %-12s %s\n", s.value("id", "").c_str(),
+                s.value("name", "").substr(0, 24).c_str(), s.value("state", "").c_str(),
+                fmt::format("{}/{}", done, s.value("max_trials", 0LL)).c_str(), best.c_str());
+  }
+  return kOk;
+}
+
+int cmd_trials(Client& client, const Options& o) {
+  if (o.args.size() < 2) return fail(kUsage, "usage: hpo trials ID [--csv] [--state S]");
+  std::string query = "?limit=1000";
+  bool csv = false;
+  for (std::size_t i = 2; i < o.args.size(); ++i) {
+    const auto& a = o.args[i];
+    if (a == "--csv") csv = true;
+    else if ((a == "--state" || a == "--limit" || a == "--offset") && i + 1 < o.args.size())
+      query += "&" + a.substr(2) + "=" + o.args[++i];
+    else return fail(kUsage, "unknown argument " + a);
+  }
+  int code = 0;
+  if (csv) {
+    std::string body;
+    if (!client.call("GET", "/api/sweeps/" + o.args[1] + "/trials" + query + "&format=csv", code, "", &body))
+      return code;
+    std::fputs(body.c_str(), stdout);
+    return kOk;
+  }
+  auto r = client.call("GET", "/api/sweeps/" + o.args[1] + "/trials" + query, code);
+  if (!r) return code;
+  if (o.json) {
+    std::printf("%s\n", r->dump(2).c_str());
+    return kOk;
+  }
+  std::printf("%-6s %-10s %-12s %-8s %-14s %s\n", "NUMBER", "STATE", "VALUE", "ATTEMPT", "WORKER", "PARAMS");
+  for (const auto& t : (*r)["trials"]) {
+    std::string value = t.contains("value") && !t["value"].is_null() ? fmt_value(t["value"]) : "-";
+    std::printf("%-6lld %-10s %-12s %-8d %-14s %s\n", static_cast<long long>(t.value("number", 0LL)),
+                t.value("state", "").c_str(), value.c_str(), t.value("attempt", 0),
+                t.value("worker", "").c_str(), fmt_params(t["params"]).c_str());
+  }
+  std::printf("(%lld trials)\n", static_cast<long long>(r->value("total", 0LL)));
+  return kOk;
+}
+
+int cmd_workers(Client& client, const Options& o) {
+  int code = 0;
+  auto r = client.call("GET", "/api/workers", code);
+  if (!r) return code;
+  if (o.json) {
+    std::printf("%s\n", r->dump(2).c_str());
+    return kOk;
+  }
+  std::printf("%-20s %-16s %-7s %-6s %s\n", "NAME", "HOST", "SLOTS", "BUSY", "TRIALS");
+  for (const auto& w : (*r)["workers"]) {
+    std::string trials;
+    for (const auto& t : w.value("trials", Json::array())) trials += (trials.empty() ? "" : ",") + t.get<std::string>();
+    std::printf("%-20s %-16s %-7d %-6d %s\n", w.value("name", "").c_str(), w.value("host", "").c_str(),
+                w.value("slots", 0), w.value("busy_slots", 0), trials.c_str());
+  }
+  return kOk;
+}
+
+int cmd_cancel(Client& client, const Options& o) {
+  if (o.args.size() != 2) return fail(kUsage, "usage: hpo cancel ID");
+  int code = 0;
+  auto r = client.call("POST", "/api/sweeps/" + o.args[1] + "/cancel", code, "{}");
+  if (!r) return code;
+  if (o.json) std::printf("%s\n", r->dump().c_str());
+  else std::printf("cancelled %s\n", o.args[1].c_str());
+  return kOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char* flag) -> std::optional<std::string> {
+      if (a.rfind(std::string(flag) + "=", 0) == 0) return a.substr(std::strlen(flag) + 1);
+      if (a == flag && i + 1 < argc) return std::string(argv[++i]);
+      return std::nullopt;
+    };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsageText, stdout);
+      return kOk;
+    }
+    if (a == "--json") o.json = true;
+    else if (auto v = value("--server")) o.server = *v;
+    else if (auto t = value("--token")) o.token = *t;
+    else if (a == "--server" || a == "--token") return fail(kUsage, a + " needs a value");
+    else o.args.push_back(a);
+  }
+  if (o.args.empty()) {
+    std::fputs(kUsageText, stderr);
+    return kUsage;
+  }
+  auto local = hpo::read_local_state();
+  if (o.server.empty()) {
+    if (const char* env = std::getenv("HPO_SERVER"); env && *env) o.server = env;
+    else if (local && !local->api.empty()) o.server = local->api;
+    else o.server = "http://127.0.0.1:8080";
+  }
+  if (o.token.empty()) {
+    if (const char* env = std::getenv("HPO_TOKEN"); env && *env) o.token = env;
+    else if (local) o.token = local->token;
+  }
+  auto url = hpo::web::parse_http_url(o.server);
+  if (!url) return fail(kUsage, "bad --server: " + url.error().message);
+  Client client(*url, o.token);
+  const std::string& cmd = o.args[0];
+  if (cmd == "submit") return cmd_submit(client, o);
+  if (cmd == "status") return cmd_status(client, o);
+  if (cmd == "trials") return cmd_trials(client, o);
+  if (cmd == "workers") return cmd_workers(client, o);
+  if (cmd == "cancel") return cmd_cancel(client, o);
+  return fail(kUsage, "unknown command \"" + cmd + "\" (see hpo --help)");
+}

@@ -1,0 +1,36 @@
+// Configuration of hpo-scheduler: one typed struct, filled from defaults <
+// a JSON file (--config) < environment (HPO_*) < flags.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "trials/result.hpp"
+
+namespace hpo::scheduler {
+
+struct SchedulerConfig {
+  std::string listen_host = "127.0.0.1";
+  int listen_port = 8080;
+  std::string redis_url;        // empty: start an embedded redis-server
+  std::string data_dir;         // embedded Redis data; default $HPO_HOME/data
+  std::string prefix = "hpo:";  // Redis key prefix
+  std::string token;            // API bearer token; empty: a random one is generated
+  std::string token_file;       // read the token from this file
+  std::string static_dir;       // dashboard files; default: found next to the binary
+  int handler_threads = 4;
+  std::chrono::milliseconds reaper_period{1000};
+  std::chrono::milliseconds rescan_period{5000};
+  bool help = false;
+};
+
+// Parses argv (and the environment). kInvalidArgument names the flag.
+Result<SchedulerConfig> load_scheduler_config(int argc, char** argv);
+const char* scheduler_usage();
+
+// Splits "host:port"; kInvalidArgument with `flag` in the message.
+Status parse_host_port(const std::string& text, const std::string& flag, std::string& host,
+                       int& port);
+
+}  // namespace hpo::scheduler

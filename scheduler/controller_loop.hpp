@@ -1,0 +1,80 @@
+// ControllerLoop: one thread that owns every active sweep's controller.
+//
+// It sleeps on the store's event stream (XREAD BLOCK), routes each event to
+// the controller of its sweep (marking the named trial dirty) and steps the
+// controllers that were touched. New sweeps are found through the
+// "sweep.created" event and through a periodic rescan of active_sweeps(),
+// which is also how a restarted scheduler picks every sweep up again. The
+// rescan forces a full resync, so a missed or trimmed event costs at most one
+// rescan period of delay, never correctness.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "scheduler/sweep_controller.hpp"
+#include "trials/store.hpp"
+
+namespace hpo::scheduler {
+
+using StoreFactory = std::function<Result<std::unique_ptr<trials::TrialStore>>()>;
+
+struct ControllerLoopOptions {
+  std::chrono::milliseconds rescan{5000};     // full resync of every sweep
+  std::chrono::milliseconds event_wait{250};  // XREAD BLOCK per iteration
+};
+
+class ControllerLoop {
+ public:
+  // `make_stage` (optional) builds the ensemble stage for sweeps that have one.
+  using StageFactory =
+      std::function<std::unique_ptr<Stage>(const std::string& sweep_id, const trials::SweepSpec&)>;
+
+  ControllerLoop(StoreFactory stores, ControllerLoopOptions options, StageFactory make_stage = {});
+  ~ControllerLoop();
+
+  void start();
+  void stop();  // joins; returns within about one event_wait
+
+  // Runs one iteration on the calling thread (tests drive the loop by hand).
+  void run_once(trials::TrialStore& store);
+
+ private:
+  void run();
+  void rescan(trials::TrialStore& store);
+  void step_all(trials::TrialStore& store, bool all);
+  SweepController* controller(trials::TrialStore& store, const std::string& sweep_id);
+
+  StoreFactory stores_;
+  ControllerLoopOptions options_;
+  StageFactory make_stage_;
+  std::map<std::string, std::unique_ptr<SweepController>> controllers_;
+  std::map<std::string, bool> touched_;
+  std::string last_event_ = "$";
+  std::chrono::steady_clock::time_point next_rescan_{};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// LeaseReaper: re-queues (attempt + 1) or fails trials whose worker stopped
+// heartbeating. The work is one atomic store call; this class only paces it.
+class LeaseReaper {
+ public:
+  LeaseReaper(StoreFactory stores, std::chrono::milliseconds period);
+  ~LeaseReaper();
+  void start();
+  void stop();
+
+ private:
+  StoreFactory stores_;
+  std::chrono::milliseconds period_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace hpo::scheduler

@@ -1,0 +1,155 @@
+#include "scheduler/embedded_redis.hpp"
+
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "trials/log.hpp"
+
+namespace hpo::scheduler {
+
+namespace {
+
+bool bind_probe(int port, int* bound_port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  if (ok && bound_port) {
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    *bound_port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return ok;
+}
+
+bool ping(int port) {
+  timeval tv{0, 200000};
+  redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
+  bool ok = false;
+  if (c && !c->err) {
+    redisSetTimeout(c, tv);
+    auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
+    ok = r && r->type == REDIS_REPLY_STATUS;
+    if (r) freeReplyObject(r);
+  }
+  if (c) redisFree(c);
+  return ok;
+}
+
+}  // namespace
+
+int pick_free_port() {
+  int port = 0;
+  return bind_probe(0, &port) ? port : 0;
+}
+
+bool port_is_free(int port) { return bind_probe(port, nullptr); }
+
+Result<std::unique_ptr<EmbeddedRedis>> EmbeddedRedis::start(const std::string& data_dir, int port) {
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  if (ec) return Error::invalid("--data-dir", fmt::format("cannot create {}: {}", data_dir, ec.message()));
+  std::string port_file = data_dir + "/redis.port";
+  if (port == 0) {
+    std::ifstream in(port_file);
+    int remembered = 0;
+    if (in >> remembered && remembered > 0 && port_is_free(remembered)) port = remembered;
+  }
+  if (port == 0) port = pick_free_port();
+  if (port == 0) return Error::unavailable("no free TCP port on 127.0.0.1 for the embedded Redis");
+  std::unique_ptr<EmbeddedRedis> r(new EmbeddedRedis(data_dir, port));
+  if (auto st = r->spawn(); !st) return st.error();
+  std::ofstream(port_file) << port << "\n";
+  return r;
+}
+
+Status EmbeddedRedis::spawn() {
+  std::string port_s = std::to_string(port_);
+  std::string log_file = data_dir_ + "/redis.log";
+  std::vector<std::string> args = {"redis-server",  "--port",        port_s,    "--bind",
+                                   "127.0.0.1",     "--dir",         data_dir_, "--appendonly",
+                                   "yes",           "--appendfsync", "always",  "--save",
+                                   "",              "--logfile",     log_file,  "--daemonize",
+                                   "no",            "--protected-mode", "yes"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) return Error::unavailable("fork failed for redis-server");
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(1);  // the scheduler died before prctl
+    ::setpgid(0, 0);                        // Ctrl-C in a terminal goes to the scheduler only
+    ::execvp("redis-server", argv.data());
+    ::_exit(127);
+  }
+  pid_ = pid;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return Error::unavailable(fmt::format(
+          "redis-server exited at start (status {}); is it installed? see {}", status, log_file));
+    }
+    if (ping(port_)) {
+      log_info("embedded redis ready", {{"port", port_s}, {"dir", data_dir_}});
+      return {};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // poll interval
+  }
+  stop();
+  return Error::unavailable("redis-server did not answer within 15 s; see " + log_file);
+}
+
+std::string EmbeddedRedis::url() const { return fmt::format("redis://127.0.0.1:{}", port_); }
+
+Result<bool> EmbeddedRedis::restart_if_dead() {
+  if (pid_ > 0) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
+    pid_ = -1;
+  }
+  log_warn("embedded redis died; restarting it", {{"port", std::to_string(port_)}});
+  if (auto st = spawn(); !st) return st.error();
+  return true;
+}
+
+void EmbeddedRedis::stop() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // poll interval
+  }
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+EmbeddedRedis::~EmbeddedRedis() { stop(); }
+
+}  // namespace hpo::scheduler

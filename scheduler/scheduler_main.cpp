@@ -1,0 +1,177 @@
+// hpo-scheduler: wires the parts together and waits for a signal.
+//
+// Order of start: Redis (embedded or given) -> controller loop and lease
+// reaper -> event pump -> HTTP server -> scheduler.json. Stop is the reverse,
+// on SIGINT or SIGTERM. The signals are blocked in every thread and taken
+// synchronously here, so no handler runs in the middle of anything; the same
+// wait doubles as the watchdog of the embedded Redis.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "scheduler/config.hpp"
+#include "scheduler/controller_loop.hpp"
+#include "scheduler/embedded_redis.hpp"
+#include "trials/local_state.hpp"
+#include "trials/log.hpp"
+#include "trials/redis/redis_store.hpp"
+#include "web/api.hpp"
+#include "web/event_hub.hpp"
+#include "web/event_pump.hpp"
+#include "web/http_server.hpp"
+
+namespace {
+
+using namespace hpo;
+
+std::string random_token() {
+  std::random_device rd;
+  std::string t;
+  const char* hex = "0123456789abcdef";
+  for (int i = 0; i < 32; ++i) t += hex[rd() % 16];
+  return t;
+}
+
+// The dashboard's files: an explicit flag, else web/ui/dist found from the
+// binary's location (build tree or install prefix).
+std::string find_static_dir(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+    for (const char* rel : {"web/ui/dist", "share/hpo/ui"})
+      if (std::filesystem::exists(dir / rel / "index.html", ec)) return (dir / rel).string();
+  }
+  return "";
+}
+
+int run(const scheduler::SchedulerConfig& config) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  std::unique_ptr<scheduler::EmbeddedRedis> embedded;
+  std::string redis_url = config.redis_url;
+  if (redis_url.empty()) {
+    auto r = scheduler::EmbeddedRedis::start(config.data_dir);
+    if (!r) {
+      log_error("cannot start the embedded redis-server", {{"error", r.error().message}});
+      return 1;
+    }
+    embedded = std::move(*r);
+    redis_url = embedded->url();
+  }
+  auto url = trials::redis::RedisUrl::parse(redis_url);
+  if (!url) {
+    log_error("bad --redis URL", {{"url", redis_url}, {"error", url.error().message}});
+    return 2;
+  }
+  trials::redis::RedisStoreConfig store_config;
+  store_config.url = *url;
+  store_config.prefix = config.prefix;
+  auto make_store = [store_config] {
+    return std::make_unique<trials::redis::RedisStore>(store_config);
+  };
+  {
+    // Fail fast with a clear message when Redis is not there at all.
+    auto probe = make_store();
+    if (auto ids = probe->active_sweeps(); !ids) {
+      log_error("cannot reach Redis", {{"url", redis_url}, {"error", ids.error().message}});
+      return 1;
+    }
+  }
+
+  scheduler::StoreFactory controller_stores = [make_store]() -> Result<std::unique_ptr<trials::TrialStore>> {
+    return std::unique_ptr<trials::TrialStore>(make_store());
+  };
+  scheduler::ControllerLoopOptions loop_options;
+  loop_options.rescan = config.rescan_period;
+  scheduler::ControllerLoop loop(controller_stores, loop_options);
+  scheduler::LeaseReaper reaper(controller_stores, config.reaper_period);
+
+  std::string token = config.token.empty() ? random_token() : config.token;
+  web::EventHub hub;
+  web::StoreFactory web_stores = [make_store] { return std::unique_ptr<trials::TrialStore>(make_store()); };
+  web::EventPump pump(web_stores, hub);
+  web::ApiOptions api_options;
+  api_options.token = token;
+  api_options.static_dir = find_static_dir(config.static_dir);
+  api_options.handler_threads = config.handler_threads;
+  web::Api api(api_options, web_stores, hub);
+  web::ServerOptions server_options;
+  server_options.host = config.listen_host;
+  server_options.port = config.listen_port;
+  server_options.handler_threads = config.handler_threads;
+  web::HttpServer server(server_options, api.handler());
+
+  loop.start();
+  reaper.start();
+  pump.start();
+  if (auto st = server.start(); !st) {
+    log_error("cannot listen", {{"address", fmt::format("{}:{}", config.listen_host, config.listen_port)},
+                                {"error", st.error().message}});
+    pump.stop();
+    reaper.stop();
+    loop.stop();
+    return 1;
+  }
+  std::string host = config.listen_host == "0.0.0.0" ? "127.0.0.1" : config.listen_host;
+  std::string api_url = fmt::format("http://{}:{}", host, server.port());
+  LocalState state{redis_url, api_url, token, static_cast<long>(::getpid())};
+  if (auto st = write_local_state(state); !st)
+    log_warn("cannot write the local state file", {{"error", st.error().message}});
+  log_info("scheduler ready", {{"api", api_url},
+                               {"redis", redis_url},
+                               {"dashboard", api_options.static_dir.empty() ? "not built" : api_url + "/"},
+                               {"state_file", local_state_path()}});
+  std::fprintf(stdout, "hpo-scheduler: API and dashboard at %s (token in %s)\n", api_url.c_str(),
+               local_state_path().c_str());
+  std::fflush(stdout);
+
+  while (true) {
+    timespec wait{0, 500'000'000};
+    int sig = sigtimedwait(&signals, nullptr, &wait);
+    if (sig == SIGINT || sig == SIGTERM) {
+      log_info("shutting down", {{"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
+      break;
+    }
+    if (embedded) {
+      if (auto restarted = embedded->restart_if_dead(); !restarted)
+        log_error("embedded redis could not be restarted", {{"error", restarted.error().message}});
+    }
+  }
+  server.stop();
+  pump.stop();
+  reaper.stop();
+  loop.stop();
+  remove_local_state();
+  if (embedded) embedded->stop();
+  log_info("scheduler stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto config = hpo::scheduler::load_scheduler_config(argc, argv);
+  if (!config) {
+    std::fprintf(stderr, "hpo-scheduler: %s\n\n%s", config.error().message.c_str(),
+                 hpo::scheduler::scheduler_usage());
+    return 2;
+  }
+  if (config->help) {
+    std::fputs(hpo::scheduler::scheduler_usage(), stdout);
+    return 0;
+  }
+  return run(*config);
+}

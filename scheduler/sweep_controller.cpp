@@ -1,0 +1,248 @@
+// How a step works, and why it is safe to repeat:
+//
+//  1. refresh: the first step (and every resync) lists all trials of the
+//     sweep; later steps re-read only the trials the event stream named.
+//     Finished trials are immutable, so the cache never goes stale for them.
+//  2. prune: for each running trial with new reports, the pruner compares its
+//     curve with every other trial's; a "prune" control flag is set in the
+//     store, the worker sees it on its next heartbeat or report and stops.
+//  3. end or fill: when max_trials trials have finished (or the sampler ran
+//     out and nothing is active) the search stage ends. Otherwise the sampler
+//     is asked for one trial per free concurrency slot; create_trial is a
+//     compare-and-set on the sweep's next number, so if anything else created
+//     that number first we get kConflict, resync and try again next step.
+//
+// Values reach the sampler and the pruner in minimise sense (negated for
+// mode: max), which is the search library's convention.
+#include "scheduler/sweep_controller.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "trials/log.hpp"
+
+namespace hpo::scheduler {
+
+using trials::Trial;
+using trials::TrialState;
+
+SweepController::SweepController(std::string sweep_id, trials::SweepSpec spec)
+    : sweep_id_(std::move(sweep_id)), spec_(std::move(spec)) {
+  sampler_ = search::make_sampler(spec_.search.sampler, spec_.space);
+  if (spec_.early_stopping) pruner_ = search::make_pruner(*spec_.early_stopping);
+}
+
+Result<bool> SweepController::step(trials::TrialStore& store) {
+  auto sweep = store.get_sweep(sweep_id_);
+  if (!sweep) return sweep.error();
+  if (sweep->state != trials::SweepState::kRunning) return false;
+  if (!sampler_) {
+    auto st = store.finish_sweep(sweep_id_, trials::SweepState::kFailed,
+                                 "the search algorithm is not available in this build");
+    if (!st) return st.error();
+    return false;
+  }
+
+  if (sweep->stage == "search") {
+    if (auto st = refresh(store); !st) return st.error();
+    if (pruner_)
+      if (auto st = prune_running(store); !st) return st.error();
+    const auto& c = sweep->counts;
+    bool done = c.finished() >= spec_.search.max_trials ||
+                ((exhausted_ || sweep->next_number >= spec_.search.max_trials) && c.active() == 0);
+    if (done) return end_search(store, *sweep);
+    auto created = fill_queue(store, *sweep);
+    if (!created) return created.error();
+    // The grid may have run out just now with nothing left running.
+    if (exhausted_ && *created == 0 && c.active() == 0) return end_search(store, *sweep);
+    return true;
+  }
+  if (sweep->stage == "ensemble") {
+    if (!ensemble_) {
+      auto st = store.finish_sweep(sweep_id_, trials::SweepState::kFailed,
+                                   "this scheduler has no ensemble stage");
+      if (!st) return st.error();
+      return false;
+    }
+    auto finished = ensemble_->step(store, *sweep);
+    if (!finished) return finished.error();
+    if (!*finished) return true;
+    if (auto st = store.set_stage(sweep_id_, "ensemble", "done"); !st &&
+                                                                  st.error().code != ErrorCode::kConflict)
+      return st.error();
+  }
+  // Stage "done": the sweep's work is complete.
+  auto st = store.finish_sweep(sweep_id_, trials::SweepState::kFinished, "");
+  if (!st && st.error().code != ErrorCode::kConflict) return st.error();
+  log_info("sweep finished", {{"sweep", sweep_id_}});
+  return false;
+}
+
+Status SweepController::refresh(trials::TrialStore& store) {
+  auto note = [&](Trial t) {
+    bool had_curve = curves_.count(t.number) > 0;
+    auto& cached = trials_[t.number];
+    bool reports_may_change = t.state == TrialState::kRunning || !had_curve ||
+                              cached.state != t.state;
+    cached = std::move(t);
+    return reports_may_change;
+  };
+  if (resync_) {
+    auto page = store.list_trials(sweep_id_, "trial", 0, trials::kAll);
+    if (!page) return page.error();
+    trials_.clear();
+    curves_.clear();
+    for (auto& t : page->trials) note(std::move(t));
+    resync_ = false;
+    dirty_.clear();
+    if (pruner_) {
+      for (auto& [number, t] : trials_) {
+        auto reports = store.get_reports(t.id);
+        if (!reports) return reports.error();
+        curves_[number] = curve(*reports);
+      }
+    }
+    return {};
+  }
+  std::set<std::string> dirty;
+  dirty.swap(dirty_);
+  for (const auto& id : dirty) {
+    auto t = store.get_trial(id);
+    if (!t) {
+      if (t.error().code == ErrorCode::kNotFound) continue;
+      dirty_.insert(dirty.begin(), dirty.end());  // try again next step
+      return t.error();
+    }
+    if (t->kind != "trial") continue;
+    std::int64_t number = t->number;
+    if (note(std::move(*t)) && pruner_) {
+      auto reports = store.get_reports(id);
+      if (!reports) return reports.error();
+      curves_[number] = curve(*reports);
+    }
+  }
+  return {};
+}
+
+std::vector<search::StepValue> SweepController::curve(
+    const std::vector<trials::StepReport>& reports) const {
+  std::vector<search::StepValue> out;
+  for (const auto& r : reports) {
+    auto it = r.metrics.find(spec_.objective.metric);
+    if (it == r.metrics.end()) continue;
+    out.push_back({r.step, to_min(it->second)});
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.step < b.step; });
+  return out;
+}
+
+search::Observation SweepController::observation(const Trial& t) const {
+  search::Observation o;
+  o.number = t.number;
+  o.params = t.params;
+  switch (t.state) {
+    case TrialState::kCompleted: o.outcome = search::TrialOutcome::kCompleted; break;
+    case TrialState::kPruned: o.outcome = search::TrialOutcome::kPruned; break;
+    case TrialState::kRunning:
+    case TrialState::kQueued: o.outcome = search::TrialOutcome::kRunning; break;
+    default: o.outcome = search::TrialOutcome::kFailed; break;
+  }
+  if (auto it = curves_.find(t.number); it != curves_.end()) o.curve = it->second;
+  if (t.value) o.value = to_min(*t.value);
+  else if (t.state == TrialState::kPruned && !o.curve.empty()) o.value = o.curve.back().value;
+  return o;
+}
+
+Status SweepController::prune_running(trials::TrialStore& store) {
+  std::vector<search::Observation> all;
+  all.reserve(trials_.size());
+  for (const auto& [number, t] : trials_)
+    if (t.state != TrialState::kQueued) all.push_back(observation(t));
+  for (const auto& [number, t] : trials_) {
+    if (t.state != TrialState::kRunning || t.control != trials::Control::kNone) continue;
+    auto it = curves_.find(number);
+    if (it == curves_.end() || it->second.empty()) continue;
+    std::vector<search::Observation> others;
+    others.reserve(all.size());
+    for (const auto& o : all)
+      if (o.number != number) others.push_back(o);
+    if (!pruner_->should_prune(it->second, others)) continue;
+    auto st = store.set_control(t.id, trials::Control::kPrune);
+    if (!st && st.error().code != ErrorCode::kConflict) return st;
+    trials_[number].control = trials::Control::kPrune;
+    log_info("trial pruned", {{"sweep", sweep_id_},
+                              {"trial", t.id},
+                              {"step", std::to_string(it->second.back().step)}});
+  }
+  return {};
+}
+
+Result<int> SweepController::fill_queue(trials::TrialStore& store, const trials::Sweep& sweep) {
+  int created_count = 0;
+  std::int64_t active = sweep.counts.active();
+  std::int64_t next = sweep.next_number;
+  while (active < spec_.search.max_concurrent && next < spec_.search.max_trials && !exhausted_) {
+    std::vector<search::Observation> history;
+    std::vector<search::Params> pending;
+    for (const auto& [number, t] : trials_) {
+      if (trials::is_finished(t.state)) {
+        if (t.state != TrialState::kCancelled) history.push_back(observation(t));
+      } else {
+        pending.push_back(t.params);
+      }
+    }
+    auto params = sampler_->ask(history, pending, next);
+    if (!params) {
+      exhausted_ = true;
+      break;
+    }
+    trials::NewTrial nt;
+    nt.sweep_id = sweep_id_;
+    nt.kind = "trial";
+    nt.number = next;
+    nt.limit = spec_.search.max_trials;
+    nt.params = std::move(*params);
+    nt.max_attempts = spec_.trial.max_attempts;
+    nt.slots = spec_.trial.slots();
+    auto created = store.create_trial(nt);
+    if (!created) {
+      if (created.error().code == ErrorCode::kConflict) {
+        resync_ = true;  // someone else moved the sweep on; look again next step
+        return created_count;
+      }
+      return created.error();
+    }
+    log_info("trial queued", {{"sweep", sweep_id_}, {"trial", created->id}});
+    trials_[next] = std::move(*created);
+    ++next;
+    ++active;
+    ++created_count;
+  }
+  return created_count;
+}
+
+Result<bool> SweepController::end_search(trials::TrialStore& store, const trials::Sweep& sweep) {
+  if (spec_.ensemble) {
+    auto st = store.set_stage(sweep_id_, "search", "ensemble");
+    if (!st && st.error().code != ErrorCode::kConflict) return st.error();
+    log_info("search stage finished, ensemble stage starts", {{"sweep", sweep_id_}});
+    return true;
+  }
+  const auto& c = sweep.counts;
+  bool all_failed = c.completed == 0 && c.pruned == 0 && c.finished() > 0;
+  std::string error =
+      all_failed ? fmt::format("all {} trials failed; see the trials' errors", c.failed) : "";
+  auto st = store.finish_sweep(
+      sweep_id_, all_failed ? trials::SweepState::kFailed : trials::SweepState::kFinished, error);
+  if (!st && st.error().code != ErrorCode::kConflict) return st.error();
+  log_info(all_failed ? "sweep failed" : "sweep finished",
+           {{"sweep", sweep_id_},
+            {"completed", std::to_string(c.completed)},
+            {"failed", std::to_string(c.failed)},
+            {"pruned", std::to_string(c.pruned)}});
+  return false;
+}
+
+}  // namespace hpo::scheduler

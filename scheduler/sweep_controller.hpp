@@ -1,0 +1,79 @@
+// SweepController: drives one sweep's search stage.
+//
+// Called by the ControllerLoop whenever something may have changed for the
+// sweep (an event named it, or the periodic resync). Each step reads the
+// sweep's counters, folds the trials that changed into its cache, prunes
+// hopeless running trials, then tops the queue up to max_concurrent by asking
+// the sampler. Trial creation is a compare-and-set on the sweep's next number
+// in the store, so a controller that restarts (or races a second scheduler)
+// never creates trial i twice nor more than max_trials trials.
+//
+// The controller holds no state the store does not have: a fresh controller
+// on a restarted scheduler rebuilds everything from the store in its first step.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "search/pruner.hpp"
+#include "search/sampler.hpp"
+#include "trials/spec.hpp"
+#include "trials/store.hpp"
+
+namespace hpo::scheduler {
+
+// Runs once the search stage is over, for sweeps with an `ensemble` section.
+class Stage {
+ public:
+  virtual ~Stage() = default;
+  // Returns true when the stage is finished (the sweep may end).
+  virtual Result<bool> step(trials::TrialStore& store, const trials::Sweep& sweep) = 0;
+};
+
+class SweepController {
+ public:
+  SweepController(std::string sweep_id, trials::SweepSpec spec);
+
+  // One step. Returns true while the sweep is still active, false once it has
+  // ended (finished, cancelled or failed) and the controller can be dropped.
+  Result<bool> step(trials::TrialStore& store);
+
+  // The loop tells the controller which trials changed since the last step.
+  void mark_dirty(const std::string& trial_id) { dirty_.insert(trial_id); }
+  // Forces a full reload of the sweep's trials on the next step.
+  void mark_resync() { resync_ = true; }
+
+  // Installed by the scheduler for sweeps with an ensemble section.
+  void set_ensemble_stage(std::unique_ptr<Stage> stage) { ensemble_ = std::move(stage); }
+
+  const std::string& sweep_id() const { return sweep_id_; }
+  const trials::SweepSpec& spec() const { return spec_; }
+
+ private:
+  Status refresh(trials::TrialStore& store);
+  Status prune_running(trials::TrialStore& store);
+  Result<int> fill_queue(trials::TrialStore& store, const trials::Sweep& sweep);
+  Result<bool> end_search(trials::TrialStore& store, const trials::Sweep& sweep);
+  search::Observation observation(const trials::Trial& t) const;
+  std::vector<search::StepValue> curve(const std::vector<trials::StepReport>& reports) const;
+  double to_min(double v) const { return spec_.objective.maximize ? -v : v; }
+
+  std::string sweep_id_;
+  trials::SweepSpec spec_;
+  std::unique_ptr<search::Sampler> sampler_;
+  std::unique_ptr<search::Pruner> pruner_;
+  std::unique_ptr<Stage> ensemble_;
+
+  std::map<std::int64_t, trials::Trial> trials_;       // by number, kind "trial"
+  std::map<std::int64_t, std::vector<search::StepValue>> curves_;  // by number
+  std::set<std::string> dirty_;
+  bool resync_ = true;
+  bool exhausted_ = false;  // the sampler has no more points (grid)
+};
+
+}  // namespace hpo::scheduler

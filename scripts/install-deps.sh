@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian bookworm packages hpo needs, skipping what is there.
+# Usage: scripts/install-deps.sh [--bench]   (--bench adds the Python references)
+set -euo pipefail
+
+pkgs=(g++ cmake make pkg-config git ca-certificates
+      libboost-dev libhiredis-dev redis-server nlohmann-json3-dev libfmt-dev libgtest-dev
+      libeigen3-dev zlib1g-dev
+      libtorch-dev libgloo-dev libopenblas0-pthread
+      dataset-fashion-mnist
+      chromium)
+if [[ "${1:-}" == "--bench" ]]; then
+  pkgs+=(python3-optuna python3-torch python3-sklearn python3-numpy)
+fi
+command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+if [[ $(id -u) -ne 0 ]]; then
+  SUDO=sudo
+else
+  SUDO=
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

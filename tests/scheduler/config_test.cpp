@@ -1,0 +1,51 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "scheduler/config.hpp"
+
+namespace hpo::scheduler {
+namespace {
+
+Result<SchedulerConfig> load(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  static std::string prog = "hpo-scheduler";
+  argv.push_back(prog.data());
+  for (auto& a : args) argv.push_back(a.data());
+  return load_scheduler_config(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(SchedulerConfig, FlagsOverrideEnvironmentOverrideDefaults) {
+  ::unsetenv("HPO_LISTEN");
+  auto c = load({});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->listen_host, "127.0.0.1");
+  EXPECT_EQ(c->listen_port, 8080);
+  ::setenv("HPO_LISTEN", "0.0.0.0:9000", 1);
+  c = load({});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->listen_port, 9000);
+  c = load({"--listen", "127.0.0.1:0", "--redis=redis://h:1", "--threads", "2"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->listen_port, 0);
+  EXPECT_EQ(c->redis_url, "redis://h:1");
+  EXPECT_EQ(c->handler_threads, 2);
+  ::unsetenv("HPO_LISTEN");
+}
+
+TEST(SchedulerConfig, BadFlagsNameTheFlag) {
+  auto c = load({"--listen", "nonsense"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().fields.at(0).path, "--listen");
+  c = load({"--threads", "0"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().fields.at(0).path, "--threads");
+  c = load({"--frobnicate"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().fields.at(0).path, "--frobnicate");
+  c = load({"--redis"});
+  ASSERT_FALSE(c.ok());
+}
+
+}  // namespace
+}  // namespace hpo::scheduler

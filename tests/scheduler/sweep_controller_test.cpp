@@ -1,0 +1,227 @@
+// SweepController against the in-memory store: the controller keeps
+// max_concurrent trials in flight, ends with exactly max_trials, resumes after
+// a "restart" (a fresh controller) without repeating a trial number, stops a
+// grid when it runs out, fails a sweep whose every trial failed, and prunes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "scheduler/sweep_controller.hpp"
+#include "trials/memory/memory_store.hpp"
+
+namespace hpo::scheduler {
+namespace {
+
+using trials::memory::MemoryStore;
+using Json = nlohmann::ordered_json;
+
+Json base_spec() {
+  return Json::parse(R"({
+    "name": "t",
+    "objective": {"metric": "value", "mode": "min"},
+    "parameters": {"x1": {"type": "float", "min": -5, "max": 10},
+                   "x2": {"type": "float", "min": 0, "max": 15}},
+    "search": {"algorithm": "random", "max_trials": 10, "max_concurrent": 3, "seed": 1},
+    "trial": {"kind": "synthetic", "function": "branin", "max_attempts": 2}
+  })");
+}
+
+struct Fixture {
+  std::int64_t now = 1'000'000;
+  MemoryStore store{[this] { return now; }};
+  std::string sweep_id;
+  trials::SweepSpec spec;
+
+  explicit Fixture(const Json& j) {
+    auto parsed = trials::parse_spec(j.dump());
+    EXPECT_TRUE(parsed.ok()) << parsed.error().message;
+    spec = *parsed;
+    auto id = store.create_sweep({spec.name, j.dump(), spec.objective.maximize});
+    EXPECT_TRUE(id.ok());
+    sweep_id = *id;
+  }
+  trials::Sweep sweep() { return *store.get_sweep(sweep_id); }
+
+  // A worker finishing every queued trial with f(params); returns how many.
+  int work_all(const std::function<trials::TrialResult(const trials::Trial&)>& run) {
+    int n = 0;
+    while (true) {
+      auto c = store.claim("w", 1, 10'000);
+      EXPECT_TRUE(c.ok());
+      if (!c.ok() || !*c) return n;
+      const auto& t = (*c)->trial;
+      EXPECT_TRUE(store.complete(t.id, t.attempt, "w", run(t)).ok());
+      ++n;
+    }
+  }
+};
+
+double value_of(const trials::Trial& t) {
+  double x1 = std::get<double>(t.params.at("x1")), x2 = std::get<double>(t.params.at("x2"));
+  return x1 * x1 + x2;
+}
+
+trials::TrialResult completed(const trials::Trial& t) {
+  trials::TrialResult r;
+  r.outcome = trials::TrialState::kCompleted;
+  r.value = value_of(t);
+  r.metrics["value"] = *r.value;
+  return r;
+}
+
+TEST(SweepController, KeepsConcurrencyAndEndsWithExactlyMaxTrials) {
+  Fixture f(base_spec());
+  SweepController c(f.sweep_id, f.spec);
+  int rounds = 0;
+  while (true) {
+    auto alive = c.step(f.store);
+    ASSERT_TRUE(alive.ok()) << alive.error().message;
+    if (!*alive) break;
+    auto s = f.sweep();
+    EXPECT_LE(s.counts.active(), 3);
+    EXPECT_GT(s.counts.active(), 0);
+    // Finish one trial per round so the controller has to top the queue up.
+    auto claim = f.store.claim("w", 1, 10'000);
+    ASSERT_TRUE(claim.ok() && *claim);
+    const auto& t = (*claim)->trial;
+    ASSERT_TRUE(f.store.complete(t.id, t.attempt, "w", completed(t)).ok());
+    c.mark_dirty(t.id);
+    ASSERT_LT(++rounds, 100);
+  }
+  auto s = f.sweep();
+  EXPECT_EQ(s.state, trials::SweepState::kFinished);
+  EXPECT_EQ(s.counts.completed, 10);
+  EXPECT_EQ(s.next_number, 10);
+  auto page = f.store.list_trials(f.sweep_id, "trial", 0, trials::kAll);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->trials.size(), 10u);
+  const trials::Trial* best = nullptr;
+  for (const auto& t : page->trials)
+    if (!best || *t.value < *best->value) best = &t;
+  ASSERT_TRUE(s.best);
+  EXPECT_EQ(s.best->trial_id, best->id);
+  EXPECT_DOUBLE_EQ(s.best->value, *best->value);
+}
+
+TEST(SweepController, FreshControllerResumesWithoutRepeatingTrials) {
+  Fixture f(base_spec());
+  {
+    SweepController first(f.sweep_id, f.spec);
+    ASSERT_TRUE(first.step(f.store).ok());
+    f.work_all(completed);
+    ASSERT_TRUE(first.step(f.store).ok());  // queues 3 more, then "crashes"
+  }
+  EXPECT_EQ(f.sweep().next_number, 6);
+  SweepController second(f.sweep_id, f.spec);
+  for (int i = 0; i < 20; ++i) {
+    auto alive = second.step(f.store);
+    ASSERT_TRUE(alive.ok());
+    if (!*alive) break;
+    f.work_all(completed);
+    second.mark_resync();
+  }
+  auto s = f.sweep();
+  EXPECT_EQ(s.state, trials::SweepState::kFinished);
+  EXPECT_EQ(s.counts.completed, 10);
+  auto page = f.store.list_trials(f.sweep_id, "trial", 0, trials::kAll);
+  std::set<std::int64_t> numbers;
+  for (const auto& t : page->trials) numbers.insert(t.number);
+  EXPECT_EQ(numbers.size(), 10u);
+  EXPECT_EQ(*numbers.rbegin(), 9);
+}
+
+TEST(SweepController, GridEndsWhenExhausted) {
+  auto j = base_spec();
+  j["parameters"] = Json::parse(R"({"a": {"type": "int", "min": 1, "max": 2},
+                                    "b": {"type": "categorical", "values": ["p", "q"]}})");
+  j["search"] = Json::parse(R"({"algorithm": "grid", "max_trials": 10, "max_concurrent": 10})");
+  j["trial"] = Json::parse(R"({"kind": "command", "argv": ["run", "{a}", "{b}"]})");
+  Fixture f(j);
+  SweepController c(f.sweep_id, f.spec);
+  for (int i = 0; i < 10; ++i) {
+    auto alive = c.step(f.store);
+    ASSERT_TRUE(alive.ok());
+    if (!*alive) break;
+    f.work_all([](const trials::Trial&) {
+      trials::TrialResult r;
+      r.value = 1;
+      return r;
+    });
+    c.mark_resync();
+  }
+  auto s = f.sweep();
+  EXPECT_EQ(s.state, trials::SweepState::kFinished);
+  EXPECT_EQ(s.counts.completed, 4);
+}
+
+TEST(SweepController, SweepFailsWhenEveryTrialFailed) {
+  auto j = base_spec();
+  j["search"]["max_trials"] = 4;
+  Fixture f(j);
+  SweepController c(f.sweep_id, f.spec);
+  for (int i = 0; i < 20; ++i) {
+    auto alive = c.step(f.store);
+    ASSERT_TRUE(alive.ok());
+    if (!*alive) break;
+    f.work_all([](const trials::Trial&) {
+      trials::TrialResult r;
+      r.outcome = trials::TrialState::kFailed;
+      r.error = "boom";
+      r.retryable = false;
+      return r;
+    });
+    c.mark_resync();
+  }
+  auto s = f.sweep();
+  EXPECT_EQ(s.state, trials::SweepState::kFailed);
+  EXPECT_NE(s.error.find("all 4 trials failed"), std::string::npos) << s.error;
+}
+
+TEST(SweepController, CancelledSweepStopsTheController) {
+  Fixture f(base_spec());
+  SweepController c(f.sweep_id, f.spec);
+  ASSERT_TRUE(*c.step(f.store));
+  ASSERT_TRUE(f.store.cancel_sweep(f.sweep_id).ok());
+  auto alive = c.step(f.store);
+  ASSERT_TRUE(alive.ok());
+  EXPECT_FALSE(*alive);
+  EXPECT_EQ(f.sweep().counts.queued, 0);
+}
+
+TEST(SweepController, MedianPrunerFlagsAHopelessRunningTrial) {
+  auto j = base_spec();
+  j["search"]["max_trials"] = 8;
+  j["search"]["max_concurrent"] = 8;
+  j["early_stopping"] = Json::parse(R"({"type": "median", "warmup_steps": 0, "min_trials": 3})");
+  Fixture f(j);
+  SweepController c(f.sweep_id, f.spec);
+  ASSERT_TRUE(*c.step(f.store));
+  // Four trials finish with good curves; a fifth runs with a bad one.
+  for (int i = 0; i < 4; ++i) {
+    auto claim = f.store.claim("w", 1, 10'000);
+    const auto& t = (*claim)->trial;
+    for (int s = 1; s <= 3; ++s)
+      ASSERT_TRUE(f.store.report(t.id, t.attempt, "w", {s, {{"value", 1.0 / s}}, 0}).ok());
+    trials::TrialResult r;
+    r.value = 0.3;
+    ASSERT_TRUE(f.store.complete(t.id, t.attempt, "w", r).ok());
+    c.mark_dirty(t.id);
+  }
+  auto claim = f.store.claim("w", 1, 10'000);
+  const auto& bad = (*claim)->trial;
+  ASSERT_TRUE(f.store.report(bad.id, bad.attempt, "w", {1, {{"value", 50.0}}, 0}).ok());
+  ASSERT_TRUE(f.store.report(bad.id, bad.attempt, "w", {2, {{"value", 49.0}}, 0}).ok());
+  c.mark_dirty(bad.id);
+  ASSERT_TRUE(c.step(f.store).ok());
+  EXPECT_EQ(f.store.get_trial(bad.id)->control, trials::Control::kPrune);
+  // The worker's next heartbeat hears about it.
+  auto hb = f.store.heartbeat(bad.id, bad.attempt, "w", 10'000);
+  ASSERT_TRUE(hb.ok());
+  EXPECT_EQ(*hb, trials::Control::kPrune);
+}
+
+}  // namespace
+}  // namespace hpo::scheduler
