@@ -1,0 +1,374 @@
+// The REST API end to end over HTTP: a real redis-server, the real RedisStore,
+// the real HttpServer and EventPump, and the HttpClient the CLI uses.
+#include "web/api.hpp"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/http_client.hpp"
+#include "tests/support/redis_server.hpp"
+#include "trials/redis/redis_store.hpp"
+#include "web/event_pump.hpp"
+#include "web/http_server.hpp"
+#include "web/json_codec.hpp"
+
+namespace hpo::web {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::wait_for;
+
+const char* const kSpec = R"({
+  "name": "api-test",
+  "objective": {"metric": "value", "mode": "min"},
+  "parameters": {"x1": {"type": "float", "min": -5, "max": 10},
+                 "x2": {"type": "float", "min": 0, "max": 15}},
+  "search": {"algorithm": "random", "max_trials": 30, "max_concurrent": 4, "seed": 1},
+  "trial": {"kind": "synthetic", "function": "branin"}
+})";
+
+std::unique_ptr<trials::redis::RedisStore> open_store(const std::string& url) {
+  auto s = trials::redis::RedisStore::open(url);
+  if (!s) throw std::runtime_error(s.error().message);
+  return std::move(*s);
+}
+
+class ApiTest : public ::testing::Test {
+ protected:
+  void start(ApiOptions options = {}) {
+    store_ = open_store(redis_.url());
+    std::string url = redis_.url();
+    factory_ = [url]() -> std::unique_ptr<trials::TrialStore> { return open_store(url); };
+    api_ = std::make_unique<Api>(options, factory_, hub_);
+    pump_ = std::make_unique<EventPump>(factory_, hub_, 200);
+    pump_->start();
+    ServerOptions so;
+    so.port = 0;
+    so.body_limit = options.body_limit;
+    so.handler_threads = options.handler_threads;
+    server_ = std::make_unique<HttpServer>(so, api_->handler());
+    ASSERT_TRUE(server_->start().ok());
+    client_ = std::make_unique<HttpClient>("127.0.0.1", server_->port());
+  }
+  void TearDown() override {
+    if (server_) server_->stop();
+    if (pump_) pump_->stop();
+  }
+  Json body(const ClientResponse& r) { return Json::parse(r.body); }
+  std::string submit(const std::string& spec = kSpec) {
+    auto r = client_->post("/api/sweeps", spec);
+    EXPECT_TRUE(r.ok());
+    EXPECT_EQ(r->status, 201) << r->body;
+    return body(*r)["id"].get<std::string>();
+  }
+  // Creates n trials of `sweep` and completes those with number % 3 != 2,
+  // value = (number * 7) % 11.
+  void add_trials(const std::string& sweep, int n) {
+    for (int i = 0; i < n; ++i) {
+      trials::NewTrial t;
+      t.sweep_id = sweep;
+      t.number = i;
+      t.limit = 1000;
+      t.params = {{"x1", 0.5 * i}, {"x2", std::int64_t{i % 4}}};
+      ASSERT_TRUE(store_->create_trial(t).ok());
+    }
+    for (int i = 0; i < n; ++i) {
+      auto c = store_->claim("w1", 1, 60000);
+      ASSERT_TRUE(c.ok() && c->has_value());
+      const auto& trial = (*c)->trial;
+      if (trial.number % 3 == 2) continue;  // stays running
+      trials::TrialResult res;
+      res.value = static_cast<double>((trial.number * 7) % 11);
+      res.metrics = {{"value", *res.value}};
+      ASSERT_TRUE(store_->complete(trial.id, trial.attempt, "w1", res).ok());
+    }
+  }
+
+  testing::RedisServer redis_;
+  EventHub hub_;
+  StoreFactory factory_;
+  std::unique_ptr<trials::redis::RedisStore> store_;
+  std::unique_ptr<Api> api_;
+  std::unique_ptr<EventPump> pump_;
+  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<HttpClient> client_;
+};
+
+TEST_F(ApiTest, SubmitThenGetTheSweepDocument) {
+  start();
+  auto r = client_->post("/api/sweeps", kSpec);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 201) << r->body;
+  std::string id = body(*r)["id"];
+  EXPECT_EQ(r->header("location"), "/api/sweeps/" + id);
+  auto g = client_->get("/api/sweeps/" + id);
+  ASSERT_TRUE(g.ok());
+  ASSERT_EQ(g->status, 200);
+  Json doc = body(*g);
+  EXPECT_EQ(doc["id"], id);
+  EXPECT_EQ(doc["name"], "api-test");
+  EXPECT_EQ(doc["state"], "running");
+  EXPECT_EQ(doc["objective"]["metric"], "value");
+  EXPECT_EQ(doc["objective"]["mode"], "min");
+  EXPECT_EQ(doc["max_trials"], 30);
+  EXPECT_TRUE(doc["best"].is_null());
+  EXPECT_EQ(doc["counts"]["queued"], 0);
+  EXPECT_EQ(doc["spec"]["trial"]["function"], "branin");
+  trials::Sweep decoded;
+  ASSERT_TRUE(from_json(doc, decoded).ok());
+  EXPECT_EQ(decoded.id, id);
+  // Stored canonically, as the store has it.
+  auto stored = store_->get_sweep(id);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(Json::parse(stored->spec_json), Json::parse(kSpec));
+  // And listed.
+  auto list = client_->get("/api/sweeps");
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(body(*list)["sweeps"].size(), 1u);
+  EXPECT_EQ(body(*list)["sweeps"][0]["id"], id);
+}
+
+TEST_F(ApiTest, BadSpecGets400WithTheFieldPathAndStoresNothing) {
+  start();
+  Json bad = Json::parse(kSpec);
+  bad["parameters"]["x1"]["min"] = 20;  // min >= max
+  bad["search"]["surprise"] = 1;        // unknown key
+  auto r = client_->post("/api/sweeps", bad.dump());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 400);
+  Json e = body(*r)["error"];
+  EXPECT_EQ(e["code"], "invalid_argument");
+  std::set<std::string> paths;
+  for (const auto& f : e["fields"]) paths.insert(f["path"].get<std::string>());
+  EXPECT_TRUE(std::any_of(paths.begin(), paths.end(), [](const std::string& p) {
+    return p.rfind("parameters.x1", 0) == 0;
+  })) << e.dump();
+  EXPECT_TRUE(paths.count("search.surprise")) << e.dump();
+  auto not_json = client_->post("/api/sweeps", "{not json");
+  ASSERT_TRUE(not_json.ok());
+  EXPECT_EQ(not_json->status, 400);
+  auto sweeps = store_->list_sweeps(0, 10);
+  ASSERT_TRUE(sweeps.ok());
+  EXPECT_TRUE(sweeps->empty());
+}
+
+TEST_F(ApiTest, UnknownIdsAre404) {
+  start();
+  auto a = client_->get("/api/sweeps/nope");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->status, 404);
+  EXPECT_EQ(body(*a)["error"]["code"], "not_found");
+  EXPECT_EQ(client_->get("/api/sweeps/nope/trials")->status, 404);
+  EXPECT_EQ(client_->get("/api/trials/nope-1")->status, 404);
+  EXPECT_EQ(client_->get("/api/nothing")->status, 404);
+  EXPECT_EQ(client_->request("DELETE", "/api/sweeps")->status, 405);
+}
+
+TEST_F(ApiTest, TrialsArePagedFilteredAndSorted) {
+  start();
+  std::string id = submit();
+  add_trials(id, 25);
+  auto page = client_->get("/api/sweeps/" + id + "/trials?limit=10&offset=20");
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->status, 200) << page->body;
+  Json p = body(*page);
+  EXPECT_EQ(p["total"], 25);
+  ASSERT_EQ(p["trials"].size(), 5u);
+  EXPECT_EQ(p["trials"][0]["number"], 20);
+  EXPECT_EQ(p["trials"][4]["number"], 24);
+  EXPECT_EQ(p["trials"][0]["id"], id + "-20");
+  for (const char* field : {"id", "number", "state", "params", "value", "attempt", "worker"})
+    EXPECT_TRUE(p["trials"][0].contains(field)) << field;
+
+  // Completed ones, best first: values (7n mod 11) over n with n % 3 != 2.
+  std::vector<double> expected;
+  for (int n = 0; n < 25; ++n)
+    if (n % 3 != 2) expected.push_back((n * 7) % 11);
+  std::sort(expected.begin(), expected.end());
+  auto best = client_->get("/api/sweeps/" + id + "/trials?state=completed&sort=value&limit=4");
+  ASSERT_TRUE(best.ok());
+  Json b = body(*best);
+  EXPECT_EQ(b["total"], static_cast<int>(expected.size()));
+  ASSERT_EQ(b["trials"].size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(b["trials"][i]["value"].get<double>(), expected[i]);
+    EXPECT_EQ(b["trials"][i]["state"], "completed");
+  }
+  auto worst = client_->get("/api/sweeps/" + id + "/trials?state=completed&sort=-value&limit=1");
+  EXPECT_EQ(body(*worst)["trials"][0]["value"].get<double>(), expected.back());
+  auto running = client_->get("/api/sweeps/" + id + "/trials?state=running");
+  EXPECT_EQ(body(*running)["total"], 8);  // n = 2, 5, ..., 23
+  auto by_param = client_->get("/api/sweeps/" + id + "/trials?sort=-param:x1&limit=1");
+  EXPECT_EQ(body(*by_param)["trials"][0]["number"], 24);
+
+  auto bad_state = client_->get("/api/sweeps/" + id + "/trials?state=sleeping");
+  EXPECT_EQ(bad_state->status, 400);
+  EXPECT_EQ(body(*bad_state)["error"]["fields"][0]["path"], "state");
+  EXPECT_EQ(client_->get("/api/sweeps/" + id + "/trials?limit=-1")->status, 400);
+  EXPECT_EQ(client_->get("/api/sweeps/" + id + "/trials?sort=color")->status, 400);
+
+  auto csv = client_->get("/api/sweeps/" + id + "/trials?format=csv");
+  ASSERT_TRUE(csv.ok());
+  EXPECT_EQ(csv->header("content-type"), "text/csv; charset=utf-8");
+  EXPECT_EQ(std::count(csv->body.begin(), csv->body.end(), '\n'), 26);
+  EXPECT_EQ(csv->body.rfind("id,number,state,value", 0), 0u);
+  EXPECT_NE(csv->body.find("param:x1"), std::string::npos);
+
+  // The sweep document counts them.
+  Json sweep = body(*client_->get("/api/sweeps/" + id));
+  EXPECT_EQ(sweep["counts"]["completed"], static_cast<int>(expected.size()));
+  EXPECT_EQ(sweep["counts"]["running"], 8);
+  EXPECT_EQ(sweep["best"]["value"].get<double>(), expected.front());
+}
+
+TEST_F(ApiTest, TrialDetailHasAttemptsAndReports) {
+  start();
+  std::string id = submit();
+  trials::NewTrial t;
+  t.sweep_id = id;
+  t.limit = 10;
+  t.params = {{"x1", 1.0}, {"x2", 2.0}};
+  ASSERT_TRUE(store_->create_trial(t).ok());
+  auto c = store_->claim("w9", 1, 60000);
+  ASSERT_TRUE(c.ok() && c->has_value());
+  const auto& trial = (*c)->trial;
+  trials::StepReport rep;
+  rep.step = 3;
+  rep.metrics = {{"loss", 0.5}};
+  ASSERT_TRUE(store_->report(trial.id, trial.attempt, "w9", rep).ok());
+  auto r = client_->get("/api/trials/" + trial.id);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200) << r->body;
+  Json doc = body(*r);
+  EXPECT_EQ(doc["state"], "running");
+  EXPECT_EQ(doc["worker"], "w9");
+  ASSERT_EQ(doc["attempts"].size(), 1u);
+  EXPECT_EQ(doc["attempts"][0]["worker"], "w9");
+  ASSERT_EQ(doc["reports"].size(), 1u);
+  EXPECT_EQ(doc["reports"][0]["step"], 3);
+  EXPECT_EQ(doc["reports"][0]["metrics"]["loss"], 0.5);
+  trials::Trial decoded;
+  EXPECT_TRUE(from_json(doc, decoded).ok());
+}
+
+TEST_F(ApiTest, MutatingCallsNeedTheTokenReadsDoNot) {
+  ApiOptions o;
+  o.token = "s3cret";
+  start(o);
+  auto none = client_->post("/api/sweeps", kSpec);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->status, 401);
+  EXPECT_EQ(none->header("www-authenticate").rfind("Bearer", 0), 0u);
+  EXPECT_EQ(body(*none)["error"]["code"], "unauthorized");
+  auto wrong = client_->request("POST", "/api/sweeps", kSpec, {{"Authorization", "Bearer nope"}});
+  EXPECT_EQ(wrong->status, 401);
+  auto sweeps = store_->list_sweeps(0, 10);
+  EXPECT_TRUE(sweeps.ok() && sweeps->empty());
+  client_->set_token("s3cret");
+  std::string id = submit();
+  HttpClient reader("127.0.0.1", server_->port());
+  EXPECT_EQ(reader.get("/api/sweeps/" + id)->status, 200);
+  EXPECT_EQ(reader.post("/api/sweeps/" + id + "/cancel", "")->status, 401);
+  auto cancel = client_->post("/api/sweeps/" + id + "/cancel", "");
+  ASSERT_TRUE(cancel.ok());
+  EXPECT_EQ(cancel->status, 200) << cancel->body;
+}
+
+TEST_F(ApiTest, CancelCancelsQueuedTrials) {
+  start();
+  std::string id = submit();
+  trials::NewTrial t;
+  t.sweep_id = id;
+  t.limit = 10;
+  t.params = {{"x1", 1.0}, {"x2", 2.0}};
+  ASSERT_TRUE(store_->create_trial(t).ok());
+  auto r = client_->post("/api/sweeps/" + id + "/cancel", "");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200) << r->body;
+  auto trial = client_->get("/api/trials/" + id + "-0");
+  EXPECT_EQ(body(*trial)["state"], "cancelled");
+  EXPECT_EQ(client_->post("/api/sweeps/nope/cancel", "")->status, 404);
+}
+
+TEST_F(ApiTest, WorkersAreListed) {
+  start();
+  trials::WorkerInfo w;
+  w.name = "gpu-1";
+  w.host = "host-a";
+  w.slots = 2;
+  w.gpus = {{0, "H200", 141000, 10, 5}};
+  ASSERT_TRUE(store_->put_worker(w, 30000).ok());
+  auto r = client_->get("/api/workers");
+  ASSERT_TRUE(r.ok());
+  std::vector<trials::WorkerInfo> workers;
+  ASSERT_TRUE(from_json_list(body(*r), "workers", workers).ok());
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_EQ(workers[0].name, "gpu-1");
+  EXPECT_EQ(workers[0].gpus.at(0).name, "H200");
+}
+
+TEST_F(ApiTest, HealthzFollowsRedis) {
+  start();
+  auto ok = client_->get("/healthz");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->status, 200);
+  redis_.kill();
+  auto down = client_->get("/healthz");
+  ASSERT_TRUE(down.ok());
+  EXPECT_EQ(down->status, 503);
+  EXPECT_EQ(body(*down)["error"]["code"], "unavailable");
+  redis_.restart();
+  EXPECT_TRUE(wait_for([&] { return client_->get("/healthz")->status == 200; }, 15s));
+}
+
+TEST_F(ApiTest, EventsStreamLiveAndResumeWithLastEventId) {
+  start();
+  SseClient sse("127.0.0.1", server_->port());
+  auto open = sse.open("/api/events");
+  ASSERT_TRUE(open.ok());
+  ASSERT_EQ(open->status, 200);
+  // The pump starts at "$": make sure it is reading before the first write.
+  ASSERT_TRUE(wait_for([&] { return hub_.subscriber_count() == 1; }));
+  std::string first;
+  std::optional<SseEvent> created;
+  // Bounded: submit until the pump has seen one (it may start after the first XADD).
+  ASSERT_TRUE(wait_for(
+      [&] {
+        first = submit();
+        auto ev = sse.next(1s);
+        while (ev.ok() && *ev && (*ev)->type != "sweep.created") ev = sse.next(1s);
+        if (ev.ok() && *ev) created = **ev;
+        return created.has_value();
+      },
+      20s));
+  Json data = Json::parse(created->data);
+  EXPECT_EQ(data["type"], "sweep.created");
+  EXPECT_FALSE(created->id.empty());
+  sse.close();
+
+  // While disconnected, another sweep is created; resuming replays it.
+  std::string missed = submit();
+  SseClient again("127.0.0.1", server_->port());
+  ASSERT_TRUE(again.open("/api/events", {{"Last-Event-ID", created->id}}).ok());
+  std::set<std::string> sweeps;
+  for (;;) {
+    auto ev = again.next(2s);
+    ASSERT_TRUE(ev.ok());
+    if (!*ev) break;
+    EXPECT_NE((*ev)->id, created->id);
+    sweeps.insert(Json::parse((*ev)->data)["sweep_id"].get<std::string>());
+    if (sweeps.count(missed)) break;
+  }
+  EXPECT_TRUE(sweeps.count(missed));
+  // And live events keep coming on the resumed stream.
+  std::string later = submit();
+  bool seen = false;
+  for (int i = 0; i < 20 && !seen; ++i) {
+    auto ev = again.next(1s);
+    ASSERT_TRUE(ev.ok());
+    if (*ev) seen = Json::parse((*ev)->data)["sweep_id"] == later;
+  }
+  EXPECT_TRUE(seen);
+}
+
+}  // namespace
+}  // namespace hpo::web
