@@ -20,6 +20,7 @@
 #include <cctype>
 #include <deque>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -70,13 +71,13 @@ class ThrottledLog {
  public:
   void warn(std::string_view what, const LogFields& fields) {
     auto now = Clock::now();
-    if (now - last_ < kErrorLogEvery) return;
+    if (last_ && now - *last_ < kErrorLogEvery) return;
     last_ = now;
     log_warn(what, fields);
   }
 
  private:
-  Clock::time_point last_ = Clock::time_point::min() + kErrorLogEvery;
+  std::optional<Clock::time_point> last_;
 };
 
 LogFields trial_fields(const trials::Trial& t, const std::string& worker, LogFields more = {}) {

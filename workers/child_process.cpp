@@ -6,6 +6,9 @@
 //  - the child resets its signal mask and the dispositions the worker may have
 //    changed (SIGPIPE ignored, SIGTERM/SIGINT blocked for sigwait), otherwise
 //    the trial would inherit them and SIGTERM would never reach it.
+//  - PR_SET_PDEATHSIG: if the worker is killed (kill -9), the kernel kills the
+//    trial's leader, so a dead worker's trial does not run on unseen. (It is
+//    tied to the forking thread: slot threads outlive their children.)
 //  - when the leader exits, the rest of its group gets SIGKILL before the
 //    leader is reaped: a zombie leader keeps its pid (= the group id) from
 //    being reused, so the signal cannot hit an unrelated process group.
@@ -15,6 +18,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,8 +54,12 @@ void close_fd(int& fd) {
 // Only async-signal-safe calls from here on: we are in a forked copy of a
 // multi-threaded process.
 [[noreturn]] void exec_child(const char* path, char* const* argv, char* const* envp,
-                             const char* cwd, int devnull, int out_fd, int err_fd, int errpipe) {
+                             const char* cwd, int devnull, int out_fd, int err_fd, int errpipe,
+                             pid_t parent) {
   ::setpgid(0, 0);
+  // A worker killed with SIGKILL cannot stop its trials: let the kernel do it.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(127);  // the worker died before prctl
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -88,9 +96,9 @@ Result<std::string> find_program(const std::string& name, const std::string& pat
   while (start <= path.size()) {
     std::size_t end = path.find(':', start);
     if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/" + name;
+    std::string candidate = end > start ? path.substr(start, end - start) : std::string(1, '.');
+    candidate += '/';
+    candidate += name;
     if (is_executable_file(candidate)) return candidate;
     start = end + 1;
   }
@@ -136,6 +144,7 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
     return Error::internal(fmt::format("cannot create pipes: {}", ::strerrordesc_np(e)));
   }
 
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
@@ -143,8 +152,8 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
     return Error::internal(fmt::format("fork failed: {}", ::strerrordesc_np(e)));
   }
   if (pid == 0)
-    exec_child(program->c_str(), argv.data(), envp.data(), cwd, devnull, out[1], err[1],
-               errpipe[1]);
+    exec_child(program->c_str(), argv.data(), envp.data(), cwd, devnull, out[1], err[1], errpipe[1],
+               parent);
 
   ::setpgid(pid, pid);  // also in the child; whichever runs first wins the race
   close_fd(out[1]);
