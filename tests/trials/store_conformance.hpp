@@ -350,6 +350,23 @@ TYPED_TEST_P(StoreConformance, ReapRequeuesThenFailsAtMaxAttempts) {
   EXPECT_EQ(*this->queue().reap(10), 0);
 }
 
+TYPED_TEST_P(StoreConformance, ReapHonoursControlFlags) {
+  std::string s = this->new_sweep();
+  Trial pruned = this->add_trial(s, 0, 5);
+  Trial cancelled = this->add_trial(s, 1, 5);
+  this->must_claim("w1");
+  this->must_claim("w2");
+  ASSERT_TRUE(this->store().set_control(pruned.id, Control::kPrune).ok());
+  ASSERT_TRUE(this->store().set_control(cancelled.id, Control::kCancel).ok());
+  this->reap_expired(2);  // both workers died: no retry for what was being stopped
+  EXPECT_EQ(this->store().get_trial(pruned.id)->state, TrialState::kPruned);
+  EXPECT_EQ(this->store().get_trial(cancelled.id)->state, TrialState::kCancelled);
+  auto sw = this->store().get_sweep(s);
+  EXPECT_EQ(sw->counts.pruned, 1);
+  EXPECT_EQ(sw->counts.cancelled, 1);
+  EXPECT_EQ(sw->counts.active(), 0);
+}
+
 TYPED_TEST_P(StoreConformance, RetryableFailureRequeues) {
   std::string s = this->new_sweep();
   Trial t = this->add_trial(s, 0, 2);
@@ -553,8 +570,9 @@ REGISTER_TYPED_TEST_SUITE_P(StoreConformance, CreateGetListSweeps, FinishSweepOn
                             CreateTrialIsCompareAndSetWithLimit, ClaimHeartbeatReportComplete,
                             ClaimTakesOnlyWhatFits, StaleAttemptIsFencedOff,
                             CompleteIsAcceptedExactlyOnce, ReapRequeuesThenFailsAtMaxAttempts,
-                            RetryableFailureRequeues, CancelSweep, ControlAndStage,
-                            CountersAndBestTrialMinimize, CountersAndBestTrialMaximize,
-                            EventsAppearInOrder, WorkersRegistry, ArtifactsAreBinarySafe);
+                            ReapHonoursControlFlags, RetryableFailureRequeues, CancelSweep,
+                            ControlAndStage, CountersAndBestTrialMinimize,
+                            CountersAndBestTrialMaximize, EventsAppearInOrder, WorkersRegistry,
+                            ArtifactsAreBinarySafe);
 
 }  // namespace hpo::trials::conformance

@@ -513,6 +513,8 @@ Result<int> MemoryStore::reap(int max) {
     int attempts = t.attempt + 1;
     if (t.control == Control::kCancel || sweeps_.at(t.sweep_id).sweep.state != SweepState::kRunning)
       finish(*rec, t_now, TrialState::kCancelled, std::nullopt, nullptr, reason);
+    else if (t.control == Control::kPrune)  // the pruner had already given up on it
+      finish(*rec, t_now, TrialState::kPruned, std::nullopt, nullptr, reason);
     else if (attempts < t.max_attempts)
       requeue(*rec, reason);
     else

@@ -312,6 +312,8 @@ local function reap(keys, a)
       local attempts = tonumber(t.attempt) + 1
       if t.control == 'cancel' or sweep_state ~= 'running' then
         finish(P, t, now, 'cancelled', nil, nil, reason)
+      elseif t.control == 'prune' then  -- the pruner had already given up on it
+        finish(P, t, now, 'pruned', nil, nil, reason)
       elseif attempts < tonumber(t.max_attempts) then
         requeue(P, t, reason)
       else
