@@ -1,0 +1,164 @@
+// The real hpo-worker binary against a real redis-server: finding a local
+// scheduler through $HPO_HOME/scheduler.json, SIGTERM (exit 0, running trials
+// left to lease expiry, their processes gone), and kill -9 (the trial's
+// process dies with the worker).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <fstream>
+
+#include "tests/support/redis_server.hpp"
+#include "tests/workers/agent/test_util.hpp"
+#include "trials/redis/redis_store.hpp"
+#include "workers/child_process.hpp"
+#include "workers/command_executor.hpp"
+
+namespace hpo::workers {
+namespace {
+
+using hpo::testing::RedisServer;
+using hpo::testing::wait_for;
+using testing::read_file;
+using trials::redis::RedisStore;
+
+const std::string kWorker = std::string(HPO_BINARY_DIR) + "/workers/hpo-worker";
+
+bool process_gone(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+}
+
+class WorkerBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = RedisStore::open(redis_.url());
+    ASSERT_TRUE(s.ok());
+    store_ = std::move(s.value());
+  }
+
+  // A command sweep whose trial runs `script` with the parameter a.
+  trials::Trial command_trial(const std::string& script) {
+    std::string spec = R"({"name": "bin", "objective": {"metric": "score", "mode": "max"},
+      "parameters": {"a": {"type": "int", "min": 0, "max": 20}},
+      "search": {"algorithm": "random", "max_trials": 10, "max_concurrent": 2, "seed": 1},
+      "trial": {"kind": "command", "argv": [")" +
+                       script + R"(", "{a}"], "env": {"D": ")" + dir_.path() + R"("}}})";
+    auto sid = store_->create_sweep({"bin", spec, true});
+    EXPECT_TRUE(sid.ok()) << sid.error().message;
+    trials::NewTrial t;
+    t.sweep_id = sid.ok() ? *sid : "";
+    t.limit = 10;
+    t.params = {{"a", std::int64_t{6}}};
+    t.max_attempts = 3;
+    auto r = store_->create_trial(t);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? *r : trials::Trial{};
+  }
+
+  trials::TrialState state(const std::string& id) {
+    auto t = store_->get_trial(id);
+    return t.ok() ? t->state : trials::TrialState::kQueued;
+  }
+
+  ChildProcess start_worker(std::vector<std::string> args, std::vector<std::string> env = {}) {
+    SpawnOptions o;
+    o.argv = {kWorker};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    if (args != std::vector<std::string>{"--help"}) {  // keep attempt dirs out of $HOME
+      o.argv.push_back("--work-dir");
+      o.argv.push_back(dir_.file("work"));
+    }
+    o.env = current_environment();
+    o.env.insert(o.env.end(), env.begin(), env.end());
+    auto c = ChildProcess::spawn(o);
+    if (!c) throw std::runtime_error(c.error().message);
+    return std::move(c.value());
+  }
+
+  // Polls the worker until it exits (its log goes to `log_`); nullopt on timeout.
+  std::optional<int> wait_exit(ChildProcess& worker, std::chrono::seconds limit) {
+    auto sink = [this](Stream, std::string_view line) { (log_ += line) += '\n'; };
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline)
+      if (worker.poll(50, sink)) return worker.exit_status();
+    return std::nullopt;
+  }
+
+  RedisServer redis_;
+  testing::TempDir dir_;
+  std::unique_ptr<RedisStore> store_;
+  std::string log_;
+};
+
+TEST_F(WorkerBinaryTest, FindsALocalSchedulerThroughItsStateFileAndExitsZeroOnSigterm) {
+  auto script =
+      dir_.script("sq.sh", R"(echo "hpo-metric {\"final\": true, \"score\": $(($1 * $1))}")");
+  auto trial = command_trial(script);
+  std::ofstream(dir_.file("scheduler.json"))
+      << R"({"redis": ")" << redis_.url() << R"(", "api": "http://127.0.0.1:1", "pid": )"
+      << ::getpid() << "}";
+  auto worker =
+      start_worker({"--name", "bin-w", "--lease-ms", "3000"}, {"HPO_HOME=" + dir_.path()});
+  ASSERT_TRUE(wait_for([&] { return state(trial.id) == trials::TrialState::kCompleted; }));
+  auto done = store_->get_trial(trial.id);
+  ASSERT_TRUE(done.ok() && done->value.has_value());
+  EXPECT_DOUBLE_EQ(*done->value, 36);
+  EXPECT_EQ(done->worker, "bin-w");
+
+  worker.signal_group(SIGTERM);
+  auto status = wait_exit(worker, std::chrono::seconds(10));
+  ASSERT_TRUE(status.has_value()) << log_;
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << describe_wait_status(*status);
+}
+
+TEST_F(WorkerBinaryTest, SigtermStopsARunningTrialAndLeavesItToLeaseExpiry) {
+  auto script = dir_.script("hang.sh", R"(
+echo $$ > "$D/pid.tmp" && mv "$D/pid.tmp" "$D/pid"
+exec sleep 1000
+)");
+  auto trial = command_trial(script);
+  auto worker = start_worker({"--redis", redis_.url(), "--kill-grace-s", "1"});
+  ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(dir_.file("pid")); }));
+  pid_t trial_pid = std::stoi(read_file(dir_.file("pid")));
+
+  worker.signal_group(SIGTERM);
+  auto status = wait_exit(worker, std::chrono::seconds(10));
+  ASSERT_TRUE(status.has_value()) << log_;
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << log_;
+  EXPECT_TRUE(wait_for([&] { return process_gone(trial_pid); }));
+  EXPECT_EQ(state(trial.id), trials::TrialState::kRunning);  // until its lease expires
+  EXPECT_NE(log_.find("worker shutting down"), std::string::npos) << log_;
+}
+
+TEST_F(WorkerBinaryTest, ATrialDiesWithAWorkerKilledBySigkill) {
+  auto script = dir_.script("hang.sh", R"(
+echo $$ > "$D/pid.tmp" && mv "$D/pid.tmp" "$D/pid"
+exec sleep 1000
+)");
+  command_trial(script);
+  auto worker = start_worker({"--redis", redis_.url()});
+  ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(dir_.file("pid")); }));
+  pid_t trial_pid = std::stoi(read_file(dir_.file("pid")));
+  ASSERT_FALSE(process_gone(trial_pid));
+  ::kill(worker.pid(), SIGKILL);
+  ASSERT_TRUE(wait_exit(worker, std::chrono::seconds(10)).has_value());
+  EXPECT_TRUE(wait_for([&] { return process_gone(trial_pid); }));
+}
+
+TEST_F(WorkerBinaryTest, HelpListsTheFlagsAndBadFlagsExitTwo) {
+  auto help = start_worker({"--help"});
+  auto st = wait_exit(help, std::chrono::seconds(10));
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(WEXITSTATUS(*st), 0);
+  EXPECT_NE(log_.find("--slots"), std::string::npos);
+  auto bad = start_worker({"--slots", "0"});
+  st = wait_exit(bad, std::chrono::seconds(10));
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(WEXITSTATUS(*st), 2);
+}
+
+}  // namespace
+}  // namespace hpo::workers
