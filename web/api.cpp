@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <set>
 
+#include "trials/log.hpp"
 #include "trials/spec.hpp"
 #include "web/api_errors.hpp"
 #include "web/json_codec.hpp"
@@ -180,6 +182,7 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
   r.add("GET", "/api/openapi.json",
         [](const Request&, const PathParams&) { return Response::json(200, openapi_json()); });
   r.add("GET", "/healthz", [this](const Request&, const PathParams&) { return healthz(); });
+  r.add("GET", "/metrics", [this](const Request&, const PathParams&) { return metrics(); });
   if (static_files_) {
     r.set_fallback([this](const Request& q) {
       if (q.path.rfind("/api/", 0) == 0 || q.path == "/api")
@@ -225,7 +228,17 @@ Response Api::handle(const Request& request) {
   if (!authorized(request))
     return error_response(
         Error{ErrorCode::kUnauthorized, "this call needs Authorization: Bearer <token>", {}});
+  auto t0 = std::chrono::steady_clock::now();
   Response r = router_.handle(request);
+  std::string route = router_.pattern_for(request);
+  request_metrics_.record(
+      request.method, route.empty() ? (static_files_ ? "static" : "unmatched") : route, r.status,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (r.status >= 500)
+    log_warn("request failed", {{"method", request.method},
+                                {"path", request.path},
+                                {"status", std::to_string(r.status)},
+                                {"body", r.body.substr(0, 300)}});
   if (request.path.rfind("/api/", 0) == 0 && !r.stream)
     r.headers.emplace_back("Cache-Control", "no-store");
   return r;
@@ -242,6 +255,7 @@ Response Api::create_sweep(const Request& request) {
   auto id =
       store.track(store->create_sweep({spec->name, dump(*canonical), spec->objective.maximize}));
   if (!id) return error_response(id.error());
+  log_info("sweep submitted", {{"sweep", *id}, {"name", spec->name}, {"remote", request.remote}});
   Response r = json_ok(201, Json{{"id", *id}});
   r.headers.emplace_back("Location", "/api/sweeps/" + *id);
   return r;
@@ -342,6 +356,7 @@ Response Api::list_trials(const Request& request, const std::string& sweep_id) {
 Response Api::cancel_sweep(const std::string& id) {
   auto store = borrow();
   if (auto s = store.track(store->cancel_sweep(id)); !s) return error_response(s.error());
+  log_info("sweep cancel requested", {{"sweep", id}});
   auto sweep = store.track(store->get_sweep(id));
   if (!sweep) return error_response(sweep.error());
   return json_ok(200, to_json(*sweep));
@@ -377,6 +392,37 @@ Response Api::healthz() {
   auto r = store.track(store->list_sweeps(0, 1));
   if (!r) return error_response(Error::unavailable("store: " + r.error().message));
   return json_ok(200, {{"status", "ok"}});
+}
+
+Response Api::metrics() {
+  auto store = borrow();
+  ClusterSnapshot snap;
+  constexpr std::int64_t kChunk = 1000;
+  for (std::int64_t at = 0;; at += kChunk) {
+    auto sweeps = store.track(store->list_sweeps(at, kChunk));
+    if (!sweeps) return error_response(sweeps.error());
+    for (const auto& s : *sweeps) {
+      ++snap.sweeps_by_state[trials::to_string(s.state)];
+      for (const auto* c : {&s.counts, &s.member_counts}) {
+        snap.trials.queued += c->queued;
+        snap.trials.running += c->running;
+        snap.trials.completed += c->completed;
+        snap.trials.failed += c->failed;
+        snap.trials.pruned += c->pruned;
+        snap.trials.cancelled += c->cancelled;
+      }
+    }
+    if (static_cast<std::int64_t>(sweeps->size()) < kChunk) break;
+  }
+  auto workers = store.track(store->list_workers());
+  if (!workers) return error_response(workers.error());
+  for (const auto& w : *workers) {
+    ++snap.workers;
+    snap.slots += w.slots;
+    snap.busy_slots += w.busy_slots;
+  }
+  return Response::text(200, render_cluster(snap) + request_metrics_.render(),
+                        "text/plain; version=0.0.4; charset=utf-8");
 }
 
 Response Api::events(const Request& request) {

@@ -22,6 +22,8 @@
 //   GET  /api/events                 server-sent events; Last-Event-ID resumes
 //   GET  /api/openapi.json
 //   GET  /healthz                    200 when the store answers, else 503
+//   GET  /metrics                    Prometheus text: trials by state, queue, leases,
+//                                    workers, results, request latency histograms
 // Anything else under GET goes to the static dashboard when `static_dir` is set.
 #pragma once
 
@@ -36,6 +38,7 @@
 #include "web/event_hub.hpp"
 #include "web/event_pump.hpp"
 #include "web/http_message.hpp"
+#include "web/metrics.hpp"
 #include "web/router.hpp"
 #include "web/static_files.hpp"
 
@@ -80,12 +83,14 @@ class Api {
   Response list_workers();
   Response events(const Request& request);
   Response healthz();
+  Response metrics();
 
   ApiOptions options_;
   StoreFactory factory_;
   EventHub& hub_;
   Router router_;
   std::optional<StaticFiles> static_files_;
+  RequestMetrics request_metrics_;
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<trials::TrialStore>> pool_;
 };

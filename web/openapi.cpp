@@ -120,6 +120,11 @@ const char* const kOpenApi = R"json({
     "/api/openapi.json": {
       "get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3", "content": {"application/json": {"schema": {"type": "object"}}}}}}
     },
+    "/metrics": {
+      "get": {"summary": "Prometheus metrics: sweeps and trials by state, queue depth, active leases, workers and slots, results, request counts and latency histograms",
+        "responses": {"200": {"description": "Prometheus text format 0.0.4", "content": {"text/plain": {"schema": {"type": "string"}}}},
+          "503": {"$ref": "#/components/responses/Error"}}}
+    },
     "/healthz": {
       "get": {"summary": "Health: the store answers",
         "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {"status": {"type": "string"}}}}}},

@@ -57,6 +57,15 @@ Response Router::handle(const Request& request) const {
   return error_response(Error::not_found("no route for " + request.path));
 }
 
+std::string Router::pattern_for(const Request& request) const {
+  auto path = split(request.path);
+  for (const auto& r : routes_) {
+    PathParams params;
+    if (r.method == request.method && match(r.segments, path, params)) return r.pattern;
+  }
+  return "";
+}
+
 std::vector<RouteInfo> Router::routes() const {
   std::vector<RouteInfo> out;
   for (const auto& r : routes_) out.push_back({r.method, r.pattern});

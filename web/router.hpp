@@ -30,6 +30,8 @@ class Router {
 
   Response handle(const Request& request) const;
   std::vector<RouteInfo> routes() const;
+  // The pattern of the route `request` matches ("" when none): a metrics label.
+  std::string pattern_for(const Request& request) const;
 
   // Exposed for tests: does `path` match `pattern`, and with which parameters?
   static bool match(const std::vector<std::string>& pattern, const std::vector<std::string>& path,

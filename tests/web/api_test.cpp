@@ -320,6 +320,37 @@ TEST_F(ApiTest, HealthzFollowsRedis) {
   EXPECT_TRUE(wait_for([&] { return client_->get("/healthz")->status == 200; }, 15s));
 }
 
+TEST_F(ApiTest, MetricsCountTrialsWorkersAndRequests) {
+  start();
+  std::string id = submit();
+  add_trials(id, 6);  // completed: n = 0, 1, 3, 4; running: 2, 5
+  trials::WorkerInfo w;
+  w.name = "w1";
+  w.slots = 3;
+  w.busy_slots = 2;
+  ASSERT_TRUE(store_->put_worker(w, 30000).ok());
+  ASSERT_EQ(client_->get("/api/sweeps/" + id + "/trials")->status, 200);
+  auto r = client_->get("/metrics");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(r->header("content-type").rfind("text/plain; version=0.0.4", 0), 0u);
+  const std::string& m = r->body;
+  EXPECT_NE(m.find("hpo_sweeps{state=\"running\"} 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("hpo_trials{state=\"completed\"} 4\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("hpo_active_leases 2\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("hpo_queue_depth 0\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("hpo_results_total 4\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("hpo_workers 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("hpo_worker_busy_slots 2\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("hpo_http_request_duration_seconds_count{method=\"GET\",route=\"/api/sweeps/"
+                   "{id}/trials\"} 1\n"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("hpo_http_requests_total{method=\"POST\",route=\"/api/sweeps\",code=\"201\"} 1"),
+            std::string::npos)
+      << m;
+}
+
 TEST_F(ApiTest, EventsStreamLiveAndResumeWithLastEventId) {
   start();
   SseClient sse("127.0.0.1", server_->port());

@@ -76,6 +76,13 @@ TEST(Router, ListsItsRoutes) {
   EXPECT_EQ(routes[2].pattern, "/api/sweeps/{id}");
 }
 
+TEST(Router, PatternForNamesTheMatchedRoute) {
+  auto r = make_router();
+  EXPECT_EQ(r.pattern_for(req("GET", "/api/sweeps/x/trials")), "/api/sweeps/{id}/trials");
+  EXPECT_EQ(r.pattern_for(req("DELETE", "/api/sweeps")), "");
+  EXPECT_EQ(r.pattern_for(req("GET", "/nowhere")), "");
+}
+
 TEST(Router, EmptySegmentDoesNotMatchAParameter) {
   PathParams p;
   EXPECT_FALSE(Router::match(Router::split("/a/{id}"), Router::split("/a/"), p));
