@@ -2,6 +2,9 @@
 #include "trials/memory/memory_store.hpp"
 
 #include <atomic>
+#include <map>
+#include <mutex>
+#include <thread>
 
 #include "tests/trials/store_conformance.hpp"
 
@@ -19,6 +22,41 @@ struct MemoryEnv {
 
 using Envs = ::testing::Types<MemoryEnv>;
 INSTANTIATE_TYPED_TEST_SUITE_P(Memory, StoreConformance, Envs);
+
+TEST(MemoryStore, ConcurrentClaimsNeverShareATrial) {
+  memory::MemoryStore store;  // one instance shared by every thread
+  auto sweep = store.create_sweep(NewSweep{"race", "{}", false});
+  ASSERT_TRUE(sweep.ok());
+  constexpr int kTrials = 200, kThreads = 4;
+  for (int i = 0; i < kTrials; ++i) {
+    NewTrial nt;
+    nt.sweep_id = *sweep;
+    nt.number = i;
+    nt.limit = kTrials;
+    ASSERT_TRUE(store.create_trial(nt).ok());
+  }
+  std::mutex mu;
+  std::map<std::string, int> claimed;
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kThreads; ++w) {
+    threads.emplace_back([&, w] {
+      std::string name = "w" + std::to_string(w);
+      for (;;) {
+        auto c = store.claim(name, 1, 60'000);
+        if (!c.ok() || !c->has_value()) return;
+        {
+          std::lock_guard lock(mu);
+          ++claimed[(*c)->trial.id];
+        }
+        (void)store.complete((*c)->trial.id, 0, name, TrialResult{});
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(claimed.size(), static_cast<size_t>(kTrials));
+  for (const auto& [id, n] : claimed) EXPECT_EQ(n, 1) << id;
+  EXPECT_EQ(store.get_sweep(*sweep)->counts.completed, kTrials);
+}
 
 TEST(MemoryStore, BlockingReadWakesOnNewEvent) {
   memory::MemoryStore store;
