@@ -34,7 +34,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kErrorLogEvery = std::chrono::seconds(10);
-constexpr std::size_t kLogTailLines = 200;
+constexpr std::size_t kLogTailLines = 200;  // the trial log kept (artifact "log.txt")
+constexpr std::size_t kLogLineMax = 2000;   // longer lines are cut
 
 const char* kind_name(trials::TrialKind k) {
   switch (k) {
@@ -147,7 +148,7 @@ class Agent::TrialReporter : public Reporter {
 
   void log(std::string_view line) override {
     std::lock_guard lk(mu_);
-    tail_.emplace_back(line);
+    tail_.emplace_back(line.substr(0, kLogLineMax));
     if (tail_.size() > kLogTailLines) tail_.pop_front();
   }
 

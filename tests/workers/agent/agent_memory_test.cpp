@@ -1,0 +1,156 @@
+// The Agent against the in-memory store (milliseconds, no redis-server):
+// slot accounting for multi-slot trials, prune/cancel control, timeouts, and
+// kinds this worker cannot run.
+#include <gtest/gtest.h>
+
+#include "search/test_functions.hpp"
+#include "tests/support/redis_server.hpp"
+#include "trials/memory/memory_store.hpp"
+#include "trials/spec.hpp"
+#include "workers/agent.hpp"
+
+namespace hpo::workers {
+namespace {
+
+using hpo::testing::wait_for;
+using trials::memory::MemoryStore;
+
+// Every agent thread shares the one (thread-safe) MemoryStore.
+class SharedConnection final : public StoreConnection {
+ public:
+  explicit SharedConnection(MemoryStore& s) : s_(s) {}
+  trials::TrialStore& store() override { return s_; }
+  trials::TrialQueue& queue() override { return s_; }
+
+ private:
+  MemoryStore& s_;
+};
+
+class AgentMemoryTest : public ::testing::Test {
+ protected:
+  Agent make_agent(int slots, ExecutorRegistry executors = builtin_executors(1.0)) {
+    AgentOptions o;
+    o.name = "mem-w";
+    o.host = "h";
+    o.slots = slots;
+    o.lease_ms = 600;  // registry refresh every 200 ms
+    return Agent(
+        o,
+        [this]() -> Result<std::unique_ptr<StoreConnection>> {
+          return std::unique_ptr<StoreConnection>(std::make_unique<SharedConnection>(store_));
+        },
+        std::move(executors));
+  }
+
+  std::string sweep(const std::string& trial_json) {
+    std::string spec = R"({"name": "m", "objective": {"metric": "value", "mode": "min"},
+      "parameters": {"x1": {"type": "float", "min": -5, "max": 10},
+                     "x2": {"type": "float", "min": 0, "max": 15}},
+      "search": {"algorithm": "random", "max_trials": 50, "max_concurrent": 4, "seed": 1},
+      "trial": )" + trial_json +
+                       "}";
+    EXPECT_TRUE(trials::parse_spec(spec).ok()) << trials::parse_spec(spec).error().message;
+    auto id = store_.create_sweep({"m", spec, false});
+    EXPECT_TRUE(id.ok());
+    return id.ok() ? *id : "";
+  }
+
+  trials::Trial trial(const std::string& sid, std::int64_t number, int slots = 1) {
+    trials::NewTrial t;
+    t.sweep_id = sid;
+    t.number = number;
+    t.limit = 50;
+    t.params = {{"x1", 1.0 + static_cast<double>(number)}, {"x2", 2.0}};
+    t.slots = slots;
+    auto r = store_.create_trial(t);
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? *r : trials::Trial{};
+  }
+
+  trials::Trial get(const std::string& id) { return *store_.get_trial(id); }
+
+  MemoryStore store_;
+};
+
+TEST_F(AgentMemoryTest, ATwoSlotTrialNeverOverlapsAnotherOnTwoSlots) {
+  auto sid = sweep(R"({"kind": "synthetic", "function": "branin", "sleep_s": 0.2})");
+  auto wide = trial(sid, 0, /*slots=*/2);
+  auto a = trial(sid, 1);
+  auto b = trial(sid, 2);
+  auto agent = make_agent(2);
+  agent.start();
+  ASSERT_TRUE(wait_for([&] {
+    return get(wide.id).state == trials::TrialState::kCompleted &&
+           get(a.id).state == trials::TrialState::kCompleted &&
+           get(b.id).state == trials::TrialState::kCompleted;
+  }));
+  agent.stop();
+  auto w = get(wide.id);
+  for (const auto& id : {a.id, b.id}) {
+    auto t = get(id);
+    bool disjoint = t.finished_ms <= w.started_ms || t.started_ms >= w.finished_ms;
+    EXPECT_TRUE(disjoint) << id << " [" << t.started_ms << ", " << t.finished_ms
+                          << "] overlaps the 2-slot trial [" << w.started_ms << ", "
+                          << w.finished_ms << "]";
+  }
+  // The two 1-slot trials ran side by side: both slots were used.
+  auto ta = get(a.id), tb = get(b.id);
+  EXPECT_TRUE(ta.started_ms < tb.finished_ms && tb.started_ms < ta.finished_ms);
+}
+
+TEST_F(AgentMemoryTest, PruneControlStopsTheTrialPromptly) {
+  auto sid = sweep(R"({"kind": "synthetic", "function": "branin", "sleep_s": 60, "steps": 600})");
+  auto t = trial(sid, 0);
+  auto agent = make_agent(1);
+  agent.start();
+  ASSERT_TRUE(wait_for([&] {
+    auto r = store_.get_reports(t.id);
+    return r.ok() && !r->empty();
+  }));
+  ASSERT_TRUE(store_.set_control(t.id, trials::Control::kPrune).ok());
+  ASSERT_TRUE(wait_for([&] { return get(t.id).state == trials::TrialState::kPruned; },
+                       std::chrono::seconds(3)));
+  agent.stop();
+}
+
+TEST_F(AgentMemoryTest, TheTrialTimeoutAppliesToEveryKind) {
+  auto sid = sweep(R"({"kind": "synthetic", "function": "branin", "sleep_s": 60, "timeout_s": 0.2,
+                       "max_attempts": 1})");
+  auto t = trial(sid, 0);
+  auto agent = make_agent(1);
+  agent.start();
+  ASSERT_TRUE(wait_for([&] { return get(t.id).state == trials::TrialState::kFailed; }));
+  agent.stop();
+  EXPECT_EQ(get(t.id).error, "timed out after 0.2 s");
+}
+
+TEST_F(AgentMemoryTest, AKindWithoutAnExecutorFailsWithTheReason) {
+  auto sid = sweep(R"({"kind": "synthetic", "function": "branin", "max_attempts": 1})");
+  auto t = trial(sid, 0);
+  ExecutorRegistry only_command = builtin_executors(1.0);
+  only_command.erase(trials::TrialKind::kSynthetic);
+  auto agent = make_agent(1, std::move(only_command));
+  agent.start();
+  ASSERT_TRUE(wait_for([&] { return get(t.id).state == trials::TrialState::kFailed; }));
+  agent.stop();
+  EXPECT_EQ(get(t.id).error, "this worker cannot run trials of kind synthetic");
+}
+
+TEST_F(AgentMemoryTest, RegistersItselfWithSlotsAndRunningTrials) {
+  auto sid = sweep(R"({"kind": "synthetic", "function": "branin", "sleep_s": 60})");
+  auto t = trial(sid, 0);
+  auto agent = make_agent(3);
+  agent.start();
+  ASSERT_TRUE(wait_for([&] {
+    auto w = store_.list_workers();
+    return w.ok() && w->size() == 1 && (*w)[0].busy_slots == 1;
+  }));
+  auto w = (*store_.list_workers())[0];
+  EXPECT_EQ(w.name, "mem-w");
+  EXPECT_EQ(w.slots, 3);
+  EXPECT_EQ(w.trials, std::vector<std::string>{t.id});
+  agent.stop();
+}
+
+}  // namespace
+}  // namespace hpo::workers
