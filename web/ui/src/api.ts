@@ -1,0 +1,188 @@
+// The REST client: typed views of the documents in web/json_codec.hpp.
+// Reads are open; mutating calls carry the bearer token the user typed once
+// (kept in localStorage under "hpo.token").
+
+export type ParamValue = number | string | boolean | null;
+export type Params = Record<string, ParamValue>;
+export type Metrics = Record<string, number | null>;
+
+export interface Counts {
+  queued: number;
+  running: number;
+  completed: number;
+  failed: number;
+  pruned: number;
+  cancelled: number;
+}
+
+export interface Best {
+  trial_id: string;
+  number: number;
+  params: Params;
+  value: number | null;
+}
+
+export interface Sweep {
+  id: string;
+  name: string;
+  state: string;
+  stage: string;
+  objective: { metric: string; mode: 'min' | 'max' };
+  counts: Counts;
+  member_counts: Counts;
+  best: Best | null;
+  max_trials: number;
+  created_ms: number;
+  finished_ms: number;
+  error: string;
+  spec: unknown;
+  [extra: string]: unknown;
+}
+
+export interface Trial {
+  id: string;
+  sweep_id: string;
+  number: number;
+  kind: string;
+  state: string;
+  params: Params;
+  value: number | null;
+  attempt: number;
+  max_attempts: number;
+  slots: number;
+  worker: string;
+  metrics: Metrics;
+  error: string;
+  control: string;
+  created_ms: number;
+  started_ms: number;
+  finished_ms: number;
+  extra: unknown;
+}
+
+export interface Attempt {
+  attempt: number;
+  worker: string;
+  started_ms: number;
+  ended_ms: number;
+  outcome: string;
+  error: string;
+}
+
+export interface Report {
+  step: number;
+  metrics: Metrics;
+  time_ms: number;
+}
+
+export interface TrialDetail extends Trial {
+  attempts: Attempt[];
+  reports: Report[];
+}
+
+export interface Gpu {
+  index: number;
+  name: string;
+  memory_total_mb: number;
+  memory_used_mb: number;
+  utilization_pct: number;
+}
+
+export interface Worker {
+  name: string;
+  host: string;
+  slots: number;
+  busy_slots: number;
+  trials: string[];
+  gpus: Gpu[];
+  last_heartbeat_ms: number;
+  started_ms: number;
+}
+
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly fields: FieldError[],
+  ) {
+    super(message);
+  }
+}
+
+const kTokenKey = 'hpo.token';
+
+export function getToken(): string {
+  try {
+    return localStorage.getItem(kTokenKey) ?? '';
+  } catch {
+    return '';
+  }
+}
+
+export function setToken(token: string): void {
+  try {
+    if (token) localStorage.setItem(kTokenKey, token);
+    else localStorage.removeItem(kTokenKey);
+  } catch {
+    /* storage disabled: the token lives for this page only */
+  }
+}
+
+async function request<T>(method: string, path: string, body?: string): Promise<T> {
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  if (method !== 'GET') {
+    const token = getToken();
+    if (token) headers.Authorization = `Bearer ${token}`;
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+  }
+  const res = await fetch(path, { method, headers, body });
+  const text = await res.text();
+  let doc: unknown = null;
+  try {
+    doc = text ? JSON.parse(text) : null;
+  } catch {
+    doc = null;
+  }
+  if (!res.ok) {
+    const e = (doc as { error?: { code?: string; message?: string; fields?: FieldError[] } } | null)
+      ?.error;
+    throw new ApiError(res.status, e?.code ?? 'http_' + res.status, e?.message ?? text, e?.fields ?? []);
+  }
+  return doc as T;
+}
+
+const enc = encodeURIComponent;
+
+export const api = {
+  sweeps: (offset = 0, limit = 100) =>
+    request<{ sweeps: Sweep[] }>('GET', `/api/sweeps?offset=${offset}&limit=${limit}`),
+  sweep: (id: string) => request<Sweep>('GET', `/api/sweeps/${enc(id)}`),
+  trials: (id: string, q: { offset?: number; limit?: number; state?: string; sort?: string; kind?: string }) => {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== '') p.set(k, String(v));
+    return request<{ trials: Trial[]; total: number }>('GET', `/api/sweeps/${enc(id)}/trials?${p}`);
+  },
+  trial: (id: string) => request<TrialDetail>('GET', `/api/trials/${enc(id)}`),
+  workers: () => request<{ workers: Worker[] }>('GET', '/api/workers'),
+  submit: (specText: string) => request<{ id: string }>('POST', '/api/sweeps', specText),
+  cancel: (id: string) => request<Sweep>('POST', `/api/sweeps/${enc(id)}/cancel`),
+};
+
+// Every trial of a sweep of one kind: the first page tells the total, the
+// rest are fetched in parallel (the server caps a page at 1000).
+export async function allTrials(sweepId: string, kind = 'trial'): Promise<Trial[]> {
+  const page = 1000;
+  const first = await api.trials(sweepId, { offset: 0, limit: page, kind });
+  const out = first.trials.slice();
+  const rest: Promise<{ trials: Trial[] }>[] = [];
+  for (let at = page; at < first.total; at += page)
+    rest.push(api.trials(sweepId, { offset: at, limit: page, kind }));
+  for (const r of await Promise.all(rest)) out.push(...r.trials);
+  return out;
+}

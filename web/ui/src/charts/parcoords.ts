@@ -1,0 +1,111 @@
+// Parallel coordinates on a canvas: one vertical axis per parameter plus the
+// objective, one polyline per completed trial, coloured by objective rank
+// (dark = better). Canvas rather than SVG so 10,000 lines draw in a frame.
+import type { Trial } from '../api';
+import { fmtNum } from '../dom';
+
+interface Axis {
+  name: string;
+  categories: string[] | null;
+  min: number;
+  max: number;
+  log: boolean;
+  value: (t: Trial) => number | null;
+}
+
+function makeAxis(name: string, trials: Trial[], get: (t: Trial) => unknown): Axis {
+  const raw = trials.map(get);
+  const numeric = raw.every((v) => v === undefined || v === null || typeof v === 'number');
+  if (!numeric) {
+    const cats = [...new Set(raw.filter((v) => v !== undefined && v !== null).map(String))].sort();
+    const at = new Map(cats.map((c, i) => [c, i]));
+    return { name, categories: cats, min: 0, max: Math.max(1, cats.length - 1), log: false, value: (t) => at.get(String(get(t))) ?? null };
+  }
+  const nums = raw.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+  let min = Math.min(...nums);
+  let max = Math.max(...nums);
+  if (!nums.length) (min = 0), (max = 1);
+  if (min === max) (min -= 0.5), (max += 0.5);
+  // A positive range spanning more than 3 decades (learning rates) reads better on a log axis.
+  const log = min > 0 && max / min > 1000;
+  return {
+    name,
+    categories: null,
+    min: log ? Math.log10(min) : min,
+    max: log ? Math.log10(max) : max,
+    log,
+    value: (t) => {
+      const v = get(t);
+      return typeof v === 'number' && Number.isFinite(v) ? (log ? Math.log10(v) : v) : null;
+    },
+  };
+}
+
+export function drawParcoords(canvas: HTMLCanvasElement, trials: Trial[], params: string[], metric: string, maximize: boolean): void {
+  const done = trials.filter((t) => t.state === 'completed' && t.value !== null && Number.isFinite(t.value));
+  const dpr = window.devicePixelRatio || 1;
+  const width = Math.max(320, canvas.parentElement?.clientWidth ?? 600);
+  const height = 300;
+  canvas.width = Math.floor(width * dpr);
+  canvas.height = Math.floor(height * dpr);
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  const ctx = canvas.getContext('2d')!;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, width, height);
+  ctx.fillStyle = '#fff';
+  ctx.fillRect(0, 0, width, height);
+  const axes = [...params.map((p) => makeAxis(p, done, (t) => t.params[p])), makeAxis(metric, done, (t) => t.value)];
+  const top = 28, bottom = height - 30, left = 50, right = width - 60;
+  const xAt = (i: number) => (axes.length === 1 ? (left + right) / 2 : left + ((right - left) * i) / (axes.length - 1));
+  const yAt = (a: Axis, v: number) => bottom - ((v - a.min) / (a.max - a.min)) * (bottom - top);
+
+  // Worse trials first so the best ones are drawn on top.
+  const order = done.slice().sort((a, b) => (maximize ? (a.value! - b.value!) : (b.value! - a.value!)));
+  const n = order.length;
+  ctx.lineWidth = n > 2000 ? 0.5 : 1;
+  const alpha = n > 2000 ? 0.15 : n > 300 ? 0.35 : 0.7;
+  order.forEach((t, rank) => {
+    const q = n > 1 ? rank / (n - 1) : 1; // 1 = best
+    const light = Math.round(85 - 55 * q);
+    ctx.strokeStyle = `hsla(${220 - 40 * q}, 80%, ${light}%, ${alpha + (1 - alpha) * q * q * q})`;
+    ctx.beginPath();
+    let started = false;
+    axes.forEach((a, i) => {
+      const v = a.value(t);
+      if (v === null) {
+        started = false;
+        return;
+      }
+      const x = xAt(i), y = yAt(a, v);
+      if (started) ctx.lineTo(x, y);
+      else ctx.moveTo(x, y);
+      started = true;
+    });
+    ctx.stroke();
+  });
+
+  ctx.strokeStyle = '#334155';
+  ctx.fillStyle = '#0f172a';
+  ctx.lineWidth = 1;
+  ctx.font = '11px system-ui, sans-serif';
+  ctx.textAlign = 'center';
+  axes.forEach((a, i) => {
+    const x = xAt(i);
+    ctx.beginPath();
+    ctx.moveTo(x, top);
+    ctx.lineTo(x, bottom);
+    ctx.stroke();
+    ctx.fillText(a.name + (a.log ? ' (log)' : ''), x, top - 12);
+    const lab = (v: number) => (a.categories ? a.categories[Math.round(v)] ?? '' : fmtNum(a.log ? 10 ** v : v, 3));
+    ctx.fillText(lab(a.max), x, top - 1);
+    ctx.fillText(lab(a.min), x, bottom + 13);
+    if (a.categories && a.categories.length > 2)
+      a.categories.forEach((c, ci) => ci > 0 && ci < a.categories!.length - 1 && ctx.fillText(c, x + 18, yAt(a, ci) + 4));
+  });
+  if (!n) {
+    ctx.fillStyle = '#64748b';
+    ctx.fillText('no completed trials yet', width / 2, height / 2);
+  }
+  canvas.dataset.lines = String(n);
+}

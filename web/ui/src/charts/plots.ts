@@ -1,0 +1,193 @@
+// The uPlot charts of the sweep and trial pages. Each chart object owns one
+// uPlot instance; update() swaps its data (setData) and only rebuilds the
+// plot when the set of series changes, so live updates stay cheap.
+import uPlot from 'uplot';
+import type { Trial, Report } from '../api';
+
+const kBlue = '#2563eb';
+const kOrange = '#ea580c';
+
+function widthOf(el: HTMLElement): number {
+  return Math.max(280, Math.floor(el.clientWidth || el.parentElement?.clientWidth || 600) - 4);
+}
+
+export class Chart {
+  plot: uPlot | null = null;
+  private key = '';
+  constructor(readonly el: HTMLElement, readonly height = 260) {}
+
+  set(key: string, opts: () => uPlot.Options, data: uPlot.AlignedData): void {
+    if (this.plot && key === this.key) {
+      this.plot.setData(data);
+      return;
+    }
+    this.destroy();
+    this.key = key;
+    const o = opts();
+    o.width = widthOf(this.el);
+    o.height = this.height;
+    this.plot = new uPlot(o, data, this.el);
+  }
+  resize(): void {
+    this.plot?.setSize({ width: widthOf(this.el), height: this.height });
+  }
+  destroy(): void {
+    this.plot?.destroy();
+    this.plot = null;
+    this.key = '';
+  }
+}
+
+const pointsOnly = (): null => null;
+
+// Objective per trial number, with the best-so-far line.
+export function historyData(trials: Trial[], maximize: boolean): uPlot.AlignedData {
+  const sorted = trials.slice().sort((a, b) => a.number - b.number);
+  const xs: number[] = [];
+  const ys: (number | null)[] = [];
+  const best: (number | null)[] = [];
+  let b: number | null = null;
+  for (const t of sorted) {
+    const v = t.state === 'completed' && t.value !== null && Number.isFinite(t.value) ? t.value : null;
+    if (v !== null && (b === null || (maximize ? v > b : v < b))) b = v;
+    xs.push(t.number);
+    ys.push(v);
+    best.push(b);
+  }
+  return [xs, ys, best];
+}
+
+export function historyOptions(metric: string): () => uPlot.Options {
+  return () => ({
+    width: 600,
+    height: 260,
+    scales: { x: { time: false } },
+    axes: [{ label: 'trial number' }, { label: metric, size: 60 }],
+    series: [
+      { label: 'trial' },
+      { label: metric, stroke: kBlue, width: 0, paths: pointsOnly, points: { show: true, size: 5, fill: kBlue } },
+      { label: 'best so far', stroke: kOrange, width: 2, spanGaps: true, paths: uPlot.paths.stepped!({ align: 1 }), points: { show: false } },
+    ],
+    legend: { show: true },
+  });
+}
+
+// Objective against one parameter (categories are placed at their index).
+export function scatterData(trials: Trial[], param: string): { data: uPlot.AlignedData; categories: string[] | null } {
+  const pts: [number, number][] = [];
+  const cats = new Map<string, number>();
+  let numeric = true;
+  for (const t of trials) {
+    const p = t.params[param];
+    if (p !== undefined && p !== null && typeof p !== 'number') numeric = false;
+  }
+  for (const t of trials) {
+    if (t.state !== 'completed' || t.value === null || !Number.isFinite(t.value)) continue;
+    const p = t.params[param];
+    if (p === undefined || p === null) continue;
+    let x: number;
+    if (numeric) x = p as number;
+    else {
+      const k = String(p);
+      if (!cats.has(k)) cats.set(k, cats.size);
+      x = cats.get(k)!;
+    }
+    pts.push([x, t.value]);
+  }
+  pts.sort((a, b) => a[0] - b[0]);
+  return { data: [pts.map((p) => p[0]), pts.map((p) => p[1])], categories: numeric ? null : [...cats.keys()] };
+}
+
+export function scatterOptions(param: string, metric: string, categories: string[] | null): () => uPlot.Options {
+  return () => ({
+    width: 600,
+    height: 260,
+    scales: { x: { time: false } },
+    axes: [
+      categories
+        ? { label: param, values: (_u, splits) => splits.map((v) => (Number.isInteger(v) ? categories[v] ?? '' : '')) }
+        : { label: param },
+      { label: metric, size: 60 },
+    ],
+    series: [{ label: param }, { label: metric, stroke: kBlue, width: 0, paths: pointsOnly, points: { show: true, size: 6, fill: kBlue } }],
+  });
+}
+
+export interface CurveTrial {
+  number: number;
+  state: string;
+  reports: Report[];
+}
+
+// Intermediate values: one series per trial on the union of steps. Pruned
+// trials are drawn red and dashed with a marker at the step they stopped.
+export function curvesData(trials: CurveTrial[], metric: string): uPlot.AlignedData {
+  const steps = new Set<number>();
+  for (const t of trials) for (const r of t.reports) if (typeof r.metrics[metric] === 'number') steps.add(r.step);
+  const xs = [...steps].sort((a, b) => a - b);
+  const at = new Map(xs.map((s, i) => [s, i]));
+  const data: (number | null)[][] = [];
+  for (const t of trials) {
+    const ys = new Array<number | null>(xs.length).fill(null);
+    for (const r of t.reports) {
+      const v = r.metrics[metric];
+      if (typeof v === 'number') ys[at.get(r.step)!] = v;
+    }
+    data.push(ys);
+  }
+  return [xs, ...data] as uPlot.AlignedData;
+}
+
+export function curvesOptions(trials: CurveTrial[], metric: string): () => uPlot.Options {
+  return () => ({
+    width: 600,
+    height: 260,
+    scales: { x: { time: false } },
+    axes: [{ label: 'step' }, { label: metric, size: 60 }],
+    legend: { show: false },
+    series: [
+      { label: 'step' },
+      ...trials.map((t): uPlot.Series => {
+        const pruned = t.state === 'pruned';
+        const last = t.reports.length ? t.reports[t.reports.length - 1].step : -1;
+        return {
+          label: `#${t.number} ${t.state}`,
+          stroke: pruned ? 'rgba(220,38,38,0.85)' : t.state === 'running' ? 'rgba(22,163,74,0.9)' : 'rgba(37,99,235,0.45)',
+          width: pruned ? 1.5 : 1,
+          dash: pruned ? [5, 4] : undefined,
+          spanGaps: true,
+          points: pruned
+            ? { show: true, size: 7, stroke: '#dc2626', fill: '#fff', filter: (u: uPlot, si: number) => lastIndex(u, si, last) }
+            : { show: false },
+        } as uPlot.Series;
+      }),
+    ],
+  });
+}
+
+function lastIndex(u: uPlot, _si: number, lastStep: number): number[] | null {
+  const i = (u.data[0] as number[]).indexOf(lastStep);
+  return i >= 0 ? [i] : null;
+}
+
+// Curves of one trial (trial page): one series per metric.
+export function trialCurveData(reports: Report[]): { data: uPlot.AlignedData; metrics: string[] } {
+  const metrics = [...new Set(reports.flatMap((r) => Object.keys(r.metrics)))].sort();
+  const sorted = reports.slice().sort((a, b) => a.step - b.step);
+  return {
+    data: [sorted.map((r) => r.step), ...metrics.map((m) => sorted.map((r) => (typeof r.metrics[m] === 'number' ? r.metrics[m] : null)))] as uPlot.AlignedData,
+    metrics,
+  };
+}
+
+const kPalette = ['#2563eb', '#ea580c', '#16a34a', '#9333ea', '#dc2626', '#0891b2', '#ca8a04'];
+
+export function trialCurveOptions(metrics: string[]): () => uPlot.Options {
+  return () => ({
+    width: 600,
+    height: 260,
+    scales: { x: { time: false } },
+    axes: [{ label: 'step' }, { size: 60 }],
+    series: [{ label: 'step' }, ...metrics.map((m, i) => ({ label: m, stroke: kPalette[i % kPalette.length], width: 1.5, spanGaps: true }))],
+  });
+}

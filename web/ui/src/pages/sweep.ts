@@ -1,0 +1,308 @@
+// The sweep page: header with progress and cancel, the trial table and the
+// charts (history, parallel coordinates, scatter, intermediate curves,
+// importance, ensemble members). Live: events for this sweep mark trials
+// dirty; one coalesced refresh (at most ~3/s) re-reads the sweep document and
+// the dirty trials (or everything after a large burst) and redraws.
+import { allTrials, api, ApiError, Sweep, Trial, TrialDetail } from '../api';
+import { Chart, curvesData, curvesOptions, CurveTrial, historyData, historyOptions, scatterData, scatterOptions } from '../charts/plots';
+import { drawParcoords } from '../charts/parcoords';
+import { badge, fmtNum, fmtTime, fmtValue, h, replace } from '../dom';
+import { paramImportance } from '../importance';
+import { coalesce, subscribe } from '../live';
+import { TrialTable } from '../table';
+import { doneCount, progressBar } from './sweeps';
+
+const kCurveTrials = 40;
+const kDirtyLimit = 40;
+
+function panel(title: string, id: string, ...body: Node[]): HTMLElement {
+  return h('section', { class: 'panel', id }, h('h2', null, title), ...body);
+}
+
+async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+// Whether trials of this spec report intermediate values at all.
+function reportsCurves(spec: unknown): boolean {
+  const s = spec as { trial?: { kind?: string; steps?: number }; early_stopping?: unknown } | null;
+  if (!s || !s.trial) return true;
+  if (s.early_stopping) return true;
+  if (s.trial.kind === 'synthetic') return (s.trial.steps ?? 0) > 0;
+  return true;
+}
+
+export function mountSweep(root: HTMLElement, id: string): () => void {
+  let sweep: Sweep | null = null;
+  const trials = new Map<string, Trial>();
+  const members = new Map<string, Trial>();
+  const curves = new Map<string, CurveTrial>();
+  const dirty = new Set<string>();
+  let reloadAll = true;
+  let disposed = false;
+
+  const head = h('div', { class: 'sweep-head' });
+  const errorBox = h('p', { class: 'error', id: 'sweep-error' });
+  const table = new TrialTable();
+  const historyEl = h('div', { class: 'chart', id: 'chart-history' });
+  const parcoords = h('canvas', { id: 'chart-parcoords' });
+  const scatterEl = h('div', { class: 'chart', id: 'chart-scatter' });
+  const scatterPick = h('select', { id: 'scatter-param' });
+  const curvesEl = h('div', { class: 'chart', id: 'chart-curves' });
+  const curvesNote = h('p', { class: 'muted' });
+  const importanceEl = h('div', { class: 'importance', id: 'importance' });
+  const ensembleBody = h('div');
+  const ensemblePanel = panel('Ensemble', 'ensemble', ensembleBody);
+  ensemblePanel.hidden = true;
+  const history = new Chart(historyEl);
+  const scatter = new Chart(scatterEl);
+  const curvesChart = new Chart(curvesEl);
+  scatterPick.addEventListener('change', () => drawCharts());
+
+  root.append(
+    head,
+    errorBox,
+    h(
+      'div',
+      { class: 'panels' },
+      panel('Optimisation history', 'panel-history', historyEl),
+      panel('Parameter importance', 'panel-importance', importanceEl, h('p', { class: 'muted small' }, 'fANOVA-lite: share of the objective-rank variance explained by each parameter alone (between-bin variance of per-bin means).')),
+      panel('Parallel coordinates', 'panel-parcoords', h('div', { class: 'canvas-wrap' }, parcoords)),
+      panel('Objective vs parameter', 'panel-scatter', h('label', null, 'Parameter ', scatterPick), scatterEl),
+      panel('Intermediate values', 'panel-curves', curvesNote, curvesEl),
+      ensemblePanel,
+    ),
+    panel('Trials', 'panel-trials', table.el),
+  );
+
+  function paramNames(): string[] {
+    return [...new Set([...trials.values()].flatMap((t) => Object.keys(t.params)))].sort();
+  }
+
+  function renderHead(): void {
+    if (!sweep) return;
+    const s = sweep;
+    const cancel = h('button', { id: 'cancel-sweep', type: 'button', class: 'danger' }, 'Cancel sweep');
+    cancel.disabled = s.state !== 'running';
+    let armed = false;
+    cancel.addEventListener('click', async () => {
+      // Two clicks (no modal dialog): the first arms the button.
+      if (!armed) {
+        armed = true;
+        cancel.textContent = 'Click again to cancel';
+        return;
+      }
+      try {
+        sweep = await api.cancel(s.id);
+        renderHead();
+      } catch (e) {
+        errorBox.textContent = e instanceof ApiError && e.status === 401 ? 'Cancel needs the API token (top right).' : `Cancel failed: ${(e as Error).message}`;
+      }
+    });
+    replace(
+      head,
+      h('h1', null, h('span', { id: 'sweep-name' }, s.name), ' ', badge(s.state)),
+      h(
+        'div',
+        { class: 'facts' },
+        h('span', null, 'ID ', h('code', null, s.id)),
+        h('span', null, 'Stage ', s.stage),
+        h('span', null, 'Progress ', progressBar(doneCount(s), s.max_trials)),
+        h('span', null, `${s.counts.running} running · ${s.counts.queued} queued · ${s.counts.pruned} pruned · ${s.counts.failed} failed`),
+        h('span', { id: 'sweep-best' }, `Best ${s.objective.metric} (${s.objective.mode}): `, s.best ? `${fmtNum(s.best.value)} (#${s.best.number})` : '–'),
+        h('span', null, 'Created ', fmtTime(s.created_ms)),
+        h('a', { href: `/api/sweeps/${encodeURIComponent(s.id)}/trials?format=csv`, download: `${s.id}-trials.csv` }, 'CSV'),
+        cancel,
+      ),
+      s.error ? h('p', { class: 'error' }, s.error) : null,
+    );
+  }
+
+  function drawCharts(): void {
+    if (!sweep) return;
+    const list = [...trials.values()].sort((a, b) => a.number - b.number);
+    const metric = sweep.objective.metric || 'value';
+    const maximize = sweep.objective.mode === 'max';
+    history.set('history', historyOptions(metric), historyData(list, maximize));
+    const params = paramNames();
+    const chosen = scatterPick.value;
+    if (scatterPick.options.length !== params.length || [...scatterPick.options].some((o, i) => o.value !== params[i])) {
+      replace(scatterPick, params.map((p) => h('option', { value: p }, p)));
+      if (params.includes(chosen)) scatterPick.value = chosen;
+    }
+    const param = scatterPick.value;
+    if (param) {
+      const sc = scatterData(list, param);
+      scatter.set(`scatter:${param}:${sc.categories?.join(',') ?? ''}`, scatterOptions(param, metric, sc.categories), sc.data);
+    }
+    drawParcoords(parcoords, list, params, metric, maximize);
+    const imp = paramImportance(list, params);
+    replace(
+      importanceEl,
+      imp.map((i) => {
+        const fill = h('span', { class: 'fill' });
+        fill.style.width = `${(i.share * 100).toFixed(1)}%`;
+        return h('div', { class: 'imp-row' }, h('span', { class: 'imp-name' }, i.param), h('span', { class: 'bar' }, fill), h('span', { class: 'imp-val' }, `${(i.share * 100).toFixed(1)}%`));
+      }),
+    );
+    drawCurves();
+    drawEnsemble();
+  }
+
+  function drawCurves(): void {
+    if (!sweep) return;
+    const metric = sweep.objective.metric || 'value';
+    const cs = [...curves.values()].filter((c) => c.reports.length).sort((a, b) => a.number - b.number);
+    if (!cs.length) {
+      curvesChart.destroy();
+      curvesNote.textContent = reportsCurves(sweep.spec) ? 'No intermediate values reported yet.' : 'These trials report no intermediate values.';
+      return;
+    }
+    const pruned = cs.filter((c) => c.state === 'pruned').length;
+    curvesNote.textContent = `${cs.length} most recent trials; ${pruned} pruned (red, dashed, ○ where stopped).`;
+    const key = 'curves:' + cs.map((c) => `${c.number}${c.state}`).join(',');
+    curvesChart.set(key, curvesOptions(cs, metric), curvesData(cs, metric));
+  }
+
+  function drawEnsemble(): void {
+    if (!sweep) return;
+    const ms = [...members.values()].sort((a, b) => a.number - b.number);
+    ensemblePanel.hidden = ms.length === 0;
+    if (!ms.length) return;
+    const metricNames = [...new Set(ms.flatMap((m) => Object.keys(m.metrics)))].sort();
+    const extra = (sweep as Record<string, unknown>).ensemble;
+    replace(
+      ensembleBody,
+      h('p', null, `${ms.length} members · best single trial: ${sweep.best ? fmtNum(sweep.best.value) : '–'}`),
+      extra && typeof extra === 'object'
+        ? h('div', { class: 'facts' }, Object.entries(extra as Record<string, unknown>).map(([k, v]) => h('span', null, `${k}: ${typeof v === 'object' ? JSON.stringify(v) : fmtValue(v)}`)))
+        : null,
+      h(
+        'table',
+        { class: 'grid', id: 'ensemble-members' },
+        h('thead', null, h('tr', null, h('th', null, 'Member'), h('th', null, 'State'), h('th', null, 'Value'), h('th', null, 'vs best single'), ...metricNames.map((m) => h('th', null, m)))),
+        h(
+          'tbody',
+          null,
+          ms.map((m) =>
+            h(
+              'tr',
+              null,
+              h('td', null, h('a', { href: `#/trials/${encodeURIComponent(m.id)}` }, `#${m.number}`)),
+              h('td', null, badge(m.state)),
+              h('td', { class: 'num' }, fmtValue(m.value)),
+              h('td', { class: 'num' }, sweep!.best && m.value !== null ? fmtNum(m.value - (sweep!.best.value ?? 0)) : '–'),
+              ...metricNames.map((k) => h('td', { class: 'num' }, fmtValue(m.metrics[k]))),
+            ),
+          ),
+        ),
+      ),
+    );
+  }
+
+  async function loadCurves(): Promise<void> {
+    if (!sweep || !reportsCurves(sweep.spec)) return;
+    const recent = [...trials.values()]
+      .filter((t) => t.state !== 'queued' && t.state !== 'cancelled')
+      .sort((a, b) => b.number - a.number)
+      .slice(0, kCurveTrials);
+    const details = await mapLimit(recent, 8, (t) => api.trial(t.id).catch(() => null));
+    for (const d of details) if (d) curves.set(d.id, { number: d.number, state: d.state, reports: d.reports });
+  }
+
+  function absorb(d: TrialDetail): void {
+    const { attempts: _a, reports, ...t } = d;
+    if (t.kind === 'member') members.set(t.id, t);
+    else trials.set(t.id, t);
+    if (t.kind !== 'member' && (curves.has(t.id) || reports.length)) {
+      curves.set(t.id, { number: t.number, state: t.state, reports });
+      // Keep the most recent trials only.
+      if (curves.size > kCurveTrials) {
+        const oldest = [...curves.entries()].sort((a, b) => a[1].number - b[1].number)[0];
+        curves.delete(oldest[0]);
+      }
+    }
+  }
+
+  const refresh = coalesce(async () => {
+    if (disposed) return;
+    try {
+      const s = await api.sweep(id);
+      const first = sweep === null;
+      sweep = s;
+      if (reloadAll) {
+        reloadAll = false;
+        dirty.clear();
+        const [ts, ms] = await Promise.all([allTrials(id), api.trials(id, { kind: 'member', limit: 1000 })]);
+        trials.clear();
+        for (const t of ts) trials.set(t.id, t);
+        members.clear();
+        for (const m of ms.trials) members.set(m.id, m);
+        if (first) {
+          renderHead();
+          table.setTrials([...trials.values()]);
+          drawCharts();
+          document.body.dataset.sweepRendered = String(trials.size);
+          await loadCurves();
+        }
+      } else if (dirty.size) {
+        const ids = [...dirty];
+        dirty.clear();
+        const ds = await mapLimit(ids, 8, (tid) => api.trial(tid).catch(() => null));
+        for (const d of ds) if (d) absorb(d);
+      }
+      if (disposed) return;
+      renderHead();
+      table.setTrials([...trials.values()]);
+      drawCharts();
+      errorBox.textContent = '';
+    } catch (e) {
+      errorBox.textContent = e instanceof ApiError && e.status === 404 ? `No sweep ${id}` : `Could not load: ${(e as Error).message}`;
+    }
+  }, 350);
+
+  const unsub = subscribe((e) => {
+    if (e.sweep_id !== id) return;
+    if (e.trial_id) {
+      if (e.type === 'trial.reported') {
+        const c = curves.get(e.trial_id);
+        const step = e.data.step;
+        if (c && typeof step === 'number') {
+          c.reports.push({ step, metrics: (e.data.metrics ?? {}) as Record<string, number>, time_ms: 0 });
+          refresh();
+          return;
+        }
+      }
+      dirty.add(e.trial_id);
+      if (dirty.size > kDirtyLimit) reloadAll = true;
+    }
+    refresh();
+  });
+  const onResize = () => {
+    history.resize();
+    scatter.resize();
+    curvesChart.resize();
+    drawCharts();
+  };
+  window.addEventListener('resize', onResize);
+  refresh();
+
+  return () => {
+    disposed = true;
+    unsub();
+    window.removeEventListener('resize', onResize);
+    history.destroy();
+    scatter.destroy();
+    curvesChart.destroy();
+    delete document.body.dataset.sweepRendered;
+  };
+}
