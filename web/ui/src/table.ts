@@ -109,6 +109,7 @@ export class TrialTable {
     this.view = keyed.map((k) => k[1]);
     this.info.textContent = ` ${this.view.length} of ${this.all.length} trials`;
     this.spacer.style.height = `${this.view.length * kRowH}px`;
+    this.scroller.style.height = `${Math.max(3, Math.min(16, this.view.length)) * kRowH + 2}px`;
     this.drawn = '';
     this.draw();
   }

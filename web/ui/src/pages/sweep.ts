@@ -49,6 +49,7 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
   const dirty = new Set<string>();
   let reloadAll = true;
   let disposed = false;
+  let cancelArmed = false;
 
   const head = h('div', { class: 'sweep-head' });
   const errorBox = h('p', { class: 'error', id: 'sweep-error' });
@@ -91,16 +92,17 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
   function renderHead(): void {
     if (!sweep) return;
     const s = sweep;
-    const cancel = h('button', { id: 'cancel-sweep', type: 'button', class: 'danger' }, 'Cancel sweep');
+    const cancel = h('button', { id: 'cancel-sweep', type: 'button', class: 'danger' }, cancelArmed ? 'Click again to cancel' : 'Cancel sweep');
     cancel.disabled = s.state !== 'running';
-    let armed = false;
     cancel.addEventListener('click', async () => {
-      // Two clicks (no modal dialog): the first arms the button.
-      if (!armed) {
-        armed = true;
+      // Two clicks (no modal dialog): the first arms the button. The state
+      // lives outside the button, which live updates re-create.
+      if (!cancelArmed) {
+        cancelArmed = true;
         cancel.textContent = 'Click again to cancel';
         return;
       }
+      cancelArmed = false;
       try {
         sweep = await api.cancel(s.id);
         renderHead();

@@ -1,0 +1,205 @@
+// Browser test of the dashboard against a real hpo-scheduler (embedded Redis)
+// and hpo-worker, in headless Debian Chromium (playwright-core). Each check
+// prints PASS/FAIL; screenshots go to the artifacts dir. Every wait is bounded.
+//
+//   node tests/browser/run.mjs --scheduler BIN --worker BIN [--artifacts DIR]
+import path from 'node:path';
+import { Cluster, launchChromium, parseArgs, syntheticSpec } from './harness.mjs';
+
+const opts = parseArgs(process.argv.slice(2));
+const kWait = 20000;
+const kXssName = '<img src=x onerror=alert(1)>';
+const results = [];
+const dialogs = [];
+const consoleErrors = [];
+
+async function check(name, fn) {
+  const t0 = Date.now();
+  try {
+    await fn();
+    results.push({ name, ok: true });
+    console.log(`PASS ${name} (${Date.now() - t0} ms)`);
+  } catch (e) {
+    results.push({ name, ok: false });
+    console.log(`FAIL ${name}: ${e.stack ?? e}`);
+  }
+}
+
+function assert(cond, msg) {
+  if (!cond) throw new Error(msg);
+}
+
+// Counts painted (non-white, non-transparent) pixels of a canvas.
+async function paintedPixels(page, selector) {
+  return page.evaluate((sel) => {
+    let total = 0;
+    for (const c of document.querySelectorAll(sel)) {
+      if (!c.width || !c.height) continue;
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && (d[i] < 240 || d[i + 1] < 240 || d[i + 2] < 240)) total++;
+    }
+    return total;
+  }, selector);
+}
+
+const cluster = new Cluster(opts);
+let browser;
+try {
+  await cluster.start({ workers: 1, slots: 4 });
+  console.log(`scheduler at ${cluster.api}, artifacts in ${opts.artifacts}`);
+  browser = await launchChromium();
+  const page = await browser.context.newPage();
+  page.setDefaultTimeout(kWait);
+  page.on('dialog', (d) => {
+    dialogs.push(d.message());
+    d.dismiss().catch(() => {});
+  });
+  page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
+  page.on('pageerror', (e) => consoleErrors.push(String(e)));
+  const shot = (name) => page.screenshot({ path: path.join(opts.artifacts, `${name}.png`), fullPage: true });
+  const base = cluster.api;
+
+  let sweepId = '';
+  await check('dashboard served with a strict CSP', async () => {
+    const r = await page.goto(`${base}/`);
+    assert(r.ok(), `GET / -> ${r.status()}`);
+    const csp = (await r.allHeaders())['content-security-policy'] ?? '';
+    assert(csp.includes("script-src 'self'") && !csp.includes('unsafe'), `CSP: ${csp}`);
+    await page.locator('#sweeps').waitFor();
+    await page.locator('#live-status.live-live').waitFor();
+  });
+
+  await check('submit a sweep from the UI and see it in the sweeps list', async () => {
+    await page.goto(`${base}/#/submit`);
+    await page.fill('#submit-token', cluster.token);
+    const spec = syntheticSpec('browser-e2e', {
+      search: { max_trials: 16, max_concurrent: 4 },
+      trial: { sleep_s: 1.0, steps: 5 },
+      early_stopping: { type: 'median', warmup_steps: 2, min_trials: 5 },
+    });
+    await page.fill('#spec-editor', JSON.stringify(spec, null, 2));
+    await page.click('#submit-spec');
+    const link = page.locator('#submit-ok a');
+    await link.waitFor();
+    sweepId = (await link.textContent()).trim();
+    assert(sweepId, 'no sweep id');
+    await shot('01-submit-ok');
+    await page.goto(`${base}/#/`);
+    const row = page.locator(`#sweeps tr[data-sweep="${sweepId}"]`);
+    await row.waitFor();
+    assert((await row.locator('.sweep-name').textContent()) === 'browser-e2e', 'name not shown');
+    await shot('02-sweeps');
+  });
+
+  await check('finished trials appear on the sweep page without a reload', async () => {
+    await page.goto(`${base}/#/sweeps/${encodeURIComponent(sweepId)}`);
+    await page.waitForFunction(() => document.body.dataset.sweepRendered !== undefined);
+    await page.evaluate(() => (window.__noReload = 'still here'));
+    const finishedIn = () =>
+      page.evaluate(() => document.querySelectorAll('#trial-table .vt-row .badge.st-completed, #trial-table .vt-row .badge.st-pruned').length);
+    const initial = await finishedIn();
+    await page.waitForFunction(
+      (n) => document.querySelectorAll('#trial-table .vt-row .badge.st-completed, #trial-table .vt-row .badge.st-pruned').length > n,
+      initial,
+      { timeout: kWait },
+    );
+    // The whole sweep finishes; the header follows live too.
+    await page.waitForFunction(() => document.querySelector('.sweep-head .badge')?.textContent === 'finished', null, { timeout: 30000 });
+    await page.waitForFunction(() => document.querySelectorAll('#trial-table .vt-row .badge.st-completed, #trial-table .vt-row .badge.st-pruned').length === 16, null, { timeout: kWait });
+    assert((await page.evaluate(() => window.__noReload)) === 'still here', 'the page reloaded');
+    console.log(`  finished rows at first render: ${initial}, at the end: 16`);
+  });
+
+  await check('charts render (history, parallel coordinates, scatter, curves, importance)', async () => {
+    for (const sel of ['#chart-history canvas', '#chart-parcoords', '#chart-scatter canvas', '#chart-curves canvas']) {
+      await page.locator(sel).first().waitFor();
+      const px = await paintedPixels(page, sel);
+      assert(px > 500, `${sel}: only ${px} painted pixels`);
+    }
+    const lines = Number(await page.getAttribute('#chart-parcoords', 'data-lines'));
+    assert(lines > 0, 'parallel coordinates drew no lines');
+    assert((await page.locator('#importance .imp-row').count()) === 2, 'importance rows');
+    // Sorting the table by value puts the best trial first.
+    await page.click('.vt-th[data-key="value"]');
+    const best = await page.evaluate(() => fetch(`/api/sweeps/${document.querySelector('#sweep-name') && location.hash.split('/')[2]}`).then((r) => r.json()));
+    const firstNumber = await page.locator('#trial-table .vt-row').first().locator('.vt-td').first().textContent();
+    assert(best.best && String(best.best.number) === firstNumber.trim(), `first row #${firstNumber}, best #${best.best?.number}`);
+    await page.click('.vt-th[data-key="number"]');
+    await shot('03-sweep');
+  });
+
+  await check('trial page shows params, attempts and the curve', async () => {
+    await page.locator('#trial-table .vt-row a').first().click();
+    await page.locator('#trial-params').waitFor();
+    assert((await page.locator('#trial-params tr').count()) === 2, 'params x1, x2');
+    assert((await page.locator('#trial-attempts tbody tr').count()) >= 1, 'attempts');
+    await page.locator('#chart-trial canvas').first().waitFor();
+    await shot('04-trial');
+  });
+
+  await check('workers page lists the worker', async () => {
+    await page.goto(`${base}/#/workers`);
+    await page.locator('#workers tbody tr').first().waitFor();
+    assert((await page.locator('#workers tbody tr td').first().textContent()) === 'browser-w0', 'worker name');
+    await shot('05-workers');
+  });
+
+  await check('an invalid spec shows its field errors inline', async () => {
+    await page.goto(`${base}/#/submit`);
+    const bad = syntheticSpec('bad', { search: { max_trials: 0 } });
+    bad.parameters.x1.type = 'floaty';
+    await page.fill('#spec-editor', JSON.stringify(bad, null, 2));
+    await page.click('#submit-spec');
+    const e1 = page.locator('#field-errors li[data-path="search.max_trials"]');
+    await e1.waitFor();
+    const msg = (await e1.locator('.msg').textContent()).trim();
+    assert(msg.length > 0, 'max_trials has no message');
+    console.log(`  search.max_trials: ${msg}`);
+    const e2 = page.locator('#field-errors li[data-path="parameters.x1.type"]');
+    await e2.waitFor();
+    assert((await e2.locator('.line').count()) === 1, 'no line for parameters.x1.type');
+    assert((await page.locator('.gutter .ln.mark').count()) >= 2, 'gutter marks');
+    await shot('06-invalid-spec');
+  });
+
+  await check('an XSS-named sweep renders as text and fires no dialog', async () => {
+    const { id } = await cluster.post('/api/sweeps', syntheticSpec(kXssName, { search: { max_trials: 2, max_concurrent: 2 }, trial: { sleep_s: 0 } }));
+    await page.goto(`${base}/#/`);
+    const row = page.locator(`#sweeps tr[data-sweep="${id}"]`);
+    await row.waitFor();
+    assert((await row.locator('.sweep-name').textContent()) === kXssName, 'name not shown verbatim');
+    assert((await page.locator('#sweeps img').count()) === 0, 'an <img> got into the list');
+    await page.goto(`${base}/#/sweeps/${encodeURIComponent(id)}`);
+    await page.waitForFunction((n) => document.querySelector('#sweep-name')?.textContent === n, kXssName);
+    assert((await page.locator('main img').count()) === 0, 'an <img> got into the sweep page');
+    await shot('07-xss');
+    assert(dialogs.length === 0, `dialogs fired: ${dialogs.join(' | ')}`);
+  });
+
+  await check('cancel a sweep from the UI', async () => {
+    const { id } = await cluster.post('/api/sweeps', syntheticSpec('to-cancel', { search: { max_trials: 50, max_concurrent: 2 }, trial: { sleep_s: 30 } }));
+    await page.goto(`${base}/#/sweeps/${encodeURIComponent(id)}`);
+    await page.locator('#cancel-sweep:not([disabled])').waitFor();
+    await page.click('#cancel-sweep');
+    await page.locator('#cancel-sweep', { hasText: 'Click again' }).waitFor();
+    await page.click('#cancel-sweep');
+    await page.waitForFunction(() => document.querySelector('.sweep-head .badge')?.textContent === 'cancelled', null, { timeout: kWait });
+    await shot('08-cancelled');
+  });
+
+  await check('no page errors, CSP violations or dialogs', async () => {
+    assert(dialogs.length === 0, `dialogs: ${dialogs.join(' | ')}`);
+    const bad = consoleErrors.filter((m) => !/401|Failed to load resource.*\b(400|401)\b/.test(m));
+    assert(bad.length === 0, `console errors:\n  ${bad.join('\n  ')}`);
+  });
+} catch (e) {
+  results.push({ name: 'setup', ok: false });
+  console.log(`FAIL setup: ${e.stack ?? e}`);
+} finally {
+  await browser?.close();
+  await cluster.stop();
+}
+
+const failed = results.filter((r) => !r.ok);
+console.log(`${results.length - failed.length}/${results.length} browser checks passed; screenshots in ${opts.artifacts}`);
+process.exit(failed.length || !results.length ? 1 : 0);
