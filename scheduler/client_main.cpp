@@ -74,21 +74,21 @@ int fail(int code, const std::string& message) {
 int http_error(const hpo::web::ClientResponse& r) {
   std::string message = fmt::format("HTTP {}", r.status);
   auto j = Json::parse(r.body, nullptr, false);
+  std::vector<std::string> fields;
   if (!j.is_discarded() && j.contains("error") && j["error"].is_object()) {
     const auto& e = j["error"];
     message = e.value("message", message);
-    if (e.contains("fields") && e["fields"].is_array()) {
-      std::fprintf(stderr, "hpo: %s\n", message.c_str());
+    if (e.contains("fields") && e["fields"].is_array())
       for (const auto& f : e["fields"])
-        std::fprintf(stderr, "  %s: %s\n", f.value("path", "").c_str(), f.value("message", "").c_str());
-      return r.status == 400 ? kUsage : kUnreachable;
-    }
+        fields.push_back(f.value("path", "") + ": " + f.value("message", ""));
   }
   int code = r.status == 400 || r.status == 413 ? kUsage
              : r.status == 404                  ? kNotFound
              : r.status == 401                  ? kUnauthorized
                                                 : kUnreachable;
-  return fail(code, message);
+  fail(code, message);
+  for (const auto& f : fields) std::fprintf(stderr, "  %s\n", f.c_str());
+  return code;
 }
 
 struct Client {

@@ -71,7 +71,17 @@ Result<std::unique_ptr<EmbeddedRedis>> EmbeddedRedis::start(const std::string& d
   if (port == 0) {
     std::ifstream in(port_file);
     int remembered = 0;
-    if (in >> remembered && remembered > 0 && port_is_free(remembered)) port = remembered;
+    if (in >> remembered && remembered > 0) {
+      // Busy most likely means our previous Redis is still shutting down
+      // (after a scheduler crash it gets SIGTERM through PDEATHSIG): give it
+      // a moment, since workers reconnect to the URL they already know.
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+      while (!port_is_free(remembered) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // poll interval
+      if (port_is_free(remembered)) port = remembered;
+      else log_warn("the embedded Redis's previous port is taken; workers must be restarted",
+                    {{"port", std::to_string(remembered)}});
+    }
   }
   if (port == 0) port = pick_free_port();
   if (port == 0) return Error::unavailable("no free TCP port on 127.0.0.1 for the embedded Redis");
@@ -99,6 +109,10 @@ Status EmbeddedRedis::spawn() {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(1);  // the scheduler died before prctl
     ::setpgid(0, 0);                        // Ctrl-C in a terminal goes to the scheduler only
+    sigset_t none;                          // the scheduler blocks SIGTERM/SIGINT; Redis must not
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
     ::execvp("redis-server", argv.data());
     ::_exit(127);
   }

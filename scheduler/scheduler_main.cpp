@@ -151,9 +151,12 @@ int run(const scheduler::SchedulerConfig& config) {
     }
   }
   server.stop();
+  log_line(LogLevel::kDebug, "http server stopped");
   pump.stop();
+  log_line(LogLevel::kDebug, "event pump stopped");
   reaper.stop();
   loop.stop();
+  log_line(LogLevel::kDebug, "controllers stopped");
   remove_local_state();
   if (embedded) embedded->stop();
   log_info("scheduler stopped");

@@ -1,0 +1,296 @@
+// End to end with the real binaries: hpo-scheduler (embedded Redis, found by
+// the workers through $HPO_HOME/scheduler.json), hpo-worker processes, the
+// REST API, and toy_trial as the user's training program.
+//
+// What must hold: every trial's value is what the program computes from the
+// trial's own params, the sweep's best is the minimum, and killing a worker
+// or the scheduler with -9 in the middle still ends with exactly max_trials
+// trials, each completed exactly once.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/process.hpp"
+#include "tests/support/redis_server.hpp"
+#include "web/http_client.hpp"
+
+namespace hpo::e2e {
+namespace {
+
+using Json = nlohmann::json;
+using hpo::testing::Process;
+using hpo::testing::wait_for;
+using namespace std::chrono_literals;
+
+const std::string kBin = HPO_BINARY_DIR;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class Cluster {
+ public:
+  Cluster() {
+    char tmpl[] = "/tmp/hpo-e2e-XXXXXX";
+    home_ = ::mkdtemp(tmpl);
+  }
+  ~Cluster() {
+    workers_.clear();
+    if (scheduler_) {
+      scheduler_->kill(SIGTERM);
+      scheduler_->wait(15s);
+    }
+    scheduler_.reset();
+    if (!::testing::Test::HasFailure()) std::filesystem::remove_all(home_);
+    else std::fprintf(stderr, "e2e logs kept in %s\n", home_.c_str());
+  }
+
+  std::vector<std::pair<std::string, std::string>> env() const {
+    return {{"HPO_HOME", home_}, {"HPO_LOG_LEVEL", "info"}};
+  }
+
+  void start_scheduler() {
+    std::filesystem::remove(home_ + "/scheduler.json");
+    scheduler_ = std::make_unique<Process>(
+        std::vector<std::string>{kBin + "/scheduler/hpo-scheduler", "--listen", "127.0.0.1:0",
+                                 "--reaper-ms", "200"},
+        env(), home_ + "/scheduler.log");
+    ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(home_ + "/scheduler.json"); }, 30s))
+        << read_file(home_ + "/scheduler.log");
+    auto state = Json::parse(read_file(home_ + "/scheduler.json"));
+    auto url = web::parse_http_url(state["api"].get<std::string>());
+    ASSERT_TRUE(url.ok());
+    api_ = std::make_unique<web::HttpClient>(*url, 10s);
+    api_->set_token(state["token"].get<std::string>());
+  }
+
+  Process& start_worker(const std::string& name, int slots) {
+    workers_.push_back(std::make_unique<Process>(
+        std::vector<std::string>{kBin + "/workers/hpo-worker", "--name", name, "--slots",
+                                 std::to_string(slots), "--lease-ms", "1500", "--kill-grace-s",
+                                 "1"},
+        env(), home_ + "/worker-" + name + ".log"));
+    return *workers_.back();
+  }
+
+  web::HttpClient& api() { return *api_; }
+  Process& scheduler() { return *scheduler_; }
+  const std::string& home() const { return home_; }
+
+  Json get(const std::string& path) {
+    auto r = api_->get(path);
+    if (!r.ok()) return Json();
+    if (r->status != 200) return Json();
+    return Json::parse(r->body, nullptr, false);
+  }
+
+  // Waits until the sweep leaves state running; returns its document.
+  Json wait_finished(const std::string& id, std::chrono::seconds timeout) {
+    Json sweep;
+    wait_for(
+        [&] {
+          sweep = get("/api/sweeps/" + id);
+          return sweep.is_object() && sweep.value("state", "") != "running";
+        },
+        timeout);
+    return sweep;
+  }
+
+  std::string logs() const {
+    std::string out = "--- scheduler ---\n" + read_file(home_ + "/scheduler.log");
+    for (const auto& w : workers_) out += "--- " + w->log_path() + " ---\n" + w->log();
+    return out;
+  }
+
+ private:
+  std::string home_;
+  std::unique_ptr<Process> scheduler_;
+  std::vector<std::unique_ptr<Process>> workers_;
+  std::unique_ptr<web::HttpClient> api_;
+};
+
+Json command_spec(int trials, int sleep_ms) {
+  Json spec = {
+      {"name", "e2e toy"},
+      {"objective", {{"metric", "value"}, {"mode", "min"}}},
+      {"parameters",
+       {{"x", {{"type", "float"}, {"min", -3.0}, {"max", 3.0}}},
+        {"y", {{"type", "int"}, {"min", -4}, {"max", 2}}}}},
+      {"search", {{"algorithm", "random"}, {"max_trials", trials}, {"max_concurrent", 4}, {"seed", 11}}},
+      {"trial",
+       {{"kind", "command"},
+        {"argv", {kBin + "/tests/e2e/toy_trial", "--x={x}", "--y={y}",
+                  "--sleep-ms=" + std::to_string(sleep_ms)}},
+        {"max_attempts", 5},
+        {"timeout_s", 60}}}};
+  return spec;
+}
+
+double expected_value(const Json& params) {
+  double x = params["x"].get<double>();
+  double y = static_cast<double>(params["y"].get<std::int64_t>());
+  return (x - 1) * (x - 1) + (y + 2) * (y + 2) + 0.5;
+}
+
+std::string submit(Cluster& c, const Json& spec) {
+  auto r = c.api().post("/api/sweeps", spec.dump());
+  EXPECT_TRUE(r.ok());
+  if (!r.ok()) return "";
+  EXPECT_EQ(r->status, 201) << r->body;
+  return Json::parse(r->body).value("id", "");
+}
+
+// Every trial completed once with the value its params imply; best is the minimum.
+void check_sweep(Cluster& c, const std::string& id, int expected_trials, const Json& sweep) {
+  ASSERT_EQ(sweep.value("state", ""), "finished") << sweep.dump(2) << c.logs();
+  EXPECT_EQ(sweep["counts"]["completed"].get<int>(), expected_trials);
+  EXPECT_EQ(sweep["counts"]["failed"].get<int>(), 0);
+  Json page = c.get("/api/sweeps/" + id + "/trials?limit=1000");
+  ASSERT_TRUE(page.is_object());
+  ASSERT_EQ(page["total"].get<int>(), expected_trials);
+  std::set<std::int64_t> numbers;
+  double best = INFINITY;
+  std::string best_id;
+  for (const auto& t : page["trials"]) {
+    numbers.insert(t["number"].get<std::int64_t>());
+    EXPECT_EQ(t["state"], "completed") << t.dump();
+    double expect = expected_value(t["params"]);
+    EXPECT_NEAR(t["value"].get<double>(), expect, 1e-9) << t.dump();
+    if (expect < best) best = expect, best_id = t["id"].get<std::string>();
+    // Exactly one completed attempt per trial.
+    Json detail = c.get("/api/trials/" + t["id"].get<std::string>());
+    int completed_attempts = 0;
+    for (const auto& a : detail["attempts"]) completed_attempts += a.value("outcome", "") == "completed";
+    EXPECT_EQ(completed_attempts, 1) << detail.dump();
+  }
+  EXPECT_EQ(numbers.size(), static_cast<size_t>(expected_trials));
+  EXPECT_EQ(*numbers.rbegin(), expected_trials - 1);
+  ASSERT_TRUE(sweep["best"].is_object());
+  EXPECT_NEAR(sweep["best"]["value"].get<double>(), best, 1e-9);
+  EXPECT_EQ(sweep["best"]["trial_id"], best_id);
+}
+
+TEST(EndToEnd, ThirtyCommandTrialsOnTwoWorkersWithTwoSlots) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  c.start_worker("a", 2);
+  c.start_worker("b", 2);
+  std::string id = submit(c, command_spec(30, 100));
+  Json sweep = c.wait_finished(id, 120s);
+  check_sweep(c, id, 30, sweep);
+  // Both workers did some of the work.
+  Json page = c.get("/api/sweeps/" + id + "/trials?limit=1000");
+  std::set<std::string> workers;
+  for (const auto& t : page["trials"]) workers.insert(t["worker"].get<std::string>());
+  EXPECT_EQ(workers.size(), 2u) << c.logs();
+}
+
+TEST(EndToEnd, KillDashNineOfAWorkerLosesNothing) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  Process& victim = c.start_worker("victim", 2);
+  c.start_worker("survivor", 2);
+  std::string id = submit(c, command_spec(30, 400));
+  // Kill the victim while it is running trials.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        Json s = c.get("/api/sweeps/" + id);
+        if (!s.is_object() || s["counts"]["completed"].get<int>() < 6) return false;
+        Json ws = c.get("/api/workers");
+        for (const auto& w : ws["workers"])
+          if (w["name"] == "victim" && w.value("busy_slots", 0) > 0) return true;
+        return false;
+      },
+      60s))
+      << c.logs();
+  victim.kill(SIGKILL);
+  Json sweep = c.wait_finished(id, 180s);
+  check_sweep(c, id, 30, sweep);
+  // Some trial needed a second attempt because its lease expired.
+  Json page = c.get("/api/sweeps/" + id + "/trials?limit=1000");
+  int retried = 0;
+  for (const auto& t : page["trials"]) retried += t["attempt"].get<int>() > 0;
+  EXPECT_GT(retried, 0) << c.logs();
+}
+
+TEST(EndToEnd, KillDashNineOfTheSchedulerLosesNothing) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  c.start_worker("a", 2);
+  c.start_worker("b", 2);
+  std::string id = submit(c, command_spec(30, 300));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        Json s = c.get("/api/sweeps/" + id);
+        return s.is_object() && s["counts"]["completed"].get<int>() >= 8;
+      },
+      60s))
+      << c.logs();
+  c.scheduler().kill(SIGKILL);
+  // The embedded Redis goes down with it (SIGTERM via PDEATHSIG); start again.
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  Json sweep = c.wait_finished(id, 180s);
+  check_sweep(c, id, 30, sweep);
+}
+
+TEST(EndToEnd, BadSpecGets400WithTheFieldPathAndStoresNothing) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  Json spec = command_spec(5, 0);
+  spec["parameters"]["x"]["min"] = 10;
+  spec["trial"]["argv"][1] = "--x={z}";
+  auto r = c.api().post("/api/sweeps", spec.dump());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 400);
+  Json body = Json::parse(r->body);
+  std::set<std::string> paths;
+  for (const auto& f : body["error"]["fields"]) paths.insert(f["path"].get<std::string>());
+  EXPECT_TRUE(paths.count("parameters.x")) << r->body;
+  EXPECT_TRUE(paths.count("trial.argv[1]")) << r->body;
+  Json list = c.get("/api/sweeps");
+  EXPECT_TRUE(list["sweeps"].empty()) << list.dump();
+  // Without the token a submit is refused.
+  web::HttpClient anon(*web::parse_http_url(Json::parse(read_file(c.home() + "/scheduler.json"))["api"].get<std::string>()));
+  auto unauth = anon.post("/api/sweeps", command_spec(5, 0).dump());
+  ASSERT_TRUE(unauth.ok());
+  EXPECT_EQ(unauth->status, 401);
+}
+
+TEST(EndToEnd, CliSubmitFollowStatusAndExitCodes) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  c.start_worker("a", 2);
+  std::string spec_path = c.home() + "/spec.json";
+  std::ofstream(spec_path) << command_spec(6, 0).dump(2);
+  Process submit({kBin + "/scheduler/hpo", "submit", spec_path, "--follow"}, c.env(),
+                 c.home() + "/cli.log");
+  EXPECT_EQ(submit.wait(120s), 0) << submit.log() << c.logs();
+  std::string out = submit.log();
+  EXPECT_NE(out.find("6/6 done"), std::string::npos) << out;
+  EXPECT_NE(out.find("best"), std::string::npos) << out;
+
+  std::string bad_path = c.home() + "/bad.json";
+  std::ofstream(bad_path) << R"({"name": "x"})";
+  Process bad({kBin + "/scheduler/hpo", "submit", bad_path}, c.env(), c.home() + "/bad.log");
+  EXPECT_EQ(bad.wait(30s), 2) << bad.log();
+  EXPECT_NE(bad.log().find("objective"), std::string::npos) << bad.log();
+
+  Process missing({kBin + "/scheduler/hpo", "status", "nope"}, c.env(), c.home() + "/missing.log");
+  EXPECT_EQ(missing.wait(30s), 5) << missing.log();
+}
+
+}  // namespace
+}  // namespace hpo::e2e
