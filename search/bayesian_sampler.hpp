@@ -24,6 +24,13 @@
 
 namespace hpo::search {
 
+// The outputs the GP models. Heavy right tails (a few huge values, as on
+// Rosenbrock) flatten the standardised landscape where the good points are:
+// when the sample skewness exceeds 1 this returns log(y - min + c), c the
+// median's distance from the minimum (monotone, so the argmin is unchanged;
+// close to linear below the median, logarithmic in the tail); else y itself.
+Eigen::VectorXd warp_outputs(const std::vector<double>& ys);
+
 class BayesianSampler final : public Sampler {
  public:
   static constexpr int kMaxGpPoints = 300;

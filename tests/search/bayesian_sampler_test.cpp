@@ -132,3 +132,20 @@ TEST(BayesianSampler, SurvivesFailuresAndConstantValues) {
 
 }  // namespace
 }  // namespace hpo::search
+
+namespace hpo::search {
+namespace {
+
+TEST(BayesianSampler, WarpsOnlyHeavyRightTailsAndKeepsTheOrder) {
+  std::vector<double> symmetric = {1, 2, 3, 4, 5, 6, 7};
+  EXPECT_EQ(warp_outputs(symmetric), Eigen::Map<Eigen::VectorXd>(symmetric.data(), 7));
+  std::vector<double> heavy = {3, 1, 2, 1e5, 4, 2.5, 7, 1.5};
+  Eigen::VectorXd w = warp_outputs(heavy);
+  EXPECT_LT(w.maxCoeff() - w.minCoeff(), 20);  // the tail is compressed
+  for (std::size_t i = 0; i < heavy.size(); ++i)
+    for (std::size_t j = 0; j < heavy.size(); ++j)
+      EXPECT_EQ(heavy[i] < heavy[j], w[Eigen::Index(i)] < w[Eigen::Index(j)]);
+}
+
+}  // namespace
+}  // namespace hpo::search
