@@ -32,6 +32,8 @@ export interface Sweep {
   member_counts: Counts;
   best: Best | null;
   max_trials: number;
+  next_number?: number;
+  next_member?: number;
   created_ms: number;
   finished_ms: number;
   error: string;
@@ -174,15 +176,17 @@ export const api = {
   cancel: (id: string) => request<Sweep>('POST', `/api/sweeps/${enc(id)}/cancel`),
 };
 
-// Every trial of a sweep of one kind: the first page tells the total, the
-// rest are fetched in parallel (the server caps a page at 1000).
-export async function allTrials(sweepId: string, kind = 'trial'): Promise<Trial[]> {
+// Every trial of a sweep of one kind. With `expected` (the sweep's
+// next_number) every page is requested at once; otherwise the first page
+// tells the total and the rest follow in parallel (the server caps a page at 1000).
+export async function allTrials(sweepId: string, kind = 'trial', expected = 0): Promise<Trial[]> {
   const page = 1000;
-  const first = await api.trials(sweepId, { offset: 0, limit: page, kind });
-  const out = first.trials.slice();
+  const pages = Math.max(1, Math.ceil(expected / page));
+  const firsts = await Promise.all(Array.from({ length: pages }, (_, i) => api.trials(sweepId, { offset: i * page, limit: page, kind })));
+  const total = firsts[0].total;
+  const out = firsts.flatMap((r) => r.trials);
   const rest: Promise<{ trials: Trial[] }>[] = [];
-  for (let at = page; at < first.total; at += page)
-    rest.push(api.trials(sweepId, { offset: at, limit: page, kind }));
+  for (let at = pages * page; at < total; at += page) rest.push(api.trials(sweepId, { offset: at, limit: page, kind }));
   for (const r of await Promise.all(rest)) out.push(...r.trials);
   return out;
 }

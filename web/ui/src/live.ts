@@ -80,7 +80,7 @@ export function coalesce(fn: () => Promise<void>, minGapMs = 300): () => void {
   let timer: number | null = null;
   let running = false;
   let again = false;
-  let lastStart = 0;
+  let lastStart = -Infinity; // the first call runs at once
   const run = async () => {
     timer = null;
     running = true;

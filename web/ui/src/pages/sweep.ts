@@ -50,6 +50,7 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
   let reloadAll = true;
   let disposed = false;
   let cancelArmed = false;
+  let rendered = false;
 
   const head = h('div', { class: 'sweep-head' });
   const errorBox = h('p', { class: 'error', id: 'sweep-error' });
@@ -239,22 +240,36 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
     if (disposed) return;
     try {
       const s = await api.sweep(id);
-      const first = sweep === null;
+      const first = !rendered;
       sweep = s;
       if (reloadAll) {
-        reloadAll = false;
         dirty.clear();
-        const [ts, ms] = await Promise.all([allTrials(id), api.trials(id, { kind: 'member', limit: 1000 })]);
+        // Members only exist for sweeps with an ensemble stage.
+        const hasMembers = (s.next_member ?? 0) > 0 || Object.values(s.member_counts ?? {}).some((c) => c > 0);
+        const [ts, ms] = await Promise.all([
+          allTrials(id, 'trial', s.next_number ?? 0),
+          hasMembers ? api.trials(id, { kind: 'member', limit: 1000 }) : Promise.resolve({ trials: [] as Trial[], total: 0 }),
+        ]);
+        reloadAll = false;
+        if (first) performance.mark('hpo-sweep-data');
         trials.clear();
         for (const t of ts) trials.set(t.id, t);
         members.clear();
         for (const m of ms.trials) members.set(m.id, m);
         if (first) {
+          rendered = true;
           renderHead();
           table.setTrials([...trials.values()]);
           drawCharts();
-          document.body.dataset.sweepRendered = String(trials.size);
+          // First complete render (header, table, charts) for tests and ui_bench.
+          const n = trials.size;
+          requestAnimationFrame(() => {
+            performance.mark('hpo-sweep-rendered');
+            document.body.dataset.sweepRendered = String(n);
+          });
           await loadCurves();
+          if (!disposed) drawCurves();
+          return;
         }
       } else if (dirty.size) {
         const ids = [...dirty];
