@@ -27,6 +27,7 @@ class Api::StoreLease {
   }
   explicit operator bool() const { return store_ != nullptr; }
   trials::TrialStore* operator->() { return store_.get(); }
+  trials::TrialStore& operator*() { return *store_; }
   // Marks the store broken when a call says the backend is unreachable.
   template <class T>
   Result<T> track(Result<T> r) {
@@ -124,9 +125,10 @@ std::string number_text(double v) {
   return j.dump();
 }
 
-std::string trials_csv(const std::vector<trials::Trial>& trials) {
+std::string trials_csv(const std::vector<TrialPtr>& rows) {
   std::set<std::string> params, metrics;
-  for (const auto& t : trials) {
+  for (const auto& row : rows) {
+    const trials::Trial& t = *row;
     for (const auto& [k, v] : t.params) params.insert(k);
     for (const auto& [k, v] : t.metrics) metrics.insert(k);
   }
@@ -134,7 +136,8 @@ std::string trials_csv(const std::vector<trials::Trial>& trials) {
   for (const auto& p : params) out += "," + csv_cell("param:" + p);
   for (const auto& m : metrics) out += "," + csv_cell("metric:" + m);
   out += "\n";
-  for (const auto& t : trials) {
+  for (const auto& row : rows) {
+    const trials::Trial& t = *row;
     out += csv_cell(t.id) + "," + std::to_string(t.number) + "," + trials::to_string(t.state) +
            "," + (t.value ? number_text(*t.value) : "") + "," + std::to_string(t.attempt) + "," +
            csv_cell(t.worker) + "," + std::to_string(t.started_ms) + "," +
@@ -172,6 +175,27 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
         [this](const Request&, const PathParams& p) { return get_sweep(p.at("id")); });
   r.add("GET", "/api/sweeps/{id}/trials",
         [this](const Request& q, const PathParams& p) { return list_trials(q, p.at("id")); });
+  r.add("GET", "/api/sweeps/{id}/ensemble", [this](const Request&, const PathParams& p) {
+    // The record the ensemble stage stores with the sweep's first member
+    // (scheduler/ensemble_stage.hpp: artifacts belong to trials).
+    const std::string& id = p.at("id");
+    auto store = borrow();
+    auto sweep = store.track(store->get_sweep(id));
+    if (!sweep) return error_response(sweep.error());
+    auto first = store.track(store->list_trials(id, "member", 0, 1));
+    if (!first) return error_response(first.error());
+    std::optional<std::string> record;
+    if (!first->trials.empty()) {
+      auto bytes = store.track(store->get_artifact(first->trials[0].id, "ensemble.json"));
+      if (!bytes) return error_response(bytes.error());
+      record = std::move(*bytes);
+    }
+    if (!record)
+      return error_response(Error::not_found(
+          "sweep " + id + " has no ensemble record (yet): it is written when every ensemble "
+          "member has finished; sweep stage is '" + sweep->stage + "'"));
+    return Response::json(200, std::move(*record));
+  });
   r.add("POST", "/api/sweeps/{id}/cancel",
         [this](const Request&, const PathParams& p) { return cancel_sweep(p.at("id")); });
   r.add("GET", "/api/trials/{id}",
@@ -304,53 +328,48 @@ Response Api::list_trials(const Request& request, const std::string& sweep_id) {
         "sort", "expected [-]number, value, started, finished, metric:NAME or param:NAME"));
 
   auto store = borrow();
-  trials::TrialPage page;
+  std::vector<TrialPtr> rows;
+  std::int64_t total = 0;
   if (!state && field == "number" && !descending && !csv) {
     auto r = store.track(store->list_trials(sweep_id, kind, *offset, *limit));
     if (!r) return error_response(r.error());
-    page = std::move(*r);
-  } else {
-    // Load every trial of the sweep, then filter, sort and slice here.
-    std::vector<trials::Trial> all;
-    constexpr std::int64_t kChunk = 1000;
-    for (std::int64_t at = 0;; at += kChunk) {
-      auto r = store.track(store->list_trials(sweep_id, kind, at, kChunk));
-      if (!r) return error_response(r.error());
-      for (auto& t : r->trials)
-        if (!state || t.state == *state) all.push_back(std::move(t));
-      if (static_cast<std::int64_t>(r->trials.size()) < kChunk || at + kChunk >= r->total) break;
+    total = r->total;
+    for (auto& t : r->trials) rows.push_back(std::make_shared<const trials::Trial>(std::move(t)));
+    if (rows.empty() && *offset == 0) {
+      // An empty page: tell "no trials yet" from "no such sweep".
+      auto sweep = store.track(store->get_sweep(sweep_id));
+      if (!sweep) return error_response(sweep.error());
     }
-    std::vector<std::pair<SortKey, std::size_t>> keys;
-    keys.reserve(all.size());
-    for (std::size_t i = 0; i < all.size(); ++i) keys.emplace_back(key_of(all[i], field), i);
-    std::stable_sort(keys.begin(), keys.end(), [&](const auto& a, const auto& b) {
+  } else {
+    // Every trial of the sweep (finished ones cached), then filter, sort and slice.
+    auto all = store.track(trial_cache_.load(*store, sweep_id, kind));
+    if (!all) return error_response(all.error());
+    std::vector<std::pair<SortKey, TrialPtr>> keyed;
+    keyed.reserve(all->size());
+    for (auto& t : *all)
+      if (!state || t->state == *state) keyed.emplace_back(key_of(*t, field), std::move(t));
+    std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
       const SortKey &x = a.first, &y = b.first;
       if (x.rank != y.rank) return x.rank < y.rank;  // missing values last either way
       if (x.rank == 0 && x.number != y.number)
         return descending ? x.number > y.number : x.number < y.number;
       if (x.rank == 1 && x.text != y.text) return descending ? x.text > y.text : x.text < y.text;
-      return all[a.second].number < all[b.second].number;
+      return a.second->number < b.second->number;
     });
-    page.total = static_cast<std::int64_t>(all.size());
-    auto begin = std::min<std::int64_t>(*offset, page.total);
-    auto end = std::min<std::int64_t>(page.total, begin + std::min(*limit, page.total));
-    for (auto i = begin; i < end; ++i) page.trials.push_back(std::move(all[keys[i].second]));
-  }
-  if (page.trials.empty() && *offset == 0) {
-    // An empty page: tell "no trials yet" from "no such sweep".
-    auto sweep = store.track(store->get_sweep(sweep_id));
-    if (!sweep) return error_response(sweep.error());
+    total = static_cast<std::int64_t>(keyed.size());
+    auto begin = std::min<std::int64_t>(*offset, total);
+    auto end = begin + std::min<std::int64_t>(*limit, total - begin);
+    for (auto i = begin; i < end; ++i) rows.push_back(std::move(keyed[i].second));
   }
   if (csv) {
-    Response r = Response::text(200, trials_csv(page.trials), "text/csv; charset=utf-8");
+    Response r = Response::text(200, trials_csv(rows), "text/csv; charset=utf-8");
     r.headers.emplace_back("Content-Disposition",
                            "attachment; filename=\"" + percent_encode(sweep_id) + "-trials.csv\"");
     return r;
   }
   Json list = Json::array();
-  for (const auto& t : page.trials) list.push_back(to_json(t));
-  return json_ok(200,
-                 {{"trials", list}, {"total", page.total}, {"offset", *offset}, {"limit", *limit}});
+  for (const auto& t : rows) list.push_back(to_json(*t));
+  return json_ok(200, {{"trials", list}, {"total", total}, {"offset", *offset}, {"limit", *limit}});
 }
 
 Response Api::cancel_sweep(const std::string& id) {

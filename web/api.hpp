@@ -41,6 +41,7 @@
 #include "web/metrics.hpp"
 #include "web/router.hpp"
 #include "web/static_files.hpp"
+#include "web/trial_cache.hpp"
 
 namespace hpo::web {
 
@@ -91,6 +92,7 @@ class Api {
   Router router_;
   std::optional<StaticFiles> static_files_;
   RequestMetrics request_metrics_;
+  TrialCache trial_cache_;
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<trials::TrialStore>> pool_;
 };

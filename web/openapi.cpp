@@ -95,6 +95,12 @@ const char* const kOpenApi = R"json({
             "text/csv": {"schema": {"type": "string"}}}},
           "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}}
     },
+    "/api/sweeps/{id}/ensemble": {
+      "get": {"summary": "The ensemble record of a sweep with an ensemble section: combine rule, every model with its weight, bagging seed and validation/test metrics, the best single model, the ensemble's metrics, the mean member's, the OOB estimate when available, failed members",
+        "parameters": [{"$ref": "#/components/parameters/id"}],
+        "responses": {"200": {"description": "the record (also a valid ensemble manifest)", "content": {"application/json": {"schema": {"type": "object"}}}},
+          "404": {"$ref": "#/components/responses/Error"}}}
+    },
     "/api/sweeps/{id}/cancel": {
       "post": {"summary": "Cancel a sweep: queued trials are cancelled, running ones asked to stop", "security": [{"bearer": []}],
         "parameters": [{"$ref": "#/components/parameters/id"}],

@@ -1,0 +1,99 @@
+// TrialCache against the in-memory store: finished trials are read once, the
+// rest on every load, in contiguous ranges.
+#include "web/trial_cache.hpp"
+
+#include <gtest/gtest.h>
+
+#include "trials/memory/memory_store.hpp"
+
+namespace hpo::web {
+namespace {
+
+// Records the ranges list_trials is asked for.
+class SpyStore : public trials::memory::MemoryStore {
+ public:
+  Result<trials::TrialPage> list_trials(const std::string& sweep_id, const std::string& kind,
+                                        std::int64_t offset, std::int64_t limit) override {
+    ranges.emplace_back(offset, limit);
+    return MemoryStore::list_trials(sweep_id, kind, offset, limit);
+  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+};
+
+class TrialCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto id = store_.create_sweep({"s", "{}", false});
+    ASSERT_TRUE(id.ok());
+    sweep_ = *id;
+    for (int i = 0; i < 6; ++i) {
+      trials::NewTrial t;
+      t.sweep_id = sweep_;
+      t.number = i;
+      t.limit = 100;
+      t.params = {{"x", double(i)}};
+      ASSERT_TRUE(store_.create_trial(t).ok());
+    }
+  }
+  // Claims the next queued trial and completes it with `value`.
+  void finish_next(double value) {
+    auto c = store_.claim("w", 1, 60000);
+    ASSERT_TRUE(c.ok() && c->has_value());
+    trials::TrialResult r;
+    r.value = value;
+    ASSERT_TRUE(store_.complete((*c)->trial.id, (*c)->trial.attempt, "w", r).ok());
+  }
+  SpyStore store_;
+  std::string sweep_;
+  TrialCache cache_;
+};
+
+TEST_F(TrialCacheTest, FinishedTrialsAreReadOnce) {
+  finish_next(1);  // 0
+  finish_next(2);  // 1
+  auto first = cache_.load(store_, sweep_, "trial");
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->size(), 6u);
+  EXPECT_EQ(cache_.cached_trials(sweep_, "trial"), 2u);
+  store_.ranges.clear();
+  finish_next(3);  // 2
+  auto second = cache_.load(store_, sweep_, "trial");
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ(second->size(), 6u);
+  // Only numbers 2..5 were read again, as one range.
+  ASSERT_EQ(store_.ranges.size(), 1u);
+  EXPECT_EQ(store_.ranges[0], std::make_pair(std::int64_t{2}, std::int64_t{4}));
+  EXPECT_EQ((*second)[2]->state, trials::TrialState::kCompleted);
+  EXPECT_EQ((*second)[2]->value, 3.0);
+  EXPECT_EQ((*second)[5]->state, trials::TrialState::kQueued);
+  EXPECT_EQ(cache_.cached_trials(sweep_, "trial"), 3u);
+}
+
+TEST_F(TrialCacheTest, EverythingFinishedNeedsNoTrialReads) {
+  for (int i = 0; i < 6; ++i) finish_next(i);
+  ASSERT_TRUE(cache_.load(store_, sweep_, "trial").ok());
+  store_.ranges.clear();
+  auto again = cache_.load(store_, sweep_, "trial");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->size(), 6u);
+  EXPECT_TRUE(store_.ranges.empty());
+}
+
+TEST_F(TrialCacheTest, UnknownSweepIsNotFound) {
+  auto r = cache_.load(store_, "nope", "trial");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(TrialCacheTest, OldSweepsAreEvicted) {
+  TrialCache small(1);
+  finish_next(1);
+  ASSERT_TRUE(small.load(store_, sweep_, "trial").ok());
+  EXPECT_EQ(small.cached_trials(sweep_, "trial"), 1u);
+  auto other = store_.create_sweep({"t", "{}", false});
+  ASSERT_TRUE(small.load(store_, *other, "trial").ok());
+  EXPECT_EQ(small.cached_trials(sweep_, "trial"), 0u);
+}
+
+}  // namespace
+}  // namespace hpo::web
