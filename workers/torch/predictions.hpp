@@ -3,15 +3,9 @@
 // regression values) per data part, with the true labels and the rows' numbers
 // in the source file, so members' matrices can be checked for alignment.
 //
-// Layout (little-endian, no padding), documented in workers/torch/README.md:
-//   0   char[8]  magic "HPOPRED1"
-//   8   uint32   kind: 0 = class probabilities, 1 = regression values
-//   12  uint32   reserved, 0
-//   16  uint64   rows
-//   24  uint64   cols (classes; 1 for regression)
-//   32  float32  values[rows * cols], row-major
-//   ..  float32  labels[rows] (class index or true value)
-//   ..  int64    row_ids[rows]
+// The format and its codec live in ensemble/prediction_file.hpp (torch-free,
+// so the scheduler reads these artifacts without LibTorch); this is the
+// trainer's view of it.
 #pragma once
 
 #include <cstdint>

@@ -2,10 +2,22 @@
 // a TrialResult. Everything a user can get wrong (a parameter value the recipe
 // cannot use, a missing file, a model that does not fit the data, a diverging
 // loss) fails the trial without a retry: the same attempt would fail again.
-// Only a failure to store the artifacts (Redis away) is retryable.
+// Only a failure to store the artifacts (Redis away) or a lost data-parallel
+// rank is retryable.
+//
+// Data-parallel trials (trial.data_parallel.replicas = k > 1) run their k ranks
+// as threads of this process, each with its own ParallelGroup (Gloo over
+// loopback) and its share of the slot's threads (GPU r of the slots on CUDA);
+// rank 0 runs on the caller's thread with the real reporter, the others follow
+// its stop_reason(). Threads rather than processes: the agent already owns the
+// k slots and a rank's failure surfaces as an exception in its own thread.
 #include "workers/torch/torch_executor.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
 
 #include "ensemble/bagging.hpp"
 #include "ensemble/bagging_json.hpp"
@@ -50,6 +62,64 @@ Status apply_member_plan(const trials::Trial& trial, tt::PreparedData& data,
   return {};
 }
 
+// Ranks > 0: no reports or artifacts of their own; they stop when rank 0's trial does.
+class RankReporter : public Reporter {
+ public:
+  explicit RankReporter(const Reporter& main) : main_(main) {}
+  bool report(std::int64_t, const trials::Metrics&) override { return true; }
+  StopReason stop_reason() const override { return main_.stop_reason(); }
+  void log(std::string_view) override {}
+  Status put_artifact(const std::string&, const std::string&) override { return {}; }
+
+ private:
+  const Reporter& main_;
+};
+
+constexpr std::chrono::seconds kRankTimeout{60};
+
+tt::TrainOutput train_data_parallel(const trials::ResolvedTorchConfig& config,
+                                    const tt::PreparedData& data, const tt::TrainOptions& options,
+                                    const trials::DataParallel& dp, const TrialTask& task,
+                                    Reporter& reporter) {
+  const int k = dp.replicas;
+  namespace fs = std::filesystem;
+  const fs::path dir = task.work_dir.empty() ? fs::temp_directory_path() : fs::path(task.work_dir);
+  const std::string store =
+      (dir / fmt::format("c10d-{}-{}-{}", task.trial.id, task.trial.attempt, ::getpid())).string();
+  std::error_code ignored;
+  fs::remove(store, ignored);
+  std::vector<tt::TrainOutput> outs(static_cast<std::size_t>(k));
+  auto rank_main = [&](int r, Reporter& rep) {
+    auto group = tt::ParallelGroup::connect(
+        {r, k, store, dp.average, dp.average_every, std::chrono::milliseconds(kRankTimeout)});
+    auto& out = outs[static_cast<std::size_t>(r)];
+    if (!group) {
+      out.end = tt::TrainOutput::End::kFailed;
+      out.error = group.error().message;
+      return;
+    }
+    auto o = options;
+    o.threads = std::max(1, options.threads / k);
+    if (r < static_cast<int>(task.gpus.size())) o.gpu = task.gpus[static_cast<std::size_t>(r)];
+    o.group = group->get();
+    out = tt::train_model(config, data, o, rep);
+  };
+  RankReporter follower(reporter);
+  std::vector<std::thread> ranks;
+  for (int r = 1; r < k; ++r) ranks.emplace_back(rank_main, r, std::ref(follower));
+  rank_main(0, reporter);
+  for (auto& t : ranks) t.join();
+  fs::remove(store, ignored);
+  for (int r = 0; r < k; ++r) {
+    auto& out = outs[static_cast<std::size_t>(r)];
+    if (out.end == tt::TrainOutput::End::kFailed) {
+      out.error = fmt::format("data-parallel rank {} of {}: {}", r, k, out.error);
+      return std::move(out);
+    }
+  }
+  return std::move(outs[0]);
+}
+
 }  // namespace
 
 TorchExecutor::TorchExecutor() : cache_(std::make_shared<tt::DatasetCache>()) {}
@@ -76,7 +146,9 @@ trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter
                            options.threads,
                            options.gpu >= 0 ? fmt::format(", gpu {}", options.gpu) : ""));
 
-  auto out = tt::train_model(*config, *data, options, reporter);
+  const auto& dp = spec.trial.data_parallel;
+  auto out = dp.replicas > 1 ? train_data_parallel(*config, *data, options, dp, task, reporter)
+                             : tt::train_model(*config, *data, options, reporter);
   switch (out.end) {
     case tt::TrainOutput::End::kStopped: {
       auto reason = reporter.stop_reason();
@@ -87,7 +159,9 @@ trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter
     }
     case tt::TrainOutput::End::kDiverged:
     case tt::TrainOutput::End::kFailed: {
-      auto r = failed(out.error);
+      // A lost rank (timeout, closed connection) may well succeed on a retry.
+      auto r = failed(out.error,
+                      /*retryable=*/dp.replicas > 1 && out.end == tt::TrainOutput::End::kFailed);
       r.metrics = out.metrics;
       return r;
     }

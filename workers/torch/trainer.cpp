@@ -5,6 +5,12 @@
 // — needed anyway to fail fast on NaN — and should_stop() (an atomic load) is
 // checked between batches, so a pruned trial stops within one batch.
 //
+// Data-parallel (options.group, see data_parallel.hpp): every rank draws the
+// same permutation and takes its slice of each global batch; gradients (or,
+// every H steps, parameters) are averaged with one collective that also carries
+// the stop/diverged flags, so all ranks leave the loop at the same step. Only
+// rank 0 evaluates, reports and keeps artifacts.
+//
 // Reproducibility: weight initialisation and dropout use LibTorch's global
 // generator, seeded under a process-wide mutex while the model is built;
 // shuffling uses a private generator. One trial per process is bit-for-bit
@@ -22,6 +28,7 @@
 #include <torch/torch.h>
 
 #include "workers/torch/model.hpp"
+#include "workers/torch/sync.hpp"
 
 namespace hpo::workers::torch_trainer {
 namespace {
@@ -149,6 +156,14 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
     model = *built;
   }
   model->to(device);
+  ParallelGroup* const group = options.group;
+  const int world = group ? group->config().world : 1;
+  const int rank = group ? group->config().rank : 0;
+  const bool averaging = group && group->config().average;
+  const std::int64_t average_every = group ? std::max(1, group->config().average_every) : 1;
+  std::vector<torch::Tensor> state = model->parameters();  // what averaging averages
+  for (const auto& b : model->buffers()) state.push_back(b);
+  if (group) broadcast_from_root(*group, state);  // one start for every rank
   auto optimizer = make_optimizer(cfg.optimizer, model->parameters());
   at::Generator shuffle = at::detail::createCPUGenerator(options.seed ^ 0x5DEECE66DULL);
 
@@ -165,19 +180,40 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
   std::int64_t step = 0, samples = 0;
   double train_s = 0;
   Eval val;
+  SyncFlags pending;  // data-parallel: flags waiting for the next collective
+  auto stop_here = [&](const SyncFlags& flags, std::int64_t epoch, std::int64_t b, double lr,
+                       float value) {
+    if (flags.diverged) {
+      std::ostringstream why;
+      why << "training diverged: loss is " << value << " at epoch " << epoch + 1 << ", batch "
+          << b + 1 << " (learning rate " << lr << ")" << (group ? " on some rank" : "");
+      result.end = TrainOutput::End::kDiverged;
+      result.error = why.str();
+      return true;
+    }
+    if (flags.stop) {
+      result.end = TrainOutput::End::kStopped;
+      return true;
+    }
+    return false;
+  };
   for (std::int64_t epoch = 0; epoch < cfg.epochs; ++epoch) {
     const auto t0 = Clock::now();
     auto perm = torch::randperm(n, shuffle, torch::kLong).to(device);
     double loss_sum = 0;
     std::int64_t seen = 0;
     for (std::int64_t b = 0; b < steps_per_epoch; ++b) {
-      if (reporter.should_stop()) {
+      pending.stop = pending.stop || reporter.should_stop();
+      if (!group && pending.stop) {
         result.end = TrainOutput::End::kStopped;
         return result;
       }
-      const std::int64_t start = b * bs, len = std::min(bs, n - start);
-      if (len < 2 && cfg.model.batch_norm) continue;  // batch norm needs 2 samples
-      const auto idx = perm.narrow(0, start, len);
+      const std::int64_t start = b * bs, full = std::min(bs, n - start);
+      // Every rank skips the same batches (too small to share or to batch-normalise).
+      if (full < 2 * world && (cfg.model.batch_norm || full < world)) continue;
+      const std::int64_t lo = start + rank * full / world, hi = start + (rank + 1) * full / world;
+      const std::int64_t len = hi - lo;
+      const auto idx = perm.narrow(0, lo, len);
       const double lr =
           scheduled ? learning_rate(cfg.optimizer, cfg.schedule, step, steps_per_epoch, cfg.epochs)
                     : cfg.optimizer.lr;
@@ -188,22 +224,28 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
       auto loss =
           classification ? torch::nn::functional::cross_entropy(out, yb) : torch::mse_loss(out, yb);
       const float value = loss.item<float>();
-      if (!std::isfinite(value)) {
-        std::ostringstream why;
-        why << "training diverged: loss is " << value << " at epoch " << epoch + 1 << ", batch "
-            << b + 1 << " (learning rate " << lr << ")";
-        result.end = TrainOutput::End::kDiverged;
-        result.error = why.str();
-        return result;
+      pending.diverged = pending.diverged || !std::isfinite(value);
+      if (!pending.diverged) loss.backward();
+      if (group && !averaging) {
+        pending = allreduce_gradients(*group, model->parameters(), pending);
       }
-      loss.backward();
-      optimizer->step();
+      if ((!group || !averaging) && stop_here(pending, epoch, b, lr, value)) return result;
+      if (!pending.diverged) optimizer->step();
       loss_sum += static_cast<double>(value) * static_cast<double>(len);
       seen += len;
       ++step;
+      if (averaging && step % average_every == 0) {
+        pending = average_parameters(*group, state, pending);
+        if (stop_here(pending, epoch, b, lr, value)) return result;
+      }
+    }
+    if (averaging && step % average_every != 0) {  // evaluate the averaged model
+      pending = average_parameters(*group, state, pending);
+      if (stop_here(pending, epoch, steps_per_epoch - 1, cfg.optimizer.lr, NAN)) return result;
     }
     train_s += seconds_since(t0);
-    samples += seen;
+    samples += seen * world;
+    if (rank != 0) continue;  // rank 0 evaluates and reports for the trial
     const bool last = epoch + 1 == cfg.epochs;
     val = evaluate(model, xv, yv, classification, cfg.eval_batch_size,
                    last && options.keep_artifacts);
@@ -224,9 +266,20 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
       return result;
     }
     if (!reporter.report(epoch + 1, m) || reporter.should_stop()) {
-      result.end = TrainOutput::End::kStopped;
-      return result;
+      pending.stop = true;  // data-parallel: the others hear it in the next collective
+      if (!group || last) {
+        result.end = TrainOutput::End::kStopped;
+        return result;
+      }
     }
+  }
+  if (pending.stop) {
+    result.end = TrainOutput::End::kStopped;
+    return result;
+  }
+  if (rank != 0) {  // the model only, to compare ranks
+    if (options.keep_artifacts) result.model_bytes = serialize_model(model, data, options);
+    return result;
   }
   result.metrics["train_samples_per_s"] = train_s > 0 ? static_cast<double>(samples) / train_s : 0;
   result.metrics["train_time_s"] = train_s;

@@ -10,6 +10,7 @@
 #include "trials/torch_recipe.hpp"
 #include "trials/trial.hpp"
 #include "workers/executor.hpp"
+#include "workers/torch/data_parallel.hpp"
 #include "workers/torch/dataset.hpp"
 #include "workers/torch/predictions.hpp"
 
@@ -22,6 +23,10 @@ struct TrainOptions {
   bool keep_artifacts = true;  // serialise the model and keep the prediction matrices
   // Stored in model.pt next to the weights, for whoever predicts with it later.
   std::vector<std::int64_t> feature_index;  // the member's feature subset (empty: all)
+  // Data-parallel: this rank's group (not owned); null for a single process.
+  // Rank 0 evaluates, reports and returns the artifacts; other ranks return
+  // End::kCompleted with no metrics (and model_bytes, to compare ranks).
+  ParallelGroup* group = nullptr;
 };
 
 struct TrainOutput {

@@ -213,6 +213,19 @@ TEST_F(TorchTraining, EnsembleMemberTrainsOnItsBootstrapRows) {
   EXPECT_NE(a->values, b->values);
 }
 
+TEST_F(TorchTraining, DataParallelTrialRunsItsRanks) {
+  auto spec = spec_for(blobs_trial(dir.write("t.csv", testing::blobs_csv(300, 1))));
+  spec.trial.data_parallel.replicas = 2;
+  FakeReporter rep;
+  auto task = task_for(spec, params);
+  task.work_dir = dir.file("");
+  auto r = executor.run(task, rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  EXPECT_EQ(rep.reports.size(), 3u);  // rank 0 only
+  EXPECT_GT(r.metrics.at("val_accuracy"), 0.9);
+  EXPECT_NE(rep.artifact("model.pt"), nullptr);
+}
+
 TEST(TorchFashionMnist, CnnBeatsChanceOnAFewHundredImages) {
   if (!std::filesystem::exists(kFashion + "train-images-idx3-ubyte.gz"))
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
