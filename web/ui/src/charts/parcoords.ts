@@ -13,7 +13,7 @@ interface Axis {
   value: (t: Trial) => number | null;
 }
 
-function makeAxis(name: string, trials: Trial[], get: (t: Trial) => unknown): Axis {
+function makeAxis(name: string, trials: Trial[], get: (t: Trial) => unknown, logScale: boolean): Axis {
   const raw = trials.map(get);
   const numeric = raw.every((v) => v === undefined || v === null || typeof v === 'number');
   if (!numeric) {
@@ -26,8 +26,8 @@ function makeAxis(name: string, trials: Trial[], get: (t: Trial) => unknown): Ax
   let max = Math.max(...nums);
   if (!nums.length) (min = 0), (max = 1);
   if (min === max) (min -= 0.5), (max += 0.5);
-  // A positive range spanning more than 3 decades (learning rates) reads better on a log axis.
-  const log = min > 0 && max / min > 1000;
+  // Log axes for parameters the spec declares log-scaled (learning rates).
+  const log = logScale && min > 0;
   return {
     name,
     categories: null,
@@ -41,7 +41,7 @@ function makeAxis(name: string, trials: Trial[], get: (t: Trial) => unknown): Ax
   };
 }
 
-export function drawParcoords(canvas: HTMLCanvasElement, trials: Trial[], params: string[], metric: string, maximize: boolean): void {
+export function drawParcoords(canvas: HTMLCanvasElement, trials: Trial[], params: string[], metric: string, maximize: boolean, logParams: Set<string>): void {
   const done = trials.filter((t) => t.state === 'completed' && t.value !== null && Number.isFinite(t.value));
   const dpr = window.devicePixelRatio || 1;
   const width = Math.max(320, canvas.parentElement?.clientWidth ?? 600);
@@ -55,7 +55,7 @@ export function drawParcoords(canvas: HTMLCanvasElement, trials: Trial[], params
   ctx.clearRect(0, 0, width, height);
   ctx.fillStyle = '#fff';
   ctx.fillRect(0, 0, width, height);
-  const axes = [...params.map((p) => makeAxis(p, done, (t) => t.params[p])), makeAxis(metric, done, (t) => t.value)];
+  const axes = [...params.map((p) => makeAxis(p, done, (t) => t.params[p], logParams.has(p))), makeAxis(metric, done, (t) => t.value, false)];
   const top = 28, bottom = height - 30, left = 50, right = width - 60;
   const xAt = (i: number) => (axes.length === 1 ? (left + right) / 2 : left + ((right - left) * i) / (axes.length - 1));
   const yAt = (a: Axis, v: number) => bottom - ((v - a.min) / (a.max - a.min)) * (bottom - top);
@@ -66,14 +66,9 @@ export function drawParcoords(canvas: HTMLCanvasElement, trials: Trial[], params
   const order = done.slice().sort((a, b) => (maximize ? a.value! - b.value! : b.value! - a.value!));
   const n = order.length;
   const kBuckets = 32;
-  ctx.lineWidth = n > 2000 ? 0.5 : 1;
-  const alpha = n > 2000 ? 0.15 : n > 300 ? 0.35 : 0.7;
+  ctx.lineWidth = n > 2000 ? 0.6 : 1;
   const cols = axes.map((a) => order.map((t) => a.value(t)));
-  for (let b = 0; b < kBuckets; b++) {
-    const lo = Math.floor((b * n) / kBuckets), hi = Math.floor(((b + 1) * n) / kBuckets);
-    if (hi <= lo) continue;
-    const q = (b + 0.5) / kBuckets; // 1 = best
-    ctx.strokeStyle = `hsla(${220 - 40 * q}, 80%, ${Math.round(85 - 55 * q)}%, ${alpha + (1 - alpha) * q * q * q})`;
+  const strokeRange = (lo: number, hi: number) => {
     ctx.beginPath();
     for (let r = lo; r < hi; r++) {
       let started = false;
@@ -90,7 +85,20 @@ export function drawParcoords(canvas: HTMLCanvasElement, trials: Trial[], params
       }
     }
     ctx.stroke();
+  };
+  for (let b = 0; b < kBuckets; b++) {
+    const lo = Math.floor((b * n) / kBuckets), hi = Math.floor(((b + 1) * n) / kBuckets);
+    if (hi <= lo) continue;
+    const q = (b + 0.5) / kBuckets; // 1 = best
+    // Per-line opacity falls with the lines per bucket so dense sweeps stay readable.
+    const a = Math.min(0.8, Math.max(0.03, 6 / (hi - lo))) * (0.35 + 0.65 * q);
+    ctx.strokeStyle = `hsla(${200 + 30 * q}, ${30 + 55 * q}%, ${75 - 40 * q}%, ${a})`;
+    strokeRange(lo, hi);
   }
+  // The ten best trials on top, in orange.
+  ctx.lineWidth = 1.5;
+  ctx.strokeStyle = 'rgba(234, 88, 12, 0.9)';
+  strokeRange(Math.max(0, n - 10), n);
 
   ctx.strokeStyle = '#334155';
   ctx.fillStyle = '#0f172a';

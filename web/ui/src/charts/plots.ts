@@ -57,7 +57,7 @@ export function historyData(trials: Trial[], maximize: boolean): uPlot.AlignedDa
   return [xs, ys, best];
 }
 
-export function historyOptions(metric: string): () => uPlot.Options {
+export function historyOptions(metric: string, pointSize = 5): () => uPlot.Options {
   return () => ({
     width: 600,
     height: 260,
@@ -65,7 +65,7 @@ export function historyOptions(metric: string): () => uPlot.Options {
     axes: [{ label: 'trial number' }, { label: metric, size: 60 }],
     series: [
       { label: 'trial' },
-      { label: metric, stroke: kBlue, width: 0, paths: pointsOnly, points: { show: true, size: 5, fill: kBlue } },
+      { label: metric, stroke: kBlue, width: 0, paths: pointsOnly, points: { show: true, size: pointSize, fill: kBlue } },
       { label: 'best so far', stroke: kOrange, width: 2, spanGaps: true, paths: uPlot.paths.stepped!({ align: 1 }), points: { show: false } },
     ],
     legend: { show: true },
@@ -98,7 +98,7 @@ export function scatterData(trials: Trial[], param: string): { data: uPlot.Align
   return { data: [pts.map((p) => p[0]), pts.map((p) => p[1])], categories: numeric ? null : [...cats.keys()] };
 }
 
-export function scatterOptions(param: string, metric: string, categories: string[] | null): () => uPlot.Options {
+export function scatterOptions(param: string, metric: string, categories: string[] | null, pointSize = 6): () => uPlot.Options {
   return () => ({
     width: 600,
     height: 260,
@@ -109,7 +109,7 @@ export function scatterOptions(param: string, metric: string, categories: string
         : { label: param },
       { label: metric, size: 60 },
     ],
-    series: [{ label: param }, { label: metric, stroke: kBlue, width: 0, paths: pointsOnly, points: { show: true, size: 6, fill: kBlue } }],
+    series: [{ label: param }, { label: metric, stroke: kBlue, width: 0, paths: pointsOnly, points: { show: true, size: pointSize, fill: kBlue } }],
   });
 }
 

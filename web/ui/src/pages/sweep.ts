@@ -32,6 +32,12 @@ async function mapLimit<T, R>(items: T[], limit: number, fn: (t: T) => Promise<R
   return out;
 }
 
+// Parameters the spec puts on a log scale.
+function logParams(spec: unknown): Set<string> {
+  const ps = (spec as { parameters?: Record<string, { log?: boolean }> } | null)?.parameters ?? {};
+  return new Set(Object.entries(ps).filter(([, p]) => p && p.log === true).map(([k]) => k));
+}
+
 // Whether trials of this spec report intermediate values at all.
 function reportsCurves(spec: unknown): boolean {
   const s = spec as { trial?: { kind?: string; steps?: number }; early_stopping?: unknown } | null;
@@ -135,7 +141,7 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
     const list = [...trials.values()].sort((a, b) => a.number - b.number);
     const metric = sweep.objective.metric || 'value';
     const maximize = sweep.objective.mode === 'max';
-    history.set('history', historyOptions(metric), historyData(list, maximize));
+    history.set(`history:${list.length > 1000}`, historyOptions(metric, list.length > 1000 ? 2.5 : 5), historyData(list, maximize));
     const params = paramNames();
     const chosen = scatterPick.value;
     if (scatterPick.options.length !== params.length || [...scatterPick.options].some((o, i) => o.value !== params[i])) {
@@ -145,9 +151,9 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
     const param = scatterPick.value;
     if (param) {
       const sc = scatterData(list, param);
-      scatter.set(`scatter:${param}:${sc.categories?.join(',') ?? ''}`, scatterOptions(param, metric, sc.categories), sc.data);
+      scatter.set(`scatter:${param}:${sc.categories?.join(',') ?? ''}:${list.length > 1000}`, scatterOptions(param, metric, sc.categories, list.length > 1000 ? 2.5 : 6), sc.data);
     }
-    drawParcoords(parcoords, list, params, metric, maximize);
+    drawParcoords(parcoords, list, params, metric, maximize, logParams(sweep.spec));
     const imp = paramImportance(list, params);
     replace(
       importanceEl,
