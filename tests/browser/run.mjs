@@ -137,6 +137,51 @@ try {
     await shot('04-trial');
   });
 
+  await check('ensemble panel: members vs ensemble vs best single (ensemble API mocked: no torch here)', async () => {
+    // Synthetic trials cannot have an ensemble stage (it needs torch
+    // predictions), so this check feeds the page a recorded-shape member list
+    // and ensemble record through request interception; the rest is real.
+    const member = (n, acc) => ({
+      id: `${sweepId}-m${n}`, sweep_id: sweepId, number: n, kind: 'member', state: 'completed', params: { x1: 1, x2: 2 },
+      value: acc, attempt: 0, max_attempts: 1, slots: 1, worker: 'browser-w0', metrics: { accuracy: acc }, error: '',
+      control: 'none', created_ms: 0, started_ms: 0, finished_ms: 0, extra: null,
+    });
+    const members = [member(0, 0.81), member(1, 0.83), member(2, 0.8)];
+    const scores = (acc) => ({ validation: { accuracy: acc, log_loss: 0.5 }, test: { accuracy: acc, log_loss: 0.52 } });
+    const record = {
+      task: 'classification', combine: 'soft_vote', members_requested: 3, members_completed: 3, members_failed: [],
+      members: members.map((m) => ({ trial_id: m.id, kind: 'member', weight: 1 / 3, metrics: scores(m.value) })),
+      ensemble: scores(0.86), best_single: { ...scores(0.84), trial_id: `${sweepId}-0` }, mean_member: scores(0.813),
+      oob: { rows_total: 100, rows_covered: 97, scores: { accuracy: 0.85 } },
+    };
+    const isSweep = (u) => u.pathname === `/api/sweeps/${sweepId}`;
+    const isMembers = (u) => u.pathname === `/api/sweeps/${sweepId}/trials` && u.searchParams.get('kind') === 'member';
+    const isRecord = (u) => u.pathname === `/api/sweeps/${sweepId}/ensemble`;
+    await page.route(isSweep, async (route) => {
+      const res = await route.fetch();
+      const doc = await res.json();
+      doc.next_member = 3;
+      doc.member_counts.completed = 3;
+      await route.fulfill({ response: res, json: doc });
+    });
+    await page.route(isMembers, (route) => route.fulfill({ json: { trials: members, total: 3, offset: 0, limit: 1000 } }));
+    await page.route(isRecord, (route) => route.fulfill({ json: record }));
+    try {
+      await page.goto(`${base}/#/sweeps/${encodeURIComponent(sweepId)}`);
+      await page.locator('#ensemble-compare').waitFor();
+      assert(await page.locator('#ensemble').isVisible(), 'panel hidden');
+      assert((await page.locator('#ensemble-compare tbody tr').count()) === 4, 'ensemble/best/mean/oob rows');
+      assert((await page.locator('#ensemble-bars .imp-row').count()) === 6, 'bars: ensemble, best, mean + 3 members');
+      assert((await page.locator('#ensemble-members tbody tr').count()) === 3, 'member rows');
+      await page.locator('#ensemble').screenshot({ path: path.join(opts.artifacts, '05b-ensemble.png') });
+    } finally {
+      await page.unrouteAll();
+    }
+    await page.reload();
+    await page.waitForFunction(() => document.body.dataset.sweepRendered !== undefined);
+    assert(await page.locator('#ensemble').isHidden(), 'the ensemble panel shows for a sweep without members');
+  });
+
   await check('workers page lists the worker', async () => {
     await page.goto(`${base}/#/workers`);
     await page.locator('#workers tbody tr').first().waitFor();

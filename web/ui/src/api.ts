@@ -101,6 +101,26 @@ export interface Worker {
   started_ms: number;
 }
 
+// Scores of one model on the validation and test rows (scheduler/ensemble_stage.cpp).
+export type Scores = Partial<Record<'accuracy' | 'log_loss' | 'mse' | 'rmse', number>>;
+export interface ScoreSummary {
+  validation?: Scores;
+  test?: Scores;
+}
+
+export interface EnsembleRecord {
+  task?: string;
+  combine?: string;
+  members?: { trial_id: string; kind: string; weight: number; params?: Params; metrics?: ScoreSummary }[];
+  ensemble?: ScoreSummary;
+  best_single?: ScoreSummary & { trial_id?: string };
+  mean_member?: ScoreSummary;
+  oob?: { rows_total: number; rows_covered: number; scores?: Scores };
+  members_requested?: number;
+  members_completed?: number;
+  members_failed?: unknown[];
+}
+
 export interface FieldError {
   path: string;
   message: string;
@@ -170,6 +190,7 @@ export const api = {
     for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== '') p.set(k, String(v));
     return request<{ trials: Trial[]; total: number }>('GET', `/api/sweeps/${enc(id)}/trials?${p}`);
   },
+  ensemble: (id: string) => request<EnsembleRecord>('GET', `/api/sweeps/${enc(id)}/ensemble`),
   trial: (id: string) => request<TrialDetail>('GET', `/api/trials/${enc(id)}`),
   workers: () => request<{ workers: Worker[] }>('GET', '/api/workers'),
   submit: (specText: string) => request<{ id: string }>('POST', '/api/sweeps', specText),

@@ -3,10 +3,11 @@
 // importance, ensemble members). Live: events for this sweep mark trials
 // dirty; one coalesced refresh (at most ~3/s) re-reads the sweep document and
 // the dirty trials (or everything after a large burst) and redraws.
-import { allTrials, api, ApiError, Sweep, Trial, TrialDetail } from '../api';
+import { allTrials, api, ApiError, EnsembleRecord, Sweep, Trial, TrialDetail } from '../api';
+import { ensembleView } from '../ensemble';
 import { Chart, curvesData, curvesOptions, CurveTrial, historyData, historyOptions, scatterData, scatterOptions } from '../charts/plots';
 import { drawParcoords } from '../charts/parcoords';
-import { badge, fmtNum, fmtTime, fmtValue, h, replace } from '../dom';
+import { badge, fmtNum, fmtTime, h, replace } from '../dom';
 import { paramImportance } from '../importance';
 import { coalesce, subscribe } from '../live';
 import { TrialTable } from '../table';
@@ -56,6 +57,8 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
   let reloadAll = true;
   let disposed = false;
   let cancelArmed = false;
+  let ensembleRecord: EnsembleRecord | null = null;
+  let ensembleNote = '';
   let rendered = false;
 
   const head = h('div', { class: 'sweep-head' });
@@ -185,38 +188,22 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
   function drawEnsemble(): void {
     if (!sweep) return;
     const ms = [...members.values()].sort((a, b) => a.number - b.number);
-    ensemblePanel.hidden = ms.length === 0;
-    if (!ms.length) return;
-    const metricNames = [...new Set(ms.flatMap((m) => Object.keys(m.metrics)))].sort();
-    const extra = (sweep as Record<string, unknown>).ensemble;
-    replace(
-      ensembleBody,
-      h('p', null, `${ms.length} members · best single trial: ${sweep.best ? fmtNum(sweep.best.value) : '–'}`),
-      extra && typeof extra === 'object'
-        ? h('div', { class: 'facts' }, Object.entries(extra as Record<string, unknown>).map(([k, v]) => h('span', null, `${k}: ${typeof v === 'object' ? JSON.stringify(v) : fmtValue(v)}`)))
-        : null,
-      h(
-        'table',
-        { class: 'grid', id: 'ensemble-members' },
-        h('thead', null, h('tr', null, h('th', null, 'Member'), h('th', null, 'State'), h('th', null, 'Value'), h('th', null, 'vs best single'), ...metricNames.map((m) => h('th', null, m)))),
-        h(
-          'tbody',
-          null,
-          ms.map((m) =>
-            h(
-              'tr',
-              null,
-              h('td', null, h('a', { href: `#/trials/${encodeURIComponent(m.id)}` }, `#${m.number}`)),
-              h('td', null, badge(m.state)),
-              h('td', { class: 'num' }, fmtValue(m.value)),
-              h('td', { class: 'num' }, sweep!.best && m.value !== null ? fmtNum(m.value - (sweep!.best.value ?? 0)) : '–'),
-              ...metricNames.map((k) => h('td', { class: 'num' }, fmtValue(m.metrics[k]))),
-            ),
-          ),
-        ),
-      ),
-    );
+    ensemblePanel.hidden = ms.length === 0 && !ensembleRecord;
+    if (ensemblePanel.hidden) return;
+    replace(ensembleBody, ensembleView(ms, ensembleRecord, ensembleNote));
   }
+
+  // The ensemble record exists once every member has finished (404 before).
+  const loadEnsemble = coalesce(async () => {
+    if (disposed || !members.size) return;
+    try {
+      ensembleRecord = await api.ensemble(id);
+    } catch (e) {
+      ensembleRecord = null;
+      ensembleNote = e instanceof ApiError && e.status === 404 ? 'The ensemble is evaluated when every member has finished.' : `Ensemble record: ${(e as Error).message}`;
+    }
+    drawEnsemble();
+  }, 1000);
 
   async function loadCurves(): Promise<void> {
     if (!sweep || !reportsCurves(sweep.spec)) return;
@@ -262,6 +249,7 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
         for (const t of ts) trials.set(t.id, t);
         members.clear();
         for (const m of ms.trials) members.set(m.id, m);
+        if (members.size) loadEnsemble();
         if (first) {
           rendered = true;
           renderHead();
@@ -295,6 +283,7 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
 
   const unsub = subscribe((e) => {
     if (e.sweep_id !== id) return;
+    if (e.type === 'sweep.stage' || e.type === 'sweep.finished' || (e.type === 'trial.finished' && members.has(e.trial_id))) loadEnsemble();
     if (e.trial_id) {
       if (e.type === 'trial.reported') {
         const c = curves.get(e.trial_id);
