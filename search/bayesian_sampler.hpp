@@ -5,8 +5,8 @@
 //  1. Trials 0 .. n_initial-1 (default max(5, d + 1)), or while fewer than two
 //     trials have completed, take scrambled Sobol point `number`.
 //  2. Otherwise fit a GP (gp.hpp) to the completed trials in feature space
-//     (feature_map.hpp). Above kMaxGpPoints observations the GP conditions on
-//     a deterministic subset (best half + even spread) to bound the cost.
+//     (feature_map.hpp), on warp_outputs(values). Above kMaxGpPoints observations the GP conditions
+//     on a deterministic subset (best half + even spread) to bound the cost.
 //  3. Pending trials are fantasised with the kriging believer (their value is
 //     the posterior mean); failed trials, which have no value, are fantasised
 //     at the worst observed value so that a crashing region is not proposed
