@@ -76,6 +76,16 @@ export function fmtDuration(ms: number): string {
   return `${(m / 60).toFixed(1)} h`;
 }
 
+// A relative time ("12 s ago") that stays current: a local 5 s timer rewrites
+// every [data-ago] element from its timestamp (no server requests).
+export function agoEl(ms: number): HTMLElement {
+  const el = h('span', { 'data-ago': ms, title: ms ? new Date(ms).toISOString() : null }, ago(ms));
+  return el;
+}
+window.setInterval(() => {
+  for (const el of document.querySelectorAll<HTMLElement>('[data-ago]')) el.textContent = ago(Number(el.dataset.ago));
+}, 5000);
+
 export function ago(ms: number): string {
   if (!ms) return '–';
   const s = Math.max(0, (Date.now() - ms) / 1000);

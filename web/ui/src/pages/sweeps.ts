@@ -1,6 +1,6 @@
 // Sweeps list: state, progress (done/total), best value; live from events.
 import { api, Sweep } from '../api';
-import { ago, badge, fmtNum, h, replace } from '../dom';
+import { agoEl, badge, fmtNum, h, replace } from '../dom';
 import { coalesce, subscribe } from '../live';
 
 export function progressBar(done: number, total: number): HTMLElement {
@@ -27,7 +27,7 @@ function row(s: Sweep): HTMLElement {
     h('td', null, `${s.counts.running} running`),
     h('td', { class: 'num best' }, s.best ? fmtNum(s.best.value) : '–'),
     h('td', null, `${s.objective.metric} (${s.objective.mode})`),
-    h('td', null, ago(s.created_ms)),
+    h('td', null, agoEl(s.created_ms)),
   );
 }
 

@@ -1,7 +1,7 @@
 // Workers: host, slots, busy slots, GPUs, current trials, last heartbeat.
 // Re-read on worker events and on trial start/finish (which change busy slots).
 import { api, Worker } from '../api';
-import { ago, h, replace } from '../dom';
+import { agoEl, h, replace } from '../dom';
 import { coalesce, subscribe } from '../live';
 
 function gpus(w: Worker): Node | string {
@@ -36,8 +36,8 @@ export function mountWorkers(root: HTMLElement): () => void {
           h('td', { class: 'num' }, String(w.busy_slots)),
           h('td', null, gpus(w)),
           h('td', null, w.trials.length ? w.trials.flatMap((t, i) => [i ? ', ' : '', h('a', { href: `#/trials/${encodeURIComponent(t)}` }, t)]) : '–'),
-          h('td', { title: new Date(w.last_heartbeat_ms).toISOString() }, ago(w.last_heartbeat_ms)),
-          h('td', null, ago(w.started_ms)),
+          h('td', null, agoEl(w.last_heartbeat_ms)),
+          h('td', null, agoEl(w.started_ms)),
         ),
       ),
     );
