@@ -85,6 +85,7 @@ class GaussianProcess {
   GpHyperparameters hyper_;
   Eigen::MatrixXd x_;
   Eigen::LLT<Eigen::MatrixXd> llt_;
+  Eigen::MatrixXd l_inv_;  // inverse of the Cholesky factor
   Eigen::VectorXd alpha_;
   double y_mean_ = 0;
   double y_std_ = 1;
