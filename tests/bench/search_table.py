@@ -2,14 +2,15 @@
 """Formats the rows of search_bench and search_optuna.py (stdin) as one table.
 
 Quality: median [q25, q75] of the best value per function/budget per sampler,
-then regret ratios (best - optimum) of ours over Optuna TPE (< 1: ours better).
+then regret ratios (best - optimum) of ours over Optuna TPE (default and
+multivariate; < 1: ours better).
 Timing: one ask, median wall and thread-CPU ms, and the ratio to Optuna TPE.
 """
 import sys
 
 OPTIMUM = {"branin": 0.397887, "hartmann6": -3.32237, "rosenbrock": 0.0, "ackley": 0.0,
            "mixed": 0.397887}
-ORDER = ["random", "sobol", "tpe", "bayesian", "optuna-random", "optuna-tpe"]
+ORDER = ["random", "sobol", "tpe", "bayesian", "optuna-random", "optuna-tpe", "optuna-mtpe"]
 
 best, ask = {}, {}
 for line in sys.stdin:
@@ -21,7 +22,7 @@ for line in sys.stdin:
 
 samplers = [s for s in ORDER if any(k[2] == s for k in best)]
 if best:
-    head = ["function", "n"] + samplers + ["tpe/opt-tpe", "bo/opt-tpe"]
+    head = ["function", "n"] + samplers + ["tpe/opt-tpe", "tpe/opt-mtpe", "bo/opt-tpe"]
     rows = []
     for fn in dict.fromkeys(k[0] for k in best):
         for n in sorted({k[1] for k in best if k[0] == fn}):
@@ -29,9 +30,8 @@ if best:
             for s in samplers:
                 v = best.get((fn, n, s))
                 row.append(f"{v[0]:.4g} [{v[1]:.4g}, {v[2]:.4g}]" if v else "-")
-            ref = best.get((fn, n, "optuna-tpe"))
-            for s in ("tpe", "bayesian"):
-                v = best.get((fn, n, s))
+            for s, r in (("tpe", "optuna-tpe"), ("tpe", "optuna-mtpe"), ("bayesian", "optuna-tpe")):
+                v, ref = best.get((fn, n, s)), best.get((fn, n, r))
                 if v and ref and fn in OPTIMUM and ref[0] - OPTIMUM[fn] > 0:
                     row.append(f"{(v[0] - OPTIMUM[fn]) / (ref[0] - OPTIMUM[fn]):.3g}")
                 else:
