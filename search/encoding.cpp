@@ -32,11 +32,17 @@ Value numeric_value(const ParamSpec& spec, double x) {
   return x;
 }
 
+// Log scale needs min > 0 (the spec validator enforces it); a space built by
+// hand without it falls back to linear rather than producing NaN.
+bool log_scale(const ParamSpec& spec) {
+  return spec.log && spec.min > 0;
+}
+
 // The continuous range [lo, hi] that discrete cells tile (see the header).
 std::pair<double, double> cell_range(const ParamSpec& spec, const Discrete& g) {
   double lo = g.min - g.step / 2;
   double hi = g.min + static_cast<double>(g.n - 1) * g.step + g.step / 2;
-  if (spec.log && lo <= 0) lo = g.min;
+  if (log_scale(spec) && lo <= 0) lo = g.min;
   return {lo, hi};
 }
 
@@ -68,7 +74,7 @@ std::int64_t discrete_index(const ParamSpec& spec, double u) {
   auto g = numeric_grid(spec);
   if (!g) return -1;
   std::int64_t k;
-  if (!spec.log) {
+  if (!log_scale(spec)) {
     k = static_cast<std::int64_t>(u * static_cast<double>(g->n));
   } else {
     auto [lo, hi] = cell_range(spec, *g);
@@ -83,7 +89,7 @@ Value from_unit(const ParamSpec& spec, double u) {
   if (spec.type == ParamType::kCategorical)
     return spec.choices.at(static_cast<std::size_t>(discrete_index(spec, u)));
   if (!numeric_grid(spec)) {
-    double x = spec.log
+    double x = log_scale(spec)
                    ? std::exp(std::log(spec.min) + u * (std::log(spec.max) - std::log(spec.min)))
                    : spec.min + u * (spec.max - spec.min);
     return std::clamp(x, spec.min, spec.max);
@@ -102,12 +108,12 @@ double to_unit(const ParamSpec& spec, const Value& v) {
   if (!g) {
     x = std::clamp(x, spec.min, spec.max);
     if (spec.max <= spec.min) return 0.5;
-    if (spec.log)
+    if (log_scale(spec))
       return (std::log(x) - std::log(spec.min)) / (std::log(spec.max) - std::log(spec.min));
     return (x - spec.min) / (spec.max - spec.min);
   }
   auto k = std::clamp<std::int64_t>(std::llround((x - g->min) / g->step), 0, g->n - 1);
-  if (!spec.log) return (static_cast<double>(k) + 0.5) / static_cast<double>(g->n);
+  if (!log_scale(spec)) return (static_cast<double>(k) + 0.5) / static_cast<double>(g->n);
   x = g->min + static_cast<double>(k) * g->step;
   auto [lo, hi] = cell_range(spec, *g);
   return std::clamp((std::log(x) - std::log(lo)) / (std::log(hi) - std::log(lo)), 0.0, 1.0);

@@ -115,3 +115,18 @@ TEST(Encoding, UnitRoundTripIsExactForDiscreteValues) {
 
 }  // namespace
 }  // namespace hpo::search
+
+namespace hpo::search {
+namespace {
+
+TEST(Encoding, LogScaleWithoutPositiveMinFallsBackToLinear) {
+  ParamSpec p = testing::float_param("x", 0, 1, /*log=*/true);
+  for (double u : {0.0, 0.3, 1.0}) {
+    double x = std::get<double>(from_unit(p, u));
+    EXPECT_NEAR(x, u, 1e-12);
+    EXPECT_NEAR(to_unit(p, Value{x}), u, 1e-12);
+  }
+}
+
+}  // namespace
+}  // namespace hpo::search
