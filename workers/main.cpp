@@ -102,8 +102,9 @@ int main(int argc, char** argv) {
     url = wait_for_local_scheduler(config, signals);
     if (url.empty()) return 1;
   }
-  if (auto probe = hpo::trials::redis::RedisStore::open(url, config.prefix); !probe) {
-    std::fprintf(stderr, "hpo-worker: --redis: %s\n", probe.error().message.c_str());
+  auto parsed_url = hpo::trials::redis::RedisUrl::parse(url);
+  if (!parsed_url) {
+    std::fprintf(stderr, "hpo-worker: --redis: %s\n", parsed_url.error().message.c_str());
     return 2;
   }
 
@@ -140,6 +141,10 @@ int main(int argc, char** argv) {
   };
 #endif
 
+  hpo::log_info("worker configured", {{"worker", options.name},
+                                      {"redis", parsed_url->to_string()},
+                                      {"prefix", config.prefix},
+                                      {"work_dir", options.work_root}});
   hpo::workers::Agent agent(options, connect, std::move(executors), &gpus);
   agent.start();
   int sig = 0;
