@@ -191,9 +191,11 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
       record = std::move(*bytes);
     }
     if (!record)
-      return error_response(Error::not_found(
-          "sweep " + id + " has no ensemble record (yet): it is written when every ensemble "
-          "member has finished; sweep stage is '" + sweep->stage + "'"));
+      return error_response(
+          Error::not_found("sweep " + id +
+                           " has no ensemble record (yet): it is written when every ensemble "
+                           "member has finished; sweep stage is '" +
+                           sweep->stage + "'"));
     return Response::json(200, std::move(*record));
   });
   r.add("POST", "/api/sweeps/{id}/cancel",
@@ -238,14 +240,20 @@ void Api::give_back(std::unique_ptr<trials::TrialStore> store) {
 bool Api::authorized(const Request& request) const {
   if (options_.token.empty()) return true;
   const std::string& m = request.method;
-  if (m == "GET" || m == "HEAD" || m == "OPTIONS") return true;
+  const bool read = m == "GET" || m == "HEAD" || m == "OPTIONS";
+  if (read && (!options_.auth_reads || request.path == "/healthz")) return true;
   std::string auth = request.header("authorization");
   const std::string prefix = "Bearer ";
-  if (auth.size() <= prefix.size() ||
-      !std::equal(prefix.begin(), prefix.end(), auth.begin(),
-                  [](char a, char b) { return std::tolower(a) == std::tolower(b); }))
-    return false;
-  return constant_time_equal(auth.substr(prefix.size()), options_.token);
+  if (auth.size() > prefix.size() &&
+      std::equal(prefix.begin(), prefix.end(), auth.begin(),
+                 [](char a, char b) { return std::tolower(a) == std::tolower(b); }))
+    return constant_time_equal(auth.substr(prefix.size()), options_.token);
+  // EventSource cannot send headers: protected reads may carry ?access_token=.
+  if (read) {
+    auto it = request.query.find("access_token");
+    if (it != request.query.end()) return constant_time_equal(it->second, options_.token);
+  }
+  return false;
 }
 
 Response Api::handle(const Request& request) {

@@ -8,7 +8,8 @@
 //
 // Auth: when `token` is set, every mutating call (POST, PUT, PATCH, DELETE)
 // needs `Authorization: Bearer <token>` (compared in constant time); reads are
-// open. Errors of every kind leave through web/api_errors (one JSON shape).
+// open unless `auth_reads` (then GETs but /healthz need it too, as the header
+// or ?access_token=). Errors of every kind leave through web/api_errors.
 //
 // Routes (the OpenAPI document at /api/openapi.json lists them all; a test
 // keeps the two equal):
@@ -47,6 +48,7 @@ namespace hpo::web {
 
 struct ApiOptions {
   std::string token;                   // empty: mutating calls are open
+  bool auth_reads = false;             // reads need the token too (see above)
   std::string static_dir;              // empty: no dashboard
   std::uint64_t body_limit = 1 << 20;  // passed on to ServerOptions by the caller
   int handler_threads = 4;             // likewise

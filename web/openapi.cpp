@@ -11,7 +11,7 @@ const char* const kOpenApi = R"json({
   "info": {
     "title": "hpo",
     "version": "0.1.0",
-    "description": "Hyperparameter search and ensemble orchestration. Reads are open; POST calls need `Authorization: Bearer <token>` when the scheduler has a token. Every error has the shape {\"error\": {\"code\", \"message\", \"fields\": [{\"path\", \"message\"}]}}."
+    "description": "Hyperparameter search and ensemble orchestration. POST calls need `Authorization: Bearer <token>` when the scheduler has a token; reads are open unless it also protects reads (then GET needs the header or ?access_token=, except /healthz). Every error has the shape {\"error\": {\"code\", \"message\", \"fields\": [{\"path\", \"message\"}]}}."
   },
   "components": {
     "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},

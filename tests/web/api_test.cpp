@@ -273,6 +273,24 @@ TEST_F(ApiTest, MutatingCallsNeedTheTokenReadsDoNot) {
   EXPECT_EQ(cancel->status, 200) << cancel->body;
 }
 
+TEST_F(ApiTest, ProtectedReadsNeedTheTokenExceptHealthz) {
+  ApiOptions o;
+  o.token = "s3cret";
+  o.auth_reads = true;
+  start(o);
+  auto open = client_->get("/api/sweeps");
+  ASSERT_TRUE(open.ok());
+  EXPECT_EQ(open->status, 401);
+  EXPECT_EQ(client_->get("/api/sweeps?access_token=nope")->status, 401);
+  EXPECT_EQ(client_->get("/api/sweeps?access_token=s3cret")->status, 200);
+  EXPECT_EQ(client_->get("/healthz")->status, 200);
+  client_->set_token("s3cret");
+  EXPECT_EQ(client_->get("/api/sweeps")->status, 200);
+  // A query token does not authorize a mutation.
+  HttpClient other("127.0.0.1", server_->port());
+  EXPECT_EQ(other.post("/api/sweeps?access_token=s3cret", kSpec)->status, 401);
+}
+
 TEST_F(ApiTest, CancelCancelsQueuedTrials) {
   start();
   std::string id = submit();

@@ -75,12 +75,15 @@ export function subscribe(l: Listener): () => void {
 }
 
 // Wraps an async refresh so that calls made while one is scheduled or running
-// collapse into one more run, no sooner than `minGapMs` after the last start.
+// collapse into one more run, no sooner than `minGapMs` after the last start
+// (or twice the last run's duration, when refreshes get slow: a flood of
+// events on a huge sweep then cannot keep the page busy re-reading).
 export function coalesce(fn: () => Promise<void>, minGapMs = 300): () => void {
   let timer: number | null = null;
   let running = false;
   let again = false;
   let lastStart = -Infinity; // the first call runs at once
+  let lastTook = 0;
   const run = async () => {
     timer = null;
     running = true;
@@ -90,6 +93,7 @@ export function coalesce(fn: () => Promise<void>, minGapMs = 300): () => void {
     } catch (err) {
       console.warn('refresh failed', err);
     } finally {
+      lastTook = performance.now() - lastStart;
       running = false;
       if (again) {
         again = false;
@@ -103,7 +107,7 @@ export function coalesce(fn: () => Promise<void>, minGapMs = 300): () => void {
       return;
     }
     if (timer !== null) return;
-    const wait = Math.max(0, lastStart + minGapMs - performance.now());
+    const wait = Math.max(0, lastStart + Math.max(minGapMs, 2 * lastTook) - performance.now());
     timer = window.setTimeout(run, wait);
   };
   return schedule;
