@@ -46,8 +46,10 @@ std::string host_name() {
 }
 
 // Without --redis: the URL a local hpo-scheduler wrote, waiting for it (the
-// scheduler and the worker are often started together). Empty: gave up or a signal.
-std::string wait_for_local_scheduler(const WorkerConfig& config, const sigset_t& signals) {
+// scheduler and the worker are often started together). Empty: gave up (then
+// `signalled` says whether SIGTERM/SIGINT ended the wait).
+std::string wait_for_local_scheduler(const WorkerConfig& config, const sigset_t& signals,
+                                     bool& signalled) {
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(static_cast<long>(config.wait_scheduler_s * 1000));
   bool told = false;
@@ -70,7 +72,10 @@ std::string wait_for_local_scheduler(const WorkerConfig& config, const sigset_t&
                    config.wait_scheduler_s, hpo::local_state_path().c_str());
       told = true;
     }
-    if (wait_signal(signals, 250)) return "";
+    if (wait_signal(signals, 250)) {
+      signalled = true;
+      return "";
+    }
   }
 }
 
@@ -99,8 +104,9 @@ int main(int argc, char** argv) {
 
   std::string url = config.redis_url;
   if (url.empty()) {
-    url = wait_for_local_scheduler(config, signals);
-    if (url.empty()) return 1;
+    bool signalled = false;
+    url = wait_for_local_scheduler(config, signals, signalled);
+    if (url.empty()) return signalled ? 0 : 1;
   }
   auto parsed_url = hpo::trials::redis::RedisUrl::parse(url);
   if (!parsed_url) {

@@ -148,6 +148,28 @@ exec sleep 1000
   EXPECT_TRUE(wait_for([&] { return process_gone(trial_pid); }));
 }
 
+TEST_F(WorkerBinaryTest, WaitsForALocalSchedulerAndExitsZeroOnSigtermMeanwhile) {
+  auto worker = start_worker({"--wait-s", "60"}, {"HPO_HOME=" + dir_.path()});
+  auto sink = [this](Stream, std::string_view line) { (log_ += line) += '\n'; };
+  ASSERT_TRUE(wait_for([&] {
+    worker.poll(0, sink);
+    return log_.find("waiting up to 60 s for a local hpo-scheduler") != std::string::npos;
+  }));
+  worker.signal_group(SIGTERM);
+  auto status = wait_exit(worker, std::chrono::seconds(10));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << log_;
+}
+
+TEST_F(WorkerBinaryTest, GivesUpWithAClearMessageWhenNoSchedulerAppears) {
+  auto worker = start_worker({"--wait-s", "0.2"}, {"HPO_HOME=" + dir_.path()});
+  auto status = wait_exit(worker, std::chrono::seconds(10));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(WEXITSTATUS(*status), 1);
+  EXPECT_NE(log_.find("no local hpo-scheduler found"), std::string::npos) << log_;
+  EXPECT_NE(log_.find("--redis URL"), std::string::npos) << log_;
+}
+
 TEST_F(WorkerBinaryTest, HelpListsTheFlagsAndBadFlagsExitTwo) {
   auto help = start_worker({"--help"});
   auto st = wait_exit(help, std::chrono::seconds(10));
