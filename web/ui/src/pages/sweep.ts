@@ -144,7 +144,7 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
     const list = [...trials.values()].sort((a, b) => a.number - b.number);
     const metric = sweep.objective.metric || 'value';
     const maximize = sweep.objective.mode === 'max';
-    history.set(`history:${list.length > 1000}`, historyOptions(metric, list.length > 1000 ? 2.5 : 5), historyData(list, maximize));
+    history.set(`history:${list.length > 1000}`, historyOptions(metric, list.length > 1000), historyData(list, maximize));
     const params = paramNames();
     const chosen = scatterPick.value;
     if (scatterPick.options.length !== params.length || [...scatterPick.options].some((o, i) => o.value !== params[i])) {
@@ -154,7 +154,7 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
     const param = scatterPick.value;
     if (param) {
       const sc = scatterData(list, param);
-      scatter.set(`scatter:${param}:${sc.categories?.join(',') ?? ''}:${list.length > 1000}`, scatterOptions(param, metric, sc.categories, list.length > 1000 ? 2.5 : 6), sc.data);
+      scatter.set(`scatter:${param}:${sc.categories?.join(',') ?? ''}:${list.length > 1000}`, scatterOptions(param, metric, sc.categories, list.length > 1000), sc.data);
     }
     drawParcoords(parcoords, list, params, metric, maximize, logParams(sweep.spec));
     const imp = paramImportance(list, params);
