@@ -18,6 +18,7 @@
 //   GET  /api/sweeps/{id}            the sweep document (json_codec.hpp)
 //   GET  /api/sweeps/{id}/trials     ?offset&limit&state&sort&kind&format=csv
 //   POST /api/sweeps/{id}/cancel
+//   GET  /api/sweeps/{id}/ensemble   the ensemble record (404 until every member finished)
 //   GET  /api/trials/{id}            trial + attempts + reports
 //   GET  /api/workers
 //   GET  /api/events                 server-sent events; Last-Event-ID resumes

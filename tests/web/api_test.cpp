@@ -307,6 +307,28 @@ TEST_F(ApiTest, CancelCancelsQueuedTrials) {
   EXPECT_EQ(client_->post("/api/sweeps/nope/cancel", "")->status, 404);
 }
 
+TEST_F(ApiTest, EnsembleRecordIs404UntilStoredThenServedAsIs) {
+  start();
+  std::string id = submit();
+  EXPECT_EQ(client_->get("/api/sweeps/" + id + "/ensemble")->status, 404);
+  trials::NewTrial m;
+  m.sweep_id = id;
+  m.kind = "member";
+  m.limit = 4;
+  auto member = store_->create_trial(m);
+  ASSERT_TRUE(member.ok());
+  auto before = client_->get("/api/sweeps/" + id + "/ensemble");
+  EXPECT_EQ(before->status, 404);
+  EXPECT_EQ(body(*before)["error"]["code"], "not_found");
+  const std::string record = R"({"combine":"soft_vote","ensemble":{"test":{"accuracy":0.9}}})";
+  ASSERT_TRUE(store_->put_artifact(member->id, "ensemble.json", record).ok());
+  auto after = client_->get("/api/sweeps/" + id + "/ensemble");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->status, 200);
+  EXPECT_EQ(body(*after), Json::parse(record));
+  EXPECT_EQ(client_->get("/api/sweeps/nope/ensemble")->status, 404);
+}
+
 TEST_F(ApiTest, WorkersAreListed) {
   start();
   trials::WorkerInfo w;
