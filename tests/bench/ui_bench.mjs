@@ -94,7 +94,7 @@ try {
   console.log(`REST page sort=-value (server mean)        ${f(sorted.server)} ms   100 ms   ${(sorted.server / 100).toFixed(3)}`);
   console.log(`sweep page first render, cold load         ${f(renders[0])} ms  1500 ms   ${(renders[0] / 1500).toFixed(3)}`);
   console.log(`sweep page first render, median of 5       ${f(warm)} ms  1500 ms   ${(warm / 1500).toFixed(3)}`);
-  console.log(`  of which all 10 trial pages loaded at    ${f(warmData)} ms (median), drawing ${f(warm - warmData)} ms`);
+  console.log(`  of which all trial pages loaded at       ${f(warmData)} ms (median), drawing ${f(warm - warmData)} ms`);
   console.log(`load average during the run: ${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')} (cores: ${(await import('node:os')).cpus().length})`);
 } finally {
   await browser?.close();

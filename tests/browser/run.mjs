@@ -214,6 +214,7 @@ try {
     await row.waitFor();
     assert((await row.locator('.sweep-name').textContent()) === kXssName, 'name not shown verbatim');
     assert((await page.locator('#sweeps img').count()) === 0, 'an <img> got into the list');
+    await shot('07a-xss-list');
     await page.goto(`${base}/#/sweeps/${encodeURIComponent(id)}`);
     await page.waitForFunction((n) => document.querySelector('#sweep-name')?.textContent === n, kXssName);
     assert((await page.locator('main img').count()) === 0, 'an <img> got into the sweep page');
