@@ -95,10 +95,10 @@ export function drawParcoords(canvas: HTMLCanvasElement, trials: Trial[], params
     ctx.strokeStyle = `hsla(${200 + 30 * q}, ${30 + 55 * q}%, ${75 - 40 * q}%, ${a})`;
     strokeRange(lo, hi);
   }
-  // The ten best trials on top, in orange.
+  // The best trials on top, in orange: ten, or a tenth of a small sweep.
   ctx.lineWidth = 1.5;
   ctx.strokeStyle = 'rgba(234, 88, 12, 0.9)';
-  strokeRange(Math.max(0, n - 10), n);
+  strokeRange(Math.max(0, n - Math.min(10, Math.max(1, Math.floor(n / 10)))), n);
 
   ctx.strokeStyle = '#334155';
   ctx.fillStyle = '#0f172a';
