@@ -119,6 +119,7 @@ try {
     const lines = Number(await page.getAttribute('#chart-parcoords', 'data-lines'));
     assert(lines > 0, 'parallel coordinates drew no lines');
     assert((await page.locator('#importance .imp-row').count()) === 2, 'importance rows');
+    assert(JSON.parse(await page.locator('#sweep-spec').textContent()).trial.function === 'branin', 'spec panel');
     // Sorting the table by value puts the best trial first.
     await page.click('.vt-th[data-key="value"]');
     const best = await page.evaluate(() => fetch(`/api/sweeps/${document.querySelector('#sweep-name') && location.hash.split('/')[2]}`).then((r) => r.json()));

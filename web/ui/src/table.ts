@@ -50,16 +50,21 @@ export class TrialTable {
   setTrials(trials: Trial[]): void {
     this.all = trials;
     const params = [...new Set(trials.flatMap((t) => Object.keys(t.params)))].sort();
-    const key = params.join('\u0000');
+    // Final metrics other than the objective (which is the Value column).
+    const metrics = [...new Set(trials.flatMap((t) => Object.keys(t.metrics)))].filter((m) => m !== this.objective).sort();
+    const key = params.join('\u0000') + '\u0001' + metrics.join('\u0000');
     if (key !== this.paramKey || !this.columns.length) {
       this.paramKey = key;
-      this.columns = this.makeColumns(params);
+      this.columns = this.makeColumns(params, metrics);
       this.renderHead();
     }
     this.refresh();
   }
 
-  private makeColumns(params: string[]): Column[] {
+  // The objective metric's name: its values are the Value column already.
+  objective = 'value';
+
+  private makeColumns(params: string[], metrics: string[]): Column[] {
     const cols: Column[] = [
       { key: 'number', label: '#', width: '60px', cell: (t) => h('a', { href: `#/trials/${encodeURIComponent(t.id)}` }, String(t.number)), sort: (t) => t.number },
       { key: 'state', label: 'State', width: '96px', cell: (t) => badge(t.state), sort: (t) => t.state },
@@ -67,6 +72,8 @@ export class TrialTable {
     ];
     for (const p of params)
       cols.push({ key: 'param:' + p, label: p, width: 'minmax(90px, 1fr)', cell: (t) => fmtValue(t.params[p]), sort: (t) => (t.params[p] as number | string | null) ?? null });
+    for (const m of metrics)
+      cols.push({ key: 'metric:' + m, label: m, width: 'minmax(90px, 1fr)', cell: (t) => fmtValue(t.metrics[m]), sort: (t) => t.metrics[m] ?? null });
     cols.push(
       { key: 'duration', label: 'Duration', width: '90px', cell: (t) => fmtDuration(t.finished_ms && t.started_ms ? t.finished_ms - t.started_ms : t.started_ms ? Date.now() - t.started_ms : 0), sort: (t) => (t.finished_ms && t.started_ms ? t.finished_ms - t.started_ms : null) },
       { key: 'worker', label: 'Worker', width: 'minmax(90px, 1fr)', cell: (t) => t.worker || '–', sort: (t) => t.worker || null },

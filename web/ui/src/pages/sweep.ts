@@ -72,6 +72,7 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
   const curvesNote = h('p', { class: 'muted' });
   const importanceEl = h('div', { class: 'importance', id: 'importance' });
   const ensembleBody = h('div');
+  const specEl = h('pre', { id: 'sweep-spec' });
   const ensemblePanel = panel('Ensemble', 'ensemble', ensembleBody);
   ensemblePanel.hidden = true;
   const history = new Chart(historyEl);
@@ -93,6 +94,7 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
       ensemblePanel,
     ),
     panel('Trials', 'panel-trials', table.el),
+    h('details', { class: 'panel spec' }, h('summary', null, 'Spec'), specEl),
   );
 
   function paramNames(): string[] {
@@ -102,6 +104,8 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
   function renderHead(): void {
     if (!sweep) return;
     const s = sweep;
+    table.objective = s.objective.metric || 'value';
+    if (!specEl.textContent) specEl.textContent = JSON.stringify(s.spec, null, 2);
     const cancel = h('button', { id: 'cancel-sweep', type: 'button', class: 'danger' }, cancelArmed ? 'Click again to cancel' : 'Cancel sweep');
     cancel.disabled = s.state !== 'running';
     cancel.addEventListener('click', async () => {
