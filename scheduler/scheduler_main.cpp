@@ -18,6 +18,7 @@
 #include "scheduler/config.hpp"
 #include "scheduler/controller_loop.hpp"
 #include "scheduler/embedded_redis.hpp"
+#include "scheduler/ensemble_stage.hpp"
 #include "trials/local_state.hpp"
 #include "trials/log.hpp"
 #include "trials/redis/redis_store.hpp"
@@ -96,7 +97,12 @@ int run(const scheduler::SchedulerConfig& config) {
   };
   scheduler::ControllerLoopOptions loop_options;
   loop_options.rescan = config.rescan_period;
-  scheduler::ControllerLoop loop(controller_stores, loop_options);
+  scheduler::ControllerLoop loop(
+      controller_stores, loop_options,
+      [](const std::string& sweep_id,
+         const trials::SweepSpec& spec) -> std::unique_ptr<scheduler::Stage> {
+        return std::make_unique<scheduler::EnsembleStage>(sweep_id, spec);
+      });
   scheduler::LeaseReaper reaper(controller_stores, config.reaper_period);
 
   std::string token = config.token.empty() ? random_token() : config.token;

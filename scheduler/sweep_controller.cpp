@@ -68,6 +68,10 @@ Result<bool> SweepController::step(trials::TrialStore& store) {
     auto finished = ensemble_->step(store, *sweep);
     if (!finished) return finished.error();
     if (!*finished) return true;
+    // The stage may have ended the sweep itself (failed, with its reason).
+    auto now = store.get_sweep(sweep_id_);
+    if (!now) return now.error();
+    if (now->state != trials::SweepState::kRunning) return false;
     if (auto st = store.set_stage(sweep_id_, "ensemble", "done"); !st &&
                                                                   st.error().code != ErrorCode::kConflict)
       return st.error();

@@ -1,0 +1,306 @@
+// How the ensemble stage steps (see ensemble_stage.hpp for why it is safe to
+// repeat):
+//
+//  1. The sweep must train torch trials: only they store the validation and
+//     test predictions the combiners work on; anything else fails the sweep.
+//  2. The completed search trials are ranked (objective, ties to the lower
+//     number). Member i trains with the best one's parameters (base best) or
+//     the (i mod K)-th best's (base top_k K); its `extra` holds its bagging
+//     spec (seed, fractions) plus the configuration it came from.
+//  3. While fewer than `members` exist, members are created up to
+//     search.max_concurrent active ones. kConflict on create means someone
+//     else moved next_member on: the next step looks again.
+//  4. When all exist and none is active: the completed members' predictions
+//     (and, for combine "selection", every completed search trial's) are
+//     loaded, checked for alignment (same rows of the same file), evaluated by
+//     ensemble::evaluate_ensemble, and the record and manifest are stored.
+//     No completed member at all fails the sweep with the reason.
+#include "scheduler/ensemble_stage.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ensemble/bagging.hpp"
+#include "ensemble/bagging_json.hpp"
+#include "ensemble/evaluate.hpp"
+#include "ensemble/manifest.hpp"
+#include "ensemble/prediction_file.hpp"
+#include "trials/log.hpp"
+
+namespace hpo::scheduler {
+namespace {
+
+using Json = nlohmann::json;
+using trials::Trial;
+using trials::TrialState;
+
+// One model the ensemble may combine: a completed member or search trial.
+struct Model {
+  const Trial* trial = nullptr;
+  ensemble::PredictionFile validation;
+  std::optional<ensemble::PredictionFile> test;
+};
+
+Result<std::optional<ensemble::PredictionFile>> load_predictions(trials::TrialStore& store,
+                                                                 const std::string& trial_id,
+                                                                 const std::string& name) {
+  auto bytes = store.get_artifact(trial_id, name);
+  if (!bytes) return bytes.error();
+  if (!*bytes || (*bytes)->empty()) return std::optional<ensemble::PredictionFile>{};
+  auto file = ensemble::decode_prediction_file(**bytes);
+  if (!file) return file.error();
+  return std::optional<ensemble::PredictionFile>{std::move(*file)};
+}
+
+// Same rows of the same data part, same number of outputs.
+bool aligned(const ensemble::PredictionFile& a, const ensemble::PredictionFile& b) {
+  return a.regression == b.regression && a.values.rows == b.values.rows &&
+         a.values.cols == b.values.cols && a.row_ids == b.row_ids && a.labels == b.labels;
+}
+
+Json scores_json(const ensemble::Scores& s) {
+  Json j = Json::object();
+  if (s.accuracy) j["accuracy"] = *s.accuracy;
+  if (s.log_loss) j["log_loss"] = *s.log_loss;
+  if (s.mse) j["mse"] = *s.mse;
+  if (s.rmse) j["rmse"] = *s.rmse;
+  return j;
+}
+
+// Mean of one score over the models that have it.
+std::optional<double> mean_of(const std::vector<ensemble::MetricSummary>& models, bool test,
+                              std::optional<double> ensemble::Scores::*field) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& m : models) {
+    const auto& v = (test ? m.test : m.validation).*field;
+    if (v) sum += *v, ++n;
+  }
+  if (n == 0) return std::nullopt;
+  return sum / n;
+}
+
+}  // namespace
+
+EnsembleStage::EnsembleStage(std::string sweep_id, trials::SweepSpec spec)
+    : sweep_id_(std::move(sweep_id)), spec_(std::move(spec)) {}
+
+Result<bool> EnsembleStage::fail(trials::TrialStore& store, const std::string& reason) {
+  auto st = store.finish_sweep(sweep_id_, trials::SweepState::kFailed, reason);
+  if (!st && st.error().code != ErrorCode::kConflict) return st.error();
+  log_warn("ensemble stage failed", {{"sweep", sweep_id_}, {"error", reason}});
+  return true;
+}
+
+Result<bool> EnsembleStage::step(trials::TrialStore& store, const trials::Sweep& sweep) {
+  if (spec_.trial.kind != trials::TrialKind::kTorch)
+    return fail(store,
+                "the ensemble stage needs trials of kind \"torch\": only they store the "
+                "validation and test predictions the members are combined from");
+  if (!ranked_)
+    if (auto st = load_configs(store); !st) return st.error();
+  if (ranked_->empty() && !spec_.space.params.empty())
+    return fail(store,
+                "no search trial completed, so the ensemble members have no parameters "
+                "to train with");
+  const auto& recipe = *spec_.ensemble;
+  if (sweep.next_member >= recipe.members && sweep.member_counts.active() == 0)
+    return combine(store);
+  return create_members(store, sweep);
+}
+
+Status EnsembleStage::load_configs(trials::TrialStore& store) {
+  auto page = store.list_trials(sweep_id_, "trial", 0, trials::kAll);
+  if (!page) return page.error();
+  std::vector<Trial> done;
+  for (auto& t : page->trials)
+    if (t.state == TrialState::kCompleted && t.value) done.push_back(std::move(t));
+  bool maximize = spec_.objective.maximize;
+  std::stable_sort(done.begin(), done.end(), [&](const Trial& a, const Trial& b) {
+    if (*a.value != *b.value) return maximize ? *a.value > *b.value : *a.value < *b.value;
+    return a.number < b.number;
+  });
+  ranked_ = std::move(done);
+  return {};
+}
+
+Result<bool> EnsembleStage::create_members(trials::TrialStore& store, const trials::Sweep& sweep) {
+  const auto& recipe = *spec_.ensemble;
+  std::int64_t active = sweep.member_counts.active();
+  std::int64_t next = sweep.next_member;
+  while (active < spec_.search.max_concurrent && next < recipe.members) {
+    int index = static_cast<int>(next);
+    trials::NewTrial nt;
+    nt.sweep_id = sweep_id_;
+    nt.kind = "member";
+    nt.number = next;
+    nt.limit = recipe.members;
+    nt.max_attempts = spec_.trial.max_attempts;
+    nt.slots = spec_.trial.slots();
+    Json extra = Json::parse(ensemble::member_spec_to_json(ensemble::member_spec(recipe, index)));
+    if (!ranked_->empty()) {
+      int k = recipe.base == trials::EnsembleRecipe::Base::kTopK
+                  ? std::min<int>(recipe.top_k, static_cast<int>(ranked_->size()))
+                  : 1;
+      int rank = index % k;
+      const Trial& base = (*ranked_)[rank];
+      nt.params = base.params;
+      extra["base_trial"] = base.id;
+      extra["base_rank"] = rank;
+    }
+    nt.extra = extra.dump();
+    auto created = store.create_trial(nt);
+    if (!created) {
+      if (created.error().code == ErrorCode::kConflict) return false;  // look again next step
+      return created.error();
+    }
+    log_info(
+        "ensemble member queued",
+        {{"sweep", sweep_id_}, {"trial", created->id}, {"base", extra.value("base_trial", "")}});
+    ++next;
+    ++active;
+  }
+  return false;
+}
+
+Result<bool> EnsembleStage::combine(trials::TrialStore& store) {
+  const auto& recipe = *spec_.ensemble;
+  auto page = store.list_trials(sweep_id_, "member", 0, trials::kAll);
+  if (!page) return page.error();
+  const auto& members = page->trials;
+  if (members.empty()) return fail(store, "the ensemble stage created no members");
+
+  Json not_used = Json::array();  // models left out, with the reason
+  std::vector<Model> models;
+  auto add = [&](const Trial& t) -> Status {
+    auto val = load_predictions(store, t.id, "val_predictions");
+    if (!val) return val.error();
+    if (!*val) {
+      not_used.push_back({{"trial_id", t.id}, {"reason", "stored no validation predictions"}});
+      return {};
+    }
+    auto test = load_predictions(store, t.id, "test_predictions");
+    if (!test) return test.error();
+    if (!models.empty() && !aligned(models.front().validation, **val)) {
+      not_used.push_back({{"trial_id", t.id},
+                          {"reason",
+                           "its validation predictions are not on the same rows as "
+                           "the first member's"}});
+      return {};
+    }
+    models.push_back({&t, std::move(**val), std::move(*test)});
+    return {};
+  };
+  Json failed = Json::array();
+  int completed_members = 0;
+  for (const auto& t : members) {
+    if (t.state != TrialState::kCompleted) {
+      failed.push_back(
+          {{"trial_id", t.id}, {"state", trials::to_string(t.state)}, {"error", t.error}});
+      continue;
+    }
+    ++completed_members;
+    if (auto st = add(t); !st) return st.error();
+  }
+  std::size_t member_models = models.size();
+  if (member_models == 0) {
+    std::string first_error;
+    for (const auto& t : members)
+      if (!t.error.empty()) {
+        first_error = fmt::format("; {}: {}", t.id, t.error);
+        break;
+      }
+    if (completed_members == 0)
+      return fail(store,
+                  fmt::format("all {} ensemble members failed{}", members.size(), first_error));
+    return fail(store, fmt::format("none of the {} completed ensemble members stored "
+                                   "validation predictions",
+                                   completed_members));
+  }
+  if (recipe.combine == trials::EnsembleRecipe::Combine::kSelection)
+    for (const auto& t : *ranked_)
+      if (auto st = add(t); !st) return st.error();
+
+  // Test scores only when every model predicted the same test rows.
+  bool with_test = true;
+  for (const auto& m : models)
+    with_test = with_test && m.test && aligned(*models.front().test, *m.test);
+
+  ensemble::EvaluationInput input;
+  input.validation_targets = models.front().validation.targets();
+  if (with_test) input.test_targets = models.front().test->targets();
+  for (const auto& m : models) {
+    input.validation.push_back(m.validation.values);
+    if (with_test) input.test.push_back(m.test->values);
+  }
+  auto eval = ensemble::evaluate_ensemble(recipe, input);
+  if (!eval) return fail(store, "combining the members failed: " + eval.error().message);
+
+  ensemble::EnsembleManifest manifest;
+  manifest.sweep_id = sweep_id_;
+  manifest.task = input.validation_targets.task;
+  manifest.n_outputs = models.front().validation.values.cols;
+  manifest.combine = recipe.combine;
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    const Trial& t = *models[i].trial;
+    ensemble::ManifestMember mm;
+    mm.trial_id = t.id;
+    mm.kind = t.kind;
+    mm.params = t.params;
+    if (t.kind == "member")
+      if (auto spec = ensemble::member_spec_from_json(t.extra); spec) mm.bagging = *spec;
+    mm.weight = eval->weights[i];
+    mm.artifact = t.id + "/model.pt";
+    mm.metrics = eval->models[i];
+    manifest.members.push_back(std::move(mm));
+  }
+  manifest.ensemble_metrics = eval->ensemble;
+  manifest.best_single_trial_id = models[eval->best_model].trial->id;
+  manifest.best_single_metrics = eval->models[eval->best_model];
+  manifest.oob = eval->oob;
+
+  // The record: the manifest of every model considered (weight 0 = not picked),
+  // plus what happened to the members.
+  Json record = Json::parse(ensemble::manifest_to_json(manifest));
+  std::vector<ensemble::MetricSummary> member_metrics(eval->models.begin(),
+                                                      eval->models.begin() + member_models);
+  record["members_requested"] = recipe.members;
+  record["members_completed"] = completed_members;
+  record["members_failed"] = std::move(failed);
+  record["not_used"] = std::move(not_used);
+  record["mean_member"] = {{"validation", Json::object()}, {"test", Json::object()}};
+  for (bool test : {false, true}) {
+    ensemble::Scores s;
+    s.accuracy = mean_of(member_metrics, test, &ensemble::Scores::accuracy);
+    s.log_loss = mean_of(member_metrics, test, &ensemble::Scores::log_loss);
+    s.rmse = mean_of(member_metrics, test, &ensemble::Scores::rmse);
+    record["mean_member"][test ? "test" : "validation"] = scores_json(s);
+  }
+  record["stored_with"] = members.front().id;
+
+  // The manifest keeps only the models with a weight (selection may skip some).
+  std::erase_if(manifest.members, [](const auto& m) { return m.weight <= 0; });
+  const std::string& owner = members.front().id;
+  if (auto st = store.put_artifact(owner, kEnsembleRecordArtifact, record.dump(2)); !st)
+    return st.error();
+  if (auto st = store.put_artifact(owner, kEnsembleManifestArtifact,
+                                   ensemble::manifest_to_json(manifest));
+      !st)
+    return st.error();
+
+  auto acc = [](const ensemble::Scores& s) {
+    return s.accuracy ? fmt::format("{:.4f}", *s.accuracy) : std::string("-");
+  };
+  log_info("ensemble stored", {{"sweep", sweep_id_},
+                               {"models", std::to_string(models.size())},
+                               {"combine", trials::to_string(recipe.combine)},
+                               {"val_accuracy", acc(eval->ensemble.validation)},
+                               {"test_accuracy", acc(eval->ensemble.test)},
+                               {"best_single", manifest.best_single_trial_id}});
+  return true;
+}
+
+}  // namespace hpo::scheduler

@@ -1,0 +1,54 @@
+// EnsembleStage: the sweep's second stage, bagged members trained across the
+// worker pool and combined into one ensemble (issue 5).
+//
+// Members are trials of kind "member", so the store queues, leases, retries
+// and fences them exactly like search trials; a killed worker loses none. The
+// stage holds no state the store lacks: every step re-reads the sweep's
+// member counters, creates the next members up to search.max_concurrent
+// (create_trial is a compare-and-set on next_member, so a restarted or racing
+// scheduler never creates member i twice), and once every member has
+// finished it loads their prediction artifacts, calls evaluate_ensemble and
+// stores the record. Writing the record is idempotent, so a restart between
+// the write and the end of the sweep only writes it again.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scheduler/sweep_controller.hpp"
+#include "trials/spec.hpp"
+#include "trials/store.hpp"
+
+namespace hpo::scheduler {
+
+// Where the result lives: artifacts belong to trials, so the record and the
+// manifest are stored with the sweep's first member (number 0).
+inline constexpr char kEnsembleRecordArtifact[] = "ensemble.json";
+inline constexpr char kEnsembleManifestArtifact[] = "manifest.json";
+
+class EnsembleStage : public Stage {
+ public:
+  // `spec.ensemble` must be set.
+  EnsembleStage(std::string sweep_id, trials::SweepSpec spec);
+
+  // Creates members while fewer than `members` exist; returns true once the
+  // ensemble record is stored, or once the stage has failed the sweep itself
+  // (finish_sweep failed, with the reason) — the controller then sees the
+  // sweep is no longer running.
+  Result<bool> step(trials::TrialStore& store, const trials::Sweep& sweep) override;
+
+ private:
+  Status load_configs(trials::TrialStore& store);
+  Result<bool> create_members(trials::TrialStore& store, const trials::Sweep& sweep);
+  Result<bool> combine(trials::TrialStore& store);
+  Result<bool> fail(trials::TrialStore& store, const std::string& reason);
+
+  std::string sweep_id_;
+  trials::SweepSpec spec_;
+  // Completed search trials, best first (ties: lower number); finished trials
+  // are immutable, so this is read once per stage object.
+  std::optional<std::vector<trials::Trial>> ranked_;
+};
+
+}  // namespace hpo::scheduler

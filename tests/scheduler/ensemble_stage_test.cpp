@@ -1,0 +1,279 @@
+// EnsembleStage driven through SweepController against the in-memory store:
+// members are created with the right parameters and bagging seeds, never more
+// than max_concurrent at once, retried like trials after a lost lease, the
+// record is written from the members' prediction artifacts when all are done;
+// every member failing, or trials that store no predictions, fail the sweep
+// with the reason; a fresh stage (a restarted scheduler) repeats no member.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "ensemble/bagging.hpp"
+#include "ensemble/manifest.hpp"
+#include "ensemble/prediction_file.hpp"
+#include "ensemble/rng.hpp"
+#include "scheduler/ensemble_stage.hpp"
+#include "scheduler/sweep_controller.hpp"
+#include "trials/memory/memory_store.hpp"
+
+namespace hpo::scheduler {
+namespace {
+
+using trials::memory::MemoryStore;
+using Json = nlohmann::json;
+
+constexpr int kRows = 200, kClasses = 3;
+
+Json torch_spec(int members, const Json& base, const std::string& combine = "soft_vote") {
+  return {
+      {"name", "ens"},
+      {"objective", {{"metric", "val_accuracy"}, {"mode", "max"}}},
+      {"parameters", {{"lr", {{"type", "float"}, {"min", 0.001}, {"max", 0.1}}}}},
+      {"search", {{"algorithm", "random"}, {"max_trials", 4}, {"max_concurrent", 2}, {"seed", 3}}},
+      {"trial",
+       {{"kind", "torch"},
+        {"model", {{"type", "mlp"}}},
+        {"data", {{"format", "csv"}, {"train", "/nonexistent.csv"}, {"target", "y"}}},
+        {"optimizer", {{"lr", "{lr}"}}},
+        {"max_attempts", 3}}},
+      {"ensemble", {{"members", members}, {"base", base}, {"combine", combine}, {"seed", 42}}}};
+}
+
+std::vector<int> labels() {
+  std::vector<int> y(kRows);
+  for (int r = 0; r < kRows; ++r) y[r] = r % kClasses;
+  return y;
+}
+
+// A model that is right on ~70% of the rows, wrong differently per seed.
+std::string predictions(std::uint64_t seed) {
+  ensemble::PredictionFile f;
+  f.values = ensemble::Matrix(kRows, kClasses, 0.1f);
+  ensemble::Rng rng(seed);
+  auto y = labels();
+  for (int r = 0; r < kRows; ++r) {
+    int c = rng.next() % 10 < 7 ? y[r] : static_cast<int>(rng.next() % kClasses);
+    f.values(r, c) = 0.8f;
+    f.labels.push_back(static_cast<float>(y[r]));
+    f.row_ids.push_back(r);
+  }
+  return ensemble::encode_prediction_file(f);
+}
+
+struct Fixture {
+  std::int64_t now = 1'000'000;
+  MemoryStore store{[this] { return now; }};
+  std::string sweep_id;
+  trials::SweepSpec spec;
+  std::unique_ptr<SweepController> controller;
+
+  explicit Fixture(const Json& j) {
+    auto parsed = trials::parse_spec(j.dump());
+    EXPECT_TRUE(parsed.ok()) << parsed.error().message;
+    spec = *parsed;
+    auto id = store.create_sweep({spec.name, j.dump(), spec.objective.maximize});
+    EXPECT_TRUE(id.ok());
+    sweep_id = *id;
+    restart();
+  }
+  // A fresh controller and stage, as a restarted scheduler builds them.
+  void restart() {
+    controller = std::make_unique<SweepController>(sweep_id, spec);
+    controller->set_ensemble_stage(std::make_unique<EnsembleStage>(sweep_id, spec));
+  }
+  trials::Sweep sweep() { return *store.get_sweep(sweep_id); }
+  bool step() {
+    auto alive = controller->step(store);
+    EXPECT_TRUE(alive.ok()) << alive.error().message;
+    return alive.ok() && *alive;
+  }
+  // Claims one queued trial and finishes it with `run`; false when none is queued.
+  bool work_one(const std::function<trials::TrialResult(const trials::Trial&)>& run) {
+    auto c = store.claim("w", 1, 10'000);
+    EXPECT_TRUE(c.ok());
+    if (!c.ok() || !*c) return false;
+    const auto& t = (*c)->trial;
+    EXPECT_TRUE(store.complete(t.id, t.attempt, "w", run(t)).ok());
+    return true;
+  }
+  Json record() {
+    auto members = store.list_trials(sweep_id, "member", 0, 1);
+    if (!members.ok() || members->trials.empty()) return Json();
+    auto bytes = store.get_artifact(members->trials[0].id, kEnsembleRecordArtifact);
+    if (!bytes.ok() || !*bytes) return Json();
+    return Json::parse(**bytes);
+  }
+};
+
+// Search trials: value = lr (so the ranking is known); members: predictions by seed.
+trials::TrialResult train(MemoryStore& store, const trials::Trial& t) {
+  trials::TrialResult r;
+  r.outcome = trials::TrialState::kCompleted;
+  r.value = std::get<double>(t.params.at("lr"));
+  r.metrics["val_accuracy"] = *r.value;
+  std::uint64_t seed = t.kind == "member" ? 1000 + t.number : t.number;
+  EXPECT_TRUE(store.put_artifact(t.id, "val_predictions", predictions(seed)).ok());
+  EXPECT_TRUE(store.put_artifact(t.id, "test_predictions", predictions(seed + 7)).ok());
+  return r;
+}
+
+// Runs the sweep to its end; checks the member concurrency after every step.
+void run_to_end(Fixture& f, const std::function<trials::TrialResult(const trials::Trial&)>& run) {
+  for (int rounds = 0; rounds < 200; ++rounds) {
+    if (!f.step()) return;
+    auto s = f.sweep();
+    EXPECT_LE(s.member_counts.active(), f.spec.search.max_concurrent);
+    f.work_one(run);
+  }
+  ADD_FAILURE() << "the sweep did not end";
+}
+
+std::vector<trials::Trial> ranked_search_trials(Fixture& f) {
+  auto page = f.store.list_trials(f.sweep_id, "trial", 0, trials::kAll);
+  std::vector<trials::Trial> out = page->trials;
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return *a.value > *b.value; });
+  return out;
+}
+
+TEST(EnsembleStage, TopKMembersGetParamsSeedsAndTheRecordIsStored) {
+  Fixture f(torch_spec(5, {{"top_k", 2}}));
+  run_to_end(f, [&](const trials::Trial& t) { return train(f.store, t); });
+  auto s = f.sweep();
+  ASSERT_EQ(s.state, trials::SweepState::kFinished) << s.error;
+  EXPECT_EQ(s.stage, "done");
+  EXPECT_EQ(s.member_counts.completed, 5);
+
+  auto ranked = ranked_search_trials(f);
+  auto members = f.store.list_trials(f.sweep_id, "member", 0, trials::kAll);
+  ASSERT_EQ(members->trials.size(), 5u);
+  std::set<std::uint64_t> seeds;
+  for (const auto& m : members->trials) {
+    const auto& base = ranked[m.number % 2];
+    EXPECT_EQ(m.params, base.params) << m.id;
+    EXPECT_EQ(m.max_attempts, 3);
+    EXPECT_EQ(m.slots, 1);
+    Json extra = Json::parse(m.extra);
+    EXPECT_EQ(extra["member"], m.number);
+    EXPECT_EQ(extra["seed"].get<std::uint64_t>(),
+              ensemble::member_spec(*f.spec.ensemble, static_cast<int>(m.number)).seed);
+    EXPECT_EQ(extra["base_trial"], base.id);
+    seeds.insert(extra["seed"].get<std::uint64_t>());
+  }
+  EXPECT_EQ(seeds.size(), 5u);
+
+  Json rec = f.record();
+  ASSERT_TRUE(rec.is_object());
+  EXPECT_EQ(rec["combine"], "soft_vote");
+  EXPECT_EQ(rec["members_completed"], 5);
+  ASSERT_EQ(rec["members"].size(), 5u);
+  double weights = 0, mean_test = 0;
+  for (const auto& m : rec["members"]) {
+    weights += m["weight"].get<double>();
+    mean_test += m["metrics"]["test"]["accuracy"].get<double>() / 5;
+    EXPECT_EQ(m["kind"], "member");
+  }
+  EXPECT_NEAR(weights, 1.0, 1e-9);
+  EXPECT_NEAR(rec["mean_member"]["test"]["accuracy"].get<double>(), mean_test, 1e-9);
+  // Five independent 70%-right members: the soft vote beats their mean.
+  EXPECT_GT(rec["ensemble"]["test"]["accuracy"].get<double>(), mean_test);
+  EXPECT_TRUE(rec["best_single"]["trial_id"].is_string());
+  auto manifest = f.store.get_artifact(members->trials[0].id, kEnsembleManifestArtifact);
+  ASSERT_TRUE(manifest.ok() && *manifest);
+  auto parsed = ensemble::manifest_from_json(**manifest);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(parsed->members.size(), 5u);
+  ASSERT_TRUE(parsed->members[0].bagging.has_value());
+}
+
+TEST(EnsembleStage, BaseBestGivesEveryMemberTheBestParams) {
+  Fixture f(torch_spec(3, "best"));
+  run_to_end(f, [&](const trials::Trial& t) { return train(f.store, t); });
+  ASSERT_EQ(f.sweep().state, trials::SweepState::kFinished);
+  auto best = ranked_search_trials(f).front();
+  EXPECT_EQ(f.sweep().best->trial_id, best.id);
+  auto members = f.store.list_trials(f.sweep_id, "member", 0, trials::kAll);
+  ASSERT_EQ(members->trials.size(), 3u);
+  for (const auto& m : members->trials) EXPECT_EQ(m.params, best.params);
+}
+
+TEST(EnsembleStage, SelectionConsidersSearchTrialsToo) {
+  Fixture f(torch_spec(3, "best", "selection"));
+  run_to_end(f, [&](const trials::Trial& t) { return train(f.store, t); });
+  ASSERT_EQ(f.sweep().state, trials::SweepState::kFinished) << f.sweep().error;
+  Json rec = f.record();
+  ASSERT_EQ(rec["members"].size(), 3u + 4u);  // 3 members + 4 search trials
+  int trial_models = 0;
+  for (const auto& m : rec["members"]) trial_models += m["kind"] == "trial";
+  EXPECT_EQ(trial_models, 4);
+}
+
+TEST(EnsembleStage, LostLeaseRetriesTheMemberAndStillEndsWithAllMembers) {
+  Fixture f(torch_spec(4, "best"));
+  // Search stage.
+  while (f.sweep().stage == "search") {
+    ASSERT_TRUE(f.step());
+    f.work_one([&](const trials::Trial& t) { return train(f.store, t); });
+  }
+  ASSERT_TRUE(f.step());  // first members
+  // A worker claims a member and dies: its lease lapses and the reaper re-queues it.
+  auto c = f.store.claim("dead", 1, 1000);
+  ASSERT_TRUE(c.ok() && *c);
+  ASSERT_EQ((*c)->trial.kind, "member");
+  std::string lost = (*c)->trial.id;
+  f.now += 5000;
+  ASSERT_EQ(*f.store.reap(100), 1);
+  EXPECT_EQ(f.store.get_trial(lost)->attempt, 1);
+  EXPECT_EQ(f.store.get_trial(lost)->state, trials::TrialState::kQueued);
+  // The dead worker's late result is refused (fencing).
+  EXPECT_FALSE(f.store.complete(lost, 0, "dead", train(f.store, (*c)->trial)).ok());
+  f.restart();  // and the scheduler restarts too
+  run_to_end(f, [&](const trials::Trial& t) { return train(f.store, t); });
+  auto s = f.sweep();
+  ASSERT_EQ(s.state, trials::SweepState::kFinished) << s.error;
+  EXPECT_EQ(s.next_member, 4);
+  EXPECT_EQ(s.member_counts.completed, 4);
+  EXPECT_EQ(f.store.get_trial(lost)->state, trials::TrialState::kCompleted);
+  EXPECT_EQ(f.record()["members_completed"], 4);
+}
+
+TEST(EnsembleStage, EveryMemberFailedFailsTheSweep) {
+  Fixture f(torch_spec(3, "best"));
+  run_to_end(f, [&](const trials::Trial& t) {
+    if (t.kind == "trial") return train(f.store, t);
+    trials::TrialResult r;
+    r.outcome = trials::TrialState::kFailed;
+    r.error = "training diverged";
+    r.retryable = false;
+    return r;
+  });
+  auto s = f.sweep();
+  EXPECT_EQ(s.state, trials::SweepState::kFailed);
+  EXPECT_NE(s.error.find("all 3 ensemble members failed"), std::string::npos) << s.error;
+  EXPECT_NE(s.error.find("training diverged"), std::string::npos) << s.error;
+  EXPECT_EQ(s.member_counts.failed, 3);
+}
+
+TEST(EnsembleStage, TrialsWithoutPredictionsFailTheSweep) {
+  Json j = torch_spec(3, "best");
+  j["trial"] = {{"kind", "synthetic"}, {"function", "noop"}};
+  j["objective"]["metric"] = "value";
+  Fixture f(j);
+  run_to_end(f, [](const trials::Trial&) {
+    trials::TrialResult r;
+    r.value = 1;
+    r.metrics["value"] = 1;
+    return r;
+  });
+  auto s = f.sweep();
+  EXPECT_EQ(s.state, trials::SweepState::kFailed);
+  EXPECT_NE(s.error.find("torch"), std::string::npos) << s.error;
+  EXPECT_EQ(s.next_member, 0);
+}
+
+}  // namespace
+}  // namespace hpo::scheduler
