@@ -17,6 +17,9 @@ execFileSync(process.execPath, [
   path.join(uiDir, 'src/importance.ts'), path.join(uiDir, 'src/live.ts'),
 ]);
 fs.writeFileSync(path.join(out, 'package.json'), '{"type":"module"}');
+// Bundler-style imports ('./api') need their extension under node.
+for (const f of fs.readdirSync(out).filter((f) => f.endsWith('.js')))
+  fs.writeFileSync(path.join(out, f), fs.readFileSync(path.join(out, f), 'utf8').replace(/from '(\.\/[\w-]+)'/g, "from '$1.js'"));
 const { paramImportance, ranks } = await import(path.join(out, 'importance.js'));
 globalThis.window = globalThis; // live.ts schedules with window.setTimeout
 const { coalesce } = await import(path.join(out, 'live.js'));

@@ -139,6 +139,10 @@ export class ApiError extends Error {
 
 const kTokenKey = 'hpo.token';
 
+// Set when a read was refused: the event stream then carries ?access_token=
+// (EventSource cannot send headers). Off by default so the token stays out of URLs.
+export let readsNeedToken = false;
+
 export function getToken(): string {
   try {
     return localStorage.getItem(kTokenKey) ?? '';
@@ -158,12 +162,13 @@ export function setToken(token: string): void {
 
 async function request<T>(method: string, path: string, body?: string): Promise<T> {
   const headers: Record<string, string> = { Accept: 'application/json' };
-  if (method !== 'GET') {
-    const token = getToken();
-    if (token) headers.Authorization = `Bearer ${token}`;
-    if (body !== undefined) headers['Content-Type'] = 'application/json';
-  }
+  // The token goes on every call when known: a scheduler with auth_reads
+  // needs it for reads too (and ignores it on reads otherwise).
+  const token = getToken();
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
   const res = await fetch(path, { method, headers, body });
+  if (res.status === 401 && method === 'GET') readsNeedToken = true;
   const text = await res.text();
   let doc: unknown = null;
   try {

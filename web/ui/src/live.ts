@@ -4,6 +4,8 @@
 // second. EventSource reconnects by itself and sends Last-Event-ID, which the
 // server uses to replay what was missed.
 
+import { getToken, readsNeedToken } from './api';
+
 export interface LiveEvent {
   id: string;
   type: string;
@@ -58,10 +60,18 @@ function dispatch(ev: MessageEvent): void {
 
 function connect(): void {
   if (source) return;
-  source = new EventSource('/api/events');
+  const token = getToken();
+  source = new EventSource(readsNeedToken && token ? `/api/events?access_token=${encodeURIComponent(token)}` : '/api/events');
   for (const t of kTypes) source.addEventListener(t, dispatch as EventListener);
   source.onopen = () => statusCb?.('live');
   source.onerror = () => statusCb?.(source?.readyState === EventSource.CLOSED ? 'offline' : 'reconnecting');
+}
+
+// Reconnects (after the token changed).
+export function reconnect(): void {
+  source?.close();
+  source = null;
+  if (listeners.size) connect();
 }
 
 export function onLiveStatus(cb: (s: string) => void): void {

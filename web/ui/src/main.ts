@@ -4,9 +4,9 @@
 // and returns a disposer that drops its event subscriptions and charts.
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
-import { getToken, setToken } from './api';
+import { getToken, readsNeedToken, setToken } from './api';
 import { h, replace } from './dom';
-import { onLiveStatus } from './live';
+import { onLiveStatus, reconnect } from './live';
 import { mountSweeps } from './pages/sweeps';
 import { mountSweep } from './pages/sweep';
 import { mountTrial } from './pages/trial';
@@ -28,7 +28,14 @@ function header(): HTMLElement {
     autocomplete: 'off',
     value: getToken(),
   });
-  token.addEventListener('change', () => setToken(token.value.trim()));
+  token.addEventListener('change', () => {
+    setToken(token.value.trim());
+    // A scheduler that guards reads: re-open the stream and the page with the token.
+    if (readsNeedToken) {
+      reconnect();
+      route();
+    }
+  });
   return h(
     'nav',
     { class: 'topnav' },
