@@ -59,7 +59,9 @@ function dispatch(ev: MessageEvent): void {
 }
 
 function connect(): void {
-  if (source) return;
+  // A stream the server refused (401, 5xx) is CLOSED for good: open a new one.
+  if (source && source.readyState !== EventSource.CLOSED) return;
+  source?.close();
   const token = getToken();
   source = new EventSource(readsNeedToken && token ? `/api/events?access_token=${encodeURIComponent(token)}` : '/api/events');
   for (const t of kTypes) source.addEventListener(t, dispatch as EventListener);
