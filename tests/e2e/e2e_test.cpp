@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/cluster.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
 #include "web/http_client.hpp"
@@ -28,99 +29,13 @@ namespace hpo::e2e {
 namespace {
 
 using Json = nlohmann::json;
+using hpo::testing::Cluster;
 using hpo::testing::Process;
+using hpo::testing::read_file;
 using hpo::testing::wait_for;
 using namespace std::chrono_literals;
 
 const std::string kBin = HPO_BINARY_DIR;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class Cluster {
- public:
-  Cluster() {
-    char tmpl[] = "/tmp/hpo-e2e-XXXXXX";
-    home_ = ::mkdtemp(tmpl);
-  }
-  ~Cluster() {
-    workers_.clear();
-    if (scheduler_) {
-      scheduler_->kill(SIGTERM);
-      scheduler_->wait(15s);
-    }
-    scheduler_.reset();
-    if (!::testing::Test::HasFailure()) std::filesystem::remove_all(home_);
-    else std::fprintf(stderr, "e2e logs kept in %s\n", home_.c_str());
-  }
-
-  std::vector<std::pair<std::string, std::string>> env() const {
-    return {{"HPO_HOME", home_}, {"HPO_LOG_LEVEL", "info"}};
-  }
-
-  void start_scheduler() {
-    std::filesystem::remove(home_ + "/scheduler.json");
-    scheduler_ = std::make_unique<Process>(
-        std::vector<std::string>{kBin + "/scheduler/hpo-scheduler", "--listen", "127.0.0.1:0",
-                                 "--reaper-ms", "200"},
-        env(), home_ + "/scheduler.log");
-    ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(home_ + "/scheduler.json"); }, 30s))
-        << read_file(home_ + "/scheduler.log");
-    auto state = Json::parse(read_file(home_ + "/scheduler.json"));
-    auto url = web::parse_http_url(state["api"].get<std::string>());
-    ASSERT_TRUE(url.ok());
-    api_ = std::make_unique<web::HttpClient>(*url, 10s);
-    api_->set_token(state["token"].get<std::string>());
-  }
-
-  Process& start_worker(const std::string& name, int slots) {
-    workers_.push_back(std::make_unique<Process>(
-        std::vector<std::string>{kBin + "/workers/hpo-worker", "--name", name, "--slots",
-                                 std::to_string(slots), "--lease-ms", "1500", "--kill-grace-s",
-                                 "1"},
-        env(), home_ + "/worker-" + name + ".log"));
-    return *workers_.back();
-  }
-
-  web::HttpClient& api() { return *api_; }
-  Process& scheduler() { return *scheduler_; }
-  const std::string& home() const { return home_; }
-
-  Json get(const std::string& path) {
-    auto r = api_->get(path);
-    if (!r.ok()) return Json();
-    if (r->status != 200) return Json();
-    return Json::parse(r->body, nullptr, false);
-  }
-
-  // Waits until the sweep leaves state running; returns its document.
-  Json wait_finished(const std::string& id, std::chrono::seconds timeout) {
-    Json sweep;
-    wait_for(
-        [&] {
-          sweep = get("/api/sweeps/" + id);
-          return sweep.is_object() && sweep.value("state", "") != "running";
-        },
-        timeout);
-    return sweep;
-  }
-
-  std::string logs() const {
-    std::string out = "--- scheduler ---\n" + read_file(home_ + "/scheduler.log");
-    for (const auto& w : workers_) out += "--- " + w->log_path() + " ---\n" + w->log();
-    return out;
-  }
-
- private:
-  std::string home_;
-  std::unique_ptr<Process> scheduler_;
-  std::vector<std::unique_ptr<Process>> workers_;
-  std::unique_ptr<web::HttpClient> api_;
-};
 
 Json command_spec(int trials, int sleep_ms) {
   Json spec = {

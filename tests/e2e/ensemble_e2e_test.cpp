@@ -1,0 +1,159 @@
+// End to end, the ensemble stage with the real binaries: hpo-scheduler, two
+// torch-enabled hpo-workers, a small noisy tabular CSV generated here. A random
+// search of 6 MLP trials, then 8 bagged members (bootstrap rows, 80% of the
+// features) combined by soft vote.
+//
+// What must hold: the sweep finishes with exactly 8 completed members although
+// a worker is killed with -9 while it trains one (its lease lapses, the member
+// is retried on the other worker); the ensemble record is served by
+// GET /api/sweeps/{id}/ensemble (404 before it exists); the ensemble's test
+// accuracy is at least the mean member's.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/cluster.hpp"
+
+namespace hpo::e2e {
+namespace {
+
+using Json = nlohmann::json;
+using hpo::testing::Cluster;
+using hpo::testing::Process;
+using hpo::testing::wait_for;
+using namespace std::chrono_literals;
+
+constexpr int kFeatures = 10, kClasses = 3;
+
+// Three overlapping Gaussian classes in 10 dimensions, 4 informative features,
+// plus 10% flipped labels: single small MLPs land well below 100%.
+void write_csv(const std::string& path, int rows, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::uniform_int_distribution<int> cls(0, kClasses - 1);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::ofstream out(path);
+  for (int f = 0; f < kFeatures; ++f) out << "f" << f << ",";
+  out << "y\n";
+  for (int r = 0; r < rows; ++r) {
+    int y = cls(rng);
+    for (int f = 0; f < kFeatures; ++f) {
+      double center = f < 4 ? std::cos(2.1 * y + f) * 1.1 : 0.0;
+      out << center + noise(rng) << ",";
+    }
+    out << (u(rng) < 0.1 ? cls(rng) : y) << "\n";
+  }
+}
+
+Json ensemble_spec(const std::string& train, const std::string& test) {
+  return {
+      {"name", "e2e ensemble"},
+      {"objective", {{"metric", "val_accuracy"}, {"mode", "max"}}},
+      {"parameters",
+       {{"lr", {{"type", "float"}, {"min", 0.003}, {"max", 0.03}, {"log", true}}},
+        {"width", {{"type", "int"}, {"min", 16}, {"max", 64}, {"step", 16}}}}},
+      {"search", {{"algorithm", "random"}, {"max_trials", 6}, {"max_concurrent", 2}, {"seed", 5}}},
+      {"trial",
+       {{"kind", "torch"},
+        {"task", "classification"},
+        {"model", {{"type", "mlp"}, {"hidden", "{width}"}, {"depth", 1}}},
+        {"data",
+         {{"format", "csv"},
+          {"train", train},
+          {"test", test},
+          {"target", "y"},
+          {"validation_fraction", 0.2}}},
+        {"optimizer", {{"type", "adam"}, {"lr", "{lr}"}}},
+        {"batch_size", 64},
+        {"epochs", 2},
+        {"timeout_s", 120},
+        {"max_attempts", 3}}},
+      {"ensemble",
+       {{"members", 8},
+        {"base", "best"},
+        {"bootstrap", true},
+        {"max_features", 0.8},
+        {"combine", "soft_vote"},
+        {"seed", 7}}}};
+}
+
+TEST(EnsembleEndToEnd, EightBaggedMembersSurviveAKilledWorkerAndBeatTheMeanMember) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  std::string train = c.home() + "/train.csv", test = c.home() + "/test.csv";
+  write_csv(train, 2400, 1);
+  write_csv(test, 800, 2);
+  Process& victim = c.start_worker("victim", 1, 1500);
+  c.start_worker("survivor", 1, 1500);
+
+  auto r = c.api().post("/api/sweeps", ensemble_spec(train, test).dump());
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 201) << r->body;
+  std::string id = Json::parse(r->body).value("id", "");
+
+  // No record before the members have finished: a clear 404.
+  auto early = c.api().get("/api/sweeps/" + id + "/ensemble");
+  ASSERT_TRUE(early.ok());
+  EXPECT_EQ(early->status, 404) << early->body;
+  EXPECT_NE(early->body.find("no ensemble record"), std::string::npos) << early->body;
+
+  // Kill the victim while it trains a member.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        Json page = c.get("/api/sweeps/" + id + "/trials?kind=member&state=running");
+        if (!page.is_object()) return false;
+        for (const auto& t : page["trials"])
+          if (t.value("worker", "") == "victim") return true;
+        return false;
+      },
+      90s))
+      << c.logs();
+  victim.kill(SIGKILL);
+
+  Json sweep = c.wait_finished(id, 120s);
+  ASSERT_EQ(sweep.value("state", ""), "finished") << sweep.dump(2) << c.logs();
+  EXPECT_EQ(sweep["stage"], "done");
+  EXPECT_EQ(sweep["counts"]["completed"].get<int>(), 6);
+  EXPECT_EQ(sweep["member_counts"]["completed"].get<int>(), 8) << sweep.dump(2);
+
+  Json members = c.get("/api/sweeps/" + id + "/trials?kind=member&limit=100");
+  ASSERT_EQ(members["total"].get<int>(), 8);
+  int retried = 0;
+  for (const auto& t : members["trials"]) {
+    EXPECT_EQ(t["state"], "completed") << t.dump();
+    retried += t["attempt"].get<int>() > 0;
+  }
+  EXPECT_GT(retried, 0) << "the killed worker's member was not retried\n" << c.logs();
+
+  Json rec = c.get("/api/sweeps/" + id + "/ensemble");
+  ASSERT_TRUE(rec.is_object()) << c.logs();
+  EXPECT_EQ(rec["combine"], "soft_vote");
+  EXPECT_EQ(rec["members_completed"], 8);
+  ASSERT_EQ(rec["members"].size(), 8u);
+  double mean_test = 0, best_member = 0;
+  for (const auto& m : rec["members"]) {
+    double acc = m["metrics"]["test"]["accuracy"].get<double>();
+    mean_test += acc / 8;
+    best_member = std::max(best_member, acc);
+  }
+  double ensemble_test = rec["ensemble"]["test"]["accuracy"].get<double>();
+  std::printf(
+      "ensemble test accuracy %.4f, mean member %.4f, best member %.4f, "
+      "ensemble val %.4f, best single (%s) val %.4f\n",
+      ensemble_test, mean_test, best_member,
+      rec["ensemble"]["validation"]["accuracy"].get<double>(),
+      rec["best_single"]["trial_id"].get<std::string>().c_str(),
+      rec["best_single"]["validation"]["accuracy"].get<double>());
+  EXPECT_GE(ensemble_test, mean_test);
+  EXPECT_GT(mean_test, 1.0 / kClasses + 0.1);  // the members did learn something
+}
+
+}  // namespace
+}  // namespace hpo::e2e
