@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,7 @@ namespace {
 using Json = nlohmann::json;
 using hpo::testing::Cluster;
 using hpo::testing::Process;
+using hpo::testing::read_file;
 using hpo::testing::wait_for;
 using namespace std::chrono_literals;
 
@@ -153,6 +155,50 @@ TEST(EnsembleEndToEnd, EightBaggedMembersSurviveAKilledWorkerAndBeatTheMeanMembe
       rec["best_single"]["validation"]["accuracy"].get<double>());
   EXPECT_GE(ensemble_test, mean_test);
   EXPECT_GT(mean_test, 1.0 / kClasses + 0.1);  // the members did learn something
+}
+
+// The scheduler killed with -9 during the member stage: the restarted one
+// rebuilds the stage from Redis and ends with exactly 8 members and a record.
+TEST(EnsembleEndToEnd, KillDashNineOfTheSchedulerDuringTheMemberStage) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  std::string train = c.home() + "/train.csv", test = c.home() + "/test.csv";
+  write_csv(train, 2400, 1);
+  write_csv(test, 800, 2);
+  c.start_worker("a", 1, 1500);
+  c.start_worker("b", 1, 1500);
+  auto r = c.api().post("/api/sweeps", ensemble_spec(train, test).dump());
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 201) << r->body;
+  std::string id = Json::parse(r->body).value("id", "");
+  Json before;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        before = c.get("/api/sweeps/" + id);
+        return before.is_object() && before["member_counts"]["completed"].get<int>() >= 2;
+      },
+      90s))
+      << c.logs();
+  c.scheduler().kill(SIGKILL);
+  ASSERT_EQ(before["state"], "running") << before.dump(2);
+  ASSERT_LT(before["member_counts"]["completed"].get<int>(), 8) << before.dump(2);
+  std::size_t first_log = read_file(c.home() + "/scheduler.log").size();
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  Json sweep = c.wait_finished(id, 120s);
+  ASSERT_EQ(sweep.value("state", ""), "finished") << sweep.dump(2) << c.logs();
+  Json members = c.get("/api/sweeps/" + id + "/trials?kind=member&limit=100");
+  ASSERT_EQ(members["total"].get<int>(), 8);
+  std::set<std::int64_t> numbers;
+  for (const auto& t : members["trials"]) numbers.insert(t["number"].get<std::int64_t>());
+  EXPECT_EQ(numbers.size(), 8u);
+  EXPECT_EQ(*numbers.rbegin(), 7);
+  Json rec = c.get("/api/sweeps/" + id + "/ensemble");
+  ASSERT_TRUE(rec.is_object()) << c.logs();
+  EXPECT_EQ(rec["members_completed"], 8);
+  // The restarted scheduler finished the stage.
+  EXPECT_NE(read_file(c.home() + "/scheduler.log").substr(first_log).find("ensemble stored"),
+            std::string::npos)
+      << c.logs();
 }
 
 }  // namespace
