@@ -92,17 +92,16 @@ int http_error(const hpo::web::ClientResponse& r) {
 }
 
 struct Client {
-  hpo::web::HttpClient http;
-  std::string base;
+  hpo::web::HttpClient http;  // prefixes every target with the URL's base path
 
   Client(const hpo::web::HttpUrl& url, const std::string& token)
-      : http(url, std::chrono::milliseconds(15000)), base(url.base) {
+      : http(url, std::chrono::milliseconds(15000)) {
     http.set_token(token);
   }
   // Returns the parsed body of a 2xx response, or sets `exit_code`.
   std::optional<Json> call(const std::string& method, const std::string& path, int& exit_code,
                            const std::string& body = "", std::string* raw = nullptr) {
-    auto r = http.request(method, base + path, body,
+    auto r = http.request(method, path, body,
                           body.empty() ? std::map<std::string, std::string>{}
                                        : std::map<std::string, std::string>{
                                              {"Content-Type", "application/json"}});
