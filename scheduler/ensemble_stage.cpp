@@ -61,6 +61,42 @@ bool aligned(const ensemble::PredictionFile& a, const ensemble::PredictionFile& 
          a.values.cols == b.values.cols && a.row_ids == b.row_ids && a.labels == b.labels;
 }
 
+// The members' predictions on their own out-of-bag training rows (artifact
+// "oob_predictions", rows = BaggingPlan::oob_rows, labels = the rows' true
+// targets), for the random-forest OOB estimate. Used only when every member
+// stored them; the training targets are assembled from the files' labels (rows
+// no member left out are never scored, so their placeholder does not matter).
+Status load_oob(trials::TrialStore& store, const std::vector<Model>& models,
+                std::size_t member_models, ensemble::EvaluationInput& input) {
+  std::vector<ensemble::PredictionFile> files;
+  for (std::size_t i = 0; i < member_models; ++i) {
+    auto f = load_predictions(store, models[i].trial->id, "oob_predictions");
+    if (!f) return f.error();
+    if (!*f || (*f)->regression != models[0].validation.regression ||
+        (*f)->values.cols != models[0].validation.values.cols)
+      return {};
+    files.push_back(std::move(**f));
+  }
+  std::int64_t rows = 0;
+  for (const auto& f : files)
+    for (auto r : f.row_ids)
+      if (r < 0)
+        return {};
+      else
+        rows = std::max(rows, r + 1);
+  ensemble::PredictionFile all;
+  all.regression = models[0].validation.regression;
+  all.labels.assign(static_cast<std::size_t>(rows), 0.0f);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    for (std::size_t k = 0; k < files[i].row_ids.size(); ++k)
+      all.labels[static_cast<std::size_t>(files[i].row_ids[k])] = files[i].labels[k];
+    input.oob.push_back(
+        {static_cast<int>(i), std::move(files[i].row_ids), std::move(files[i].values)});
+  }
+  input.train_targets = all.targets();
+  return {};
+}
+
 Json scores_json(const ensemble::Scores& s) {
   Json j = Json::object();
   if (s.accuracy) j["accuracy"] = *s.accuracy;
@@ -236,6 +272,8 @@ Result<bool> EnsembleStage::combine(trials::TrialStore& store) {
     input.validation.push_back(m.validation.values);
     if (with_test) input.test.push_back(m.test->values);
   }
+  auto oob = load_oob(store, models, member_models, input);
+  if (!oob) return oob.error();
   auto eval = ensemble::evaluate_ensemble(recipe, input);
   if (!eval) return fail(store, "combining the members failed: " + eval.error().message);
 

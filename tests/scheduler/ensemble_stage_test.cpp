@@ -212,6 +212,48 @@ TEST(EnsembleStage, SelectionConsidersSearchTrialsToo) {
   EXPECT_EQ(trial_models, 4);
 }
 
+// Member m leaves training rows r < 90 with (r + m) % 3 == 0 out of its bag and
+// predicts them (about 70% right).
+std::string oob_predictions(std::int64_t member) {
+  ensemble::PredictionFile f;
+  ensemble::Rng rng(77 + member);
+  for (std::int64_t r = 0; r < 90; ++r) {
+    if ((r + member) % 3 != 0) continue;
+    f.row_ids.push_back(r);
+    f.labels.push_back(static_cast<float>(r % kClasses));
+  }
+  f.values = ensemble::Matrix(static_cast<std::int64_t>(f.row_ids.size()), kClasses, 0.1f);
+  for (std::int64_t i = 0; i < f.values.rows; ++i) {
+    int y = static_cast<int>(f.labels[i]);
+    f.values(i, rng.next() % 10 < 7 ? y : static_cast<int>(rng.next() % kClasses)) = 0.8f;
+  }
+  return ensemble::encode_prediction_file(f);
+}
+
+TEST(EnsembleStage, OobEstimateWhenEveryMemberStoredOobPredictions) {
+  Fixture f(torch_spec(4, "best"));
+  run_to_end(f, [&](const trials::Trial& t) {
+    if (t.kind == "member")
+      EXPECT_TRUE(f.store.put_artifact(t.id, "oob_predictions", oob_predictions(t.number)).ok());
+    return train(f.store, t);
+  });
+  ASSERT_EQ(f.sweep().state, trials::SweepState::kFinished) << f.sweep().error;
+  Json rec = f.record();
+  ASSERT_TRUE(rec["oob"].is_object()) << rec.dump(2);
+  // Rows up to 89 exist; with 4 members every row is out of bag for at least one.
+  EXPECT_EQ(rec["oob"]["rows_total"], 90);
+  EXPECT_EQ(rec["oob"]["rows_covered"], 90);
+  double acc = rec["oob"]["scores"]["accuracy"].get<double>();
+  EXPECT_GT(acc, 0.5);
+  EXPECT_LE(acc, 1.0);
+}
+
+TEST(EnsembleStage, NoOobEstimateWithoutOobPredictions) {
+  Fixture f(torch_spec(2, "best"));
+  run_to_end(f, [&](const trials::Trial& t) { return train(f.store, t); });
+  EXPECT_FALSE(f.record().contains("oob"));
+}
+
 TEST(EnsembleStage, LostLeaseRetriesTheMemberAndStillEndsWithAllMembers) {
   Fixture f(torch_spec(4, "best"));
   // Search stage.
