@@ -233,8 +233,9 @@ std::string oob_predictions(std::int64_t member) {
 TEST(EnsembleStage, OobEstimateWhenEveryMemberStoredOobPredictions) {
   Fixture f(torch_spec(4, "best"));
   run_to_end(f, [&](const trials::Trial& t) {
-    if (t.kind == "member")
+    if (t.kind == "member") {
       EXPECT_TRUE(f.store.put_artifact(t.id, "oob_predictions", oob_predictions(t.number)).ok());
+    }
     return train(f.store, t);
   });
   ASSERT_EQ(f.sweep().state, trials::SweepState::kFinished) << f.sweep().error;
