@@ -5,14 +5,21 @@
 // train_bench.sh runs this and the Python reference side by side.
 //
 //   train_bench [threads=2] [mlp_rows=60000] [cnn_rows=6400]
+//   train_bench dp [threads=2] [rows=20000]: data-parallel scaling, k = 1 and 2
+//   ranks (threads, ProcessGroupGloo), mlp, 2 epochs: samples/s and accuracy.
+// HPO_BENCH_GPU=N trains on cuda:N (train_gpu_check.sh; needs a CUDA LibTorch).
 // Prints: RESULT <name> <samples_per_s>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include <torch/torch.h>
 
+#include "workers/torch/data_parallel.hpp"
 #include "workers/torch/model.hpp"
 #include "workers/torch/trainer.hpp"
 
@@ -51,9 +58,11 @@ trials::ResolvedTorchConfig config(bool cnn) {
 }
 
 // The same rows the trainer sees, as pre-made batches; forward, loss, backward, step.
-double bare_loop(const trials::ResolvedTorchConfig& c, const tt::PreparedData& d) {
+double bare_loop(const trials::ResolvedTorchConfig& c, const tt::PreparedData& d,
+                 torch::Device device) {
   torch::manual_seed(0);
   auto model = *tt::build_model(c.model, d.sample_shape, d.num_classes);
+  model->to(device);
   auto opt = tt::make_optimizer(c.optimizer, model->parameters());
   std::vector<std::int64_t> shape{d.train.rows};
   shape.insert(shape.end(), d.sample_shape.begin(), d.sample_shape.end());
@@ -62,7 +71,8 @@ double bare_loop(const trials::ResolvedTorchConfig& c, const tt::PreparedData& d
   std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
   for (std::int64_t s = 0; s < d.train.rows; s += c.batch_size) {
     auto len = std::min(c.batch_size, d.train.rows - s);
-    batches.emplace_back(x.narrow(0, s, len).contiguous(), y.narrow(0, s, len).contiguous());
+    batches.emplace_back(x.narrow(0, s, len).to(device).contiguous(),
+                         y.narrow(0, s, len).to(device).contiguous());
   }
   auto t0 = std::chrono::steady_clock::now();
   for (auto& [xb, yb] : batches) {
@@ -71,16 +81,81 @@ double bare_loop(const trials::ResolvedTorchConfig& c, const tt::PreparedData& d
     loss.backward();
     opt->step();
   }
+  if (device.is_cuda()) torch::cuda::synchronize();
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return static_cast<double>(d.train.rows) / s;
+}
+
+// k ranks as threads (the TorchExecutor's layout), `threads` cores shared among them.
+int dp_scaling(int threads, std::int64_t rows) {
+  auto c = config(false);
+  c.epochs = 2;
+  c.data.format = "idx";
+  c.data.train_images = kData + "train-images-idx3-ubyte.gz";
+  c.data.train_labels = kData + "train-labels-idx1-ubyte.gz";
+  c.data.subset = rows;
+  c.data.validation_fraction = 0.1;
+  tt::DatasetCache cache;
+  auto data = tt::prepare_data(c.data, c.task, cache);
+  if (!data) {
+    std::fprintf(stderr, "%s\n", data.error().message.c_str());
+    return 1;
+  }
+  for (int k : {1, 2}) {
+    std::vector<tt::TrainOutput> outs(static_cast<std::size_t>(k));
+    const std::string store =
+        "/tmp/hpo-train-bench-store-" + std::to_string(::getpid()) + "-" + std::to_string(k);
+    std::remove(store.c_str());
+    auto rank_main = [&](int r) {
+      NullReporter reporter;
+      tt::TrainOptions o;
+      o.threads = std::max(1, threads / k);
+      o.keep_artifacts = false;
+      std::unique_ptr<tt::ParallelGroup> group;
+      if (k > 1) {
+        auto g = tt::ParallelGroup::connect({r, k, store, false, 1, std::chrono::seconds(60)});
+        if (!g) {
+          outs[static_cast<std::size_t>(r)].error = g.error().message;
+          return;
+        }
+        group = std::move(g).value();
+        o.group = group.get();
+      }
+      outs[static_cast<std::size_t>(r)] = tt::train_model(c, *data, o, reporter);
+    };
+    std::vector<std::thread> ranks;
+    for (int r = 1; r < k; ++r) ranks.emplace_back(rank_main, r);
+    rank_main(0);
+    for (auto& t : ranks) t.join();
+    std::remove(store.c_str());
+    if (outs[0].end != tt::TrainOutput::End::kCompleted) {
+      std::fprintf(stderr, "k=%d: %s\n", k, outs[0].error.c_str());
+      return 1;
+    }
+    std::printf("RESULT dp%d_mlp_samples_per_s %.1f\n", k,
+                outs[0].metrics.at("train_samples_per_s"));
+    std::printf("RESULT dp%d_mlp_val_accuracy %.4f\n", k, outs[0].metrics.at("val_accuracy"));
+    std::fflush(stdout);
+  }
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "dp")
+    return dp_scaling(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? std::atoll(argv[3]) : 20000);
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const std::int64_t mlp_rows = argc > 2 ? std::atoll(argv[2]) : 60000;
   const std::int64_t cnn_rows = argc > 3 ? std::atoll(argv[3]) : 6400;
+  const char* gpu_env = std::getenv("HPO_BENCH_GPU");
+  const int gpu = gpu_env ? std::atoi(gpu_env) : -1;
+  const bool cuda = gpu >= 0 && torch::cuda::is_available();
+  const torch::Device device = cuda
+                                   ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(gpu))
+                                   : torch::Device(torch::kCPU);
+  std::printf("DEVICE %s\n", device.str().c_str());
+  if (gpu >= 0 && !cuda) std::fprintf(stderr, "warning: no CUDA in this LibTorch; on CPU\n");
   tt::limit_blas_threads();
   torch::set_num_threads(threads);
   tt::DatasetCache cache;
@@ -108,11 +183,13 @@ int main(int argc, char** argv) {
       }());
       tt::TrainOptions o;
       o.threads = threads;
+      o.gpu = gpu;
       o.keep_artifacts = false;
       tt::train_model(c, small, o, reporter);
     }
     tt::TrainOptions options;
     options.threads = threads;
+    options.gpu = gpu;
     options.keep_artifacts = false;
     auto out = tt::train_model(c, *data, options, reporter);
     if (out.end != tt::TrainOutput::End::kCompleted) {
@@ -120,7 +197,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("RESULT %s_trainer %.1f\n", name, out.metrics.at("train_samples_per_s"));
-    std::printf("RESULT %s_bare %.1f\n", name, bare_loop(c, *data));
+    std::printf("RESULT %s_bare %.1f\n", name, bare_loop(c, *data, device));
     std::fflush(stdout);
   }
   return 0;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -224,6 +225,53 @@ TEST_F(TorchTraining, DataParallelTrialRunsItsRanks) {
   EXPECT_EQ(rep.reports.size(), 3u);  // rank 0 only
   EXPECT_GT(r.metrics.at("val_accuracy"), 0.9);
   EXPECT_NE(rep.artifact("model.pt"), nullptr);
+}
+
+TEST_F(TorchTraining, ASweepSpecParsesAndItsTrialsRun) {
+  json j = {{"name", "blobs"},
+            {"objective", {{"metric", "accuracy"}, {"mode", "max"}}},
+            {"parameters",
+             {{"lr", {{"type", "float"}, {"min", 0.01}, {"max", 0.1}, {"log", true}}},
+              {"opt", {{"type", "categorical"}, {"values", {"sgd", "adam"}}}},
+              {"dropout", {{"type", "float"}, {"min", 0.0}, {"max", 0.3}}}}},
+            {"search", {{"algorithm", "random"}, {"max_trials", 2}}},
+            {"trial", blobs_trial(dir.write("t.csv", testing::blobs_csv(300, 1)))}};
+  j["trial"]["kind"] = "torch";
+  auto spec = trials::parse_spec(j.dump());
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  FakeReporter rep;
+  auto r = executor.run(task_for(*spec, params), rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  EXPECT_EQ(r.value, r.metrics.at("accuracy"));
+
+  j["trial"]["optimizer"]["lr"] = "{learning_rate}";  // names no parameter
+  j["trial"]["model"]["dropout"] = 2;                 // out of range
+  auto bad = trials::parse_spec(j.dump());
+  ASSERT_FALSE(bad.ok());
+  auto has = [&](const std::string& path) {
+    for (const auto& f : bad.error().fields)
+      if (f.path == path) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("trial.model.dropout")) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("learning_rate"), std::string::npos) << bad.error().message;
+}
+
+TEST(TorchExamples, TheFashionMnistExampleParses) {
+  std::ifstream in(std::string(HPO_SOURCE_DIR) + "/examples/fashion_mnist_mlp.json");
+  ASSERT_TRUE(in) << "examples/fashion_mnist_mlp.json";
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto spec = trials::parse_spec(text);
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  EXPECT_EQ(spec->trial.kind, trials::TrialKind::kTorch);
+  search::Params params{{"lr", 0.01},
+                        {"width", std::int64_t{128}},
+                        {"depth", std::int64_t{2}},
+                        {"dropout", 0.1},
+                        {"opt", std::string("adam")}};
+  auto config = trials::resolve(spec->trial.torch, params);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->model.layers, (std::vector<std::int64_t>{128, 128}));
 }
 
 TEST(TorchFashionMnist, CnnBeatsChanceOnAFewHundredImages) {
