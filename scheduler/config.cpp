@@ -27,6 +27,8 @@ the environment over --config, --config over the defaults):
   --token T              bearer token for mutating API calls [HPO_TOKEN]
   --token-file FILE      read the token from FILE [HPO_TOKEN_FILE]
                          (no token given: a random one is generated and printed)
+  --auth-reads           reads need the token too (default: only mutating calls)
+                         [HPO_AUTH_READS=1]
   --static-dir DIR       dashboard files [HPO_STATIC_DIR]
   --threads N            HTTP handler threads [HPO_HANDLER_THREADS] (4)
   --reaper-ms MS         lease reaper period [HPO_REAPER_MS] (1000)
@@ -75,6 +77,7 @@ Status apply(SchedulerConfig& c, const std::string& key, const std::string& valu
   else if (key == "prefix") c.prefix = value;
   else if (key == "token") c.token = value;
   else if (key == "token_file") c.token_file = value;
+  else if (key == "auth_reads") c.auth_reads = value == "1" || value == "true";
   else if (key == "static_dir") c.static_dir = value;
   else if (key == "threads") {
     if (auto st = set_int(value, origin, 1, 256, n); !st) return st;
@@ -102,6 +105,7 @@ constexpr Setting kSettings[] = {
     {"prefix", "--prefix", "HPO_PREFIX", true},
     {"token", "--token", "HPO_TOKEN", true},
     {"token_file", "--token-file", "HPO_TOKEN_FILE", true},
+    {"auth_reads", "--auth-reads", "HPO_AUTH_READS", false},
     {"static_dir", "--static-dir", "HPO_STATIC_DIR", true},
     {"threads", "--threads", "HPO_HANDLER_THREADS", true},
     {"reaper_ms", "--reaper-ms", "HPO_REAPER_MS", true},

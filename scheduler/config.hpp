@@ -18,6 +18,7 @@ struct SchedulerConfig {
   std::string prefix = "hpo:";  // Redis key prefix
   std::string token;            // API bearer token; empty: a random one is generated
   std::string token_file;       // read the token from this file
+  bool auth_reads = false;      // reads (GET) need the token too
   std::string static_dir;       // dashboard files; default: found next to the binary
   int handler_threads = 4;
   std::chrono::milliseconds reaper_period{1000};

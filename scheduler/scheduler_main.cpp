@@ -111,6 +111,7 @@ int run(const scheduler::SchedulerConfig& config) {
   web::EventPump pump(web_stores, hub);
   web::ApiOptions api_options;
   api_options.token = token;
+  api_options.auth_reads = config.auth_reads;
   api_options.static_dir = find_static_dir(config.static_dir);
   api_options.handler_threads = config.handler_threads;
   web::Api api(api_options, web_stores, hub);

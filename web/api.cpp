@@ -402,6 +402,10 @@ Response Api::get_trial(const std::string& id) {
   for (const auto& a : *attempts) doc["attempts"].push_back(to_json(a));
   doc["reports"] = Json::array();
   for (const auto& r : *reports) doc["reports"].push_back(to_json(r));
+  // The worker stores the tail of each attempt's log when the attempt ends.
+  auto log = store.track(store->get_artifact(id, "log.txt"));
+  if (!log) return error_response(log.error());
+  doc["log_tail"] = *log ? Json(**log) : Json(nullptr);
   return json_ok(200, doc);
 }
 

@@ -54,7 +54,8 @@ const char* const kOpenApi = R"json({
         "extra": {"nullable": true}}},
       "TrialDetail": {"allOf": [{"$ref": "#/components/schemas/Trial"}, {"type": "object", "properties": {
         "attempts": {"type": "array", "items": {"type": "object", "properties": {"attempt": {"type": "integer"}, "worker": {"type": "string"}, "started_ms": {"type": "integer"}, "ended_ms": {"type": "integer"}, "outcome": {"type": "string"}, "error": {"type": "string"}}}},
-        "reports": {"type": "array", "items": {"type": "object", "properties": {"step": {"type": "integer"}, "metrics": {"$ref": "#/components/schemas/Metrics"}, "time_ms": {"type": "integer"}}}}}}]},
+        "reports": {"type": "array", "items": {"type": "object", "properties": {"step": {"type": "integer"}, "metrics": {"$ref": "#/components/schemas/Metrics"}, "time_ms": {"type": "integer"}}}},
+        "log_tail": {"type": "string", "nullable": true, "description": "the last lines of the latest attempt's output (stdout lines that are not metrics, and stderr)"}}}]},
       "Worker": {"type": "object", "properties": {
         "name": {"type": "string"}, "host": {"type": "string"}, "slots": {"type": "integer"}, "busy_slots": {"type": "integer"},
         "trials": {"type": "array", "items": {"type": "string"}},

@@ -111,6 +111,13 @@ TEST(EndToEnd, ThirtyCommandTrialsOnTwoWorkersWithTwoSlots) {
   std::set<std::string> workers;
   for (const auto& t : page["trials"]) workers.insert(t["worker"].get<std::string>());
   EXPECT_EQ(workers.size(), 2u) << c.logs();
+  // The trial's log (its output that is not metrics) is kept with it.
+  std::string first = page["trials"][0]["id"].get<std::string>();
+  Json detail = c.get("/api/trials/" + first);
+  ASSERT_TRUE(detail["log_tail"].is_string()) << detail.dump();
+  EXPECT_NE(detail["log_tail"].get<std::string>().find("toy trial " + first + " starting"),
+            std::string::npos)
+      << detail["log_tail"];
 }
 
 TEST(EndToEnd, KillDashNineOfAWorkerLosesNothing) {

@@ -30,6 +30,10 @@ TEST(SchedulerConfig, FlagsOverrideEnvironmentOverrideDefaults) {
   EXPECT_EQ(c->listen_port, 0);
   EXPECT_EQ(c->redis_url, "redis://h:1");
   EXPECT_EQ(c->handler_threads, 2);
+  EXPECT_FALSE(c->auth_reads);
+  c = load({"--auth-reads"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->auth_reads);
   ::unsetenv("HPO_LISTEN");
 }
 
