@@ -80,6 +80,7 @@ export interface Report {
 export interface TrialDetail extends Trial {
   attempts: Attempt[];
   reports: Report[];
+  log_tail?: string | null; // the latest attempt's output tail, kept by the worker
 }
 
 export interface Gpu {

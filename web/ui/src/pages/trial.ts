@@ -65,6 +65,7 @@ export function mountTrial(root: HTMLElement, id: string): () => void {
           ),
         ),
       ),
+      h('section', { class: 'panel wide' }, h('h2', null, 'Log (tail)'), t.log_tail ? h('pre', { id: 'trial-log' }, t.log_tail) : h('p', { class: 'muted' }, "No log output (the worker keeps the tail of each attempt's output when it ends).")),
       t.extra && typeof t.extra === 'object' ? h('section', { class: 'panel wide' }, h('h2', null, 'Extra'), h('pre', null, JSON.stringify(t.extra, null, 2))) : null,
     );
     if (t.reports.length) chart.set('trial:' + curve.metrics.join(','), trialCurveOptions(curve.metrics), curve.data);
