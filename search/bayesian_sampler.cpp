@@ -47,41 +47,68 @@ class Acquisition {
   double best_;
 };
 
-// Pattern search from `start`: try +-step along every numeric coordinate (and
-// every other choice of each categorical), move to the best improvement, halve
-// the step when nothing improves.
-Scored refine(const FeatureMap& map, const Acquisition& acq, Scored start) {
+// Pattern search from each start: try +-step along every numeric coordinate
+// (and every other choice of each categorical), move to the best improvement,
+// halve the step when nothing improves. The starts run in lockstep so that
+// each iteration is one batched prediction (the same result as running them
+// one by one: every start only ever compares its own trial points).
+std::vector<Scored> refine(const FeatureMap& map, const Acquisition& acq,
+                           std::vector<Scored> starts) {
   const int p = map.unit_dims();
-  double step = kRefineStartStep;
-  for (int it = 0; it < kRefineIterations && step >= kRefineMinStep; ++it) {
-    std::vector<Eigen::VectorXd> trial;
-    for (int i = 0; i < p; ++i) {
-      if (map.is_numeric(i)) {
-        for (double s : {-step, step}) {
-          Eigen::VectorXd u = start.u;
-          u[i] = std::clamp(u[i] + s, 0.0, 1.0);
-          if (u[i] != start.u[i]) trial.push_back(std::move(u));
-        }
-      } else if (it == 0) {
-        auto n = static_cast<int>(map.space().params[static_cast<std::size_t>(i)].choices.size());
-        for (int k = 0; k < n; ++k) {
-          Eigen::VectorXd u = start.u;
-          u[i] = (k + 0.5) / n;
-          trial.push_back(std::move(u));
+  std::vector<double> step(starts.size(), kRefineStartStep);
+  std::vector<char> done(starts.size(), 0);
+  std::vector<Eigen::VectorXd> trial;
+  std::vector<std::size_t> first(starts.size() + 1);
+  for (int it = 0; it < kRefineIterations; ++it) {
+    trial.clear();
+    for (std::size_t s = 0; s < starts.size(); ++s) {
+      first[s] = trial.size();
+      if (done[s] || step[s] < kRefineMinStep) {
+        done[s] = 1;
+        continue;
+      }
+      const Eigen::VectorXd& at = starts[s].u;
+      for (int i = 0; i < p; ++i) {
+        if (map.is_numeric(i)) {
+          for (double d : {-step[s], step[s]}) {
+            Eigen::VectorXd u = at;
+            u[i] = std::clamp(u[i] + d, 0.0, 1.0);
+            if (u[i] != at[i]) trial.push_back(std::move(u));
+          }
+        } else if (it == 0) {
+          auto n = static_cast<int>(map.space().params[static_cast<std::size_t>(i)].choices.size());
+          for (int k = 0; k < n; ++k) {
+            Eigen::VectorXd u = at;
+            u[i] = (k + 0.5) / n;
+            trial.push_back(std::move(u));
+          }
         }
       }
+      if (trial.size() == first[s]) done[s] = 1;
     }
+    first[starts.size()] = trial.size();
     if (trial.empty()) break;
     Eigen::VectorXd a = acq(trial);
-    Eigen::Index best;
-    double best_acq = a.maxCoeff(&best);
-    if (best_acq > start.acq + 1e-12) {
-      start = {trial[static_cast<std::size_t>(best)], best_acq};
-    } else {
-      step /= 2;
+    for (std::size_t s = 0; s < starts.size(); ++s) {
+      if (first[s] == first[s + 1]) continue;
+      const auto lo = Eigen::Index(first[s]), len = Eigen::Index(first[s + 1] - first[s]);
+      Eigen::Index best;
+      double best_acq = a.segment(lo, len).maxCoeff(&best);
+      if (best_acq > starts[s].acq + 1e-12) {
+        starts[s] = {std::move(trial[std::size_t(lo + best)]), best_acq};
+      } else {
+        step[s] /= 2;
+      }
     }
+    // A start that has walked next to a better one climbs the same hill:
+    // stop it (the better one carries on).
+    for (std::size_t s = 0; s < starts.size(); ++s)
+      for (std::size_t t = 0; t < starts.size() && !done[s]; ++t)
+        if (t != s && !done[t] && starts[t].acq >= starts[s].acq &&
+            (starts[t].u - starts[s].u).lpNorm<Eigen::Infinity>() <= 2 * step[s])
+          done[s] = 1;
   }
-  return start;
+  return starts;
 }
 
 }  // namespace
@@ -190,10 +217,10 @@ std::optional<Params> BayesianSampler::ask(std::span<const Observation> history,
   std::partial_sort(idx.begin(), idx.begin() + std::ptrdiff_t(starts), idx.end(),
                     [&](auto l, auto r) { return a[Eigen::Index(l)] > a[Eigen::Index(r)]; });
   Scored winner{cand[idx[0]], a[Eigen::Index(idx[0])]};
-  for (std::size_t s = 0; s < starts; ++s) {
-    Scored r = refine(map_, acq, {cand[idx[s]], a[Eigen::Index(idx[s])]});
-    if (r.acq > winner.acq) winner = r;
-  }
+  std::vector<Scored> from;
+  for (std::size_t s = 0; s < starts; ++s) from.push_back({cand[idx[s]], a[Eigen::Index(idx[s])]});
+  for (Scored& r : refine(map_, acq, std::move(from)))
+    if (r.acq > winner.acq) winner = std::move(r);
   return map_.params_of(winner.u);
 }
 

@@ -84,6 +84,8 @@ class GaussianProcess {
  private:
   GpHyperparameters hyper_;
   Eigen::MatrixXd x_;
+  Eigen::ArrayXd inv_ls_;  // 1 / length scales at the last condition()
+  Eigen::MatrixXd xs_t_;   // x_ divided by the length scales, transposed (n x D)
   Eigen::LLT<Eigen::MatrixXd> llt_;
   Eigen::MatrixXd l_inv_;  // inverse of the Cholesky factor
   Eigen::VectorXd alpha_;
