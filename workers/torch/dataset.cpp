@@ -283,7 +283,7 @@ Split gather(const Split& s, const std::vector<std::int64_t>& rows) {
 void select_features(PreparedData& data, const std::vector<std::int64_t>& columns) {
   const std::int64_t f = data.sample_shape.empty() ? 0 : data.sample_shape[0];
   const std::int64_t k = static_cast<std::int64_t>(columns.size());
-  for (Split* s : {&data.train, &data.validation, &data.test}) {
+  for (Split* s : {&data.train, &data.validation, &data.test, &data.oob}) {
     std::vector<float> x(static_cast<std::size_t>(s->rows * k));
     for (std::int64_t r = 0; r < s->rows; ++r)
       for (std::int64_t c = 0; c < k; ++c) x[r * k + c] = s->x[r * f + columns[c]];

@@ -54,6 +54,10 @@ struct Split {
 struct PreparedData {
   Split train, validation, test;
   bool has_test = false;
+  // Ensemble members: the training rows the bootstrap did not draw, predicted for
+  // the out-of-bag estimate (row_ids = indices into the full training part).
+  Split oob;
+  bool has_oob = false;
   std::vector<std::int64_t> sample_shape;
   std::int64_t num_classes = 0;  // classification: max label + 1 over all parts
   // Standardisation fitted on the training part: x' = (x - mean) * inv_std, one

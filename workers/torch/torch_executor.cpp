@@ -48,6 +48,9 @@ Status apply_member_plan(const trials::Trial& trial, tt::PreparedData& data,
   }
   const std::int64_t features = data.sample_shape.size() == 1 ? data.sample_shape[0] : 1;
   auto plan = ensemble::plan_member(*spec, data.train.rows, features);
+  data.oob = tt::gather(data.train, plan.oob_rows);
+  data.oob.row_ids = plan.oob_rows;  // training-row indices, as the OOB estimate expects
+  data.has_oob = true;
   data.train = tt::gather(data.train, plan.rows);
   options.seed = plan.train_seed;
   if (data.sample_shape.size() == 1 && static_cast<std::int64_t>(plan.features.size()) < features) {
@@ -172,7 +175,8 @@ trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter
   const std::pair<const char*, std::string> artifacts[] = {
       {"model.pt", std::move(out.model_bytes)},
       {"val_predictions", tt::encode_predictions(out.val_predictions)},
-      {"test_predictions", out.has_test ? tt::encode_predictions(out.test_predictions) : ""}};
+      {"test_predictions", out.has_test ? tt::encode_predictions(out.test_predictions) : ""},
+      {"oob_predictions", out.has_oob ? tt::encode_predictions(out.oob_predictions) : ""}};
   for (const auto& [name, bytes] : artifacts) {
     if (bytes.empty()) continue;
     if (auto st = reporter.put_artifact(name, bytes); !st)

@@ -20,7 +20,8 @@ class TorchExecutor : public Executor {
 
   // Resolves the trial's config from its params, loads the data (cached), trains
   // (ensemble members on their bagging plan, from the trial's `extra`), stores
-  // "model.pt", "val_predictions" and "test_predictions" through the reporter.
+  // "model.pt", "val_predictions" and "test_predictions" (members also
+  // "oob_predictions", their out-of-bag training rows) through the reporter.
   // Bad configs, data errors and NaN losses fail the trial without a retry.
   trials::TrialResult run(const TrialTask& task, Reporter& reporter) override;
 

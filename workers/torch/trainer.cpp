@@ -293,6 +293,13 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
     if (options.keep_artifacts)
       result.test_predictions = to_matrix(test, data.test, classification);
   }
+  if (data.has_oob && data.oob.rows > 0 && options.keep_artifacts) {
+    const auto xo = features_tensor(data.oob, data.sample_shape).to(device);
+    const auto yo = targets_tensor(data.oob, classification).to(device);
+    Eval oob = evaluate(model, xo, yo, classification, cfg.eval_batch_size, true);
+    result.oob_predictions = to_matrix(oob, data.oob, classification);
+    result.has_oob = true;
+  }
   if (options.keep_artifacts) {
     result.val_predictions = to_matrix(val, data.validation, classification);
     result.model_bytes = serialize_model(model, data, options);

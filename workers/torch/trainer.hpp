@@ -37,6 +37,8 @@ struct TrainOutput {
   std::string model_bytes;  // torch::serialize archive of the module ("model.pt")
   PredictionMatrix val_predictions, test_predictions;
   bool has_test = false;
+  PredictionMatrix oob_predictions;  // when data.has_oob: the member's out-of-bag rows
+  bool has_oob = false;
 };
 
 // Limits OpenBLAS to one thread (its pool fights LibTorch's on small machines);

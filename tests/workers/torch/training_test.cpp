@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ensemble/bagging.hpp"
 #include "ensemble/bagging_json.hpp"
 #include "tests/workers/torch/test_files.hpp"
 #include "workers/torch/predictions.hpp"
@@ -212,6 +213,25 @@ TEST_F(TorchTraining, EnsembleMemberTrainsOnItsBootstrapRows) {
   auto b = decode_predictions(*plain.artifact("val_predictions"));
   EXPECT_EQ(a->row_ids, b->row_ids);
   EXPECT_NE(a->values, b->values);
+
+  // Its out-of-bag rows, predicted: exactly the training rows its bootstrap did not draw.
+  auto config = trials::resolve(spec.trial.torch, params);
+  ASSERT_TRUE(config.ok());
+  DatasetCache cache;
+  auto data = prepare_data(config->data, config->task, cache);
+  ASSERT_TRUE(data.ok()) << data.error().message;
+  auto plan = ensemble::plan_member(member, data->train.rows, data->sample_shape[0]);
+  ASSERT_FALSE(plan.oob_rows.empty());
+  ASSERT_NE(rep.artifact("oob_predictions"), nullptr);
+  auto oob = decode_predictions(*rep.artifact("oob_predictions"));
+  ASSERT_TRUE(oob.ok()) << oob.error().message;
+  EXPECT_EQ(oob->row_ids, plan.oob_rows);
+  EXPECT_EQ(oob->rows, static_cast<std::int64_t>(plan.oob_rows.size()));
+  EXPECT_EQ(oob->cols, a->cols);
+  for (std::size_t k = 0; k < plan.oob_rows.size(); ++k)
+    EXPECT_EQ(oob->labels[k], data->train.y[static_cast<std::size_t>(plan.oob_rows[k])]);
+  // A plain trial has no out-of-bag rows.
+  EXPECT_EQ(plain.artifact("oob_predictions"), nullptr);
 }
 
 TEST_F(TorchTraining, DataParallelTrialRunsItsRanks) {
