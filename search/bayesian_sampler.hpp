@@ -14,8 +14,9 @@
 //     concurrent asks peaks at K different places.
 //  4. Maximise log EI: score a scrambled Sobol set plus Gaussian
 //     perturbations of the best trials, then refine the best few candidates
-//     by a pattern search in unit coordinates (step halving) and return the
-//     best point, rounded to valid values.
+//     by a pattern search in unit coordinates (step halving; the starts run
+//     in lockstep, and one that walks next to a better one stops) and return
+//     the best point, rounded to valid values.
 // All randomness comes from Rng / Sobol keyed by (seed, number).
 #pragma once
 
