@@ -6,6 +6,7 @@
 #include "web/api.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <set>
@@ -202,6 +203,27 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
         [this](const Request&, const PathParams& p) { return cancel_sweep(p.at("id")); });
   r.add("GET", "/api/trials/{id}",
         [this](const Request&, const PathParams& p) { return get_trial(p.at("id")); });
+  r.add("GET", "/api/trials/{id}/artifacts/{name}", [this](const Request&, const PathParams& p) {
+    // Raw bytes of one stored artifact (model.pt, predictions, ensemble.json):
+    // what `hpo export` downloads. Names are plain file names, never paths.
+    const std::string& id = p.at("id");
+    const std::string& name = p.at("name");
+    const bool plain = !name.empty() && name != "." && name != ".." &&
+                       std::all_of(name.begin(), name.end(), [](unsigned char c) {
+                         return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+                       });
+    if (!plain)
+      return error_response(
+          Error::invalid("name", "artifact names are made of A-Z a-z 0-9 . _ - only"));
+    auto store = borrow();
+    auto trial = store.track(store->get_trial(id));
+    if (!trial) return error_response(trial.error());
+    auto bytes = store.track(store->get_artifact(id, name));
+    if (!bytes) return error_response(bytes.error());
+    if (!*bytes)
+      return error_response(Error::not_found("trial " + id + " has no artifact '" + name + "'"));
+    return Response::text(200, std::move(**bytes), "application/octet-stream");
+  });
   r.add("GET", "/api/workers",
         [this](const Request&, const PathParams&) { return list_workers(); });
   r.add("GET", "/api/events", [this](const Request& q, const PathParams&) { return events(q); });

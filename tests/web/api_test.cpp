@@ -329,6 +329,31 @@ TEST_F(ApiTest, EnsembleRecordIs404UntilStoredThenServedAsIs) {
   EXPECT_EQ(client_->get("/api/sweeps/nope/ensemble")->status, 404);
 }
 
+TEST_F(ApiTest, ArtifactsDownloadAsRawBytes) {
+  start();
+  std::string id = submit();
+  trials::NewTrial m;
+  m.sweep_id = id;
+  m.kind = "member";
+  m.limit = 4;
+  auto member = store_->create_trial(m);
+  ASSERT_TRUE(member.ok());
+  const std::string model("PK\x03\x04\0\xff binary \0\r\n end", 20);
+  ASSERT_TRUE(store_->put_artifact(member->id, "model.pt", model).ok());
+  auto r = client_->get("/api/trials/" + member->id + "/artifacts/model.pt");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, model);
+  EXPECT_EQ(r->header("content-type"), "application/octet-stream");
+  auto absent = client_->get("/api/trials/" + member->id + "/artifacts/oob_predictions");
+  EXPECT_EQ(absent->status, 404);
+  EXPECT_EQ(body(*absent)["error"]["code"], "not_found");
+  EXPECT_EQ(client_->get("/api/trials/nope/artifacts/model.pt")->status, 404);
+  auto bad = client_->get("/api/trials/" + member->id + "/artifacts/model$pt");
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(client_->get("/api/trials/" + member->id + "/artifacts/..")->status, 400);
+}
+
 TEST_F(ApiTest, WorkersAreListed) {
   start();
   trials::WorkerInfo w;
