@@ -6,14 +6,17 @@
 //   0 success (a followed sweep finished), 1 the followed sweep failed,
 //   2 usage error or rejected input (400), 3 the followed sweep was cancelled,
 //   4 the server is unreachable or answered 5xx, 5 not found, 6 unauthorized.
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -45,6 +48,13 @@ commands:
   workers                       the live workers
   cancel ID                     cancel a sweep (queued trials are dropped, running
                                 ones are stopped)
+  export --sweep ID DIR         write the sweep's ensemble to DIR (manifest.json,
+                                ensemble.json, spec.json, members/<trial>/model.pt);
+                                hpo-predict uses it without Redis or a scheduler
+  predict --sweep ID INPUT [--output F] [--device cpu|cuda]
+                                predict INPUT (CSV or IDX images) with the sweep's
+                                ensemble: export to a temporary directory, then run
+                                hpo-predict (beside hpo, ../workers/, or on PATH)
 
 flags:
   --server URL   the scheduler [HPO_SERVER] (default: the local scheduler from
@@ -344,6 +354,137 @@ int cmd_cancel(Client& client, const Options& o) {
   return kOk;
 }
 
+// Downloads the ensemble of sweep `id` into `dir`: the record and the manifest
+// (stored with the sweep's first member), the spec (its trial recipe rebuilds the
+// models) and each member's model.pt under members/<trial>/, the manifest's
+// artifact paths rewritten to match. REST only: the CLI never links LibTorch.
+int export_ensemble(Client& client, const std::string& id, const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  int code = 0;
+  auto sweep = client.call("GET", "/api/sweeps/" + id, code);
+  if (!sweep) return code;
+  std::string record;
+  if (!client.call("GET", "/api/sweeps/" + id + "/ensemble", code, "", &record)) return code;
+  auto rec = Json::parse(record, nullptr, false);
+  if (rec.is_discarded() || !rec.contains("stored_with"))
+    return fail(kUnreachable, "the ensemble record of sweep " + id + " names no owner trial");
+  const std::string owner = rec["stored_with"].get<std::string>();
+  std::string manifest_text;
+  if (!client.call("GET", "/api/trials/" + owner + "/artifacts/manifest.json", code, "",
+                   &manifest_text))
+    return code;
+  auto manifest = Json::parse(manifest_text, nullptr, false);
+  if (manifest.is_discarded() || !manifest.contains("members") || !manifest["members"].is_array())
+    return fail(kUnreachable, "the stored manifest of sweep " + id + " is not a manifest");
+  std::error_code ec;
+  fs::create_directories(dir / "members", ec);
+  if (ec) return fail(kUsage, "cannot create " + (dir / "members").string() + ": " + ec.message());
+  auto write = [&](const fs::path& p, const std::string& bytes) {
+    fs::create_directories(p.parent_path(), ec);
+    std::ofstream out(p, std::ios::binary);
+    out << bytes;
+    return static_cast<bool>(out);
+  };
+  for (auto& m : manifest["members"]) {
+    const std::string trial = m.value("trial_id", "");
+    std::string model;
+    if (!client.call("GET", "/api/trials/" + trial + "/artifacts/model.pt", code, "", &model))
+      return code;
+    const std::string rel = "members/" + trial + "/model.pt";
+    if (!write(dir / rel, model)) return fail(kUsage, "cannot write " + (dir / rel).string());
+    m["artifact"] = rel;
+  }
+  if (!write(dir / "manifest.json", manifest.dump(2) + "\n") ||
+      !write(dir / "ensemble.json", record) ||
+      !write(dir / "spec.json", (*sweep)["spec"].dump(2) + "\n"))
+    return fail(kUsage, "cannot write into " + dir.string());
+  return kOk;
+}
+
+// Takes "--sweep ID" out of the command's arguments.
+std::optional<std::string> take_sweep(std::vector<std::string>& rest, const Options& o) {
+  std::optional<std::string> sweep;
+  for (std::size_t i = 1; i < o.args.size(); ++i) {
+    if (o.args[i] == "--sweep" && i + 1 < o.args.size())
+      sweep = o.args[++i];
+    else if (o.args[i].rfind("--sweep=", 0) == 0)
+      sweep = o.args[i].substr(8);
+    else
+      rest.push_back(o.args[i]);
+  }
+  return sweep;
+}
+
+int cmd_export(Client& client, const Options& o) {
+  std::vector<std::string> rest;
+  auto sweep = take_sweep(rest, o);
+  if (!sweep || rest.size() != 1) return fail(kUsage, "usage: hpo export --sweep ID DIR");
+  int code = export_ensemble(client, *sweep, rest[0]);
+  if (code == kOk) std::printf("%s\n", rest[0].c_str());
+  return code;
+}
+
+// hpo-predict: beside this binary, in the build tree's workers/, or on PATH.
+std::string find_predictor() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    for (const fs::path& p : {self.parent_path() / "hpo-predict",
+                              self.parent_path().parent_path() / "workers" / "hpo-predict"})
+      if (::access(p.c_str(), X_OK) == 0) return p.string();
+  return "hpo-predict";
+}
+
+int cmd_predict(Client& client, const Options& o) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> rest;
+  auto sweep = take_sweep(rest, o);
+  std::vector<std::string> args{"hpo-predict", "--ensemble", ""};
+  std::string input;
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if ((rest[i] == "--output" || rest[i] == "-o" || rest[i] == "--device") &&
+        i + 1 < rest.size()) {
+      args.push_back(rest[i]);
+      args.push_back(rest[++i]);
+    } else if (input.empty() && rest[i].rfind("-", 0) != 0) {
+      input = rest[i];
+    } else {
+      return fail(kUsage, "unknown argument " + rest[i]);
+    }
+  }
+  if (!sweep || input.empty())
+    return fail(kUsage, "usage: hpo predict --sweep ID INPUT [--output F] [--device cpu|cuda]");
+  std::string tmpl = (fs::temp_directory_path() / "hpo-ensemble-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) return fail(kUsage, "cannot create a temporary directory");
+  const fs::path dir(tmpl);
+  int code = export_ensemble(client, *sweep, dir);
+  if (code == kOk) {
+    args[2] = dir.string();
+    args.push_back(input);
+    const std::string exe = find_predictor();
+    std::fflush(stdout);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execvp(exe.c_str(), argv.data());
+      std::fprintf(stderr, "hpo: cannot run %s: %s (build the hpo-predict target, LibTorch)\n",
+                   exe.c_str(), std::strerror(errno));
+      ::_exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || ::waitpid(pid, &status, 0) < 0)
+      code = fail(kUnreachable, "fork failed");
+    else
+      code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -388,5 +529,7 @@ int main(int argc, char** argv) {
   if (cmd == "trials") return cmd_trials(client, o);
   if (cmd == "workers") return cmd_workers(client, o);
   if (cmd == "cancel") return cmd_cancel(client, o);
+  if (cmd == "export") return cmd_export(client, o);
+  if (cmd == "predict") return cmd_predict(client, o);
   return fail(kUsage, "unknown command \"" + cmd + "\" (see hpo --help)");
 }

@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <set>
@@ -86,6 +87,60 @@ Json ensemble_spec(const std::string& train, const std::string& test) {
         {"seed", 7}}}};
 }
 
+// `hpo export` + `hpo-predict` on the sweep's own test file: the same members,
+// preprocessing and combination as the record, so the same accuracy (up to an
+// argmax flip from float summation order, well below one row in 800); a file
+// with a column too few is refused naming the file and both counts.
+void check_export_and_predict(Cluster& c, const std::string& id, const std::string& test,
+                              double ensemble_test) {
+  const std::string bin = hpo::testing::kBinaryDir;
+  const std::string dir = c.home() + "/exported";
+  Process exp({bin + "/scheduler/hpo", "export", "--sweep", id, dir}, c.env(),
+              c.home() + "/export.log");
+  ASSERT_EQ(exp.wait(60s), 0) << exp.log();
+  for (const char* f : {"manifest.json", "ensemble.json", "spec.json"})
+    EXPECT_TRUE(std::filesystem::exists(dir + "/" + f)) << f;
+  Json manifest = Json::parse(read_file(dir + "/manifest.json"));
+  ASSERT_EQ(manifest["members"].size(), 8u);
+  for (const auto& m : manifest["members"])
+    EXPECT_GT(std::filesystem::file_size(dir + "/" + m["artifact"].get<std::string>()), 500u);
+
+  c.scheduler().kill(SIGKILL);  // the exported directory is all hpo-predict needs
+  const std::string out = c.home() + "/predictions.csv";
+  Process predict({bin + "/workers/hpo-predict", "--ensemble", dir, test, "--output", out}, {},
+                  c.home() + "/predict.log");
+  ASSERT_EQ(predict.wait(120s), 0) << predict.log();
+  std::ifstream truth(test), pred(out);
+  std::string t, p;
+  std::getline(truth, t);
+  std::getline(pred, p);
+  EXPECT_EQ(p, "class,p0,p1,p2");
+  int rows = 0, correct = 0;
+  while (std::getline(truth, t) && std::getline(pred, p)) {
+    ++rows;
+    correct += t.substr(t.rfind(',') + 1) == p.substr(0, p.find(','));
+  }
+  ASSERT_EQ(rows, 800);
+  const double accuracy = static_cast<double>(correct) / rows;
+  std::printf("hpo-predict accuracy %.6f, record %.6f\n", accuracy, ensemble_test);
+  EXPECT_NEAR(accuracy, ensemble_test, 1e-6) << predict.log();
+
+  // A column missing: a clear error naming the file and both counts, exit 2.
+  const std::string bad = c.home() + "/bad.csv";
+  {
+    std::ifstream in(test);
+    std::ofstream o(bad);
+    std::string line;
+    while (std::getline(in, line)) o << line.substr(line.find(',') + 1) << "\n";
+  }
+  Process refused({bin + "/workers/hpo-predict", "--ensemble", dir, bad}, {},
+                  c.home() + "/refused.log");
+  EXPECT_EQ(refused.wait(60s), 2) << refused.log();
+  EXPECT_NE(refused.log().find(bad + ": 9 feature columns, the ensemble expects 10"),
+            std::string::npos)
+      << refused.log();
+}
+
 TEST(EnsembleEndToEnd, EightBaggedMembersSurviveAKilledWorkerAndBeatTheMeanMember) {
   Cluster c;
   ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
@@ -155,6 +210,10 @@ TEST(EnsembleEndToEnd, EightBaggedMembersSurviveAKilledWorkerAndBeatTheMeanMembe
       rec["best_single"]["validation"]["accuracy"].get<double>());
   EXPECT_GE(ensemble_test, mean_test);
   EXPECT_GT(mean_test, 1.0 / kClasses + 0.1);  // the members did learn something
+
+  // Using the ensemble: export it, stop needing the scheduler, predict the test
+  // file with hpo-predict; its accuracy is the one the record computed.
+  ASSERT_NO_FATAL_FAILURE(check_export_and_predict(c, id, test, ensemble_test));
 }
 
 // The scheduler killed with -9 during the member stage: the restarted one

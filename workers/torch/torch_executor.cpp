@@ -56,6 +56,7 @@ Status apply_member_plan(const trials::Trial& trial, tt::PreparedData& data,
   if (data.sample_shape.size() == 1 && static_cast<std::int64_t>(plan.features.size()) < features) {
     tt::select_features(data, plan.features);
     options.feature_index = plan.features;
+    options.input_features = features;
   } else if (data.sample_shape.size() != 1 && spec->max_features < 1.0) {
     reporter.log(
         "torch: feature subspaces apply to tabular data only; this member uses all pixels");

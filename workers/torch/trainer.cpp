@@ -127,6 +127,12 @@ std::string serialize_model(torch::nn::Sequential& model, const PreparedData& da
   archive.write("hpo.mean", f32(data.mean));
   archive.write("hpo.inv_std", f32(data.inv_std));
   archive.write("hpo.feature_index", i64(options.feature_index));
+  std::int64_t inputs = options.input_features;
+  if (inputs <= 0) {
+    inputs = 1;
+    for (auto d : data.sample_shape) inputs *= d;
+  }
+  archive.write("hpo.input_features", torch::tensor({inputs}, torch::kLong));
   std::ostringstream out;
   archive.save_to(out);
   return out.str();

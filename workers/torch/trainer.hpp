@@ -23,6 +23,7 @@ struct TrainOptions {
   bool keep_artifacts = true;  // serialise the model and keep the prediction matrices
   // Stored in model.pt next to the weights, for whoever predicts with it later.
   std::vector<std::int64_t> feature_index;  // the member's feature subset (empty: all)
+  std::int64_t input_features = 0;          // features of the input before the subset
   // Data-parallel: this rank's group (not owned); null for a single process.
   // Rank 0 evaluates, reports and returns the artifacts; other ranks return
   // End::kCompleted with no metrics (and model_bytes, to compare ranks).
