@@ -105,6 +105,12 @@ void check_export_and_predict(Cluster& c, const std::string& id, const std::stri
   for (const auto& m : manifest["members"])
     EXPECT_GT(std::filesystem::file_size(dir + "/" + m["artifact"].get<std::string>()), 500u);
 
+  // `hpo predict` = export to a temporary directory + hpo-predict (found in ../workers/).
+  const std::string via_cli = c.home() + "/via_cli.csv";
+  Process cli({bin + "/scheduler/hpo", "predict", "--sweep", id, test, "--output", via_cli},
+              c.env(), c.home() + "/cli_predict.log");
+  ASSERT_EQ(cli.wait(120s), 0) << cli.log();
+
   c.scheduler().kill(SIGKILL);  // the exported directory is all hpo-predict needs
   const std::string out = c.home() + "/predictions.csv";
   Process predict({bin + "/workers/hpo-predict", "--ensemble", dir, test, "--output", out}, {},
@@ -124,6 +130,7 @@ void check_export_and_predict(Cluster& c, const std::string& id, const std::stri
   const double accuracy = static_cast<double>(correct) / rows;
   std::printf("hpo-predict accuracy %.6f, record %.6f\n", accuracy, ensemble_test);
   EXPECT_NEAR(accuracy, ensemble_test, 1e-6) << predict.log();
+  EXPECT_EQ(read_file(via_cli), read_file(out));
 
   // A column missing: a clear error naming the file and both counts, exit 2.
   const std::string bad = c.home() + "/bad.csv";
