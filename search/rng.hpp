@@ -30,12 +30,11 @@ class Rng {
   Rng(std::uint64_t seed, std::int64_t number, std::uint64_t salt = 0)
       : state_(hash_key(seed, static_cast<std::uint64_t>(number), salt)) {}
 
+  // The SplitMix64 generator: splitmix64() is its output function of the counter.
   std::uint64_t next_u64() {
+    std::uint64_t z = splitmix64(state_);
     state_ += 0x9E3779B97F4A7C15ULL;
-    std::uint64_t z = state_;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
+    return z;
   }
   // Uniform in [0, 1), 53 random bits.
   double uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
