@@ -35,7 +35,8 @@ std::vector<char> choose_distinct(std::int64_t n, std::int64_t k, Rng& rng) {
 MemberSpec member_spec(const trials::EnsembleRecipe& recipe, int member_index) {
   return MemberSpec{member_index,
                     derive_seed(recipe.seed, static_cast<std::uint64_t>(member_index)),
-                    recipe.bootstrap, recipe.sample_fraction, recipe.max_features};
+                    recipe.bootstrap, recipe.sample_fraction, recipe.max_features,
+                    recipe.epochs,    recipe.subset};
 }
 
 std::int64_t rows_per_member(double sample_fraction, std::int64_t n_rows) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "trials/ensemble_recipe.hpp"
@@ -22,6 +23,8 @@ struct MemberSpec {
   bool bootstrap = true;         // with replacement; false: subsample without replacement
   double sample_fraction = 1.0;  // (0, 1]
   double max_features = 1.0;     // (0, 1] fraction, or an integer count > 1 (see EnsembleRecipe)
+  std::optional<std::int64_t> epochs;  // the member's training budget, when the recipe sets one
+  std::optional<std::int64_t> subset;
 };
 
 // The member's spec: its seed is derive_seed(recipe.seed, member_index).

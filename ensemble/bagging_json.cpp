@@ -12,6 +12,8 @@ std::string member_spec_to_json(const MemberSpec& spec) {
                    {"bootstrap", spec.bootstrap},
                    {"sample_fraction", spec.sample_fraction},
                    {"max_features", spec.max_features}};
+  if (spec.epochs) j["epochs"] = *spec.epochs;
+  if (spec.subset) j["subset"] = *spec.subset;
   return j.dump();
 }
 
@@ -41,6 +43,16 @@ Result<MemberSpec> member_spec_from_json(std::string_view json_text) {
     if (!it->is_number() || !(it->get<double>() > 0) || !std::isfinite(it->get<double>()))
       return Error::invalid("extra.max_features", "expected a positive number");
     spec.max_features = it->get<double>();
+  }
+  if (auto it = j.find("epochs"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 1)
+      return Error::invalid("extra.epochs", "expected an integer >= 1");
+    spec.epochs = it->get<std::int64_t>();
+  }
+  if (auto it = j.find("subset"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 0)
+      return Error::invalid("extra.subset", "expected an integer >= 0");
+    spec.subset = it->get<std::int64_t>();
   }
   return spec;
 }

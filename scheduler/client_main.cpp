@@ -43,8 +43,8 @@ commands:
   submit SPEC.json [--follow]   submit a sweep; prints its id. --follow shows a live
                                 progress line until the sweep ends
   status [ID]                   one sweep (state, counts, best trial), or all sweeps
-  trials ID [--csv] [--state S] [--limit N] [--offset N]
-                                the sweep's trials
+  trials ID [--csv] [--state S] [--kind trial|member] [--limit N] [--offset N]
+                                the sweep's search trials, or its ensemble members
   workers                       the live workers
   cancel ID                     cancel a sweep (queued trials are dropped, running
                                 ones are stopped)
@@ -297,7 +297,8 @@ int cmd_trials(Client& client, const Options& o) {
   for (std::size_t i = 2; i < o.args.size(); ++i) {
     const auto& a = o.args[i];
     if (a == "--csv") csv = true;
-    else if ((a == "--state" || a == "--limit" || a == "--offset") && i + 1 < o.args.size())
+    else if ((a == "--state" || a == "--kind" || a == "--limit" || a == "--offset") &&
+             i + 1 < o.args.size())
       query += "&" + a.substr(2) + "=" + o.args[++i];
     else return fail(kUsage, "unknown argument " + a);
   }

@@ -49,6 +49,16 @@ class Reader {
     out = static_cast<int>(v.get<std::int64_t>());
   }
 
+  void count(const nlohmann::json& v, const std::string& key, std::int64_t lo, std::int64_t hi,
+             std::optional<std::int64_t>& out) {
+    std::string expected = fmt::format("an integer in [{}, {}]", lo, hi);
+    if (!v.is_number_integer()) return fail(key, v, expected);
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
+      return fail(key, v, expected);
+    if (v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi) return fail(key, v, expected);
+    out = v.get<std::int64_t>();
+  }
+
   void boolean(const nlohmann::json& v, const std::string& key, bool& out) {
     if (!v.is_boolean()) return fail(key, v, "true or false");
     out = v.get<bool>();
@@ -155,10 +165,15 @@ void parse_ensemble_recipe(const nlohmann::json& j, const std::string& path, Ens
     } else if (key == "selection_init") {
       has_selection_keys = true;
       r.integer(v, key, 0, EnsembleRecipe::kMaxSelectionRounds, out.selection_init);
+    } else if (key == "epochs") {
+      r.count(v, key, 1, EnsembleRecipe::kMaxEpochs, out.epochs);
+    } else if (key == "subset") {
+      r.count(v, key, 0, std::int64_t{1} << 40, out.subset);
     } else {
       errors.push_back({path + "." + key,
                         "unknown key; expected one of members, base, bootstrap, sample_fraction, "
-                        "max_features, combine, seed, selection_rounds, selection_init"});
+                        "max_features, combine, seed, selection_rounds, selection_init, epochs, "
+                        "subset"});
     }
   }
   // Cross-field checks; a field that failed to parse is already reported and not checked again.

@@ -4,7 +4,8 @@
 //   "ensemble": {"members": 8, "base": "best" | {"top_k": 3}, "bootstrap": true,
 //                "sample_fraction": 1.0, "max_features": 1.0,
 //                "combine": "hard_vote" | "soft_vote" | "mean" | "median" | "weighted" |
-//                "selection", "seed": 0, "selection_rounds": 50, "selection_init": 1}
+//                "selection", "seed": 0, "selection_rounds": 50, "selection_init": 1,
+//                "epochs": 8, "subset": 0}
 // Parsed once here; the scheduler and ensemble/ only ever see the struct.
 #pragma once
 
@@ -45,6 +46,12 @@ struct EnsembleRecipe {
   std::uint64_t seed = 0;     // ensemble seed; member seeds are derived from it and the index
   int selection_rounds = 50;  // combine == kSelection: greedy rounds (Caruana et al.)
   int selection_init = 1;     // combine == kSelection: start from the N best models, [0, rounds]
+  // The members' training budget when it differs from the search trials' (search cheaply on a
+  // subset for a few epochs, then train the members in full). Kind torch only; absent: the
+  // trial recipe's `epochs` / `data.subset`. subset 0 = every training row.
+  std::optional<std::int64_t> epochs;  // [1, kMaxEpochs]
+  std::optional<std::int64_t> subset;  // [0, 2^40]
+  static constexpr std::int64_t kMaxEpochs = 100000;
 };
 
 const char* to_string(EnsembleRecipe::Combine c);  // "hard_vote", "soft_vote", ...

@@ -579,6 +579,11 @@ Result<SweepSpec> parse_spec(std::string_view json_text) {
   if (const Json* ens = r.get("ensemble")) {
     EnsembleRecipe recipe;
     parse_ensemble_recipe(nlohmann::json::parse(ens->dump()), "ensemble", recipe, errors);
+    if (spec.trial.kind != TrialKind::kTorch)
+      for (const char* key : {"epochs", "subset"})
+        if (ens->contains(key))
+          errors.push_back({std::string("ensemble.") + key,
+                            "applies to trials of kind torch only"});
     spec.ensemble = std::move(recipe);
   }
   r.finish("name, description, objective, parameters, search, early_stopping, trial, ensemble");

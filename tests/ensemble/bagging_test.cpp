@@ -145,6 +145,22 @@ TEST(BaggingJson, WorkerRecomputesTheSamePlanFromExtra) {
   EXPECT_EQ(a.oob_rows, b.oob_rows);
 }
 
+TEST(BaggingJson, MemberBudgetTravelsWithTheMember) {
+  auto recipe = recipe_with(7, true, 1.0, 1.0);
+  EXPECT_FALSE(member_spec_from_json(member_spec_to_json(member_spec(recipe, 0)))->epochs);
+  recipe.epochs = 12;
+  recipe.subset = 0;
+  auto parsed = member_spec_from_json(member_spec_to_json(member_spec(recipe, 3)));
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(parsed->epochs, 12);
+  EXPECT_EQ(parsed->subset, 0);
+  EXPECT_EQ(member_spec_from_json(R"({"member": 1, "seed": 4, "epochs": 0})")
+                .error()
+                .fields.at(0)
+                .path,
+            "extra.epochs");
+}
+
 TEST(BaggingJson, RejectsBadExtra) {
   EXPECT_FALSE(member_spec_from_json("not json").ok());
   EXPECT_EQ(member_spec_from_json(R"({"seed": 1})").error().fields.at(0).path, "extra.member");

@@ -53,6 +53,20 @@ TEST(EnsembleRecipe, ParsesEveryField) {
   EXPECT_EQ(p.recipe.selection_init, 2);
 }
 
+TEST(EnsembleRecipe, MemberBudget) {
+  auto none = parse("{}");
+  EXPECT_FALSE(none.recipe.epochs.has_value());
+  EXPECT_FALSE(none.recipe.subset.has_value());
+  auto p = parse(R"({"epochs": 8, "subset": 0})");
+  ASSERT_TRUE(p.errors.empty());
+  EXPECT_EQ(p.recipe.epochs, 8);
+  EXPECT_EQ(p.recipe.subset, 0);
+  auto bad = parse(R"({"epochs": 0, "subset": -3})");
+  EXPECT_EQ(error_at(bad, "ensemble.epochs"), "expected an integer in [1, 100000], got 0");
+  EXPECT_NE(error_at(bad, "ensemble.subset").find("got -3"), std::string::npos);
+  EXPECT_FALSE(bad.recipe.epochs.has_value());
+}
+
 TEST(EnsembleRecipe, CombineNamesRoundTrip) {
   for (auto c : {EnsembleRecipe::Combine::kHardVote, EnsembleRecipe::Combine::kSoftVote,
                  EnsembleRecipe::Combine::kMean, EnsembleRecipe::Combine::kMedian,

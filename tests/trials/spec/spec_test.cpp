@@ -233,6 +233,14 @@ TEST(Spec, TrialKinds) {
   EXPECT_TRUE(has_error(s, "trial.sleep_s", "out of range"));
 }
 
+TEST(Spec, EnsembleMemberBudgetIsForTorchTrialsOnly) {
+  auto spec = valid_spec();
+  spec["ensemble"] = {{"members", 4}, {"epochs", 5}};
+  EXPECT_TRUE(has_error(spec, "ensemble.epochs", "kind torch only"));
+  spec["ensemble"].erase("epochs");
+  EXPECT_TRUE(parse_spec(spec.dump()).ok());
+}
+
 TEST(Spec, AllErrorsAreReportedAtOnce) {
   auto s = valid_spec();
   s["parameters"]["lr"]["min"] = 1;
