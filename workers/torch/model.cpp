@@ -36,16 +36,40 @@ void add_activation(torch::nn::Sequential& seq, Activation a) {
   }
 }
 
+// Dropout layer i draws from its own stream of the trial's seed.
+std::uint64_t layer_seed(std::uint64_t seed, std::uint64_t layer) {
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (layer + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
 Error model_error(std::string message) {
   return Error{ErrorCode::kInvalidArgument, "model: " + std::move(message), {}};
 }
 
 }  // namespace
 
+SeededDropoutImpl::SeededDropoutImpl(double p, std::uint64_t seed)
+    : p_(p), generator_(at::detail::createCPUGenerator(seed)) {}
+
+torch::Tensor SeededDropoutImpl::forward(const torch::Tensor& x) {
+  if (!is_training() || p_ <= 0) return x;
+  if (!x.device().is_cpu()) return torch::dropout(x, p_, /*train=*/true);
+  const double keep = 1.0 - p_;
+  auto mask = torch::empty_like(x, x.options().requires_grad(false));
+  mask.bernoulli_(keep, generator_);
+  return x * mask.div_(keep);
+}
+
 Result<torch::nn::Sequential> build_model(const trials::ResolvedModel& m,
                                           const std::vector<std::int64_t>& sample_shape,
-                                          std::int64_t outputs) {
+                                          std::int64_t outputs, std::uint64_t dropout_seed) {
   torch::nn::Sequential seq;
+  std::uint64_t dropouts = 0;
+  auto dropout = [&] {
+    if (m.dropout > 0) seq->push_back(SeededDropout(m.dropout, layer_seed(dropout_seed, dropouts++)));
+  };
   std::int64_t features = 1;
   for (auto d : sample_shape) features *= d;
   auto dense_stack = [&](std::int64_t in, const std::vector<std::int64_t>& widths) {
@@ -54,7 +78,7 @@ Result<torch::nn::Sequential> build_model(const trials::ResolvedModel& m,
       if (m.batch_norm && m.type == trials::ModelType::kMlp)
         seq->push_back(torch::nn::BatchNorm1d(w));
       add_activation(seq, m.activation);
-      if (m.dropout > 0) seq->push_back(torch::nn::Dropout(m.dropout));
+      dropout();
       in = w;
     }
     seq->push_back(torch::nn::Linear(in, outputs));
@@ -89,7 +113,7 @@ Result<torch::nn::Sequential> build_model(const trials::ResolvedModel& m,
   }
   if (m.pool == trials::PoolMode::kLast) pool();
   if (h < 1 || w < 1) return model_error("pooling shrinks the images to nothing");
-  if (m.dropout > 0) seq->push_back(torch::nn::Dropout(m.dropout));
+  dropout();
   seq->push_back(torch::nn::Flatten());
   dense_stack(c * h * w, m.dense);
   return seq;

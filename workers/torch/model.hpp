@@ -14,13 +14,28 @@
 
 namespace hpo::workers::torch_trainer {
 
+// Dropout drawing its masks from its own generator, so a trial's masks depend on its seed
+// only, not on the other trials training in the same process at the same time (the
+// global generator that torch::nn::Dropout uses is shared by every slot's thread).
+// On CUDA tensors it falls back to torch::dropout (the device's generator).
+class SeededDropoutImpl : public torch::nn::Module {
+ public:
+  SeededDropoutImpl(double p, std::uint64_t seed);
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  double p_;
+  at::Generator generator_;
+};
+TORCH_MODULE(SeededDropout);
+
 // mlp: Flatten, [Linear, BatchNorm1d?, activation, Dropout?] per hidden layer, Linear.
 // cnn: [Conv2d, BatchNorm2d?, activation, MaxPool2d(2) when pool=each] per block,
 //      MaxPool2d(2) when pool=last, Dropout?, Flatten, [Linear, activation, Dropout?]
 //      per dense layer, Linear. `sample_shape` is {features} or {c, h, w}.
 Result<torch::nn::Sequential> build_model(const trials::ResolvedModel& model,
                                           const std::vector<std::int64_t>& sample_shape,
-                                          std::int64_t outputs);
+                                          std::int64_t outputs, std::uint64_t dropout_seed = 0);
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const trials::ResolvedOptimizer& o,
                                                         std::vector<torch::Tensor> params);

@@ -135,6 +135,11 @@ trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter
   const auto& spec = *task.spec;
   auto config = trials::resolve(spec.trial.torch, task.trial.params);
   if (!config) return failed(config.error().message);
+  if (task.trial.kind == "member")  // the ensemble's own training budget, when it sets one
+    if (auto member = ensemble::member_spec_from_json(task.trial.extra); member) {
+      if (member->epochs) config->epochs = *member->epochs;
+      if (member->subset) config->data.subset = *member->subset;
+    }
   auto data = tt::prepare_data(config->data, config->task, *cache_);
   if (!data) return failed(data.error().message);
 

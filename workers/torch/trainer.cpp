@@ -153,7 +153,9 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
   {
     std::lock_guard lock(seed_mutex());
     torch::manual_seed(options.seed);
-    auto built = build_model(cfg.model, data.sample_shape, classification ? data.num_classes : 1);
+    auto built = build_model(cfg.model, data.sample_shape, classification ? data.num_classes : 1,
+                             options.seed ^ (0xD1B54A32D192ED03ULL * static_cast<std::uint64_t>(
+                                                                         options.group ? options.group->config().rank : 0)));
     if (!built) {
       result.end = TrainOutput::End::kFailed;
       result.error = built.error().message;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -100,6 +101,25 @@ TEST_F(TorchTraining, IsReproducibleWithASeed) {
   FakeReporter c;
   auto rc = executor.run(task_for(other, params), c);
   EXPECT_NE(rc.metrics.at("val_loss"), ra.metrics.at("val_loss"));
+}
+
+// Dropout masks come from the trial's seed alone: two trials training at the same
+// time in one process (two slots) give exactly what each gives alone.
+TEST_F(TorchTraining, ConcurrentTrialsWithDropoutStayReproducible) {
+  auto spec = spec_for(blobs_trial(dir.write("t.csv", testing::blobs_csv(600, 1))));
+  search::Params heavy{{"dropout", 0.5}, {"opt", std::string("sgd")}, {"lr", 0.05}};
+  FakeReporter alone;
+  ASSERT_EQ(executor.run(task_for(spec, heavy), alone).outcome, trials::TrialState::kCompleted);
+  for (int round = 0; round < 3; ++round) {
+    FakeReporter a, b;
+    std::thread other([&] { executor.run(task_for(spec, heavy), b); });
+    executor.run(task_for(spec, heavy), a);
+    other.join();
+    ASSERT_NE(a.artifact("val_predictions"), nullptr);
+    ASSERT_NE(b.artifact("val_predictions"), nullptr);
+    EXPECT_EQ(*a.artifact("val_predictions"), *alone.artifact("val_predictions")) << round;
+    EXPECT_EQ(*b.artifact("val_predictions"), *alone.artifact("val_predictions")) << round;
+  }
 }
 
 TEST_F(TorchTraining, RegressionReportsRmse) {
@@ -232,6 +252,25 @@ TEST_F(TorchTraining, EnsembleMemberTrainsOnItsBootstrapRows) {
     EXPECT_EQ(oob->labels[k], data->train.y[static_cast<std::size_t>(plan.oob_rows[k])]);
   // A plain trial has no out-of-bag rows.
   EXPECT_EQ(plain.artifact("oob_predictions"), nullptr);
+}
+
+TEST_F(TorchTraining, EnsembleMemberUsesTheEnsemblesTrainingBudget) {
+  auto spec = spec_for(blobs_trial(dir.write("t.csv", testing::blobs_csv(300, 1))));
+  ensemble::MemberSpec member;
+  member.seed = 5;
+  member.epochs = 5;
+  member.subset = 200;
+  auto task = task_for(spec, params);
+  task.trial.kind = "member";
+  task.trial.extra = ensemble::member_spec_to_json(member);
+  FakeReporter rep;
+  auto r = executor.run(task, rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  EXPECT_EQ(rep.reports.size(), 5u);  // one per epoch of the member's budget (the recipe says 3)
+  EXPECT_EQ(r.metrics.at("epoch"), 5.0);
+  bool logged = false;  // 200 rows, a quarter of them for validation
+  for (const auto& l : rep.logs) logged |= l.find("150 train / 50 validation") != std::string::npos;
+  EXPECT_TRUE(logged);
 }
 
 TEST_F(TorchTraining, DataParallelTrialRunsItsRanks) {
