@@ -547,6 +547,7 @@ Result<SweepSpec> parse_spec(std::string_view json_text) {
   if (!root.is_object()) return Error::invalid("", "the spec must be a JSON object");
 
   SweepSpec spec;
+  spec.source = std::string(json_text);
   std::vector<FieldError> errors;
   FieldReader r(root, "", errors);
 

@@ -68,6 +68,7 @@ struct TrialRecipe {
 };
 
 struct SweepSpec {
+  std::string source;  // the JSON text it was parsed from (data-parallel ranks parse it again)
   std::string name;
   Objective objective;
   search::SearchSpace space;

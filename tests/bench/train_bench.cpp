@@ -6,21 +6,24 @@
 //
 //   train_bench [threads=2] [mlp_rows=60000] [cnn_rows=6400]
 //   train_bench dp [threads=2] [rows=20000]: data-parallel scaling, k = 1 and 2
-//   ranks (threads, ProcessGroupGloo), mlp, 2 epochs: samples/s and accuracy.
+//   ranks (TorchExecutor: hpo-train-rank processes over ProcessGroupGloo), mlp,
+//   2 epochs: samples/s and accuracy.
 // HPO_BENCH_GPU=N trains on cuda:N (train_gpu_check.sh; needs a CUDA LibTorch).
 // Prints: RESULT <name> <samples_per_s>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <thread>
 
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "workers/torch/data_parallel.hpp"
+#include "trials/spec.hpp"
 #include "workers/torch/model.hpp"
+#include "workers/torch/torch_executor.hpp"
 #include "workers/torch/trainer.hpp"
 
 namespace tt = hpo::workers::torch_trainer;
@@ -86,55 +89,58 @@ double bare_loop(const trials::ResolvedTorchConfig& c, const tt::PreparedData& d
   return static_cast<double>(d.train.rows) / s;
 }
 
-// k ranks as threads (the TorchExecutor's layout), `threads` cores shared among them.
-int dp_scaling(int threads, std::int64_t rows) {
-  auto c = config(false);
-  c.epochs = 2;
-  c.data.format = "idx";
-  c.data.train_images = kData + "train-images-idx3-ubyte.gz";
-  c.data.train_labels = kData + "train-labels-idx1-ubyte.gz";
-  c.data.subset = rows;
-  c.data.validation_fraction = 0.1;
-  tt::DatasetCache cache;
-  auto data = tt::prepare_data(c.data, c.task, cache);
-  if (!data) {
-    std::fprintf(stderr, "%s\n", data.error().message.c_str());
-    return 1;
+// Reports go nowhere; the log (the ranks' pids, rank 0's lines) to stderr.
+class LogReporter : public NullReporter {
+ public:
+  void log(std::string_view line) override {
+    std::fprintf(stderr, "  %.*s\n", static_cast<int>(line.size()), line.data());
   }
+  hpo::Status put_artifact(const std::string&, const std::string&) override { return {}; }
+};
+
+// Through the worker's real path: TorchExecutor, k = 1 trains on this thread
+// with `threads` threads, k = 2 runs two hpo-train-rank processes sharing them.
+int dp_scaling(int threads, std::int64_t rows) {
+  nlohmann::json trial = {
+      {"kind", "torch"},
+      {"model", {{"type", "mlp"}, {"layers", {256, 128}}}},
+      {"data",
+       {{"format", "idx"},
+        {"train_images", kData + "train-images-idx3-ubyte.gz"},
+        {"train_labels", kData + "train-labels-idx1-ubyte.gz"},
+        {"subset", rows},
+        {"validation_fraction", 0.1}}},
+      {"optimizer", {{"type", "sgd"}, {"lr", "{lr}"}, {"momentum", 0.9}}},
+      {"batch_size", 128},
+      {"epochs", 2}};
+  hpo::workers::TorchExecutor executor(std::make_shared<tt::DatasetCache>(),
+                                       {HPO_TRAIN_RANK_PATH});
   for (int k : {1, 2}) {
-    std::vector<tt::TrainOutput> outs(static_cast<std::size_t>(k));
-    const std::string store =
-        "/tmp/hpo-train-bench-store-" + std::to_string(::getpid()) + "-" + std::to_string(k);
-    std::remove(store.c_str());
-    auto rank_main = [&](int r) {
-      NullReporter reporter;
-      tt::TrainOptions o;
-      o.threads = std::max(1, threads / k);
-      o.keep_artifacts = false;
-      std::unique_ptr<tt::ParallelGroup> group;
-      if (k > 1) {
-        auto g = tt::ParallelGroup::connect({r, k, store, false, 1, std::chrono::seconds(60)});
-        if (!g) {
-          outs[static_cast<std::size_t>(r)].error = g.error().message;
-          return;
-        }
-        group = std::move(g).value();
-        o.group = group.get();
-      }
-      outs[static_cast<std::size_t>(r)] = tt::train_model(c, *data, o, reporter);
-    };
-    std::vector<std::thread> ranks;
-    for (int r = 1; r < k; ++r) ranks.emplace_back(rank_main, r);
-    rank_main(0);
-    for (auto& t : ranks) t.join();
-    std::remove(store.c_str());
-    if (outs[0].end != tt::TrainOutput::End::kCompleted) {
-      std::fprintf(stderr, "k=%d: %s\n", k, outs[0].error.c_str());
+    trial["data_parallel"] = {{"replicas", k}};
+    nlohmann::json j = {{"name", "dp bench"},
+                        {"objective", {{"metric", "val_accuracy"}, {"mode", "max"}}},
+                        {"parameters", {{"lr", {{"type", "categorical"}, {"values", {0.01}}}}}},
+                        {"search", {{"algorithm", "grid"}}},
+                        {"trial", trial}};
+    auto spec = trials::parse_spec(j.dump());
+    if (!spec) {
+      std::fprintf(stderr, "%s\n", spec.error().message.c_str());
       return 1;
     }
-    std::printf("RESULT dp%d_mlp_samples_per_s %.1f\n", k,
-                outs[0].metrics.at("train_samples_per_s"));
-    std::printf("RESULT dp%d_mlp_val_accuracy %.4f\n", k, outs[0].metrics.at("val_accuracy"));
+    hpo::workers::TrialTask task;
+    task.spec = &*spec;
+    task.trial.id = "bench-" + std::to_string(k);
+    task.trial.params = {{"lr", 0.01}};
+    task.threads = threads;
+    task.work_dir = std::filesystem::temp_directory_path().string();
+    LogReporter reporter;
+    auto r = executor.run(task, reporter);
+    if (r.outcome != trials::TrialState::kCompleted) {
+      std::fprintf(stderr, "k=%d: %s\n", k, r.error.c_str());
+      return 1;
+    }
+    std::printf("RESULT dp%d_mlp_samples_per_s %.1f\n", k, r.metrics.at("train_samples_per_s"));
+    std::printf("RESULT dp%d_mlp_val_accuracy %.4f\n", k, r.metrics.at("val_accuracy"));
     std::fflush(stdout);
   }
   return 0;
@@ -156,8 +162,6 @@ int main(int argc, char** argv) {
                                    : torch::Device(torch::kCPU);
   std::printf("DEVICE %s\n", device.str().c_str());
   if (gpu >= 0 && !cuda) std::fprintf(stderr, "warning: no CUDA in this LibTorch; on CPU\n");
-  tt::limit_blas_threads();
-  torch::set_num_threads(threads);
   tt::DatasetCache cache;
   NullReporter reporter;
   for (bool cnn : {false, true}) {
@@ -197,7 +201,10 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("RESULT %s_trainer %.1f\n", name, out.metrics.at("train_samples_per_s"));
-    std::printf("RESULT %s_bare %.1f\n", name, bare_loop(c, *data, device));
+    {
+      tt::ThreadLayout layout(c.model, threads, cuda);  // the bare loop: the trainer's layout
+      std::printf("RESULT %s_bare %.1f\n", name, bare_loop(c, *data, device));
+    }
     std::fflush(stdout);
   }
   return 0;

@@ -12,16 +12,15 @@
 
 #include <signal.h>
 
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "tests/support/cluster.hpp"
+#include "tests/support/tabular.hpp"
 
 namespace hpo::e2e {
 namespace {
@@ -33,27 +32,7 @@ using hpo::testing::read_file;
 using hpo::testing::wait_for;
 using namespace std::chrono_literals;
 
-constexpr int kFeatures = 10, kClasses = 3;
-
-// Three overlapping Gaussian classes in 10 dimensions, 4 informative features,
-// plus 10% flipped labels: single small MLPs land well below 100%.
-void write_csv(const std::string& path, int rows, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> noise(0.0, 1.0);
-  std::uniform_int_distribution<int> cls(0, kClasses - 1);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  std::ofstream out(path);
-  for (int f = 0; f < kFeatures; ++f) out << "f" << f << ",";
-  out << "y\n";
-  for (int r = 0; r < rows; ++r) {
-    int y = cls(rng);
-    for (int f = 0; f < kFeatures; ++f) {
-      double center = f < 4 ? std::cos(2.1 * y + f) * 1.1 : 0.0;
-      out << center + noise(rng) << ",";
-    }
-    out << (u(rng) < 0.1 ? cls(rng) : y) << "\n";
-  }
-}
+using hpo::testing::write_tabular_csv;
 
 Json ensemble_spec(const std::string& train, const std::string& test) {
   return {
@@ -152,8 +131,8 @@ TEST(EnsembleEndToEnd, EightBaggedMembersSurviveAKilledWorkerAndBeatTheMeanMembe
   Cluster c;
   ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
   std::string train = c.home() + "/train.csv", test = c.home() + "/test.csv";
-  write_csv(train, 2400, 1);
-  write_csv(test, 800, 2);
+  write_tabular_csv(train, 2400, 1);
+  write_tabular_csv(test, 800, 2);
   Process& victim = c.start_worker("victim", 1, 1500);
   c.start_worker("survivor", 1, 1500);
 
@@ -216,7 +195,7 @@ TEST(EnsembleEndToEnd, EightBaggedMembersSurviveAKilledWorkerAndBeatTheMeanMembe
       rec["best_single"]["trial_id"].get<std::string>().c_str(),
       rec["best_single"]["validation"]["accuracy"].get<double>());
   EXPECT_GE(ensemble_test, mean_test);
-  EXPECT_GT(mean_test, 1.0 / kClasses + 0.1);  // the members did learn something
+  EXPECT_GT(mean_test, 1.0 / hpo::testing::kTabularClasses + 0.1);  // the members did learn something
 
   // Using the ensemble: export it, stop needing the scheduler, predict the test
   // file with hpo-predict; its accuracy is the one the record computed.
@@ -229,8 +208,8 @@ TEST(EnsembleEndToEnd, KillDashNineOfTheSchedulerDuringTheMemberStage) {
   Cluster c;
   ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
   std::string train = c.home() + "/train.csv", test = c.home() + "/test.csv";
-  write_csv(train, 2400, 1);
-  write_csv(test, 800, 2);
+  write_tabular_csv(train, 2400, 1);
+  write_tabular_csv(test, 800, 2);
   c.start_worker("a", 1, 1500);
   c.start_worker("b", 1, 1500);
   auto r = c.api().post("/api/sweeps", ensemble_spec(train, test).dump());

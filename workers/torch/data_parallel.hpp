@@ -1,6 +1,6 @@
 // Data-parallel trials: k ranks of one trial train on disjoint shards of every
 // global batch and keep their models in step through c10d's ProcessGroupGloo
-// (CPU; NCCL would slot in here for CUDA builds).
+// on CPU, or ProcessGroupNCCL when the ranks run on GPUs and LibTorch has NCCL.
 //
 // A ParallelGroup is one rank's membership: ranks rendezvous through a
 // FileStore (a file all ranks of the attempt can reach, i.e. one host) and talk
@@ -31,6 +31,7 @@ struct RankConfig {
   bool average = false;    // parameter averaging instead of gradient all-reduce
   int average_every = 1;   // H: optimiser steps between averages (mode average)
   std::chrono::milliseconds timeout{60000};  // a collective slower than this fails the attempt
+  int gpu = -1;  // this rank's cuda:N: NCCL when LibTorch has it (else Gloo through host memory)
 };
 
 class ParallelGroup {
@@ -42,6 +43,7 @@ class ParallelGroup {
   const RankConfig& config() const;
   struct Impl;
   Impl& impl() { return *impl_; }
+  const Impl& impl() const { return *impl_; }
 
  private:
   explicit ParallelGroup(std::unique_ptr<Impl> impl);

@@ -5,159 +5,69 @@
 // Only a failure to store the artifacts (Redis away) or a lost data-parallel
 // rank is retryable.
 //
-// Data-parallel trials (trial.data_parallel.replicas = k > 1) run their k ranks
-// as threads of this process, each with its own ParallelGroup (Gloo over
-// loopback) and its share of the slot's threads (GPU r of the slots on CUDA);
-// rank 0 runs on the caller's thread with the real reporter, the others follow
-// its stop_reason(). Threads rather than processes: the agent already owns the
-// k slots and a rank's failure surfaces as an exception in its own thread.
+// A single-replica trial trains on the slot's thread. A data-parallel trial
+// (trial.data_parallel.replicas = k > 1) runs k rank processes of
+// hpo-train-rank (rank_main.cpp), one per slot (GPU r of the slots on CUDA,
+// the slots' threads divided among them on CPU); they rendezvous through a
+// FileStore in the attempt directory and synchronise over c10d Gloo. This
+// thread supervises them:
+//   rank 0's stdout: `hpo-rank-report {json}` lines become reports, the rest the log;
+//   the reporter says stop (pruned, cancelled, timeout, lease lost): SIGTERM to
+//     every rank, whose trainers stop together at the next collective; SIGKILL
+//     if they have not exited kStopGraceS later;
+//   a rank dies (crash, OOM kill, kill -9): SIGKILL to the others at once and a
+//     retryable failure naming the rank and its exit; no rank waits on a peer
+//     that is gone, so no process group hangs;
+//   rank 0 exits: the others get kStopGraceS to follow, then SIGKILL.
+// Rank 0 leaves result.json and the artifacts' files in the attempt directory;
+// this thread stores them through the reporter as a single-process trial would.
 #include "workers/torch/torch_executor.hpp"
 
-#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
-#include <thread>
+#include <fstream>
+#include <sstream>
 
-#include "ensemble/bagging.hpp"
-#include "ensemble/bagging_json.hpp"
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "workers/child_process.hpp"
 #include "workers/outcome.hpp"
-#include "workers/torch/trainer.hpp"
+#include "workers/torch/trial_setup.hpp"
+
+extern char** environ;
 
 namespace hpo::workers {
 namespace {
 
 namespace tt = torch_trainer;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::json;
+
+constexpr double kStopGraceS = 10;
+constexpr std::size_t kStderrTail = 1024;
 
 trials::TrialResult failed(std::string error, bool retryable = false) {
-  trials::TrialResult r;
-  r.outcome = trials::TrialState::kFailed;
-  r.error = std::move(error);
-  r.retryable = retryable;
-  return r;
+  return failed_result(std::move(error), retryable);
 }
 
-// An ensemble member trains on its bagging plan's rows (and feature subset for
-// tabular data); its seed comes from the plan, so every member differs.
-Status apply_member_plan(const trials::Trial& trial, tt::PreparedData& data,
-                         tt::TrainOptions& options, Reporter& reporter) {
-  auto spec = ensemble::member_spec_from_json(trial.extra);
-  if (!spec) {
-    if (trial.kind == "member") return spec.error();
-    return {};  // an `extra` of some other kind: not ours
-  }
-  const std::int64_t features = data.sample_shape.size() == 1 ? data.sample_shape[0] : 1;
-  auto plan = ensemble::plan_member(*spec, data.train.rows, features);
-  data.oob = tt::gather(data.train, plan.oob_rows);
-  data.oob.row_ids = plan.oob_rows;  // training-row indices, as the OOB estimate expects
-  data.has_oob = true;
-  data.train = tt::gather(data.train, plan.rows);
-  options.seed = plan.train_seed;
-  if (data.sample_shape.size() == 1 && static_cast<std::int64_t>(plan.features.size()) < features) {
-    tt::select_features(data, plan.features);
-    options.feature_index = plan.features;
-    options.input_features = features;
-  } else if (data.sample_shape.size() != 1 && spec->max_features < 1.0) {
-    reporter.log(
-        "torch: feature subspaces apply to tabular data only; this member uses all pixels");
-  }
-  reporter.log(fmt::format("torch: ensemble member {} trains on {} bootstrap rows, {} features",
-                           plan.member_index, plan.rows.size(), data.sample_shape[0]));
-  return {};
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
-// Ranks > 0: no reports or artifacts of their own; they stop when rank 0's trial does.
-class RankReporter : public Reporter {
- public:
-  explicit RankReporter(const Reporter& main) : main_(main) {}
-  bool report(std::int64_t, const trials::Metrics&) override { return true; }
-  StopReason stop_reason() const override { return main_.stop_reason(); }
-  void log(std::string_view) override {}
-  Status put_artifact(const std::string&, const std::string&) override { return {}; }
-
- private:
-  const Reporter& main_;
-};
-
-constexpr std::chrono::seconds kRankTimeout{60};
-
-tt::TrainOutput train_data_parallel(const trials::ResolvedTorchConfig& config,
-                                    const tt::PreparedData& data, const tt::TrainOptions& options,
-                                    const trials::DataParallel& dp, const TrialTask& task,
-                                    Reporter& reporter) {
-  const int k = dp.replicas;
-  namespace fs = std::filesystem;
-  const fs::path dir = task.work_dir.empty() ? fs::temp_directory_path() : fs::path(task.work_dir);
-  const std::string store =
-      (dir / fmt::format("c10d-{}-{}-{}", task.trial.id, task.trial.attempt, ::getpid())).string();
-  std::error_code ignored;
-  fs::remove(store, ignored);
-  std::vector<tt::TrainOutput> outs(static_cast<std::size_t>(k));
-  auto rank_main = [&](int r, Reporter& rep) {
-    auto group = tt::ParallelGroup::connect(
-        {r, k, store, dp.average, dp.average_every, std::chrono::milliseconds(kRankTimeout)});
-    auto& out = outs[static_cast<std::size_t>(r)];
-    if (!group) {
-      out.end = tt::TrainOutput::End::kFailed;
-      out.error = group.error().message;
-      return;
-    }
-    auto o = options;
-    o.threads = std::max(1, options.threads / k);
-    if (r < static_cast<int>(task.gpus.size())) o.gpu = task.gpus[static_cast<std::size_t>(r)];
-    o.group = group->get();
-    out = tt::train_model(config, data, o, rep);
-  };
-  RankReporter follower(reporter);
-  std::vector<std::thread> ranks;
-  for (int r = 1; r < k; ++r) ranks.emplace_back(rank_main, r, std::ref(follower));
-  rank_main(0, reporter);
-  for (auto& t : ranks) t.join();
-  fs::remove(store, ignored);
-  for (int r = 0; r < k; ++r) {
-    auto& out = outs[static_cast<std::size_t>(r)];
-    if (out.end == tt::TrainOutput::End::kFailed) {
-      out.error = fmt::format("data-parallel rank {} of {}: {}", r, k, out.error);
-      return std::move(out);
-    }
-  }
-  return std::move(outs[0]);
-}
-
-}  // namespace
-
-TorchExecutor::TorchExecutor() : cache_(std::make_shared<tt::DatasetCache>()) {}
-TorchExecutor::TorchExecutor(std::shared_ptr<tt::DatasetCache> cache) : cache_(std::move(cache)) {}
-
-trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter) {
-  if (!task.spec || task.spec->trial.kind != trials::TrialKind::kTorch)
-    return failed("torch executor: the trial's spec is not of kind torch");
-  const auto& spec = *task.spec;
-  auto config = trials::resolve(spec.trial.torch, task.trial.params);
-  if (!config) return failed(config.error().message);
-  if (task.trial.kind == "member")  // the ensemble's own training budget, when it sets one
-    if (auto member = ensemble::member_spec_from_json(task.trial.extra); member) {
-      if (member->epochs) config->epochs = *member->epochs;
-      if (member->subset) config->data.subset = *member->subset;
-    }
-  auto data = tt::prepare_data(config->data, config->task, *cache_);
-  if (!data) return failed(data.error().message);
-
-  tt::TrainOptions options;
-  options.threads = task.threads;
-  options.gpu = task.gpus.empty() ? -1 : task.gpus.front();
-  options.seed = static_cast<std::uint64_t>(config->seed);
-  if (!task.trial.extra.empty())
-    if (auto st = apply_member_plan(task.trial, *data, options, reporter); !st)
-      return failed("ensemble member plan: " + st.error().message);
-  reporter.log(fmt::format("torch: {} train / {} validation / {} test rows, {} threads{}",
-                           data->train.rows, data->validation.rows, data->test.rows,
-                           options.threads,
-                           options.gpu >= 0 ? fmt::format(", gpu {}", options.gpu) : ""));
-
-  const auto& dp = spec.trial.data_parallel;
-  auto out = dp.replicas > 1 ? train_data_parallel(*config, *data, options, dp, task, reporter)
-                             : tt::train_model(*config, *data, options, reporter);
+// The trial's result from a finished training and its artifacts.
+trials::TrialResult finish(const trials::SweepSpec& spec, tt::TrainOutput out,
+                           std::vector<std::pair<std::string, std::string>> artifacts,
+                           bool failure_retryable, Reporter& reporter) {
   switch (out.end) {
     case tt::TrainOutput::End::kStopped: {
       auto reason = reporter.stop_reason();
@@ -168,21 +78,13 @@ trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter
     }
     case tt::TrainOutput::End::kDiverged:
     case tt::TrainOutput::End::kFailed: {
-      // A lost rank (timeout, closed connection) may well succeed on a retry.
-      auto r = failed(out.error,
-                      /*retryable=*/dp.replicas > 1 && out.end == tt::TrainOutput::End::kFailed);
+      auto r = failed(out.error, failure_retryable && out.end == tt::TrainOutput::End::kFailed);
       r.metrics = out.metrics;
       return r;
     }
     case tt::TrainOutput::End::kCompleted:
       break;
   }
-
-  const std::pair<const char*, std::string> artifacts[] = {
-      {"model.pt", std::move(out.model_bytes)},
-      {"val_predictions", tt::encode_predictions(out.val_predictions)},
-      {"test_predictions", out.has_test ? tt::encode_predictions(out.test_predictions) : ""},
-      {"oob_predictions", out.has_oob ? tt::encode_predictions(out.oob_predictions) : ""}};
   for (const auto& [name, bytes] : artifacts) {
     if (bytes.empty()) continue;
     if (auto st = reporter.put_artifact(name, bytes); !st)
@@ -190,7 +92,6 @@ trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter
           fmt::format("storing artifact {} ({} bytes): {}", name, bytes.size(), st.error().message),
           /*retryable=*/true);
   }
-
   trials::TrialResult r;
   r.outcome = trials::TrialState::kCompleted;
   r.metrics = std::move(out.metrics);
@@ -205,6 +106,223 @@ trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter
   }
   r.value = it->second;
   return r;
+}
+
+// Keeps the last kStderrTail bytes of a rank's stderr for the failure message.
+void keep_tail(std::string& tail, std::string_view line) {
+  tail.append(line);
+  tail.push_back('\n');
+  if (tail.size() > 2 * kStderrTail) tail.erase(0, tail.size() - kStderrTail);
+}
+
+std::string last_line(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  auto nl = text.rfind('\n');
+  return nl == std::string::npos ? text : text.substr(nl + 1);
+}
+
+struct RankState {
+  std::optional<ChildProcess> process;
+  bool done = false;
+  std::string stderr_tail;
+};
+
+// Rank 0's stdout line: a report or a log line. Returns false when the trial must stop.
+bool relay_rank0_line(std::string_view line, Reporter& reporter) {
+  if (!line.starts_with(kRankReportPrefix)) {
+    reporter.log(line);
+    return true;
+  }
+  auto j = Json::parse(line.substr(kRankReportPrefix.size()), nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j.contains("metrics")) {
+    reporter.log(line);
+    return true;
+  }
+  trials::Metrics metrics;
+  for (auto it = j["metrics"].begin(); it != j["metrics"].end(); ++it)
+    if (it->is_number()) metrics[it.key()] = it->get<double>();
+  return reporter.report(j["step"].get<std::int64_t>(), metrics);
+}
+
+}  // namespace
+
+TorchExecutor::TorchExecutor() : TorchExecutor(std::make_shared<tt::DatasetCache>()) {}
+TorchExecutor::TorchExecutor(std::shared_ptr<tt::DatasetCache> cache, TorchExecutorOptions options)
+    : cache_(std::move(cache)), options_(std::move(options)) {}
+
+Result<std::string> TorchExecutor::rank_program() const {
+  if (!options_.rank_program.empty()) return options_.rank_program;
+  if (const char* env = std::getenv("HPO_TRAIN_RANK"); env && *env) return std::string(env);
+  std::error_code ec;
+  auto self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec && fs::exists(self.parent_path() / "hpo-train-rank", ec))
+    return (self.parent_path() / "hpo-train-rank").string();
+  const char* path = std::getenv("PATH");
+  auto found = find_program("hpo-train-rank", path ? path : "");
+  if (!found)
+    return Error::unavailable(
+        "data-parallel trials need hpo-train-rank: not beside this program, not on PATH "
+        "(HPO_TRAIN_RANK names it)");
+  return found;
+}
+
+trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter) {
+  if (!task.spec || task.spec->trial.kind != trials::TrialKind::kTorch)
+    return failed("torch executor: the trial's spec is not of kind torch");
+  const auto& spec = *task.spec;
+  if (spec.trial.data_parallel.replicas > 1) return run_parallel(task, reporter);
+
+  auto setup = tt::setup_trial(spec, task.trial, task.threads,
+                               task.gpus.empty() ? -1 : task.gpus.front(), *cache_, reporter);
+  if (!setup) return failed(setup.error().message);
+  reporter.log(fmt::format("torch: {} train / {} validation / {} test rows, {} threads{}",
+                           setup->data.train.rows, setup->data.validation.rows,
+                           setup->data.test.rows, setup->options.threads,
+                           setup->options.gpu >= 0 ? fmt::format(", gpu {}", setup->options.gpu)
+                                                   : ""));
+  auto out = tt::train_model(setup->config, setup->data, setup->options, reporter);
+  auto artifacts = out.end == tt::TrainOutput::End::kCompleted
+                       ? tt::artifacts_of(out)
+                       : std::vector<std::pair<std::string, std::string>>{};
+  return finish(spec, std::move(out), std::move(artifacts), /*failure_retryable=*/false, reporter);
+}
+
+trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter& reporter) {
+  const auto& spec = *task.spec;
+  const auto& dp = spec.trial.data_parallel;
+  const int k = dp.replicas;
+  if (spec.source.empty())
+    return failed("data-parallel trial: the sweep spec's JSON text is not available");
+  auto program = rank_program();
+  if (!program) return failed(program.error().message, /*retryable=*/true);  // another worker may
+
+  std::error_code ec;
+  const fs::path dir = (task.work_dir.empty() ? fs::temp_directory_path() : fs::path(task.work_dir)) /
+                       fmt::format("ranks-{}-{}-{}", task.trial.id, task.trial.attempt, ::getpid());
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir, ec);
+  if (ec) return failed(fmt::format("cannot create {}: {}", dir.string(), ec.message()), true);
+
+  Json job{{"spec", spec.source},
+           {"trial",
+            {{"id", task.trial.id},
+             {"sweep_id", task.trial.sweep_id},
+             {"kind", task.trial.kind},
+             {"attempt", task.trial.attempt},
+             {"params", Json::parse(trials::params_to_json(task.trial.params))},
+             {"extra", task.trial.extra}}},
+           {"world", k},
+           {"threads", std::max(1, task.threads / k)},
+           {"gpus", task.gpus},
+           {"store", (dir / "c10d-store").string()},
+           {"out", dir.string()},
+           {"timeout_ms", options_.rank_timeout.count()}};
+  {
+    std::ofstream f(dir / "job.json");
+    f << job.dump();
+    if (!f) return failed("cannot write " + (dir / "job.json").string(), true);
+  }
+
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    if (!kv.starts_with("OMP_NUM_THREADS=") && !kv.starts_with("OPENBLAS_NUM_THREADS="))
+      env.emplace_back(kv);
+  }
+  env.push_back(fmt::format("OMP_NUM_THREADS={}", std::max(1, task.threads / k)));
+  env.push_back("OPENBLAS_NUM_THREADS=1");
+
+  std::vector<RankState> ranks(static_cast<std::size_t>(k));
+  std::optional<std::string> failure;
+  auto kill_all = [&] {
+    for (auto& r : ranks)
+      if (r.process && !r.done) r.process->signal_group(SIGKILL);
+  };
+  for (int r = 0; r < k; ++r) {
+    auto child = ChildProcess::spawn({{*program, (dir / "job.json").string(), std::to_string(r)},
+                                      env,
+                                      dir.string()});
+    if (!child) {
+      kill_all();
+      failure = fmt::format("data-parallel rank {} of {}: {}", r, k, child.error().message);
+      break;
+    }
+    reporter.log(fmt::format("torch: data-parallel rank {} of {} started (pid {})", r, k,
+                             child->pid()));
+    ranks[static_cast<std::size_t>(r)].process.emplace(std::move(child).value());
+  }
+
+  bool stop_sent = false;
+  std::optional<Clock::time_point> kill_at;
+  auto alive = [&] {
+    int n = 0;
+    for (const auto& r : ranks) n += r.process && !r.done;
+    return n;
+  };
+  auto request_stop = [&] {
+    if (stop_sent) return;
+    stop_sent = true;
+    for (auto& r : ranks)
+      if (r.process && !r.done) r.process->signal_group(SIGTERM);
+    auto at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                 std::chrono::duration<double>(kStopGraceS));
+    kill_at = kill_at ? std::min(*kill_at, at) : at;
+  };
+  while (alive() > 0) {
+    const int wait_ms = std::max(1, options_.poll_ms / alive());
+    for (int r = 0; r < k; ++r) {
+      auto& rank = ranks[static_cast<std::size_t>(r)];
+      if (!rank.process || rank.done) continue;
+      rank.done = rank.process->poll(wait_ms, [&](Stream s, std::string_view line) {
+        if (s == Stream::kStderr) return keep_tail(rank.stderr_tail, line);
+        if (r == 0 && !relay_rank0_line(line, reporter)) request_stop();
+      });
+      if (!rank.done) continue;
+      const int status = rank.process->exit_status().value_or(0);
+      const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (!clean && !failure && !stop_sent) {
+        failure = fmt::format("data-parallel rank {} of {} {}", r, k, describe_wait_status(status));
+        if (auto why = last_line(rank.stderr_tail); !why.empty()) *failure += ": " + why;
+        kill_all();  // its peers would only wait for it
+      }
+      if (r == 0 && !kill_at)  // rank 0 is the last to finish; the others follow at once
+        kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(kStopGraceS));
+    }
+    if (reporter.should_stop()) request_stop();
+    if (kill_at && Clock::now() > *kill_at) kill_all();
+  }
+
+  tt::TrainOutput out;
+  std::vector<std::pair<std::string, std::string>> artifacts;
+  bool retryable = true;
+  if (failure) {
+    out.end = tt::TrainOutput::End::kFailed;
+    out.error = *failure;
+  } else {
+    auto result = Json::parse(read_file(dir / "result.json"), nullptr, false);
+    if (result.is_discarded() || !result.is_object()) {
+      out.end = stop_sent ? tt::TrainOutput::End::kStopped : tt::TrainOutput::End::kFailed;
+      out.error = fmt::format("data-parallel rank 0 of {} left no result{}", k,
+                              stop_sent ? " (stopped)" : "");
+    } else {
+      const std::string end = result.value("end", "failed");
+      out.end = end == "completed" ? tt::TrainOutput::End::kCompleted
+                : end == "stopped" ? tt::TrainOutput::End::kStopped
+                : end == "diverged" ? tt::TrainOutput::End::kDiverged
+                                    : tt::TrainOutput::End::kFailed;
+      out.error = result.value("error", "");
+      if (out.end == tt::TrainOutput::End::kFailed && !out.error.empty())
+        out.error = fmt::format("data-parallel rank 0 of {}: {}", k, out.error);
+      retryable = result.value("retryable", true);
+      for (auto it = result["metrics"].begin(); it != result["metrics"].end(); ++it)
+        if (it->is_number()) out.metrics[it.key()] = it->get<double>();
+      for (const auto& name : result.value("artifacts", std::vector<std::string>{}))
+        artifacts.emplace_back(name, read_file(dir / name));
+    }
+  }
+  fs::remove_all(dir, ec);
+  return finish(spec, std::move(out), std::move(artifacts), retryable, reporter);
 }
 
 }  // namespace hpo::workers

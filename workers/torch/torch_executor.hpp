@@ -1,34 +1,57 @@
-// TorchExecutor: trial kind "torch" — trains the recipe's model in-process with
-// LibTorch (workers/torch/README.md has the recipe format, metrics and artifacts).
+// TorchExecutor: trial kind "torch" — trains the recipe's model with LibTorch
+// (workers/torch/README.md has the recipe format, metrics and artifacts).
 //
 // One executor serves every slot of a worker process: run() is called from the
 // slots' threads concurrently and shares only the dataset cache (thread-safe),
-// so files are read once per process, not once per trial.
+// so files are read once per process, not once per trial. A data-parallel
+// trial runs its k ranks as hpo-train-rank processes (torch_executor.cpp).
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "workers/executor.hpp"
 #include "workers/torch/dataset.hpp"
 
 namespace hpo::workers {
 
+struct TorchExecutorOptions {
+  // The rank program of data-parallel trials. Empty: $HPO_TRAIN_RANK, else
+  // hpo-train-rank beside this program, else on PATH.
+  std::string rank_program;
+  // A collective (or the rendezvous) slower than this fails the attempt.
+  std::chrono::milliseconds rank_timeout{60000};
+  int poll_ms = 50;  // how often the ranks' pipes and the stop flag are checked
+};
+
+// Rank 0 writes each epoch's report to stdout as this prefix and a JSON object
+// {"step": N, "metrics": {...}}.
+inline constexpr std::string_view kRankReportPrefix = "hpo-rank-report ";
+
 class TorchExecutor : public Executor {
  public:
   TorchExecutor();
-  explicit TorchExecutor(std::shared_ptr<torch_trainer::DatasetCache> cache);
+  explicit TorchExecutor(std::shared_ptr<torch_trainer::DatasetCache> cache,
+                         TorchExecutorOptions options = {});
 
   // Resolves the trial's config from its params, loads the data (cached), trains
   // (ensemble members on their bagging plan, from the trial's `extra`), stores
   // "model.pt", "val_predictions" and "test_predictions" (members also
   // "oob_predictions", their out-of-bag training rows) through the reporter.
-  // Bad configs, data errors and NaN losses fail the trial without a retry.
+  // Bad configs, data errors and NaN losses fail the trial without a retry; a
+  // lost data-parallel rank fails it with a retry.
   trials::TrialResult run(const TrialTask& task, Reporter& reporter) override;
 
   const torch_trainer::DatasetCache& cache() const { return *cache_; }
 
  private:
+  trials::TrialResult run_parallel(const TrialTask& task, Reporter& reporter);
+  Result<std::string> rank_program() const;
+
   std::shared_ptr<torch_trainer::DatasetCache> cache_;
+  TorchExecutorOptions options_;
 };
 
 }  // namespace hpo::workers

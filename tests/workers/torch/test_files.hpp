@@ -94,6 +94,7 @@ class FakeReporter : public Reporter {
  public:
   bool report(std::int64_t step, const trials::Metrics& m) override {
     reports.emplace_back(step, m);
+    if (on_report) on_report(step);
     if (stop_after_reports > 0 && static_cast<int>(reports.size()) >= stop_after_reports)
       stopped = StopReason::kPruned;
     return stopped == StopReason::kNone;
@@ -119,6 +120,7 @@ class FakeReporter : public Reporter {
   std::vector<std::pair<std::int64_t, trials::Metrics>> reports;
   std::vector<std::string> logs;
   std::vector<std::pair<std::string, std::string>> artifacts;
+  std::function<void(std::int64_t)> on_report;  // called with each report's step
   int stop_after_checks = 0;
   int stop_after_reports = 0;
   mutable int checks = 0;

@@ -1,0 +1,208 @@
+// hpo-train-rank JOB.json RANK — one rank of a data-parallel torch trial.
+//
+// The worker's torch executor starts k of these (torch_executor.cpp) with the
+// job it wrote into the attempt directory: the sweep spec's JSON, the trial
+// (id, kind, params, extra), the world size, threads per rank, the slots' GPUs,
+// the FileStore path and the collective timeout. Every rank loads the data,
+// applies a member's bagging plan, joins the c10d Gloo group and trains its
+// shard of every global batch (trainer.cpp). Rank 0 prints each epoch's report
+// as `hpo-rank-report {json}` on stdout and, at the end, writes the artifacts
+// and result.json (end, error, retryable, metrics, artifacts) into the
+// directory. SIGTERM or SIGINT asks the rank to stop: the trainer stops at the
+// next batch, together with its peers. The rank dies with its worker
+// (PR_SET_PDEATHSIG).
+//
+// Exit status: 0 when rank 0 wrote its result (whatever the training's end) or
+// another rank finished (or found the trial's data unusable, which rank 0
+// reports); 2 for a bad job; 3 when the group cannot be joined or the result
+// not written; 4 when the training failed on a rank > 0.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "trials/spec.hpp"
+#include "workers/torch/data_parallel.hpp"
+#include "workers/torch/torch_executor.hpp"
+#include "workers/torch/trial_setup.hpp"
+
+namespace {
+
+namespace tt = hpo::workers::torch_trainer;
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using hpo::workers::StopReason;
+
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void on_stop_signal(int) {
+  g_stop.store(true, std::memory_order_relaxed);
+}
+
+// Rank 0 talks to the executor through stdout; the other ranks keep quiet.
+class RankReporter : public hpo::workers::Reporter {
+ public:
+  explicit RankReporter(bool talks) : talks_(talks) {}
+  bool report(std::int64_t step, const hpo::trials::Metrics& metrics) override {
+    if (talks_) {
+      Json j{{"step", step}, {"metrics", metrics}};
+      std::cout << hpo::workers::kRankReportPrefix << j.dump() << std::endl;
+    }
+    return !g_stop.load(std::memory_order_relaxed);
+  }
+  StopReason stop_reason() const override {
+    return g_stop.load(std::memory_order_relaxed) ? StopReason::kPruned : StopReason::kNone;
+  }
+  void log(std::string_view line) override {
+    if (talks_) std::cout << line << std::endl;
+  }
+  hpo::Status put_artifact(const std::string&, const std::string&) override { return {}; }
+
+ private:
+  bool talks_;
+};
+
+bool write_file(const fs::path& p, const std::string& bytes) {
+  const fs::path tmp = p.string() + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f) return false;
+  }
+  std::error_code ec;
+  fs::rename(tmp, p, ec);
+  return !ec;
+}
+
+const char* end_name(tt::TrainOutput::End e) {
+  switch (e) {
+    case tt::TrainOutput::End::kCompleted: return "completed";
+    case tt::TrainOutput::End::kStopped: return "stopped";
+    case tt::TrainOutput::End::kDiverged: return "diverged";
+    case tt::TrainOutput::End::kFailed: return "failed";
+  }
+  return "failed";
+}
+
+int run(const fs::path& job_path, int rank) {
+  std::ifstream in(job_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  Json job = Json::parse(text.str(), nullptr, false);
+  if (job.is_discarded() || !job.is_object()) {
+    std::cerr << "hpo-train-rank: " << job_path << " is not a JSON job\n";
+    return 2;
+  }
+  const fs::path out_dir = job.value("out", job_path.parent_path().string());
+  auto write_result = [&](const char* end, const std::string& error, bool retryable,
+                          const hpo::trials::Metrics& metrics,
+                          const std::vector<std::string>& artifacts) {
+    Json r{{"end", end}, {"error", error}, {"retryable", retryable}, {"metrics", metrics},
+           {"artifacts", artifacts}};
+    if (!write_file(out_dir / "result.json", r.dump())) {
+      std::cerr << "hpo-train-rank: cannot write " << (out_dir / "result.json") << "\n";
+      return 3;
+    }
+    return 0;
+  };
+
+  const int world = job.value("world", 1);
+  auto spec = hpo::trials::parse_spec(job.value("spec", ""));
+  auto params = hpo::trials::params_from_json(job["trial"].value("params", Json::object()).dump());
+  if (!spec || !params || rank < 0 || rank >= world) {
+    std::cerr << "hpo-train-rank: bad job: "
+              << (!spec ? spec.error().message
+                        : !params ? params.error().message
+                                  : fmt::format("rank {} of {}", rank, world))
+              << "\n";
+    return 2;
+  }
+  hpo::trials::Trial trial;
+  trial.id = job["trial"].value("id", "");
+  trial.sweep_id = job["trial"].value("sweep_id", "");
+  trial.kind = job["trial"].value("kind", "trial");
+  trial.attempt = job["trial"].value("attempt", 0);
+  trial.extra = job["trial"].value("extra", "");
+  trial.params = std::move(params).value();
+  const auto gpus = job.value("gpus", std::vector<int>{});
+  const int gpu = rank < static_cast<int>(gpus.size()) ? gpus[static_cast<std::size_t>(rank)] : -1;
+
+  RankReporter reporter(rank == 0);
+  tt::DatasetCache cache;
+  auto setup = tt::setup_trial(*spec, trial, job.value("threads", 1), gpu, cache, reporter);
+  if (!setup) {
+    // The same on every rank: rank 0 says why (the trial is not retried), the others leave
+    // quietly rather than fail the attempt as if they had been lost.
+    if (rank == 0) return write_result("failed", setup.error().message, false, {}, {});
+    std::cerr << "hpo-train-rank " << rank << ": " << setup.error().message << "\n";
+    return 0;
+  }
+  if (rank == 0)
+    reporter.log(fmt::format("torch: data-parallel, {} ranks: {} train / {} validation / {} test "
+                             "rows, {} threads per rank{}",
+                             world, setup->data.train.rows, setup->data.validation.rows,
+                             setup->data.test.rows, setup->options.threads,
+                             gpu >= 0 ? fmt::format(", rank 0 on gpu {}", gpu) : ""));
+  const auto& dp = spec->trial.data_parallel;
+  auto group = tt::ParallelGroup::connect(
+      {rank, world, job.value("store", (out_dir / "c10d-store").string()), dp.average,
+       dp.average_every, std::chrono::milliseconds(job.value("timeout_ms", 60000)), gpu});
+  if (!group) {
+    std::cerr << "hpo-train-rank " << rank << ": " << group.error().message << "\n";
+    return 3;
+  }
+  setup->options.group = group->get();
+  setup->options.keep_artifacts = rank == 0;
+  auto out = tt::train_model(setup->config, setup->data, setup->options, reporter);
+  if (rank != 0) {
+    if (out.end != tt::TrainOutput::End::kFailed) return 0;
+    std::cerr << "hpo-train-rank " << rank << ": " << out.error << "\n";
+    return 4;
+  }
+  std::vector<std::string> names;
+  if (out.end == tt::TrainOutput::End::kCompleted) {
+    for (auto& [name, bytes] : tt::artifacts_of(out)) {
+      if (!write_file(out_dir / name, bytes))
+        return write_result("failed", "cannot write " + (out_dir / name).string(), true,
+                            out.metrics, {});
+      names.push_back(name);
+    }
+  }
+  return write_result(end_name(out.end), out.error, true, out.metrics, names);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr,
+                 "usage: hpo-train-rank JOB.json RANK\n"
+                 "One rank of a data-parallel torch trial; hpo-worker starts these.\n");
+    return 2;
+  }
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() == 1) return 3;  // the worker is already gone
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+  int rank = -1;
+  try {
+    rank = std::stoi(argv[2]);
+  } catch (const std::exception&) {
+    std::fprintf(stderr, "hpo-train-rank: RANK must be an integer, got '%s'\n", argv[2]);
+    return 2;
+  }
+  return run(argv[1], rank);
+}

@@ -1,0 +1,75 @@
+#include "workers/torch/trial_setup.hpp"
+
+#include <fmt/format.h>
+
+#include "ensemble/bagging.hpp"
+#include "ensemble/bagging_json.hpp"
+
+namespace hpo::workers::torch_trainer {
+namespace {
+
+// An ensemble member trains on its bagging plan's rows (and feature subset for
+// tabular data); its seed comes from the plan, so every member differs.
+Status apply_member_plan(const ensemble::MemberSpec& spec, PreparedData& data,
+                         TrainOptions& options, Reporter& reporter) {
+  const std::int64_t features = data.sample_shape.size() == 1 ? data.sample_shape[0] : 1;
+  auto plan = ensemble::plan_member(spec, data.train.rows, features);
+  data.oob = gather(data.train, plan.oob_rows);
+  data.oob.row_ids = plan.oob_rows;  // training-row indices, as the OOB estimate expects
+  data.has_oob = true;
+  data.train = gather(data.train, plan.rows);
+  options.seed = plan.train_seed;
+  if (data.sample_shape.size() == 1 && static_cast<std::int64_t>(plan.features.size()) < features) {
+    select_features(data, plan.features);
+    options.feature_index = plan.features;
+    options.input_features = features;
+  } else if (data.sample_shape.size() != 1 && spec.max_features < 1.0) {
+    reporter.log(
+        "torch: feature subspaces apply to tabular data only; this member uses all pixels");
+  }
+  reporter.log(fmt::format("torch: ensemble member {} trains on {} bootstrap rows, {} features",
+                           plan.member_index, plan.rows.size(), data.sample_shape[0]));
+  return {};
+}
+
+}  // namespace
+
+Result<TrialSetup> setup_trial(const trials::SweepSpec& spec, const trials::Trial& trial,
+                               int threads, int gpu, DatasetCache& cache, Reporter& reporter) {
+  auto config = trials::resolve(spec.trial.torch, trial.params);
+  if (!config) return config.error();
+  // An ensemble member: its bagging plan, and the ensemble's own training budget when it sets one.
+  std::optional<ensemble::MemberSpec> member;
+  if (!trial.extra.empty()) {
+    auto m = ensemble::member_spec_from_json(trial.extra);
+    if (m)
+      member = *m;
+    else if (trial.kind == "member")
+      return Error{m.error().code, "ensemble member plan: " + m.error().message, m.error().fields};
+  }
+  if (member && member->epochs) config->epochs = *member->epochs;
+  if (member && member->subset) config->data.subset = *member->subset;
+  auto data = prepare_data(config->data, config->task, cache);
+  if (!data) return data.error();
+
+  TrialSetup setup{std::move(config).value(), std::move(data).value(), {}};
+  setup.options.threads = threads;
+  setup.options.gpu = gpu;
+  setup.options.seed = static_cast<std::uint64_t>(setup.config.seed);
+  if (member)
+    if (auto st = apply_member_plan(*member, setup.data, setup.options, reporter); !st)
+      return st.error();
+  return setup;
+}
+
+std::vector<std::pair<std::string, std::string>> artifacts_of(TrainOutput& out) {
+  std::vector<std::pair<std::string, std::string>> artifacts;
+  if (!out.model_bytes.empty()) artifacts.emplace_back("model.pt", std::move(out.model_bytes));
+  artifacts.emplace_back("val_predictions", encode_predictions(out.val_predictions));
+  if (out.has_test)
+    artifacts.emplace_back("test_predictions", encode_predictions(out.test_predictions));
+  if (out.has_oob) artifacts.emplace_back("oob_predictions", encode_predictions(out.oob_predictions));
+  return artifacts;
+}
+
+}  // namespace hpo::workers::torch_trainer
