@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -138,13 +139,21 @@ std::string serialize_model(torch::nn::Sequential& model, const PreparedData& da
   return out.str();
 }
 
+void set_blas_threads(int n) {
+  using SetThreads = void (*)(int);
+  // OpenBLAS reads OPENBLAS_NUM_THREADS when it is loaded, before main(), so
+  // setting the variable now is too late: ask the library itself.
+  static const auto fn =
+      reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (fn) fn(n);
+}
+
 TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedData& data,
                        const TrainOptions& options, Reporter& reporter) {
   TrainOutput result;
-  limit_blas_threads();
-  torch::set_num_threads(std::max(1, options.threads));
   const bool classification = cfg.task == trials::TorchTask::kClassification;
   const bool cuda = options.gpu >= 0 && torch::cuda::is_available();
+  ThreadLayout layout(cfg.model, std::max(1, options.threads), cuda);
   const torch::Device device =
       cuda ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(options.gpu))
            : torch::Device(torch::kCPU);
@@ -317,15 +326,43 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
 
 }  // namespace
 
-void limit_blas_threads() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    // OpenBLAS reads OPENBLAS_NUM_THREADS when it is loaded, before main(), so
-    // setting the variable now is too late: ask the library itself.
-    using SetThreads = void (*)(int);
-    if (auto fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
-      fn(1);
-  });
+namespace {
+
+std::mutex& layout_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+// BLAS threads wanted by the trainings running now; OpenBLAS gets more than one
+// only while a single training runs in this process.
+std::multiset<int>& blas_wants() {
+  static std::multiset<int> w;
+  return w;
+}
+
+void apply_blas_wants() {
+  static int current = 0;
+  const int n = blas_wants().size() == 1 ? *blas_wants().begin() : 1;
+  if (n != current) set_blas_threads(n);
+  current = n;
+}
+
+}  // namespace
+
+ThreadLayout::ThreadLayout(const trials::ResolvedModel& model, int threads, bool on_gpu) {
+  const bool blas_heavy = !on_gpu && model.type == trials::ModelType::kMlp;
+  threads = std::max(1, threads);
+  blas_ = blas_heavy ? threads : 1;
+  torch::set_num_threads(blas_heavy ? 1 : threads);  // this thread's OpenMP team size
+  std::lock_guard lock(layout_mutex());
+  blas_wants().insert(blas_);
+  apply_blas_wants();
+}
+
+ThreadLayout::~ThreadLayout() {
+  std::lock_guard lock(layout_mutex());
+  blas_wants().erase(blas_wants().find(blas_));
+  apply_blas_wants();
 }
 
 TrainOutput train_model(const trials::ResolvedTorchConfig& config, const PreparedData& data,

@@ -42,9 +42,27 @@ struct TrainOutput {
   bool has_oob = false;
 };
 
-// Limits OpenBLAS to one thread (its pool fights LibTorch's on small machines);
-// idempotent. Called by train_model(); public for the benchmark.
-void limit_blas_threads();
+// The CPU thread layout of one training, for as long as the object lives.
+// An mlp spends its time in GEMMs, which ATen hands to BLAS in one call from
+// the training thread: the cores go to OpenBLAS's pool and ATen's own ops stay
+// on that thread (1.5-2x the samples/s of the reverse here). A cnn spends it in
+// oneDNN convolutions on ATen's OpenMP pool: the cores go to ATen and BLAS keeps
+// one thread. Never both at once: two pools spinning on the same cores slow
+// each other down (hence OPENBLAS_NUM_THREADS=1 for the Python reference in
+// train_bench.sh). OpenBLAS's thread count is process-wide, so it goes above 1
+// only while a single training runs in the process; slots training side by side
+// have already split the cores between them. No-op for BLAS on a GPU.
+// train_model() holds one; public for the benchmark's bare loop.
+class ThreadLayout {
+ public:
+  ThreadLayout(const trials::ResolvedModel& model, int threads, bool on_gpu = false);
+  ~ThreadLayout();
+  ThreadLayout(const ThreadLayout&) = delete;
+  ThreadLayout& operator=(const ThreadLayout&) = delete;
+
+ private:
+  int blas_ = 1;
+};
 
 // Trains `config` on `data`: reports validation metrics after each epoch
 // (step = epoch number, 1-based), checks reporter.should_stop() between batches.

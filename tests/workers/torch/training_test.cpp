@@ -1,6 +1,8 @@
 // Real (tiny) trainings through TorchExecutor: a generated CSV, or a few
 // hundred Fashion-MNIST images for one epoch.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -273,17 +275,118 @@ TEST_F(TorchTraining, EnsembleMemberUsesTheEnsemblesTrainingBudget) {
   EXPECT_TRUE(logged);
 }
 
-TEST_F(TorchTraining, DataParallelTrialRunsItsRanks) {
-  auto spec = spec_for(blobs_trial(dir.write("t.csv", testing::blobs_csv(300, 1))));
-  spec.trial.data_parallel.replicas = 2;
+// A data-parallel sweep spec (parsed, so its JSON travels to the rank processes).
+trials::SweepSpec parallel_spec(const std::string& train_csv, int epochs, int replicas = 2) {
+  json trial = blobs_trial(train_csv);
+  trial["kind"] = "torch";
+  trial["epochs"] = epochs;
+  trial["data_parallel"] = {{"replicas", replicas}, {"mode", "allreduce"}};
+  json j = {{"name", "dp"},
+            {"objective", {{"metric", "val_accuracy"}, {"mode", "max"}}},
+            {"parameters",
+             {{"lr", {{"type", "float"}, {"min", 0.01}, {"max", 0.1}}},
+              {"opt", {{"type", "categorical"}, {"values", {"sgd"}}}},
+              {"dropout", {{"type", "float"}, {"min", 0.0}, {"max", 0.3}}}}},
+            {"search", {{"algorithm", "random"}, {"max_trials", 1}}},
+            {"trial", trial}};
+  auto spec = trials::parse_spec(j.dump());
+  EXPECT_TRUE(spec.ok()) << spec.error().message;
+  return spec.ok() ? std::move(spec).value() : trials::SweepSpec{};
+}
+
+// The pid the executor logged for `rank` ("... rank R of K started (pid P)"), or -1.
+pid_t rank_pid(const FakeReporter& rep, int rank) {
+  const std::string key = "rank " + std::to_string(rank) + " of ";
+  for (const auto& l : rep.logs)
+    if (auto at = l.find(key); at != std::string::npos)
+      if (auto p = l.find("(pid ", at); p != std::string::npos) return std::stoi(l.substr(p + 5));
+  return -1;
+}
+
+class DataParallelTrials : public TorchTraining {
+ protected:
+  TorchExecutor ranks{std::make_shared<DatasetCache>(),
+                      TorchExecutorOptions{HPO_TRAIN_RANK_PATH, std::chrono::seconds(20), 20}};
+};
+
+TEST_F(DataParallelTrials, RunsItsRanksAsProcesses) {
+  auto spec = parallel_spec(dir.write("t.csv", testing::blobs_csv(300, 1)), 3);
   FakeReporter rep;
   auto task = task_for(spec, params);
   task.work_dir = dir.file("");
-  auto r = executor.run(task, rep);
+  auto r = ranks.run(task, rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
   EXPECT_EQ(rep.reports.size(), 3u);  // rank 0 only
   EXPECT_GT(r.metrics.at("val_accuracy"), 0.9);
   EXPECT_NE(rep.artifact("model.pt"), nullptr);
+  EXPECT_NE(rep.artifact("val_predictions"), nullptr);
+  const pid_t p0 = rank_pid(rep, 0), p1 = rank_pid(rep, 1);
+  ASSERT_GT(p0, 0);
+  ASSERT_GT(p1, 0);
+  EXPECT_NE(p0, ::getpid());  // separate processes, and both reaped
+  EXPECT_NE(::kill(p0, 0), 0);
+  EXPECT_NE(::kill(p1, 0), 0);
+  bool said = false;  // rank 0's own log line came through
+  for (const auto& l : rep.logs) said |= l.find("data-parallel, 2 ranks") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST_F(DataParallelTrials, AKilledRankFailsTheAttemptPromptlyAndTheRetryCompletes) {
+  auto spec = parallel_spec(dir.write("t.csv", testing::blobs_csv(2000, 1)), 30);
+  FakeReporter rep;
+  std::chrono::steady_clock::time_point killed;
+  rep.on_report = [&](std::int64_t step) {
+    if (step != 1) return;
+    const pid_t victim = rank_pid(rep, 1);
+    ASSERT_GT(victim, 0);
+    killed = std::chrono::steady_clock::now();
+    ::kill(victim, SIGKILL);
+  };
+  auto task = task_for(spec, params);
+  task.work_dir = dir.file("");
+  auto r = ranks.run(task, rep);
+  const auto took = std::chrono::steady_clock::now() - killed;
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_TRUE(r.retryable);
+  EXPECT_NE(r.error.find("rank 1 of 2 killed by signal 9"), std::string::npos) << r.error;
+  EXPECT_LT(rep.reports.size(), 30u);
+  EXPECT_LT(took, std::chrono::seconds(15));  // bounded by the executor, not a hung group
+  const pid_t p0 = rank_pid(rep, 0);
+  ASSERT_GT(p0, 0);
+  EXPECT_NE(::kill(p0, 0), 0);  // rank 0 did not outlive the attempt
+
+  // The retry: the next attempt of the same trial runs to the end.
+  FakeReporter again;
+  task.trial.attempt = 1;
+  auto retry = ranks.run(task, again);
+  ASSERT_EQ(retry.outcome, trials::TrialState::kCompleted) << retry.error;
+  EXPECT_EQ(again.reports.size(), 30u);
+  EXPECT_NE(again.artifact("model.pt"), nullptr);
+}
+
+TEST_F(DataParallelTrials, PruningStopsEveryRank) {
+  auto spec = parallel_spec(dir.write("t.csv", testing::blobs_csv(2000, 1)), 200);
+  FakeReporter rep;
+  rep.stop_after_reports = 2;
+  auto task = task_for(spec, params);
+  task.work_dir = dir.file("");
+  auto r = ranks.run(task, rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kPruned) << r.error;
+  EXPECT_LT(rep.reports.size(), 200u);
+  const pid_t p1 = rank_pid(rep, 1);
+  ASSERT_GT(p1, 0);
+  EXPECT_NE(::kill(p1, 0), 0);
+}
+
+TEST_F(DataParallelTrials, ABadConfigFailsWithoutRetry) {
+  auto spec = parallel_spec(dir.file("missing.csv"), 2);
+  FakeReporter rep;
+  auto task = task_for(spec, params);
+  task.work_dir = dir.file("");
+  auto r = ranks.run(task, rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_FALSE(r.retryable);
+  EXPECT_NE(r.error.find("missing.csv"), std::string::npos) << r.error;
 }
 
 TEST_F(TorchTraining, ASweepSpecParsesAndItsTrialsRun) {
@@ -331,6 +434,24 @@ TEST(TorchExamples, TheFashionMnistExampleParses) {
   auto config = trials::resolve(spec->trial.torch, params);
   ASSERT_TRUE(config.ok()) << config.error().message;
   EXPECT_EQ(config->model.layers, (std::vector<std::int64_t>{128, 128}));
+}
+
+TEST(TorchExamples, TheEnsembleExampleParsesAndResolves) {
+  std::ifstream in(std::string(HPO_SOURCE_DIR) + "/examples/fashion_mnist_ensemble.json");
+  ASSERT_TRUE(in) << "examples/fashion_mnist_ensemble.json";
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto spec = trials::parse_spec(text);
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  ASSERT_TRUE(spec->ensemble.has_value());
+  EXPECT_EQ(spec->ensemble->members, 8);
+  EXPECT_EQ(spec->ensemble->epochs, 8);  // members train longer, on every row
+  EXPECT_EQ(spec->ensemble->subset, 0);
+  auto config = trials::resolve(spec->trial.torch, {{"lr", 0.002},
+                                                    {"dropout", 0.3},
+                                                    {"dense", std::int64_t{256}}});
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->model.type, trials::ModelType::kCnn);
+  EXPECT_EQ(config->model.dense, (std::vector<std::int64_t>{256}));
 }
 
 TEST(TorchFashionMnist, CnnBeatsChanceOnAFewHundredImages) {
