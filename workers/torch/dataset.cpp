@@ -12,9 +12,10 @@
 #include <fstream>
 #include <map>
 #include <numeric>
-#include <random>
 #include <set>
 #include <sstream>
+
+#include "ensemble/rng.hpp"
 
 namespace hpo::workers::torch_trainer {
 namespace {
@@ -413,8 +414,12 @@ Result<PreparedData> prepare_data(const trials::ResolvedData& data, trials::Torc
     // Seeded by data.seed only: every trial and member gets the same validation rows.
     std::vector<std::int64_t> order(static_cast<std::size_t>(all.rows));
     std::iota(order.begin(), order.end(), 0);
-    std::mt19937_64 rng(static_cast<std::uint64_t>(data.seed) * 0x9E3779B97F4A7C15ULL + 1);
-    std::shuffle(order.begin(), order.end(), rng);
+    // Fisher-Yates with ensemble::Rng's spelled-out draws (std::shuffle's output is
+    // implementation-defined): every worker, whatever its standard library, picks the same
+    // rows, so members trained on different hosts predict the same validation rows.
+    ensemble::Rng rng(ensemble::derive_seed(static_cast<std::uint64_t>(data.seed), 0x5EED));
+    for (std::size_t i = order.size() - 1; i > 0; --i)
+      std::swap(order[i], order[static_cast<std::size_t>(rng.below(i + 1))]);
     auto nval = static_cast<std::int64_t>(std::llround(data.validation_fraction * all.rows));
     nval = std::clamp<std::int64_t>(nval, 1, all.rows - 1);
     std::vector<std::int64_t> val(order.begin(), order.begin() + nval);

@@ -145,6 +145,17 @@ TEST(PrepareData, SplitsBySeedAndStandardisesOnTheTrainingPart) {
   d.seed = 5;
   auto c = prepare_data(d, trials::TorchTask::kClassification, cache);
   EXPECT_NE(c->validation.row_ids, a->validation.row_ids);
+  // The split is spelled out (Fisher-Yates over ensemble::Rng), not std::shuffle's
+  // implementation-defined order: these rows were computed by an independent Python
+  // port of the same draws, and must come out the same with any standard library.
+  const std::vector<std::int64_t> first0{1, 2, 3, 16, 18, 20, 21, 33, 39, 42};
+  const std::vector<std::int64_t> first5{1, 2, 8, 10, 11, 24, 26, 29, 30, 31};
+  EXPECT_EQ(std::vector<std::int64_t>(a->validation.row_ids.begin(),
+                                      a->validation.row_ids.begin() + 10),
+            first0);
+  EXPECT_EQ(std::vector<std::int64_t>(c->validation.row_ids.begin(),
+                                      c->validation.row_ids.begin() + 10),
+            first5);
 }
 
 TEST(PrepareData, SubsetTakesTheFirstRowsAndFilesGiveValidationAndTest) {
