@@ -120,7 +120,7 @@ int dp_scaling(int threads, std::int64_t rows) {
     nlohmann::json j = {{"name", "dp bench"},
                         {"objective", {{"metric", "val_accuracy"}, {"mode", "max"}}},
                         {"parameters", {{"lr", {{"type", "categorical"}, {"values", {0.01}}}}}},
-                        {"search", {{"algorithm", "grid"}}},
+                        {"search", {{"algorithm", "grid"}, {"max_trials", 1}}},
                         {"trial", trial}};
     auto spec = trials::parse_spec(j.dump());
     if (!spec) {
