@@ -1,6 +1,9 @@
-// Data-parallel training with k = 2 ranks as threads of this process, each with
-// its own ParallelGroup (ProcessGroupGloo over loopback, FileStore rendezvous) —
-// the same code path as k processes, minus the fork.
+// The collectives of data-parallel training (trainer.cpp, data_parallel.cpp)
+// with k = 2 ranks as threads of this process, each with its own ParallelGroup
+// (ProcessGroupGloo over loopback, FileStore rendezvous): the code the
+// hpo-train-rank processes run, with the ranks' outputs side by side in memory
+// so their parameters can be compared. The processes themselves are tested in
+// training_test.cpp (DataParallelTrials) and tests/e2e/data_parallel_e2e_test.cpp.
 #include <gtest/gtest.h>
 
 #include <chrono>
