@@ -97,7 +97,8 @@ TEST(DataParallelEndToEnd, AKilledRankFailsTheAttemptAndTheRetryCompletes) {
       [&] {
         ranks = rank_processes();
         int mine = 0;
-        for (const auto& p : ranks) mine += p.job.find("ranks-" + trial + "-0-") != std::string::npos;
+        for (const auto& p : ranks)
+          mine += p.job.find("ranks-" + trial + "-0-") != std::string::npos;
         return mine == 2;
       },
       60s))

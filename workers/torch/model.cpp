@@ -68,7 +68,8 @@ Result<torch::nn::Sequential> build_model(const trials::ResolvedModel& m,
   torch::nn::Sequential seq;
   std::uint64_t dropouts = 0;
   auto dropout = [&] {
-    if (m.dropout > 0) seq->push_back(SeededDropout(m.dropout, layer_seed(dropout_seed, dropouts++)));
+    if (m.dropout > 0)
+      seq->push_back(SeededDropout(m.dropout, layer_seed(dropout_seed, dropouts++)));
   };
   std::int64_t features = 1;
   for (auto d : sample_shape) features *= d;

@@ -197,8 +197,9 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
   if (!program) return failed(program.error().message, /*retryable=*/true);  // another worker may
 
   std::error_code ec;
-  const fs::path dir = (task.work_dir.empty() ? fs::temp_directory_path() : fs::path(task.work_dir)) /
-                       fmt::format("ranks-{}-{}-{}", task.trial.id, task.trial.attempt, ::getpid());
+  const fs::path base = task.work_dir.empty() ? fs::temp_directory_path() : fs::path(task.work_dir);
+  const fs::path dir =
+      base / fmt::format("ranks-{}-{}-{}", task.trial.id, task.trial.attempt, ::getpid());
   fs::remove_all(dir, ec);
   fs::create_directories(dir, ec);
   if (ec) return failed(fmt::format("cannot create {}: {}", dir.string(), ec.message()), true);

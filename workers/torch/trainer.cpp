@@ -162,9 +162,10 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
   {
     std::lock_guard lock(seed_mutex());
     torch::manual_seed(options.seed);
+    // Dropout masks: from the trial's seed, a different stream on each data-parallel rank.
+    const auto rank = static_cast<std::uint64_t>(options.group ? options.group->config().rank : 0);
     auto built = build_model(cfg.model, data.sample_shape, classification ? data.num_classes : 1,
-                             options.seed ^ (0xD1B54A32D192ED03ULL * static_cast<std::uint64_t>(
-                                                                         options.group ? options.group->config().rank : 0)));
+                             options.seed ^ (0xD1B54A32D192ED03ULL * rank));
     if (!built) {
       result.end = TrainOutput::End::kFailed;
       result.error = built.error().message;
@@ -353,7 +354,10 @@ ThreadLayout::ThreadLayout(const trials::ResolvedModel& model, int threads, bool
   const bool blas_heavy = !on_gpu && model.type == trials::ModelType::kMlp;
   threads = std::max(1, threads);
   blas_ = blas_heavy ? threads : 1;
-  torch::set_num_threads(blas_heavy ? 1 : threads);  // this thread's OpenMP team size
+  // This thread's OpenMP team size. ATen applies its process-wide count to a thread at the
+  // thread's first parallel op; doing that first keeps another slot's count from replacing ours.
+  at::internal::lazy_init_num_threads();
+  torch::set_num_threads(blas_heavy ? 1 : threads);
   std::lock_guard lock(layout_mutex());
   blas_wants().insert(blas_);
   apply_blas_wants();

@@ -68,7 +68,8 @@ std::vector<std::pair<std::string, std::string>> artifacts_of(TrainOutput& out) 
   artifacts.emplace_back("val_predictions", encode_predictions(out.val_predictions));
   if (out.has_test)
     artifacts.emplace_back("test_predictions", encode_predictions(out.test_predictions));
-  if (out.has_oob) artifacts.emplace_back("oob_predictions", encode_predictions(out.oob_predictions));
+  if (out.has_oob)
+    artifacts.emplace_back("oob_predictions", encode_predictions(out.oob_predictions));
   return artifacts;
 }
 
