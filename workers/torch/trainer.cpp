@@ -148,6 +148,35 @@ void set_blas_threads(int n) {
   if (fn) fn(n);
 }
 
+// For a BLAS-heavy layout, every epoch: after kWarm steps, kProbe steps with BLAS's threads,
+// kProbe with one, then the rest of the epoch with the faster. Conditions on a shared host
+// change over minutes, so each epoch measures again; the probe costs nothing measurable (the
+// slower half of 2 * kProbe steps out of hundreds).
+class BlasProbe {
+ public:
+  explicit BlasProbe(ThreadLayout& layout) : layout_(layout), active_(layout.blas_heavy()) {}
+  void at_step(std::int64_t b) {
+    if (!active_ || b > kWarm + 2 * kProbe) return;
+    const auto now = Clock::now();
+    if (b == kWarm) {
+      layout_.use_blas_threads(true);
+    } else if (b == kWarm + kProbe) {
+      many_ = now - start_;
+      layout_.use_blas_threads(false);
+    } else if (b == kWarm + 2 * kProbe) {
+      layout_.use_blas_threads(many_ <= now - start_);
+    }
+    if (b == kWarm || b == kWarm + kProbe) start_ = now;
+  }
+
+ private:
+  static constexpr std::int64_t kWarm = 4, kProbe = 16;
+  ThreadLayout& layout_;
+  bool active_;
+  Clock::time_point start_;
+  Clock::duration many_{};
+};
+
 TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedData& data,
                        const TrainOptions& options, Reporter& reporter) {
   TrainOutput result;
@@ -215,12 +244,14 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
     }
     return false;
   };
+  BlasProbe probe(layout);
   for (std::int64_t epoch = 0; epoch < cfg.epochs; ++epoch) {
     const auto t0 = Clock::now();
     auto perm = torch::randperm(n, shuffle, torch::kLong).to(device);
     double loss_sum = 0;
     std::int64_t seen = 0;
     for (std::int64_t b = 0; b < steps_per_epoch; ++b) {
+      probe.at_step(b);
       pending.stop = pending.stop || reporter.should_stop();
       if (!group && pending.stop) {
         result.end = TrainOutput::End::kStopped;
@@ -341,11 +372,18 @@ std::multiset<int>& blas_wants() {
   return w;
 }
 
-void apply_blas_wants() {
+int& blas_current() {
   static int current = 0;
-  const int n = blas_wants().size() == 1 ? *blas_wants().begin() : 1;
-  if (n != current) set_blas_threads(n);
-  current = n;
+  return current;
+}
+
+void apply_blas(int n) {
+  if (n != blas_current()) set_blas_threads(n);
+  blas_current() = n;
+}
+
+void apply_blas_wants() {
+  apply_blas(blas_wants().size() == 1 ? *blas_wants().begin() : 1);
 }
 
 }  // namespace
@@ -361,6 +399,11 @@ ThreadLayout::ThreadLayout(const trials::ResolvedModel& model, int threads, bool
   std::lock_guard lock(layout_mutex());
   blas_wants().insert(blas_);
   apply_blas_wants();
+}
+
+void ThreadLayout::use_blas_threads(bool many) {
+  std::lock_guard lock(layout_mutex());
+  if (blas_wants().size() == 1) apply_blas(many ? blas_ : 1);
 }
 
 ThreadLayout::~ThreadLayout() {

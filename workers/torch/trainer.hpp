@@ -60,6 +60,14 @@ class ThreadLayout {
   ThreadLayout(const ThreadLayout&) = delete;
   ThreadLayout& operator=(const ThreadLayout&) = delete;
 
+  // Whether this layout gives BLAS more than one thread (an mlp on several CPU threads).
+  bool blas_heavy() const { return blas_ > 1; }
+  // For this layout's training, BLAS with its threads (true) or with one (false): on a VM whose
+  // second vCPU is sometimes an SMT sibling of the first, the helper thread spins without helping
+  // and one thread is faster; the trainer times both and keeps the faster (see trainer.cpp).
+  // No-op unless this is the only training in the process.
+  void use_blas_threads(bool many);
+
  private:
   int blas_ = 1;
 };
