@@ -11,18 +11,18 @@
 
 namespace hpo::ensemble {
 
-namespace {
-
-using nlohmann::json;
-
-json scores_to_json(const Scores& s) {
-  json j = json::object();
+nlohmann::json scores_to_json(const Scores& s) {
+  nlohmann::json j = nlohmann::json::object();
   if (s.accuracy) j["accuracy"] = *s.accuracy;
   if (s.log_loss) j["log_loss"] = *s.log_loss;
   if (s.mse) j["mse"] = *s.mse;
   if (s.rmse) j["rmse"] = *s.rmse;
   return j;
 }
+
+namespace {
+
+using nlohmann::json;
 
 json summary_to_json(const MetricSummary& m) {
   return {{"validation", scores_to_json(m.validation)}, {"test", scores_to_json(m.test)}};

@@ -14,24 +14,24 @@ ControllerLoop::ControllerLoop(StoreFactory stores, ControllerLoopOptions option
 ControllerLoop::~ControllerLoop() { stop(); }
 
 void ControllerLoop::start() {
-  stop_ = false;
+  stop_.reset();
   thread_ = std::thread([this] { run(); });
 }
 
 void ControllerLoop::stop() {
-  stop_ = true;
+  stop_.set();
   if (thread_.joinable()) thread_.join();
 }
 
 void ControllerLoop::run() {
   std::unique_ptr<trials::TrialStore> store;
   auto backoff = std::chrono::milliseconds(100);
-  while (!stop_) {
+  while (!stop_.is_set()) {
     if (!store) {
       auto s = stores_();
       if (!s) {
         log_warn("controller loop: store unavailable", {{"error", s.error().message}});
-        std::this_thread::sleep_for(backoff);  // reconnect back-off
+        if (stop_.wait_for(backoff)) break;  // reconnect back-off
         backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
         continue;
       }
@@ -105,7 +105,7 @@ void ControllerLoop::run_once(trials::TrialStore& store) {
   auto events = store.read_events(last_event_, 1000,
                                   static_cast<int>(options_.event_wait.count()));
   if (!events) {
-    std::this_thread::sleep_for(options_.event_wait);  // store down: pace the retries
+    stop_.wait_for(options_.event_wait);  // store down: pace the retries
     next_rescan_ = {};
     return;
   }
@@ -128,10 +128,10 @@ LeaseReaper::LeaseReaper(StoreFactory stores, std::chrono::milliseconds period)
 LeaseReaper::~LeaseReaper() { stop(); }
 
 void LeaseReaper::start() {
-  stop_ = false;
+  stop_.reset();
   thread_ = std::thread([this] {
     std::unique_ptr<trials::TrialStore> store;
-    while (!stop_) {
+    while (!stop_.is_set()) {
       if (!store) {
         auto s = stores_();
         if (s) store = std::move(*s);
@@ -143,16 +143,13 @@ void LeaseReaper::start() {
         else if (*n > 0) log_info("reaper: expired leases handled", {{"count", std::to_string(*n)}});
         if (n && *n == 100) continue;  // more may be waiting
       }
-      // Sleep in short slices so stop() returns promptly.
-      auto until = std::chrono::steady_clock::now() + period_;
-      while (!stop_ && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      stop_.wait_for(period_);
     }
   });
 }
 
 void LeaseReaper::stop() {
-  stop_ = true;
+  stop_.set();
   if (thread_.joinable()) thread_.join();
 }
 

@@ -9,11 +9,12 @@
 // rescan period of delay, never correctness.
 #pragma once
 
-#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -29,6 +30,37 @@ struct ControllerLoopOptions {
   std::chrono::milliseconds event_wait{250};  // XREAD BLOCK per iteration
 };
 
+// A loop's stop request: checked cheaply each round, and waited on instead of
+// sleeping, so stop() ends a back-off or a pause at once.
+class StopFlag {
+ public:
+  void reset() {
+    std::lock_guard lock(mu_);
+    stopped_ = false;
+  }
+  void set() {
+    {
+      std::lock_guard lock(mu_);
+      stopped_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool is_set() {
+    std::lock_guard lock(mu_);
+    return stopped_;
+  }
+  // Waits up to `d`; true when stop was requested.
+  bool wait_for(std::chrono::milliseconds d) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, d, [this] { return stopped_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+};
+
 class ControllerLoop {
  public:
   // `make_stage` (optional) builds the ensemble stage for sweeps that have one.
@@ -39,7 +71,7 @@ class ControllerLoop {
   ~ControllerLoop();
 
   void start();
-  void stop();  // joins; returns within about one event_wait
+  void stop();  // joins; returns within about one event_wait (at once during a back-off)
 
   // Runs one iteration on the calling thread (tests drive the loop by hand).
   void run_once(trials::TrialStore& store);
@@ -57,7 +89,7 @@ class ControllerLoop {
   std::map<std::string, bool> touched_;
   std::string last_event_ = "$";
   std::chrono::steady_clock::time_point next_rescan_{};
-  std::atomic<bool> stop_{false};
+  StopFlag stop_;
   std::thread thread_;
 };
 
@@ -73,7 +105,7 @@ class LeaseReaper {
  private:
   StoreFactory stores_;
   std::chrono::milliseconds period_;
-  std::atomic<bool> stop_{false};
+  StopFlag stop_;
   std::thread thread_;
 };
 

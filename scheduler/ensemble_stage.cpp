@@ -97,15 +97,6 @@ Status load_oob(trials::TrialStore& store, const std::vector<Model>& models,
   return {};
 }
 
-Json scores_json(const ensemble::Scores& s) {
-  Json j = Json::object();
-  if (s.accuracy) j["accuracy"] = *s.accuracy;
-  if (s.log_loss) j["log_loss"] = *s.log_loss;
-  if (s.mse) j["mse"] = *s.mse;
-  if (s.rmse) j["rmse"] = *s.rmse;
-  return j;
-}
-
 // Mean of one score over the models that have it.
 std::optional<double> mean_of(const std::vector<ensemble::MetricSummary>& models, bool test,
                               std::optional<double> ensemble::Scores::*field) {
@@ -312,10 +303,10 @@ Result<bool> EnsembleStage::combine(trials::TrialStore& store) {
   record["mean_member"] = {{"validation", Json::object()}, {"test", Json::object()}};
   for (bool test : {false, true}) {
     ensemble::Scores s;
-    s.accuracy = mean_of(member_metrics, test, &ensemble::Scores::accuracy);
-    s.log_loss = mean_of(member_metrics, test, &ensemble::Scores::log_loss);
-    s.rmse = mean_of(member_metrics, test, &ensemble::Scores::rmse);
-    record["mean_member"][test ? "test" : "validation"] = scores_json(s);
+    for (auto field : {&ensemble::Scores::accuracy, &ensemble::Scores::log_loss,
+                       &ensemble::Scores::mse, &ensemble::Scores::rmse})
+      s.*field = mean_of(member_metrics, test, field);
+    record["mean_member"][test ? "test" : "validation"] = ensemble::scores_to_json(s);
   }
   record["stored_with"] = members.front().id;
 

@@ -1,12 +1,13 @@
 #include "web/http_client.hpp"
 
 #include <array>
-#include <cctype>
 #include <optional>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+
+#include "web/http_message.hpp"
 
 namespace hpo::web {
 
@@ -16,11 +17,6 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 namespace {
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 Error transport_error(const std::string& what, const beast::error_code& ec) {
   return Error::unavailable(what + ": " + ec.message());
@@ -50,7 +46,7 @@ ClientResponse to_client(http::response<http::string_body>&& res) {
   ClientResponse out;
   out.status = static_cast<int>(res.result_int());
   for (const auto& f : res)
-    out.headers[lower(std::string(f.name_string()))] = std::string(f.value());
+    out.headers[ascii_lower(std::string(f.name_string()))] = std::string(f.value());
   out.body = std::move(res.body());
   return out;
 }
@@ -277,7 +273,7 @@ Result<ClientResponse> SseClient::open(const std::string& target,
   ClientResponse out;
   out.status = 200;
   for (const auto& f : parser.get())
-    out.headers[lower(std::string(f.name_string()))] = std::string(f.value());
+    out.headers[ascii_lower(std::string(f.name_string()))] = std::string(f.value());
   pending_ = beast::buffers_to_string(im.buffer.data());
   im.buffer.consume(im.buffer.size());
   return out;

@@ -51,6 +51,10 @@ using Handler = std::function<Response(const Request&)>;
 
 // "%2Fa+b" -> "/a b" when `plus_is_space` (query strings), else "/a+b".
 // Returns false on a malformed escape or a decoded NUL byte.
+// ASCII case-insensitive equality (header names, auth schemes), and ASCII lower case.
+bool iequals(std::string_view a, std::string_view b);
+std::string ascii_lower(std::string s);
+
 bool percent_decode(std::string_view in, std::string& out, bool plus_is_space);
 std::string percent_encode(std::string_view in);
 

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cctype>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -86,8 +85,7 @@ Request to_request(http::request<http::string_body>&& msg, const std::string& re
   req.target = std::string(msg.target());
   ok = parse_target(req.target, req.path, req.query);
   for (const auto& f : msg) {
-    std::string name(f.name_string());
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string name = ascii_lower(std::string(f.name_string()));
     auto [it, inserted] = req.headers.emplace(name, std::string(f.value()));
     if (!inserted) it->second += ", " + std::string(f.value());
   }

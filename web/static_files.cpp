@@ -34,8 +34,7 @@ std::string content_type_for(const fs::path& file) {
       {".txt", "text/plain; charset=utf-8"},
       {".wasm", "application/wasm"},
   };
-  auto ext = file.extension().string();
-  for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const auto ext = ascii_lower(file.extension().string());
   for (const auto& [e, t] : kTypes)
     if (ext == e) return t;
   return "application/octet-stream";

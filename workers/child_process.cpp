@@ -105,6 +105,26 @@ Result<std::string> find_program(const std::string& name, const std::string& pat
   return Error::not_found(fmt::format("program '{}' not found in PATH", name));
 }
 
+void TailBuffer::add(std::string_view line) {
+  text_.append(line);
+  text_.push_back('\n');
+  if (text_.size() > 2 * capacity_) text_.erase(0, text_.size() - capacity_);
+}
+
+std::string TailBuffer::tail() const {
+  std::string t = text_.size() <= capacity_ ? text_ : text_.substr(text_.size() - capacity_);
+  if (text_.size() > capacity_)
+    if (auto nl = t.find('\n'); nl != std::string::npos && nl + 1 < t.size()) t.erase(0, nl + 1);
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+  return t;
+}
+
+std::string TailBuffer::last_line() const {
+  std::string t = tail();
+  auto nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
 std::string describe_wait_status(int status) {
   if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
   if (WIFSIGNALED(status)) {

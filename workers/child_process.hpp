@@ -79,6 +79,20 @@ class ChildProcess {
   long drain_deadline_ms_ = -1;  // after the leader exited: stop waiting for EOF at this time
 };
 
+// The last `capacity` bytes of a stream of lines (a child's stderr, for the
+// failure message), cut at a line start when possible, trailing newlines removed.
+class TailBuffer {
+ public:
+  explicit TailBuffer(std::size_t capacity) : capacity_(capacity) {}
+  void add(std::string_view line);
+  std::string tail() const;
+  std::string last_line() const;  // the tail's last line
+
+ private:
+  std::size_t capacity_;
+  std::string text_;
+};
+
 // argv[0] resolved against PATH (as execvp would, but in the parent);
 // kNotFound when nothing executable matches.
 Result<std::string> find_program(const std::string& name, const std::string& path_env);

@@ -36,30 +36,6 @@ constexpr std::size_t kStderrTail = 2048;
 
 using Clock = std::chrono::steady_clock;
 
-// Keeps the last kStderrTail bytes of stderr, cut at a line start when possible.
-class TailBuffer {
- public:
-  void add(std::string_view line) {
-    text_.append(line);
-    text_.push_back('\n');
-    if (text_.size() > 2 * kStderrTail) text_.erase(0, text_.size() - kStderrTail);
-  }
-  std::string tail() const {
-    if (text_.size() <= kStderrTail) return trimmed(text_);
-    std::string t = text_.substr(text_.size() - kStderrTail);
-    auto nl = t.find('\n');
-    if (nl != std::string::npos && nl + 1 < t.size()) t.erase(0, nl + 1);
-    return trimmed(t);
-  }
-
- private:
-  static std::string trimmed(std::string s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-    return s;
-  }
-  std::string text_;
-};
-
 }  // namespace
 
 std::optional<Result<MetricLine>> parse_metric_line(std::string_view line) {
@@ -173,7 +149,7 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
   trials::Metrics last;                  // last value of every metric seen
   std::optional<trials::Metrics> final;  // the final line's metrics
   std::int64_t next_step = 0;
-  TailBuffer stderr_tail;
+  TailBuffer stderr_tail(kStderrTail);
   auto sink = [&](Stream stream, std::string_view line) {
     if (stream == Stream::kStderr) {
       stderr_tail.add(line);

@@ -18,6 +18,7 @@
 #include "ensemble/rng.hpp"
 #include "scheduler/ensemble_stage.hpp"
 #include "scheduler/sweep_controller.hpp"
+#include "tests/scheduler/sweep_fixture.hpp"
 #include "trials/memory/memory_store.hpp"
 
 namespace hpo::scheduler {
@@ -64,41 +65,19 @@ std::string predictions(std::uint64_t seed) {
   return ensemble::encode_prediction_file(f);
 }
 
-struct Fixture {
-  std::int64_t now = 1'000'000;
-  MemoryStore store{[this] { return now; }};
-  std::string sweep_id;
-  trials::SweepSpec spec;
+struct Fixture : testing::SweepFixture {
   std::unique_ptr<SweepController> controller;
 
-  explicit Fixture(const Json& j) {
-    auto parsed = trials::parse_spec(j.dump());
-    EXPECT_TRUE(parsed.ok()) << parsed.error().message;
-    spec = *parsed;
-    auto id = store.create_sweep({spec.name, j.dump(), spec.objective.maximize});
-    EXPECT_TRUE(id.ok());
-    sweep_id = *id;
-    restart();
-  }
+  explicit Fixture(const Json& j) : SweepFixture(j.dump()) { restart(); }
   // A fresh controller and stage, as a restarted scheduler builds them.
   void restart() {
     controller = std::make_unique<SweepController>(sweep_id, spec);
     controller->set_ensemble_stage(std::make_unique<EnsembleStage>(sweep_id, spec));
   }
-  trials::Sweep sweep() { return *store.get_sweep(sweep_id); }
   bool step() {
     auto alive = controller->step(store);
     EXPECT_TRUE(alive.ok()) << alive.error().message;
     return alive.ok() && *alive;
-  }
-  // Claims one queued trial and finishes it with `run`; false when none is queued.
-  bool work_one(const std::function<trials::TrialResult(const trials::Trial&)>& run) {
-    auto c = store.claim("w", 1, 10'000);
-    EXPECT_TRUE(c.ok());
-    if (!c.ok() || !*c) return false;
-    const auto& t = (*c)->trial;
-    EXPECT_TRUE(store.complete(t.id, t.attempt, "w", run(t)).ok());
-    return true;
   }
   Json record() {
     auto members = store.list_trials(sweep_id, "member", 0, 1);
@@ -122,7 +101,7 @@ trials::TrialResult train(MemoryStore& store, const trials::Trial& t) {
 }
 
 // Runs the sweep to its end; checks the member concurrency after every step.
-void run_to_end(Fixture& f, const std::function<trials::TrialResult(const trials::Trial&)>& run) {
+void run_to_end(Fixture& f, const testing::TrialRun& run) {
   for (int rounds = 0; rounds < 200; ++rounds) {
     if (!f.step()) return;
     auto s = f.sweep();

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "scheduler/sweep_controller.hpp"
+#include "tests/scheduler/sweep_fixture.hpp"
 #include "trials/memory/memory_store.hpp"
 
 namespace hpo::scheduler {
@@ -29,34 +30,8 @@ Json base_spec() {
   })");
 }
 
-struct Fixture {
-  std::int64_t now = 1'000'000;
-  MemoryStore store{[this] { return now; }};
-  std::string sweep_id;
-  trials::SweepSpec spec;
-
-  explicit Fixture(const Json& j) {
-    auto parsed = trials::parse_spec(j.dump());
-    EXPECT_TRUE(parsed.ok()) << parsed.error().message;
-    spec = *parsed;
-    auto id = store.create_sweep({spec.name, j.dump(), spec.objective.maximize});
-    EXPECT_TRUE(id.ok());
-    sweep_id = *id;
-  }
-  trials::Sweep sweep() { return *store.get_sweep(sweep_id); }
-
-  // A worker finishing every queued trial with f(params); returns how many.
-  int work_all(const std::function<trials::TrialResult(const trials::Trial&)>& run) {
-    int n = 0;
-    while (true) {
-      auto c = store.claim("w", 1, 10'000);
-      EXPECT_TRUE(c.ok());
-      if (!c.ok() || !*c) return n;
-      const auto& t = (*c)->trial;
-      EXPECT_TRUE(store.complete(t.id, t.attempt, "w", run(t)).ok());
-      ++n;
-    }
-  }
+struct Fixture : testing::SweepFixture {
+  explicit Fixture(const Json& j) : SweepFixture(j.dump()) {}
 };
 
 double value_of(const trials::Trial& t) {

@@ -8,6 +8,8 @@
 #include <numbers>
 #include <string>
 
+#include "search/rng.hpp"
+
 namespace hpo::workers::torch_trainer {
 namespace {
 
@@ -38,10 +40,7 @@ void add_activation(torch::nn::Sequential& seq, Activation a) {
 
 // Dropout layer i draws from its own stream of the trial's seed.
 std::uint64_t layer_seed(std::uint64_t seed, std::uint64_t layer) {
-  std::uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (layer + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
+  return search::splitmix64(seed + 0x9E3779B97F4A7C15ULL * layer);
 }
 
 Error model_error(std::string message) {

@@ -84,16 +84,6 @@ bool write_file(const fs::path& p, const std::string& bytes) {
   return !ec;
 }
 
-const char* end_name(tt::TrainOutput::End e) {
-  switch (e) {
-    case tt::TrainOutput::End::kCompleted: return "completed";
-    case tt::TrainOutput::End::kStopped: return "stopped";
-    case tt::TrainOutput::End::kDiverged: return "diverged";
-    case tt::TrainOutput::End::kFailed: return "failed";
-  }
-  return "failed";
-}
-
 int run(const fs::path& job_path, int rank) {
   std::ifstream in(job_path);
   std::stringstream text;
@@ -178,7 +168,7 @@ int run(const fs::path& job_path, int rank) {
       names.push_back(name);
     }
   }
-  return write_result(end_name(out.end), out.error, true, out.metrics, names);
+  return write_result(tt::to_string(out.end), out.error, true, out.metrics, names);
 }
 
 }  // namespace

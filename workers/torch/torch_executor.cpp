@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <sstream>
 
@@ -57,11 +58,50 @@ trials::TrialResult failed(std::string error, bool retryable = false) {
   return failed_result(std::move(error), retryable);
 }
 
-std::string read_file(const fs::path& p) {
+std::optional<std::string> read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
+  if (!in) return std::nullopt;
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// What rank 0 left in the attempt directory: result.json and the artifacts it lists.
+struct RankZeroResult {
+  tt::TrainOutput out;
+  std::vector<std::pair<std::string, std::string>> artifacts;
+  bool retryable = true;
+};
+
+RankZeroResult read_rank_zero_result(const fs::path& dir, int k, bool stopped) {
+  RankZeroResult r;
+  auto text = read_file(dir / "result.json");
+  auto result = text ? Json::parse(*text, nullptr, false) : Json();
+  if (result.is_discarded() || !result.is_object()) {
+    r.out.end = stopped ? tt::TrainOutput::End::kStopped : tt::TrainOutput::End::kFailed;
+    r.out.error =
+        fmt::format("data-parallel rank 0 of {} left no result{}", k, stopped ? " (stopped)" : "");
+    return r;
+  }
+  r.out.end = tt::end_from_string(result.value("end", "failed"));
+  r.out.error = result.value("error", "");
+  if (r.out.end == tt::TrainOutput::End::kFailed && !r.out.error.empty())
+    r.out.error = fmt::format("data-parallel rank 0 of {}: {}", k, r.out.error);
+  r.retryable = result.value("retryable", true);
+  for (auto it = result["metrics"].begin(); it != result["metrics"].end(); ++it)
+    if (it->is_number()) r.out.metrics[it.key()] = it->get<double>();
+  for (const auto& name : result.value("artifacts", std::vector<std::string>{})) {
+    auto bytes = read_file(dir / name);
+    if (!bytes) {  // listed but gone: fail rather than store a trial without it
+      r.out.end = tt::TrainOutput::End::kFailed;
+      r.out.error = fmt::format("data-parallel rank 0 of {} listed artifact {} but left no file", k,
+                                name);
+      r.artifacts.clear();
+      return r;
+    }
+    r.artifacts.emplace_back(name, std::move(*bytes));
+  }
+  return r;
 }
 
 // The trial's result from a finished training and its artifacts.
@@ -108,23 +148,10 @@ trials::TrialResult finish(const trials::SweepSpec& spec, tt::TrainOutput out,
   return r;
 }
 
-// Keeps the last kStderrTail bytes of a rank's stderr for the failure message.
-void keep_tail(std::string& tail, std::string_view line) {
-  tail.append(line);
-  tail.push_back('\n');
-  if (tail.size() > 2 * kStderrTail) tail.erase(0, tail.size() - kStderrTail);
-}
-
-std::string last_line(std::string text) {
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  auto nl = text.rfind('\n');
-  return nl == std::string::npos ? text : text.substr(nl + 1);
-}
-
 struct RankState {
   std::optional<ChildProcess> process;
   bool done = false;
-  std::string stderr_tail;
+  TailBuffer stderr_tail{kStderrTail};
 };
 
 // Rank 0's stdout line: a report or a log line. Returns false when the trial must stop.
@@ -275,7 +302,7 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
       auto& rank = ranks[static_cast<std::size_t>(r)];
       if (!rank.process || rank.done) continue;
       rank.done = rank.process->poll(wait_ms, [&](Stream s, std::string_view line) {
-        if (s == Stream::kStderr) return keep_tail(rank.stderr_tail, line);
+        if (s == Stream::kStderr) return rank.stderr_tail.add(line);
         if (r == 0 && !relay_rank0_line(line, reporter)) request_stop();
       });
       if (!rank.done) continue;
@@ -283,7 +310,7 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
       const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       if (!clean && !failure && !stop_sent) {
         failure = fmt::format("data-parallel rank {} of {} {}", r, k, describe_wait_status(status));
-        if (auto why = last_line(rank.stderr_tail); !why.empty()) *failure += ": " + why;
+        if (auto why = rank.stderr_tail.last_line(); !why.empty()) *failure += ": " + why;
         kill_all();  // its peers would only wait for it
       }
       if (r == 0 && !kill_at)  // rank 0 is the last to finish; the others follow at once
@@ -294,36 +321,15 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
     if (kill_at && Clock::now() > *kill_at) kill_all();
   }
 
-  tt::TrainOutput out;
-  std::vector<std::pair<std::string, std::string>> artifacts;
-  bool retryable = true;
+  RankZeroResult r;
   if (failure) {
-    out.end = tt::TrainOutput::End::kFailed;
-    out.error = *failure;
+    r.out.end = tt::TrainOutput::End::kFailed;
+    r.out.error = *failure;
   } else {
-    auto result = Json::parse(read_file(dir / "result.json"), nullptr, false);
-    if (result.is_discarded() || !result.is_object()) {
-      out.end = stop_sent ? tt::TrainOutput::End::kStopped : tt::TrainOutput::End::kFailed;
-      out.error = fmt::format("data-parallel rank 0 of {} left no result{}", k,
-                              stop_sent ? " (stopped)" : "");
-    } else {
-      const std::string end = result.value("end", "failed");
-      out.end = end == "completed" ? tt::TrainOutput::End::kCompleted
-                : end == "stopped" ? tt::TrainOutput::End::kStopped
-                : end == "diverged" ? tt::TrainOutput::End::kDiverged
-                                    : tt::TrainOutput::End::kFailed;
-      out.error = result.value("error", "");
-      if (out.end == tt::TrainOutput::End::kFailed && !out.error.empty())
-        out.error = fmt::format("data-parallel rank 0 of {}: {}", k, out.error);
-      retryable = result.value("retryable", true);
-      for (auto it = result["metrics"].begin(); it != result["metrics"].end(); ++it)
-        if (it->is_number()) out.metrics[it.key()] = it->get<double>();
-      for (const auto& name : result.value("artifacts", std::vector<std::string>{}))
-        artifacts.emplace_back(name, read_file(dir / name));
-    }
+    r = read_rank_zero_result(dir, k, stop_sent);
   }
   fs::remove_all(dir, ec);
-  return finish(spec, std::move(out), std::move(artifacts), retryable, reporter);
+  return finish(spec, std::move(r.out), std::move(r.artifacts), r.retryable, reporter);
 }
 
 }  // namespace hpo::workers

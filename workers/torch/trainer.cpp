@@ -412,6 +412,23 @@ ThreadLayout::~ThreadLayout() {
   apply_blas_wants();
 }
 
+const char* to_string(TrainOutput::End end) {
+  switch (end) {
+    case TrainOutput::End::kCompleted: return "completed";
+    case TrainOutput::End::kStopped: return "stopped";
+    case TrainOutput::End::kDiverged: return "diverged";
+    case TrainOutput::End::kFailed: return "failed";
+  }
+  return "failed";
+}
+
+TrainOutput::End end_from_string(std::string_view text) {
+  for (auto e : {TrainOutput::End::kCompleted, TrainOutput::End::kStopped,
+                 TrainOutput::End::kDiverged})
+    if (text == to_string(e)) return e;
+  return TrainOutput::End::kFailed;
+}
+
 TrainOutput train_model(const trials::ResolvedTorchConfig& config, const PreparedData& data,
                         const TrainOptions& options, Reporter& reporter) {
   try {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trials/torch_recipe.hpp"
@@ -41,6 +42,11 @@ struct TrainOutput {
   PredictionMatrix oob_predictions;  // when data.has_oob: the member's out-of-bag rows
   bool has_oob = false;
 };
+
+// An End as text ("completed", "stopped", "diverged", "failed") and back (data-parallel rank 0
+// writes it to its result file); text that names no End reads as kFailed.
+const char* to_string(TrainOutput::End end);
+TrainOutput::End end_from_string(std::string_view text);
 
 // The CPU thread layout of one training, for as long as the object lives.
 // An mlp spends its time in GEMMs, which ATen hands to BLAS in one call from

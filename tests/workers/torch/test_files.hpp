@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "workers/executor.hpp"
@@ -110,6 +112,15 @@ class FakeReporter : public Reporter {
   Status put_artifact(const std::string& name, const std::string& bytes) override {
     artifacts.emplace_back(name, bytes);
     return {};
+  }
+  // Whether some log line contains every one of `fragments`.
+  bool logged(std::initializer_list<std::string_view> fragments) const {
+    for (const auto& l : logs) {
+      bool all = true;
+      for (auto f : fragments) all = all && l.find(f) != std::string::npos;
+      if (all) return true;
+    }
+    return false;
   }
   const std::string* artifact(const std::string& name) const {
     for (const auto& [n, b] : artifacts)

@@ -59,6 +59,15 @@ json blobs_trial(const std::string& train) {
       {"seed", 3}};
 }
 
+// The task of an ensemble member with `member`'s bagging plan and budget.
+TrialTask member_task(const trials::SweepSpec& spec, const search::Params& params,
+                      const ensemble::MemberSpec& member) {
+  auto task = task_for(spec, params);
+  task.trial.kind = "member";
+  task.trial.extra = ensemble::member_spec_to_json(member);
+  return task;
+}
+
 class TorchTraining : public ::testing::Test {
  protected:
   TempDir dir;
@@ -218,16 +227,10 @@ TEST_F(TorchTraining, EnsembleMemberTrainsOnItsBootstrapRows) {
   member.member_index = 2;
   member.seed = 99;
   member.max_features = 0.5;
-  auto task = task_for(spec, params);
-  task.trial.kind = "member";
-  task.trial.extra = ensemble::member_spec_to_json(member);
   FakeReporter rep;
-  auto r = executor.run(task, rep);
+  auto r = executor.run(member_task(spec, params, member), rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
-  bool logged = false;
-  for (const auto& l : rep.logs)
-    logged |= l.find("member 2") != std::string::npos && l.find("2 features") != std::string::npos;
-  EXPECT_TRUE(logged);
+  EXPECT_TRUE(rep.logged({"member 2", "2 features"}));
   // Same validation rows as a plain trial: the combiner can line members up.
   FakeReporter plain;
   executor.run(task_for(spec, params), plain);
@@ -262,17 +265,12 @@ TEST_F(TorchTraining, EnsembleMemberUsesTheEnsemblesTrainingBudget) {
   member.seed = 5;
   member.epochs = 5;
   member.subset = 200;
-  auto task = task_for(spec, params);
-  task.trial.kind = "member";
-  task.trial.extra = ensemble::member_spec_to_json(member);
   FakeReporter rep;
-  auto r = executor.run(task, rep);
+  auto r = executor.run(member_task(spec, params, member), rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
   EXPECT_EQ(rep.reports.size(), 5u);  // one per epoch of the member's budget (the recipe says 3)
   EXPECT_EQ(r.metrics.at("epoch"), 5.0);
-  bool logged = false;  // 200 rows, a quarter of them for validation
-  for (const auto& l : rep.logs) logged |= l.find("150 train / 50 validation") != std::string::npos;
-  EXPECT_TRUE(logged);
+  EXPECT_TRUE(rep.logged({"150 train / 50 validation"}));  // 200 rows, a quarter validation
 }
 
 // A data-parallel sweep spec (parsed, so its JSON travels to the rank processes).
@@ -326,9 +324,7 @@ TEST_F(DataParallelTrials, RunsItsRanksAsProcesses) {
   EXPECT_NE(p0, ::getpid());  // separate processes, and both reaped
   EXPECT_NE(::kill(p0, 0), 0);
   EXPECT_NE(::kill(p1, 0), 0);
-  bool said = false;  // rank 0's own log line came through
-  for (const auto& l : rep.logs) said |= l.find("data-parallel, 2 ranks") != std::string::npos;
-  EXPECT_TRUE(said);
+  EXPECT_TRUE(rep.logged({"data-parallel, 2 ranks"}));  // rank 0's own log line came through
 }
 
 TEST_F(DataParallelTrials, AKilledRankFailsTheAttemptPromptlyAndTheRetryCompletes) {
