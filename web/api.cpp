@@ -266,7 +266,8 @@ bool Api::authorized(const Request& request) const {
   if (read && (!options_.auth_reads || request.path == "/healthz")) return true;
   std::string auth = request.header("authorization");
   constexpr std::string_view prefix = "Bearer ";
-  if (auth.size() > prefix.size() && iequals(std::string_view(auth).substr(0, prefix.size()), prefix))
+  if (auth.size() > prefix.size() &&
+      iequals(std::string_view(auth).substr(0, prefix.size()), prefix))
     return constant_time_equal(auth.substr(prefix.size()), options_.token);
   // EventSource cannot send headers: protected reads may carry ?access_token=.
   if (read) {

@@ -29,6 +29,15 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+std::uint32_t be32(const std::string& s, std::size_t off) {
+  auto b = [&](std::size_t i) {
+    return static_cast<std::uint32_t>(static_cast<unsigned char>(s[off + i]));
+  };
+  return b(0) << 24 | b(1) << 16 | b(2) << 8 | b(3);
+}
+
+}  // namespace
+
 // Whole file, gunzipped when it is gzip (gzread passes plain files through).
 Result<std::string> read_maybe_gz(const std::string& path) {
   if (!file_exists(path)) return data_error("data file '" + path + "' does not exist");
@@ -46,12 +55,6 @@ Result<std::string> read_maybe_gz(const std::string& path) {
   return out;
 }
 
-std::uint32_t be32(const std::string& s, std::size_t off) {
-  auto b = [&](std::size_t i) {
-    return static_cast<std::uint32_t>(static_cast<unsigned char>(s[off + i]));
-  };
-  return b(0) << 24 | b(1) << 16 | b(2) << 8 | b(3);
-}
 
 // IDX header: magic 0x00 0x00 type ndims, then ndims big-endian sizes.
 Result<std::vector<std::int64_t>> idx_dims(const std::string& s, const std::string& path,
@@ -133,8 +136,6 @@ bool parse_float(std::string_view s, float& out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && p == s.data() + s.size() && !s.empty() && std::isfinite(out);
 }
-
-}  // namespace
 
 std::int64_t Table::features() const {
   std::int64_t f = 1;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,19 @@ struct Table {
   std::vector<std::string> classes;  // csv classification with text labels, sorted
   std::int64_t features() const;
 };
+
+// The readers' building blocks, also used by hpo-predict so that prediction reads a file
+// exactly as training did.
+// Whole file, gunzipped when it is gzip (plain files pass through).
+Result<std::string> read_maybe_gz(const std::string& path);
+// An IDX file's sizes (unsigned bytes, `want_dims` dimensions, no missing or extra bytes).
+Result<std::vector<std::int64_t>> idx_dims(const std::string& bytes, const std::string& path,
+                                           int want_dims);
+// One CSV line (RFC 4180 quotes, no embedded newlines) into `out`; quoted fields are
+// unescaped into `scratch`, which the views may point into.
+void split_csv(std::string_view line, std::vector<std::string_view>& out, std::string& scratch);
+std::string_view trim(std::string_view s);               // spaces, tabs, a trailing \r
+bool parse_float(std::string_view s, float& out);        // finite numbers only, after trim()
 
 // IDX image + label files (magic 0x0803 / 0x0801, unsigned bytes), pixels / 255.
 Result<Table> read_idx(const std::string& images_path, const std::string& labels_path);

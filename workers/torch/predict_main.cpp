@@ -14,9 +14,7 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -25,11 +23,13 @@
 
 #include "ensemble/manifest.hpp"
 #include "trials/spec.hpp"
+#include "workers/torch/dataset.hpp"
 #include "workers/torch/model.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+namespace tt = hpo::workers::torch_trainer;
 using namespace hpo;
 
 const char* kUsage =
@@ -43,39 +43,29 @@ struct Failure {
   std::string message;
 };
 
+// A file's bytes (gunzipped when it is gzip), or a Failure naming it.
 std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw Failure{"cannot read " + p.string()};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto bytes = tt::read_maybe_gz(p.string());
+  if (!bytes) throw Failure{bytes.error().message};
+  return std::move(bytes).value();
 }
 
 // Input rows as a flat float matrix; labels when the CSV has the target column.
 struct Input {
   std::vector<float> x;
   std::int64_t rows = 0, features = 0;
-  std::vector<float> labels;  // empty: no target column
+  std::vector<float> labels;  // empty: no target column, or not numeric
 };
 
-std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cell;
-  std::istringstream in(line);
-  while (std::getline(in, cell, ',')) {
-    while (!cell.empty() && (cell.back() == '\r' || cell.back() == ' ')) cell.pop_back();
-    out.push_back(cell);
-  }
-  if (!line.empty() && line.back() == ',') out.emplace_back();
-  return out;
-}
-
-Input read_csv_input(const std::string& path, const std::string& target) {
-  std::ifstream in(path);
-  if (!in) throw Failure{"cannot read " + path};
-  std::string line;
+// CSV read as training reads it (tt::split_csv, tt::parse_float); the target column may be absent.
+Input read_csv_input(const std::string& path, const std::string& text, const std::string& target) {
+  std::istringstream in(text);
+  std::string line, scratch;
+  std::vector<std::string_view> cells;
   if (!std::getline(in, line)) throw Failure{path + ": empty file, expected a CSV header row"};
-  auto header = split_csv_line(line);
+  tt::split_csv(line, cells, scratch);
+  std::vector<std::string> header;
+  for (auto c : cells) header.emplace_back(tt::trim(c));
   int target_col = -1;
   for (std::size_t c = 0; c < header.size(); ++c)
     if (header[c] == target) target_col = static_cast<int>(c);
@@ -85,15 +75,14 @@ Input read_csv_input(const std::string& path, const std::string& target) {
   std::int64_t line_no = 1;
   while (std::getline(in, line)) {
     ++line_no;
-    if (line.empty() || line == "\r") continue;
-    auto cells = split_csv_line(line);
+    if (tt::trim(line).empty()) continue;
+    tt::split_csv(line, cells, scratch);
     if (cells.size() != header.size())
       throw Failure{fmt::format("{}:{}: {} fields, the header has {}", path, line_no, cells.size(),
                                 header.size())};
     for (std::size_t c = 0; c < cells.size(); ++c) {
-      char* end = nullptr;
-      float v = std::strtof(cells[c].c_str(), &end);
-      const bool ok = !cells[c].empty() && end && *end == '\0';
+      float v = 0;
+      const bool ok = tt::parse_float(cells[c], v);
       if (static_cast<int>(c) == target_col) {
         numeric_labels = numeric_labels && ok;
         out.labels.push_back(ok ? v : 0.0f);
@@ -110,35 +99,24 @@ Input read_csv_input(const std::string& path, const std::string& target) {
   return out;
 }
 
-std::uint32_t be32(const unsigned char* p) {
-  return (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) |
-         std::uint32_t(p[3]);
-}
-
+// IDX images (tt::idx_dims: unsigned bytes, 3 dimensions, exact size), pixels / 255 as in training.
 Input read_idx_input(const std::string& path, const std::string& bytes) {
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  if (bytes.size() < 16 || be32(p) != 0x00000803)
-    throw Failure{path + ": not IDX images (expected magic 0x00000803, 3 dimensions)"};
+  auto dims = tt::idx_dims(bytes, path, 3);
+  if (!dims) throw Failure{dims.error().message + " (IDX inputs are image files)"};
   Input out;
-  out.rows = be32(p + 4);
-  out.features = std::int64_t(be32(p + 8)) * be32(p + 12);
-  if (bytes.size() < 16 + static_cast<std::size_t>(out.rows * out.features))
-    throw Failure{fmt::format("{}: truncated: {} images of {} pixels need {} bytes, found {}", path,
-                              out.rows, out.features, 16 + out.rows * out.features, bytes.size())};
+  out.rows = (*dims)[0];
+  out.features = (*dims)[1] * (*dims)[2];
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data()) + 16;
   out.x.resize(static_cast<std::size_t>(out.rows * out.features));
-  for (std::size_t i = 0; i < out.x.size(); ++i) out.x[i] = p[16 + i] / 255.0f;
+  for (std::size_t i = 0; i < out.x.size(); ++i) out.x[i] = p[i] / 255.0f;
   return out;
 }
 
+// IDX when the file starts with IDX's two zero bytes, else CSV; either may be gzipped.
 Input read_input(const std::string& path, const std::string& target) {
   std::string bytes = read_file(path);
-  if (bytes.size() >= 4 && be32(reinterpret_cast<const unsigned char*>(bytes.data())) == 0x00000803)
-    return read_idx_input(path, bytes);
-  if (bytes.size() >= 4 && bytes[0] == 0 && bytes[1] == 0)
-    throw Failure{path +
-                  ": an IDX file but not images (magic 0x0803 expected; labels files are "
-                  "not inputs)"};
-  return read_csv_input(path, target);
+  if (bytes.size() >= 4 && bytes[0] == 0 && bytes[1] == 0) return read_idx_input(path, bytes);
+  return read_csv_input(path, bytes, target);
 }
 
 std::vector<std::int64_t> longs(const torch::Tensor& t) {
