@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -48,6 +49,7 @@ commands:
   workers                       the live workers
   cancel ID                     cancel a sweep (queued trials are dropped, running
                                 ones are stopped)
+  delete ID                     delete an ended sweep with its trials and artifacts
   export --sweep ID DIR         write the sweep's ensemble to DIR (manifest.json,
                                 ensemble.json, spec.json, members/<trial>/model.pt);
                                 hpo-predict uses it without Redis or a scheduler
@@ -73,6 +75,14 @@ struct Options {
   bool json = false;
   std::vector<std::string> args;  // the command and its arguments
 };
+
+// How long `submit` keeps retrying while the scheduler is unreachable or answers 5xx.
+constexpr auto kSubmitRetryFor = std::chrono::seconds(120);
+
+std::string random_key() {
+  std::random_device rd;
+  return fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
+}
 
 int fail(int code, const std::string& message) {
   std::fprintf(stderr, "hpo: %s\n", message.c_str());
@@ -110,11 +120,14 @@ struct Client {
   }
   // Returns the parsed body of a 2xx response, or sets `exit_code`.
   std::optional<Json> call(const std::string& method, const std::string& path, int& exit_code,
-                           const std::string& body = "", std::string* raw = nullptr) {
-    auto r = http.request(method, path, body,
-                          body.empty() ? std::map<std::string, std::string>{}
-                                       : std::map<std::string, std::string>{
-                                             {"Content-Type", "application/json"}});
+                           const std::string& body = "", std::string* raw = nullptr,
+                           std::map<std::string, std::string> headers = {}) {
+    if (!body.empty()) headers.emplace("Content-Type", "application/json");
+    return interpret(http.request(method, path, body, headers), exit_code, raw);
+  }
+  // A response (or the failure to get one) as call() returns it.
+  std::optional<Json> interpret(const hpo::Result<hpo::web::ClientResponse>& r, int& exit_code,
+                                std::string* raw = nullptr) {
     if (!r) {
       exit_code = fail(kUnreachable, "cannot reach the scheduler: " + r.error().message);
       return std::nullopt;
@@ -252,14 +265,41 @@ int cmd_submit(Client& client, const Options& o) {
   if (!in) return fail(kUsage, "cannot read " + path);
   std::stringstream ss;
   ss << in.rdbuf();
-  int code = 0;
-  auto r = client.call("POST", "/api/sweeps", code, ss.str());
-  if (!r) return code;
+  // One key for every try of this submit: a retry after a lost reply (timeout,
+  // 503 during an outage) gets the sweep the first try created, not a second one.
+  const std::string key = random_key();
+  const auto give_up = std::chrono::steady_clock::now() + kSubmitRetryFor;
+  auto backoff = std::chrono::milliseconds(250);
+  std::optional<Json> r;
+  for (;;) {
+    auto resp = client.http.request("POST", "/api/sweeps", ss.str(),
+                                    {{"Content-Type", "application/json"}, {"Idempotency-Key", key}});
+    const bool retry = !resp || resp->status >= 500;
+    if (!retry || std::chrono::steady_clock::now() + backoff >= give_up) {
+      int code = 0;
+      r = client.interpret(resp, code);
+      if (!r) return code;
+      break;
+    }
+    std::fprintf(stderr, "hpo: submit: %s; retrying\n",
+                 resp ? fmt::format("HTTP {}", resp->status).c_str() : resp.error().message.c_str());
+    std::this_thread::sleep_for(backoff);  // pacing the retries of a failed submit
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(4000));
+  }
   std::string id = r->value("id", "");
   if (o.json && !do_follow) std::printf("%s\n", r->dump().c_str());
   else std::printf("%s\n", id.c_str());
   std::fflush(stdout);
   return do_follow ? follow(client, id, o.json) : kOk;
+}
+
+int cmd_delete(Client& client, const Options& o) {
+  if (o.args.size() != 2) return fail(kUsage, "usage: hpo delete ID");
+  int code = 0;
+  std::string raw;
+  if (!client.call("DELETE", "/api/sweeps/" + o.args[1], code, "", &raw)) return code;
+  if (!o.json) std::printf("deleted %s\n", o.args[1].c_str());
+  return kOk;
 }
 
 int cmd_status(Client& client, const Options& o) {
@@ -530,6 +570,7 @@ int main(int argc, char** argv) {
   if (cmd == "trials") return cmd_trials(client, o);
   if (cmd == "workers") return cmd_workers(client, o);
   if (cmd == "cancel") return cmd_cancel(client, o);
+  if (cmd == "delete") return cmd_delete(client, o);
   if (cmd == "export") return cmd_export(client, o);
   if (cmd == "predict") return cmd_predict(client, o);
   return fail(kUsage, "unknown command \"" + cmd + "\" (see hpo --help)");

@@ -1,5 +1,6 @@
 #include "scheduler/controller_loop.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
@@ -129,7 +130,9 @@ LeaseReaper::~LeaseReaper() { stop(); }
 
 void LeaseReaper::start() {
   stop_.reset();
-  thread_ = std::thread([this] {
+  const std::int64_t outage_ms =
+      std::max<std::int64_t>(2000, 3 * static_cast<std::int64_t>(period_.count()));
+  thread_ = std::thread([this, outage_ms] {
     std::unique_ptr<trials::TrialStore> store;
     while (!stop_.is_set()) {
       if (!store) {
@@ -138,7 +141,9 @@ void LeaseReaper::start() {
       }
       // Both store implementations are also the queue.
       if (auto* queue = dynamic_cast<trials::TrialQueue*>(store.get())) {
-        auto n = queue->reap(100);
+        // A gap of several periods means the reaper or Redis was away: the
+        // store then extends the leases instead of expiring them.
+        auto n = queue->reap(100, outage_ms);
         if (!n) log_warn("reaper: store error", {{"error", n.error().message}});
         else if (*n > 0) log_info("reaper: expired leases handled", {{"count", std::to_string(*n)}});
         if (n && *n == 100) continue;  // more may be waiting

@@ -313,9 +313,9 @@ Result<bool> EnsembleStage::combine(trials::TrialStore& store) {
   // The manifest keeps only the models with a weight (selection may skip some).
   std::erase_if(manifest.members, [](const auto& m) { return m.weight <= 0; });
   const std::string& owner = members.front().id;
-  if (auto st = store.put_artifact(owner, kEnsembleRecordArtifact, record.dump(2)); !st)
+  if (auto st = store.put_record(owner, kEnsembleRecordArtifact, record.dump(2)); !st)
     return st.error();
-  if (auto st = store.put_artifact(owner, kEnsembleManifestArtifact,
+  if (auto st = store.put_record(owner, kEnsembleManifestArtifact,
                                    ensemble::manifest_to_json(manifest));
       !st)
     return st.error();

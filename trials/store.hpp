@@ -30,6 +30,11 @@ struct NewSweep {
   std::string name;
   std::string spec_json;
   bool maximize = false;
+  // A client's key for this submit (HTTP Idempotency-Key): while the key is
+  // remembered (idempotency_ttl_s), a second create_sweep with it returns the
+  // first sweep's id instead of creating another; with another spec, kConflict.
+  std::string idempotency_key;
+  std::int64_t idempotency_ttl_s = 86400;
 };
 
 struct NewTrial {
@@ -55,6 +60,12 @@ struct TrialResult {
 struct Claim {
   Trial trial;
   std::int64_t lease_deadline_ms = 0;
+};
+
+// A lease the store says a worker holds.
+struct HeldLease {
+  std::string trial_id;
+  int attempt = 0;
 };
 
 // A `limit` that means "all of them" in list calls.
@@ -97,6 +108,9 @@ class TrialStore {
   virtual Result<std::vector<AttemptRecord>> get_attempts(const std::string& trial_id) = 0;
   // Controller: ask a running trial to stop (prune) or a user cancel of one trial.
   virtual Status set_control(const std::string& trial_id, Control control) = 0;
+  // User: deletes an ended sweep with its trials, reports, attempts and
+  // artifacts (kConflict while it runs). Idempotent only up to kNotFound.
+  virtual Status delete_sweep(const std::string& sweep_id) = 0;
 
   // Worker registry.
   virtual Status put_worker(const WorkerInfo& info, std::int64_t ttl_ms) = 0;
@@ -107,9 +121,12 @@ class TrialStore {
   virtual Result<std::vector<Event>> read_events(const std::string& after_id, int max_count,
                                                  int block_ms) = 0;
 
-  // Binary artifacts (models, predictions) of a trial, by name.
-  virtual Status put_artifact(const std::string& trial_id, const std::string& name,
-                              const std::string& bytes) = 0;
+  // The scheduler's own records kept with a trial (the ensemble record and
+  // manifest, scheduler/ensemble_stage.hpp). Workers' artifacts go through
+  // TrialQueue::put_artifact, which is fenced.
+  virtual Status put_record(const std::string& trial_id, const std::string& name,
+                            const std::string& bytes) = 0;
+  // Binary artifacts (models, predictions, records) of a trial, by name.
   virtual Result<std::optional<std::string>> get_artifact(const std::string& trial_id,
                                                           const std::string& name) = 0;
 };
@@ -128,12 +145,30 @@ class TrialQueue {
   // Worker: an intermediate report. Returns what the scheduler asks (prune/cancel).
   virtual Result<Control> report(const std::string& trial_id, int attempt,
                                  const std::string& worker, const StepReport& report) = 0;
-  // Worker: the attempt ended. Accepted exactly once, only for the current attempt.
+  // Worker: the attempt ended. Accepted exactly once, only for the current
+  // attempt. A retryable failure is re-queued while attempts remain, unless the
+  // trial was cancelled or pruned meanwhile (then it ends in that state).
   virtual Status complete(const std::string& trial_id, int attempt, const std::string& worker,
                           const TrialResult& result) = 0;
+  // Worker: gives the attempt back without a result and without counting a
+  // failure (drain, preemption, a lease it holds but does not run): the trial
+  // goes to the head of the queue with attempt + 1, or ends cancelled/pruned
+  // when that was asked. Fenced like complete.
+  virtual Status release(const std::string& trial_id, int attempt, const std::string& worker,
+                         const std::string& reason) = 0;
+  // Worker: stores an artifact of the attempt. Fenced like complete: a stale
+  // attempt or a finished trial gets kLeaseLost and nothing changes.
+  virtual Status put_artifact(const std::string& trial_id, int attempt, const std::string& worker,
+                              const std::string& name, const std::string& bytes) = 0;
+  // Worker: the running trials the store has leased to `worker` (to find
+  // leases whose claim reply was lost).
+  virtual Result<std::vector<HeldLease>> worker_leases(const std::string& worker) = 0;
   // Reaper: re-queues (attempt+1) or fails trials whose lease expired, at most
-  // `max` of them. Returns how many it handled.
-  virtual Result<int> reap(int max) = 0;
+  // `max` of them. Returns how many it handled. When the previous call is more
+  // than `outage_ms` ago (0: never), nobody could renew leases meanwhile: every
+  // running trial gets one lease (plus outage_ms to reconnect) from now
+  // instead, and nothing is expired.
+  virtual Result<int> reap(int max, std::int64_t outage_ms) = 0;
 };
 
 }  // namespace hpo::trials

@@ -7,6 +7,9 @@
 //     |                  |   --complete(failed)---> failed      (attempt+1 == max_attempts)
 //     +---- attempt+1 ---+   --lease expired / retryable failure, attempt+1 < max_attempts
 //   queued/running --cancel--> cancelled
+//   running --release (drain, lost claim reply)--> queued, attempt+1, released+1
+//
+// Attempts that count against max_attempts: attempt + 1 - released.
 //
 // `attempt` is the fencing token: a claim hands it to the worker, and every
 // heartbeat, report and completion carries it back; the store refuses any call
@@ -44,7 +47,8 @@ struct AttemptRecord {
   std::string worker;
   std::int64_t started_ms = 0;
   std::int64_t ended_ms = 0;     // 0 while running
-  std::string outcome;           // "running", "completed", "failed", "pruned", "lease_expired", "cancelled"
+  std::string outcome;           // "running", "completed", "failed", "pruned", "lease_expired",
+                                 // "released", "cancelled"
   std::string error;
 };
 
@@ -56,6 +60,7 @@ struct Trial {
   search::Params params;
   TrialState state = TrialState::kQueued;
   int attempt = 0;               // fencing token, 0 for the first attempt
+  int released = 0;              // attempts given back by workers (not failures)
   int max_attempts = 1;
   int slots = 1;                 // worker slots (GPUs) the trial needs
   std::string worker;            // current or last worker

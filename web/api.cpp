@@ -11,6 +11,8 @@
 #include <chrono>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "trials/log.hpp"
 #include "trials/spec.hpp"
 #include "web/api_errors.hpp"
@@ -199,6 +201,8 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
                            sweep->stage + "'"));
     return Response::json(200, std::move(*record));
   });
+  r.add("DELETE", "/api/sweeps/{id}",
+        [this](const Request&, const PathParams& p) { return delete_sweep(p.at("id")); });
   r.add("POST", "/api/sweeps/{id}/cancel",
         [this](const Request&, const PathParams& p) { return cancel_sweep(p.at("id")); });
   r.add("GET", "/api/trials/{id}",
@@ -303,12 +307,25 @@ Response Api::create_sweep(const Request& request) {
   // parse_spec accepted it, so it is valid JSON; stored canonical (sorted keys).
   auto canonical = parse_json(request.body);
   if (!canonical) return error_response(canonical.error());
+  trials::NewSweep sweep{spec->name, dump(*canonical), spec->objective.maximize};
+  sweep.idempotency_key = request.header("idempotency-key");
+  constexpr std::size_t kMaxKey = 200;
+  const bool key_ok = sweep.idempotency_key.size() <= kMaxKey &&
+                      std::all_of(sweep.idempotency_key.begin(), sweep.idempotency_key.end(),
+                                  [](unsigned char c) { return c > 0x20 && c < 0x7f; });
+  if (!key_ok)
+    return error_response(Error::invalid(
+        "Idempotency-Key", fmt::format("expected at most {} printable ASCII characters without "
+                                       "spaces, got {} bytes",
+                                       kMaxKey, sweep.idempotency_key.size())));
   auto store = borrow();
   if (!store) return error_response(Error::unavailable("no store"));
-  auto id =
-      store.track(store->create_sweep({spec->name, dump(*canonical), spec->objective.maximize}));
+  auto id = store.track(store->create_sweep(sweep));
   if (!id) return error_response(id.error());
-  log_info("sweep submitted", {{"sweep", *id}, {"name", spec->name}, {"remote", request.remote}});
+  log_info("sweep submitted", {{"sweep", *id},
+                               {"name", spec->name},
+                               {"remote", request.remote},
+                               {"idempotency_key", sweep.idempotency_key}});
   Response r = json_ok(201, Json{{"id", *id}});
   r.headers.emplace_back("Location", "/api/sweeps/" + *id);
   return r;
@@ -408,6 +425,15 @@ Response Api::cancel_sweep(const std::string& id) {
   auto sweep = store.track(store->get_sweep(id));
   if (!sweep) return error_response(sweep.error());
   return json_ok(200, to_json(*sweep));
+}
+
+Response Api::delete_sweep(const std::string& id) {
+  auto store = borrow();
+  if (auto s = store.track(store->delete_sweep(id)); !s) return error_response(s.error());
+  log_info("sweep deleted", {{"sweep", id}});
+  Response r;
+  r.status = 204;
+  return r;
 }
 
 Response Api::get_trial(const std::string& id) {

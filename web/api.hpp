@@ -83,6 +83,7 @@ class Api {
   Response get_sweep(const std::string& id);
   Response list_trials(const Request& request, const std::string& sweep_id);
   Response cancel_sweep(const std::string& id);
+  Response delete_sweep(const std::string& id);
   Response get_trial(const std::string& id);
   Response list_workers();
   Response events(const Request& request);

@@ -68,9 +68,11 @@ const char* const kOpenApi = R"json({
   },
   "paths": {
     "/api/sweeps": {
-      "post": {"summary": "Submit a sweep spec", "security": [{"bearer": []}],
+      "post": {"summary": "Submit a sweep spec. With an Idempotency-Key header, a retried submit (same key, same spec, within 24 h) returns the first sweep instead of creating another", "security": [{"bearer": []}],
+        "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "maxLength": 200}}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object"}}}},
-        "responses": {"201": {"description": "stored", "content": {"application/json": {"schema": {"type": "object", "properties": {"id": {"type": "string"}}}}}},
+        "responses": {"201": {"description": "stored (or stored before under the same Idempotency-Key)", "content": {"application/json": {"schema": {"type": "object", "properties": {"id": {"type": "string"}}}}}},
+          "409": {"$ref": "#/components/responses/Error"},
           "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"},
           "413": {"$ref": "#/components/responses/Error"}, "503": {"$ref": "#/components/responses/Error"}}},
       "get": {"summary": "List sweeps, newest first",
@@ -82,7 +84,11 @@ const char* const kOpenApi = R"json({
     "/api/sweeps/{id}": {
       "get": {"summary": "One sweep: state, counts, best trial", "parameters": [{"$ref": "#/components/parameters/id"}],
         "responses": {"200": {"description": "the sweep", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Sweep"}}}},
-          "404": {"$ref": "#/components/responses/Error"}}}
+          "404": {"$ref": "#/components/responses/Error"}}},
+      "delete": {"summary": "Delete an ended sweep with its trials, reports, attempts and artifacts (409 while it runs: cancel it first)", "security": [{"bearer": []}],
+        "parameters": [{"$ref": "#/components/parameters/id"}],
+        "responses": {"204": {"description": "deleted"},
+          "401": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}, "409": {"$ref": "#/components/responses/Error"}}}
     },
     "/api/sweeps/{id}/trials": {
       "get": {"summary": "Trials of a sweep: paged, filtered, sorted; CSV with format=csv",

@@ -154,7 +154,10 @@ class Agent::TrialReporter : public Reporter {
 
   Status put_artifact(const std::string& name, const std::string& bytes) override {
     std::lock_guard lk(mu_);
-    return conn_.store().put_artifact(run_.trial.id, name, bytes);
+    return agent_.retry_through_outage([&] {
+      return conn_.queue().put_artifact(run_.trial.id, run_.trial.attempt, agent_.options_.name,
+                                        name, bytes);
+    });
   }
 
   std::string log_tail() {
@@ -223,6 +226,25 @@ void Agent::request_stop() {
   cv_.notify_all();
 }
 
+void Agent::drain(const std::function<bool()>& until_stopped) {
+  if (!started_.load()) return;
+  draining_ = true;
+  cv_.notify_all();
+  log_info("worker draining", {{"worker", options_.name},
+                               {"grace_ms", std::to_string(options_.drain_grace.count())}});
+  auto deadline = Clock::now() + options_.drain_grace;
+  for (;;) {
+    {
+      std::unique_lock lk(mu_);
+      if (running_.empty()) break;
+      cv_.wait_for(lk, std::chrono::milliseconds(100), [this] { return running_.empty(); });
+      if (running_.empty()) break;
+    }
+    if (Clock::now() >= deadline || (until_stopped && until_stopped())) break;
+  }
+  stop();
+}
+
 void Agent::stop() {
   if (!started_.load()) return;
   request_stop();
@@ -230,6 +252,7 @@ void Agent::stop() {
     if (t.joinable()) t.join();
   threads_.clear();
   started_ = false;
+  draining_ = false;
   log_info("worker stopped", {{"worker", options_.name}});
 }
 
@@ -242,6 +265,24 @@ bool Agent::idle_wait(std::chrono::milliseconds d) {
   std::unique_lock lk(mu_);
   cv_.wait_for(lk, d, [this] { return stopping_.load(); });
   return !stopping_.load();
+}
+
+Status Agent::retry_through_outage(const std::function<Status()>& op) {
+  Status st = op();
+  auto give_up = Clock::now() + options_.outage_grace;
+  auto backoff = std::chrono::milliseconds(50);
+  ThrottledLog waiting;
+  while (!st && st.error().code == ErrorCode::kUnavailable && Clock::now() < give_up) {
+    waiting.warn("store unreachable; retrying", {{"worker", options_.name},
+                                                 {"error", st.error().message}});
+    // A hard stop (stopping_ without a drain) gives up at once: the lease
+    // expires and the reaper re-queues the trial.
+    if (stopping_.load() && !draining_.load()) break;
+    std::this_thread::sleep_for(backoff);  // pacing retries of a failed call
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    st = op();
+  }
+  return st;
 }
 
 std::unique_ptr<StoreConnection> Agent::connect_until_stopped(const char* role) {
@@ -281,13 +322,13 @@ void Agent::slot_loop(int slot) {
   if (!conn) return;
   auto idle = options_.idle_min;
   ThrottledLog errors;
-  while (!stopping_.load()) {
+  auto no_claims = [this] { return stopping_.load() || draining_.load(); };
+  while (!no_claims()) {
     {
       std::unique_lock lk(mu_);
-      cv_.wait(lk,
-               [&] { return stopping_.load() || slot_owner_[static_cast<std::size_t>(slot)] < 0; });
+      cv_.wait(lk, [&] { return no_claims() || slot_owner_[static_cast<std::size_t>(slot)] < 0; });
     }
-    if (stopping_.load()) break;
+    if (no_claims()) break;
 
     std::optional<trials::Claim> claim;
     std::vector<int> slots;
@@ -356,11 +397,12 @@ void Agent::run_trial(const trials::Claim& claim, const std::vector<int>& slots,
   }
   std::string log_tail;
   trials::TrialResult result = execute(*run, conn, log_tail);
+  deliver(*run, result, log_tail, conn);
   {
     std::lock_guard lk(mu_);
     running_.erase(run->trial.id);
   }
-  deliver(*run, result, log_tail, conn);
+  cv_.notify_all();  // drain() waits for running_ to empty
 }
 
 trials::TrialResult Agent::execute(Running& run, StoreConnection& conn, std::string& log_tail) {
@@ -428,33 +470,41 @@ void Agent::deliver(const Running& run, const trials::TrialResult& result,
   const auto& trial = run.trial;
   const StopReason stop = run.stop.load();
   const char* outcome = trials::to_string(result.outcome);
-  if (stop == StopReason::kLeaseLost ||
-      (stopping_.load() && result.outcome != trials::TrialState::kCompleted)) {
+  if (stop == StopReason::kLeaseLost) {
     log_info("trial result dropped",
-             trial_fields(trial, options_.name,
-                          {{"reason", stop == StopReason::kLeaseLost
-                                          ? "lease lost"
-                                          : "worker shutting down; left to lease expiry"},
-                           {"outcome", outcome}}));
+             trial_fields(trial, options_.name, {{"reason", "lease lost"}, {"outcome", outcome}}));
     std::lock_guard lk(mu_);
     ++stats_.dropped;
     return;
   }
-
   if (!log_tail.empty()) {
-    if (auto st = conn.store().put_artifact(trial.id, "log.txt", log_tail); !st)
+    auto st = retry_through_outage([&] {
+      return conn.queue().put_artifact(trial.id, trial.attempt, options_.name, "log.txt",
+                                       log_tail);
+    });
+    if (!st)
       log_warn("cannot store the trial log",
                trial_fields(trial, options_.name, {{"error", st.error().message}}));
   }
-  // Redis may be briefly away: retry while the lease would still hold.
-  Status st = conn.queue().complete(trial.id, trial.attempt, options_.name, result);
-  auto give_up = Clock::now() + std::chrono::milliseconds(options_.lease_ms);
-  auto backoff = std::chrono::milliseconds(50);
-  while (!st && st.error().code == ErrorCode::kUnavailable && Clock::now() < give_up) {
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
-    st = conn.queue().complete(trial.id, trial.attempt, options_.name, result);
+  if (stopping_.load() && result.outcome != trials::TrialState::kCompleted) {
+    // We stopped it (drain, shutdown): give it back without counting a failure.
+    auto st = retry_through_outage([&] {
+      return conn.queue().release(trial.id, trial.attempt, options_.name,
+                                  "worker " + options_.name + " stopped");
+    });
+    std::lock_guard lk(mu_);
+    if (st) {
+      ++stats_.released;
+      log_info("trial released", trial_fields(trial, options_.name, {{"reason", "worker stopped"}}));
+    } else {
+      ++stats_.dropped;
+      log_warn("trial release refused; left to lease expiry",
+               trial_fields(trial, options_.name, {{"error", st.error().message}}));
+    }
+    return;
   }
+  Status st = retry_through_outage(
+      [&] { return conn.queue().complete(trial.id, trial.attempt, options_.name, result); });
   std::lock_guard lk(mu_);
   if (st) {
     ++stats_.completed;
@@ -496,9 +546,9 @@ Status Agent::heartbeat_once(StoreConnection& conn, std::int64_t interval_ms) {
     } else if (c.error().code == ErrorCode::kLeaseLost) {
       log_warn("lease lost", trial_fields(t, options_.name, {{"error", c.error().message}}));
       r->set_stop(StopReason::kLeaseLost);
-    } else if (Clock::now() - r->last_lease_ok > std::chrono::milliseconds(options_.lease_ms)) {
-      // No successful heartbeat for a whole lease: the reaper has (or will have)
-      // re-queued it; running on would only waste the slot.
+    } else if (Clock::now() - r->last_lease_ok > options_.outage_grace) {
+      // The store has been unreachable for longer than we ride out outages:
+      // the trial is most likely someone else's by now.
       log_warn("lease presumed lost",
                trial_fields(t, options_.name, {{"error", c.error().message}}));
       r->set_stop(StopReason::kLeaseLost);
@@ -512,6 +562,46 @@ Status Agent::heartbeat_once(StoreConnection& conn, std::int64_t interval_ms) {
   return conn.store().put_worker(info, 3 * interval_ms);
 }
 
+void Agent::release_orphans(StoreConnection& conn) {
+  auto held = conn.queue().worker_leases(options_.name);
+  if (!held) return;  // the store is away: next round
+  for (const auto& lease : *held) {
+    {
+      std::lock_guard lk(mu_);
+      auto it = running_.find(lease.trial_id);
+      if (it != running_.end() && it->second->trial.attempt == lease.attempt) {
+        orphan_seen_.erase(lease.trial_id);
+        continue;
+      }
+    }
+    // A claim in flight is not ours to judge yet: only a lease still held
+    // orphan_after after we first saw it without a slot running it.
+    auto [it, fresh] = orphan_seen_.try_emplace(lease.trial_id, Clock::now(), lease.attempt);
+    if (fresh || it->second.second != lease.attempt) {
+      it->second = {Clock::now(), lease.attempt};
+      continue;
+    }
+    if (Clock::now() - it->second.first < options_.orphan_after) continue;
+    trials::Trial t;
+    t.id = lease.trial_id;
+    t.attempt = lease.attempt;
+    auto st = conn.queue().release(lease.trial_id, lease.attempt, options_.name,
+                                   "worker " + options_.name + " does not run it (lost claim reply)");
+    log_warn("orphaned lease released",
+             trial_fields(t, options_.name, {{"ok", st ? "yes" : st.error().message}}));
+    if (st) {
+      std::lock_guard lk(mu_);
+      ++stats_.released;
+    }
+    orphan_seen_.erase(it);
+  }
+  // Forget leases the store no longer lists.
+  std::erase_if(orphan_seen_, [&](const auto& e) {
+    return std::none_of(held->begin(), held->end(),
+                        [&](const trials::HeldLease& l) { return l.trial_id == e.first; });
+  });
+}
+
 void Agent::heartbeat_loop() {
   auto conn = connect_until_stopped("heartbeat");
   if (!conn) return;
@@ -521,6 +611,8 @@ void Agent::heartbeat_loop() {
     if (auto st = heartbeat_once(*conn, interval); !st)
       errors.warn("worker heartbeat failed",
                   {{"worker", options_.name}, {"error", st.error().message}});
+    else
+      release_orphans(*conn);
   } while (idle_wait(std::chrono::milliseconds(interval)));
 }
 

@@ -8,8 +8,20 @@
 // worker registry entry. Each thread has its own store connection.
 //
 // Results are sent with queue.complete() unless the attempt's lease was lost
-// (a stale attempt must not report) or the worker is shutting down: then the
-// attempt is left to lease expiry, and the reaper re-queues it with attempt+1.
+// (a stale attempt must not report). A drain (SIGTERM) stops claiming, lets
+// running trials finish for drain_grace, then stops the rest and releases
+// their leases: the trials go back to the queue without a failed attempt.
+//
+// Outages: while the store is unreachable, running trials keep running for up
+// to outage_grace; heartbeats resume when it is back, and results, artifacts
+// and releases are retried until then (the reaper extends leases after an
+// outage, so nothing expires for time nobody could renew). Only a heartbeat
+// refused as stale (kLeaseLost) or a store away for longer than outage_grace
+// stops a trial.
+//
+// Lost replies: every lease/3 the heartbeat thread also asks the store which
+// leases it holds; one that no slot runs and that is older than
+// orphan_after (a claim whose reply never arrived) is released.
 // The Agent holds no LibTorch: executors come from factories registered per
 // trial kind (main registers the torch one when it is linked).
 #pragma once
@@ -68,12 +80,22 @@ struct AgentOptions {
   std::string work_root;                    // attempt directories go under it; empty: none made
   std::chrono::milliseconds idle_min{20};   // claim back-off when the queue is empty,
   std::chrono::milliseconds idle_max{250};  // doubling from min to max
+  // How long running trials go on, and results are retried, while the store
+  // cannot be reached (a Redis or scheduler outage).
+  std::chrono::milliseconds outage_grace{std::chrono::minutes(10)};
+  // drain(): how long running trials may still finish before they are stopped
+  // and their leases released.
+  std::chrono::milliseconds drain_grace{std::chrono::seconds(30)};
+  // A lease the store says we hold, that no slot runs, older than this: a
+  // claim whose reply was lost. Longer than a claim call can take.
+  std::chrono::milliseconds orphan_after{std::chrono::seconds(15)};
 };
 
 struct AgentStats {
   std::int64_t claimed = 0;
   std::int64_t completed = 0;  // results accepted by the store
-  std::int64_t dropped = 0;    // results not sent or refused (lease lost, shutdown)
+  std::int64_t released = 0;   // attempts given back (drain, orphaned leases)
+  std::int64_t dropped = 0;    // results not sent or refused (lease lost)
 };
 
 class Agent {
@@ -86,10 +108,15 @@ class Agent {
 
   void start();
   // Stop claiming, tell running trials to stop (StopReason::kShutdown), and
-  // return at once. Safe from any thread (not from a signal handler).
+  // return at once; their leases are released. Safe from any thread (not from
+  // a signal handler).
   void request_stop();
   // request_stop() and join every thread: returns once every executor returned.
   void stop();
+  // Graceful stop: no more claims; running trials get options().drain_grace to
+  // finish (`until_stopped` ends the wait early, e.g. a second signal), then
+  // stop(). Returns once every thread has ended.
+  void drain(const std::function<bool()>& until_stopped = {});
 
   AgentStats stats() const;
   const AgentOptions& options() const { return options_; }
@@ -109,9 +136,14 @@ class Agent {
   trials::TrialResult execute(Running& run, StoreConnection& conn, std::string& log_tail);
   // A fresh directory for the attempt under work_root ("" when none).
   std::string make_work_dir(const trials::Trial& trial);
-  // Sends the result, or drops it (lease lost, shutting down).
+  // Sends the result, releases the lease (stopped by a drain), or drops it (lease lost).
   void deliver(const Running& run, const trials::TrialResult& result, const std::string& log_tail,
                StoreConnection& conn);
+  // Calls `op` again while it fails with kUnavailable, up to outage_grace
+  // (sooner when a hard stop is requested).
+  Status retry_through_outage(const std::function<Status()>& op);
+  // Releases leases the store says we hold but no slot runs.
+  void release_orphans(StoreConnection& conn);
   Result<std::shared_ptr<const trials::SweepSpec>> spec_for(const std::string& sweep_id,
                                                             StoreConnection& conn);
   // Heartbeats every running trial; returns the registry update's status.
@@ -124,7 +156,8 @@ class Agent {
   ExecutorRegistry executors_;
   const GpuInventory* gpus_;
 
-  std::atomic<bool> stopping_{false};
+  std::atomic<bool> stopping_{false};  // no more claims; executors are told to stop
+  std::atomic<bool> draining_{false};  // no more claims; running trials go on
   std::atomic<bool> started_{false};
   std::int64_t started_ms_ = 0;  // wall clock, for the registry
   mutable std::mutex mu_;        // guards everything below
@@ -134,6 +167,8 @@ class Agent {
   std::map<std::string, std::shared_ptr<const trials::SweepSpec>> specs_;  // by sweep id
   AgentStats stats_;
   std::mutex claim_mu_;  // one claim at a time: free-slot counts stay true
+  // Heartbeat thread only: leases held but not run, first seen when (and at which attempt).
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, int>> orphan_seen_;
   std::vector<std::thread> threads_;
 };
 

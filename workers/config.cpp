@@ -91,6 +91,18 @@ const std::vector<Setting>& settings() {
        [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
          return parse_seconds(w, v, c.wait_scheduler_s);
        }},
+      {"--drain-grace-s", "HPO_DRAIN_GRACE_S",
+       "SIGTERM: seconds running trials may still finish before they are stopped and released "
+       "back to the queue, no attempt counted (default 30)",
+       [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
+         return parse_seconds(w, v, c.drain_grace_s);
+       }},
+      {"--outage-grace-s", "HPO_OUTAGE_GRACE_S",
+       "seconds running trials go on, and results are retried, while Redis is unreachable "
+       "(default 600)",
+       [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
+         return parse_seconds(w, v, c.outage_grace_s);
+       }},
   };
   return kSettings;
 }
@@ -133,10 +145,12 @@ Result<WorkerConfig> load_config(const std::vector<std::string>& args, const Env
 std::string usage() {
   std::string out =
       "usage: hpo-worker [--redis URL] [--slots N] [--name NAME] [--threads T] [--lease-ms L]\n"
-      "                  [--prefix P] [--kill-grace-s S] [--work-dir DIR] [--wait-s S] [--help]\n\n"
+      "                  [--prefix P] [--kill-grace-s S] [--work-dir DIR] [--wait-s S]\n"
+      "                  [--drain-grace-s S] [--outage-grace-s S] [--help]\n\n"
       "Runs trials of hpo sweeps: claims them from the Redis queue, runs them, reports results.\n"
-      "SIGTERM/SIGINT: stops claiming, stops running trials (their attempts are re-queued when\n"
-      "their leases expire) and exits 0.\n\n";
+      "SIGTERM/SIGINT: stops claiming, lets running trials finish for --drain-grace-s, then\n"
+      "stops the rest and releases them to the queue (no attempt is counted) and exits 0.\n"
+      "A second signal ends the grace at once.\n\n";
   for (const auto& s : settings())
     out += fmt::format("  {:<16} {:<22} {}\n", s.flag, s.env, s.help);
   out += fmt::format("  {:<16} {:<22} {}\n", "--help", "", "this text");

@@ -3,9 +3,10 @@
 //
 // SIGTERM/SIGINT are blocked in every thread and taken with sigwait here, so
 // no handler runs in the middle of the agent's work. On either: the agent stops
-// claiming, running trials are told to stop (command trials get SIGTERM, then
-// SIGKILL after --kill-grace-s), their results are not sent — the leases expire
-// and the reaper re-queues them with attempt+1 — and the process exits 0.
+// claiming and drains — running trials may finish for --drain-grace-s (a second
+// signal ends that at once), then the rest are told to stop (command trials get
+// SIGTERM, then SIGKILL after --kill-grace-s) and released back to the queue
+// without counting a failed attempt — and the process exits 0.
 #include <signal.h>
 #include <unistd.h>
 
@@ -126,6 +127,9 @@ int main(int argc, char** argv) {
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   options.threads_per_slot = config.threads.value_or(std::max(1, cores / options.slots));
   options.lease_ms = config.lease_ms;
+  auto ms = [](double s) { return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000)); };
+  options.drain_grace = ms(config.drain_grace_s);
+  options.outage_grace = ms(config.outage_grace_s);
   options.work_root =
       config.work_dir.empty() ? hpo::hpo_home() + "/work/" + options.name : config.work_dir;
 
@@ -158,6 +162,6 @@ int main(int argc, char** argv) {
   }
   hpo::log_info("worker stopping",
                 {{"worker", options.name}, {"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
-  agent.stop();
+  agent.drain([&] { return wait_signal(signals, 0) != 0; });
   return 0;
 }

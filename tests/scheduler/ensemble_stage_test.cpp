@@ -95,8 +95,8 @@ trials::TrialResult train(MemoryStore& store, const trials::Trial& t) {
   r.value = std::get<double>(t.params.at("lr"));
   r.metrics["val_accuracy"] = *r.value;
   std::uint64_t seed = t.kind == "member" ? 1000 + t.number : t.number;
-  EXPECT_TRUE(store.put_artifact(t.id, "val_predictions", predictions(seed)).ok());
-  EXPECT_TRUE(store.put_artifact(t.id, "test_predictions", predictions(seed + 7)).ok());
+  EXPECT_TRUE(store.put_artifact(t.id, t.attempt, t.worker, "val_predictions", predictions(seed)).ok());
+  EXPECT_TRUE(store.put_artifact(t.id, t.attempt, t.worker, "test_predictions", predictions(seed + 7)).ok());
   return r;
 }
 
@@ -213,7 +213,7 @@ TEST(EnsembleStage, OobEstimateWhenEveryMemberStoredOobPredictions) {
   Fixture f(torch_spec(4, "best"));
   run_to_end(f, [&](const trials::Trial& t) {
     if (t.kind == "member") {
-      EXPECT_TRUE(f.store.put_artifact(t.id, "oob_predictions", oob_predictions(t.number)).ok());
+      EXPECT_TRUE(f.store.put_artifact(t.id, t.attempt, t.worker, "oob_predictions", oob_predictions(t.number)).ok());
     }
     return train(f.store, t);
   });
@@ -248,11 +248,16 @@ TEST(EnsembleStage, LostLeaseRetriesTheMemberAndStillEndsWithAllMembers) {
   ASSERT_EQ((*c)->trial.kind, "member");
   std::string lost = (*c)->trial.id;
   f.now += 5000;
-  ASSERT_EQ(*f.store.reap(100), 1);
+  ASSERT_EQ(*f.store.reap(100, 0), 1);
   EXPECT_EQ(f.store.get_trial(lost)->attempt, 1);
   EXPECT_EQ(f.store.get_trial(lost)->state, trials::TrialState::kQueued);
-  // The dead worker's late result is refused (fencing).
-  EXPECT_FALSE(f.store.complete(lost, 0, "dead", train(f.store, (*c)->trial)).ok());
+  // The dead worker's late artifacts and result are refused (fencing).
+  EXPECT_EQ(f.store.put_artifact(lost, 0, "dead", "val_predictions", predictions(1)).error().code,
+            ErrorCode::kLeaseLost);
+  trials::TrialResult late;
+  late.outcome = trials::TrialState::kCompleted;
+  late.value = 1;
+  EXPECT_FALSE(f.store.complete(lost, 0, "dead", late).ok());
   f.restart();  // and the scheduler restarts too
   run_to_end(f, [&](const trials::Trial& t) { return train(f.store, t); });
   auto s = f.sweep();

@@ -18,6 +18,7 @@ struct MemoryEnv {
   TrialStore& store() { return memory; }
   TrialQueue& queue() { return memory; }
   void advance(std::int64_t ms) { clock_ms += ms; }
+  void pass(std::int64_t ms) { clock_ms += ms; }
 };
 
 using Envs = ::testing::Types<MemoryEnv>;

@@ -43,6 +43,12 @@ struct RedisEnv {
   TrialStore& store() { return redis_store; }
   TrialQueue& queue() { return redis_store; }
   void advance(std::int64_t) {}  // real time passes while the test polls
+  // An outage of `ms`: the test waits out that much real (and server) time.
+  void pass(std::int64_t ms) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms + 20);
+    hpo::testing::wait_for([&] { return std::chrono::steady_clock::now() >= until; },
+                           std::chrono::milliseconds(ms + 1000));
+  }
 };
 
 using Envs = ::testing::Types<RedisEnv>;
@@ -183,7 +189,7 @@ TEST(RedisStore, OversizedArtifactIsRefused) {
   RedisStore store(config);
   auto sweep = store.create_sweep(NewSweep{"a", "{}", false});
   Trial t = add(store, *sweep, 0);
-  auto s = store.put_artifact(t.id, "big", std::string(17, 'x'));
+  auto s = store.put_record(t.id, "big", std::string(17, 'x'));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, ErrorCode::kPayloadTooLarge);
   EXPECT_FALSE(store.get_artifact(t.id, "big")->has_value());

@@ -3,7 +3,8 @@
 //
 // An Env provides: store() (a TrialStore& that is also a TrialQueue&),
 // advance(ms) (moves the memory store's clock; a no-op for Redis, where real
-// time passes while we poll), and kLeaseMs, a lease short enough that tests
+// time passes while we poll), pass(ms) (lets at least ms of store time go by:
+// an outage of that length), and kLeaseMs, a lease short enough that tests
 // can wait for it to lapse with bounded polling.
 #pragma once
 
@@ -63,7 +64,7 @@ class StoreConformance : public ::testing::Test {
     bool ok = wait_for(
         [&] {
           env.advance(Env::kLeaseMs / 3);
-          auto r = queue().reap(100);
+          auto r = queue().reap(100, 0);
           if (r.ok()) handled += *r;
           return handled >= n;
         },
@@ -325,7 +326,7 @@ TYPED_TEST_P(StoreConformance, ReapRequeuesThenFailsAtMaxAttempts) {
   // A heartbeat extends the lease: nothing to reap right after it.
   ASSERT_TRUE(this->queue().heartbeat(t.id, 0, "w1", 60'000).ok());
   this->env.advance(TypeParam::kLeaseMs * 2);
-  EXPECT_EQ(*this->queue().reap(10), 0);
+  EXPECT_EQ(*this->queue().reap(10, 0), 0);
   ASSERT_TRUE(this->queue().heartbeat(t.id, 0, "w1", TypeParam::kLeaseMs).ok());
 
   this->reap_expired(1);
@@ -347,7 +348,7 @@ TYPED_TEST_P(StoreConformance, ReapRequeuesThenFailsAtMaxAttempts) {
   auto sw = this->store().get_sweep(s);
   EXPECT_EQ(sw->counts.failed, 1);
   EXPECT_EQ(sw->counts.active(), 0);
-  EXPECT_EQ(*this->queue().reap(10), 0);
+  EXPECT_EQ(*this->queue().reap(10, 0), 0);
 }
 
 TYPED_TEST_P(StoreConformance, ReapHonoursControlFlags) {
@@ -556,14 +557,166 @@ TYPED_TEST_P(StoreConformance, WorkersRegistry) {
 TYPED_TEST_P(StoreConformance, ArtifactsAreBinarySafe) {
   std::string s = this->new_sweep();
   Trial t = this->add_trial(s, 0);
+  this->must_claim("w1");
   std::string bytes("model\0\x01\xff\r\n%s%n", 14);
-  ASSERT_TRUE(this->store().put_artifact(t.id, "model.pt", bytes).ok());
+  ASSERT_TRUE(this->queue().put_artifact(t.id, 0, "w1", "model.pt", bytes).ok());
   auto got = this->store().get_artifact(t.id, "model.pt");
   ASSERT_TRUE(got.ok());
   ASSERT_TRUE(got->has_value());
   EXPECT_EQ(**got, bytes);
   EXPECT_FALSE(this->store().get_artifact(t.id, "other")->has_value());
-  EXPECT_EQ(this->store().put_artifact("nope", "x", "y").error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(this->store().put_record("nope", "x", "y").error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(this->queue().put_artifact("nope", 0, "w1", "x", "y").error().code,
+            ErrorCode::kNotFound);
+}
+
+// Every byte of a trial is fenced: only the attempt holding the lease writes.
+TYPED_TEST_P(StoreConformance, ArtifactsAreFencedByAttemptAndWorker) {
+  std::string s = this->new_sweep();
+  Trial t = this->add_trial(s, 0, 3);
+  this->must_claim("w1");
+  ASSERT_TRUE(this->queue().release(t.id, 0, "w1", "test").ok());
+  this->must_claim("w2");  // attempt 1
+  ASSERT_TRUE(this->queue().put_artifact(t.id, 1, "w2", "model.pt", "accepted").ok());
+  EXPECT_EQ(this->queue().put_artifact(t.id, 0, "w1", "model.pt", "stale").error().code,
+            ErrorCode::kLeaseLost);
+  EXPECT_EQ(this->queue().put_artifact(t.id, 1, "w1", "model.pt", "other").error().code,
+            ErrorCode::kLeaseLost);
+  ASSERT_TRUE(this->queue().complete(t.id, 1, "w2", this->ok_result(1)).ok());
+  EXPECT_EQ(this->queue().put_artifact(t.id, 1, "w2", "model.pt", "late").error().code,
+            ErrorCode::kLeaseLost);
+  EXPECT_EQ(**this->store().get_artifact(t.id, "model.pt"), "accepted");
+}
+
+// A release gives the attempt back: the next attempt goes first and no failure is counted.
+TYPED_TEST_P(StoreConformance, ReleaseRequeuesAtTheHeadWithoutCountingAFailure) {
+  std::string s = this->new_sweep();
+  Trial a = this->add_trial(s, 0, 1);
+  Trial b = this->add_trial(s, 1, 1);
+  EXPECT_EQ(this->must_claim("w1").trial.id, a.id);
+  ASSERT_TRUE(this->queue().release(a.id, 0, "w1", "worker draining").ok());
+  EXPECT_EQ(this->queue().release(a.id, 0, "w1", "again").error().code, ErrorCode::kLeaseLost);
+  auto ta = this->store().get_trial(a.id);
+  EXPECT_EQ(ta->state, TrialState::kQueued);
+  EXPECT_EQ(ta->attempt, 1);
+  EXPECT_EQ(ta->released, 1);
+  Claim again = this->must_claim("w2");
+  EXPECT_EQ(again.trial.id, a.id);  // before b, which waited behind it
+  EXPECT_EQ(again.trial.attempt, 1);
+  // max_attempts 1 and one real attempt so far: a retryable failure now ends it.
+  TrialResult failed;
+  failed.outcome = TrialState::kFailed;
+  failed.error = "exit code 1";
+  ASSERT_TRUE(this->queue().complete(a.id, 1, "w2", failed).ok());
+  EXPECT_EQ(this->store().get_trial(a.id)->state, TrialState::kFailed);
+  auto attempts = this->store().get_attempts(a.id);
+  ASSERT_EQ(attempts->size(), 2u);
+  EXPECT_EQ((*attempts)[0].outcome, "released");
+  EXPECT_EQ((*attempts)[0].error, "worker draining");
+  EXPECT_EQ((*attempts)[1].outcome, "failed");
+  // A released trial whose sweep was cancelled meanwhile ends cancelled.
+  EXPECT_EQ(this->must_claim("w1").trial.id, b.id);
+  ASSERT_TRUE(this->store().cancel_sweep(s).ok());
+  ASSERT_TRUE(this->queue().release(b.id, 0, "w1", "worker draining").ok());
+  EXPECT_EQ(this->store().get_trial(b.id)->state, TrialState::kCancelled);
+  EXPECT_EQ(this->store().get_sweep(s)->counts.active(), 0);
+}
+
+// A trial being cancelled or pruned is never run again, even when it fails retryably.
+TYPED_TEST_P(StoreConformance, RetryableFailureOfAStoppedTrialIsNotRequeued) {
+  std::string s = this->new_sweep();
+  Trial p = this->add_trial(s, 0, 3);
+  Trial c = this->add_trial(s, 1, 3);
+  this->must_claim("w1");
+  this->must_claim("w1");
+  ASSERT_TRUE(this->store().set_control(p.id, Control::kPrune).ok());
+  ASSERT_TRUE(this->store().set_control(c.id, Control::kCancel).ok());
+  TrialResult failed;
+  failed.outcome = TrialState::kFailed;
+  failed.error = "killed by signal 15";
+  failed.retryable = true;
+  ASSERT_TRUE(this->queue().complete(p.id, 0, "w1", failed).ok());
+  ASSERT_TRUE(this->queue().complete(c.id, 0, "w1", failed).ok());
+  EXPECT_EQ(this->store().get_trial(p.id)->state, TrialState::kPruned);
+  EXPECT_EQ(this->store().get_trial(c.id)->state, TrialState::kCancelled);
+  EXPECT_EQ(this->store().get_trial(c.id)->attempt, 0);
+  auto none = this->queue().claim("w2", 1, TypeParam::kLeaseMs);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
+TYPED_TEST_P(StoreConformance, WorkerLeasesListsWhatAWorkerHolds) {
+  std::string s = this->new_sweep();
+  Trial a = this->add_trial(s, 0);
+  Trial b = this->add_trial(s, 1);
+  this->add_trial(s, 2);
+  this->must_claim("w1");
+  this->must_claim("w2");
+  auto held = this->queue().worker_leases("w1");
+  ASSERT_TRUE(held.ok());
+  ASSERT_EQ(held->size(), 1u);
+  EXPECT_EQ((*held)[0].trial_id, a.id);
+  EXPECT_EQ((*held)[0].attempt, 0);
+  ASSERT_TRUE(this->queue().complete(a.id, 0, "w1", this->ok_result(1)).ok());
+  EXPECT_TRUE(this->queue().worker_leases("w1")->empty());
+  EXPECT_EQ((*this->queue().worker_leases("w2"))[0].trial_id, b.id);
+  EXPECT_TRUE(this->queue().worker_leases("nobody")->empty());
+}
+
+// No lease expires for time during which nobody could renew it.
+TYPED_TEST_P(StoreConformance, ReapAfterAnOutageExtendsLeasesInsteadOfExpiring) {
+  std::string s = this->new_sweep();
+  Trial t = this->add_trial(s, 0, 1);
+  const std::int64_t lease = TypeParam::kLeaseMs;
+  ASSERT_TRUE(this->queue().claim("w1", 1, lease).ok());
+  ASSERT_TRUE(this->queue().reap(10, 0).ok());  // the reaper was here
+  this->env.pass(3 * lease);                     // then nobody was, for three leases
+  EXPECT_EQ(*this->queue().reap(10, lease), 0);
+  EXPECT_EQ(this->store().get_trial(t.id)->state, TrialState::kRunning);
+  // The worker renews as soon as it can: the same attempt, accepted.
+  ASSERT_TRUE(this->queue().heartbeat(t.id, 0, "w1", lease).ok());
+  // Without renewals the lease lapses as usual once the reaper is back.
+  this->reap_expired(1);
+  EXPECT_EQ(this->store().get_trial(t.id)->state, TrialState::kFailed);
+}
+
+TYPED_TEST_P(StoreConformance, IdempotencyKeyReturnsTheFirstSweep) {
+  NewSweep n{"s", R"({"name":"s"})", false};
+  n.idempotency_key = "key-1";
+  auto first = this->store().create_sweep(n);
+  ASSERT_TRUE(first.ok());
+  auto again = this->store().create_sweep(n);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *first);
+  NewSweep other = n;
+  other.spec_json = R"({"name":"t"})";
+  EXPECT_EQ(this->store().create_sweep(other).error().code, ErrorCode::kConflict);
+  n.idempotency_key = "key-2";
+  EXPECT_NE(*this->store().create_sweep(n), *first);
+  n.idempotency_key.clear();
+  EXPECT_NE(*this->store().create_sweep(n), *this->store().create_sweep(n));
+}
+
+TYPED_TEST_P(StoreConformance, DeleteSweepRemovesEverythingItOwns) {
+  std::string s = this->new_sweep();
+  std::string keep = this->new_sweep();
+  Trial t = this->add_trial(s, 0);
+  this->add_trial(s, 1);
+  this->must_claim("w1");
+  ASSERT_TRUE(this->queue().put_artifact(t.id, 0, "w1", "model.pt", "bytes").ok());
+  EXPECT_EQ(this->store().delete_sweep(s).error().code, ErrorCode::kConflict);  // running
+  ASSERT_TRUE(this->store().cancel_sweep(s).ok());
+  ASSERT_TRUE(this->queue().complete(t.id, 0, "w1", this->ok_result(1)).ok());
+  ASSERT_TRUE(this->store().delete_sweep(s).ok());
+  EXPECT_EQ(this->store().get_sweep(s).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(this->store().get_trial(t.id).error().code, ErrorCode::kNotFound);
+  EXPECT_FALSE(this->store().get_artifact(t.id, "model.pt")->has_value());
+  EXPECT_EQ(this->store().delete_sweep(s).error().code, ErrorCode::kNotFound);
+  auto list = this->store().list_sweeps(0, 10);
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].id, keep);
+  auto none = this->queue().claim("w2", 1, TypeParam::kLeaseMs);
+  EXPECT_FALSE(none->has_value());
 }
 
 REGISTER_TYPED_TEST_SUITE_P(StoreConformance, CreateGetListSweeps, FinishSweepOnlyFromRunning,
@@ -573,6 +726,12 @@ REGISTER_TYPED_TEST_SUITE_P(StoreConformance, CreateGetListSweeps, FinishSweepOn
                             ReapHonoursControlFlags, RetryableFailureRequeues, CancelSweep,
                             ControlAndStage, CountersAndBestTrialMinimize,
                             CountersAndBestTrialMaximize, EventsAppearInOrder, WorkersRegistry,
-                            ArtifactsAreBinarySafe);
+                            ArtifactsAreBinarySafe, ArtifactsAreFencedByAttemptAndWorker,
+                            ReleaseRequeuesAtTheHeadWithoutCountingAFailure,
+                            RetryableFailureOfAStoppedTrialIsNotRequeued,
+                            WorkerLeasesListsWhatAWorkerHolds,
+                            ReapAfterAnOutageExtendsLeasesInsteadOfExpiring,
+                            IdempotencyKeyReturnsTheFirstSweep,
+                            DeleteSweepRemovesEverythingItOwns);
 
 }  // namespace hpo::trials::conformance

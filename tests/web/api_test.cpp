@@ -321,7 +321,7 @@ TEST_F(ApiTest, EnsembleRecordIs404UntilStoredThenServedAsIs) {
   EXPECT_EQ(before->status, 404);
   EXPECT_EQ(body(*before)["error"]["code"], "not_found");
   const std::string record = R"({"combine":"soft_vote","ensemble":{"test":{"accuracy":0.9}}})";
-  ASSERT_TRUE(store_->put_artifact(member->id, "ensemble.json", record).ok());
+  ASSERT_TRUE(store_->put_record(member->id, "ensemble.json", record).ok());
   auto after = client_->get("/api/sweeps/" + id + "/ensemble");
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->status, 200);
@@ -339,7 +339,10 @@ TEST_F(ApiTest, ArtifactsDownloadAsRawBytes) {
   auto member = store_->create_trial(m);
   ASSERT_TRUE(member.ok());
   const std::string model("PK\x03\x04\0\xff binary \0\r\n end", 20);
-  ASSERT_TRUE(store_->put_artifact(member->id, "model.pt", model).ok());
+  auto claim = store_->claim("w", 1, 60'000);
+  ASSERT_TRUE(claim.ok() && claim->has_value());
+  ASSERT_EQ((*claim)->trial.id, member->id);
+  ASSERT_TRUE(store_->put_artifact(member->id, 0, "w", "model.pt", model).ok());
   auto r = client_->get("/api/trials/" + member->id + "/artifacts/model.pt");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 200);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <random>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -102,6 +103,17 @@ void MemoryStore::emit(std::string type, const std::string& sweep, const std::st
 
 Result<std::string> MemoryStore::create_sweep(const NewSweep& sweep) {
   std::lock_guard lock(mu_);
+  if (!sweep.idempotency_key.empty()) {
+    auto it = idempotency_.find(sweep.idempotency_key);
+    if (it != idempotency_.end() && it->second.second > now()) {
+      auto first = sweeps_.find(it->second.first);
+      if (first != sweeps_.end()) {
+        if (first->second.sweep.spec_json == sweep.spec_json) return first->first;
+        return Error::conflict("Idempotency-Key " + sweep.idempotency_key +
+                               " was used for sweep " + first->first + " with another spec");
+      }
+    }
+  }
   std::random_device rd;
   std::string id;
   do id = fmt::format("{:08x}", static_cast<std::uint32_t>(rd()));
@@ -114,6 +126,8 @@ Result<std::string> MemoryStore::create_sweep(const NewSweep& sweep) {
   rec.sweep.created_ms = now();
   rec.seq = ++sweep_seq_;
   sweeps_.emplace(id, std::move(rec));
+  if (!sweep.idempotency_key.empty())
+    idempotency_[sweep.idempotency_key] = {id, now() + 1000 * sweep.idempotency_ttl_s};
   emit("sweep.created", id, "", Json{{"name", sweep.name}}.dump());
   return id;
 }
@@ -291,6 +305,23 @@ Status MemoryStore::set_control(const std::string& trial_id, Control control) {
   return Error::conflict("trial " + trial_id + " is " + to_string(t.state));
 }
 
+Status MemoryStore::delete_sweep(const std::string& sweep_id) {
+  std::lock_guard lock(mu_);
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) return Error::not_found("sweep " + sweep_id);
+  if (it->second.sweep.state == SweepState::kRunning)
+    return Error::conflict("sweep " + sweep_id + " is running: cancel it first");
+  for (const auto* ids : {&it->second.trials, &it->second.members})
+    for (const auto& tid : *ids) {
+      trials_.erase(tid);
+      auto a = artifacts_.lower_bound(tid + "\n");
+      while (a != artifacts_.end() && a->first.rfind(tid + "\n", 0) == 0) a = artifacts_.erase(a);
+    }
+  sweeps_.erase(it);
+  emit("sweep.deleted", sweep_id, "", "{}");
+  return {};
+}
+
 Status MemoryStore::put_worker(const WorkerInfo& info, std::int64_t ttl_ms) {
   std::lock_guard lock(mu_);
   std::int64_t t_now = now();
@@ -348,12 +379,31 @@ Result<std::vector<Event>> MemoryStore::read_events(const std::string& after_id,
   return out;
 }
 
-Status MemoryStore::put_artifact(const std::string& trial_id, const std::string& name,
-                                 const std::string& bytes) {
+Status MemoryStore::put_record(const std::string& trial_id, const std::string& name,
+                               const std::string& bytes) {
   std::lock_guard lock(mu_);
   if (!trials_.count(trial_id)) return Error::not_found("trial " + trial_id);
   artifacts_[trial_id + "\n" + name] = bytes;
   return {};
+}
+
+Status MemoryStore::put_artifact(const std::string& trial_id, int attempt,
+                                 const std::string& worker, const std::string& name,
+                                 const std::string& bytes) {
+  std::lock_guard lock(mu_);
+  auto r = fenced(trial_id, attempt, worker);
+  if (!r) return r.error();
+  artifacts_[trial_id + "\n" + name] = bytes;
+  return {};
+}
+
+Result<std::vector<HeldLease>> MemoryStore::worker_leases(const std::string& worker) {
+  std::lock_guard lock(mu_);
+  std::vector<HeldLease> out;
+  for (const auto& [id, rec] : trials_)
+    if (rec.trial.state == TrialState::kRunning && rec.trial.worker == worker)
+      out.push_back({id, rec.trial.attempt});
+  return out;
 }
 
 Result<std::optional<std::string>> MemoryStore::get_artifact(const std::string& trial_id,
@@ -386,6 +436,7 @@ Result<std::optional<Claim>> MemoryStore::claim(const std::string& worker, int f
     t.control = Control::kNone;
     t.error.clear();
     rec->second.lease_deadline = t_now + lease_ms;
+    rec->second.lease_ms = lease_ms;
     rec->second.attempts.push_back(AttemptRecord{t.attempt, worker, t_now, 0, "running", ""});
     emit("trial.started", t.sweep_id, t.id,
          Json{{"worker", worker}, {"attempt", t.attempt}}.dump());
@@ -412,6 +463,7 @@ Result<Control> MemoryStore::heartbeat(const std::string& trial_id, int attempt,
   auto r = fenced(trial_id, attempt, worker);
   if (!r) return r.error();
   (*r)->lease_deadline = now() + lease_ms;
+  (*r)->lease_ms = lease_ms;
   return (*r)->trial.control;
 }
 
@@ -438,15 +490,26 @@ void MemoryStore::end_attempt(TrialRec& r, std::int64_t t_now, const std::string
   r.attempts.back().error = error;
 }
 
-void MemoryStore::requeue(TrialRec& r, const std::string& reason) {
+void MemoryStore::requeue(TrialRec& r, const std::string& reason, bool at_head) {
   Trial& t = r.trial;
   move(t, TrialState::kQueued);
   ++t.attempt;
   t.control = Control::kNone;
   t.error = reason;
   r.lease_deadline = 0;
-  queue_.push_back(t.id);
+  if (at_head)
+    queue_.push_front(t.id);
+  else
+    queue_.push_back(t.id);
   emit("trial.queued", t.sweep_id, t.id, Json{{"attempt", t.attempt}, {"reason", reason}}.dump());
+}
+
+std::optional<TrialState> MemoryStore::stop_verdict(const TrialRec& r) const {
+  const Trial& t = r.trial;
+  if (t.control == Control::kCancel || sweeps_.at(t.sweep_id).sweep.state != SweepState::kRunning)
+    return TrialState::kCancelled;
+  if (t.control == Control::kPrune) return TrialState::kPruned;
+  return std::nullopt;
 }
 
 void MemoryStore::finish(TrialRec& r, std::int64_t t_now, TrialState state,
@@ -488,7 +551,11 @@ Status MemoryStore::complete(const std::string& trial_id, int attempt, const std
   std::int64_t t_now = now();
   end_attempt(rec, t_now, to_string(result.outcome), result.error);
   if (result.outcome == TrialState::kFailed && result.retryable &&
-      rec.trial.attempt + 1 < rec.trial.max_attempts) {
+      rec.trial.attempt + 1 - rec.trial.released < rec.trial.max_attempts) {
+    if (auto verdict = stop_verdict(rec)) {  // cancelled or pruned meanwhile: no retry
+      finish(rec, t_now, *verdict, std::nullopt, &result.metrics, result.error);
+      return {};
+    }
     requeue(rec, result.error);
     return {};
   }
@@ -496,9 +563,35 @@ Status MemoryStore::complete(const std::string& trial_id, int attempt, const std
   return {};
 }
 
-Result<int> MemoryStore::reap(int max) {
+Status MemoryStore::release(const std::string& trial_id, int attempt, const std::string& worker,
+                            const std::string& reason) {
+  std::lock_guard lock(mu_);
+  auto r = fenced(trial_id, attempt, worker);
+  if (!r) return r.error();
+  TrialRec& rec = **r;
+  std::int64_t t_now = now();
+  end_attempt(rec, t_now, "released", reason);
+  if (auto verdict = stop_verdict(rec)) {
+    finish(rec, t_now, *verdict, std::nullopt, nullptr, reason);
+    return {};
+  }
+  ++rec.trial.released;
+  requeue(rec, "released: " + reason, /*at_head=*/true);
+  return {};
+}
+
+Result<int> MemoryStore::reap(int max, std::int64_t outage_ms) {
   std::lock_guard lock(mu_);
   std::int64_t t_now = now();
+  const std::int64_t last = std::exchange(last_reap_ms_, t_now);
+  if (outage_ms > 0 && last > 0 && t_now - last > outage_ms) {
+    // Nobody could renew leases meanwhile: one lease from now for each.
+    for (auto& [id, rec] : trials_)
+      if (rec.trial.state == TrialState::kRunning)
+        rec.lease_deadline = std::max(rec.lease_deadline, t_now + rec.lease_ms + outage_ms);
+    emit("leases.extended", "", "", Json{{"gap_ms", t_now - last}}.dump());
+    return 0;
+  }
   std::vector<TrialRec*> expired;
   for (auto& [id, rec] : trials_)
     if (rec.trial.state == TrialState::kRunning && rec.lease_deadline <= t_now)
@@ -510,11 +603,9 @@ Result<int> MemoryStore::reap(int max) {
     Trial& t = rec->trial;
     std::string reason = "lease of worker " + t.worker + " expired";
     end_attempt(*rec, t_now, "lease_expired", reason);
-    int attempts = t.attempt + 1;
-    if (t.control == Control::kCancel || sweeps_.at(t.sweep_id).sweep.state != SweepState::kRunning)
-      finish(*rec, t_now, TrialState::kCancelled, std::nullopt, nullptr, reason);
-    else if (t.control == Control::kPrune)  // the pruner had already given up on it
-      finish(*rec, t_now, TrialState::kPruned, std::nullopt, nullptr, reason);
+    int attempts = t.attempt + 1 - t.released;
+    if (auto verdict = stop_verdict(*rec))  // the pruner or the user had already given up on it
+      finish(*rec, t_now, *verdict, std::nullopt, nullptr, reason);
     else if (attempts < t.max_attempts)
       requeue(*rec, reason);
     else

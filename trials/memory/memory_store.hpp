@@ -47,14 +47,15 @@ class MemoryStore : public TrialStore, public TrialQueue {
   Result<std::vector<StepReport>> get_reports(const std::string& trial_id) override;
   Result<std::vector<AttemptRecord>> get_attempts(const std::string& trial_id) override;
   Status set_control(const std::string& trial_id, Control control) override;
+  Status delete_sweep(const std::string& sweep_id) override;
   Status put_worker(const WorkerInfo& info, std::int64_t ttl_ms) override;
   Result<std::vector<WorkerInfo>> list_workers() override;
   // block_ms waits on a condition variable for real time (the injected clock
   // only stamps events).
   Result<std::vector<Event>> read_events(const std::string& after_id, int max_count,
                                          int block_ms) override;
-  Status put_artifact(const std::string& trial_id, const std::string& name,
-                      const std::string& bytes) override;
+  Status put_record(const std::string& trial_id, const std::string& name,
+                    const std::string& bytes) override;
   Result<std::optional<std::string>> get_artifact(const std::string& trial_id,
                                                   const std::string& name) override;
 
@@ -67,12 +68,18 @@ class MemoryStore : public TrialStore, public TrialQueue {
                          const StepReport& report) override;
   Status complete(const std::string& trial_id, int attempt, const std::string& worker,
                   const TrialResult& result) override;
-  Result<int> reap(int max) override;
+  Status release(const std::string& trial_id, int attempt, const std::string& worker,
+                 const std::string& reason) override;
+  Status put_artifact(const std::string& trial_id, int attempt, const std::string& worker,
+                      const std::string& name, const std::string& bytes) override;
+  Result<std::vector<HeldLease>> worker_leases(const std::string& worker) override;
+  Result<int> reap(int max, std::int64_t outage_ms) override;
 
  private:
   struct TrialRec {
     Trial trial;
     std::int64_t lease_deadline = 0;  // 0 when not running
+    std::int64_t lease_ms = 0;        // the current attempt's lease length
     std::vector<StepReport> reports;
     std::vector<AttemptRecord> attempts;
   };
@@ -92,7 +99,9 @@ class MemoryStore : public TrialStore, public TrialQueue {
   void move(Trial& t, TrialState to);
   void emit(std::string type, const std::string& sweep, const std::string& trial, std::string data);
   Result<TrialRec*> fenced(const std::string& trial_id, int attempt, const std::string& worker);
-  void requeue(TrialRec& r, const std::string& reason);
+  void requeue(TrialRec& r, const std::string& reason, bool at_head = false);
+  // Cancelled or pruned meanwhile (sweep ended, control set): that state, else none.
+  std::optional<TrialState> stop_verdict(const TrialRec& r) const;
   void finish(TrialRec& r, std::int64_t now, TrialState state, std::optional<double> value,
               const Metrics* metrics, const std::string& error);
   void end_sweep(SweepRec& rec, SweepState state, const std::string& error);
@@ -107,6 +116,8 @@ class MemoryStore : public TrialStore, public TrialQueue {
   std::deque<std::string> queue_;
   std::map<std::string, WorkerRec> workers_;
   std::map<std::string, std::string> artifacts_;  // "<trial>\n<name>" -> bytes
+  std::map<std::string, std::pair<std::string, std::int64_t>> idempotency_;  // key -> sweep, expiry
+  std::int64_t last_reap_ms_ = 0;
   std::vector<Event> events_;
   std::int64_t sweep_seq_ = 0;
   std::int64_t event_seq_ = 0;

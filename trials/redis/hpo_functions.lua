@@ -27,8 +27,10 @@ Key schema (P = prefix, default "hpo:"):
   P..'sweeps:active'         set   sids in state running
   P..'trial:'<tid>           hash  id sweep number kind params state attempt max_attempts slots
                                    worker created_ms started_ms finished_ms value metrics error
-                                   control extra lease_deadline
-                                   (value: decimal text, absent when none; metrics, params: JSON)
+                                   control extra lease_deadline lease_ms released
+                                   (value: decimal text, absent when none; metrics, params: JSON;
+                                   released: attempts given back without a failure, so the
+                                   attempts that count against max_attempts are attempt - released)
   P..'trials:'<sid>':'<kind> list  tids by ascending number
   P..'queue'                 list  queued tids, oldest at the head (may hold stale ids: skipped)
   P..'leases'                zset  running tids by lease deadline (ms, server time)
@@ -38,7 +40,25 @@ Key schema (P = prefix, default "hpo:"):
   P..'workers'               hash  name -> WorkerInfo JSON (without last_heartbeat_ms)
   P..'worker_hb'             hash  name -> last heartbeat ms
   P..'worker:'<name>':alive' string with a TTL: the worker is live while it exists
-  P..'artifact:'<tid>':'<name> string binary artifact (written from C++, not here)
+  P..'artifact:'<tid>':'<name> string binary artifact
+  P..'artifacts:'<tid>       set   the names of the trial's artifacts (for delete_sweep)
+  P..'reaper:last_ms'        string server time of the last reap: a longer gap is an outage
+  P..'idem:'<key>            string sweep id created with that Idempotency-Key (with a TTL)
+
+Outages. A lease is a promise to renew every lease/3; nobody can keep it while
+Redis is down or frozen, and nobody can judge it while the reaper is away. So
+reap() remembers when it last ran; after a gap longer than the caller's
+outage threshold it first gives every running trial one full lease from now,
+plus the threshold again as time for clients to notice the server is back
+(deadline = max(deadline, now + its lease_ms + threshold)), and expires
+nothing in that call. Live workers renew within lease/3 of reconnecting; a
+worker that died during the outage is reaped about one lease after the
+reaper is back.
+
+Releases. A worker that stops on purpose (drain, preemption, a lease it holds
+but does not run) calls release(): the trial goes back to the head of the
+queue with attempt + 1 (a new fencing token) and released + 1, so the release
+does not count against max_attempts.
 ]]
 
 local kTrialStates = {'queued', 'running', 'completed', 'failed', 'pruned', 'cancelled'}
@@ -132,14 +152,28 @@ local function update_best(P, t, value)
 end
 
 -- Back to the queue tail with the next attempt (retry or expired lease).
-local function requeue(P, t, reason)
+local function requeue(P, t, reason, at_head)
   local next_attempt = tonumber(t.attempt) + 1
   move(P, t, 'queued')
   redis.call('HSET', P .. 'trial:' .. t.id, 'attempt', int(next_attempt), 'control', 'none',
              'error', reason)
-  redis.call('RPUSH', P .. 'queue', t.id)
+  redis.call(at_head and 'LPUSH' or 'RPUSH', P .. 'queue', t.id)
   emit(P, 'trial.queued', t.sweep, t.id,
        json_obj({attempt = next_attempt, reason = reason}))
+end
+
+-- Attempts that count against max_attempts once the current one ends as a failure.
+local function failures_after(t)
+  return tonumber(t.attempt) + 1 - tonumber(t.released or '0')
+end
+
+-- A trial whose current attempt ended without a result goes back to the queue
+-- unless somebody already gave up on it: then the verdict is that decision.
+local function stop_verdict(P, t)
+  local sweep_state = redis.call('HGET', P .. 'sweep:' .. t.sweep, 'state')
+  if t.control == 'cancel' or sweep_state ~= 'running' then return 'cancelled' end
+  if t.control == 'prune' then return 'pruned' end
+  return nil
 end
 
 -- Ends a trial for good: state, timing, result; best trial; event.
@@ -174,9 +208,24 @@ local function flatten(key)
   return redis.call('HGETALL', key)
 end
 
--- create_sweep P id name spec maximize -> 1
+-- create_sweep P id name spec maximize [idem_key idem_ttl_s] -> sweep id
+-- With an Idempotency-Key: a key already used for a sweep that still exists
+-- returns that sweep (the same spec) or refuses (another spec), so a client
+-- that retries a submit whose reply it lost gets the first sweep back.
 local function create_sweep(keys, a)
   local P, id = a[1], a[2]
+  local idem = a[6] or ''
+  if idem ~= '' then
+    local first = redis.call('GET', P .. 'idem:' .. idem)
+    if first then
+      local spec = redis.call('HGET', P .. 'sweep:' .. first, 'spec')
+      if spec == a[4] then return first end
+      if spec then
+        return refuse('CONFLICT', 'Idempotency-Key ' .. idem .. ' was used for sweep ' .. first ..
+                      ' with another spec')
+      end
+    end
+  end
   local skey = P .. 'sweep:' .. id
   if redis.call('EXISTS', skey) == 1 then return refuse('CONFLICT', 'sweep id ' .. id .. ' taken') end
   local now = now_ms()
@@ -189,8 +238,11 @@ local function create_sweep(keys, a)
   local seq = redis.call('INCR', P .. 'seq:sweeps')
   redis.call('ZADD', P .. 'sweeps', seq, id)
   redis.call('SADD', P .. 'sweeps:active', id)
+  if idem ~= '' then
+    redis.call('SET', P .. 'idem:' .. idem, id, 'EX', tonumber(a[7] or '86400'))
+  end
   emit(P, 'sweep.created', id, '', json_obj({name = a[3]}))
-  return 1
+  return id
 end
 
 -- create_trial P sweep kind number limit params max_attempts slots extra -> trial hash (flat)
@@ -213,7 +265,8 @@ local function create_trial(keys, a)
   redis.call('HSET', tkey, 'id', tid, 'sweep', sid, 'number', int(number), 'kind', kind,
              'params', a[6], 'state', 'queued', 'attempt', '0', 'max_attempts', a[7], 'slots',
              a[8], 'worker', '', 'created_ms', int(now), 'started_ms', '0', 'finished_ms', '0',
-             'metrics', '{}', 'error', '', 'control', 'none', 'extra', a[9], 'lease_deadline', '0')
+             'metrics', '{}', 'error', '', 'control', 'none', 'extra', a[9], 'lease_deadline', '0',
+             'lease_ms', '0', 'released', '0')
   redis.call('HSET', skey, 'next_' .. kind, int(number + 1))
   redis.call('HINCRBY', skey, kind .. '.queued', 1)
   redis.call('RPUSH', P .. 'trials:' .. sid .. ':' .. kind, tid)
@@ -240,7 +293,7 @@ local function claim(keys, a)
       move(P, t, 'running')
       local tkey = P .. 'trial:' .. tid
       redis.call('HSET', tkey, 'worker', worker, 'started_ms', int(now), 'control', 'none',
-                 'error', '')
+                 'error', '', 'lease_ms', int(lease_ms))
       lease_set(P, t, now + lease_ms)
       attempt_begin(P, t, worker, now)
       emit(P, 'trial.started', t.sweep, tid,
@@ -257,6 +310,7 @@ local function heartbeat(keys, a)
   local t, err = fenced(P, a[2], a[3], a[4])
   if not t then return err end
   lease_set(P, t, now_ms() + tonumber(a[5]))
+  if t.lease_ms ~= a[5] then redis.call('HSET', P .. 'trial:' .. t.id, 'lease_ms', a[5]) end
   return t.control
 end
 
@@ -286,18 +340,47 @@ local function complete(keys, a)
   local now = now_ms()
   lease_drop(P, t)
   attempt_end(P, t, now, outcome, a[8])
-  if outcome == 'failed' and a[9] == '1' and tonumber(t.attempt) + 1 < tonumber(t.max_attempts) then
-    requeue(P, t, a[8])
-    return 'queued'
+  if outcome == 'failed' and a[9] == '1' and failures_after(t) < tonumber(t.max_attempts) then
+    local verdict = stop_verdict(P, t)  -- cancelled or pruned meanwhile: no retry
+    if not verdict then
+      requeue(P, t, a[8])
+      return 'queued'
+    end
+    finish(P, t, now, verdict, nil, a[7], a[8])
+    return verdict
   end
   finish(P, t, now, outcome, a[6], a[7], a[8])
   return outcome
 end
 
--- reap P max -> number of expired leases handled
+-- After an outage (see the top): every running trial gets one lease from now.
+local function extend_leases_after_outage(P, now, gap, allowance)
+  local all = redis.call('ZRANGE', P .. 'leases', 0, -1, 'WITHSCORES')
+  local extended = 0
+  for i = 1, #all, 2 do
+    local tid, deadline = all[i], tonumber(all[i + 1])
+    local lease_ms = tonumber(redis.call('HGET', P .. 'trial:' .. tid, 'lease_ms') or '0') or 0
+    local fresh = now + lease_ms + allowance
+    if fresh > deadline then
+      redis.call('ZADD', P .. 'leases', int(fresh), tid)
+      redis.call('HSET', P .. 'trial:' .. tid, 'lease_deadline', int(fresh))
+      extended = extended + 1
+    end
+  end
+  emit(P, 'leases.extended', '', '', json_obj({gap_ms = gap, leases = extended}))
+end
+
+-- reap P max [outage_ms] -> number of expired leases handled
 local function reap(keys, a)
   local P, max = a[1], tonumber(a[2])
+  local outage_ms = tonumber(a[3] or '0')
   local now = now_ms()
+  local last = tonumber(redis.call('GET', P .. 'reaper:last_ms') or '0')
+  redis.call('SET', P .. 'reaper:last_ms', int(now))
+  if outage_ms > 0 and last > 0 and now - last > outage_ms then
+    extend_leases_after_outage(P, now, now - last, outage_ms)
+    return 0
+  end
   local ids = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', int(now), 'LIMIT', 0, max)
   local handled = 0
   for _, tid in ipairs(ids) do
@@ -308,12 +391,10 @@ local function reap(keys, a)
       redis.call('HSET', P .. 'trial:' .. tid, 'lease_deadline', '0')
       local reason = 'lease of worker ' .. t.worker .. ' expired'
       attempt_end(P, t, now, 'lease_expired', reason)
-      local sweep_state = redis.call('HGET', P .. 'sweep:' .. t.sweep, 'state')
-      local attempts = tonumber(t.attempt) + 1
-      if t.control == 'cancel' or sweep_state ~= 'running' then
-        finish(P, t, now, 'cancelled', nil, nil, reason)
-      elseif t.control == 'prune' then  -- the pruner had already given up on it
-        finish(P, t, now, 'pruned', nil, nil, reason)
+      local verdict = stop_verdict(P, t)  -- the pruner or the user had already given up on it
+      local attempts = failures_after(t)
+      if verdict then
+        finish(P, t, now, verdict, nil, nil, reason)
       elseif attempts < tonumber(t.max_attempts) then
         requeue(P, t, reason)
       else
@@ -323,6 +404,101 @@ local function reap(keys, a)
     end
   end
   return handled
+end
+
+-- release P tid attempt worker reason -> new state (queued, cancelled or pruned)
+-- The worker gives the attempt back (drain, preemption, a lease it holds but
+-- does not run): back to the head of the queue with a new fencing token, not
+-- counted against max_attempts.
+local function release(keys, a)
+  local P = a[1]
+  local t, err = fenced(P, a[2], a[3], a[4])
+  if not t then return err end
+  local now = now_ms()
+  lease_drop(P, t)
+  attempt_end(P, t, now, 'released', a[5])
+  local verdict = stop_verdict(P, t)
+  if verdict then
+    finish(P, t, now, verdict, nil, nil, a[5])
+    return verdict
+  end
+  redis.call('HSET', P .. 'trial:' .. t.id, 'released', int(tonumber(t.released or '0') + 1))
+  requeue(P, t, 'released: ' .. a[5], true)
+  return 'queued'
+end
+
+-- put_artifact P tid attempt worker name bytes -> 1
+-- Fenced like complete: only the attempt that holds the lease writes bytes, so
+-- a stale attempt (paused past its lease) can never overwrite what the
+-- accepted attempt stored, and a finished trial's artifacts never change.
+local function put_artifact(keys, a)
+  local P = a[1]
+  local t, err = fenced(P, a[2], a[3], a[4])
+  if not t then return err end
+  redis.call('SET', P .. 'artifact:' .. t.id .. ':' .. a[5], a[6])
+  redis.call('SADD', P .. 'artifacts:' .. t.id, a[5])
+  return 1
+end
+
+-- put_record P tid name bytes -> 1
+-- The scheduler's own records about a trial (the ensemble record and manifest
+-- stored with the first member). Names are the caller's reserved ones; a
+-- record never replaces an artifact a worker stored.
+local function put_record(keys, a)
+  local P, tid, name = a[1], a[2], a[3]
+  if redis.call('EXISTS', P .. 'trial:' .. tid) == 0 then return refuse('NOT_FOUND', 'trial ' .. tid) end
+  redis.call('SET', P .. 'artifact:' .. tid .. ':' .. name, a[4])
+  redis.call('SADD', P .. 'artifacts:' .. tid, name)
+  return 1
+end
+
+-- worker_leases P worker -> {tid, attempt, ...} of the trials running under that worker
+local function worker_leases(keys, a)
+  local P, worker = a[1], a[2]
+  local out = {}
+  for _, tid in ipairs(redis.call('ZRANGE', P .. 'leases', 0, -1)) do
+    local ts = redis.call('HMGET', P .. 'trial:' .. tid, 'state', 'worker', 'attempt')
+    if ts[1] == 'running' and ts[2] == worker then
+      table.insert(out, tid)
+      table.insert(out, ts[3])
+    end
+  end
+  return out
+end
+
+-- delete_sweep P sid max -> trials left to delete (call again until 0)
+-- Only a sweep that has ended. The first call takes it off the sweep list;
+-- each call deletes up to `max` trials with everything they own; the last one
+-- deletes the sweep itself.
+local function delete_sweep(keys, a)
+  local P, sid, max = a[1], a[2], tonumber(a[3])
+  local skey = P .. 'sweep:' .. sid
+  local state = redis.call('HGET', skey, 'state')
+  if not state then return refuse('NOT_FOUND', 'sweep ' .. sid) end
+  if state == 'running' then
+    return refuse('CONFLICT', 'sweep ' .. sid .. ' is running: cancel it first')
+  end
+  if redis.call('ZREM', P .. 'sweeps', sid) == 1 then
+    emit(P, 'sweep.deleted', sid, '', '{}')
+  end
+  local left = 0
+  for _, kind in ipairs({'trial', 'member'}) do
+    local list = P .. 'trials:' .. sid .. ':' .. kind
+    while max > 0 do
+      local tid = redis.call('LPOP', list)
+      if not tid then break end
+      max = max - 1
+      for _, name in ipairs(redis.call('SMEMBERS', P .. 'artifacts:' .. tid)) do
+        redis.call('DEL', P .. 'artifact:' .. tid .. ':' .. name)
+      end
+      redis.call('DEL', P .. 'trial:' .. tid, P .. 'reports:' .. tid, P .. 'attempts:' .. tid,
+                 P .. 'artifacts:' .. tid)
+      redis.call('ZREM', P .. 'leases', tid)
+    end
+    left = left + redis.call('LLEN', list)
+  end
+  if left == 0 then redis.call('DEL', skey) end
+  return left
 end
 
 -- Ends a running sweep (state checked by the caller). Leftover trials are
@@ -453,6 +629,11 @@ redis.register_function('hpo_heartbeat', heartbeat)
 redis.register_function('hpo_report', report)
 redis.register_function('hpo_complete', complete)
 redis.register_function('hpo_reap', reap)
+redis.register_function('hpo_release', release)
+redis.register_function('hpo_put_artifact', put_artifact)
+redis.register_function('hpo_put_record', put_record)
+redis.register_function('hpo_worker_leases', worker_leases)
+redis.register_function('hpo_delete_sweep', delete_sweep)
 redis.register_function('hpo_cancel_sweep', cancel_sweep)
 redis.register_function('hpo_finish_sweep', finish_sweep)
 redis.register_function('hpo_set_stage', set_stage)

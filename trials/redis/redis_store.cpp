@@ -90,6 +90,7 @@ Result<Trial> trial_from_hash(const Hash& h) {
   if (!state) return Error::internal("trial " + t.id + ": bad state " + get(h, "state"));
   t.state = *state;
   t.attempt = static_cast<int>(to_i64(get(h, "attempt")));
+  t.released = static_cast<int>(to_i64(get(h, "released")));
   t.max_attempts = static_cast<int>(to_i64(get(h, "max_attempts")));
   t.slots = static_cast<int>(to_i64(get(h, "slots")));
   t.worker = get(h, "worker");
@@ -224,9 +225,13 @@ Result<Reply> RedisStore::fcall(const std::string& name, std::vector<std::string
 Result<std::string> RedisStore::create_sweep(const NewSweep& sweep) {
   for (int tries = 0; tries < 8; ++tries) {
     std::string id = random_sweep_id();
-    auto r = fcall("create_sweep", {id, sweep.name, sweep.spec_json, sweep.maximize ? "1" : "0"});
-    if (r) return id;
-    if (r.error().code != ErrorCode::kConflict) return r.error();
+    auto r = fcall("create_sweep",
+                   {id, sweep.name, sweep.spec_json, sweep.maximize ? "1" : "0",
+                    sweep.idempotency_key, std::to_string(std::max<std::int64_t>(1, sweep.idempotency_ttl_s))});
+    if (r) return r->str;  // ours, or the first sweep made with the same idempotency key
+    // Only a taken id is worth another random one.
+    if (r.error().code != ErrorCode::kConflict || r.error().message.rfind("sweep id ", 0) != 0)
+      return r.error();
   }
   return Error::internal("could not find a free sweep id");
 }
@@ -366,6 +371,15 @@ Status RedisStore::set_control(const std::string& trial_id, Control control) {
   return expect_ok(fcall("set_control", {trial_id, to_string(control)}));
 }
 
+Status RedisStore::delete_sweep(const std::string& sweep_id) {
+  // Chunks keep each call short: Redis runs one script at a time.
+  for (;;) {
+    auto r = fcall("delete_sweep", {sweep_id, "500"});
+    if (!r) return r.error();
+    if (r->integer == 0) return {};
+  }
+}
+
 Status RedisStore::put_worker(const WorkerInfo& info, std::int64_t ttl_ms) {
   Json gpus = Json::array();
   for (const auto& g : info.gpus)
@@ -449,19 +463,19 @@ Result<std::vector<Event>> RedisStore::read_events(const std::string& after_id, 
   return out;
 }
 
-Status RedisStore::put_artifact(const std::string& trial_id, const std::string& name,
-                                const std::string& bytes) {
+Status RedisStore::put_record(const std::string& trial_id, const std::string& name,
+                              const std::string& bytes) {
+  if (auto st = check_artifact_size(trial_id, name, bytes); !st) return st;
+  return expect_ok(fcall("put_record", {trial_id, name, bytes}));
+}
+
+Status RedisStore::check_artifact_size(const std::string& trial_id, const std::string& name,
+                                       const std::string& bytes) const {
   if (static_cast<std::int64_t>(bytes.size()) > config_.max_artifact_bytes)
     return Error{ErrorCode::kPayloadTooLarge,
                  fmt::format("artifact {} of {} is {} bytes; the limit is {}", name, trial_id,
                              bytes.size(), config_.max_artifact_bytes),
                  {}};
-  auto exists = client_.command({"EXISTS", key("trial:" + trial_id)});
-  if (!exists) return exists.error();
-  if (exists->integer == 0) return Error::not_found("trial " + trial_id);
-  auto r = client_.command({"SET", key("artifact:" + trial_id + ":" + name), bytes});
-  if (!r) return r.error();
-  if (r->is_error()) return refusal(r->str);
   return {};
 }
 
@@ -518,8 +532,31 @@ Status RedisStore::complete(const std::string& trial_id, int attempt, const std:
   return expect_ok(r);
 }
 
-Result<int> RedisStore::reap(int max) {
-  auto r = fcall("reap", {std::to_string(std::max(1, max))});
+Status RedisStore::release(const std::string& trial_id, int attempt, const std::string& worker,
+                           const std::string& reason) {
+  return expect_ok(fcall("release", {trial_id, std::to_string(attempt), worker, reason}));
+}
+
+Status RedisStore::put_artifact(const std::string& trial_id, int attempt,
+                                const std::string& worker, const std::string& name,
+                                const std::string& bytes) {
+  if (auto st = check_artifact_size(trial_id, name, bytes); !st) return st;
+  return expect_ok(
+      fcall("put_artifact", {trial_id, std::to_string(attempt), worker, name, bytes}));
+}
+
+Result<std::vector<HeldLease>> RedisStore::worker_leases(const std::string& worker) {
+  auto r = fcall("worker_leases", {worker});
+  if (!r) return r.error();
+  std::vector<HeldLease> out;
+  for (size_t i = 0; i + 1 < r->elements.size(); i += 2)
+    out.push_back({r->elements[i].str, static_cast<int>(to_i64(r->elements[i + 1].str))});
+  return out;
+}
+
+Result<int> RedisStore::reap(int max, std::int64_t outage_ms) {
+  auto r = fcall("reap", {std::to_string(std::max(1, max)),
+                          std::to_string(std::max<std::int64_t>(0, outage_ms))});
   if (!r) return r.error();
   return static_cast<int>(r->integer);
 }

@@ -58,12 +58,13 @@ class RedisStore : public TrialStore, public TrialQueue {
   Result<std::vector<StepReport>> get_reports(const std::string& trial_id) override;
   Result<std::vector<AttemptRecord>> get_attempts(const std::string& trial_id) override;
   Status set_control(const std::string& trial_id, Control control) override;
+  Status delete_sweep(const std::string& sweep_id) override;
   Status put_worker(const WorkerInfo& info, std::int64_t ttl_ms) override;
   Result<std::vector<WorkerInfo>> list_workers() override;
   Result<std::vector<Event>> read_events(const std::string& after_id, int max_count,
                                          int block_ms) override;
-  Status put_artifact(const std::string& trial_id, const std::string& name,
-                      const std::string& bytes) override;
+  Status put_record(const std::string& trial_id, const std::string& name,
+                    const std::string& bytes) override;
   Result<std::optional<std::string>> get_artifact(const std::string& trial_id,
                                                   const std::string& name) override;
 
@@ -76,12 +77,19 @@ class RedisStore : public TrialStore, public TrialQueue {
                          const StepReport& report) override;
   Status complete(const std::string& trial_id, int attempt, const std::string& worker,
                   const TrialResult& result) override;
-  Result<int> reap(int max) override;
+  Status release(const std::string& trial_id, int attempt, const std::string& worker,
+                 const std::string& reason) override;
+  Status put_artifact(const std::string& trial_id, int attempt, const std::string& worker,
+                      const std::string& name, const std::string& bytes) override;
+  Result<std::vector<HeldLease>> worker_leases(const std::string& worker) override;
+  Result<int> reap(int max, std::int64_t outage_ms) override;
 
   RedisClient& client() { return client_; }
   const std::string& prefix() const { return config_.prefix; }
 
  private:
+  Status check_artifact_size(const std::string& trial_id, const std::string& name,
+                             const std::string& bytes) const;
   // FCALL hpo_<name> 0 <prefix> args...; a refusal (NOT_FOUND, CONFLICT,
   // LEASE_LOST, INVALID) becomes its ErrorCode.
   Result<Reply> fcall(const std::string& name, std::vector<std::string> args);

@@ -114,23 +114,31 @@ TEST_F(WorkerBinaryTest, FindsALocalSchedulerThroughItsStateFileAndExitsZeroOnSi
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << describe_wait_status(*status);
 }
 
-TEST_F(WorkerBinaryTest, SigtermStopsARunningTrialAndLeavesItToLeaseExpiry) {
+// SIGTERM drains: after --drain-grace-s the trial is stopped and its lease
+// released, so the trial is queued again without a failed attempt.
+TEST_F(WorkerBinaryTest, SigtermDrainsThenReleasesTheRunningTrial) {
   auto script = dir_.script("hang.sh", R"(
 echo $$ > "$D/pid.tmp" && mv "$D/pid.tmp" "$D/pid"
 exec sleep 1000
 )");
   auto trial = command_trial(script);
-  auto worker = start_worker({"--redis", redis_.url(), "--kill-grace-s", "1"});
+  auto worker =
+      start_worker({"--redis", redis_.url(), "--kill-grace-s", "1", "--drain-grace-s", "0.3"});
   ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(dir_.file("pid")); }));
   pid_t trial_pid = std::stoi(read_file(dir_.file("pid")));
 
   worker.signal_group(SIGTERM);
-  auto status = wait_exit(worker, std::chrono::seconds(10));
+  auto status = wait_exit(worker, std::chrono::seconds(20));
   ASSERT_TRUE(status.has_value()) << log_;
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << log_;
   EXPECT_TRUE(wait_for([&] { return process_gone(trial_pid); }));
-  EXPECT_EQ(state(trial.id), trials::TrialState::kRunning);  // until its lease expires
-  EXPECT_NE(log_.find("worker shutting down"), std::string::npos) << log_;
+  auto t = store_->get_trial(trial.id);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->state, trials::TrialState::kQueued) << log_;
+  EXPECT_EQ(t->attempt, 1);
+  EXPECT_EQ(t->released, 1);
+  EXPECT_NE(log_.find("worker draining"), std::string::npos) << log_;
+  EXPECT_NE(log_.find("trial released"), std::string::npos) << log_;
 }
 
 TEST_F(WorkerBinaryTest, ATrialDiesWithAWorkerKilledBySigkill) {
