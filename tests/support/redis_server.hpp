@@ -72,6 +72,14 @@ class RedisServer {
       pid_ = -1;
     }
   }
+  // SIGSTOP / SIGCONT: a frozen server (a stalled VM, a stuck disk) that
+  // keeps its connections open but answers nothing.
+  void pause() {
+    if (pid_ > 0) ::kill(pid_, SIGSTOP);
+  }
+  void resume() {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+  }
   // Starts again on the same port and data directory.
   void restart() {
     kill();

@@ -1,0 +1,500 @@
+// The chaos suite: faults injected into the real binaries (hpo-scheduler,
+// hpo-worker, a real redis-server), then an oracle that reads Redis and each
+// trial program's own ledger (chaos_trial.cpp) and checks:
+//   - every acknowledged sweep exists and has exactly max_trials trials;
+//   - every trial ended, exactly once, with the value its program computed
+//     from its own params; none is left queued or running, no program is left
+//     running;
+//   - where the scenario says nothing may be burned (max_attempts 1): no
+//     attempt ended failed or lease_expired, and each completed trial's
+//     accepted attempt is a real run that ended with that value.
+// Each scenario prints its counts ("chaos: ..."). Waits are bounded polls of
+// the condition itself; the only waits for time are the outages the
+// scenarios inject (Redis frozen or down, a scheduler down, a worker paused),
+// whose length is the point of the test.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/process.hpp"
+#include "tests/support/redis_server.hpp"
+#include "trials/redis/redis_store.hpp"
+#include "web/http_client.hpp"
+
+namespace hpo::chaos {
+namespace {
+
+using Json = nlohmann::json;
+using hpo::testing::Process;
+using hpo::testing::RedisServer;
+using hpo::testing::wait_for;
+using namespace std::chrono_literals;
+
+const std::string kBin = HPO_BINARY_DIR;
+constexpr int kLeaseMs = 1500;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// An injected outage of `d`: the scenario's subject, not a wait for an outcome.
+void outage(std::chrono::milliseconds d) {
+  auto until = std::chrono::steady_clock::now() + d;
+  wait_for([&] { return std::chrono::steady_clock::now() >= until; }, d + 1s);
+}
+
+// What the trial programs wrote: per trial, every real run.
+struct Run {
+  int attempt = 0;
+  pid_t pid = 0;
+  bool ended = false;
+  bool failed = false;
+  double value = 0;
+};
+using Ledger = std::map<std::string, std::vector<Run>>;
+
+Ledger read_ledger(const std::string& path) {
+  Ledger out;
+  std::istringstream in(slurp(path));
+  std::string kind, trial;
+  int attempt = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream l(line);
+    l >> kind >> trial >> attempt;
+    auto& runs = out[trial];
+    if (kind == "start") {
+      Run r;
+      r.attempt = attempt;
+      l >> r.pid;
+      runs.push_back(r);
+      continue;
+    }
+    for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
+      if (it->attempt != attempt || it->ended || it->failed) continue;
+      if (kind == "end") {
+        it->ended = true;
+        l >> it->value;
+      } else {
+        it->failed = true;
+      }
+      break;
+    }
+  }
+  return out;
+}
+
+// One local pool: a scheduler (embedded Redis, or an external redis-server
+// this fixture runs so that a scenario can freeze or kill it), workers, the
+// REST API, an admin connection to Redis, and the trials' ledger.
+class Pool {
+ public:
+  explicit Pool(bool external_redis) {
+    char tmpl[] = "/tmp/hpo-chaos-XXXXXX";
+    home_ = ::mkdtemp(tmpl);
+    if (external_redis) redis_ = std::make_unique<RedisServer>();
+  }
+  ~Pool() {
+    if (redis_) redis_->resume();
+    workers_.clear();
+    if (scheduler_) {
+      scheduler_->kill(SIGTERM);
+      scheduler_->wait(15s);
+    }
+    if (!::testing::Test::HasFailure())
+      std::filesystem::remove_all(home_);
+    else
+      std::fprintf(stderr, "chaos logs kept in %s\n", home_.c_str());
+  }
+
+  std::vector<std::pair<std::string, std::string>> env() const {
+    return {{"HPO_HOME", home_}, {"HPO_LOG_LEVEL", "info"}};
+  }
+  std::string ledger_path() const { return home_ + "/ledger"; }
+  Ledger ledger() const { return read_ledger(ledger_path()); }
+  RedisServer& redis() { return *redis_; }
+  Process& scheduler() { return *scheduler_; }
+
+  void start_scheduler() {
+    std::filesystem::remove(home_ + "/scheduler.json");
+    std::vector<std::string> argv{kBin + "/scheduler/hpo-scheduler", "--listen", "127.0.0.1:0",
+                                  "--reaper-ms", "200"};
+    if (redis_) argv.insert(argv.end(), {"--redis", redis_->url()});
+    scheduler_ = std::make_unique<Process>(argv, env(), home_ + "/scheduler.log");
+    ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(home_ + "/scheduler.json"); }, 30s))
+        << slurp(home_ + "/scheduler.log");
+    auto state = Json::parse(slurp(home_ + "/scheduler.json"));
+    redis_url_ = state["redis"].get<std::string>();
+    auto url = web::parse_http_url(state["api"].get<std::string>());
+    ASSERT_TRUE(url.ok());
+    api_ = std::make_unique<web::HttpClient>(*url, 20s);
+    token_ = state["token"].get<std::string>();
+    api_url_ = state["api"].get<std::string>();
+    api_->set_token(token_);
+  }
+
+  Process& start_worker(const std::string& name, int slots,
+                        std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv{kBin + "/workers/hpo-worker", "--name", name, "--slots",
+                                  std::to_string(slots), "--lease-ms", std::to_string(kLeaseMs),
+                                  "--kill-grace-s", "1"};
+    if (redis_) argv.insert(argv.end(), {"--redis", redis_->url()});
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    workers_.push_back(std::make_unique<Process>(argv, env(), home_ + "/worker-" + name + ".log"));
+    return *workers_.back();
+  }
+
+  web::HttpClient& api() { return *api_; }
+  const std::string& token() const { return token_; }
+  const std::string& api_url() const { return api_url_; }
+
+  trials::redis::RedisStore& admin() {
+    if (!admin_) admin_ = std::move(trials::redis::RedisStore::open(redis_url_).value());
+    return *admin_;
+  }
+
+  Json spec(int trials, int concurrent, int steps, int step_ms, int max_attempts,
+            const std::string& extra_arg = "") const {
+    Json argv = {kBin + "/tests/chaos/chaos_trial", "--x={x}", "--ledger=" + ledger_path(),
+                 "--steps=" + std::to_string(steps), "--step-ms=" + std::to_string(step_ms)};
+    if (!extra_arg.empty()) argv.push_back(extra_arg);
+    return {{"name", "chaos"},
+            {"objective", {{"metric", "value"}, {"mode", "min"}}},
+            {"parameters", {{"x", {{"type", "float"}, {"min", -2.0}, {"max", 2.0}}}}},
+            {"search",
+             {{"algorithm", "random"},
+              {"max_trials", trials},
+              {"max_concurrent", concurrent},
+              {"seed", 5}}},
+            {"trial",
+             {{"kind", "command"},
+              {"argv", argv},
+              {"max_attempts", max_attempts},
+              {"timeout_s", 300}}}};
+  }
+
+  std::string submit(const Json& spec) {
+    auto r = api_->post("/api/sweeps", spec.dump());
+    EXPECT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : r.error().message);
+    if (!r.ok() || r->status != 201) return "";
+    return Json::parse(r->body)["id"].get<std::string>();
+  }
+
+  Json sweep(const std::string& id) {
+    auto r = api_->get("/api/sweeps/" + id);
+    if (!r.ok() || r->status != 200) return Json();
+    return Json::parse(r->body, nullptr, false);
+  }
+
+  bool wait_finished(const std::string& id, std::chrono::seconds timeout) {
+    return wait_for(
+        [&] {
+          auto s = sweep(id);
+          return s.is_object() && s.value("state", "") != "running";
+        },
+        timeout);
+  }
+
+  // Runs started and not ended (per the ledger).
+  int running_runs() const {
+    int n = 0;
+    for (const auto& [t, runs] : ledger())
+      for (const auto& r : runs) n += !r.ended && !r.failed;
+    return n;
+  }
+
+  std::string logs() const {
+    std::string out = "--- scheduler ---\n" + slurp(home_ + "/scheduler.log");
+    for (const auto& w : workers_) out += "--- " + w->log_path() + " ---\n" + w->log();
+    return out;
+  }
+
+ private:
+  std::string home_;
+  std::unique_ptr<RedisServer> redis_;
+  std::unique_ptr<Process> scheduler_;
+  std::vector<std::unique_ptr<Process>> workers_;
+  std::unique_ptr<web::HttpClient> api_;
+  std::string token_;
+  std::string api_url_;
+  std::string redis_url_;
+  std::unique_ptr<trials::redis::RedisStore> admin_;
+};
+
+double expected_value(const search::Params& p) {
+  double x = std::get<double>(p.at("x"));
+  return (x - 1) * (x - 1) + 0.5;
+}
+
+struct Counts {
+  int completed = 0, failed = 0, pruned = 0, cancelled = 0;
+  int real_runs = 0, released = 0, burned = 0;
+};
+
+// The oracle (see the top). `nothing_burned`: no attempt may have ended as a
+// failure or an expired lease.
+Counts check(Pool& pool, const std::string& sweep_id, int max_trials, bool nothing_burned) {
+  Counts c;
+  auto& store = pool.admin();
+  auto sweep = store.get_sweep(sweep_id);
+  EXPECT_TRUE(sweep.ok()) << "acknowledged sweep " << sweep_id << " is gone";
+  if (!sweep.ok()) return c;
+  EXPECT_NE(sweep->state, trials::SweepState::kRunning);
+  EXPECT_EQ(sweep->next_number, max_trials);
+  auto page = store.list_trials(sweep_id, "trial", 0, trials::kAll);
+  EXPECT_TRUE(page.ok());
+  if (!page.ok()) return c;
+  EXPECT_EQ(static_cast<int>(page->trials.size()), max_trials);
+  const Ledger ledger = pool.ledger();
+  for (const auto& t : page->trials) {
+    SCOPED_TRACE("trial " + t.id);
+    EXPECT_TRUE(trials::is_finished(t.state)) << trials::to_string(t.state);
+    auto attempts = store.get_attempts(t.id);
+    EXPECT_TRUE(attempts.ok());
+    int accepted = 0;
+    for (const auto& a : *attempts) {
+      if (a.outcome == "completed") ++accepted;
+      if (a.outcome == "released") ++c.released;
+      if (a.outcome == "failed" || a.outcome == "lease_expired") ++c.burned;
+    }
+    auto runs = ledger.count(t.id) ? ledger.at(t.id) : std::vector<Run>{};
+    c.real_runs += static_cast<int>(runs.size());
+    switch (t.state) {
+      case trials::TrialState::kCompleted: {
+        ++c.completed;
+        EXPECT_EQ(accepted, 1);
+        EXPECT_TRUE(t.value.has_value());
+        if (!t.value) break;
+        EXPECT_DOUBLE_EQ(*t.value, expected_value(t.params));
+        bool real = false;
+        for (const auto& r : runs) real |= r.attempt == t.attempt && r.ended && r.value == *t.value;
+        EXPECT_TRUE(real) << "accepted attempt " << t.attempt << " is not a real run that ended";
+        break;
+      }
+      case trials::TrialState::kFailed:
+        ++c.failed;
+        EXPECT_EQ(accepted, 0);
+        EXPECT_EQ(t.attempt + 1 - t.released, t.max_attempts) << t.error;
+        break;
+      case trials::TrialState::kPruned:
+        ++c.pruned;
+        break;
+      case trials::TrialState::kCancelled:
+        ++c.cancelled;
+        break;
+      default:
+        break;
+    }
+    if (nothing_burned) {
+      EXPECT_NE(t.state, trials::TrialState::kFailed) << t.error;
+    }
+  }
+  if (nothing_burned) {
+    EXPECT_EQ(c.burned, 0) << pool.logs();
+  }
+  // No program is left running.
+  for (const auto& [t, runs] : ledger) {
+    for (const auto& r : runs) {
+      EXPECT_TRUE(wait_for([&] { return ::kill(r.pid, 0) != 0; }, 20s))
+          << "run of " << t << " attempt " << r.attempt << " (pid " << r.pid << ") still runs";
+    }
+  }
+  return c;
+}
+
+void print(const char* scenario, const Counts& c) {
+  std::printf(
+      "chaos: %s: %d completed, %d failed, %d pruned, %d cancelled; %d real runs, %d released "
+      "attempts, %d burned attempts\n",
+      scenario, c.completed, c.failed, c.pruned, c.cancelled, c.real_runs, c.released, c.burned);
+  std::fflush(stdout);
+}
+
+// 1a. Redis frozen (SIGSTOP) for more than two leases while trials run.
+TEST(Chaos, RedisFrozenForTwoLeasesBurnsNothing) {
+  Pool pool(/*external_redis=*/true);
+  pool.start_scheduler();
+  pool.start_worker("w1", 2);
+  std::string id = pool.submit(pool.spec(6, 2, 10, 300, 1));
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_for([&] { return pool.running_runs() == 2; }, 60s)) << pool.logs();
+  pool.redis().pause();
+  // While Redis is frozen, writes over the API answer 503, never a 2xx. (A
+  // write whose reply is lost may still land when Redis wakes: the reason
+  // for Idempotency-Key, scenario 7; this one is harmless either way.)
+  auto during = pool.api().post("/api/sweeps/nope/cancel", "{}");
+  EXPECT_TRUE(during.ok() && during->status == 503)
+      << (during.ok() ? during->body : during.error().message);
+  outage(std::chrono::milliseconds(2 * kLeaseMs + 1000));
+  pool.redis().resume();
+  ASSERT_TRUE(pool.wait_finished(id, 120s)) << pool.logs();
+  EXPECT_EQ(pool.sweep(id)["state"], "finished");
+  auto c = check(pool, id, 6, /*nothing_burned=*/true);
+  EXPECT_EQ(c.completed, 6);
+  print("redis frozen 4 s (2 leases + 1 s), 6 trials, max_attempts 1", c);
+}
+
+// 1b. Redis killed -9 and started again on its AOF after more than two leases.
+TEST(Chaos, RedisKilledAndRestartedOnItsAofBurnsNothing) {
+  Pool pool(/*external_redis=*/true);
+  pool.start_scheduler();
+  pool.start_worker("w1", 2);
+  std::string id = pool.submit(pool.spec(6, 2, 10, 300, 1));
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_for([&] { return pool.running_runs() == 2; }, 60s)) << pool.logs();
+  pool.redis().kill();
+  auto during = pool.api().post("/api/sweeps/nope/cancel", "{}");
+  EXPECT_TRUE(during.ok() && during->status == 503) << (during.ok() ? during->body : "");
+  outage(std::chrono::milliseconds(2 * kLeaseMs + 1000));
+  pool.redis().restart();
+  ASSERT_TRUE(pool.wait_finished(id, 120s)) << pool.logs();
+  auto c = check(pool, id, 6, /*nothing_burned=*/true);
+  EXPECT_EQ(c.completed, 6);
+  print("redis kill -9, down 4 s, restarted on its AOF, 6 trials, max_attempts 1", c);
+}
+
+// 1c. The scheduler (and with it the embedded Redis) killed and kept down
+// for longer than a lease; started again, everything resumes by itself.
+TEST(Chaos, SchedulerDownLongerThanALeaseBurnsNothing) {
+  Pool pool(/*external_redis=*/false);
+  pool.start_scheduler();
+  pool.start_worker("w1", 2);
+  std::string id = pool.submit(pool.spec(6, 2, 10, 300, 1));
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_for([&] { return pool.running_runs() == 2; }, 60s)) << pool.logs();
+  pool.scheduler().kill(SIGKILL);
+  outage(std::chrono::milliseconds(2 * kLeaseMs + 1000));
+  pool.start_scheduler();
+  ASSERT_TRUE(pool.wait_finished(id, 120s)) << pool.logs();
+  auto c = check(pool, id, 6, /*nothing_burned=*/true);
+  EXPECT_EQ(c.completed, 6);
+  print("scheduler + embedded redis kill -9, down 4 s, 6 trials, max_attempts 1", c);
+}
+
+// 2. A rolling restart: every worker in turn gets SIGTERM during the sweep
+// and is replaced; the drained trials are released, not failed.
+TEST(Chaos, RollingRestartOfEveryWorkerFailsNothing) {
+  Pool pool(/*external_redis=*/false);
+  pool.start_scheduler();
+  const std::vector<std::string> drain{"--drain-grace-s", "0.2"};
+  Process* w1 = &pool.start_worker("w1", 1, drain);
+  Process* w2 = &pool.start_worker("w2", 1, drain);
+  std::string id = pool.submit(pool.spec(6, 2, 10, 300, 1));
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_for([&] { return pool.running_runs() == 2; }, 60s)) << pool.logs();
+  int generation = 0;
+  for (Process** w : {&w1, &w2}) {
+    (*w)->kill(SIGTERM);
+    ASSERT_EQ((*w)->wait(30s), 0) << pool.logs();
+    *w = &pool.start_worker("w" + std::to_string(3 + generation++), 1, drain);
+    ASSERT_TRUE(wait_for([&] { return pool.running_runs() == 2; }, 60s)) << pool.logs();
+  }
+  ASSERT_TRUE(pool.wait_finished(id, 120s)) << pool.logs();
+  auto c = check(pool, id, 6, /*nothing_burned=*/true);
+  EXPECT_EQ(c.completed, 6);
+  EXPECT_GE(c.released, 2);  // each SIGTERM found a running trial and gave it back
+  print("rolling restart of 2 workers (SIGTERM, drain 0.2 s), 6 trials, max_attempts 1", c);
+}
+
+// 3. A worker paused past its lease (a stalled VM): its heartbeat, late
+// artifacts and late result are refused; the retried attempt's bytes stay.
+TEST(Chaos, AWorkerPausedPastItsLeaseChangesNothing) {
+  Pool pool(/*external_redis=*/false);
+  pool.start_scheduler();
+  Process& w1 = pool.start_worker("w1", 1);
+  std::string id = pool.submit(pool.spec(1, 1, 12, 300, 2));
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_for([&] { return pool.running_runs() == 1; }, 60s)) << pool.logs();
+  const pid_t run0 = pool.ledger().begin()->second.front().pid;
+  ::kill(w1.pid(), SIGSTOP);
+  ::kill(run0, SIGSTOP);
+  pool.start_worker("w2", 1);
+  const std::string tid = id + "-0";
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto t = pool.admin().get_trial(tid);
+        return t.ok() && t->state == trials::TrialState::kCompleted;
+      },
+      90s))
+      << pool.logs();
+  ::kill(run0, SIGCONT);
+  ::kill(w1.pid(), SIGCONT);
+  // w1 wakes up, learns it lost the lease, stops its run and sends nothing.
+  ASSERT_TRUE(wait_for([&] { return ::kill(run0, 0) != 0; }, 30s)) << pool.logs();
+  ASSERT_TRUE(wait_for([&] { return w1.log().find("lease lost") != std::string::npos; }, 30s))
+      << w1.log();
+  auto t = pool.admin().get_trial(tid);
+  EXPECT_EQ(t->attempt, 1);
+  EXPECT_EQ(t->worker, "w2");
+  auto log = pool.admin().get_artifact(tid, "log.txt");
+  ASSERT_TRUE(log.ok() && log->has_value());
+  EXPECT_NE((*log)->find("attempt 1"), std::string::npos) << **log;
+  EXPECT_EQ((*log)->find("attempt 0"), std::string::npos) << **log;
+  ASSERT_TRUE(pool.wait_finished(id, 60s));
+  auto c = check(pool, id, 1, /*nothing_burned=*/false);
+  EXPECT_EQ(c.completed, 1);
+  EXPECT_EQ(c.burned, 1);  // attempt 0's lease really expired
+  print("worker + its trial SIGSTOPped past the lease, then resumed", c);
+}
+
+// 5. A cancel and a prune that land while the trial's program is failing
+// retryably: neither trial runs again.
+TEST(Chaos, CancelAndPruneWhileFailingRetryablyRunNothingAgain) {
+  Pool pool(/*external_redis=*/false);
+  pool.start_scheduler();
+  pool.start_worker("w1", 2);
+  const std::string fail_file = pool.ledger_path() + ".fail";
+  std::string id = pool.submit(pool.spec(2, 2, 100, 100, 3, "--fail-on=" + fail_file));
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(wait_for([&] { return pool.running_runs() == 2; }, 60s)) << pool.logs();
+  ASSERT_TRUE(pool.admin().set_control(id + "-0", trials::Control::kPrune).ok());
+  ASSERT_TRUE(pool.admin().set_control(id + "-1", trials::Control::kCancel).ok());
+  std::ofstream(fail_file) << "now\n";  // both programs exit 1 at their next step
+  ASSERT_TRUE(pool.wait_finished(id, 60s)) << pool.logs();
+  EXPECT_EQ(pool.admin().get_trial(id + "-0")->state, trials::TrialState::kPruned);
+  EXPECT_EQ(pool.admin().get_trial(id + "-1")->state, trials::TrialState::kCancelled);
+  auto c = check(pool, id, 2, /*nothing_burned=*/false);
+  EXPECT_EQ(c.real_runs, 2) << pool.logs();
+  print("prune + cancel landing while the programs fail retryably (max_attempts 3)", c);
+}
+
+// 7. A client whose submit times out (Redis frozen) and retries: one sweep.
+TEST(Chaos, ASubmitRetriedAfterALostReplyCreatesOneSweep) {
+  Pool pool(/*external_redis=*/true);
+  pool.start_scheduler();
+  std::ofstream(pool.ledger_path() + ".spec.json") << pool.spec(2, 2, 2, 50, 1).dump();
+  pool.redis().pause();
+  Process submit({kBin + "/scheduler/hpo", "--server", pool.api_url(), "--token", pool.token(),
+                  "submit", pool.ledger_path() + ".spec.json"},
+                 {}, pool.ledger_path() + ".submit.log");
+  // The first try reaches the scheduler and waits on the frozen Redis.
+  ASSERT_TRUE(wait_for([&] { return submit.log().find("retrying") != std::string::npos; }, 60s))
+      << submit.log() << pool.logs();
+  pool.redis().resume();
+  ASSERT_EQ(submit.wait(120s), 0) << submit.log();
+  auto list = pool.admin().list_sweeps(0, 100);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u) << submit.log();
+  EXPECT_NE(submit.log().find((*list)[0].id), std::string::npos) << submit.log();
+  std::printf("chaos: submit during a Redis freeze, retried by the CLI: %zu sweep(s)\n",
+              list->size());
+}
+
+}  // namespace
+}  // namespace hpo::chaos
