@@ -32,6 +32,11 @@ the environment over --config, --config over the defaults):
   --static-dir DIR       dashboard files [HPO_STATIC_DIR]
   --threads N            HTTP handler threads [HPO_HANDLER_THREADS] (4)
   --reaper-ms MS         lease reaper period [HPO_REAPER_MS] (1000)
+  --retention-days D     delete ended sweeps (trials, reports, artifacts) D days
+                         after they ended [HPO_RETENTION_DAYS] (0: keep forever)
+  --allow-volatile-redis accept an external Redis without appendonly yes; a Redis
+                         crash may then lose acknowledged sweeps
+                         [HPO_ALLOW_VOLATILE_REDIS=1]
   --config FILE          JSON file with the same keys (listen, redis, data_dir, ...)
   --help                 this text
 
@@ -85,6 +90,15 @@ Status apply(SchedulerConfig& c, const std::string& key, const std::string& valu
   } else if (key == "reaper_ms") {
     if (auto st = set_int(value, origin, 10, 3'600'000, n); !st) return st;
     c.reaper_period = std::chrono::milliseconds(n);
+  } else if (key == "allow_volatile_redis") {
+    c.allow_volatile_redis = value == "1" || value == "true";
+  } else if (key == "retention_days") {
+    char* end = nullptr;
+    double d = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end || !(d >= 0) || d > 36500)
+      return Error::invalid(origin, fmt::format("\"{}\" is not a number of days from 0 to 36500",
+                                                value));
+    c.retention_days = d;
   } else {
     return Error::invalid(origin, "unknown setting");
   }
@@ -109,6 +123,8 @@ constexpr Setting kSettings[] = {
     {"static_dir", "--static-dir", "HPO_STATIC_DIR", true},
     {"threads", "--threads", "HPO_HANDLER_THREADS", true},
     {"reaper_ms", "--reaper-ms", "HPO_REAPER_MS", true},
+    {"retention_days", "--retention-days", "HPO_RETENTION_DAYS", true},
+    {"allow_volatile_redis", "--allow-volatile-redis", "HPO_ALLOW_VOLATILE_REDIS", false},
 };
 
 }  // namespace

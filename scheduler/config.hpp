@@ -23,6 +23,12 @@ struct SchedulerConfig {
   int handler_threads = 4;
   std::chrono::milliseconds reaper_period{1000};
   std::chrono::milliseconds rescan_period{5000};
+  // Accept an external Redis that does not persist every write (appendonly
+  // no): acknowledged sweeps may then be lost in a Redis crash.
+  bool allow_volatile_redis = false;
+  // Ended sweeps older than this are deleted with everything they own; 0 keeps
+  // them forever.
+  double retention_days = 0;
   bool help = false;
 };
 

@@ -19,6 +19,7 @@
 #include "scheduler/controller_loop.hpp"
 #include "scheduler/embedded_redis.hpp"
 #include "scheduler/ensemble_stage.hpp"
+#include "scheduler/ownership.hpp"
 #include "trials/local_state.hpp"
 #include "trials/log.hpp"
 #include "trials/redis/redis_store.hpp"
@@ -61,9 +62,24 @@ int run(const scheduler::SchedulerConfig& config) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
+  // One scheduler per HPO_HOME (its scheduler.json) and per embedded data directory.
+  auto home_lock = scheduler::OwnerLock::acquire(hpo_home(), "HPO_HOME");
+  if (!home_lock) {
+    log_error("cannot start", {{"error", home_lock.error().message}});
+    std::fprintf(stderr, "hpo-scheduler: %s\n", home_lock.error().message.c_str());
+    return 1;
+  }
+  std::unique_ptr<scheduler::OwnerLock> data_lock;
   std::unique_ptr<scheduler::EmbeddedRedis> embedded;
   std::string redis_url = config.redis_url;
   if (redis_url.empty()) {
+    auto lock = scheduler::OwnerLock::acquire(config.data_dir, "the embedded Redis data directory");
+    if (!lock) {
+      log_error("cannot start", {{"error", lock.error().message}});
+      std::fprintf(stderr, "hpo-scheduler: %s\n", lock.error().message.c_str());
+      return 1;
+    }
+    data_lock = std::move(*lock);
     auto r = scheduler::EmbeddedRedis::start(config.data_dir);
     if (!r) {
       log_error("cannot start the embedded redis-server", {{"error", r.error().message}});
@@ -90,6 +106,27 @@ int run(const scheduler::SchedulerConfig& config) {
       log_error("cannot reach Redis", {{"url", redis_url}, {"error", ids.error().message}});
       return 1;
     }
+  }
+  if (!embedded) {
+    auto durable = scheduler::redis_persists_writes(*url);
+    if (!durable) {
+      log_error("cannot ask Redis how it persists", {{"url", url->to_string()},
+                                                     {"error", durable.error().message}});
+      return 1;
+    }
+    if (!*durable && !config.allow_volatile_redis) {
+      const char* msg =
+          "the Redis server does not persist every write (appendonly no): a Redis crash would "
+          "lose acknowledged sweeps. Configure it with appendonly yes (and appendfsync always "
+          "for no loss at all), or start hpo-scheduler with --allow-volatile-redis";
+      log_error("refusing a volatile Redis", {{"url", url->to_string()}});
+      std::fprintf(stderr, "hpo-scheduler: %s\n", msg);
+      return 2;
+    }
+    if (!*durable)
+      log_warn("Redis does not persist every write (appendonly no); acknowledged sweeps can be "
+               "lost in a Redis crash (--allow-volatile-redis)",
+               {{"url", url->to_string()}});
   }
 
   scheduler::StoreFactory controller_stores = [make_store]() -> Result<std::unique_ptr<trials::TrialStore>> {

@@ -396,12 +396,13 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
   if (!j) return;
   FieldReader r(*j, "trial", errors);
   auto kind = r.one_of("kind", {"command", "synthetic", "torch"}, true);
-  if (auto t = r.number_in("timeout_s", 0, 30 * 24 * 3600.0, 0)) out.timeout_s = *t;
+  if (auto t = r.number_in("timeout_s", 0, 30 * 24 * 3600.0, kDefaultTimeoutS)) out.timeout_s = *t;
   if (auto a = r.integer("max_attempts", 1, 100)) out.max_attempts = static_cast<int>(*a);
   if (const Json* res = r.object("resources")) {
     FieldReader rr(*res, "trial.resources", errors);
     if (auto g = rr.integer("gpus", 0, 64)) out.gpus = static_cast<int>(*g);
-    rr.finish("gpus");
+    if (auto m = rr.number_in("memory_gb", 0.0625, 65536, 0)) out.memory_gb = *m;
+    rr.finish("gpus, memory_gb");
   }
   if (const Json* dp = r.object("data_parallel")) {
     FieldReader rd(*dp, "trial.data_parallel", errors);

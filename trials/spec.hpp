@@ -54,14 +54,19 @@ struct DataParallel {
   int average_every = 1;      // H: steps between averages
 };
 
+inline constexpr double kDefaultTimeoutS = 24 * 3600.0;
+
 struct TrialRecipe {
   TrialKind kind = TrialKind::kSynthetic;
   CommandRecipe command;
   SyntheticRecipe synthetic;
   TorchRecipe torch;
-  double timeout_s = 0;       // 0 = none
+  // A hung trial (no progress, stuck in I/O) is killed after this; a day by
+  // default, so nothing runs forever. 0 (given explicitly) = no limit.
+  double timeout_s = kDefaultTimeoutS;
   int max_attempts = 3;
   int gpus = 0;               // resources.gpus
+  double memory_gb = 0;       // resources.memory_gb: the attempt's address-space cap; 0 = none
   DataParallel data_parallel;
   // Worker slots one attempt occupies: max(1, gpus, replicas).
   int slots() const;

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace hpo::trials {
@@ -360,6 +361,25 @@ void resolve_model(const TorchModelRecipe& m, Resolver& r, ResolvedModel& out) {
     out.dense = r.get(m.dense, p + ".dense");
     check_widths(out.dense, p + ".dense");
   }
+  // A model that cannot fit anywhere is refused before a worker allocates it:
+  // the weights between hidden layers alone (the input and output layers
+  // depend on the data and are small next to them).
+  auto chain = [](const std::vector<std::int64_t>& w, double per_edge) {
+    double n = 0;
+    for (std::size_t i = 1; i < w.size(); ++i)
+      n += static_cast<double>(w[i - 1]) * static_cast<double>(w[i]) * per_edge;
+    return n;
+  };
+  const double hidden_params =
+      out.type == ModelType::kMlp
+          ? chain(out.layers, 1)
+          : chain(out.channels, static_cast<double>(out.kernel * out.kernel)) +
+                chain(out.dense, 1);
+  r.check(hidden_params <= kMaxModelParams, p,
+          fmt::format("the model has {:.3g} parameters between its hidden layers; the cap is "
+                      "{:.3g} (about {} GiB of float32 weights)",
+                      hidden_params, kMaxModelParams,
+                      static_cast<std::int64_t>(kMaxModelParams * 4 / (1 << 30))));
 }
 
 void resolve_data(const TorchDataRecipe& d, Resolver& r, ResolvedData& out) {

@@ -98,6 +98,10 @@ struct TorchRecipe {
   Sweepable<std::int64_t> seed{0, {}};  // weights init, shuffling, dropout
 };
 
+// The most parameters a built-in model may have between its hidden layers
+// (checked on the literals at submit, on every trial's values when resolved).
+inline constexpr double kMaxModelParams = 2e9;
+
 // ---- the concrete configuration of one trial ---------------------------------
 
 enum class TorchTask { kClassification, kRegression };

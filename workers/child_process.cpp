@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,8 +56,16 @@ void close_fd(int& fd) {
 // multi-threaded process.
 [[noreturn]] void exec_child(const char* path, char* const* argv, char* const* envp,
                              const char* cwd, int devnull, int out_fd, int err_fd, int errpipe,
-                             pid_t parent) {
+                             pid_t parent, std::int64_t memory_limit) {
   ::setpgid(0, 0);
+  if (memory_limit > 0) {
+    rlimit lim{static_cast<rlim_t>(memory_limit), static_cast<rlim_t>(memory_limit)};
+    if (::setrlimit(RLIMIT_AS, &lim) != 0) {
+      int e = errno;
+      (void)!::write(errpipe, &e, sizeof e);
+      ::_exit(127);
+    }
+  }
   // A worker killed with SIGKILL cannot stop its trials: let the kernel do it.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(127);  // the worker died before prctl
@@ -134,6 +143,17 @@ std::string describe_wait_status(int status) {
   return fmt::format("ended with wait status {}", status);
 }
 
+std::int64_t memory_limit_bytes(double memory_gb) {
+  return memory_gb > 0 ? static_cast<std::int64_t>(memory_gb * double(1 << 30)) : 0;
+}
+
+std::string describe_exit(int status, double memory_gb) {
+  std::string d = describe_wait_status(status);
+  if (WIFSIGNALED(status) && memory_gb > 0)
+    d += fmt::format(" (its memory limit, resources.memory_gb, is {:g} GiB)", memory_gb);
+  return d;
+}
+
 Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
   if (options.argv.empty()) return Error::invalid("argv", "empty command");
   std::string path_env;
@@ -173,7 +193,7 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
   }
   if (pid == 0)
     exec_child(program->c_str(), argv.data(), envp.data(), cwd, devnull, out[1], err[1], errpipe[1],
-               parent);
+               parent, options.memory_limit_bytes);
 
   ::setpgid(pid, pid);  // also in the child; whichever runs first wins the race
   close_fd(out[1]);

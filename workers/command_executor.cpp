@@ -142,6 +142,7 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
   spawn.argv = trials::render_argv(recipe.argv, task.trial.params);
   spawn.env = child_env(task);
   spawn.cwd = recipe.cwd;
+  spawn.memory_limit_bytes = memory_limit_bytes(task.spec->trial.memory_gb);
   auto child = ChildProcess::spawn(spawn);
   if (!child)
     return failed_result(child.error().message, false);  // a missing program stays missing
@@ -212,8 +213,10 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
   if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
     std::string tail = stderr_tail.tail();
     auto result =
-        failed_result(tail.empty() ? describe_wait_status(status)
-                                   : fmt::format("{}: {}", describe_wait_status(status), tail),
+        failed_result(tail.empty() ? describe_exit(status, task.spec->trial.memory_gb)
+                                   : fmt::format("{}: {}",
+                                                 describe_exit(status, task.spec->trial.memory_gb),
+                                                 tail),
                       true);
     result.metrics = last;
     return result;

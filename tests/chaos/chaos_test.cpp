@@ -31,6 +31,7 @@
 
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
+#include "tests/support/tabular.hpp"
 #include "trials/redis/redis_store.hpp"
 #include "web/http_client.hpp"
 
@@ -451,6 +452,58 @@ TEST(Chaos, AWorkerPausedPastItsLeaseChangesNothing) {
   EXPECT_EQ(c.completed, 1);
   EXPECT_EQ(c.burned, 1);  // attempt 0's lease really expired
   print("worker + its trial SIGSTOPped past the lease, then resumed", c);
+}
+
+// 4. A poison torch trial (a model far beyond its memory limit) beside
+// healthy trials on the same worker: it fails alone, with its reason; its
+// co-runners and the worker are untouched.
+TEST(Chaos, APoisonTorchTrialFailsAloneBesideHealthyOnes) {
+  Pool pool(/*external_redis=*/false);
+  pool.start_scheduler();
+  Process& worker = pool.start_worker("w1", 2);
+  const std::string train = pool.ledger_path() + ".train.csv";
+  hpo::testing::write_tabular_csv(train, 1200, 1);
+  Json spec = {
+      {"name", "poison"},
+      {"objective", {{"metric", "val_accuracy"}, {"mode", "max"}}},
+      {"parameters",
+       {{"arch", {{"type", "categorical"}, {"values", {"16", "30000,30000", "24", "32"}}}}}},
+      {"search", {{"algorithm", "grid"}, {"max_trials", 4}, {"max_concurrent", 2}}},
+      {"trial",
+       {{"kind", "torch"},
+        {"model", {{"type", "mlp"}, {"layers", "{arch}"}}},
+        {"data", {{"format", "csv"}, {"train", train}, {"target", "y"}}},
+        {"optimizer", {{"type", "adam"}, {"lr", 0.01}}},
+        {"epochs", 3},
+        {"max_attempts", 2},
+        {"resources", {{"memory_gb", 2}}}}}};
+  std::string id = pool.submit(spec);
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(pool.wait_finished(id, 180s)) << pool.logs();
+  auto page = pool.admin().list_trials(id, "trial", 0, trials::kAll);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->trials.size(), 4u);
+  int completed = 0, failed = 0;
+  for (const auto& t : page->trials) {
+    const auto arch = std::get<std::string>(t.params.at("arch"));
+    if (arch == "30000,30000") {
+      ++failed;
+      EXPECT_EQ(t.state, trials::TrialState::kFailed);
+      const bool named =
+          t.error.find("memory") != std::string::npos || t.error.find("alloc") != std::string::npos;
+      EXPECT_TRUE(named) << t.error;
+      std::printf("chaos: poison trial %s failed after %d attempt(s): %s\n", t.id.c_str(),
+                  t.attempt + 1, t.error.substr(0, 160).c_str());
+    } else {
+      completed += t.state == trials::TrialState::kCompleted;
+      EXPECT_EQ(t.state, trials::TrialState::kCompleted) << arch << ": " << t.error;
+      EXPECT_EQ(t.attempt, 0) << arch;  // never disturbed by its neighbour
+    }
+  }
+  EXPECT_TRUE(worker.running()) << pool.logs();
+  std::printf("chaos: poison torch trial beside 3 healthy ones on one 2-slot worker: %d completed, "
+              "%d failed, worker alive: %s\n",
+              completed, failed, worker.running() ? "yes" : "no");
 }
 
 // 5. A cancel and a prune that land while the trial's program is failing

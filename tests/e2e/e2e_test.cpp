@@ -7,6 +7,7 @@
 // or the scheduler with -9 in the middle still ends with exactly max_trials
 // trials, each completed exactly once.
 #include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
 
 #include <signal.h>
 
@@ -166,6 +167,50 @@ TEST(EndToEnd, KillDashNineOfTheSchedulerLosesNothing) {
   ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
   Json sweep = c.wait_finished(id, 180s);
   check_sweep(c, id, 30, sweep);
+}
+
+// One owner per HPO_HOME: a second scheduler there refuses to start, naming the first.
+TEST(EndToEnd, ASecondSchedulerOnTheSameHomeRefusesToStart) {
+  Cluster c;
+  c.start_scheduler();
+  Process second({kBin + "/scheduler/hpo-scheduler", "--listen", "127.0.0.1:0"}, c.env(),
+                 c.home() + "/second.log");
+  EXPECT_EQ(second.wait(30s), 1) << second.log();
+  EXPECT_NE(second.log().find("already owns HPO_HOME"), std::string::npos) << second.log();
+  EXPECT_NE(second.log().find(std::to_string(c.scheduler().pid())), std::string::npos)
+      << second.log();
+  EXPECT_TRUE(c.scheduler().running());  // the first one is untouched
+  EXPECT_TRUE(c.get("/healthz").is_object());
+}
+
+// An external Redis that does not persist every write is refused unless the
+// operator accepts it explicitly.
+TEST(EndToEnd, AVolatileExternalRedisIsRefusedUnlessAllowed) {
+  hpo::testing::RedisServer redis;
+  {
+    redisContext* ctx = redisConnect("127.0.0.1", redis.port());
+    ASSERT_TRUE(ctx && !ctx->err);
+    auto* r = static_cast<redisReply*>(redisCommand(ctx, "CONFIG SET appendonly no"));
+    ASSERT_TRUE(r && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    redisFree(ctx);
+  }
+  Cluster c;
+  Process refused({kBin + "/scheduler/hpo-scheduler", "--listen", "127.0.0.1:0", "--redis",
+                   redis.url()},
+                  c.env(), c.home() + "/refused.log");
+  EXPECT_EQ(refused.wait(30s), 2) << refused.log();
+  EXPECT_NE(refused.log().find("appendonly"), std::string::npos) << refused.log();
+  EXPECT_NE(refused.log().find("--allow-volatile-redis"), std::string::npos) << refused.log();
+  Process allowed({kBin + "/scheduler/hpo-scheduler", "--listen", "127.0.0.1:0", "--redis",
+                   redis.url(), "--allow-volatile-redis"},
+                  c.env(), c.home() + "/allowed.log");
+  EXPECT_TRUE(wait_for([&] { return std::filesystem::exists(c.home() + "/scheduler.json"); }, 30s))
+      << allowed.log();
+  EXPECT_NE(allowed.log().find("acknowledged sweeps can be lost"), std::string::npos)
+      << allowed.log();
+  allowed.kill(SIGTERM);
+  EXPECT_EQ(allowed.wait(30s), 0);
 }
 
 TEST(EndToEnd, BadSpecGets400WithTheFieldPathAndStoresNothing) {

@@ -138,20 +138,24 @@ int run(const fs::path& job_path, int rank) {
     return 0;
   }
   if (rank == 0)
-    reporter.log(fmt::format("torch: data-parallel, {} ranks: {} train / {} validation / {} test "
-                             "rows, {} threads per rank{}",
-                             world, setup->data.train.rows, setup->data.validation.rows,
+    reporter.log(fmt::format("torch: {}{} train / {} validation / {} test rows, {} threads{}",
+                             world > 1 ? fmt::format("data-parallel, {} ranks: ", world) : "",
+                             setup->data.train.rows, setup->data.validation.rows,
                              setup->data.test.rows, setup->options.threads,
-                             gpu >= 0 ? fmt::format(", rank 0 on gpu {}", gpu) : ""));
+                             gpu >= 0 ? fmt::format(", gpu {}", gpu) : ""));
   const auto& dp = spec->trial.data_parallel;
-  auto group = tt::ParallelGroup::connect(
-      {rank, world, job.value("store", (out_dir / "c10d-store").string()), dp.average,
-       dp.average_every, std::chrono::milliseconds(job.value("timeout_ms", 60000)), gpu});
-  if (!group) {
-    std::cerr << "hpo-train-rank " << rank << ": " << group.error().message << "\n";
-    return 3;
+  std::unique_ptr<tt::ParallelGroup> group;  // none for a single-process trial
+  if (world > 1) {
+    auto g = tt::ParallelGroup::connect(
+        {rank, world, job.value("store", (out_dir / "c10d-store").string()), dp.average,
+         dp.average_every, std::chrono::milliseconds(job.value("timeout_ms", 60000)), gpu});
+    if (!g) {
+      std::cerr << "hpo-train-rank " << rank << ": " << g.error().message << "\n";
+      return 3;
+    }
+    group = std::move(*g);
   }
-  setup->options.group = group->get();
+  setup->options.group = group.get();
   setup->options.keep_artifacts = rank == 0;
   auto out = tt::train_model(setup->config, setup->data, setup->options, reporter);
   if (rank != 0) {
@@ -168,7 +172,8 @@ int run(const fs::path& job_path, int rank) {
       names.push_back(name);
     }
   }
-  return write_result(tt::to_string(out.end), out.error, true, out.metrics, names);
+  // A failed training is retried only when a lost peer may have caused it.
+  return write_result(tt::to_string(out.end), out.error, world > 1, out.metrics, names);
 }
 
 }  // namespace

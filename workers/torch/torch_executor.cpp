@@ -5,12 +5,16 @@
 // Only a failure to store the artifacts (Redis away) or a lost data-parallel
 // rank is retryable.
 //
-// A single-replica trial trains on the slot's thread. A data-parallel trial
-// (trial.data_parallel.replicas = k > 1) runs k rank processes of
-// hpo-train-rank (rank_main.cpp), one per slot (GPU r of the slots on CUDA,
-// the slots' threads divided among them on CPU); they rendezvous through a
-// FileStore in the attempt directory and synchronise over c10d Gloo. This
-// thread supervises them:
+// Every trial runs in processes of its own: k rank processes of
+// hpo-train-rank (rank_main.cpp) for trial.data_parallel.replicas = k, one for
+// a single-replica trial, so a trial that exhausts memory (resources.memory_gb
+// caps each process's address space) or aborts inside LibTorch fails alone,
+// with the signal as its reason, and its co-running trials are untouched
+// (TorchExecutorOptions::isolate = false trains on the slot's thread instead,
+// for tests). Ranks run one per slot (GPU r of the slots on CUDA, the slots'
+// threads divided among them on CPU); several rendezvous through a FileStore
+// in the attempt directory and synchronise over c10d Gloo. This thread
+// supervises them:
 //   rank 0's stdout: `hpo-rank-report {json}` lines become reports, the rest the log;
 //   the reporter says stop (pruned, cancelled, timeout, lease lost): SIGTERM to
 //     every rank, whose trainers stop together at the next collective; SIGKILL
@@ -79,13 +83,15 @@ RankZeroResult read_rank_zero_result(const fs::path& dir, int k, bool stopped) {
   auto result = text ? Json::parse(*text, nullptr, false) : Json();
   if (result.is_discarded() || !result.is_object()) {
     r.out.end = stopped ? tt::TrainOutput::End::kStopped : tt::TrainOutput::End::kFailed;
-    r.out.error =
-        fmt::format("data-parallel rank 0 of {} left no result{}", k, stopped ? " (stopped)" : "");
+    r.out.error = fmt::format("{} left no result{}",
+                              k > 1 ? fmt::format("data-parallel rank 0 of {}", k)
+                                    : std::string("the training process"),
+                              stopped ? " (stopped)" : "");
     return r;
   }
   r.out.end = tt::end_from_string(result.value("end", "failed"));
   r.out.error = result.value("error", "");
-  if (r.out.end == tt::TrainOutput::End::kFailed && !r.out.error.empty())
+  if (r.out.end == tt::TrainOutput::End::kFailed && !r.out.error.empty() && k > 1)
     r.out.error = fmt::format("data-parallel rank 0 of {}: {}", k, r.out.error);
   r.retryable = result.value("retryable", true);
   for (auto it = result["metrics"].begin(); it != result["metrics"].end(); ++it)
@@ -197,7 +203,7 @@ trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter
   if (!task.spec || task.spec->trial.kind != trials::TrialKind::kTorch)
     return failed("torch executor: the trial's spec is not of kind torch");
   const auto& spec = *task.spec;
-  if (spec.trial.data_parallel.replicas > 1) return run_parallel(task, reporter);
+  if (spec.trial.data_parallel.replicas > 1 || options_.isolate) return run_parallel(task, reporter);
 
   auto setup = tt::setup_trial(spec, task.trial, task.threads,
                                task.gpus.empty() ? -1 : task.gpus.front(), *cache_, reporter);
@@ -267,9 +273,10 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
       if (r.process && !r.done) r.process->signal_group(SIGKILL);
   };
   for (int r = 0; r < k; ++r) {
-    auto child = ChildProcess::spawn({{*program, (dir / "job.json").string(), std::to_string(r)},
-                                      env,
-                                      dir.string()});
+    SpawnOptions rank_spawn{{*program, (dir / "job.json").string(), std::to_string(r)}, env,
+                            dir.string()};
+    rank_spawn.memory_limit_bytes = memory_limit_bytes(spec.trial.memory_gb / k);
+    auto child = ChildProcess::spawn(rank_spawn);
     if (!child) {
       kill_all();
       failure = fmt::format("data-parallel rank {} of {}: {}", r, k, child.error().message);
@@ -309,7 +316,10 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
       const int status = rank.process->exit_status().value_or(0);
       const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       if (!clean && !failure && !stop_sent) {
-        failure = fmt::format("data-parallel rank {} of {} {}", r, k, describe_wait_status(status));
+        failure = k == 1 ? fmt::format("the training process {}",
+                                       describe_exit(status, spec.trial.memory_gb))
+                         : fmt::format("data-parallel rank {} of {} {}", r, k,
+                                       describe_exit(status, spec.trial.memory_gb / k));
         if (auto why = rank.stderr_tail.last_line(); !why.empty()) *failure += ": " + why;
         kill_all();  // its peers would only wait for it
       }

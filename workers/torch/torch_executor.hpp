@@ -24,6 +24,11 @@ struct TorchExecutorOptions {
   // A collective (or the rendezvous) slower than this fails the attempt.
   std::chrono::milliseconds rank_timeout{60000};
   int poll_ms = 50;  // how often the ranks' pipes and the stop flag are checked
+  // Every trial in its own process (an hpo-train-rank of world 1 for a
+  // single-replica trial): a trial that exhausts memory or aborts inside
+  // LibTorch fails alone. false trains single-replica trials on the calling
+  // thread (unit tests of the trainer).
+  bool isolate = true;
 };
 
 // Rank 0 writes each epoch's report to stdout as this prefix and a JSON object

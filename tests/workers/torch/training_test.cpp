@@ -68,10 +68,19 @@ TrialTask member_task(const trials::SweepSpec& spec, const search::Params& param
   return task;
 }
 
+// The trainer on the calling thread (these specs are built piecewise, without
+// the JSON text a rank process would parse); the worker's own path, every
+// trial in a process, is tested by IsolatedTrials below.
+TorchExecutorOptions in_process() {
+  TorchExecutorOptions o;
+  o.isolate = false;
+  return o;
+}
+
 class TorchTraining : public ::testing::Test {
  protected:
   TempDir dir;
-  TorchExecutor executor;
+  TorchExecutor executor{std::make_shared<DatasetCache>(), in_process()};
   search::Params params{{"dropout", 0.1}, {"opt", std::string("sgd")}, {"lr", 0.05}};
 };
 
@@ -307,6 +316,71 @@ class DataParallelTrials : public TorchTraining {
                       TorchExecutorOptions{HPO_TRAIN_RANK_PATH, std::chrono::seconds(20), 20}};
 };
 
+// Single-replica trials in the worker's default: a process of their own.
+class IsolatedTrials : public TorchTraining {
+ protected:
+  TorchExecutor isolated{std::make_shared<DatasetCache>(),
+                         TorchExecutorOptions{HPO_TRAIN_RANK_PATH, std::chrono::seconds(20), 20}};
+};
+
+TEST_F(IsolatedTrials, ATrialTrainsInAProcessOfItsOwn) {
+  auto spec = parallel_spec(dir.write("t.csv", testing::blobs_csv(300, 1)), 3, 1);
+  FakeReporter rep;
+  auto task = task_for(spec, params);
+  task.work_dir = dir.file("");
+  auto r = isolated.run(task, rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  EXPECT_EQ(rep.reports.size(), 3u);
+  EXPECT_GT(r.metrics.at("val_accuracy"), 0.9);
+  EXPECT_NE(rep.artifact("model.pt"), nullptr);
+  const pid_t p0 = rank_pid(rep, 0);
+  ASSERT_GT(p0, 0);
+  EXPECT_NE(p0, ::getpid());
+  EXPECT_NE(::kill(p0, 0), 0);  // reaped
+}
+
+// A poison trial (a model far beyond its memory limit) fails alone, with the
+// reason, while a healthy trial trains beside it in the same executor process.
+TEST_F(IsolatedTrials, APoisonTrialFailsAloneWithItsReason) {
+  auto healthy = parallel_spec(dir.write("t.csv", testing::blobs_csv(2000, 1)), 20, 1);
+  json poison_trial = blobs_trial(dir.file("t.csv"));
+  poison_trial["kind"] = "torch";
+  poison_trial["model"] = {{"type", "mlp"}, {"layers", {30000, 30000}}};
+  poison_trial["resources"] = {{"memory_gb", 1}};
+  json pj = {{"name", "poison"},
+             {"objective", {{"metric", "val_accuracy"}, {"mode", "max"}}},
+             {"parameters",
+              {{"lr", {{"type", "float"}, {"min", 0.01}, {"max", 0.1}}},
+               {"opt", {{"type", "categorical"}, {"values", {"sgd"}}}},
+               {"dropout", {{"type", "float"}, {"min", 0.0}, {"max", 0.3}}}}},
+             {"search", {{"algorithm", "random"}, {"max_trials", 1}}},
+             {"trial", poison_trial}};
+  auto poison = trials::parse_spec(pj.dump());
+  ASSERT_TRUE(poison.ok()) << poison.error().message;
+
+  FakeReporter healthy_rep;
+  trials::TrialResult healthy_result;
+  std::thread beside([&] {
+    auto task = task_for(healthy, params);
+    task.work_dir = dir.file("");
+    healthy_result = isolated.run(task, healthy_rep);
+  });
+  FakeReporter rep;
+  auto task = task_for(*poison, params);
+  task.trial.id = "s-1";  // its own attempt directory, as on a worker
+  task.work_dir = dir.file("");
+  auto r = isolated.run(task, rep);
+  beside.join();
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  // 30000 x 30000 float32 weights are 3.4 GiB: the allocation fails under the
+  // 1 GiB limit (a LibTorch error, not retried) or the process dies (retried).
+  const bool named = r.error.find("memory") != std::string::npos ||
+                     r.error.find("alloc") != std::string::npos;
+  EXPECT_TRUE(named) << r.error;
+  EXPECT_EQ(healthy_result.outcome, trials::TrialState::kCompleted) << healthy_result.error;
+  EXPECT_EQ(healthy_rep.reports.size(), 20u);
+}
+
 TEST_F(DataParallelTrials, RunsItsRanksAsProcesses) {
   auto spec = parallel_spec(dir.write("t.csv", testing::blobs_csv(300, 1)), 3);
   FakeReporter rep;
@@ -474,7 +548,7 @@ TEST(TorchFashionMnist, CnnBeatsChanceOnAFewHundredImages) {
                 {"batch_size", 32},
                 {"epochs", 2}};
   auto spec = spec_for(trial, "val_accuracy");
-  TorchExecutor executor;
+  TorchExecutor executor{std::make_shared<DatasetCache>(), in_process()};
   FakeReporter rep;
   auto r = executor.run(task_for(spec), rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
