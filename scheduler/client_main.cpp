@@ -192,6 +192,8 @@ void print_sweep(const Json& s) {
                 fmt_params(b["params"]).c_str());
   }
   if (!s.value("error", "").empty()) std::printf("  error      %s\n", s.value("error", "").c_str());
+  if (!s.value("unschedulable", "").empty())
+    std::printf("  waiting    unschedulable: %s\n", s.value("unschedulable", "").c_str());
 }
 
 // The live progress line of `submit --follow`.

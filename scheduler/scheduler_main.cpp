@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include "scheduler/embedded_redis.hpp"
 #include "scheduler/ensemble_stage.hpp"
 #include "scheduler/ownership.hpp"
+#include "scheduler/schedulability.hpp"
 #include "trials/local_state.hpp"
 #include "trials/log.hpp"
 #include "trials/redis/redis_store.hpp"
@@ -141,6 +143,8 @@ int run(const scheduler::SchedulerConfig& config) {
         return std::make_unique<scheduler::EnsembleStage>(sweep_id, spec);
       });
   scheduler::LeaseReaper reaper(controller_stores, config.reaper_period);
+  scheduler::SchedulabilityWatch schedulability(
+      controller_stores, std::max(config.reaper_period, std::chrono::milliseconds(1000)));
 
   std::string token = config.token.empty() ? random_token() : config.token;
   web::EventHub hub;
@@ -160,11 +164,13 @@ int run(const scheduler::SchedulerConfig& config) {
 
   loop.start();
   reaper.start();
+  schedulability.start();
   pump.start();
   if (auto st = server.start(); !st) {
     log_error("cannot listen", {{"address", fmt::format("{}:{}", config.listen_host, config.listen_port)},
                                 {"error", st.error().message}});
     pump.stop();
+    schedulability.stop();
     reaper.stop();
     loop.stop();
     return 1;
@@ -198,6 +204,7 @@ int run(const scheduler::SchedulerConfig& config) {
   log_line(LogLevel::kDebug, "http server stopped");
   pump.stop();
   log_line(LogLevel::kDebug, "event pump stopped");
+  schedulability.stop();
   reaper.stop();
   loop.stop();
   log_line(LogLevel::kDebug, "controllers stopped");

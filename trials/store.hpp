@@ -108,6 +108,12 @@ class TrialStore {
   virtual Result<std::vector<AttemptRecord>> get_attempts(const std::string& trial_id) = 0;
   // Controller: ask a running trial to stop (prune) or a user cancel of one trial.
   virtual Status set_control(const std::string& trial_id, Control control) = 0;
+  // Scheduler: a non-empty reason marks the sweep unschedulable (no registered
+  // worker can run its trials) and keeps its queued trials out of the shared
+  // queue, so they never stand in front of other sweeps' trials; "" makes it
+  // schedulable again (its trials return to the head of the queue). Ended
+  // sweeps: no-op.
+  virtual Status set_unschedulable(const std::string& sweep_id, const std::string& reason) = 0;
   // User: deletes an ended sweep with its trials, reports, attempts and
   // artifacts (kConflict while it runs). Idempotent only up to kNotFound.
   virtual Status delete_sweep(const std::string& sweep_id) = 0;

@@ -109,6 +109,7 @@ struct Sweep {
   Counts member_counts;          // kind "member" only
   std::optional<BestTrial> best; // best completed trial of kind "trial"
   std::string error;
+  std::string unschedulable;     // why no registered worker can run its trials; "" when one can
 };
 
 // The worker registry entry, refreshed by the worker's heartbeat.

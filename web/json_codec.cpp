@@ -180,6 +180,7 @@ Json to_json(const trials::Sweep& s) {
           {"created_ms", s.created_ms},
           {"finished_ms", s.finished_ms},
           {"error", s.error},
+          {"unschedulable", s.unschedulable},
           {"spec", spec}};
 }
 

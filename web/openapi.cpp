@@ -35,6 +35,7 @@ const char* const kOpenApi = R"json({
         "id": {"type": "string"}, "name": {"type": "string"},
         "state": {"type": "string", "enum": ["running", "finished", "cancelled", "failed"]},
         "stage": {"type": "string", "enum": ["search", "ensemble", "done"]},
+        "unschedulable": {"type": "string", "description": "why no registered worker can run this sweep's trials (they wait aside, behind no other sweep); empty when one can"},
         "objective": {"type": "object", "properties": {"metric": {"type": "string"}, "mode": {"type": "string", "enum": ["min", "max"]}}},
         "counts": {"$ref": "#/components/schemas/Counts"},
         "member_counts": {"$ref": "#/components/schemas/Counts"},

@@ -527,6 +527,48 @@ TEST(Chaos, CancelAndPruneWhileFailingRetryablyRunNothingAgain) {
   print("prune + cancel landing while the programs fail retryably (max_attempts 3)", c);
 }
 
+// 6. A sweep of trials no worker can run, submitted before a normal sweep:
+// reported unschedulable, parked, and the normal sweep finishes.
+TEST(Chaos, UnschedulableTrialsNeverBlockAnotherSweep) {
+  Pool pool(/*external_redis=*/false);
+  pool.start_scheduler();
+  pool.start_worker("w1", 1);
+  Json big = pool.spec(300, 300, 1, 10, 1);
+  big["name"] = "needs two slots";
+  big["trial"]["resources"] = {{"gpus", 2}};
+  std::string blocked = pool.submit(big);
+  ASSERT_FALSE(blocked.empty());
+  // 300 queued trials stand at the head of the queue, more than a claim scans.
+  ASSERT_TRUE(wait_for([&] { return pool.sweep(blocked)["counts"]["queued"] == 300; }, 60s))
+      << pool.sweep(blocked).dump();
+  std::string normal = pool.submit(pool.spec(4, 1, 2, 50, 1));
+  ASSERT_FALSE(normal.empty());
+  ASSERT_TRUE(pool.wait_finished(normal, 120s)) << pool.logs();
+  EXPECT_EQ(pool.sweep(normal)["counts"]["completed"], 4);
+  Json b = pool.sweep(blocked);
+  EXPECT_EQ(b["state"], "running");
+  const std::string reason = b.value("unschedulable", "");
+  EXPECT_NE(reason.find("needs 2 slots"), std::string::npos) << b.dump();
+  EXPECT_NE(reason.find("w1"), std::string::npos) << reason;
+  EXPECT_EQ(b["counts"]["queued"], 300);
+  // The CLI says it too.
+  Process status({kBin + "/scheduler/hpo", "--server", pool.api_url(), "status", blocked}, {},
+                 pool.ledger_path() + ".status.log");
+  EXPECT_EQ(status.wait(30s), 0);
+  EXPECT_NE(status.log().find("unschedulable: each trial needs 2 slots"), std::string::npos)
+      << status.log();
+  // A worker big enough arrives: the parked trials run.
+  pool.start_worker("w2", 2);
+  ASSERT_TRUE(wait_for([&] { return pool.sweep(blocked)["counts"]["completed"] > 0; }, 60s))
+      << pool.logs();
+  EXPECT_EQ(pool.sweep(blocked).value("unschedulable", "x"), "");
+  auto cancel = pool.api().post("/api/sweeps/" + blocked + "/cancel", "{}");
+  ASSERT_TRUE(cancel.ok() && cancel->status == 200);
+  ASSERT_TRUE(pool.wait_finished(blocked, 60s));
+  auto c = check(pool, normal, 4, /*nothing_burned=*/true);
+  print("300 unschedulable trials queued ahead of a normal sweep of 4 (1-slot worker)", c);
+}
+
 // 7. A client whose submit times out (Redis frozen) and retries: one sweep.
 TEST(Chaos, ASubmitRetriedAfterALostReplyCreatesOneSweep) {
   Pool pool(/*external_redis=*/true);

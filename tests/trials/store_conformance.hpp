@@ -697,6 +697,34 @@ TYPED_TEST_P(StoreConformance, IdempotencyKeyReturnsTheFirstSweep) {
   EXPECT_NE(*this->store().create_sweep(n), *this->store().create_sweep(n));
 }
 
+// An unschedulable sweep's trials stand aside: others are claimed past them,
+// and they come back, in order, once a worker can run them.
+TYPED_TEST_P(StoreConformance, UnschedulableSweepsStandAside) {
+  std::string big = this->new_sweep();
+  std::string small = this->new_sweep();
+  Trial b0 = this->add_trial(big, 0);
+  Trial b1 = this->add_trial(big, 1);
+  ASSERT_TRUE(this->store().set_unschedulable(big, "needs 4 slots; the largest worker has 2").ok());
+  Trial b2 = this->add_trial(big, 2);  // created while parked: parked too
+  Trial s0 = this->add_trial(small, 0);
+  EXPECT_EQ(this->store().get_sweep(big)->unschedulable, "needs 4 slots; the largest worker has 2");
+  EXPECT_EQ(this->must_claim("w1").trial.id, s0.id);
+  auto none = this->queue().claim("w1", 8, TypeParam::kLeaseMs);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(this->store().get_trial(b0.id)->state, TrialState::kQueued);
+  ASSERT_TRUE(this->store().set_unschedulable(big, "").ok());
+  EXPECT_EQ(this->store().get_sweep(big)->unschedulable, "");
+  EXPECT_EQ(this->must_claim("w1").trial.id, b0.id);
+  EXPECT_EQ(this->must_claim("w1").trial.id, b1.id);
+  EXPECT_EQ(this->must_claim("w1").trial.id, b2.id);
+  // An ended sweep forgets it.
+  ASSERT_TRUE(this->store().set_unschedulable(small, "x").ok());
+  ASSERT_TRUE(this->store().cancel_sweep(small).ok());
+  EXPECT_EQ(this->store().get_sweep(small)->unschedulable, "");
+  EXPECT_EQ(this->store().set_unschedulable("nope", "x").error().code, ErrorCode::kNotFound);
+}
+
 TYPED_TEST_P(StoreConformance, DeleteSweepRemovesEverythingItOwns) {
   std::string s = this->new_sweep();
   std::string keep = this->new_sweep();
@@ -732,6 +760,6 @@ REGISTER_TYPED_TEST_SUITE_P(StoreConformance, CreateGetListSweeps, FinishSweepOn
                             WorkerLeasesListsWhatAWorkerHolds,
                             ReapAfterAnOutageExtendsLeasesInsteadOfExpiring,
                             IdempotencyKeyReturnsTheFirstSweep,
-                            DeleteSweepRemovesEverythingItOwns);
+                            DeleteSweepRemovesEverythingItOwns, UnschedulableSweepsStandAside);
 
 }  // namespace hpo::trials::conformance

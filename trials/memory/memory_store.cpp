@@ -166,6 +166,7 @@ void MemoryStore::end_sweep(SweepRec& rec, SweepState state, const std::string& 
   s.state = state;
   s.finished_ms = t_now;
   s.error = error;
+  s.unschedulable.clear();
   const std::string reason = std::string("sweep ") + to_string(state);
   for (const auto* ids : {&rec.trials, &rec.members}) {
     for (const auto& tid : *ids) {
@@ -305,6 +306,18 @@ Status MemoryStore::set_control(const std::string& trial_id, Control control) {
   return Error::conflict("trial " + trial_id + " is " + to_string(t.state));
 }
 
+Status MemoryStore::set_unschedulable(const std::string& sweep_id, const std::string& reason) {
+  std::lock_guard lock(mu_);
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) return Error::not_found("sweep " + sweep_id);
+  Sweep& s = it->second.sweep;
+  if (s.state != SweepState::kRunning || s.unschedulable == reason) return {};
+  s.unschedulable = reason;
+  emit(reason.empty() ? "sweep.schedulable" : "sweep.unschedulable", sweep_id, "",
+       reason.empty() ? "{}" : Json{{"reason", reason}}.dump());
+  return {};
+}
+
 Status MemoryStore::delete_sweep(const std::string& sweep_id) {
   std::lock_guard lock(mu_);
   auto it = sweeps_.find(sweep_id);
@@ -424,7 +437,7 @@ Result<std::optional<Claim>> MemoryStore::claim(const std::string& worker, int f
       continue;
     }
     Trial& t = rec->second.trial;
-    if (t.slots > free_slots) {
+    if (t.slots > free_slots || !sweeps_.at(t.sweep_id).sweep.unschedulable.empty()) {
       ++it;
       continue;
     }

@@ -47,6 +47,7 @@ class MemoryStore : public TrialStore, public TrialQueue {
   Result<std::vector<StepReport>> get_reports(const std::string& trial_id) override;
   Result<std::vector<AttemptRecord>> get_attempts(const std::string& trial_id) override;
   Status set_control(const std::string& trial_id, Control control) override;
+  Status set_unschedulable(const std::string& sweep_id, const std::string& reason) override;
   Status delete_sweep(const std::string& sweep_id) override;
   Status put_worker(const WorkerInfo& info, std::int64_t ttl_ms) override;
   Result<std::vector<WorkerInfo>> list_workers() override;

@@ -44,6 +44,9 @@ Key schema (P = prefix, default "hpo:"):
   P..'artifacts:'<tid>       set   the names of the trial's artifacts (for delete_sweep)
   P..'reaper:last_ms'        string server time of the last reap: a longer gap is an outage
   P..'idem:'<key>            string sweep id created with that Idempotency-Key (with a TTL)
+  P..'parked:'<sid>          list  queued tids of a sweep no registered worker can run (the
+                                   sweep hash's 'unschedulable' field says why); kept out of
+                                   the queue so they never stand in front of other sweeps
 
 Outages. A lease is a promise to renew every lease/3; nobody can keep it while
 Redis is down or frozen, and nobody can judge it while the reaper is away. So
@@ -151,13 +154,22 @@ local function update_best(P, t, value)
   end
 end
 
+-- Where a sweep's queued trials wait: the shared queue, or the sweep's parked
+-- list while no registered worker can run them.
+local function queue_of(P, sid)
+  if redis.call('HEXISTS', P .. 'sweep:' .. sid, 'unschedulable') == 1 then
+    return P .. 'parked:' .. sid
+  end
+  return P .. 'queue'
+end
+
 -- Back to the queue tail with the next attempt (retry or expired lease).
 local function requeue(P, t, reason, at_head)
   local next_attempt = tonumber(t.attempt) + 1
   move(P, t, 'queued')
   redis.call('HSET', P .. 'trial:' .. t.id, 'attempt', int(next_attempt), 'control', 'none',
              'error', reason)
-  redis.call(at_head and 'LPUSH' or 'RPUSH', P .. 'queue', t.id)
+  redis.call(at_head and 'LPUSH' or 'RPUSH', queue_of(P, t.sweep), t.id)
   emit(P, 'trial.queued', t.sweep, t.id,
        json_obj({attempt = next_attempt, reason = reason}))
 end
@@ -270,7 +282,7 @@ local function create_trial(keys, a)
   redis.call('HSET', skey, 'next_' .. kind, int(number + 1))
   redis.call('HINCRBY', skey, kind .. '.queued', 1)
   redis.call('RPUSH', P .. 'trials:' .. sid .. ':' .. kind, tid)
-  redis.call('RPUSH', P .. 'queue', tid)
+  redis.call('RPUSH', queue_of(P, sid), tid)
   emit(P, 'trial.queued', sid, tid, json_obj({attempt = 0, number = number, kind = kind}))
   return flatten(tkey)
 end
@@ -497,7 +509,7 @@ local function delete_sweep(keys, a)
     end
     left = left + redis.call('LLEN', list)
   end
-  if left == 0 then redis.call('DEL', skey) end
+  if left == 0 then redis.call('DEL', skey, P .. 'parked:' .. sid) end
   return left
 end
 
@@ -521,6 +533,8 @@ local function end_sweep(P, sid, to, err)
       end
     end
   end
+  redis.call('DEL', P .. 'parked:' .. sid)
+  redis.call('HDEL', P .. 'sweep:' .. sid, 'unschedulable')
   emit(P, 'sweep.finished', sid, '', json_obj({state = to, error = err}))
 end
 
@@ -590,6 +604,42 @@ local function set_control(keys, a)
   return refuse('CONFLICT', 'trial ' .. tid .. ' is ' .. t.state)
 end
 
+-- set_unschedulable P sid reason -> 1
+-- A non-empty reason parks the sweep: its queued trials leave the shared queue
+-- for P..'parked:'<sid> (new and retried ones go there too) until it is
+-- schedulable again (empty reason), when they return to the head of the queue
+-- in their order.
+local function set_unschedulable(keys, a)
+  local P, sid, reason = a[1], a[2], a[3]
+  local skey = P .. 'sweep:' .. sid
+  local state = redis.call('HGET', skey, 'state')
+  if not state then return refuse('NOT_FOUND', 'sweep ' .. sid) end
+  if state ~= 'running' then return 1 end
+  local parked = P .. 'parked:' .. sid
+  local was = redis.call('HGET', skey, 'unschedulable')
+  if reason ~= '' then
+    redis.call('HSET', skey, 'unschedulable', reason)
+    if not was then
+      for _, kind in ipairs({'trial', 'member'}) do
+        for _, tid in ipairs(redis.call('LRANGE', P .. 'trials:' .. sid .. ':' .. kind, 0, -1)) do
+          if redis.call('HGET', P .. 'trial:' .. tid, 'state') == 'queued' and
+             redis.call('LREM', P .. 'queue', 0, tid) > 0 then
+            redis.call('RPUSH', parked, tid)
+          end
+        end
+      end
+    end
+    if was ~= reason then emit(P, 'sweep.unschedulable', sid, '', json_obj({reason = reason})) end
+  elseif was then
+    redis.call('HDEL', skey, 'unschedulable')
+    local ids = redis.call('LRANGE', parked, 0, -1)
+    for i = #ids, 1, -1 do redis.call('LPUSH', P .. 'queue', ids[i]) end
+    redis.call('DEL', parked)
+    emit(P, 'sweep.schedulable', sid, '', '{}')
+  end
+  return 1
+end
+
 -- put_worker P name info_json ttl_ms -> 1
 local function put_worker(keys, a)
   local P, name = a[1], a[2]
@@ -639,4 +689,5 @@ redis.register_function('hpo_finish_sweep', finish_sweep)
 redis.register_function('hpo_set_stage', set_stage)
 redis.register_function('hpo_set_control', set_control)
 redis.register_function('hpo_put_worker', put_worker)
+redis.register_function('hpo_set_unschedulable', set_unschedulable)
 redis.register_function('hpo_list_workers', list_workers)

@@ -129,6 +129,7 @@ Result<Sweep> sweep_from_hash(const Hash& h) {
   s.counts = counts_from_hash(h, "trial");
   s.member_counts = counts_from_hash(h, "member");
   s.error = get(h, "error");
+  s.unschedulable = get(h, "unschedulable");
   if (auto b = h.find("best_trial"); b != h.end() && !b->second.empty()) {
     BestTrial best;
     best.trial_id = b->second;
@@ -369,6 +370,10 @@ Result<std::vector<AttemptRecord>> RedisStore::get_attempts(const std::string& t
 
 Status RedisStore::set_control(const std::string& trial_id, Control control) {
   return expect_ok(fcall("set_control", {trial_id, to_string(control)}));
+}
+
+Status RedisStore::set_unschedulable(const std::string& sweep_id, const std::string& reason) {
+  return expect_ok(fcall("set_unschedulable", {sweep_id, reason}));
 }
 
 Status RedisStore::delete_sweep(const std::string& sweep_id) {

@@ -37,6 +37,7 @@ export interface Sweep {
   created_ms: number;
   finished_ms: number;
   error: string;
+  unschedulable?: string;
   spec: unknown;
   [extra: string]: unknown;
 }

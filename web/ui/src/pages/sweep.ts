@@ -140,6 +140,9 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
         cancel,
       ),
       s.error ? h('p', { class: 'error' }, s.error) : null,
+      s.unschedulable
+        ? h('p', { class: 'error', id: 'sweep-unschedulable' }, `Unschedulable: ${s.unschedulable}. Its trials wait aside, behind no one; they start once a worker that can run them registers.`)
+        : null,
     );
   }
 

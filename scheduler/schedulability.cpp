@@ -1,0 +1,74 @@
+#include "scheduler/schedulability.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "trials/log.hpp"
+#include "trials/spec.hpp"
+
+namespace hpo::scheduler {
+
+std::string unschedulable_reason(int slots, const std::vector<trials::WorkerInfo>& workers) {
+  if (workers.empty()) return "";
+  const auto largest = std::max_element(
+      workers.begin(), workers.end(), [](const auto& a, const auto& b) { return a.slots < b.slots; });
+  if (slots <= largest->slots) return "";
+  return fmt::format(
+      "each trial needs {} slots (resources.gpus / data_parallel.replicas); the largest of the {} "
+      "registered workers ({}) has {}",
+      slots, workers.size(), largest->name, largest->slots);
+}
+
+SchedulabilityWatch::SchedulabilityWatch(StoreFactory stores, std::chrono::milliseconds period)
+    : stores_(std::move(stores)), period_(period) {}
+
+SchedulabilityWatch::~SchedulabilityWatch() { stop(); }
+
+void SchedulabilityWatch::run_once(trials::TrialStore& store) {
+  auto workers = store.list_workers();
+  auto ids = store.active_sweeps();
+  if (!workers || !ids) return;  // the store is away: next round
+  std::set<std::string> active(ids->begin(), ids->end());
+  std::erase_if(slots_, [&](const auto& e) { return !active.count(e.first); });
+  for (const auto& id : *ids) {
+    auto sweep = store.get_sweep(id);
+    if (!sweep) continue;
+    auto it = slots_.find(id);
+    if (it == slots_.end()) {
+      auto spec = trials::parse_spec(sweep->spec_json);
+      if (!spec) continue;  // the controller fails such a sweep
+      it = slots_.emplace(id, spec->trial.slots()).first;
+    }
+    std::string reason = unschedulable_reason(it->second, *workers);
+    if (reason == sweep->unschedulable) continue;
+    if (auto st = store.set_unschedulable(id, reason); !st) continue;
+    if (reason.empty())
+      log_info("sweep schedulable again", {{"sweep", id}});
+    else
+      log_warn("sweep unschedulable", {{"sweep", id}, {"reason", reason}});
+  }
+}
+
+void SchedulabilityWatch::start() {
+  stop_.reset();
+  thread_ = std::thread([this] {
+    std::unique_ptr<trials::TrialStore> store;
+    while (!stop_.is_set()) {
+      if (!store) {
+        auto s = stores_();
+        if (s) store = std::move(*s);
+      }
+      if (store) run_once(*store);
+      stop_.wait_for(period_);
+    }
+  });
+}
+
+void SchedulabilityWatch::stop() {
+  stop_.set();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace hpo::scheduler

@@ -1,0 +1,43 @@
+// SchedulabilityWatch: says which sweeps no registered worker can run.
+//
+// Every period it reads the live workers and the active sweeps; a sweep whose
+// trials need more slots than the largest live worker has is marked
+// unschedulable with the reason (TrialStore::set_unschedulable), which parks
+// its queued trials out of the shared queue so they never stand in front of
+// other sweeps; once a big enough worker registers, the mark is cleared and
+// the trials return to the head of the queue. With no live worker at all
+// nothing is judged (a pool that is starting up is not a verdict).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "scheduler/controller_loop.hpp"
+#include "trials/store.hpp"
+
+namespace hpo::scheduler {
+
+// The verdict for a sweep whose trials need `slots`, given the live workers:
+// "" when one of them can run it.
+std::string unschedulable_reason(int slots, const std::vector<trials::WorkerInfo>& workers);
+
+class SchedulabilityWatch {
+ public:
+  SchedulabilityWatch(StoreFactory stores, std::chrono::milliseconds period);
+  ~SchedulabilityWatch();
+  void start();
+  void stop();
+  // One round on the calling thread (tests).
+  void run_once(trials::TrialStore& store);
+
+ private:
+  StoreFactory stores_;
+  std::chrono::milliseconds period_;
+  std::map<std::string, int> slots_;  // per active sweep: the slots one trial needs
+  StopFlag stop_;
+  std::thread thread_;
+};
+
+}  // namespace hpo::scheduler
