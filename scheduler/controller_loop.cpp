@@ -3,10 +3,123 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <set>
+#include <utility>
 
 #include "trials/log.hpp"
 
 namespace hpo::scheduler {
+
+// One sweep's controller on its own thread. The loop thread only calls
+// notify()/resync()/request_stop(); the controller itself is touched by the
+// runner's thread alone (pending work crosses under mu_).
+class ControllerLoop::Runner {
+ public:
+  Runner(std::unique_ptr<SweepController> controller, StoreFactory stores)
+      : controller_(std::move(controller)), stores_(std::move(stores)) {}
+
+  void start(std::shared_ptr<Runner> self) {
+    thread_ = std::thread([self] { self->run(); });
+  }
+  void notify(const std::string& trial_id) {
+    {
+      std::lock_guard lock(mu_);
+      if (!trial_id.empty()) dirty_.insert(trial_id);
+      woken_ = true;
+    }
+    cv_.notify_one();
+  }
+  void resync() {
+    {
+      std::lock_guard lock(mu_);
+      resync_ = woken_ = true;
+    }
+    cv_.notify_one();
+  }
+  void request_stop() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_one();
+  }
+  bool ended() {
+    std::lock_guard lock(mu_);
+    return ended_;
+  }
+  // Joins when the thread ends within `grace`; else leaves it (it owns its state).
+  void finish(std::chrono::milliseconds grace) {
+    request_stop();
+    std::unique_lock lock(mu_);
+    bool done = cv_.wait_for(lock, grace, [this] { return ended_; });
+    lock.unlock();
+    if (!thread_.joinable()) return;
+    if (done) {
+      thread_.join();
+    } else {
+      log_warn("sweep controller still busy at shutdown; left behind",
+               {{"sweep", controller_->sweep_id()}});
+      thread_.detach();
+    }
+  }
+
+ private:
+  void run() {
+    std::unique_ptr<trials::TrialStore> store;
+    auto backoff = std::chrono::milliseconds(100);
+    for (;;) {
+      std::set<std::string> dirty;
+      bool resync = false;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [this] { return woken_ || stopping_; });
+        if (stopping_) break;
+        woken_ = false;
+        dirty.swap(dirty_);
+        resync = std::exchange(resync_, false);
+      }
+      if (!store) {
+        auto s = stores_();
+        if (!s) {
+          log_warn("sweep controller: store unavailable",
+                   {{"sweep", controller_->sweep_id()}, {"error", s.error().message}});
+          std::unique_lock lock(mu_);
+          resync_ = woken_ = true;  // try again after the back-off
+          cv_.wait_for(lock, backoff, [this] { return stopping_; });
+          backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+          continue;
+        }
+        store = std::move(*s);
+        resync = true;
+      }
+      for (const auto& id : dirty) controller_->mark_dirty(id);
+      if (resync) controller_->mark_resync();
+      auto alive = controller_->step(*store);
+      if (!alive) {
+        log_warn("controller step failed",
+                 {{"sweep", controller_->sweep_id()}, {"error", alive.error().message}});
+        controller_->mark_resync();
+        if (alive.error().code == ErrorCode::kUnavailable) store.reset();
+      } else if (!*alive) {
+        break;  // the sweep has ended
+      }
+    }
+    std::lock_guard lock(mu_);
+    ended_ = true;
+    cv_.notify_all();
+  }
+
+  std::unique_ptr<SweepController> controller_;
+  StoreFactory stores_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::set<std::string> dirty_;
+  bool resync_ = true;
+  bool woken_ = true;  // the first step comes at once
+  bool stopping_ = false;
+  bool ended_ = false;
+  std::thread thread_;
+};
 
 ControllerLoop::ControllerLoop(StoreFactory stores, ControllerLoopOptions options,
                                StageFactory make_stage)
@@ -22,6 +135,9 @@ void ControllerLoop::start() {
 void ControllerLoop::stop() {
   stop_.set();
   if (thread_.joinable()) thread_.join();
+  for (auto& [id, r] : runners_) r->request_stop();  // all at once, then wait for each
+  for (auto& [id, r] : runners_) r->finish(std::chrono::seconds(5));
+  runners_.clear();
 }
 
 void ControllerLoop::run() {
@@ -43,8 +159,8 @@ void ControllerLoop::run() {
   }
 }
 
-SweepController* ControllerLoop::controller(trials::TrialStore& store, const std::string& id) {
-  if (auto it = controllers_.find(id); it != controllers_.end()) return it->second.get();
+ControllerLoop::Runner* ControllerLoop::runner(trials::TrialStore& store, const std::string& id) {
+  if (auto it = runners_.find(id); it != runners_.end()) return it->second.get();
   auto sweep = store.get_sweep(id);
   if (!sweep || sweep->state != trials::SweepState::kRunning) return nullptr;
   auto spec = trials::parse_spec(sweep->spec_json);
@@ -57,7 +173,20 @@ SweepController* ControllerLoop::controller(trials::TrialStore& store, const std
   auto c = std::make_unique<SweepController>(id, std::move(*spec));
   if (make_stage_ && c->spec().ensemble) c->set_ensemble_stage(make_stage_(id, c->spec()));
   log_info("controlling sweep", {{"sweep", id}});
-  return controllers_.emplace(id, std::move(c)).first->second.get();
+  auto r = std::make_shared<Runner>(std::move(c), stores_);
+  r->start(r);
+  return runners_.emplace(id, std::move(r)).first->second.get();
+}
+
+void ControllerLoop::drop_finished() {
+  for (auto it = runners_.begin(); it != runners_.end();) {
+    if (it->second->ended()) {
+      it->second->finish(std::chrono::seconds(5));
+      it = runners_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void ControllerLoop::rescan(trials::TrialStore& store) {
@@ -66,43 +195,17 @@ void ControllerLoop::rescan(trials::TrialStore& store) {
     log_warn("controller loop: cannot list sweeps", {{"error", ids.error().message}});
     return;
   }
-  for (const auto& id : *ids) {
-    if (auto* c = controller(store, id)) {
-      c->mark_resync();
-      touched_[id] = true;
-    }
-  }
-}
-
-void ControllerLoop::step_all(trials::TrialStore& store, bool all) {
-  for (auto it = controllers_.begin(); it != controllers_.end();) {
-    if (!all && !touched_.count(it->first)) {
-      ++it;
-      continue;
-    }
-    auto alive = it->second->step(store);
-    if (!alive) {
-      log_warn("controller step failed",
-               {{"sweep", it->first}, {"error", alive.error().message}});
-      it->second->mark_resync();
-      ++it;
-    } else if (!*alive) {
-      it = controllers_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  touched_.clear();
+  for (const auto& id : *ids)
+    if (auto* r = runner(store, id)) r->resync();
 }
 
 void ControllerLoop::run_once(trials::TrialStore& store) {
+  drop_finished();
   auto now = std::chrono::steady_clock::now();
-  bool rescanning = now >= next_rescan_;
-  if (rescanning) {
+  if (now >= next_rescan_) {
     rescan(store);
     next_rescan_ = now + options_.rescan;
   }
-  step_all(store, rescanning);
   auto events = store.read_events(last_event_, 1000,
                                   static_cast<int>(options_.event_wait.count()));
   if (!events) {
@@ -113,13 +216,13 @@ void ControllerLoop::run_once(trials::TrialStore& store) {
   for (const auto& e : *events) {
     last_event_ = e.id;
     if (e.sweep_id.empty()) continue;
-    if (e.type == "sweep.created") {
-      controller(store, e.sweep_id);
+    Runner* r = e.type == "sweep.created" ? runner(store, e.sweep_id) : nullptr;
+    if (!r) {
+      auto it = runners_.find(e.sweep_id);
+      if (it == runners_.end()) continue;
+      r = it->second.get();
     }
-    auto it = controllers_.find(e.sweep_id);
-    if (it == controllers_.end()) continue;
-    if (!e.trial_id.empty()) it->second->mark_dirty(e.trial_id);
-    touched_[e.sweep_id] = true;
+    r->notify(e.trial_id);
   }
 }
 

@@ -1,12 +1,20 @@
-// ControllerLoop: one thread that owns every active sweep's controller.
+// ControllerLoop: routes the store's events to one controller per active
+// sweep, each stepping on a thread of its own.
 //
-// It sleeps on the store's event stream (XREAD BLOCK), routes each event to
-// the controller of its sweep (marking the named trial dirty) and steps the
-// controllers that were touched. New sweeps are found through the
+// The loop's thread sleeps on the store's event stream (XREAD BLOCK) and
+// hands each event to the runner of its sweep (the named trial is marked
+// dirty, the runner is woken). New sweeps are found through the
 // "sweep.created" event and through a periodic rescan of active_sweeps(),
 // which is also how a restarted scheduler picks every sweep up again. The
 // rescan forces a full resync, so a missed or trimmed event costs at most one
 // rescan period of delay, never correctness.
+//
+// Why a thread per sweep: a controller's step runs the sampler, which can be
+// slow (a GP over thousands of points) or, for a poison spec, take hours; on
+// a shared thread that would stall every other sweep, and again after every
+// restart. A runner has its own store connection, steps only when woken and
+// leaves when its sweep has ended. stop() gives each runner a few seconds and
+// leaves a wedged one behind (it owns everything it touches).
 #pragma once
 
 #include <chrono>
@@ -71,22 +79,21 @@ class ControllerLoop {
   ~ControllerLoop();
 
   void start();
-  void stop();  // joins; returns within about one event_wait (at once during a back-off)
-
-  // Runs one iteration on the calling thread (tests drive the loop by hand).
-  void run_once(trials::TrialStore& store);
+  // Returns within about one event_wait plus a few seconds per wedged runner.
+  void stop();
 
  private:
+  class Runner;
   void run();
+  void run_once(trials::TrialStore& store);
   void rescan(trials::TrialStore& store);
-  void step_all(trials::TrialStore& store, bool all);
-  SweepController* controller(trials::TrialStore& store, const std::string& sweep_id);
+  Runner* runner(trials::TrialStore& store, const std::string& sweep_id);
+  void drop_finished();
 
   StoreFactory stores_;
   ControllerLoopOptions options_;
   StageFactory make_stage_;
-  std::map<std::string, std::unique_ptr<SweepController>> controllers_;
-  std::map<std::string, bool> touched_;
+  std::map<std::string, std::shared_ptr<Runner>> runners_;  // by sweep id; loop thread only
   std::string last_event_ = "$";
   std::chrono::steady_clock::time_point next_rescan_{};
   StopFlag stop_;
