@@ -21,6 +21,7 @@
 #include "scheduler/embedded_redis.hpp"
 #include "scheduler/ensemble_stage.hpp"
 #include "scheduler/ownership.hpp"
+#include "scheduler/retention.hpp"
 #include "scheduler/schedulability.hpp"
 #include "trials/local_state.hpp"
 #include "trials/log.hpp"
@@ -143,6 +144,9 @@ int run(const scheduler::SchedulerConfig& config) {
         return std::make_unique<scheduler::EnsembleStage>(sweep_id, spec);
       });
   scheduler::LeaseReaper reaper(controller_stores, config.reaper_period);
+  scheduler::Retention retention(
+      controller_stores, std::chrono::milliseconds(static_cast<std::int64_t>(
+                             config.retention_days * 24 * 3600 * 1000)));
   scheduler::SchedulabilityWatch schedulability(
       controller_stores, std::max(config.reaper_period, std::chrono::milliseconds(1000)));
 
@@ -165,11 +169,13 @@ int run(const scheduler::SchedulerConfig& config) {
   loop.start();
   reaper.start();
   schedulability.start();
+  retention.start();
   pump.start();
   if (auto st = server.start(); !st) {
     log_error("cannot listen", {{"address", fmt::format("{}:{}", config.listen_host, config.listen_port)},
                                 {"error", st.error().message}});
     pump.stop();
+    retention.stop();
     schedulability.stop();
     reaper.stop();
     loop.stop();
@@ -204,6 +210,7 @@ int run(const scheduler::SchedulerConfig& config) {
   log_line(LogLevel::kDebug, "http server stopped");
   pump.stop();
   log_line(LogLevel::kDebug, "event pump stopped");
+  retention.stop();
   schedulability.stop();
   reaper.stop();
   loop.stop();

@@ -68,6 +68,9 @@ struct HeldLease {
   int attempt = 0;
 };
 
+// Reports a store keeps per trial; later ones are counted, not stored.
+inline constexpr std::int64_t kMaxReportsPerTrial = 10'000;
+
 // A `limit` that means "all of them" in list calls.
 inline constexpr std::int64_t kAll = std::int64_t{1} << 40;
 
@@ -149,6 +152,7 @@ class TrialQueue {
   virtual Result<Control> heartbeat(const std::string& trial_id, int attempt,
                                     const std::string& worker, std::int64_t lease_ms) = 0;
   // Worker: an intermediate report. Returns what the scheduler asks (prune/cancel).
+  // Past the store's cap (kMaxReportsPerTrial by default) it is not stored.
   virtual Result<Control> report(const std::string& trial_id, int attempt,
                                  const std::string& worker, const StepReport& report) = 0;
   // Worker: the attempt ended. Accepted exactly once, only for the current

@@ -14,6 +14,8 @@
 //    paces heartbeats and the trial's own timeout.
 #include "workers/agent.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,6 +38,8 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kErrorLogEvery = std::chrono::seconds(10);
 constexpr std::size_t kLogTailLines = 200;  // the trial log kept (artifact "log.txt")
 constexpr std::size_t kLogLineMax = 2000;   // longer lines are cut
+constexpr char kWorkLockName[] = ".hpo-worker.lock";
+constexpr auto kMinReportGap = std::chrono::milliseconds(20);  // at most 50 reports/s per trial
 
 const char* kind_name(trials::TrialKind k) {
   switch (k) {
@@ -125,6 +129,11 @@ class Agent::TrialReporter : public Reporter {
     r.metrics = metrics;
     {
       std::lock_guard lk(mu_);
+      // A program printing metric lines in a tight loop is thinned out here,
+      // so one trial cannot flood Redis (the result carries the final metrics).
+      const auto now = Clock::now();
+      if (last_report_ && now - *last_report_ < kMinReportGap) return stop_reason() == StopReason::kNone;
+      last_report_ = now;
       auto c = conn_.queue().report(run_.trial.id, run_.trial.attempt, agent_.options_.name, r);
       if (c) {
         run_.set_stop(stop_for(*c));
@@ -175,6 +184,7 @@ class Agent::TrialReporter : public Reporter {
   std::mutex mu_;
   std::deque<std::string> tail_;
   ThrottledLog errors_;
+  std::optional<Clock::time_point> last_report_;
 };
 
 ExecutorRegistry builtin_executors(double kill_grace_s) {
@@ -214,6 +224,7 @@ void Agent::start() {
                               {"gpus", std::to_string(options_.slot_gpus.size())},
                               {"threads_per_slot", std::to_string(options_.threads_per_slot)},
                               {"lease_ms", std::to_string(options_.lease_ms)}});
+  claim_work_root();
   threads_.emplace_back([this] { heartbeat_loop(); });
   for (int i = 0; i < options_.slots; ++i) threads_.emplace_back([this, i] { slot_loop(i); });
 }
@@ -253,6 +264,8 @@ void Agent::stop() {
   threads_.clear();
   started_ = false;
   draining_ = false;
+  if (work_lock_fd_ >= 0) ::close(work_lock_fd_);
+  work_lock_fd_ = -1;
   log_info("worker stopped", {{"worker", options_.name}});
 }
 
@@ -449,6 +462,33 @@ trials::TrialResult Agent::execute(Running& run, StoreConnection& conn, std::str
     std::filesystem::remove_all(task.work_dir, ec);
   }
   return result;
+}
+
+void Agent::claim_work_root() {
+  if (options_.work_root.empty()) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path root(options_.work_root);
+  fs::remove_all(root, ec);  // a previous run under this name left it behind
+  fs::create_directories(root, ec);
+  work_lock_fd_ = ::open((root / kWorkLockName).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (work_lock_fd_ >= 0) ::flock(work_lock_fd_, LOCK_EX | LOCK_NB);
+  // Siblings with our lock file whose lock is free belong to dead workers.
+  for (const auto& entry : fs::directory_iterator(root.parent_path(), ec)) {
+    if (!entry.is_directory(ec) || entry.path() == root) continue;
+    const fs::path lock = entry.path() / kWorkLockName;
+    if (!fs::exists(lock, ec)) continue;  // not a worker's: never ours to remove
+    int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) continue;
+    const bool dead = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    ::close(fd);
+    if (!dead) continue;
+    auto removed = fs::remove_all(entry.path(), ec);
+    log_info("removed a dead worker's work directory",
+             {{"worker", options_.name},
+              {"dir", entry.path().string()},
+              {"entries", std::to_string(removed)}});
+  }
 }
 
 std::string Agent::make_work_dir(const trials::Trial& trial) {

@@ -77,7 +77,10 @@ struct AgentOptions {
   std::vector<int> slot_gpus;  // GPU ordinal of slot i; shorter than `slots`: CPU slots
   int threads_per_slot = 1;    // CPU threads per occupied slot
   std::int64_t lease_ms = 30000;
-  std::string work_root;                    // attempt directories go under it; empty: none made
+  // Attempt directories go under it (empty: none made). The agent holds a lock
+  // file in it while it runs; at start it removes sibling directories whose
+  // lock nobody holds (attempt directories of dead workers on this host).
+  std::string work_root;
   std::chrono::milliseconds idle_min{20};   // claim back-off when the queue is empty,
   std::chrono::milliseconds idle_max{250};  // doubling from min to max
   // How long running trials go on, and results are retried, while the store
@@ -136,6 +139,8 @@ class Agent {
   trials::TrialResult execute(Running& run, StoreConnection& conn, std::string& log_tail);
   // A fresh directory for the attempt under work_root ("" when none).
   std::string make_work_dir(const trials::Trial& trial);
+  // Locks work_root and removes the work directories of dead workers beside it.
+  void claim_work_root();
   // Sends the result, releases the lease (stopped by a drain), or drops it (lease lost).
   void deliver(const Running& run, const trials::TrialResult& result, const std::string& log_tail,
                StoreConnection& conn);
@@ -167,6 +172,7 @@ class Agent {
   std::map<std::string, std::shared_ptr<const trials::SweepSpec>> specs_;  // by sweep id
   AgentStats stats_;
   std::mutex claim_mu_;  // one claim at a time: free-slot counts stay true
+  int work_lock_fd_ = -1;  // flock on work_root/.hpo-worker.lock while started
   // Heartbeat thread only: leases held but not run, first seen when (and at which attempt).
   std::map<std::string, std::pair<std::chrono::steady_clock::time_point, int>> orphan_seen_;
   std::vector<std::thread> threads_;

@@ -117,6 +117,52 @@ TEST(GridSampler, HugeGridSaturatesAndStillIndexes) {
   EXPECT_EQ(std::get<std::int64_t>(p->at("p4")), 123);
 }
 
+// A parent with 10^12 values and a child named by two of them: counted and
+// indexed without walking the parent's values (the old enumeration never
+// returned). The points agree with a brute-force walk of a small copy.
+TEST(GridSampler, AHugeConditionalParentIsCountedWithoutEnumeration) {
+  SearchSpace space;
+  space.params.push_back(int_param("p", 0, 999'999'999'999));
+  space.params.push_back(when(cat_param("c", {std::string("a"), std::string("b")}), "p",
+                              {std::int64_t{3}, std::int64_t{7}, std::int64_t{-5}}));
+  space.params.push_back(int_param("q", 0, 1));
+  // (10^12 - 2) plain values x 2 q, plus 2 named values x 2 c x 2 q.
+  ASSERT_EQ(grid_size(space), (1'000'000'000'000ull - 2) * 2 + 8);
+  GridSampler grid(space);
+  auto at = [&](std::uint64_t i) { return *grid.point(i); };
+  EXPECT_EQ(std::get<std::int64_t>(at(0).at("p")), 0);
+  EXPECT_EQ(std::get<std::int64_t>(at(5).at("p")), 2);
+  auto p3 = at(6);  // after p = 0, 1, 2 (2 points each)
+  EXPECT_EQ(std::get<std::int64_t>(p3.at("p")), 3);
+  EXPECT_EQ(std::get<std::string>(p3.at("c")), "a");
+  EXPECT_EQ(std::get<std::string>(at(8).at("c")), "b");
+  EXPECT_EQ(std::get<std::int64_t>(at(10).at("p")), 4);
+  EXPECT_EQ(at(10).count("c"), 0u);
+  auto last = at(*grid_size(space) - 1);
+  EXPECT_EQ(std::get<std::int64_t>(last.at("p")), 999'999'999'999);
+  EXPECT_EQ(std::get<std::int64_t>(last.at("q")), 1);
+  EXPECT_FALSE(grid.point(*grid_size(space)));
+
+  // The same shape, small enough to walk, against nested loops written out.
+  SearchSpace small;
+  small.params.push_back(int_param("p", 0, 9));
+  small.params.push_back(when(cat_param("c", {std::string("a"), std::string("b")}), "p",
+                              {std::int64_t{3}, std::int64_t{7}}));
+  small.params.push_back(int_param("q", 0, 1));
+  std::vector<Params> expected;
+  for (std::int64_t p = 0; p <= 9; ++p) {
+    std::vector<std::string> cs = (p == 3 || p == 7) ? std::vector<std::string>{"a", "b"}
+                                                     : std::vector<std::string>{""};
+    for (const auto& c : cs)
+      for (std::int64_t q = 0; q <= 1; ++q) {
+        Params pt{{"p", p}, {"q", q}};
+        if (!c.empty()) pt["c"] = c;
+        expected.push_back(pt);
+      }
+  }
+  EXPECT_EQ(walk(*std::make_unique<GridSampler>(small)), expected);
+}
+
 TEST(GridSampler, MakeSamplerBuildsGrid) {
   SearchSpace space;
   space.params.push_back(int_param("a", 1, 2));

@@ -195,6 +195,28 @@ TEST(RedisStore, OversizedArtifactIsRefused) {
   EXPECT_FALSE(store.get_artifact(t.id, "big")->has_value());
 }
 
+TEST(RedisStore, ReportsPastTheCapAreNotStored) {
+  RedisStoreConfig config = config_for(shared_server(), unique_prefix());
+  config.max_reports_per_trial = 3;
+  RedisStore store(config);
+  auto sweep = store.create_sweep(NewSweep{"a", "{}", false});
+  Trial t = add(store, *sweep, 0);
+  ASSERT_TRUE(store.claim("w", 1, 60'000).ok());
+  ASSERT_TRUE(store.set_control(t.id, Control::kPrune).ok());
+  for (int step = 0; step < 5; ++step) {
+    StepReport r;
+    r.step = step;
+    r.metrics = {{"loss", 1.0 / (step + 1)}};
+    auto c = store.report(t.id, 0, "w", r);
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(*c, Control::kPrune);  // the worker still hears the scheduler
+  }
+  auto reports = store.get_reports(t.id);
+  ASSERT_TRUE(reports.ok());
+  ASSERT_EQ(reports->size(), 3u);
+  EXPECT_EQ(reports->back().step, 2);
+}
+
 TEST(RedisStore, BlockingReadWakesOnNewEvent) {
   const std::string prefix = unique_prefix();
   RedisStore reader_store(config_for(shared_server(), prefix));

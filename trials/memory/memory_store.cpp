@@ -485,6 +485,8 @@ Result<Control> MemoryStore::report(const std::string& trial_id, int attempt,
   std::lock_guard lock(mu_);
   auto r = fenced(trial_id, attempt, worker);
   if (!r) return r.error();
+  if (static_cast<std::int64_t>((*r)->reports.size()) >= kMaxReportsPerTrial)
+    return (*r)->trial.control;  // past the cap: not stored
   StepReport rep = report;
   rep.time_ms = now();
   (*r)->reports.push_back(rep);

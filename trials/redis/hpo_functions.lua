@@ -326,15 +326,23 @@ local function heartbeat(keys, a)
   return t.control
 end
 
--- report P tid attempt worker step metrics_json -> control
+-- report P tid attempt worker step metrics_json [max_reports] -> control
+-- Past max_reports stored reports (0: no cap) a report is counted in the
+-- trial's reports_dropped and not stored: a flood of metric lines must not
+-- grow one trial without bound.
 local function report(keys, a)
   local P = a[1]
   local t, err = fenced(P, a[2], a[3], a[4])
   if not t then return err end
+  local cap = tonumber(a[7] or '0')
+  local rkey = P .. 'reports:' .. t.id
+  if cap > 0 and redis.call('LLEN', rkey) >= cap then
+    redis.call('HINCRBY', P .. 'trial:' .. t.id, 'reports_dropped', 1)
+    return t.control
+  end
   local now = now_ms()
   local step = int(tonumber(a[5]))
-  redis.call('RPUSH', P .. 'reports:' .. t.id,
-             '{"step":' .. step .. ',"time_ms":' .. int(now) .. ',"metrics":' .. a[6] .. '}')
+  redis.call('RPUSH', rkey, '{"step":' .. step .. ',"time_ms":' .. int(now) .. ',"metrics":' .. a[6] .. '}')
   emit(P, 'trial.reported', t.sweep, t.id, '{"step":' .. step .. ',"metrics":' .. a[6] .. '}')
   return t.control
 end

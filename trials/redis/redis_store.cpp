@@ -516,7 +516,8 @@ Result<Control> RedisStore::heartbeat(const std::string& trial_id, int attempt,
 Result<Control> RedisStore::report(const std::string& trial_id, int attempt,
                                    const std::string& worker, const StepReport& rep) {
   auto r = fcall("report", {trial_id, std::to_string(attempt), worker, std::to_string(rep.step),
-                            metrics_to_json(rep.metrics)});
+                            metrics_to_json(rep.metrics),
+                            std::to_string(std::max<std::int64_t>(0, config_.max_reports_per_trial))});
   if (!r) return r.error();
   return parse_control(r->str);
 }

@@ -31,6 +31,7 @@ struct RedisStoreConfig {
   std::chrono::milliseconds connect_timeout{2000};
   int claim_scan = 256;  // queue entries a claim looks at for one that fits
   std::int64_t max_artifact_bytes = std::int64_t{256} << 20;
+  std::int64_t max_reports_per_trial = kMaxReportsPerTrial;  // later reports are not stored
 };
 
 class RedisStore : public TrialStore, public TrialQueue {

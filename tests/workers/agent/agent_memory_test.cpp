@@ -2,6 +2,12 @@
 // slot accounting for multi-slot trials, prune/cancel control, timeouts, and
 // kinds this worker cannot run.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "search/test_functions.hpp"
 #include "tests/support/redis_server.hpp"
@@ -150,6 +156,42 @@ TEST_F(AgentMemoryTest, RegistersItselfWithSlotsAndRunningTrials) {
   EXPECT_EQ(w.slots, 3);
   EXPECT_EQ(w.trials, std::vector<std::string>{t.id});
   agent.stop();
+}
+
+// Work directories of dead workers on this host are removed at start; a live
+// worker's (its lock held) and anything that is not a worker's are left alone.
+TEST_F(AgentMemoryTest, RemovesTheWorkDirectoriesOfDeadWorkers) {
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/hpo-work-XXXXXX";
+  const fs::path base = ::mkdtemp(tmpl);
+  auto make = [&](const std::string& name, bool lock_file) {
+    fs::create_directories(base / name / "s-0-a0");
+    std::ofstream(base / name / "s-0-a0" / "model.pt") << "bytes";
+    if (lock_file) std::ofstream(base / name / ".hpo-worker.lock") << "";
+  };
+  make("dead-worker", true);
+  make("live-worker", true);
+  make("not-a-worker", false);
+  int live = ::open((base / "live-worker" / ".hpo-worker.lock").c_str(), O_RDWR);
+  ASSERT_GE(live, 0);
+  ASSERT_EQ(::flock(live, LOCK_EX | LOCK_NB), 0);
+  AgentOptions o;
+  o.name = "me";
+  o.work_root = (base / "me").string();
+  Agent agent(
+      o,
+      [this]() -> Result<std::unique_ptr<StoreConnection>> {
+        return std::unique_ptr<StoreConnection>(std::make_unique<SharedConnection>(store_));
+      },
+      builtin_executors(1.0));
+  agent.start();
+  EXPECT_FALSE(fs::exists(base / "dead-worker"));
+  EXPECT_TRUE(fs::exists(base / "live-worker" / "s-0-a0" / "model.pt"));
+  EXPECT_TRUE(fs::exists(base / "not-a-worker" / "s-0-a0" / "model.pt"));
+  EXPECT_TRUE(fs::exists(base / "me" / ".hpo-worker.lock"));
+  agent.stop();
+  ::close(live);
+  fs::remove_all(base);
 }
 
 }  // namespace

@@ -1,0 +1,37 @@
+// Retention: deletes ended sweeps once they are older than the configured age
+// (--retention-days), with every trial, report, attempt and artifact they own,
+// so that a long-lived installation does not grow without bound. Sweeps that
+// still run are never touched. Off when the age is zero.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <thread>
+
+#include "scheduler/controller_loop.hpp"
+#include "trials/store.hpp"
+
+namespace hpo::scheduler {
+
+class Retention {
+ public:
+  using Clock = std::function<std::int64_t()>;  // ms since the epoch, like the store's times
+  Retention(StoreFactory stores, std::chrono::milliseconds max_age,
+            std::chrono::milliseconds period = std::chrono::minutes(1), Clock clock = {});
+  ~Retention();
+  void start();  // no thread when max_age is zero
+  void stop();
+  // One pass on the calling thread; returns how many sweeps it deleted.
+  int run_once(trials::TrialStore& store);
+
+ private:
+  StoreFactory stores_;
+  std::chrono::milliseconds max_age_;
+  std::chrono::milliseconds period_;
+  Clock clock_;
+  StopFlag stop_;
+  std::thread thread_;
+};
+
+}  // namespace hpo::scheduler
