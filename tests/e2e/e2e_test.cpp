@@ -257,6 +257,16 @@ TEST(EndToEnd, CliSubmitFollowStatusAndExitCodes) {
 
   Process missing({kBin + "/scheduler/hpo", "status", "nope"}, c.env(), c.home() + "/missing.log");
   EXPECT_EQ(missing.wait(30s), 5) << missing.log();
+
+  // hpo delete: the ended sweep goes, with its trials.
+  Json list = c.get("/api/sweeps");
+  ASSERT_EQ(list["sweeps"].size(), 1u);
+  const std::string id = list["sweeps"][0]["id"].get<std::string>();
+  Process del({kBin + "/scheduler/hpo", "delete", id}, c.env(), c.home() + "/delete.log");
+  EXPECT_EQ(del.wait(30s), 0) << del.log();
+  EXPECT_NE(del.log().find("deleted " + id), std::string::npos) << del.log();
+  EXPECT_TRUE(c.get("/api/sweeps/" + id).is_null());
+  EXPECT_TRUE(c.get("/api/trials/" + id + "-0").is_null());
 }
 
 }  // namespace

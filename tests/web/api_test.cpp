@@ -163,6 +163,40 @@ TEST_F(ApiTest, UnknownIdsAre404) {
   EXPECT_EQ(client_->request("DELETE", "/api/sweeps")->status, 405);
 }
 
+// A retried submit with the same Idempotency-Key gets the first sweep back.
+TEST_F(ApiTest, IdempotencyKeyMakesARetriedSubmitReturnTheFirstSweep) {
+  start();
+  auto post = [&](const std::string& key, const std::string& spec) {
+    return client_->request("POST", "/api/sweeps", spec,
+                            {{"Content-Type", "application/json"}, {"Idempotency-Key", key}});
+  };
+  auto first = post("k-1", kSpec);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->status, 201) << first->body;
+  auto again = post("k-1", kSpec);
+  ASSERT_EQ(again->status, 201);
+  EXPECT_EQ(body(*again)["id"], body(*first)["id"]);
+  EXPECT_NE(body(*post("k-2", kSpec))["id"], body(*first)["id"]);
+  auto bad = post("has space", kSpec);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(body(*bad)["error"]["fields"][0]["path"], "Idempotency-Key") << bad->body;
+  auto sweeps = client_->get("/api/sweeps");
+  EXPECT_EQ(body(*sweeps)["sweeps"].size(), 2u);
+}
+
+TEST_F(ApiTest, DeleteRemovesAnEndedSweepOnly) {
+  start();
+  std::string id = submit();
+  auto running = client_->request("DELETE", "/api/sweeps/" + id);
+  EXPECT_EQ(running->status, 409);
+  EXPECT_NE(body(*running)["error"]["message"].get<std::string>().find("cancel it first"),
+            std::string::npos);
+  ASSERT_EQ(client_->post("/api/sweeps/" + id + "/cancel", "{}")->status, 200);
+  EXPECT_EQ(client_->request("DELETE", "/api/sweeps/" + id)->status, 204);
+  EXPECT_EQ(client_->get("/api/sweeps/" + id)->status, 404);
+  EXPECT_EQ(client_->request("DELETE", "/api/sweeps/" + id)->status, 404);
+}
+
 TEST_F(ApiTest, TrialsArePagedFilteredAndSorted) {
   start();
   std::string id = submit();
