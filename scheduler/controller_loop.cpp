@@ -226,39 +226,4 @@ void ControllerLoop::run_once(trials::TrialStore& store) {
   }
 }
 
-LeaseReaper::LeaseReaper(StoreFactory stores, std::chrono::milliseconds period)
-    : stores_(std::move(stores)), period_(period) {}
-
-LeaseReaper::~LeaseReaper() { stop(); }
-
-void LeaseReaper::start() {
-  stop_.reset();
-  const std::int64_t outage_ms =
-      std::max<std::int64_t>(2000, 3 * static_cast<std::int64_t>(period_.count()));
-  thread_ = std::thread([this, outage_ms] {
-    std::unique_ptr<trials::TrialStore> store;
-    while (!stop_.is_set()) {
-      if (!store) {
-        auto s = stores_();
-        if (s) store = std::move(*s);
-      }
-      // Both store implementations are also the queue.
-      if (auto* queue = dynamic_cast<trials::TrialQueue*>(store.get())) {
-        // A gap of several periods means the reaper or Redis was away: the
-        // store then extends the leases instead of expiring them.
-        auto n = queue->reap(100, outage_ms);
-        if (!n) log_warn("reaper: store error", {{"error", n.error().message}});
-        else if (*n > 0) log_info("reaper: expired leases handled", {{"count", std::to_string(*n)}});
-        if (n && *n == 100) continue;  // more may be waiting
-      }
-      stop_.wait_for(period_);
-    }
-  });
-}
-
-void LeaseReaper::stop() {
-  stop_.set();
-  if (thread_.joinable()) thread_.join();
-}
-
 }  // namespace hpo::scheduler

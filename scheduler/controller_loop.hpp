@@ -100,23 +100,4 @@ class ControllerLoop {
   std::thread thread_;
 };
 
-// LeaseReaper: re-queues (attempt + 1) or fails trials whose worker stopped
-// heartbeating. The work is one atomic store call; this class only paces it.
-// A gap of more than max(3 periods, 2 s) since its previous call (Redis down
-// or frozen, the scheduler down) counts as an outage: the store then gives
-// every running trial a fresh lease instead of expiring any.
-class LeaseReaper {
- public:
-  LeaseReaper(StoreFactory stores, std::chrono::milliseconds period);
-  ~LeaseReaper();
-  void start();
-  void stop();
-
- private:
-  StoreFactory stores_;
-  std::chrono::milliseconds period_;
-  StopFlag stop_;
-  std::thread thread_;
-};
-
 }  // namespace hpo::scheduler

@@ -8,7 +8,12 @@ namespace hpo::scheduler {
 
 Retention::Retention(StoreFactory stores, std::chrono::milliseconds max_age,
                      std::chrono::milliseconds period, Clock clock)
-    : stores_(std::move(stores)), max_age_(max_age), period_(period), clock_(std::move(clock)) {
+    : max_age_(max_age),
+      clock_(std::move(clock)),
+      periodic_(std::move(stores), period, [this](trials::TrialStore& store) {
+        run_once(store);
+        return false;
+      }) {
   if (!clock_)
     clock_ = [] {
       return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -43,24 +48,9 @@ int Retention::run_once(trials::TrialStore& store) {
 }
 
 void Retention::start() {
-  if (max_age_.count() <= 0) return;
-  stop_.reset();
-  thread_ = std::thread([this] {
-    std::unique_ptr<trials::TrialStore> store;
-    while (!stop_.is_set()) {
-      if (!store) {
-        auto s = stores_();
-        if (s) store = std::move(*s);
-      }
-      if (store) run_once(*store);
-      stop_.wait_for(period_);
-    }
-  });
+  if (max_age_.count() > 0) periodic_.start();
 }
 
-void Retention::stop() {
-  stop_.set();
-  if (thread_.joinable()) thread_.join();
-}
+void Retention::stop() { periodic_.stop(); }
 
 }  // namespace hpo::scheduler

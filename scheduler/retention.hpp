@@ -7,9 +7,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <thread>
 
-#include "scheduler/controller_loop.hpp"
+#include "scheduler/periodic.hpp"
 #include "trials/store.hpp"
 
 namespace hpo::scheduler {
@@ -26,12 +25,9 @@ class Retention {
   int run_once(trials::TrialStore& store);
 
  private:
-  StoreFactory stores_;
   std::chrono::milliseconds max_age_;
-  std::chrono::milliseconds period_;
   Clock clock_;
-  StopFlag stop_;
-  std::thread thread_;
+  Periodic periodic_;
 };
 
 }  // namespace hpo::scheduler

@@ -22,7 +22,10 @@ std::string unschedulable_reason(int slots, const std::vector<trials::WorkerInfo
 }
 
 SchedulabilityWatch::SchedulabilityWatch(StoreFactory stores, std::chrono::milliseconds period)
-    : stores_(std::move(stores)), period_(period) {}
+    : periodic_(std::move(stores), period, [this](trials::TrialStore& store) {
+        run_once(store);
+        return false;
+      }) {}
 
 SchedulabilityWatch::~SchedulabilityWatch() { stop(); }
 
@@ -51,24 +54,8 @@ void SchedulabilityWatch::run_once(trials::TrialStore& store) {
   }
 }
 
-void SchedulabilityWatch::start() {
-  stop_.reset();
-  thread_ = std::thread([this] {
-    std::unique_ptr<trials::TrialStore> store;
-    while (!stop_.is_set()) {
-      if (!store) {
-        auto s = stores_();
-        if (s) store = std::move(*s);
-      }
-      if (store) run_once(*store);
-      stop_.wait_for(period_);
-    }
-  });
-}
+void SchedulabilityWatch::start() { periodic_.start(); }
 
-void SchedulabilityWatch::stop() {
-  stop_.set();
-  if (thread_.joinable()) thread_.join();
-}
+void SchedulabilityWatch::stop() { periodic_.stop(); }
 
 }  // namespace hpo::scheduler

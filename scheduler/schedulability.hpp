@@ -12,9 +12,8 @@
 #include <chrono>
 #include <map>
 #include <string>
-#include <thread>
 
-#include "scheduler/controller_loop.hpp"
+#include "scheduler/periodic.hpp"
 #include "trials/store.hpp"
 
 namespace hpo::scheduler {
@@ -33,11 +32,8 @@ class SchedulabilityWatch {
   void run_once(trials::TrialStore& store);
 
  private:
-  StoreFactory stores_;
-  std::chrono::milliseconds period_;
   std::map<std::string, int> slots_;  // per active sweep: the slots one trial needs
-  StopFlag stop_;
-  std::thread thread_;
+  Periodic periodic_;
 };
 
 }  // namespace hpo::scheduler

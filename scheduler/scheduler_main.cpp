@@ -19,6 +19,7 @@
 #include "scheduler/config.hpp"
 #include "scheduler/controller_loop.hpp"
 #include "scheduler/embedded_redis.hpp"
+#include "scheduler/lease_reaper.hpp"
 #include "scheduler/ensemble_stage.hpp"
 #include "scheduler/ownership.hpp"
 #include "scheduler/retention.hpp"

@@ -39,7 +39,8 @@ constexpr auto kErrorLogEvery = std::chrono::seconds(10);
 constexpr std::size_t kLogTailLines = 200;  // the trial log kept (artifact "log.txt")
 constexpr std::size_t kLogLineMax = 2000;   // longer lines are cut
 constexpr char kWorkLockName[] = ".hpo-worker.lock";
-constexpr auto kMinReportGap = std::chrono::milliseconds(20);  // at most 50 reports/s per trial
+constexpr double kReportBurst = 200;      // reports a trial may send at once,
+constexpr double kReportsPerSecond = 50;  // then at most this many per second
 
 const char* kind_name(trials::TrialKind k) {
   switch (k) {
@@ -129,11 +130,16 @@ class Agent::TrialReporter : public Reporter {
     r.metrics = metrics;
     {
       std::lock_guard lk(mu_);
-      // A program printing metric lines in a tight loop is thinned out here,
-      // so one trial cannot flood Redis (the result carries the final metrics).
+      // A program printing metric lines in a tight loop is thinned out here
+      // (a token bucket: bursts of kReportBurst, then kReportsPerSecond), so
+      // one trial cannot flood Redis; the result carries the final metrics.
       const auto now = Clock::now();
-      if (last_report_ && now - *last_report_ < kMinReportGap) return stop_reason() == StopReason::kNone;
-      last_report_ = now;
+      tokens_ = std::min(kReportBurst,
+                         tokens_ + kReportsPerSecond *
+                                       std::chrono::duration<double>(now - refilled_).count());
+      refilled_ = now;
+      if (tokens_ < 1) return stop_reason() == StopReason::kNone;
+      tokens_ -= 1;
       auto c = conn_.queue().report(run_.trial.id, run_.trial.attempt, agent_.options_.name, r);
       if (c) {
         run_.set_stop(stop_for(*c));
@@ -184,7 +190,8 @@ class Agent::TrialReporter : public Reporter {
   std::mutex mu_;
   std::deque<std::string> tail_;
   ThrottledLog errors_;
-  std::optional<Clock::time_point> last_report_;
+  double tokens_ = kReportBurst;
+  Clock::time_point refilled_ = Clock::now();
 };
 
 ExecutorRegistry builtin_executors(double kill_grace_s) {

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -327,65 +328,66 @@ void print(const char* scenario, const Counts& c) {
   std::fflush(stdout);
 }
 
-// 1a. Redis frozen (SIGSTOP) for more than two leases while trials run.
-TEST(Chaos, RedisFrozenForTwoLeasesBurnsNothing) {
-  Pool pool(/*external_redis=*/true);
+// The shape of every outage scenario: 6 trials of 3 s on one 2-slot worker,
+// max_attempts 1; `down` strikes while two run, the outage lasts more than
+// two leases, `up` ends it; everything must finish with nothing burned.
+void outage_scenario(bool external_redis, const std::function<void(Pool&)>& down,
+                     const std::function<void(Pool&)>& up, const char* label) {
+  Pool pool(external_redis);
   pool.start_scheduler();
   pool.start_worker("w1", 2);
   std::string id = pool.submit(pool.spec(6, 2, 10, 300, 1));
   ASSERT_FALSE(id.empty());
   ASSERT_TRUE(wait_for([&] { return pool.running_runs() == 2; }, 60s)) << pool.logs();
-  pool.redis().pause();
-  // While Redis is frozen, writes over the API answer 503, never a 2xx. (A
-  // write whose reply is lost may still land when Redis wakes: the reason
-  // for Idempotency-Key, scenario 7; this one is harmless either way.)
-  auto during = pool.api().post("/api/sweeps/nope/cancel", "{}");
-  EXPECT_TRUE(during.ok() && during->status == 503)
-      << (during.ok() ? during->body : during.error().message);
+  down(pool);
   outage(std::chrono::milliseconds(2 * kLeaseMs + 1000));
-  pool.redis().resume();
+  up(pool);
   ASSERT_TRUE(pool.wait_finished(id, 120s)) << pool.logs();
   EXPECT_EQ(pool.sweep(id)["state"], "finished");
   auto c = check(pool, id, 6, /*nothing_burned=*/true);
   EXPECT_EQ(c.completed, 6);
-  print("redis frozen 4 s (2 leases + 1 s), 6 trials, max_attempts 1", c);
+  print(label, c);
+}
+
+// While Redis is unreachable, writes over the API answer 503, never a 2xx. (A
+// write whose reply is lost may still land when Redis is back: the reason for
+// Idempotency-Key, scenario 7; this one is harmless either way.)
+void expect_503(Pool& pool) {
+  auto during = pool.api().post("/api/sweeps/nope/cancel", "{}");
+  EXPECT_TRUE(during.ok() && during->status == 503)
+      << (during.ok() ? during->body : during.error().message);
+}
+
+// 1a. Redis frozen (SIGSTOP) for more than two leases while trials run.
+TEST(Chaos, RedisFrozenForTwoLeasesBurnsNothing) {
+  outage_scenario(
+      true,
+      [](Pool& p) {
+        p.redis().pause();
+        expect_503(p);
+      },
+      [](Pool& p) { p.redis().resume(); },
+      "redis frozen 4 s (2 leases + 1 s), 6 trials, max_attempts 1");
 }
 
 // 1b. Redis killed -9 and started again on its AOF after more than two leases.
 TEST(Chaos, RedisKilledAndRestartedOnItsAofBurnsNothing) {
-  Pool pool(/*external_redis=*/true);
-  pool.start_scheduler();
-  pool.start_worker("w1", 2);
-  std::string id = pool.submit(pool.spec(6, 2, 10, 300, 1));
-  ASSERT_FALSE(id.empty());
-  ASSERT_TRUE(wait_for([&] { return pool.running_runs() == 2; }, 60s)) << pool.logs();
-  pool.redis().kill();
-  auto during = pool.api().post("/api/sweeps/nope/cancel", "{}");
-  EXPECT_TRUE(during.ok() && during->status == 503) << (during.ok() ? during->body : "");
-  outage(std::chrono::milliseconds(2 * kLeaseMs + 1000));
-  pool.redis().restart();
-  ASSERT_TRUE(pool.wait_finished(id, 120s)) << pool.logs();
-  auto c = check(pool, id, 6, /*nothing_burned=*/true);
-  EXPECT_EQ(c.completed, 6);
-  print("redis kill -9, down 4 s, restarted on its AOF, 6 trials, max_attempts 1", c);
+  outage_scenario(
+      true,
+      [](Pool& p) {
+        p.redis().kill();
+        expect_503(p);
+      },
+      [](Pool& p) { p.redis().restart(); },
+      "redis kill -9, down 4 s, restarted on its AOF, 6 trials, max_attempts 1");
 }
 
 // 1c. The scheduler (and with it the embedded Redis) killed and kept down
 // for longer than a lease; started again, everything resumes by itself.
 TEST(Chaos, SchedulerDownLongerThanALeaseBurnsNothing) {
-  Pool pool(/*external_redis=*/false);
-  pool.start_scheduler();
-  pool.start_worker("w1", 2);
-  std::string id = pool.submit(pool.spec(6, 2, 10, 300, 1));
-  ASSERT_FALSE(id.empty());
-  ASSERT_TRUE(wait_for([&] { return pool.running_runs() == 2; }, 60s)) << pool.logs();
-  pool.scheduler().kill(SIGKILL);
-  outage(std::chrono::milliseconds(2 * kLeaseMs + 1000));
-  pool.start_scheduler();
-  ASSERT_TRUE(pool.wait_finished(id, 120s)) << pool.logs();
-  auto c = check(pool, id, 6, /*nothing_burned=*/true);
-  EXPECT_EQ(c.completed, 6);
-  print("scheduler + embedded redis kill -9, down 4 s, 6 trials, max_attempts 1", c);
+  outage_scenario(
+      false, [](Pool& p) { p.scheduler().kill(SIGKILL); }, [](Pool& p) { p.start_scheduler(); },
+      "scheduler + embedded redis kill -9, down 4 s, 6 trials, max_attempts 1");
 }
 
 // 2. A rolling restart: every worker in turn gets SIGTERM during the sweep

@@ -119,6 +119,34 @@ TEST_F(AgentMemoryTest, PruneControlStopsTheTrialPromptly) {
   agent.stop();
 }
 
+// A program that prints metric lines in a tight loop: the burst gets through,
+// the flood is thinned, the trial still completes with its final value.
+TEST_F(AgentMemoryTest, AReportFloodIsThinned) {
+  char tmpl[] = "/tmp/hpo-flood-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const std::string script = dir + "/flood.sh";
+  std::ofstream(script) << "i=0\n"
+                           "while [ $i -lt 5000 ]; do\n"
+                           "  echo \"hpo-metric {\\\"step\\\": $i, \\\"value\\\": 1}\"\n"
+                           "  i=$((i+1))\n"
+                           "done\n"
+                           "echo 'hpo-metric {\"final\": true, \"value\": 2}'\n";
+  auto sid = sweep(R"({"kind": "command", "argv": ["/bin/sh", ")" + script + R"("]})");
+  auto t = trial(sid, 0);
+  auto agent = make_agent(1);
+  agent.start();
+  ASSERT_TRUE(wait_for([&] { return trials::is_finished(get(t.id).state); },
+                       std::chrono::seconds(60)));
+  agent.stop();
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(get(t.id).state, trials::TrialState::kCompleted) << get(t.id).error;
+  EXPECT_EQ(*get(t.id).value, 2);
+  auto reports = store_.get_reports(t.id);
+  ASSERT_TRUE(reports.ok());
+  EXPECT_GE(reports->size(), 200u);   // the burst
+  EXPECT_LT(reports->size(), 5000u);  // not the flood
+}
+
 TEST_F(AgentMemoryTest, TheTrialTimeoutAppliesToEveryKind) {
   auto sid = sweep(R"({"kind": "synthetic", "function": "branin", "sleep_s": 60, "timeout_s": 0.2,
                        "max_attempts": 1})");

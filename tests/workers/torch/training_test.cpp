@@ -283,11 +283,14 @@ TEST_F(TorchTraining, EnsembleMemberUsesTheEnsemblesTrainingBudget) {
 }
 
 // A data-parallel sweep spec (parsed, so its JSON travels to the rank processes).
-trials::SweepSpec parallel_spec(const std::string& train_csv, int epochs, int replicas = 2) {
+// `overrides` replaces fields of the trial section.
+trials::SweepSpec parallel_spec(const std::string& train_csv, int epochs, int replicas = 2,
+                                const json& overrides = json::object()) {
   json trial = blobs_trial(train_csv);
   trial["kind"] = "torch";
   trial["epochs"] = epochs;
   trial["data_parallel"] = {{"replicas", replicas}, {"mode", "allreduce"}};
+  trial.update(overrides);
   json j = {{"name", "dp"},
             {"objective", {{"metric", "val_accuracy"}, {"mode", "max"}}},
             {"parameters",
@@ -343,20 +346,9 @@ TEST_F(IsolatedTrials, ATrialTrainsInAProcessOfItsOwn) {
 // reason, while a healthy trial trains beside it in the same executor process.
 TEST_F(IsolatedTrials, APoisonTrialFailsAloneWithItsReason) {
   auto healthy = parallel_spec(dir.write("t.csv", testing::blobs_csv(2000, 1)), 20, 1);
-  json poison_trial = blobs_trial(dir.file("t.csv"));
-  poison_trial["kind"] = "torch";
-  poison_trial["model"] = {{"type", "mlp"}, {"layers", {30000, 30000}}};
-  poison_trial["resources"] = {{"memory_gb", 1}};
-  json pj = {{"name", "poison"},
-             {"objective", {{"metric", "val_accuracy"}, {"mode", "max"}}},
-             {"parameters",
-              {{"lr", {{"type", "float"}, {"min", 0.01}, {"max", 0.1}}},
-               {"opt", {{"type", "categorical"}, {"values", {"sgd"}}}},
-               {"dropout", {{"type", "float"}, {"min", 0.0}, {"max", 0.3}}}}},
-             {"search", {{"algorithm", "random"}, {"max_trials", 1}}},
-             {"trial", poison_trial}};
-  auto poison = trials::parse_spec(pj.dump());
-  ASSERT_TRUE(poison.ok()) << poison.error().message;
+  auto poison = parallel_spec(dir.file("t.csv"), 3, 1,
+                              {{"model", {{"type", "mlp"}, {"layers", {30000, 30000}}}},
+                               {"resources", {{"memory_gb", 1}}}});
 
   FakeReporter healthy_rep;
   trials::TrialResult healthy_result;
@@ -366,7 +358,7 @@ TEST_F(IsolatedTrials, APoisonTrialFailsAloneWithItsReason) {
     healthy_result = isolated.run(task, healthy_rep);
   });
   FakeReporter rep;
-  auto task = task_for(*poison, params);
+  auto task = task_for(poison, params);
   task.trial.id = "s-1";  // its own attempt directory, as on a worker
   task.work_dir = dir.file("");
   auto r = isolated.run(task, rep);
