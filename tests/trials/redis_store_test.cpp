@@ -3,6 +3,8 @@
 // the server, timeouts, functions flushed under our feet).
 #include "trials/redis/redis_store.hpp"
 
+#include <hiredis/hiredis.h>
+
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -193,6 +195,30 @@ TEST(RedisStore, OversizedArtifactIsRefused) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, ErrorCode::kPayloadTooLarge);
   EXPECT_FALSE(store.get_artifact(t.id, "big")->has_value());
+}
+
+// Data written by a version with one shared queue: the first claim splits it
+// into per-sweep queues and nothing queued is lost.
+TEST(RedisStore, ASharedQueueFromAnEarlierVersionIsMigrated) {
+  const std::string prefix = unique_prefix();
+  RedisStore store(config_for(shared_server(), prefix));
+  auto sweep = store.create_sweep(NewSweep{"a", "{}", false});
+  Trial t0 = add(store, *sweep, 0), t1 = add(store, *sweep, 1);
+  redisContext* c = redisConnect("127.0.0.1", shared_server().port());
+  ASSERT_TRUE(c && !c->err);
+  for (const char* cmd : {"DEL %squeue:%s", "LREM %sready 0 %s", "SREM %sready:set %s"}) {
+    auto* r = static_cast<redisReply*>(redisCommand(c, cmd, prefix.c_str(), sweep->c_str()));
+    freeReplyObject(r);
+  }
+  for (const auto& id : {t0.id, t1.id}) {
+    auto* r = static_cast<redisReply*>(
+        redisCommand(c, "RPUSH %squeue %s", prefix.c_str(), id.c_str()));
+    freeReplyObject(r);
+  }
+  redisFree(c);
+  EXPECT_EQ((*store.claim("w", 1, 60'000))->trial.id, t0.id);
+  EXPECT_EQ((*store.claim("w", 1, 60'000))->trial.id, t1.id);
+  EXPECT_FALSE(store.claim("w", 1, 60'000)->has_value());
 }
 
 TEST(RedisStore, ReportsPastTheCapAreNotStored) {

@@ -697,6 +697,21 @@ TYPED_TEST_P(StoreConformance, IdempotencyKeyReturnsTheFirstSweep) {
   EXPECT_NE(*this->store().create_sweep(n), *this->store().create_sweep(n));
 }
 
+// Claims are fair across sweeps: an older sweep's queued trials do not all go
+// before a newer sweep's first one.
+TYPED_TEST_P(StoreConformance, ClaimsTakeTurnsAcrossSweeps) {
+  std::string a = this->new_sweep();
+  std::string b = this->new_sweep();
+  std::vector<std::string> expect;
+  Trial a0 = this->add_trial(a, 0), a1 = this->add_trial(a, 1), a2 = this->add_trial(a, 2);
+  Trial b0 = this->add_trial(b, 0), b1 = this->add_trial(b, 1);
+  std::vector<std::string> got;
+  for (int i = 0; i < 5; ++i) got.push_back(this->must_claim("w1").trial.id);
+  EXPECT_EQ(got, (std::vector<std::string>{a0.id, b0.id, a1.id, b1.id, a2.id}));
+  auto none = this->queue().claim("w1", 1, TypeParam::kLeaseMs);
+  EXPECT_FALSE(none->has_value());
+}
+
 // An unschedulable sweep's trials stand aside: others are claimed past them,
 // and they come back, in order, once a worker can run them.
 TYPED_TEST_P(StoreConformance, UnschedulableSweepsStandAside) {
@@ -760,6 +775,7 @@ REGISTER_TYPED_TEST_SUITE_P(StoreConformance, CreateGetListSweeps, FinishSweepOn
                             WorkerLeasesListsWhatAWorkerHolds,
                             ReapAfterAnOutageExtendsLeasesInsteadOfExpiring,
                             IdempotencyKeyReturnsTheFirstSweep,
-                            DeleteSweepRemovesEverythingItOwns, UnschedulableSweepsStandAside);
+                            DeleteSweepRemovesEverythingItOwns, UnschedulableSweepsStandAside,
+                            ClaimsTakeTurnsAcrossSweeps);
 
 }  // namespace hpo::trials::conformance

@@ -167,6 +167,8 @@ void MemoryStore::end_sweep(SweepRec& rec, SweepState state, const std::string& 
   s.finished_ms = t_now;
   s.error = error;
   s.unschedulable.clear();
+  queues_.erase(s.id);
+  unready(s.id);
   const std::string reason = std::string("sweep ") + to_string(state);
   for (const auto* ids : {&rec.trials, &rec.members}) {
     for (const auto& tid : *ids) {
@@ -247,7 +249,7 @@ Result<Trial> MemoryStore::create_trial(const NewTrial& nt) {
   ++next;
   ++(member ? s.member_counts : s.counts).queued;
   (member ? it->second.members : it->second.trials).push_back(t.id);
-  queue_.push_back(t.id);
+  enqueue(t.sweep_id, t.id, false);
   emit("trial.queued", t.sweep_id, t.id,
        Json{{"attempt", 0}, {"number", t.number}, {"kind", t.kind}}.dump());
   trials_[t.id].trial = t;
@@ -313,6 +315,11 @@ Status MemoryStore::set_unschedulable(const std::string& sweep_id, const std::st
   Sweep& s = it->second.sweep;
   if (s.state != SweepState::kRunning || s.unschedulable == reason) return {};
   s.unschedulable = reason;
+  if (reason.empty()) {
+    if (!queues_[sweep_id].empty()) make_ready(sweep_id);
+  } else {
+    unready(sweep_id);
+  }
   emit(reason.empty() ? "sweep.schedulable" : "sweep.unschedulable", sweep_id, "",
        reason.empty() ? "{}" : Json{{"reason", reason}}.dump());
   return {};
@@ -427,33 +434,62 @@ Result<std::optional<std::string>> MemoryStore::get_artifact(const std::string& 
   return std::optional<std::string>{it->second};
 }
 
+void MemoryStore::make_ready(const std::string& sweep) {
+  auto s = sweeps_.find(sweep);
+  if (s == sweeps_.end() || !s->second.sweep.unschedulable.empty()) return;
+  if (std::find(ready_.begin(), ready_.end(), sweep) == ready_.end()) ready_.push_back(sweep);
+}
+
+void MemoryStore::unready(const std::string& sweep) {
+  ready_.erase(std::remove(ready_.begin(), ready_.end(), sweep), ready_.end());
+}
+
+void MemoryStore::enqueue(const std::string& sweep, const std::string& trial, bool at_head) {
+  auto& q = queues_[sweep];
+  if (at_head)
+    q.push_front(trial);
+  else
+    q.push_back(trial);
+  make_ready(sweep);
+}
+
+// Round robin over the ready sweeps, as the Redis claim does.
 Result<std::optional<Claim>> MemoryStore::claim(const std::string& worker, int free_slots,
                                                 std::int64_t lease_ms) {
   std::lock_guard lock(mu_);
-  for (auto it = queue_.begin(); it != queue_.end();) {
-    auto rec = trials_.find(*it);
-    if (rec == trials_.end() || rec->second.trial.state != TrialState::kQueued) {
-      it = queue_.erase(it);  // cancelled while waiting
-      continue;
+  const std::size_t visits = std::min<std::size_t>(64, ready_.size());
+  for (std::size_t v = 0; v < visits; ++v) {
+    const std::string sid = ready_.front();
+    ready_.pop_front();
+    ready_.push_back(sid);
+    auto& q = queues_[sid];
+    for (auto it = q.begin(); it != q.end();) {
+      auto rec = trials_.find(*it);
+      if (rec == trials_.end() || rec->second.trial.state != TrialState::kQueued) {
+        it = q.erase(it);  // cancelled while waiting
+        continue;
+      }
+      Trial& t = rec->second.trial;
+      if (t.slots > free_slots) {
+        ++it;
+        continue;
+      }
+      q.erase(it);
+      if (q.empty()) unready(sid);
+      std::int64_t t_now = now();
+      move(t, TrialState::kRunning);
+      t.worker = worker;
+      t.started_ms = t_now;
+      t.control = Control::kNone;
+      t.error.clear();
+      rec->second.lease_deadline = t_now + lease_ms;
+      rec->second.lease_ms = lease_ms;
+      rec->second.attempts.push_back(AttemptRecord{t.attempt, worker, t_now, 0, "running", ""});
+      emit("trial.started", t.sweep_id, t.id,
+           Json{{"worker", worker}, {"attempt", t.attempt}}.dump());
+      return std::optional<Claim>{Claim{t, rec->second.lease_deadline}};
     }
-    Trial& t = rec->second.trial;
-    if (t.slots > free_slots || !sweeps_.at(t.sweep_id).sweep.unschedulable.empty()) {
-      ++it;
-      continue;
-    }
-    queue_.erase(it);
-    std::int64_t t_now = now();
-    move(t, TrialState::kRunning);
-    t.worker = worker;
-    t.started_ms = t_now;
-    t.control = Control::kNone;
-    t.error.clear();
-    rec->second.lease_deadline = t_now + lease_ms;
-    rec->second.lease_ms = lease_ms;
-    rec->second.attempts.push_back(AttemptRecord{t.attempt, worker, t_now, 0, "running", ""});
-    emit("trial.started", t.sweep_id, t.id,
-         Json{{"worker", worker}, {"attempt", t.attempt}}.dump());
-    return std::optional<Claim>{Claim{t, rec->second.lease_deadline}};
+    if (q.empty()) unready(sid);
   }
   return std::optional<Claim>{};
 }
@@ -512,10 +548,7 @@ void MemoryStore::requeue(TrialRec& r, const std::string& reason, bool at_head) 
   t.control = Control::kNone;
   t.error = reason;
   r.lease_deadline = 0;
-  if (at_head)
-    queue_.push_front(t.id);
-  else
-    queue_.push_back(t.id);
+  enqueue(t.sweep_id, t.id, at_head);
   emit("trial.queued", t.sweep_id, t.id, Json{{"attempt", t.attempt}, {"reason", reason}}.dump());
 }
 

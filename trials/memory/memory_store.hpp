@@ -101,6 +101,10 @@ class MemoryStore : public TrialStore, public TrialQueue {
   void emit(std::string type, const std::string& sweep, const std::string& trial, std::string data);
   Result<TrialRec*> fenced(const std::string& trial_id, int attempt, const std::string& worker);
   void requeue(TrialRec& r, const std::string& reason, bool at_head = false);
+  // The sweep's queue, and its place in the claims' round robin (as in Redis).
+  void enqueue(const std::string& sweep, const std::string& trial, bool at_head);
+  void make_ready(const std::string& sweep);
+  void unready(const std::string& sweep);
   // Cancelled or pruned meanwhile (sweep ended, control set): that state, else none.
   std::optional<TrialState> stop_verdict(const TrialRec& r) const;
   void finish(TrialRec& r, std::int64_t now, TrialState state, std::optional<double> value,
@@ -114,7 +118,8 @@ class MemoryStore : public TrialStore, public TrialQueue {
   std::condition_variable events_cv_;
   std::map<std::string, SweepRec> sweeps_;
   std::map<std::string, TrialRec> trials_;
-  std::deque<std::string> queue_;
+  std::map<std::string, std::deque<std::string>> queues_;  // per sweep: queued ids, oldest first
+  std::deque<std::string> ready_;  // sweeps in the claims' round robin (each once)
   std::map<std::string, WorkerRec> workers_;
   std::map<std::string, std::string> artifacts_;  // "<trial>\n<name>" -> bytes
   std::map<std::string, std::pair<std::string, std::int64_t>> idempotency_;  // key -> sweep, expiry

@@ -32,7 +32,11 @@ Key schema (P = prefix, default "hpo:"):
                                    released: attempts given back without a failure, so the
                                    attempts that count against max_attempts are attempt - released)
   P..'trials:'<sid>':'<kind> list  tids by ascending number
-  P..'queue'                 list  queued tids, oldest at the head (may hold stale ids: skipped)
+  P..'queue:'<sid>           list  the sweep's queued tids, oldest at the head (may hold stale
+                                   ids: skipped)
+  P..'ready'                 list  sids whose queue may hold trials to claim, in round-robin
+                                   order (each claim moves the sweeps it looks at to the back)
+  P..'ready:set'             set   the same sids, for membership
   P..'leases'                zset  running tids by lease deadline (ms, server time)
   P..'reports:'<tid>         list  StepReport JSON {"step":..,"time_ms":..,"metrics":{..}}
   P..'attempts:'<tid>        list  AttemptRecord JSON, one per attempt, the last is the current
@@ -44,9 +48,8 @@ Key schema (P = prefix, default "hpo:"):
   P..'artifacts:'<tid>       set   the names of the trial's artifacts (for delete_sweep)
   P..'reaper:last_ms'        string server time of the last reap: a longer gap is an outage
   P..'idem:'<key>            string sweep id created with that Idempotency-Key (with a TTL)
-  P..'parked:'<sid>          list  queued tids of a sweep no registered worker can run (the
-                                   sweep hash's 'unschedulable' field says why); kept out of
-                                   the queue so they never stand in front of other sweeps
+  (a sweep no registered worker can run, its hash's 'unschedulable' field saying why, is
+   kept out of 'ready': its queue waits aside and stands in front of no other sweep)
 
 Outages. A lease is a promise to renew every lease/3; nobody can keep it while
 Redis is down or frozen, and nobody can judge it while the reaper is away. So
@@ -154,13 +157,20 @@ local function update_best(P, t, value)
   end
 end
 
--- Where a sweep's queued trials wait: the shared queue, or the sweep's parked
--- list while no registered worker can run them.
-local function queue_of(P, sid)
-  if redis.call('HEXISTS', P .. 'sweep:' .. sid, 'unschedulable') == 1 then
-    return P .. 'parked:' .. sid
-  end
-  return P .. 'queue'
+-- The sweep takes part in the claims' round robin (unless it is unschedulable).
+local function make_ready(P, sid)
+  if redis.call('HEXISTS', P .. 'sweep:' .. sid, 'unschedulable') == 1 then return end
+  if redis.call('SADD', P .. 'ready:set', sid) == 1 then redis.call('RPUSH', P .. 'ready', sid) end
+end
+
+local function unready(P, sid)
+  if redis.call('SREM', P .. 'ready:set', sid) == 1 then redis.call('LREM', P .. 'ready', 1, sid) end
+end
+
+-- Queues trial `tid` of sweep `sid` (at the head: it goes next within its sweep).
+local function enqueue(P, sid, tid, at_head)
+  redis.call(at_head and 'LPUSH' or 'RPUSH', P .. 'queue:' .. sid, tid)
+  make_ready(P, sid)
 end
 
 -- Back to the queue tail with the next attempt (retry or expired lease).
@@ -169,7 +179,7 @@ local function requeue(P, t, reason, at_head)
   move(P, t, 'queued')
   redis.call('HSET', P .. 'trial:' .. t.id, 'attempt', int(next_attempt), 'control', 'none',
              'error', reason)
-  redis.call(at_head and 'LPUSH' or 'RPUSH', queue_of(P, t.sweep), t.id)
+  enqueue(P, t.sweep, t.id, at_head)
   emit(P, 'trial.queued', t.sweep, t.id,
        json_obj({attempt = next_attempt, reason = reason}))
 end
@@ -282,36 +292,59 @@ local function create_trial(keys, a)
   redis.call('HSET', skey, 'next_' .. kind, int(number + 1))
   redis.call('HINCRBY', skey, kind .. '.queued', 1)
   redis.call('RPUSH', P .. 'trials:' .. sid .. ':' .. kind, tid)
-  redis.call('RPUSH', queue_of(P, sid), tid)
+  enqueue(P, sid, tid, false)
   emit(P, 'trial.queued', sid, tid, json_obj({attempt = 0, number = number, kind = kind}))
   return flatten(tkey)
 end
 
--- claim P worker free_slots lease_ms scan_max -> nil | trial hash (flat)
--- Scans the head of the queue for the oldest queued trial that fits; ids that
--- are no longer queued (cancelled while waiting) are dropped on the way.
+-- Data written before per-sweep queues: the one shared queue, split once.
+local function migrate_shared_queue(P)
+  local old = P .. 'queue'
+  for _, tid in ipairs(redis.call('LRANGE', old, 0, -1)) do
+    local ts = redis.call('HMGET', P .. 'trial:' .. tid, 'state', 'sweep')
+    if ts[1] == 'queued' then enqueue(P, ts[2], tid, false) end
+  end
+  redis.call('DEL', old)
+end
+
+-- claim P worker free_slots lease_ms scan_max [sweeps_max] -> nil | trial hash (flat)
+-- Fair across sweeps: it visits the ready sweeps in round-robin order (each
+-- visited sweep moves to the back of 'ready'), up to sweeps_max of them, and
+-- takes the oldest queued trial that fits among the first scan_max of that
+-- sweep's queue. Ids no longer queued (cancelled while waiting) are dropped on
+-- the way; a sweep whose queue is empty leaves 'ready'.
 local function claim(keys, a)
   local P, worker = a[1], a[2]
   local free, lease_ms, scan = tonumber(a[3]), tonumber(a[4]), tonumber(a[5])
-  local qkey = P .. 'queue'
-  local ids = redis.call('LRANGE', qkey, 0, scan - 1)
-  for _, tid in ipairs(ids) do
-    local t = hgetall(P .. 'trial:' .. tid)
-    if not t or t.state ~= 'queued' then
-      redis.call('LREM', qkey, 1, tid)
-    elseif tonumber(t.slots) <= free then
-      redis.call('LREM', qkey, 1, tid)
-      local now = now_ms()
-      move(P, t, 'running')
-      local tkey = P .. 'trial:' .. tid
-      redis.call('HSET', tkey, 'worker', worker, 'started_ms', int(now), 'control', 'none',
-                 'error', '', 'lease_ms', int(lease_ms))
-      lease_set(P, t, now + lease_ms)
-      attempt_begin(P, t, worker, now)
-      emit(P, 'trial.started', t.sweep, tid,
-           json_obj({worker = worker, attempt = tonumber(t.attempt)}))
-      return flatten(tkey)
+  local sweeps_max = tonumber(a[6] or '64')
+  if redis.call('EXISTS', P .. 'queue') == 1 then migrate_shared_queue(P) end
+  local ready = P .. 'ready'
+  local visits = math.min(sweeps_max, redis.call('LLEN', ready))
+  for _ = 1, visits do
+    local sid = redis.call('LMOVE', ready, ready, 'LEFT', 'RIGHT')
+    if not sid then break end
+    local qkey = P .. 'queue:' .. sid
+    for _, tid in ipairs(redis.call('LRANGE', qkey, 0, scan - 1)) do
+      local ts = redis.call('HMGET', P .. 'trial:' .. tid, 'state', 'slots')
+      if ts[1] ~= 'queued' then
+        redis.call('LREM', qkey, 1, tid)
+      elseif tonumber(ts[2]) <= free then
+        redis.call('LREM', qkey, 1, tid)
+        if redis.call('LLEN', qkey) == 0 then unready(P, sid) end
+        local t = hgetall(P .. 'trial:' .. tid)
+        local now = now_ms()
+        move(P, t, 'running')
+        local tkey = P .. 'trial:' .. tid
+        redis.call('HSET', tkey, 'worker', worker, 'started_ms', int(now), 'control', 'none',
+                   'error', '', 'lease_ms', int(lease_ms))
+        lease_set(P, t, now + lease_ms)
+        attempt_begin(P, t, worker, now)
+        emit(P, 'trial.started', t.sweep, tid,
+             json_obj({worker = worker, attempt = tonumber(t.attempt)}))
+        return flatten(tkey)
+      end
     end
+    if redis.call('LLEN', qkey) == 0 then unready(P, sid) end
   end
   return false
 end
@@ -517,7 +550,7 @@ local function delete_sweep(keys, a)
     end
     left = left + redis.call('LLEN', list)
   end
-  if left == 0 then redis.call('DEL', skey, P .. 'parked:' .. sid) end
+  if left == 0 then redis.call('DEL', skey, P .. 'queue:' .. sid) end
   return left
 end
 
@@ -541,7 +574,8 @@ local function end_sweep(P, sid, to, err)
       end
     end
   end
-  redis.call('DEL', P .. 'parked:' .. sid)
+  redis.call('DEL', P .. 'queue:' .. sid)
+  unready(P, sid)
   redis.call('HDEL', P .. 'sweep:' .. sid, 'unschedulable')
   emit(P, 'sweep.finished', sid, '', json_obj({state = to, error = err}))
 end
@@ -613,36 +647,22 @@ local function set_control(keys, a)
 end
 
 -- set_unschedulable P sid reason -> 1
--- A non-empty reason parks the sweep: its queued trials leave the shared queue
--- for P..'parked:'<sid> (new and retried ones go there too) until it is
--- schedulable again (empty reason), when they return to the head of the queue
--- in their order.
+-- A non-empty reason takes the sweep out of the claims' round robin (its queue
+-- waits aside, in front of no other sweep); an empty one puts it back.
 local function set_unschedulable(keys, a)
   local P, sid, reason = a[1], a[2], a[3]
   local skey = P .. 'sweep:' .. sid
   local state = redis.call('HGET', skey, 'state')
   if not state then return refuse('NOT_FOUND', 'sweep ' .. sid) end
   if state ~= 'running' then return 1 end
-  local parked = P .. 'parked:' .. sid
   local was = redis.call('HGET', skey, 'unschedulable')
   if reason ~= '' then
     redis.call('HSET', skey, 'unschedulable', reason)
-    if not was then
-      for _, kind in ipairs({'trial', 'member'}) do
-        for _, tid in ipairs(redis.call('LRANGE', P .. 'trials:' .. sid .. ':' .. kind, 0, -1)) do
-          if redis.call('HGET', P .. 'trial:' .. tid, 'state') == 'queued' and
-             redis.call('LREM', P .. 'queue', 0, tid) > 0 then
-            redis.call('RPUSH', parked, tid)
-          end
-        end
-      end
-    end
+    unready(P, sid)
     if was ~= reason then emit(P, 'sweep.unschedulable', sid, '', json_obj({reason = reason})) end
   elseif was then
     redis.call('HDEL', skey, 'unschedulable')
-    local ids = redis.call('LRANGE', parked, 0, -1)
-    for i = #ids, 1, -1 do redis.call('LPUSH', P .. 'queue', ids[i]) end
-    redis.call('DEL', parked)
+    if redis.call('LLEN', P .. 'queue:' .. sid) > 0 then make_ready(P, sid) end
     emit(P, 'sweep.schedulable', sid, '', '{}')
   end
   return 1
