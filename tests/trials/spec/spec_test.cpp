@@ -250,6 +250,35 @@ TEST(Spec, AllErrorsAreReportedAtOnce) {
   EXPECT_EQ(paths.size(), 3u);
 }
 
+// Nothing runs forever by default; a memory limit is a checked number.
+TEST(Spec, FiniteDefaultTimeoutAndAMemoryLimit) {
+  auto s = valid_spec();
+  s["trial"].erase("timeout_s");
+  auto r = parse_spec(s.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->trial.timeout_s, 86400);
+  EXPECT_EQ(r->trial.memory_gb, 0);
+  s["trial"]["timeout_s"] = 0;  // an explicit "no limit" is allowed
+  EXPECT_EQ(parse_spec(s.dump())->trial.timeout_s, 0);
+  s["trial"]["resources"]["memory_gb"] = 2.5;
+  EXPECT_EQ(parse_spec(s.dump())->trial.memory_gb, 2.5);
+  s["trial"]["resources"]["memory_gb"] = 0;
+  EXPECT_TRUE(has_error(s, "trial.resources.memory_gb", "out of range"));
+  s["trial"]["resources"]["memory_gb"] = "lots";
+  EXPECT_TRUE(has_error(s, "trial.resources.memory_gb"));
+}
+
+// A built-in model that cannot fit anywhere is refused at submit, by its JSON path.
+TEST(Spec, AHugeTorchModelIsRefusedAtSubmit) {
+  auto s = valid_spec();
+  s["trial"] = {{"kind", "torch"},
+                {"model", {{"type", "mlp"}, {"layers", {65536, 65536, 65536}}}},
+                {"data", {{"format", "csv"}, {"train", "t.csv"}, {"target", "y"}}}};
+  EXPECT_TRUE(has_error(s, "trial.model", "parameters between its hidden layers"));
+  s["trial"]["model"]["layers"] = {4096, 4096};
+  EXPECT_TRUE(error_paths(s).empty()) << ::testing::PrintToString(error_paths(s));
+}
+
 TEST(Spec, SlotsFromGpusAndReplicas) {
   auto s = valid_spec();
   s["trial"]["data_parallel"] = {{"replicas", 2}, {"mode", "average"}, {"average_every", 4}};
