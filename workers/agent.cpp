@@ -476,10 +476,18 @@ void Agent::claim_work_root() {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path root(options_.work_root);
-  fs::remove_all(root, ec);  // a previous run under this name left it behind
   fs::create_directories(root, ec);
   work_lock_fd_ = ::open((root / kWorkLockName).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (work_lock_fd_ >= 0) ::flock(work_lock_fd_, LOCK_EX | LOCK_NB);
+  if (work_lock_fd_ < 0 || ::flock(work_lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    // Another live worker uses this directory (the same --name twice on one
+    // host): touch nothing of it.
+    log_error("the work directory is locked by another live worker; is --name unique?",
+              {{"worker", options_.name}, {"dir", root.string()}});
+    return;
+  }
+  // What a previous run under this name left behind.
+  for (const auto& entry : fs::directory_iterator(root, ec))
+    if (entry.path().filename() != kWorkLockName) fs::remove_all(entry.path(), ec);
   // Siblings with our lock file whose lock is free belong to dead workers.
   for (const auto& entry : fs::directory_iterator(root.parent_path(), ec)) {
     if (!entry.is_directory(ec) || entry.path() == root) continue;
