@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trials/json_limits.hpp"
 #include "trials/spec.hpp"
 
 namespace hpo::trials {
@@ -22,6 +23,7 @@ std::string params_to_json(const search::Params& params) {
 }
 
 Result<search::Params> params_from_json(std::string_view json_text) {
+  if (auto st = check_json_depth(json_text, "params"); !st) return st.error();
   auto j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return Error::invalid("params", "expected a JSON object");
   search::Params out;

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "search/test_functions.hpp"
+#include "trials/json_limits.hpp"
 
 namespace hpo::trials {
 
@@ -539,6 +540,7 @@ void parse_early_stopping(const Json* j, std::optional<search::PrunerConfig>& ou
 int TrialRecipe::slots() const { return std::max({1, gpus, data_parallel.replicas}); }
 
 Result<SweepSpec> parse_spec(std::string_view json_text) {
+  if (auto st = check_json_depth(json_text, ""); !st) return st.error();
   Json root;
   try {
     root = Json::parse(json_text);

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "trials/json_limits.hpp"
+
 namespace hpo::web {
 
 namespace {
@@ -115,6 +117,7 @@ class Reader {
 }  // namespace
 
 Result<Json> parse_json(std::string_view text) {
+  if (auto st = trials::check_json_depth(text, ""); !st) return st.error();
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Error::invalid("", "body is not valid JSON");
   return j;

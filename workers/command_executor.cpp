@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "trials/json_limits.hpp"
 #include "workers/child_process.hpp"
 #include "workers/outcome.hpp"
 
@@ -42,6 +43,8 @@ std::optional<Result<MetricLine>> parse_metric_line(std::string_view line) {
   if (line.substr(0, kMetricPrefix.size()) != kMetricPrefix) return std::nullopt;
   std::string_view rest = line.substr(kMetricPrefix.size());
   if (rest.empty() || (rest[0] != ' ' && rest[0] != '\t')) return std::nullopt;
+  if (auto st = trials::check_json_depth(rest, "hpo-metric"); !st)
+    return Result<MetricLine>(st.error());
   auto j = nlohmann::json::parse(rest, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
     return Result<MetricLine>(Error::invalid("hpo-metric", "expected a JSON object"));

@@ -184,6 +184,19 @@ TEST_F(ApiTest, IdempotencyKeyMakesARetriedSubmitReturnTheFirstSweep) {
   EXPECT_EQ(body(*sweeps)["sweeps"].size(), 2u);
 }
 
+// Issue 11's first crasher: a body nested 300,000 levels deep is a 400, and
+// the server goes on serving.
+TEST_F(ApiTest, ADeeplyNestedBodyIsRefusedAndTheServerSurvives) {
+  start();
+  const std::string deep = std::string(300'000, '[') + std::string(300'000, ']');
+  auto r = client_->post("/api/sweeps", deep);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 400) << r->body.substr(0, 200);
+  EXPECT_NE(r->body.find("nested deeper than 64 levels"), std::string::npos);
+  EXPECT_EQ(client_->get("/healthz")->status, 200);
+  EXPECT_EQ(body(*client_->get("/api/sweeps"))["sweeps"].size(), 0u);  // nothing stored
+}
+
 TEST_F(ApiTest, DeleteRemovesAnEndedSweepOnly) {
   start();
   std::string id = submit();

@@ -41,6 +41,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "trials/json_limits.hpp"
 #include "workers/child_process.hpp"
 #include "workers/outcome.hpp"
 #include "workers/torch/trial_setup.hpp"
@@ -166,7 +167,12 @@ bool relay_rank0_line(std::string_view line, Reporter& reporter) {
     reporter.log(line);
     return true;
   }
-  auto j = Json::parse(line.substr(kRankReportPrefix.size()), nullptr, false);
+  const auto body = line.substr(kRankReportPrefix.size());
+  if (!trials::check_json_depth(body, "hpo-rank-report")) {
+    reporter.log(line);
+    return true;
+  }
+  auto j = Json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("step") || !j.contains("metrics")) {
     reporter.log(line);
     return true;

@@ -279,6 +279,21 @@ TEST(Spec, AHugeTorchModelIsRefusedAtSubmit) {
   EXPECT_TRUE(error_paths(s).empty()) << ::testing::PrintToString(error_paths(s));
 }
 
+// A body nested a few hundred thousand levels deep is refused before any
+// recursive work (it used to crash the scheduler with a stack overflow).
+TEST(Spec, DeepNestingIsRefusedBeforeParsing) {
+  const std::string deep = std::string(300'000, '[') + std::string(300'000, ']');
+  auto r = parse_spec(R"({"name": )" + deep + "}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("nested deeper than 64 levels"), std::string::npos)
+      << r.error().message;
+  // Brackets inside strings are text, not nesting.
+  auto s = valid_spec();
+  s["description"] = std::string(100, '[') + std::string(100, '{');
+  EXPECT_TRUE(parse_spec(s.dump()).ok()) << parse_spec(s.dump()).error().message;
+  EXPECT_FALSE(params_from_json(std::string(100, '[') + std::string(100, ']')).ok());
+}
+
 TEST(Spec, SlotsFromGpusAndReplicas) {
   auto s = valid_spec();
   s["trial"]["data_parallel"] = {{"replicas", 2}, {"mode", "average"}, {"average_every", 4}};
