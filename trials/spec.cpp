@@ -218,6 +218,12 @@ bool in_domain(const search::ParamSpec& p, const search::Value& v) {
   return true;
 }
 
+// Sane numeric ranges: wide enough for any hyperparameter, narrow enough that
+// the samplers' arithmetic (widths, logs, int64 values) stays finite and exact.
+constexpr double kMaxBound = 1e150;
+constexpr double kMaxIntBound = 9007199254740992.0;  // 2^53: every int is an exact double
+constexpr double kMaxSteps = 1e15;
+
 void parse_parameter(const std::string& name, const Json& j, const std::string& path,
                      search::ParamSpec& out, std::vector<FieldError>& errors) {
   out.name = name;
@@ -291,6 +297,19 @@ void parse_parameter(const std::string& name, const Json& j, const std::string& 
       if (out.step && *lo < *hi && *out.step > *hi - *lo)
         r.error(r.at("step"), fmt::format("step ({}) is larger than max - min ({})", *out.step,
                                           *hi - *lo));
+      // Samplers compute with max - min (and int values as int64): a range
+      // whose width overflows would produce NaN or wrapped parameters.
+      if (!is_int && *lo < *hi && !(std::isfinite(*hi - *lo) && std::fabs(*lo) <= kMaxBound &&
+                                   std::fabs(*hi) <= kMaxBound))
+        r.error(path, fmt::format("the range [{}, {}] is too wide: bounds must be within ±{:g}",
+                                  *lo, *hi, kMaxBound));
+      if (is_int && !(std::fabs(*lo) <= kMaxIntBound && std::fabs(*hi) <= kMaxIntBound))
+        r.error(path, fmt::format("integer bounds must be within ±{:g} (2^53), got [{}, {}]",
+                                  kMaxIntBound, *lo, *hi));
+      if (out.step && *out.step < (*hi - *lo) / kMaxSteps)
+        r.error(r.at("step"),
+                fmt::format("step ({}) makes more than {:g} values in [{}, {}]", *out.step,
+                            kMaxSteps, *lo, *hi));
     }
   }
   if (const Json* when = r.get("when")) {

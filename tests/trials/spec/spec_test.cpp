@@ -294,6 +294,20 @@ TEST(Spec, DeepNestingIsRefusedBeforeParsing) {
   EXPECT_FALSE(params_from_json(std::string(100, '[') + std::string(100, ']')).ok());
 }
 
+// Ranges whose arithmetic would overflow are refused by their path (a
+// [-1e308, 1e308] float used to yield NaN parameters and a sweep erroring forever).
+TEST(Spec, NumericRangesMustBeFiniteAndSane) {
+  auto s = valid_spec();
+  s["parameters"]["lr"] = {{"type", "float"}, {"min", -1e308}, {"max", 1e308}};
+  EXPECT_TRUE(has_error(s, "parameters.lr", "too wide"));
+  s["parameters"]["lr"] = {{"type", "int"}, {"min", 0}, {"max", 9223372036854775807LL}};
+  EXPECT_TRUE(has_error(s, "parameters.lr", "2^53"));
+  s["parameters"]["lr"] = {{"type", "float"}, {"min", 0}, {"max", 1}, {"step", 1e-300}};
+  EXPECT_TRUE(has_error(s, "parameters.lr.step", "more than"));
+  s["parameters"]["lr"] = {{"type", "float"}, {"min", -1e6}, {"max", 1e6}, {"step", 0.5}};
+  EXPECT_TRUE(error_paths(s).empty()) << ::testing::PrintToString(error_paths(s));
+}
+
 TEST(Spec, SlotsFromGpusAndReplicas) {
   auto s = valid_spec();
   s["trial"]["data_parallel"] = {{"replicas", 2}, {"mode", "average"}, {"average_every", 4}};
