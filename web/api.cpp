@@ -115,10 +115,15 @@ bool valid_sort_field(const std::string& f) {
          (f.rfind("param:", 0) == 0 && f.size() > 6);
 }
 
+// A text cell. One that a spreadsheet would read as a formula (=, +, -, @, or
+// a leading tab/CR) gets a leading ' so that opening the export runs nothing;
+// numbers never come through here.
 std::string csv_cell(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  const bool formula = !s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos;
+  const std::string text = formula ? "'" + s : s;
+  if (!formula && text.find_first_of(",\"\n\r") == std::string::npos) return text;
   std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
 }
 
@@ -151,6 +156,8 @@ std::string trials_csv(const std::vector<TrialPtr>& rows) {
       if (it != t.params.end()) {
         if (auto d = std::get_if<double>(&it->second))
           out += number_text(*d);
+        else if (auto n = std::get_if<std::int64_t>(&it->second))
+          out += std::to_string(*n);
         else
           out += csv_cell(search::to_string(it->second));
       }

@@ -267,6 +267,32 @@ TEST_F(ApiTest, TrialsArePagedFilteredAndSorted) {
   EXPECT_EQ(sweep["best"]["value"].get<double>(), expected.front());
 }
 
+// CSV export neutralises cells a spreadsheet would run as formulas; numbers,
+// negative ones included, stay numbers.
+TEST_F(ApiTest, CsvExportNeutralisesFormulaCells) {
+  start();
+  std::string id = submit();
+  trials::NewTrial t;
+  t.sweep_id = id;
+  t.limit = 10;
+  t.params = {{"x1", -2.5}, {"x2", std::int64_t{-3}}, {"name", std::string("=HYPERLINK(\"x\")")}};
+  ASSERT_TRUE(store_->create_trial(t).ok());
+  auto claim = store_->claim("@evil", 1, 60'000);
+  ASSERT_TRUE(claim.ok() && claim->has_value());
+  trials::TrialResult failed;
+  failed.outcome = trials::TrialState::kFailed;
+  failed.error = "+cmd|' /C calc'!A0";
+  failed.retryable = false;
+  ASSERT_TRUE(store_->complete((*claim)->trial.id, 0, "@evil", failed).ok());
+  auto csv = client_->get("/api/sweeps/" + id + "/trials?format=csv");
+  ASSERT_TRUE(csv.ok());
+  const std::string& b = csv->body;
+  EXPECT_NE(b.find("\"'=HYPERLINK(\"\"x\"\")\""), std::string::npos) << b;
+  EXPECT_NE(b.find("\"'@evil\""), std::string::npos) << b;
+  EXPECT_NE(b.find("\"'+cmd|' /C calc'!A0\""), std::string::npos) << b;
+  EXPECT_NE(b.find(",-2.5,-3\n"), std::string::npos) << b;  // numbers untouched
+}
+
 TEST_F(ApiTest, TrialDetailHasAttemptsAndReports) {
   start();
   std::string id = submit();
