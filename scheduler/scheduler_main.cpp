@@ -94,7 +94,8 @@ int run(const scheduler::SchedulerConfig& config) {
   }
   auto url = trials::redis::RedisUrl::parse(redis_url);
   if (!url) {
-    log_error("bad --redis URL", {{"url", redis_url}, {"error", url.error().message}});
+    // Not echoed: an unparsable URL may still hold a password.
+    log_error("bad --redis URL", {{"error", url.error().message}});
     return 2;
   }
   trials::redis::RedisStoreConfig store_config;
@@ -107,7 +108,7 @@ int run(const scheduler::SchedulerConfig& config) {
     // Fail fast with a clear message when Redis is not there at all.
     auto probe = make_store();
     if (auto ids = probe->active_sweeps(); !ids) {
-      log_error("cannot reach Redis", {{"url", redis_url}, {"error", ids.error().message}});
+      log_error("cannot reach Redis", {{"url", url->to_string()}, {"error", ids.error().message}});
       return 1;
     }
   }
@@ -188,7 +189,7 @@ int run(const scheduler::SchedulerConfig& config) {
   if (auto st = write_local_state(state); !st)
     log_warn("cannot write the local state file", {{"error", st.error().message}});
   log_info("scheduler ready", {{"api", api_url},
-                               {"redis", redis_url},
+                               {"redis", url->to_string()},
                                {"dashboard", api_options.static_dir.empty() ? "not built" : api_url + "/"},
                                {"state_file", local_state_path()}});
   std::fprintf(stdout, "hpo-scheduler: API and dashboard at %s (token in %s)\n", api_url.c_str(),

@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -70,6 +71,24 @@ std::optional<Result<MetricLine>> parse_metric_line(std::string_view line) {
   return Result<MetricLine>(std::move(out));
 }
 
+std::vector<std::string> trial_environment(const std::vector<std::string>& worker_env) {
+  static constexpr std::string_view kNames[] = {"PATH",   "HOME",  "USER",   "LOGNAME",
+                                                "SHELL",  "LANG",  "LANGUAGE", "TZ",
+                                                "TMPDIR", "TERM",  "LD_LIBRARY_PATH",
+                                                "VIRTUAL_ENV"};
+  static constexpr std::string_view kPrefixes[] = {"LC_",     "PYTHON", "CONDA_", "CUDA_",
+                                                   "NVIDIA_", "NCCL_",  "OMP_",   "MKL_",
+                                                   "OPENBLAS_"};
+  std::vector<std::string> out;
+  for (const auto& kv : worker_env) {
+    const std::string_view name = std::string_view(kv).substr(0, kv.find('='));
+    bool keep = std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+    for (auto p : kPrefixes) keep = keep || name.starts_with(p);
+    if (keep) out.push_back(kv);
+  }
+  return out;
+}
+
 std::vector<std::string> current_environment() {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
@@ -95,7 +114,7 @@ std::string child_visible_devices(const std::vector<int>& gpus, const std::strin
 }
 
 CommandExecutor::CommandExecutor(CommandOptions options) : options_(std::move(options)) {
-  if (options_.base_env.empty()) options_.base_env = current_environment();
+  if (options_.base_env.empty()) options_.base_env = trial_environment(current_environment());
   if (options_.poll_ms <= 0) options_.poll_ms = 50;
 }
 

@@ -18,8 +18,8 @@ namespace hpo::workers {
 struct CommandOptions {
   // SIGTERM first; SIGKILL to the process group when it is still alive after this.
   double kill_grace_s = 5.0;
-  // The worker's environment the trial inherits ("KEY=VALUE"); empty: a
-  // snapshot of this process's environment taken by the constructor.
+  // The environment the trial starts from ("KEY=VALUE"); empty: what
+  // trial_environment() keeps of this process's environment.
   std::vector<std::string> base_env;
   // How often stop_reason() and the deadline are checked while the program is quiet.
   int poll_ms = 50;
@@ -50,6 +50,14 @@ class CommandExecutor : public Executor {
 
 // The environment of this process as "KEY=VALUE" strings.
 std::vector<std::string> current_environment();
+
+// What a trial program may inherit from the worker's environment: a
+// documented allowlist (PATH, HOME, USER, LANG/LC_*, TZ, TMPDIR, the
+// interpreters' and toolkits' own variables: PYTHON*, VIRTUAL_ENV, CONDA_*,
+// LD_LIBRARY_PATH, CUDA_*, NVIDIA_*, NCCL_*, OMP_*, MKL_*, OPENBLAS_*), never
+// the worker's own settings (HPO_*: the Redis URL with its password, tokens)
+// nor anything else it happens to have. Trials set their own with trial.env.
+std::vector<std::string> trial_environment(const std::vector<std::string>& worker_env);
 
 // The value for a child's CUDA_VISIBLE_DEVICES given the slot GPUs (ordinals as
 // this process sees them) and this process's own CUDA_VISIBLE_DEVICES (may be

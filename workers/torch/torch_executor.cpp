@@ -43,10 +43,9 @@
 
 #include "trials/json_limits.hpp"
 #include "workers/child_process.hpp"
+#include "workers/command_executor.hpp"
 #include "workers/outcome.hpp"
 #include "workers/torch/trial_setup.hpp"
-
-extern char** environ;
 
 namespace hpo::workers {
 namespace {
@@ -264,11 +263,9 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
   }
 
   std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string_view kv(*e);
+  for (const auto& kv : trial_environment(current_environment()))
     if (!kv.starts_with("OMP_NUM_THREADS=") && !kv.starts_with("OPENBLAS_NUM_THREADS="))
-      env.emplace_back(kv);
-  }
+      env.push_back(kv);
   env.push_back(fmt::format("OMP_NUM_THREADS={}", std::max(1, task.threads / k)));
   env.push_back("OPENBLAS_NUM_THREADS=1");
 

@@ -296,5 +296,13 @@ TEST(ChildProcess, FindsProgramsInPathAndRejectsOthers) {
   EXPECT_FALSE(find_program("/etc/passwd", "").ok());  // not executable
 }
 
+TEST(TrialEnvironment, KeepsTheAllowlistOnly) {
+  auto env = trial_environment({"PATH=/bin", "HOME=/h", "LC_ALL=C", "CUDA_HOME=/cuda",
+                                "PYTHONPATH=/p", "HPO_REDIS=redis://:pw@h:1", "HPO_TOKEN=t",
+                                "AWS_SECRET_ACCESS_KEY=s", "PATHOLOGICAL=1", "noequals"});
+  EXPECT_EQ(env, (std::vector<std::string>{"PATH=/bin", "HOME=/h", "LC_ALL=C", "CUDA_HOME=/cuda",
+                                           "PYTHONPATH=/p"}));
+}
+
 }  // namespace
 }  // namespace hpo::workers

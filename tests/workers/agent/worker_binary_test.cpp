@@ -93,6 +93,28 @@ class WorkerBinaryTest : public ::testing::Test {
   std::string log_;
 };
 
+// A trial that prints its environment: nothing of the worker's own settings
+// (the Redis URL, a token) nor stray secrets reaches it; PATH and its own HPO_* do.
+TEST_F(WorkerBinaryTest, NoSecretReachesATrialProgram) {
+  auto script = dir_.script("env.sh", R"(env > "$D/env"
+echo "hpo-metric {\"final\": true, \"score\": 1}")");
+  auto trial = command_trial(script);
+  auto worker = start_worker({"--lease-ms", "3000"},
+                             {"HPO_REDIS=" + redis_.url(), "HPO_TOKEN=tok-secret-123",
+                              "AWS_SECRET_ACCESS_KEY=aws-secret-456"});
+  ASSERT_TRUE(wait_for([&] { return state(trial.id) == trials::TrialState::kCompleted; }))
+      << log_;
+  const std::string env = read_file(dir_.file("env"));
+  EXPECT_EQ(env.find("tok-secret-123"), std::string::npos) << env;
+  EXPECT_EQ(env.find("aws-secret-456"), std::string::npos) << env;
+  EXPECT_EQ(env.find("HPO_REDIS="), std::string::npos) << env;
+  EXPECT_NE(env.find("PATH="), std::string::npos) << env;
+  EXPECT_NE(env.find("HPO_TRIAL_ID=" + trial.id), std::string::npos) << env;
+  EXPECT_NE(env.find("D=" + dir_.path()), std::string::npos) << env;  // the trial's own env
+  worker.signal_group(SIGTERM);
+  ASSERT_TRUE(wait_exit(worker, std::chrono::seconds(20)).has_value());
+}
+
 TEST_F(WorkerBinaryTest, FindsALocalSchedulerThroughItsStateFileAndExitsZeroOnSigterm) {
   auto script =
       dir_.script("sq.sh", R"(echo "hpo-metric {\"final\": true, \"score\": $(($1 * $1))}")");
