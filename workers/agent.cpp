@@ -23,6 +23,7 @@
 #include <deque>
 #include <filesystem>
 #include <optional>
+#include <regex>
 
 #include <fmt/format.h>
 
@@ -143,7 +144,8 @@ class Agent::TrialReporter : public Reporter {
       auto c = conn_.queue().report(run_.trial.id, run_.trial.attempt, agent_.options_.name, r);
       if (c) {
         run_.set_stop(stop_for(*c));
-      } else if (c.error().code == ErrorCode::kLeaseLost) {
+      } else if (c.error().code == ErrorCode::kLeaseLost ||
+                 c.error().code == ErrorCode::kNotFound) {
         run_.set_stop(StopReason::kLeaseLost);
       } else {
         errors_.warn("report failed", trial_fields(run_.trial, agent_.options_.name,
@@ -221,8 +223,10 @@ Agent::~Agent() {
   stop();
 }
 
-void Agent::start() {
-  if (started_.exchange(true)) return;
+Status Agent::start() {
+  if (started_.load()) return {};
+  if (auto st = claim_work_root(); !st) return st;
+  started_ = true;
   stopping_ = false;
   started_ms_ = wall_ms();
   log_info("worker started", {{"worker", options_.name},
@@ -231,9 +235,9 @@ void Agent::start() {
                               {"gpus", std::to_string(options_.slot_gpus.size())},
                               {"threads_per_slot", std::to_string(options_.threads_per_slot)},
                               {"lease_ms", std::to_string(options_.lease_ms)}});
-  claim_work_root();
   threads_.emplace_back([this] { heartbeat_loop(); });
   for (int i = 0; i < options_.slots; ++i) threads_.emplace_back([this, i] { slot_loop(i); });
+  return {};
 }
 
 void Agent::request_stop() {
@@ -471,39 +475,58 @@ trials::TrialResult Agent::execute(Running& run, StoreConnection& conn, std::str
   return result;
 }
 
-void Agent::claim_work_root() {
-  if (options_.work_root.empty()) return;
+namespace {
+
+// Only what the agent itself makes in a work root (attempt directories
+// "<trial>-a<attempt>") is ever removed: a --work-dir may be shared with
+// anything else. Returns how many entries went.
+std::size_t remove_attempt_dirs(const std::filesystem::path& root) {
+  static const std::regex kAttemptDir(R"(.+-a[0-9]+)");
+  std::error_code ec;
+  std::size_t n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec))
+    if (entry.is_directory(ec) && std::regex_match(entry.path().filename().string(), kAttemptDir))
+      n += std::filesystem::remove_all(entry.path(), ec) > 0;
+  return n;
+}
+
+}  // namespace
+
+Status Agent::claim_work_root() {
+  if (options_.work_root.empty()) return {};
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path root(options_.work_root);
   fs::create_directories(root, ec);
-  work_lock_fd_ = ::open((root / kWorkLockName).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (work_lock_fd_ < 0 || ::flock(work_lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    // Another live worker uses this directory (the same --name twice on one
-    // host): touch nothing of it.
-    log_error("the work directory is locked by another live worker; is --name unique?",
-              {{"worker", options_.name}, {"dir", root.string()}});
-    return;
+  int fd = ::open((root / kWorkLockName).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0 || ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (fd >= 0) ::close(fd);
+    return Error::conflict(fmt::format(
+        "the work directory {} is locked by another live worker: is --name ({}) unique on this "
+        "host?",
+        root.string(), options_.name));
   }
-  // What a previous run under this name left behind.
-  for (const auto& entry : fs::directory_iterator(root, ec))
-    if (entry.path().filename() != kWorkLockName) fs::remove_all(entry.path(), ec);
+  work_lock_fd_ = fd;
+  remove_attempt_dirs(root);  // what a previous run under this name left behind
   // Siblings with our lock file whose lock is free belong to dead workers.
   for (const auto& entry : fs::directory_iterator(root.parent_path(), ec)) {
     if (!entry.is_directory(ec) || entry.path() == root) continue;
     const fs::path lock = entry.path() / kWorkLockName;
-    if (!fs::exists(lock, ec)) continue;  // not a worker's: never ours to remove
-    int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0) continue;
-    const bool dead = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
-    ::close(fd);
+    if (!fs::exists(lock, ec)) continue;  // not a worker's: never ours to touch
+    int other = ::open(lock.c_str(), O_RDWR | O_CLOEXEC);
+    if (other < 0) continue;
+    const bool dead = ::flock(other, LOCK_EX | LOCK_NB) == 0;
+    ::close(other);
     if (!dead) continue;
-    auto removed = fs::remove_all(entry.path(), ec);
-    log_info("removed a dead worker's work directory",
+    auto removed = remove_attempt_dirs(entry.path());
+    fs::remove(lock, ec);
+    fs::remove(entry.path(), ec);  // only when nothing else is left in it
+    log_info("removed a dead worker's attempt directories",
              {{"worker", options_.name},
               {"dir", entry.path().string()},
               {"entries", std::to_string(removed)}});
   }
+  return {};
 }
 
 std::string Agent::make_work_dir(const trials::Trial& trial) {
@@ -598,7 +621,8 @@ Status Agent::heartbeat_once(StoreConnection& conn, std::int64_t interval_ms) {
                  trial_fields(t, options_.name, {{"control", trials::to_string(*c)}}));
         r->set_stop(s);
       }
-    } else if (c.error().code == ErrorCode::kLeaseLost) {
+    } else if (c.error().code == ErrorCode::kLeaseLost ||
+               c.error().code == ErrorCode::kNotFound) {  // the trial was deleted
       log_warn("lease lost", trial_fields(t, options_.name, {{"error", c.error().message}}));
       r->set_stop(StopReason::kLeaseLost);
     } else if (Clock::now() - r->last_lease_ok > options_.outage_grace) {

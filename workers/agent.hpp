@@ -109,7 +109,9 @@ class Agent {
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
 
-  void start();
+  // kConflict when another live worker holds work_root (the same name twice
+  // on one host): nothing is started then.
+  Status start();
   // Stop claiming, tell running trials to stop (StopReason::kShutdown), and
   // return at once; their leases are released. Safe from any thread (not from
   // a signal handler).
@@ -139,8 +141,8 @@ class Agent {
   trials::TrialResult execute(Running& run, StoreConnection& conn, std::string& log_tail);
   // A fresh directory for the attempt under work_root ("" when none).
   std::string make_work_dir(const trials::Trial& trial);
-  // Locks work_root and removes the work directories of dead workers beside it.
-  void claim_work_root();
+  // Locks work_root and removes the attempt directories of dead workers beside it.
+  Status claim_work_root();
   // Sends the result, releases the lease (stopped by a drain), or drops it (lease lost).
   void deliver(const Running& run, const trials::TrialResult& result, const std::string& log_tail,
                StoreConnection& conn);

@@ -60,7 +60,7 @@ void close_fd(int& fd) {
   ::setpgid(0, 0);
   if (memory_limit > 0) {
     rlimit lim{static_cast<rlim_t>(memory_limit), static_cast<rlim_t>(memory_limit)};
-    if (::setrlimit(RLIMIT_AS, &lim) != 0) {
+    if (::setrlimit(RLIMIT_DATA, &lim) != 0) {
       int e = errno;
       (void)!::write(errpipe, &e, sizeof e);
       ::_exit(127);

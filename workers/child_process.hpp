@@ -30,16 +30,17 @@ struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0]: a path, or a name looked up in PATH
   std::vector<std::string> env;   // "KEY=VALUE" entries: the child's whole environment
   std::string cwd;                // empty: the parent's
-  // >0: the child's address-space limit (RLIMIT_AS), so one trial that
-  // exhausts memory fails alone (allocation fails, or it is killed) instead of
-  // taking the host and its co-running trials with it.
+  // >0: the child's data limit (RLIMIT_DATA: heap and private writable
+  // mappings, not the address space that libraries and drivers merely
+  // reserve), so one trial that exhausts memory fails alone (its allocation
+  // fails) instead of taking the host and its co-running trials with it.
   std::int64_t memory_limit_bytes = 0;
 };
 
 // Which pipe a chunk of output came from.
 enum class Stream { kStdout, kStderr };
 
-// resources.memory_gb as an RLIMIT_AS value (0: none).
+// resources.memory_gb as an RLIMIT_DATA value (0: none).
 std::int64_t memory_limit_bytes(double memory_gb);
 // describe_wait_status, plus the memory limit when a signal ended a limited
 // process (the OOM killer's SIGKILL, an abort on a failed allocation).

@@ -164,7 +164,10 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
   spawn.argv = trials::render_argv(recipe.argv, task.trial.params);
   spawn.env = child_env(task);
   spawn.cwd = recipe.cwd;
-  spawn.memory_limit_bytes = memory_limit_bytes(task.spec->trial.memory_gb);
+  // Not on GPU slots: the CUDA driver maps device memory into the process.
+  if (task.gpus.empty()) spawn.memory_limit_bytes = memory_limit_bytes(task.spec->trial.memory_gb);
+  else if (task.spec->trial.memory_gb > 0)
+    reporter.log("[hpo] resources.memory_gb is not enforced on GPU slots");
   auto child = ChildProcess::spawn(spawn);
   if (!child)
     return failed_result(child.error().message, false);  // a missing program stays missing

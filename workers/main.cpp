@@ -156,7 +156,10 @@ int main(int argc, char** argv) {
                                       {"prefix", config.prefix},
                                       {"work_dir", options.work_root}});
   hpo::workers::Agent agent(options, connect, std::move(executors), &gpus);
-  agent.start();
+  if (auto st = agent.start(); !st) {
+    std::fprintf(stderr, "hpo-worker: %s\n", st.error().message.c_str());
+    return 1;
+  }
   int sig = 0;
   while (!(sig = wait_signal(signals, 1000))) {
   }

@@ -331,6 +331,11 @@ Status MemoryStore::delete_sweep(const std::string& sweep_id) {
   if (it == sweeps_.end()) return Error::not_found("sweep " + sweep_id);
   if (it->second.sweep.state == SweepState::kRunning)
     return Error::conflict("sweep " + sweep_id + " is running: cancel it first");
+  if (auto running = it->second.sweep.counts.running + it->second.sweep.member_counts.running;
+      running > 0)
+    return Error::conflict(fmt::format("sweep {} still has {} running trial(s), stopping at their "
+                                       "next heartbeat: try again shortly",
+                                       sweep_id, running));
   for (const auto* ids : {&it->second.trials, &it->second.members})
     for (const auto& tid : *ids) {
       trials_.erase(tid);
@@ -632,7 +637,9 @@ Result<int> MemoryStore::reap(int max, std::int64_t outage_ms) {
   std::lock_guard lock(mu_);
   std::int64_t t_now = now();
   const std::int64_t last = std::exchange(last_reap_ms_, t_now);
-  if (outage_ms > 0 && last > 0 && t_now - last > outage_ms) {
+  const bool extended_last = std::exchange(extended_last_reap_, false);
+  if (outage_ms > 0 && last > 0 && t_now - last > outage_ms && !extended_last) {
+    extended_last_reap_ = true;
     // Nobody could renew leases meanwhile: one lease from now for each.
     for (auto& [id, rec] : trials_)
       if (rec.trial.state == TrialState::kRunning)

@@ -124,6 +124,7 @@ class MemoryStore : public TrialStore, public TrialQueue {
   std::map<std::string, std::string> artifacts_;  // "<trial>\n<name>" -> bytes
   std::map<std::string, std::pair<std::string, std::int64_t>> idempotency_;  // key -> sweep, expiry
   std::int64_t last_reap_ms_ = 0;
+  bool extended_last_reap_ = false;  // the previous reap extended leases: this one may not
   std::vector<Event> events_;
   std::int64_t sweep_seq_ = 0;
   std::int64_t event_seq_ = 0;

@@ -430,10 +430,15 @@ local function reap(keys, a)
   local now = now_ms()
   local last = tonumber(redis.call('GET', P .. 'reaper:last_ms') or '0')
   redis.call('SET', P .. 'reaper:last_ms', int(now))
-  if outage_ms > 0 and last > 0 and now - last > outage_ms then
+  -- Never twice in a row: a Redis so loaded that every pass comes late must
+  -- still expire the leases of dead workers.
+  local extended_last = redis.call('GET', P .. 'reaper:extended') == '1'
+  if outage_ms > 0 and last > 0 and now - last > outage_ms and not extended_last then
+    redis.call('SET', P .. 'reaper:extended', '1')
     extend_leases_after_outage(P, now, now - last, outage_ms)
     return 0
   end
+  if extended_last then redis.call('DEL', P .. 'reaper:extended') end
   local ids = redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', int(now), 'LIMIT', 0, max)
   local handled = 0
   for _, tid in ipairs(ids) do
@@ -520,9 +525,10 @@ local function worker_leases(keys, a)
 end
 
 -- delete_sweep P sid max -> trials left to delete (call again until 0)
--- Only a sweep that has ended. The first call takes it off the sweep list;
--- each call deletes up to `max` trials with everything they own; the last one
--- deletes the sweep itself.
+-- Only a sweep that has ended and whose trials have all stopped. Each call
+-- deletes up to `max` trials with everything they own; the last one deletes
+-- the sweep itself and takes it off the sweep list (so a delete interrupted
+-- between calls is found and finished by the next one).
 local function delete_sweep(keys, a)
   local P, sid, max = a[1], a[2], tonumber(a[3])
   local skey = P .. 'sweep:' .. sid
@@ -531,8 +537,11 @@ local function delete_sweep(keys, a)
   if state == 'running' then
     return refuse('CONFLICT', 'sweep ' .. sid .. ' is running: cancel it first')
   end
-  if redis.call('ZREM', P .. 'sweeps', sid) == 1 then
-    emit(P, 'sweep.deleted', sid, '', '{}')
+  local still = redis.call('HMGET', skey, 'trial.running', 'member.running')
+  local running = (tonumber(still[1]) or 0) + (tonumber(still[2]) or 0)
+  if running > 0 then
+    return refuse('CONFLICT', 'sweep ' .. sid .. ' still has ' .. int(running) ..
+                  ' running trial(s), stopping at their next heartbeat: try again shortly')
   end
   local left = 0
   for _, kind in ipairs({'trial', 'member'}) do
@@ -550,7 +559,12 @@ local function delete_sweep(keys, a)
     end
     left = left + redis.call('LLEN', list)
   end
-  if left == 0 then redis.call('DEL', skey, P .. 'queue:' .. sid) end
+  if left == 0 then
+    -- Last: until now the sweep stays listed, so an interrupted delete is found again.
+    redis.call('DEL', skey, P .. 'queue:' .. sid)
+    redis.call('ZREM', P .. 'sweeps', sid)
+    emit(P, 'sweep.deleted', sid, '', '{}')
+  end
   return left
 end
 

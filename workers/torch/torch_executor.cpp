@@ -278,7 +278,8 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
   for (int r = 0; r < k; ++r) {
     SpawnOptions rank_spawn{{*program, (dir / "job.json").string(), std::to_string(r)}, env,
                             dir.string()};
-    rank_spawn.memory_limit_bytes = memory_limit_bytes(spec.trial.memory_gb / k);
+    if (task.gpus.empty())  // on GPU slots the CUDA driver maps device memory into the process
+      rank_spawn.memory_limit_bytes = memory_limit_bytes(spec.trial.memory_gb / k);
     auto child = ChildProcess::spawn(rank_spawn);
     if (!child) {
       kill_all();

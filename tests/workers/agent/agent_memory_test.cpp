@@ -84,7 +84,7 @@ TEST_F(AgentMemoryTest, ATwoSlotTrialNeverOverlapsAnotherOnTwoSlots) {
   auto a = trial(sid, 1);
   auto b = trial(sid, 2);
   auto agent = make_agent(2);
-  agent.start();
+  ASSERT_TRUE(agent.start().ok());
   ASSERT_TRUE(wait_for([&] {
     return get(wide.id).state == trials::TrialState::kCompleted &&
            get(a.id).state == trials::TrialState::kCompleted &&
@@ -108,7 +108,7 @@ TEST_F(AgentMemoryTest, PruneControlStopsTheTrialPromptly) {
   auto sid = sweep(R"({"kind": "synthetic", "function": "branin", "sleep_s": 60, "steps": 600})");
   auto t = trial(sid, 0);
   auto agent = make_agent(1);
-  agent.start();
+  ASSERT_TRUE(agent.start().ok());
   ASSERT_TRUE(wait_for([&] {
     auto r = store_.get_reports(t.id);
     return r.ok() && !r->empty();
@@ -134,7 +134,7 @@ TEST_F(AgentMemoryTest, AReportFloodIsThinned) {
   auto sid = sweep(R"({"kind": "command", "argv": ["/bin/sh", ")" + script + R"("]})");
   auto t = trial(sid, 0);
   auto agent = make_agent(1);
-  agent.start();
+  ASSERT_TRUE(agent.start().ok());
   ASSERT_TRUE(wait_for([&] { return trials::is_finished(get(t.id).state); },
                        std::chrono::seconds(60)));
   agent.stop();
@@ -152,7 +152,7 @@ TEST_F(AgentMemoryTest, TheTrialTimeoutAppliesToEveryKind) {
                        "max_attempts": 1})");
   auto t = trial(sid, 0);
   auto agent = make_agent(1);
-  agent.start();
+  ASSERT_TRUE(agent.start().ok());
   ASSERT_TRUE(wait_for([&] { return get(t.id).state == trials::TrialState::kFailed; }));
   agent.stop();
   EXPECT_EQ(get(t.id).error, "timed out after 0.2 s");
@@ -164,7 +164,7 @@ TEST_F(AgentMemoryTest, AKindWithoutAnExecutorFailsWithTheReason) {
   ExecutorRegistry only_command = builtin_executors(1.0);
   only_command.erase(trials::TrialKind::kSynthetic);
   auto agent = make_agent(1, std::move(only_command));
-  agent.start();
+  ASSERT_TRUE(agent.start().ok());
   ASSERT_TRUE(wait_for([&] { return get(t.id).state == trials::TrialState::kFailed; }));
   agent.stop();
   EXPECT_EQ(get(t.id).error, "this worker cannot run trials of kind synthetic");
@@ -174,7 +174,7 @@ TEST_F(AgentMemoryTest, RegistersItselfWithSlotsAndRunningTrials) {
   auto sid = sweep(R"({"kind": "synthetic", "function": "branin", "sleep_s": 60})");
   auto t = trial(sid, 0);
   auto agent = make_agent(3);
-  agent.start();
+  ASSERT_TRUE(agent.start().ok());
   ASSERT_TRUE(wait_for([&] {
     auto w = store_.list_workers();
     return w.ok() && w->size() == 1 && (*w)[0].busy_slots == 1;
@@ -212,7 +212,7 @@ TEST_F(AgentMemoryTest, RemovesTheWorkDirectoriesOfDeadWorkers) {
         return std::unique_ptr<StoreConnection>(std::make_unique<SharedConnection>(store_));
       },
       builtin_executors(1.0));
-  agent.start();
+  ASSERT_TRUE(agent.start().ok());
   EXPECT_FALSE(fs::exists(base / "dead-worker"));
   EXPECT_TRUE(fs::exists(base / "live-worker" / "s-0-a0" / "model.pt"));
   EXPECT_TRUE(fs::exists(base / "not-a-worker" / "s-0-a0" / "model.pt"));

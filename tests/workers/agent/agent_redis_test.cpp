@@ -164,7 +164,7 @@ echo "hpo-metric {\"final\": true, \"score\": $(($1 * $2))}"
   }
 
   Agent agent(options(2, 3000), factory(), builtin_executors(1.0));
-  agent.start();
+  ASSERT_TRUE(agent.start().ok());
   ASSERT_TRUE(wait_for(
       [&] {
         for (const auto& [t, v] : expected)
@@ -202,7 +202,7 @@ TEST_F(AgentRedisTest, TrialWhoseLeaseWasLostIsStoppedAndNotReported) {
   auto t = create_trial(sid, 0, {{"x1", 1.0}, {"x2", 2.0}});
   Agent agent(options(1, 600), factory(), builtin_executors(1.0));
   swallow_ = true;  // the worker believes it heartbeats; Redis sees nothing
-  agent.start();
+  ASSERT_TRUE(agent.start().ok());
   ASSERT_TRUE(wait_for([&] { return trial(t.id).state == trials::TrialState::kRunning; }));
   // The lease lapses (server time); the reaper re-queues attempt 1.
   ASSERT_TRUE(wait_for([&] {
@@ -233,7 +233,7 @@ TEST_F(AgentRedisTest, StaleCompletionIsRefusedAndTheRetryCompletes) {
   auto t = create_trial(sid, 0, {{"x1", 3.0}, {"x2", 4.0}});
   Agent agent(options(1, 300), factory(), builtin_executors(1.0));
   swallow_ = true;
-  agent.start();
+  ASSERT_TRUE(agent.start().ok());
   ASSERT_TRUE(wait_for([&] { return trial(t.id).state == trials::TrialState::kRunning; }));
   ASSERT_TRUE(wait_for([&] {
     auto n = admin_->reap(10, 0);
@@ -254,7 +254,7 @@ TEST_F(AgentRedisTest, StopReleasesRunningAttemptsWithoutCountingAFailure) {
   const std::string sid = create_sweep(synthetic_spec(R"(, "sleep_s": 60)"));
   auto t = create_trial(sid, 0, {{"x1", 1.0}, {"x2", 2.0}});
   Agent agent(options(1, 5000), factory(), builtin_executors(1.0));
-  agent.start();
+  ASSERT_TRUE(agent.start().ok());
   ASSERT_TRUE(wait_for([&] { return trial(t.id).state == trials::TrialState::kRunning; }));
   agent.stop();
   auto now = trial(t.id);
@@ -275,7 +275,7 @@ TEST_F(AgentRedisTest, DrainLetsRunningTrialsFinishWithinTheGrace) {
   auto o = options(1, 5000);
   o.drain_grace = std::chrono::minutes(5);
   Agent agent(o, factory(), builtin_executors(1.0));
-  agent.start();
+  ASSERT_TRUE(agent.start().ok());
   ASSERT_TRUE(wait_for([&] { return trial(t.id).state == trials::TrialState::kRunning; }));
   agent.drain();
   EXPECT_EQ(trial(t.id).state, trials::TrialState::kCompleted);
@@ -294,7 +294,7 @@ TEST_F(AgentRedisTest, ALeaseHeldButNotRunIsReleased) {
   auto lost = admin_->claim(o.name, 1, 60'000);
   ASSERT_TRUE(lost.ok() && lost->has_value());
   Agent agent(o, factory(), builtin_executors(1.0));
-  agent.start();
+  ASSERT_TRUE(agent.start().ok());
   ASSERT_TRUE(wait_for([&] { return trial(t.id).state == trials::TrialState::kCompleted; },
                        std::chrono::seconds(20)));
   auto done = trial(t.id);

@@ -93,6 +93,20 @@ class WorkerBinaryTest : public ::testing::Test {
   std::string log_;
 };
 
+// Two workers of the same name on one host would release each other's
+// leases: the second refuses to start.
+TEST_F(WorkerBinaryTest, ASecondWorkerWithTheSameNameRefusesToStart) {
+  auto first = start_worker({"--redis", redis_.url(), "--name", "twin"});
+  ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(dir_.file("work/.hpo-worker.lock")); }));
+  auto second = start_worker({"--redis", redis_.url(), "--name", "twin"});
+  auto status = wait_exit(second, std::chrono::seconds(30));
+  ASSERT_TRUE(status.has_value()) << log_;
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 1) << describe_wait_status(*status);
+  EXPECT_NE(log_.find("is --name (twin) unique on this host"), std::string::npos) << log_;
+  first.signal_group(SIGTERM);
+  ASSERT_TRUE(wait_exit(first, std::chrono::seconds(20)).has_value());
+}
+
 // A trial that prints its environment: nothing of the worker's own settings
 // (the Redis URL, a token) nor stray secrets reaches it; PATH and its own HPO_* do.
 TEST_F(WorkerBinaryTest, NoSecretReachesATrialProgram) {
