@@ -1,5 +1,7 @@
 #include "scheduler/config.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -25,10 +27,13 @@ the environment over --config, --config over the defaults):
   --data-dir DIR         embedded Redis data [HPO_DATA_DIR] ($HPO_HOME/data)
   --prefix P             Redis key prefix [HPO_PREFIX] (hpo:)
   --token T              bearer token for mutating API calls [HPO_TOKEN]
+                         (visible in `ps`: prefer --token-file or HPO_TOKEN)
   --token-file FILE      read the token from FILE [HPO_TOKEN_FILE]
                          (no token given: a random one is generated and printed)
-  --auth-reads           reads need the token too (default: only mutating calls)
-                         [HPO_AUTH_READS=1]
+  --auth-reads           reads need the token too (default: only mutating calls on
+                         loopback; reads too when listening beyond it) [HPO_AUTH_READS=1]
+  --public-reads         beyond loopback, let reads go without the token
+                         [HPO_PUBLIC_READS=1]
   --static-dir DIR       dashboard files [HPO_STATIC_DIR]
   --threads N            HTTP handler threads [HPO_HANDLER_THREADS] (4)
   --reaper-ms MS         lease reaper period [HPO_REAPER_MS] (1000)
@@ -83,6 +88,7 @@ Status apply(SchedulerConfig& c, const std::string& key, const std::string& valu
   else if (key == "token") c.token = value;
   else if (key == "token_file") c.token_file = value;
   else if (key == "auth_reads") c.auth_reads = value == "1" || value == "true";
+  else if (key == "public_reads") c.public_reads = value == "1" || value == "true";
   else if (key == "static_dir") c.static_dir = value;
   else if (key == "threads") {
     if (auto st = set_int(value, origin, 1, 256, n); !st) return st;
@@ -120,6 +126,7 @@ constexpr Setting kSettings[] = {
     {"token", "--token", "HPO_TOKEN", true},
     {"token_file", "--token-file", "HPO_TOKEN_FILE", true},
     {"auth_reads", "--auth-reads", "HPO_AUTH_READS", false},
+    {"public_reads", "--public-reads", "HPO_PUBLIC_READS", false},
     {"static_dir", "--static-dir", "HPO_STATIC_DIR", true},
     {"threads", "--threads", "HPO_HANDLER_THREADS", true},
     {"reaper_ms", "--reaper-ms", "HPO_REAPER_MS", true},
@@ -181,11 +188,22 @@ Result<SchedulerConfig> load_scheduler_config(int argc, char** argv) {
   for (const auto& k : kSettings)
     if (const char* env = std::getenv(k.env); env && *env)
       if (auto st = apply(c, k.key, env, k.env); !st) return st.error();
-  for (const auto& [s, v] : flags)
+  for (const auto& [s, v] : flags) {
     if (auto st = apply(c, s->key, v, s->flag); !st) return st.error();
+    if (std::string_view(s->key) == "token") c.token_on_command_line = true;
+  }
+  // Beyond loopback the whole network can read sweeps unless told otherwise.
+  const bool loopback = c.listen_host == "127.0.0.1" || c.listen_host == "::1" ||
+                        c.listen_host == "localhost" || c.listen_host.rfind("127.", 0) == 0;
+  if (!loopback && !c.public_reads) c.auth_reads = true;
 
   if (c.data_dir.empty()) c.data_dir = hpo_home() + "/data";
   if (!c.token_file.empty() && c.token.empty()) {
+    struct stat st {};
+    if (::stat(c.token_file.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+      return Error::invalid("--token-file",
+                            fmt::format("{} is readable by other users (mode {:o}); chmod 600 it",
+                                        c.token_file, st.st_mode & 0777));
     std::ifstream in(c.token_file);
     if (!in || !std::getline(in, c.token) || c.token.empty())
       return Error::invalid("--token-file", "cannot read a token from " + c.token_file);

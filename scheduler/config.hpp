@@ -18,7 +18,11 @@ struct SchedulerConfig {
   std::string prefix = "hpo:";  // Redis key prefix
   std::string token;            // API bearer token; empty: a random one is generated
   std::string token_file;       // read the token from this file
-  bool auth_reads = false;      // reads (GET) need the token too
+  // Reads (GET) need the token too. Default: only when listening beyond
+  // loopback; --public-reads keeps them open there (a trusted network).
+  bool auth_reads = false;
+  bool public_reads = false;
+  bool token_on_command_line = false;  // --token: visible in `ps` (main warns)
   std::string static_dir;       // dashboard files; default: found next to the binary
   int handler_threads = 4;
   std::chrono::milliseconds reaper_period{1000};

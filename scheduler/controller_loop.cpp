@@ -47,20 +47,22 @@ class ControllerLoop::Runner {
     std::lock_guard lock(mu_);
     return ended_;
   }
-  // Joins when the thread ends within `grace`; else leaves it (it owns its state).
-  void finish(std::chrono::milliseconds grace) {
+  // Joins when the thread ends within `grace`; else leaves it (it owns its
+  // state) and returns false.
+  bool finish(std::chrono::milliseconds grace) {
     request_stop();
     std::unique_lock lock(mu_);
     bool done = cv_.wait_for(lock, grace, [this] { return ended_; });
     lock.unlock();
-    if (!thread_.joinable()) return;
+    if (!thread_.joinable()) return true;
     if (done) {
       thread_.join();
-    } else {
-      log_warn("sweep controller still busy at shutdown; left behind",
-               {{"sweep", controller_->sweep_id()}});
-      thread_.detach();
+      return true;
     }
+    log_warn("sweep controller still busy at shutdown; left behind",
+             {{"sweep", controller_->sweep_id()}});
+    thread_.detach();
+    return false;
   }
 
  private:
@@ -136,7 +138,7 @@ void ControllerLoop::stop() {
   stop_.set();
   if (thread_.joinable()) thread_.join();
   for (auto& [id, r] : runners_) r->request_stop();  // all at once, then wait for each
-  for (auto& [id, r] : runners_) r->finish(std::chrono::seconds(5));
+  for (auto& [id, r] : runners_) left_behind_ += !r->finish(std::chrono::seconds(5));
   runners_.clear();
 }
 
@@ -181,7 +183,7 @@ ControllerLoop::Runner* ControllerLoop::runner(trials::TrialStore& store, const 
 void ControllerLoop::drop_finished() {
   for (auto it = runners_.begin(); it != runners_.end();) {
     if (it->second->ended()) {
-      it->second->finish(std::chrono::seconds(5));
+      (void)it->second->finish(std::chrono::seconds(5));
       it = runners_.erase(it);
     } else {
       ++it;

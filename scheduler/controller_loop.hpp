@@ -81,6 +81,9 @@ class ControllerLoop {
   void start();
   // Returns within about one event_wait plus a few seconds per wedged runner.
   void stop();
+  // Runners stop() had to leave behind (still inside a step): their threads
+  // may outlive main, so the process should end with _Exit then.
+  int left_behind() const { return left_behind_; }
 
  private:
   class Runner;
@@ -94,6 +97,7 @@ class ControllerLoop {
   ControllerLoopOptions options_;
   StageFactory make_stage_;
   std::map<std::string, std::shared_ptr<Runner>> runners_;  // by sweep id; loop thread only
+  int left_behind_ = 0;
   std::string last_event_ = "$";
   std::chrono::steady_clock::time_point next_rescan_{};
   StopFlag stop_;

@@ -1,16 +1,19 @@
 #include "scheduler/embedded_redis.hpp"
 
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include <fmt/format.h>
@@ -40,18 +43,43 @@ bool bind_probe(int port, int* bound_port) {
   return ok;
 }
 
-bool ping(int port) {
+bool ping(int port, const std::string& password) {
   timeval tv{0, 200000};
   redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
   bool ok = false;
   if (c && !c->err) {
     redisSetTimeout(c, tv);
+    auto* a = static_cast<redisReply*>(redisCommand(c, "AUTH %b", password.data(), password.size()));
+    if (a) freeReplyObject(a);
     auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
     ok = r && r->type == REDIS_REPLY_STATUS;
     if (r) freeReplyObject(r);
   }
   if (c) redisFree(c);
   return ok;
+}
+
+// The server's password: made once per data directory and kept in its 0600
+// config file, so that a restarted scheduler (and the workers that know the
+// URL) keep using the same one.
+Result<std::string> password_for(const std::string& data_dir) {
+  const std::string conf = data_dir + "/redis.conf";
+  std::ifstream in(conf);
+  std::string key, value;
+  while (in >> key >> value)
+    if (key == "requirepass" && value.size() >= 32) return value;
+  std::random_device rd;
+  std::string pw;
+  for (int i = 0; i < 8; ++i) pw += fmt::format("{:08x}", rd());
+  int fd = ::open(conf.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Error::unavailable("cannot write " + conf);
+  ::fchmod(fd, 0600);
+  const std::string text = "# written by hpo-scheduler: the embedded Redis's password\nrequirepass " +
+                           pw + "\n";
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!ok) return Error::unavailable("cannot write " + conf);
+  return pw;
 }
 
 }  // namespace
@@ -85,7 +113,9 @@ Result<std::unique_ptr<EmbeddedRedis>> EmbeddedRedis::start(const std::string& d
   }
   if (port == 0) port = pick_free_port();
   if (port == 0) return Error::unavailable("no free TCP port on 127.0.0.1 for the embedded Redis");
-  std::unique_ptr<EmbeddedRedis> r(new EmbeddedRedis(data_dir, port));
+  auto password = password_for(data_dir);
+  if (!password) return password.error();
+  std::unique_ptr<EmbeddedRedis> r(new EmbeddedRedis(data_dir, port, std::move(*password)));
   if (auto st = r->spawn(); !st) return st.error();
   std::ofstream(port_file) << port << "\n";
   return r;
@@ -94,7 +124,9 @@ Result<std::unique_ptr<EmbeddedRedis>> EmbeddedRedis::start(const std::string& d
 Status EmbeddedRedis::spawn() {
   std::string port_s = std::to_string(port_);
   std::string log_file = data_dir_ + "/redis.log";
-  std::vector<std::string> args = {"redis-server",  "--port",        port_s,    "--bind",
+  // The config file first (it holds the password, kept out of argv and `ps`).
+  std::vector<std::string> args = {"redis-server",  data_dir_ + "/redis.conf", "--port", port_s,
+                                   "--bind",
                                    "127.0.0.1",     "--dir",         data_dir_, "--appendonly",
                                    "yes",           "--appendfsync", "always",  "--save",
                                    "",              "--logfile",     log_file,  "--daemonize",
@@ -125,7 +157,7 @@ Status EmbeddedRedis::spawn() {
       return Error::unavailable(fmt::format(
           "redis-server exited at start (status {}); is it installed? see {}", status, log_file));
     }
-    if (ping(port_)) {
+    if (ping(port_, password_)) {
       log_info("embedded redis ready", {{"port", port_s}, {"dir", data_dir_}});
       return {};
     }
@@ -135,7 +167,9 @@ Status EmbeddedRedis::spawn() {
   return Error::unavailable("redis-server did not answer within 15 s; see " + log_file);
 }
 
-std::string EmbeddedRedis::url() const { return fmt::format("redis://127.0.0.1:{}", port_); }
+std::string EmbeddedRedis::url() const {
+  return fmt::format("redis://:{}@127.0.0.1:{}", password_, port_);
+}
 
 Result<bool> EmbeddedRedis::restart_if_dead() {
   if (pid_ > 0) {

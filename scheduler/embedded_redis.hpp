@@ -7,6 +7,11 @@
 // reconnect after a scheduler restart. The child gets PR_SET_PDEATHSIG, so a
 // scheduler killed with -9 takes its Redis down cleanly (SIGTERM: Redis
 // flushes and exits) instead of leaving an orphan holding the port.
+//
+// Authority: the server requires a random password (requirepass), made once
+// and kept in <data dir>/redis.conf (mode 0600, so it is not in `ps` either);
+// the URL carries it, and the scheduler writes that URL to its 0600
+// scheduler.json. Another local user cannot reach the data behind the API.
 #pragma once
 
 #include <sys/types.h>
@@ -38,11 +43,13 @@ class EmbeddedRedis {
   void stop();
 
  private:
-  EmbeddedRedis(std::string data_dir, int port) : data_dir_(std::move(data_dir)), port_(port) {}
+  EmbeddedRedis(std::string data_dir, int port, std::string password)
+      : data_dir_(std::move(data_dir)), port_(port), password_(std::move(password)) {}
   Status spawn();
 
   std::string data_dir_;
   int port_ = 0;
+  std::string password_;
   pid_t pid_ = -1;
 };
 

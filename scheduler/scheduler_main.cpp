@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -152,6 +153,9 @@ int run(const scheduler::SchedulerConfig& config) {
   scheduler::SchedulabilityWatch schedulability(
       controller_stores, std::max(config.reaper_period, std::chrono::milliseconds(1000)));
 
+  if (config.token_on_command_line)
+    log_warn("--token is visible to every local user in `ps`; prefer --token-file (mode 0600) or "
+             "HPO_TOKEN");
   std::string token = config.token.empty() ? random_token() : config.token;
   web::EventHub hub;
   web::StoreFactory web_stores = [make_store] { return std::unique_ptr<trials::TrialStore>(make_store()); };
@@ -220,6 +224,7 @@ int run(const scheduler::SchedulerConfig& config) {
   remove_local_state();
   if (embedded) embedded->stop();
   log_info("scheduler stopped");
+  if (loop.left_behind() > 0) std::_Exit(0);  // a wedged controller thread must not see main end
   return 0;
 }
 

@@ -602,13 +602,21 @@ Result<SweepSpec> parse_spec(std::string_view json_text) {
   if (const Json* ens = r.get("ensemble")) {
     EnsembleRecipe recipe;
     parse_ensemble_recipe(nlohmann::json::parse(ens->dump()), "ensemble", recipe, errors);
-    if (spec.trial.kind != TrialKind::kTorch)
+    if (spec.trial.kind != TrialKind::kTorch) {
+      // Refused now rather than after the whole search: only the built-in
+      // trainer stores the predictions the ensemble stage combines.
+      errors.push_back({"ensemble", "applies to trials of kind torch only (the members' "
+                                    "predictions come from the built-in trainer)"});
       for (const char* key : {"epochs", "subset"})
         if (ens->contains(key))
           errors.push_back({std::string("ensemble.") + key,
                             "applies to trials of kind torch only"});
+    }
     spec.ensemble = std::move(recipe);
   }
+  if (spec.trial.data_parallel.replicas > 1 && spec.trial.kind != TrialKind::kTorch)
+    errors.push_back({"trial.data_parallel", "applies to trials of kind torch only (a command "
+                                             "trial starts its own processes)"});
   r.finish("name, description, objective, parameters, search, early_stopping, trial, ensemble");
 
   if (!errors.empty()) {

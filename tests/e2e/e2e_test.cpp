@@ -24,6 +24,7 @@
 #include "tests/support/cluster.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
+#include "trials/redis/redis_client.hpp"
 #include "web/http_client.hpp"
 
 namespace hpo::e2e {
@@ -181,6 +182,32 @@ TEST(EndToEnd, ASecondSchedulerOnTheSameHomeRefusesToStart) {
       << second.log();
   EXPECT_TRUE(c.scheduler().running());  // the first one is untouched
   EXPECT_TRUE(c.get("/healthz").is_object());
+}
+
+// The embedded Redis requires its password: a local user without the 0600
+// scheduler.json cannot reach the data behind the API token.
+TEST(EndToEnd, TheEmbeddedRedisRefusesClientsWithoutItsPassword) {
+  Cluster c;
+  c.start_scheduler();
+  auto state = Json::parse(read_file(c.home() + "/scheduler.json"));
+  auto url = trials::redis::RedisUrl::parse(state["redis"].get<std::string>());
+  ASSERT_TRUE(url.ok());
+  ASSERT_GE(url->password.size(), 32u);
+  EXPECT_EQ(std::filesystem::status(c.home() + "/scheduler.json").permissions() &
+                std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  redisContext* ctx = redisConnect("127.0.0.1", url->port);
+  ASSERT_TRUE(ctx && !ctx->err);
+  auto* r = static_cast<redisReply*>(redisCommand(ctx, "KEYS *"));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->type, REDIS_REPLY_ERROR);
+  EXPECT_NE(std::string(r->str, r->len).find("NOAUTH"), std::string::npos);
+  freeReplyObject(r);
+  redisFree(ctx);
+  // The password is in no log and no command line.
+  EXPECT_EQ(read_file(c.home() + "/scheduler.log").find(url->password), std::string::npos);
+  EXPECT_EQ(read_file("/proc/" + std::to_string(c.scheduler().pid()) + "/cmdline").find(url->password),
+            std::string::npos);
 }
 
 // An external Redis that does not persist every write is refused unless the

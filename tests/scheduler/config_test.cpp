@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "scheduler/config.hpp"
@@ -35,6 +38,32 @@ TEST(SchedulerConfig, FlagsOverrideEnvironmentOverrideDefaults) {
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->auth_reads);
   ::unsetenv("HPO_LISTEN");
+}
+
+// Beyond loopback reads need the token unless --public-reads; a token file
+// others can read is refused; --token on the command line is flagged.
+TEST(SchedulerConfig, ReadsAreProtectedBeyondLoopbackAndTokenFilesMustBePrivate) {
+  ::unsetenv("HPO_LISTEN");
+  EXPECT_FALSE(load({"--listen", "127.0.0.1:0"})->auth_reads);
+  EXPECT_TRUE(load({"--listen", "0.0.0.0:8080"})->auth_reads);
+  EXPECT_FALSE(load({"--listen", "0.0.0.0:8080", "--public-reads"})->auth_reads);
+  EXPECT_TRUE(load({"--token", "t"})->token_on_command_line);
+  EXPECT_FALSE(load({})->token_on_command_line);
+  char tmpl[] = "/tmp/hpo-token-XXXXXX";
+  int fd = ::mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "secret\n", 7), 7);
+  ::close(fd);
+  ::chmod(tmpl, 0644);
+  auto loose = load({"--token-file", tmpl});
+  ASSERT_FALSE(loose.ok());
+  EXPECT_EQ(loose.error().fields.at(0).path, "--token-file");
+  EXPECT_NE(loose.error().message.find("chmod 600"), std::string::npos);
+  ::chmod(tmpl, 0600);
+  auto tight = load({"--token-file", tmpl});
+  ASSERT_TRUE(tight.ok()) << tight.error().message;
+  EXPECT_EQ(tight->token, "secret");
+  ::unlink(tmpl);
 }
 
 TEST(SchedulerConfig, BadFlagsNameTheFlag) {

@@ -18,14 +18,19 @@ using hpo::testing::RedisServer;
 using hpo::testing::wait_for;
 using namespace std::chrono_literals;
 
+// The test's own loop plays the workers, so no trial is ever really run: a
+// torch recipe (for the ensemble section) needs no data here.
 std::string synthetic_spec(const std::string& name, int trials, bool ensemble) {
   std::string s = R"({"name": ")" + name + R"(",
     "objective": {"metric": "value", "mode": "min"},
     "parameters": {"x1": {"type": "float", "min": 0, "max": 1}},
     "search": {"algorithm": "random", "max_trials": )" +
-                  std::to_string(trials) + R"(, "max_concurrent": 2},
-    "trial": {"kind": "synthetic", "function": "noop"})";
-  if (ensemble) s += R"(, "ensemble": {"members": 2, "base": "best"})";
+                  std::to_string(trials) + R"(, "max_concurrent": 2},)";
+  if (ensemble)
+    s += R"("trial": {"kind": "torch", "data": {"format": "csv", "train": "/none.csv", "target": "y"}},
+            "ensemble": {"members": 2, "base": "best"})";
+  else
+    s += R"("trial": {"kind": "synthetic", "function": "noop"})";
   return s + "}";
 }
 

@@ -285,22 +285,5 @@ TEST(EnsembleStage, EveryMemberFailedFailsTheSweep) {
   EXPECT_EQ(s.member_counts.failed, 3);
 }
 
-TEST(EnsembleStage, TrialsWithoutPredictionsFailTheSweep) {
-  Json j = torch_spec(3, "best");
-  j["trial"] = {{"kind", "synthetic"}, {"function", "noop"}};
-  j["objective"]["metric"] = "value";
-  Fixture f(j);
-  run_to_end(f, [](const trials::Trial&) {
-    trials::TrialResult r;
-    r.value = 1;
-    r.metrics["value"] = 1;
-    return r;
-  });
-  auto s = f.sweep();
-  EXPECT_EQ(s.state, trials::SweepState::kFailed);
-  EXPECT_NE(s.error.find("torch"), std::string::npos) << s.error;
-  EXPECT_EQ(s.next_member, 0);
-}
-
 }  // namespace
 }  // namespace hpo::scheduler

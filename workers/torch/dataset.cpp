@@ -198,9 +198,12 @@ Result<Table> read_csv(const std::string& path, const std::string& target, bool 
         else
           t.columns.push_back(std::move(name));
       }
+      // File contents are never quoted in errors (which anyone reading the
+      // sweep sees): a path that names some other file must not leak it. Column
+      // names are quoted only once the header proved to be a dataset's.
       if (target_col < 0)
-        return data_error("'" + path + "' has no column '" + target +
-                          "' (the target); columns: " + std::string(trim(line)));
+        return data_error("'" + path + "' has no column '" + target + "' (the target) among its " +
+                          std::to_string(ncols) + " header fields");
       if (t.columns.empty()) return data_error("'" + path + "' has no feature columns");
       continue;
     }
@@ -212,8 +215,7 @@ Result<Table> read_csv(const std::string& path, const std::string& target, bool 
       float v = 0;
       if (!parse_float(fields[c], v)) {
         std::size_t fi = c - (static_cast<std::int64_t>(c) > target_col ? 1 : 0);
-        return data_error(where() + ": column '" + t.columns[fi] + "': '" +
-                          std::string(trim(fields[c])) + "' is not a number");
+        return data_error(where() + ": column '" + t.columns[fi] + "': the value is not a number");
       }
       t.x.push_back(v);
     }
@@ -224,8 +226,8 @@ Result<Table> read_csv(const std::string& path, const std::string& target, bool 
     } else {
       float v = 0;
       if (!parse_float(tv, v))
-        return data_error(where() + ": target '" + target + "': '" + std::string(tv) +
-                          "' is not a number (task regression)");
+        return data_error(where() + ": target '" + target +
+                          "': the value is not a number (task regression)");
       t.y.push_back(v);
     }
     ++t.rows;
@@ -259,8 +261,8 @@ Result<Table> read_csv(const std::string& path, const std::string& target, bool 
   for (std::size_t i = 0; i < target_text.size(); ++i) {
     auto it = index.find(target_text[i]);
     if (it == index.end())
-      return data_error("'" + path + "' line " + std::to_string(target_line[i]) + ": class '" +
-                        target_text[i] + "' does not occur in the training file");
+      return data_error("'" + path + "' line " + std::to_string(target_line[i]) +
+                        ": its class does not occur in the training file");
     t.y.push_back(it->second);
   }
   return t;

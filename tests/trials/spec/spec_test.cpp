@@ -238,7 +238,7 @@ TEST(Spec, EnsembleMemberBudgetIsForTorchTrialsOnly) {
   spec["ensemble"] = {{"members", 4}, {"epochs", 5}};
   EXPECT_TRUE(has_error(spec, "ensemble.epochs", "kind torch only"));
   spec["ensemble"].erase("epochs");
-  EXPECT_TRUE(parse_spec(spec.dump()).ok());
+  EXPECT_TRUE(has_error(spec, "ensemble", "kind torch only"));  // the section itself, too
 }
 
 TEST(Spec, AllErrorsAreReportedAtOnce) {
@@ -308,8 +308,20 @@ TEST(Spec, NumericRangesMustBeFiniteAndSane) {
   EXPECT_TRUE(error_paths(s).empty()) << ::testing::PrintToString(error_paths(s));
 }
 
+// Sections a trial kind cannot run are refused at submit, not after the search.
+TEST(Spec, SectionsTheKindCannotRunAreRefused) {
+  auto s = valid_spec();  // kind command
+  s["ensemble"] = {{"members", 4}};
+  EXPECT_TRUE(has_error(s, "ensemble", "kind torch only"));
+  s.erase("ensemble");
+  s["trial"]["data_parallel"] = {{"replicas", 2}};
+  EXPECT_TRUE(has_error(s, "trial.data_parallel", "kind torch only"));
+}
+
 TEST(Spec, SlotsFromGpusAndReplicas) {
   auto s = valid_spec();
+  s["trial"] = {{"kind", "torch"},
+                {"data", {{"format", "csv"}, {"train", "t.csv"}, {"target", "y"}}}};
   s["trial"]["data_parallel"] = {{"replicas", 2}, {"mode", "average"}, {"average_every", 4}};
   auto r = parse_spec(s.dump());
   ASSERT_TRUE(r.ok()) << r.error().message;
