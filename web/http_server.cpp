@@ -366,6 +366,7 @@ class Session : public std::enable_shared_from_this<Session> {
 struct HttpServer::Impl {
   std::unique_ptr<ServerState> st;
   std::optional<tcp::acceptor> acceptor;
+  std::optional<net::steady_timer> accept_pause;
   std::vector<std::thread> threads;
   int port = 0;
   bool started = false, stopped = false;
@@ -375,12 +376,35 @@ struct HttpServer::Impl {
         net::make_strand(st->ioc), [this](beast::error_code ec, tcp::socket socket) {
           if (ec) {
             if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
-            return do_accept();  // e.g. too many open files: keep serving the others
+            // Out of descriptors (EMFILE, ENFILE) or memory: accepting again at
+            // once would spin. Pause, keep serving the open connections.
+            accept_pause->expires_after(std::chrono::milliseconds(100));
+            accept_pause->async_wait([this](beast::error_code wec) {
+              if (!wec && acceptor->is_open()) do_accept();
+            });
+            return;
           }
           std::shared_ptr<Session> session;
           {
             std::lock_guard lock(st->mu);
             if (st->stopping) return;
+            if (st->live >= st->opts.max_connections) {
+              // Full: a short answer instead of an unbounded queue of sockets.
+              static const std::string kBusy = [] {
+                const std::string body =
+                    R"({"error":{"code":"unavailable","fields":[],"message":"too many connections"}})";
+                return "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: "
+                       "application/json\r\nContent-Length: " +
+                       std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+              }();
+              beast::error_code wec;
+              socket.non_blocking(true, wec);
+              net::write(socket, net::buffer(kBusy), wec);
+              socket.shutdown(tcp::socket::shutdown_both, wec);
+              socket.close(wec);
+              do_accept();
+              return;
+            }
             session = std::make_shared<Session>(std::move(socket), st.get());
             ++st->live;
             std::erase_if(st->sessions, [](const auto& w) { return w.expired(); });
@@ -408,6 +432,7 @@ Status HttpServer::start() {
   if (ec) return Error::invalid("listen", "bad address '" + im.st->opts.host + "'");
   tcp::endpoint ep{address, static_cast<unsigned short>(im.st->opts.port)};
   im.acceptor.emplace(net::make_strand(im.st->ioc));
+  im.accept_pause.emplace(im.acceptor->get_executor());
   im.acceptor->open(ep.protocol(), ec);
   if (!ec) im.acceptor->set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) im.acceptor->bind(ep, ec);

@@ -42,6 +42,9 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{30000};
   std::chrono::milliseconds sse_keepalive{15000};
   std::chrono::milliseconds shutdown_timeout{5000};
+  // Connections served at once (event streams included); one more is answered
+  // 503 with Retry-After and closed, so a flood cannot exhaust descriptors.
+  std::size_t max_connections = 1024;
 };
 
 class HttpServer {

@@ -125,6 +125,33 @@ TEST(HttpServer, IdleConnectionIsClosedAtTheReadDeadline) {
   EXPECT_TRUE(wait_for([&] { return server.connection_count() == 0; }, 5s));
 }
 
+// Past max_connections a new connection gets a 503 with Retry-After at once,
+// and is served again once a place is free.
+TEST(HttpServer, ConnectionsPastTheCapGet503AndThePlaceComesBack) {
+  auto o = test_options();
+  o.max_connections = 2;
+  HttpServer server(o, echo);
+  ASSERT_TRUE(server.start().ok());
+  auto a = std::make_unique<RawConnection>(server.port());
+  RawConnection b(server.port());
+  ASSERT_TRUE(a->connected() && b.connected());
+  ASSERT_TRUE(wait_for([&] { return server.connection_count() == 2; }, 5s));
+  RawConnection third(server.port());
+  ASSERT_TRUE(third.connected());
+  bool closed = false;
+  const std::string busy = third.read_until_closed(10s, closed);
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(busy.rfind("HTTP/1.1 503", 0), 0u) << busy;
+  EXPECT_NE(busy.find("Retry-After: 1"), std::string::npos) << busy;
+  EXPECT_NE(busy.find("too many connections"), std::string::npos) << busy;
+  a.reset();  // one leaves
+  ASSERT_TRUE(wait_for([&] { return server.connection_count() == 1; }, 5s));
+  HttpClient client("127.0.0.1", server.port());
+  auto r = client.get("/again");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, 200);
+}
+
 TEST(HttpServer, HalfSentHeadersAreCutOffAtTheDeadline) {
   auto o = test_options();
   o.read_timeout = 200ms;
