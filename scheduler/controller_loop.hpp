@@ -26,47 +26,15 @@
 #include <string>
 #include <thread>
 
+#include "scheduler/periodic.hpp"
 #include "scheduler/sweep_controller.hpp"
 #include "trials/store.hpp"
 
 namespace hpo::scheduler {
 
-using StoreFactory = std::function<Result<std::unique_ptr<trials::TrialStore>>()>;
-
 struct ControllerLoopOptions {
   std::chrono::milliseconds rescan{5000};     // full resync of every sweep
   std::chrono::milliseconds event_wait{250};  // XREAD BLOCK per iteration
-};
-
-// A loop's stop request: checked cheaply each round, and waited on instead of
-// sleeping, so stop() ends a back-off or a pause at once.
-class StopFlag {
- public:
-  void reset() {
-    std::lock_guard lock(mu_);
-    stopped_ = false;
-  }
-  void set() {
-    {
-      std::lock_guard lock(mu_);
-      stopped_ = true;
-    }
-    cv_.notify_all();
-  }
-  bool is_set() {
-    std::lock_guard lock(mu_);
-    return stopped_;
-  }
-  // Waits up to `d`; true when stop was requested.
-  bool wait_for(std::chrono::milliseconds d) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, d, [this] { return stopped_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopped_ = false;
 };
 
 class ControllerLoop {

@@ -9,9 +9,8 @@
 //     attempt ended failed or lease_expired, and each completed trial's
 //     accepted attempt is a real run that ended with that value.
 // Each scenario prints its counts ("chaos: ..."). Waits are bounded polls of
-// the condition itself; the only waits for time are the outages the
-// scenarios inject (Redis frozen or down, a scheduler down, a worker paused),
-// whose length is the point of the test.
+// the condition itself; the only wait for time (let_time_pass) is the length
+// of the outages the scenarios inject, which is the point of the test.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -30,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/cluster.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/tabular.hpp"
@@ -40,26 +40,15 @@ namespace hpo::chaos {
 namespace {
 
 using Json = nlohmann::json;
+using hpo::testing::let_time_pass;
 using hpo::testing::Process;
+using hpo::testing::read_file;
 using hpo::testing::RedisServer;
 using hpo::testing::wait_for;
 using namespace std::chrono_literals;
 
 const std::string kBin = HPO_BINARY_DIR;
 constexpr int kLeaseMs = 1500;
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// An injected outage of `d`: the scenario's subject, not a wait for an outcome.
-void outage(std::chrono::milliseconds d) {
-  auto until = std::chrono::steady_clock::now() + d;
-  wait_for([&] { return std::chrono::steady_clock::now() >= until; }, d + 1s);
-}
 
 // What the trial programs wrote: per trial, every real run.
 struct Run {
@@ -73,7 +62,7 @@ using Ledger = std::map<std::string, std::vector<Run>>;
 
 Ledger read_ledger(const std::string& path) {
   Ledger out;
-  std::istringstream in(slurp(path));
+  std::istringstream in(read_file(path));
   std::string kind, trial;
   int attempt = 0;
   std::string line;
@@ -140,8 +129,8 @@ class Pool {
     if (redis_) argv.insert(argv.end(), {"--redis", redis_->url()});
     scheduler_ = std::make_unique<Process>(argv, env(), home_ + "/scheduler.log");
     ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(home_ + "/scheduler.json"); }, 30s))
-        << slurp(home_ + "/scheduler.log");
-    auto state = Json::parse(slurp(home_ + "/scheduler.json"));
+        << read_file(home_ + "/scheduler.log");
+    auto state = Json::parse(read_file(home_ + "/scheduler.json"));
     redis_url_ = state["redis"].get<std::string>();
     auto url = web::parse_http_url(state["api"].get<std::string>());
     ASSERT_TRUE(url.ok());
@@ -222,7 +211,7 @@ class Pool {
   }
 
   std::string logs() const {
-    std::string out = "--- scheduler ---\n" + slurp(home_ + "/scheduler.log");
+    std::string out = "--- scheduler ---\n" + read_file(home_ + "/scheduler.log");
     for (const auto& w : workers_) out += "--- " + w->log_path() + " ---\n" + w->log();
     return out;
   }
@@ -340,7 +329,7 @@ void outage_scenario(bool external_redis, const std::function<void(Pool&)>& down
   ASSERT_FALSE(id.empty());
   ASSERT_TRUE(wait_for([&] { return pool.running_runs() == 2; }, 60s)) << pool.logs();
   down(pool);
-  outage(std::chrono::milliseconds(2 * kLeaseMs + 1000));
+  let_time_pass(std::chrono::milliseconds(2 * kLeaseMs + 1000));  // the outage
   up(pool);
   ASSERT_TRUE(pool.wait_finished(id, 120s)) << pool.logs();
   EXPECT_EQ(pool.sweep(id)["state"], "finished");

@@ -45,6 +45,14 @@ bool wait_for(Pred pred, std::chrono::milliseconds timeout = std::chrono::second
   return pred();
 }
 
+// Lets `d` of real time go by, polling: for tests whose subject is a length of
+// time (an injected outage), never to wait for an outcome.
+inline void let_time_pass(std::chrono::milliseconds d) {
+  auto until = std::chrono::steady_clock::now() + d;
+  wait_for([&] { return std::chrono::steady_clock::now() >= until; },
+           d + std::chrono::seconds(1));
+}
+
 class RedisServer {
  public:
   RedisServer() {
