@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
 namespace hpo::trials {
 
 Status check_json_depth(std::string_view text, const std::string& path, int max_depth) {
@@ -23,8 +27,8 @@ Status check_json_depth(std::string_view text, const std::string& path, int max_
       case '[':
       case '{':
         if (++depth > max_depth)
-          return Error::invalid(path, fmt::format("JSON nested deeper than {} levels (at byte {})",
-                                                  max_depth, i));
+          return Error::invalid(
+              path, fmt::format("JSON nested deeper than {} levels (at byte {})", max_depth, i));
         break;
       case ']':
       case '}':
@@ -35,6 +39,25 @@ Status check_json_depth(std::string_view text, const std::string& path, int max_
     }
   }
   return {};
+}
+
+std::optional<std::int64_t> json_int64(const nlohmann::json& v) {
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  if (v.is_number_unsigned()) {
+    auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(kMax)) return std::nullopt;
+    return static_cast<std::int64_t>(u);
+  }
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    // [-2^63, 2^63): both bounds are exact doubles.
+    if (!std::isfinite(d) || d != std::floor(d) || d < -9223372036854775808.0 ||
+        d >= 9223372036854775808.0)
+      return std::nullopt;
+    return static_cast<std::int64_t>(d);
+  }
+  return std::nullopt;
 }
 
 }  // namespace hpo::trials

@@ -8,8 +8,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "trials/result.hpp"
 
@@ -23,5 +27,11 @@ inline constexpr int kMaxJsonDepth = 64;
 // not JSON: the parser says why).
 Status check_json_depth(std::string_view text, const std::string& path,
                         int max_depth = kMaxJsonDepth);
+
+// The value of a JSON integer (or an integral float) when it fits in int64;
+// nullopt for anything else. nlohmann keeps integers above 2^63 - 1 as
+// unsigned and would wrap them into negative numbers when read as signed, and
+// casting a float outside the int64 range is undefined behaviour.
+std::optional<std::int64_t> json_int64(const nlohmann::json& v);
 
 }  // namespace hpo::trials

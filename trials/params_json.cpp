@@ -29,11 +29,16 @@ Result<search::Params> params_from_json(std::string_view json_text) {
   search::Params out;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const auto& v = it.value();
-    if (v.is_boolean()) out[it.key()] = v.get<bool>();
-    else if (v.is_number_integer()) out[it.key()] = v.get<std::int64_t>();
-    else if (v.is_number_float()) out[it.key()] = v.get<double>();
-    else if (v.is_string()) out[it.key()] = v.get<std::string>();
-    else return Error::invalid("params." + it.key(), "expected a number, boolean or string");
+    if (v.is_boolean())
+      out[it.key()] = v.get<bool>();
+    else if (v.is_number_integer() && json_int64(v))
+      out[it.key()] = *json_int64(v);
+    else if (v.is_number_float())
+      out[it.key()] = v.get<double>();
+    else if (v.is_string())
+      out[it.key()] = v.get<std::string>();
+    else
+      return Error::invalid("params." + it.key(), "expected a number, boolean or string");
   }
   return out;
 }

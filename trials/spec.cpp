@@ -78,7 +78,8 @@ class FieldReader {
     return v->get<std::string>();
   }
 
-  std::optional<std::string> one_of(const std::string& key, std::initializer_list<const char*> allowed,
+  std::optional<std::string> one_of(const std::string& key,
+                                    std::initializer_list<const char*> allowed,
                                     bool required = false) {
     auto s = string(key, required);
     if (!s) return std::nullopt;
@@ -129,12 +130,12 @@ class FieldReader {
       error(at(key), fmt::format("expected an integer, got {} {}", type_name(*v), describe(*v)));
       return std::nullopt;
     }
-    auto i = static_cast<std::int64_t>(v->get<double>());
-    if (i < lo || i > hi) {
-      error(at(key), fmt::format("{} is out of range: expected {} to {}", i, lo, hi));
+    auto as_int = json_int64(*v);
+    if (!as_int || *as_int < lo || *as_int > hi) {
+      error(at(key), fmt::format("{} is out of range: expected {} to {}", describe(*v), lo, hi));
       return std::nullopt;
     }
-    return i;
+    return *as_int;
   }
 
   std::optional<bool> boolean(const std::string& key) {
@@ -164,8 +165,9 @@ class FieldReader {
   void finish(const char* allowed_hint = nullptr) {
     for (auto it = j_.begin(); it != j_.end(); ++it) {
       if (seen_.count(it.key())) continue;
-      error(at(it.key()), allowed_hint ? fmt::format("unknown key (expected one of: {})", allowed_hint)
-                                       : std::string("unknown key"));
+      error(at(it.key()), allowed_hint
+                              ? fmt::format("unknown key (expected one of: {})", allowed_hint)
+                              : std::string("unknown key"));
     }
   }
 
@@ -185,7 +187,11 @@ class FieldReader {
 
 std::optional<search::Value> scalar_value(const Json& v) {
   if (v.is_boolean()) return search::Value(v.get<bool>());
-  if (v.is_number_integer() || v.is_number_unsigned()) return search::Value(v.get<std::int64_t>());
+  if (v.is_number_integer()) {  // unsigned included; past int64 it is refused, not wrapped
+    auto i = json_int64(v);
+    if (!i) return std::nullopt;
+    return search::Value(*i);
+  }
   if (v.is_number_float()) {
     double d = v.get<double>();
     if (!std::isfinite(d)) return std::nullopt;
@@ -228,10 +234,12 @@ void parse_parameter(const std::string& name, const Json& j, const std::string& 
                      search::ParamSpec& out, std::vector<FieldError>& errors) {
   out.name = name;
   if (!valid_param_name(name))
-    errors.push_back({path, "parameter names are 1-64 characters of letters, digits, '_', '.', "
-                            "'-', starting with a letter or '_'"});
+    errors.push_back({path,
+                      "parameter names are 1-64 characters of letters, digits, '_', '.', "
+                      "'-', starting with a letter or '_'"});
   if (!j.is_object()) {
-    errors.push_back({path, fmt::format("expected an object, got {} {}", type_name(j), describe(j))});
+    errors.push_back(
+        {path, fmt::format("expected an object, got {} {}", type_name(j), describe(j))});
     return;
   }
   FieldReader r(j, path, errors);
@@ -245,15 +253,16 @@ void parse_parameter(const std::string& name, const Json& j, const std::string& 
     out.type = search::ParamType::kCategorical;
     const Json* values = r.get("values", true);
     if (values && (!values->is_array() || values->empty())) {
-      r.error(r.at("values"), values->is_array() ? "must not be empty"
-                                                 : "expected a non-empty array of values");
+      r.error(r.at("values"),
+              values->is_array() ? "must not be empty" : "expected a non-empty array of values");
     } else if (values) {
       for (std::size_t i = 0; i < values->size(); ++i) {
         auto v = scalar_value((*values)[i]);
         std::string vp = fmt::format("{}[{}]", r.at("values"), i);
         if (!v) {
-          r.error(vp, fmt::format("expected a string, number or boolean, got {}",
-                                  type_name((*values)[i])));
+          r.error(vp, fmt::format(
+                          "expected a string, boolean or number (integers within int64), got {}",
+                          type_name((*values)[i])));
           continue;
         }
         if (std::find(out.choices.begin(), out.choices.end(), *v) != out.choices.end()) {
@@ -270,7 +279,8 @@ void parse_parameter(const std::string& name, const Json& j, const std::string& 
       const Json* v = r.get(key, true);
       if (!v) return std::nullopt;
       if (is_int && !FieldReader::is_integral(*v)) {
-        r.error(r.at(key), fmt::format("expected an integer, got {} {}", type_name(*v), describe(*v)));
+        r.error(r.at(key),
+                fmt::format("expected an integer, got {} {}", type_name(*v), describe(*v)));
         return std::nullopt;
       }
       return r.as_number(*v, r.at(key));
@@ -282,51 +292,54 @@ void parse_parameter(const std::string& name, const Json& j, const std::string& 
       if (is_int && !FieldReader::is_integral(*step))
         r.error(r.at("step"), fmt::format("expected an integer, got {}", describe(*step)));
       else if (auto s = r.as_number(*step, r.at("step"))) {
-        if (*s <= 0) r.error(r.at("step"), fmt::format("must be > 0, got {}", *s));
-        else out.step = *s;
+        if (*s <= 0)
+          r.error(r.at("step"), fmt::format("must be > 0, got {}", *s));
+        else
+          out.step = *s;
       }
     }
     if (lo && hi) {
       out.min = *lo;
       out.max = *hi;
-      if (*lo >= *hi)
-        r.error(path, fmt::format("min ({}) must be less than max ({})", *lo, *hi));
+      if (*lo >= *hi) r.error(path, fmt::format("min ({}) must be less than max ({})", *lo, *hi));
       if (out.log && *lo <= 0)
         r.error(r.at("log"), fmt::format("log scale needs min > 0, got min = {}", *lo));
       if (out.step && out.log) r.error(r.at("step"), "step cannot be combined with log: true");
-      if (out.step && *lo < *hi && *out.step > *hi - *lo)
-        r.error(r.at("step"), fmt::format("step ({}) is larger than max - min ({})", *out.step,
-                                          *hi - *lo));
+      if (out.step && *lo<*hi&& * out.step> * hi - *lo)
+        r.error(r.at("step"),
+                fmt::format("step ({}) is larger than max - min ({})", *out.step, *hi - *lo));
       // Samplers compute with max - min (and int values as int64): a range
       // whose width overflows would produce NaN or wrapped parameters.
-      if (!is_int && *lo < *hi && !(std::isfinite(*hi - *lo) && std::fabs(*lo) <= kMaxBound &&
-                                   std::fabs(*hi) <= kMaxBound))
+      if (!is_int && *lo < *hi &&
+          !(std::isfinite(*hi - *lo) && std::fabs(*lo) <= kMaxBound && std::fabs(*hi) <= kMaxBound))
         r.error(path, fmt::format("the range [{}, {}] is too wide: bounds must be within ±{:g}",
                                   *lo, *hi, kMaxBound));
       if (is_int && !(std::fabs(*lo) <= kMaxIntBound && std::fabs(*hi) <= kMaxIntBound))
         r.error(path, fmt::format("integer bounds must be within ±{:g} (2^53), got [{}, {}]",
                                   kMaxIntBound, *lo, *hi));
       if (out.step && *out.step < (*hi - *lo) / kMaxSteps)
-        r.error(r.at("step"),
-                fmt::format("step ({}) makes more than {:g} values in [{}, {}]", *out.step,
-                            kMaxSteps, *lo, *hi));
+        r.error(r.at("step"), fmt::format("step ({}) makes more than {:g} values in [{}, {}]",
+                                          *out.step, kMaxSteps, *lo, *hi));
     }
   }
   if (const Json* when = r.get("when")) {
     std::string wp = r.at("when");
     if (!when->is_object() || when->size() != 1) {
-      r.error(wp, "expected an object with one key, the parent parameter: {\"parent\": value} or "
-                  "{\"parent\": [values]}");
+      r.error(wp,
+              "expected an object with one key, the parent parameter: {\"parent\": value} or "
+              "{\"parent\": [values]}");
     } else {
       search::Condition cond;
       cond.parent = when->begin().key();
       const Json& vals = when->begin().value();
-      std::vector<Json> list = vals.is_array() ? std::vector<Json>(vals.begin(), vals.end())
-                                               : std::vector<Json>{vals};
+      std::vector<Json> list =
+          vals.is_array() ? std::vector<Json>(vals.begin(), vals.end()) : std::vector<Json>{vals};
       if (list.empty()) r.error(wp + "." + cond.parent, "needs at least one value");
       for (const Json& v : list) {
-        if (auto sv = scalar_value(v)) cond.values.push_back(*sv);
-        else r.error(wp + "." + cond.parent, fmt::format("{} is not a parameter value", describe(v)));
+        if (auto sv = scalar_value(v))
+          cond.values.push_back(*sv);
+        else
+          r.error(wp + "." + cond.parent, fmt::format("{} is not a parameter value", describe(v)));
       }
       out.when = std::move(cond);
     }
@@ -378,8 +391,7 @@ void order_parameters(std::vector<search::ParamSpec>& params, std::vector<FieldE
     if (!progress) {
       for (std::size_t i = 0; i < params.size(); ++i)
         if (!placed[i])
-          errors.push_back({"parameters." + params[i].name + ".when",
-                            "conditions form a cycle"});
+          errors.push_back({"parameters." + params[i].name + ".when", "conditions form a cycle"});
       return;
     }
   }
@@ -397,7 +409,8 @@ void check_placeholders(const std::string& arg, const std::string& path,
       }
       auto close = arg.find('}', i);
       if (close == std::string::npos) {
-        errors.push_back({path, fmt::format("unclosed '{{' in \"{}\" (write '{{{{' for a brace)", arg)});
+        errors.push_back(
+            {path, fmt::format("unclosed '{{' in \"{}\" (write '{{{{' for a brace)", arg)});
         return;
       }
       std::string name = arg.substr(i + 1, close - i - 1);
@@ -405,8 +418,10 @@ void check_placeholders(const std::string& arg, const std::string& path,
         errors.push_back({path, fmt::format("placeholder {{{}}} names no parameter", name)});
       i = close;
     } else if (arg[i] == '}') {
-      if (i + 1 < arg.size() && arg[i + 1] == '}') ++i;
-      else errors.push_back({path, fmt::format("stray '}}' in \"{}\" (write '}}}}')", arg)});
+      if (i + 1 < arg.size() && arg[i + 1] == '}')
+        ++i;
+      else
+        errors.push_back({path, fmt::format("stray '}}' in \"{}\" (write '}}}}')", arg)});
     }
   }
 }
@@ -427,7 +442,8 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
   if (const Json* dp = r.object("data_parallel")) {
     FieldReader rd(*dp, "trial.data_parallel", errors);
     if (auto k = rd.integer("replicas", 1, 64)) out.data_parallel.replicas = static_cast<int>(*k);
-    if (auto m = rd.one_of("mode", {"allreduce", "average"})) out.data_parallel.average = *m == "average";
+    if (auto m = rd.one_of("mode", {"allreduce", "average"}))
+      out.data_parallel.average = *m == "average";
     if (auto h = rd.integer("average_every", 1, 1'000'000))
       out.data_parallel.average_every = static_cast<int>(*h);
     rd.finish("replicas, mode, average_every");
@@ -487,16 +503,16 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
     out.synthetic.sleep_s = *r.number_in("sleep_s", 0, 24 * 3600.0, 0);
     out.synthetic.noise = *r.number_in("noise", 0, 1e12, 0);
     if (auto s = r.integer("steps", 0, 100'000)) out.synthetic.steps = *s;
-    r.finish("kind, function, sleep_s, noise, steps, timeout_s, max_attempts, resources, "
-             "data_parallel");
+    r.finish(
+        "kind, function, sleep_s, noise, steps, timeout_s, max_attempts, resources, "
+        "data_parallel");
   } else {
     out.kind = TrialKind::kTorch;
     std::vector<std::string> consumed;
     parse_torch_recipe(*j, "trial", out.torch, consumed, errors);
     for (const auto& k : consumed) r.mark_seen(k);
     for (const auto& ref : torch_recipe_param_refs(out.torch))
-      if (!space.find(ref))
-        r.error("trial", fmt::format("\"{{{}}}\" names no parameter", ref));
+      if (!space.find(ref)) r.error("trial", fmt::format("\"{{{}}}\" names no parameter", ref));
     r.finish();
   }
 }
@@ -517,14 +533,16 @@ void parse_search(const Json* j, const search::SearchSpace& space, SearchConfig&
   }
   if (auto n = r.integer("max_trials", 1, kMaxTrials, true)) out.max_trials = *n;
   if (auto c = r.integer("max_concurrent", 1, kMaxConcurrent)) out.max_concurrent = *c;
-  if (auto s = r.integer("seed", 0, std::int64_t{1} << 53)) out.sampler.seed = static_cast<std::uint64_t>(*s);
+  if (auto s = r.integer("seed", 0, std::int64_t{1} << 53))
+    out.sampler.seed = static_cast<std::uint64_t>(*s);
   if (auto n = r.integer("n_initial", 0, 100'000)) out.sampler.n_initial = static_cast<int>(*n);
   r.finish("algorithm, max_trials, max_concurrent, seed, n_initial");
   if (out.sampler.algorithm == Algorithm::kGrid) {
     for (const auto& p : space.params)
       if (p.type == search::ParamType::kFloat && !p.step)
-        errors.push_back({"parameters." + p.name + ".step",
-                          "grid search needs a step for a float parameter (or make it categorical)"});
+        errors.push_back(
+            {"parameters." + p.name + ".step",
+             "grid search needs a step for a float parameter (or make it categorical)"});
   }
 }
 
@@ -543,8 +561,10 @@ void parse_early_stopping(const Json* j, std::optional<search::PrunerConfig>& ou
     c.type = search::PrunerType::kAsha;
     if (auto g = r.integer("grace_period", 1, 1'000'000)) c.grace_period = *g;
     if (auto f = r.number("reduction_factor")) {
-      if (*f <= 1) r.error("early_stopping.reduction_factor", fmt::format("must be > 1, got {}", *f));
-      else c.reduction_factor = *f;
+      if (*f <= 1)
+        r.error("early_stopping.reduction_factor", fmt::format("must be > 1, got {}", *f));
+      else
+        c.reduction_factor = *f;
     }
     if (auto m = r.integer("max_steps", 0, 1'000'000'000)) c.max_steps = *m;
     r.finish("type, grace_period, reduction_factor, max_steps");
@@ -556,7 +576,9 @@ void parse_early_stopping(const Json* j, std::optional<search::PrunerConfig>& ou
 
 }  // namespace
 
-int TrialRecipe::slots() const { return std::max({1, gpus, data_parallel.replicas}); }
+int TrialRecipe::slots() const {
+  return std::max({1, gpus, data_parallel.replicas});
+}
 
 Result<SweepSpec> parse_spec(std::string_view json_text) {
   if (auto st = check_json_depth(json_text, ""); !st) return st.error();
@@ -605,18 +627,20 @@ Result<SweepSpec> parse_spec(std::string_view json_text) {
     if (spec.trial.kind != TrialKind::kTorch) {
       // Refused now rather than after the whole search: only the built-in
       // trainer stores the predictions the ensemble stage combines.
-      errors.push_back({"ensemble", "applies to trials of kind torch only (the members' "
-                                    "predictions come from the built-in trainer)"});
+      errors.push_back({"ensemble",
+                        "applies to trials of kind torch only (the members' "
+                        "predictions come from the built-in trainer)"});
       for (const char* key : {"epochs", "subset"})
         if (ens->contains(key))
-          errors.push_back({std::string("ensemble.") + key,
-                            "applies to trials of kind torch only"});
+          errors.push_back(
+              {std::string("ensemble.") + key, "applies to trials of kind torch only"});
     }
     spec.ensemble = std::move(recipe);
   }
   if (spec.trial.data_parallel.replicas > 1 && spec.trial.kind != TrialKind::kTorch)
-    errors.push_back({"trial.data_parallel", "applies to trials of kind torch only (a command "
-                                             "trial starts its own processes)"});
+    errors.push_back({"trial.data_parallel",
+                      "applies to trials of kind torch only (a command "
+                      "trial starts its own processes)"});
   r.finish("name, description, objective, parameters, search, early_stopping, trial, ensemble");
 
   if (!errors.empty()) {

@@ -5,6 +5,8 @@
 // a swept lr of -1 is refused when that trial is resolved, by the same line.
 #include "trials/torch_recipe.hpp"
 
+#include "trials/json_limits.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -30,7 +32,9 @@ std::string param_ref(const json& v) {
 
 bool literal(const json& v, std::int64_t& out) {
   if (v.is_number_integer()) {
-    out = v.get<std::int64_t>();
+    auto i = json_int64(v);  // past int64: refused, not wrapped
+    if (!i) return false;
+    out = *i;
     return true;
   }
   if (v.is_number_float()) {
@@ -373,8 +377,7 @@ void resolve_model(const TorchModelRecipe& m, Resolver& r, ResolvedModel& out) {
   const double hidden_params =
       out.type == ModelType::kMlp
           ? chain(out.layers, 1)
-          : chain(out.channels, static_cast<double>(out.kernel * out.kernel)) +
-                chain(out.dense, 1);
+          : chain(out.channels, static_cast<double>(out.kernel * out.kernel)) + chain(out.dense, 1);
   r.check(hidden_params <= kMaxModelParams, p,
           fmt::format("the model has {:.3g} parameters between its hidden layers; the cap is "
                       "{:.3g} (about {} GiB of float32 weights)",

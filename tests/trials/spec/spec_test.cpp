@@ -42,8 +42,8 @@ bool has_error(const Json& spec, const std::string& path, const std::string& fra
   if (r.ok()) return false;
   for (const auto& f : r.error().fields)
     if (f.path == path && f.message.find(fragment) != std::string::npos) return true;
-  ADD_FAILURE() << "no error at " << path << " containing '" << fragment << "'; got: "
-                << r.error().message;
+  ADD_FAILURE() << "no error at " << path << " containing '" << fragment
+                << "'; got: " << r.error().message;
   return false;
 }
 
@@ -173,7 +173,7 @@ TEST(Spec, Categoricals) {
   EXPECT_TRUE(has_error(s, "parameters.opt.values[1]", "duplicate"));
   s = valid_spec();
   s["parameters"]["opt"]["values"] = Json::array({"sgd", Json::object()});
-  EXPECT_TRUE(has_error(s, "parameters.opt.values[1]", "expected a string, number or boolean"));
+  EXPECT_TRUE(has_error(s, "parameters.opt.values[1]", "expected a string, boolean or number"));
 }
 
 TEST(Spec, Conditions) {
@@ -308,6 +308,29 @@ TEST(Spec, NumericRangesMustBeFiniteAndSane) {
   EXPECT_TRUE(error_paths(s).empty()) << ::testing::PrintToString(error_paths(s));
 }
 
+// Integers past int64 (nlohmann keeps them as unsigned) are refused with the
+// value as written, never wrapped into negative numbers or cast out of range.
+TEST(Spec, IntegersPastInt64AreRefusedNotWrapped) {
+  auto s = valid_spec();
+  s["search"]["max_trials"] = 18446744073709551615ULL;
+  EXPECT_TRUE(has_error(s, "search.max_trials", "18446744073709551615 is out of range"));
+  s = valid_spec();
+  s["search"]["max_trials"] = 1e300;
+  EXPECT_TRUE(has_error(s, "search.max_trials", "expected an integer"));
+  s = valid_spec();
+  s["parameters"]["opt"]["values"] = Json::array({18446744073709551615ULL, -1});
+  EXPECT_TRUE(has_error(s, "parameters.opt.values[0]", "integers within int64"));
+  auto torch = Json::parse(R"({"name": "t", "objective": {"metric": "loss", "mode": "min"},
+    "parameters": {"lr": {"type": "float", "min": 0.001, "max": 0.1}},
+    "search": {"algorithm": "random", "max_trials": 2},
+    "trial": {"kind": "torch", "model": {"type": "mlp"}, "optimizer": {"lr": "{lr}"},
+              "data": {"format": "csv", "train": "a.csv", "target": "y"}}})");
+  torch["trial"]["seed"] = 18446744073709551615ULL;
+  EXPECT_TRUE(has_error(torch, "trial.seed"));
+  torch["trial"]["seed"] = 7;
+  EXPECT_TRUE(error_paths(torch).empty()) << ::testing::PrintToString(error_paths(torch));
+}
+
 // Sections a trial kind cannot run are refused at submit, not after the search.
 TEST(Spec, SectionsTheKindCannotRunAreRefused) {
   auto s = valid_spec();  // kind command
@@ -331,7 +354,8 @@ TEST(Spec, SlotsFromGpusAndReplicas) {
 }
 
 TEST(RenderArgv, ReplacesPlaceholdersVerbatimWithoutShell) {
-  search::Params p{{"lr", 0.001}, {"layers", std::int64_t{3}}, {"name", std::string("$(rm -rf /)")}};
+  search::Params p{
+      {"lr", 0.001}, {"layers", std::int64_t{3}}, {"name", std::string("$(rm -rf /)")}};
   auto out = render_argv({"train", "--lr={lr}", "{layers}", "{name}", "{{x}}"}, p);
   ASSERT_EQ(out.size(), 5u);
   EXPECT_EQ(out[1], "--lr=0.001");
