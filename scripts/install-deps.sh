@@ -8,7 +8,8 @@ pkgs=(g++ cmake make pkg-config git ca-certificates
       libeigen3-dev zlib1g-dev
       libtorch-dev libgloo-dev libopenblas0-pthread
       dataset-fashion-mnist
-      chromium)
+      chromium
+      clang libclang-rt-14-dev)  # the fuzz build (scripts/fuzz.sh): libFuzzer, ASan, UBSan
 if [[ "${1:-}" == "--bench" ]]; then
   pkgs+=(python3-optuna python3-torch python3-sklearn python3-numpy)
 fi

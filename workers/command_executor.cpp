@@ -59,8 +59,9 @@ std::optional<Result<MetricLine>> parse_metric_line(std::string_view line) {
     } else if (key == "step") {
       if (!v.is_number()) return Result<MetricLine>(Error::invalid("step", "expected an integer"));
       double d = v.get<double>();
-      if (d != std::floor(d) || d < 0)
-        return Result<MetricLine>(Error::invalid("step", "expected a non-negative integer"));
+      if (d != std::floor(d) || d < 0 || d > 9007199254740992.0)  // 2^53: exact, fits int64
+        return Result<MetricLine>(
+            Error::invalid("step", "expected a non-negative integer up to 2^53"));
       out.step = static_cast<std::int64_t>(d);
     } else if (v.is_number()) {
       double d = v.get<double>();
@@ -72,13 +73,11 @@ std::optional<Result<MetricLine>> parse_metric_line(std::string_view line) {
 }
 
 std::vector<std::string> trial_environment(const std::vector<std::string>& worker_env) {
-  static constexpr std::string_view kNames[] = {"PATH",   "HOME",  "USER",   "LOGNAME",
-                                                "SHELL",  "LANG",  "LANGUAGE", "TZ",
-                                                "TMPDIR", "TERM",  "LD_LIBRARY_PATH",
-                                                "VIRTUAL_ENV"};
-  static constexpr std::string_view kPrefixes[] = {"LC_",     "PYTHON", "CONDA_", "CUDA_",
-                                                   "NVIDIA_", "NCCL_",  "OMP_",   "MKL_",
-                                                   "OPENBLAS_"};
+  static constexpr std::string_view kNames[] = {
+      "PATH",     "HOME", "USER",   "LOGNAME", "SHELL",           "LANG",
+      "LANGUAGE", "TZ",   "TMPDIR", "TERM",    "LD_LIBRARY_PATH", "VIRTUAL_ENV"};
+  static constexpr std::string_view kPrefixes[] = {
+      "LC_", "PYTHON", "CONDA_", "CUDA_", "NVIDIA_", "NCCL_", "OMP_", "MKL_", "OPENBLAS_"};
   std::vector<std::string> out;
   for (const auto& kv : worker_env) {
     const std::string_view name = std::string_view(kv).substr(0, kv.find('='));
@@ -165,7 +164,8 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
   spawn.env = child_env(task);
   spawn.cwd = recipe.cwd;
   // Not on GPU slots: the CUDA driver maps device memory into the process.
-  if (task.gpus.empty()) spawn.memory_limit_bytes = memory_limit_bytes(task.spec->trial.memory_gb);
+  if (task.gpus.empty())
+    spawn.memory_limit_bytes = memory_limit_bytes(task.spec->trial.memory_gb);
   else if (task.spec->trial.memory_gb > 0)
     reporter.log("[hpo] resources.memory_gb is not enforced on GPU slots");
   auto child = ChildProcess::spawn(spawn);
@@ -237,12 +237,11 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
   }
   if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
     std::string tail = stderr_tail.tail();
-    auto result =
-        failed_result(tail.empty() ? describe_exit(status, task.spec->trial.memory_gb)
-                                   : fmt::format("{}: {}",
-                                                 describe_exit(status, task.spec->trial.memory_gb),
-                                                 tail),
-                      true);
+    auto result = failed_result(
+        tail.empty()
+            ? describe_exit(status, task.spec->trial.memory_gb)
+            : fmt::format("{}: {}", describe_exit(status, task.spec->trial.memory_gb), tail),
+        true);
     result.metrics = last;
     return result;
   }

@@ -55,7 +55,6 @@ Result<std::string> read_maybe_gz(const std::string& path) {
   return out;
 }
 
-
 // IDX header: magic 0x00 0x00 type ndims, then ndims big-endian sizes.
 Result<std::vector<std::int64_t>> idx_dims(const std::string& s, const std::string& path,
                                            int want_dims) {
@@ -70,12 +69,21 @@ Result<std::vector<std::int64_t>> idx_dims(const std::string& s, const std::stri
   if (s.size() < 4 + 4 * static_cast<std::size_t>(nd))
     return data_error("'" + path + "' is truncated (header)");
   std::vector<std::int64_t> dims;
+  // The sizes come from the file: the product is checked against the bytes
+  // present as it grows, so four sizes near 2^32 cannot overflow it.
+  const std::size_t header = 4 + 4 * static_cast<std::size_t>(nd);
+  const auto payload = static_cast<std::int64_t>(s.size() - header);
   std::int64_t total = 1;
+  bool too_big = false;
   for (int i = 0; i < nd; ++i) {
     dims.push_back(be32(s, 4 + 4 * i));
-    total *= dims.back();
+    if (dims.back() == 0) {
+      return data_error("'" + path + "' has a dimension of size 0");
+    }
+    too_big = too_big || total > payload / dims.back();
+    if (!too_big) total *= dims.back();
   }
-  if (s.size() != 4 + 4 * static_cast<std::size_t>(nd) + static_cast<std::size_t>(total))
+  if (too_big || s.size() != header + static_cast<std::size_t>(total))
     return data_error("'" + path + "' is truncated or has trailing bytes (expected " +
                       std::to_string(total) + " values)");
   return dims;
@@ -148,9 +156,14 @@ Result<Table> read_idx(const std::string& images_path, const std::string& labels
   if (!images) return images.error();
   auto labels = read_maybe_gz(labels_path);
   if (!labels) return labels.error();
-  auto idims = idx_dims(*images, images_path, 3);
+  return parse_idx(*images, *labels, images_path, labels_path);
+}
+
+Result<Table> parse_idx(const std::string& images, const std::string& labels,
+                        const std::string& images_path, const std::string& labels_path) {
+  auto idims = idx_dims(images, images_path, 3);
   if (!idims) return idims.error();
-  auto ldims = idx_dims(*labels, labels_path, 1);
+  auto ldims = idx_dims(labels, labels_path, 1);
   if (!ldims) return ldims.error();
   if ((*idims)[0] != (*ldims)[0])
     return data_error("'" + images_path + "' has " + std::to_string((*idims)[0]) + " images but '" +
@@ -158,10 +171,10 @@ Result<Table> read_idx(const std::string& images_path, const std::string& labels
   Table t;
   t.rows = (*idims)[0];
   t.sample_shape = {1, (*idims)[1], (*idims)[2]};
-  const auto* px = reinterpret_cast<const unsigned char*>(images->data()) + 16;
+  const auto* px = reinterpret_cast<const unsigned char*>(images.data()) + 16;
   t.x.resize(static_cast<std::size_t>(t.rows * t.features()));
   for (std::size_t i = 0; i < t.x.size(); ++i) t.x[i] = static_cast<float>(px[i]) / 255.0f;
-  const auto* lb = reinterpret_cast<const unsigned char*>(labels->data()) + 8;
+  const auto* lb = reinterpret_cast<const unsigned char*>(labels.data()) + 8;
   t.y.assign(lb, lb + t.rows);
   return t;
 }
@@ -170,7 +183,12 @@ Result<Table> read_csv(const std::string& path, const std::string& target, bool 
                        const std::vector<std::string>* classes) {
   auto text = read_maybe_gz(path);
   if (!text) return text.error();
-  std::string_view all(*text);
+  return parse_csv(*text, path, target, classification, classes);
+}
+
+Result<Table> parse_csv(std::string_view text, const std::string& path, const std::string& target,
+                        bool classification, const std::vector<std::string>* classes) {
+  std::string_view all(text);
   std::vector<std::string_view> fields;
   std::string scratch;
   Table t;
@@ -193,6 +211,8 @@ Result<Table> read_csv(const std::string& path, const std::string& target, bool 
       ncols = fields.size();
       for (std::size_t c = 0; c < fields.size(); ++c) {
         std::string name(trim(fields[c]));
+        if (name == target && target_col >= 0)
+          return data_error("'" + path + "' has the target column '" + target + "' twice");
         if (name == target)
           target_col = static_cast<std::int64_t>(c);
         else

@@ -44,11 +44,16 @@ Result<std::vector<std::int64_t>> idx_dims(const std::string& bytes, const std::
 // One CSV line (RFC 4180 quotes, no embedded newlines) into `out`; quoted fields are
 // unescaped into `scratch`, which the views may point into.
 void split_csv(std::string_view line, std::vector<std::string_view>& out, std::string& scratch);
-std::string_view trim(std::string_view s);               // spaces, tabs, a trailing \r
-bool parse_float(std::string_view s, float& out);        // finite numbers only, after trim()
+std::string_view trim(std::string_view s);         // spaces, tabs, a trailing \r
+bool parse_float(std::string_view s, float& out);  // finite numbers only, after trim()
 
 // IDX image + label files (magic 0x0803 / 0x0801, unsigned bytes), pixels / 255.
 Result<Table> read_idx(const std::string& images_path, const std::string& labels_path);
+
+// The same from bytes already read (`*_path` names them in errors): the fuzz
+// targets drive these directly.
+Result<Table> parse_idx(const std::string& images, const std::string& labels,
+                        const std::string& images_path, const std::string& labels_path);
 
 // CSV with a header row; `target` names the target column, every other column
 // must be numeric. Classification targets are non-negative integers or text
@@ -56,6 +61,8 @@ Result<Table> read_idx(const std::string& images_path, const std::string& labels
 // is given (the training file's) a label outside it is an error.
 Result<Table> read_csv(const std::string& path, const std::string& target, bool classification,
                        const std::vector<std::string>* classes = nullptr);
+Result<Table> parse_csv(std::string_view text, const std::string& path, const std::string& target,
+                        bool classification, const std::vector<std::string>* classes = nullptr);
 
 // One part of the data, ready for training.
 struct Split {
