@@ -119,7 +119,8 @@ bool valid_sort_field(const std::string& f) {
 // a leading tab/CR) gets a leading ' so that opening the export runs nothing;
 // numbers never come through here.
 std::string csv_cell(const std::string& s) {
-  const bool formula = !s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos;
+  const bool formula =
+      !s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos;
   const std::string text = formula ? "'" + s : s;
   if (!formula && text.find_first_of(",\"\n\r") == std::string::npos) return text;
   std::string out = "\"";
@@ -516,7 +517,17 @@ Response Api::events(const Request& request) {
   std::string sweep = request.query_or("sweep");
   // Subscribe first, replay second: an event that arrives in between is both
   // queued and replayed, and the subscription drops the queued copy by id.
-  auto sub = hub_.subscribe(sweep);
+  // Streams are limited per peer address (the port differs per connection).
+  const std::string client = request.remote.substr(0, request.remote.rfind(':'));
+  auto sub = hub_.subscribe(sweep, client);
+  if (!sub) {
+    Response busy = error_response(
+        503, "unavailable",
+        "too many event streams (at most " + std::to_string(hub_.limits().max_per_client) +
+            " per client and " + std::to_string(hub_.limits().max_subscribers) + " in all)");
+    busy.headers.emplace_back("Retry-After", "5");
+    return busy;
+  }
   std::string body = "retry: " + std::to_string(options_.sse_retry_ms) + "\n\n";
   if (!last.empty()) {
     sub->skip_through(last);

@@ -37,8 +37,8 @@ bool stream_id_less(const std::string& a, const std::string& b) {
   return parse_stream_id(a) < parse_stream_id(b);
 }
 
-Subscription::Subscription(std::string sweep_filter, std::size_t max_queue)
-    : sweep_filter_(std::move(sweep_filter)), max_queue_(max_queue) {}
+Subscription::Subscription(std::string sweep_filter, std::size_t max_queue, std::string client)
+    : client_(std::move(client)), sweep_filter_(std::move(sweep_filter)), max_queue_(max_queue) {}
 
 void Subscription::skip_through(std::string id) {
   std::lock_guard lock(mu_);
@@ -128,9 +128,16 @@ bool Subscription::closed() const {
   return closed_;
 }
 
-std::shared_ptr<Subscription> EventHub::subscribe(std::string sweep_filter) {
-  auto sub = std::make_shared<Subscription>(std::move(sweep_filter), max_queue_);
+std::shared_ptr<Subscription> EventHub::subscribe(std::string sweep_filter, std::string client) {
   std::lock_guard lock(mu_);
+  prune_locked();
+  if (subs_.size() >= limits_.max_subscribers) return nullptr;
+  std::size_t mine = 0;
+  for (const auto& w : subs_)
+    if (auto s = w.lock(); s && s->client() == client) ++mine;
+  if (mine >= limits_.max_per_client) return nullptr;
+  auto sub =
+      std::make_shared<Subscription>(std::move(sweep_filter), limits_.max_queue, std::move(client));
   subs_.push_back(sub);
   return sub;
 }
@@ -171,12 +178,16 @@ void EventHub::close_all() {
   for (auto& s : live) s->close();
 }
 
-std::size_t EventHub::subscriber_count() {
-  std::lock_guard lock(mu_);
+void EventHub::prune_locked() {
   std::erase_if(subs_, [](const std::weak_ptr<Subscription>& w) {
     auto s = w.lock();
     return !s || s->closed();
   });
+}
+
+std::size_t EventHub::subscriber_count() {
+  std::lock_guard lock(mu_);
+  prune_locked();
   return subs_.size();
 }
 

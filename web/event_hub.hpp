@@ -9,6 +9,11 @@
 // ends the connection); the browser's EventSource reconnects with
 // Last-Event-ID and catches up from the store, so dropping loses nothing.
 //
+// Limits: at most `max_subscribers` open subscriptions in all and
+// `max_per_client` per client (the peer address), so that one client cannot
+// hold every stream; subscribe() refuses past either (the handler answers 503
+// with Retry-After).
+//
 // Thread safety: every method may be called from any thread.
 #pragma once
 
@@ -39,7 +44,8 @@ bool stream_id_less(const std::string& a, const std::string& b);
 class Subscription {
  public:
   // `sweep_filter` empty: every event; else only events of that sweep.
-  Subscription(std::string sweep_filter, std::size_t max_queue);
+  Subscription(std::string sweep_filter, std::size_t max_queue, std::string client = "");
+  const std::string& client() const { return client_; }
 
   // Events with ids <= `id` are skipped (they were replayed from the store),
   // including those already queued: the handler subscribes before it replays,
@@ -71,6 +77,7 @@ class Subscription {
   bool push_locked(Queued item, std::function<void()>& to_call);
 
   mutable std::mutex mu_;
+  std::string client_;  // the peer address (limits per client)
   std::string sweep_filter_;
   std::size_t max_queue_;
   std::string skip_through_;
@@ -80,19 +87,31 @@ class Subscription {
   std::function<void()> notify_;
 };
 
+struct HubLimits {
+  std::size_t max_queue = 1024;        // frames a subscriber may fall behind
+  std::size_t max_subscribers = 2048;  // open streams in all
+  std::size_t max_per_client = 64;     // open streams of one peer address
+};
+
 class EventHub {
  public:
-  explicit EventHub(std::size_t max_queue = 1024) : max_queue_(max_queue) {}
+  explicit EventHub(std::size_t max_queue = 1024) : limits_{max_queue} {}
+  explicit EventHub(HubLimits limits) : limits_(limits) {}
 
-  std::shared_ptr<Subscription> subscribe(std::string sweep_filter = "");
+  // nullptr when the hub already holds max_subscribers streams, or
+  // max_per_client streams of `client` (a peer address; "" is one client too).
+  std::shared_ptr<Subscription> subscribe(std::string sweep_filter = "", std::string client = "");
+  const HubLimits& limits() const { return limits_; }
   void publish(const HubEvent& event);
   // Closes every subscription (server shutdown).
   void close_all();
   std::size_t subscriber_count();
 
  private:
+  void prune_locked();
+
   std::mutex mu_;
-  std::size_t max_queue_;
+  HubLimits limits_;
   std::vector<std::weak_ptr<Subscription>> subs_;
 };
 

@@ -55,6 +55,8 @@ struct ServerState {
   std::size_t live = 0;  // sessions alive
   std::vector<std::weak_ptr<Session>> sessions;
   bool stopping = false;
+  // Requests posted to the handler pool and not finished yet (queued or running).
+  std::atomic<std::size_t> in_handlers{0};
   net::io_context ioc;
   net::thread_pool pool;
 
@@ -182,10 +184,22 @@ class Session : public std::enable_shared_from_this<Session> {
       queue_ready(error_response(400, "bad_request", "malformed request target"));
       return;
     }
+    // A bounded handler queue: when the handlers are that far behind (a slow
+    // store, a flood), answering 503 now is better than an unbounded backlog
+    // whose answers come too late for anyone.
+    if (st_->in_handlers.fetch_add(1) >= st_->opts.max_queued_requests) {
+      st_->in_handlers.fetch_sub(1);
+      read_closed_ = true;
+      Response busy = error_response(503, "unavailable", "the server is busy; retry shortly");
+      busy.headers.emplace_back("Retry-After", "1");
+      queue_ready(std::move(busy));
+      return;
+    }
     std::uint64_t seq = next_seq_++;
     pending_.push_back({keep_alive, version, std::nullopt});
     net::post(st_->pool, [self = shared_from_this(), seq, req = std::move(req)]() mutable {
       Response res = self->st_->run_handler(req);
+      self->st_->in_handlers.fetch_sub(1);
       net::post(self->stream_.get_executor(), [self, seq, res = std::move(res)]() mutable {
         self->on_response(seq, std::move(res));
       });
@@ -372,47 +386,47 @@ struct HttpServer::Impl {
   bool started = false, stopped = false;
 
   void do_accept() {
-    acceptor->async_accept(
-        net::make_strand(st->ioc), [this](beast::error_code ec, tcp::socket socket) {
-          if (ec) {
-            if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
-            // Out of descriptors (EMFILE, ENFILE) or memory: accepting again at
-            // once would spin. Pause, keep serving the open connections.
-            accept_pause->expires_after(std::chrono::milliseconds(100));
-            accept_pause->async_wait([this](beast::error_code wec) {
-              if (!wec && acceptor->is_open()) do_accept();
-            });
-            return;
-          }
-          std::shared_ptr<Session> session;
-          {
-            std::lock_guard lock(st->mu);
-            if (st->stopping) return;
-            if (st->live >= st->opts.max_connections) {
-              // Full: a short answer instead of an unbounded queue of sockets.
-              static const std::string kBusy = [] {
-                const std::string body =
-                    R"({"error":{"code":"unavailable","fields":[],"message":"too many connections"}})";
-                return "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: "
-                       "application/json\r\nContent-Length: " +
-                       std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-              }();
-              beast::error_code wec;
-              socket.non_blocking(true, wec);
-              net::write(socket, net::buffer(kBusy), wec);
-              socket.shutdown(tcp::socket::shutdown_both, wec);
-              socket.close(wec);
-              do_accept();
-              return;
-            }
-            session = std::make_shared<Session>(std::move(socket), st.get());
-            ++st->live;
-            std::erase_if(st->sessions, [](const auto& w) { return w.expired(); });
-            st->sessions.push_back(session);
-          }
-          session->run();
-          do_accept();
+    acceptor->async_accept(net::make_strand(st->ioc), [this](beast::error_code ec,
+                                                             tcp::socket socket) {
+      if (ec) {
+        if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
+        // Out of descriptors (EMFILE, ENFILE) or memory: accepting again at
+        // once would spin. Pause, keep serving the open connections.
+        accept_pause->expires_after(std::chrono::milliseconds(100));
+        accept_pause->async_wait([this](beast::error_code wec) {
+          if (!wec && acceptor->is_open()) do_accept();
         });
+        return;
+      }
+      std::shared_ptr<Session> session;
+      {
+        std::lock_guard lock(st->mu);
+        if (st->stopping) return;
+        if (st->live >= st->opts.max_connections) {
+          // Full: a short answer instead of an unbounded queue of sockets.
+          static const std::string kBusy = [] {
+            const std::string body =
+                R"({"error":{"code":"unavailable","fields":[],"message":"too many connections"}})";
+            return "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: "
+                   "application/json\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+          }();
+          beast::error_code wec;
+          socket.non_blocking(true, wec);
+          net::write(socket, net::buffer(kBusy), wec);
+          socket.shutdown(tcp::socket::shutdown_both, wec);
+          socket.close(wec);
+          do_accept();
+          return;
+        }
+        session = std::make_shared<Session>(std::move(socket), st.get());
+        ++st->live;
+        std::erase_if(st->sessions, [](const auto& w) { return w.expired(); });
+        st->sessions.push_back(session);
+      }
+      session->run();
+      do_accept();
+    });
   }
 };
 

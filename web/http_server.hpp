@@ -7,9 +7,12 @@
 // Responses on one connection go out in request order; up to `max_pipelined`
 // requests of one connection may be in flight at once.
 //
-// Limits: a deadline on every read (a client idle between requests, or slow
-// to send headers or body, is disconnected), body and header size limits
-// (413 / 431 with the JSON error shape), a write deadline.
+// Limits: a deadline on every request (`read_timeout` from its first byte to
+// its last: a client idle between requests, or slow to send headers or body,
+// even one byte at a time, is disconnected), body and header size limits
+// (413 / 431 with the JSON error shape), a write deadline, a cap on
+// connections and one on requests queued for the handlers (503 with
+// Retry-After past either).
 //
 // A Response with `stream` set turns the connection into a server-sent-events
 // stream (see event_hub.hpp); a keep-alive comment is written every
@@ -45,6 +48,10 @@ struct ServerOptions {
   // Connections served at once (event streams included); one more is answered
   // 503 with Retry-After and closed, so a flood cannot exhaust descriptors.
   std::size_t max_connections = 1024;
+  // Requests waiting for or running in a handler thread, all connections
+  // together; one more is answered 503 with Retry-After (and its connection
+  // closed) instead of queueing behind work that is already late.
+  std::size_t max_queued_requests = 512;
 };
 
 class HttpServer {

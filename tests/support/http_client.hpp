@@ -46,6 +46,14 @@ class RawConnection {
     }
     return true;
   }
+  // Waits up to `timeout` for the peer to close (or reset) the connection;
+  // true when it did. Bytes the peer sent meanwhile are read and dropped.
+  bool wait_closed(std::chrono::milliseconds timeout) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return false;
+    char buf[4096];
+    return ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT) <= 0;
+  }
   // Reads until the peer closes or `timeout` passes. `closed` says which.
   std::string read_until_closed(std::chrono::milliseconds timeout, bool& closed) {
     std::string out;

@@ -542,5 +542,36 @@ TEST_F(ApiTest, EventsStreamLiveAndResumeWithLastEventId) {
   EXPECT_TRUE(seen);
 }
 
+// Event streams are limited per client (peer address, whatever its port) and
+// in all: past the limit /api/events answers 503 with Retry-After, other
+// clients still get theirs, and a stream that ends frees its place.
+TEST_F(ApiTest, EventStreamsPastTheLimitGet503PerClient) {
+  start();
+  EventHub hub(HubLimits{16, 8, 2});
+  Api api(ApiOptions{}, factory_, hub);
+  auto events = [&](const std::string& remote) {
+    Request r;
+    r.method = "GET";
+    r.target = r.path = "/api/events";
+    r.remote = remote;
+    return api.handle(r);
+  };
+  std::vector<Response> open;
+  open.push_back(events("10.1.1.1:5000"));
+  open.push_back(events("10.1.1.1:5001"));
+  for (const auto& r : open) {
+    ASSERT_EQ(r.status, 200);
+    ASSERT_TRUE(r.stream);
+  }
+  Response third = events("10.1.1.1:5002");
+  EXPECT_EQ(third.status, 503);
+  EXPECT_EQ(third.header("Retry-After"), "5");
+  EXPECT_NE(third.body.find("per client"), std::string::npos) << third.body;
+  EXPECT_FALSE(third.stream);
+  EXPECT_EQ(events("10.1.1.2:6000").status, 200);  // another client
+  open.pop_back();                                 // one stream of the first ends
+  EXPECT_EQ(events("10.1.1.1:5003").status, 200);
+}
+
 }  // namespace
 }  // namespace hpo::web

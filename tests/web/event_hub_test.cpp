@@ -73,5 +73,26 @@ TEST(EventHub, ForgetsSubscriptionsWhoseConnectionWentAway) {
   EXPECT_TRUE(kept->closed());
 }
 
+// One client cannot hold every stream: past max_per_client its next subscribe
+// is refused while others still get theirs, and past max_subscribers everyone
+// is refused; a stream that ends gives its place back.
+TEST(EventHub, LimitsStreamsPerClientAndInAll) {
+  EventHub hub(HubLimits{16, 3, 2});
+  auto a1 = hub.subscribe("", "10.0.0.1");
+  auto a2 = hub.subscribe("", "10.0.0.1");
+  ASSERT_TRUE(a1 && a2);
+  EXPECT_EQ(hub.subscribe("", "10.0.0.1"), nullptr);  // its third
+  auto b1 = hub.subscribe("", "10.0.0.2");
+  ASSERT_TRUE(b1);
+  EXPECT_EQ(hub.subscribe("", "10.0.0.3"), nullptr);  // three in all
+  a1.reset();                                         // its connection went away
+  auto c1 = hub.subscribe("", "10.0.0.3");
+  EXPECT_NE(c1, nullptr);
+  a2->close();  // dropped as a slow consumer
+  auto a3 = hub.subscribe("", "10.0.0.1");
+  EXPECT_NE(a3, nullptr);
+  EXPECT_EQ(hub.subscriber_count(), 3u);
+}
+
 }  // namespace
 }  // namespace hpo::web

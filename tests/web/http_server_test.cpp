@@ -376,5 +376,82 @@ TEST(HttpServer, StaticFilesRefuseTraversalOverTheWire) {
   fs::remove_all(base);
 }
 
+// A slow-loris client that keeps making progress (one byte every 20 ms, so
+// its request would take seconds) is cut off at the request deadline, not
+// kept alive by each byte, and other clients are served meanwhile.
+TEST(HttpServer, AClientDrippingOneByteAtATimeIsDroppedWhileOthersAreServed) {
+  auto o = test_options();
+  o.read_timeout = 300ms;
+  HttpServer server(o, echo);
+  ASSERT_TRUE(server.start().ok());
+  const std::string request =
+      "POST /drip HTTP/1.1\r\nHost: x\r\nContent-Length: 200\r\n\r\n" + std::string(200, 'a');
+  RawConnection drip(server.port());
+  ASSERT_TRUE(drip.connected());
+  std::atomic<bool> cut{false};
+  std::size_t sent = 0;
+  auto dripper = std::async(std::launch::async, [&] {
+    for (; sent < request.size(); ++sent) {
+      // The wait for the server to close paces the bytes.
+      if (!drip.send(request.substr(sent, 1)) || drip.wait_closed(20ms)) {
+        cut = true;
+        return;
+      }
+    }
+  });
+  for (int i = 0; i < 5 && !cut; ++i) {
+    HttpClient other("127.0.0.1", server.port(), 5s);
+    auto r = other.get("/other");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->status, 200);
+  }
+  dripper.get();
+  EXPECT_TRUE(cut);
+  EXPECT_LT(sent, request.size());
+  EXPECT_TRUE(wait_for([&] { return server.connection_count() == 0; }, 5s));
+}
+
+// The handler queue is bounded: with every place taken by requests that are
+// still running, the next request gets 503 with Retry-After at once, and is
+// served again once they finish.
+TEST(HttpServer, RequestsPastTheHandlerQueueGet503WithRetryAfter) {
+  auto o = test_options();
+  o.handler_threads = 2;
+  o.max_queued_requests = 2;
+  Gate gate;
+  std::atomic<int> blocked{0};
+  HttpServer server(o, [&](const Request& r) {
+    if (r.path == "/block") {
+      ++blocked;
+      gate.wait();
+    }
+    return Response::text(200, r.path);
+  });
+  ASSERT_TRUE(server.start().ok());
+  auto get = [&](std::string path) {
+    return std::async(std::launch::async, [&server, path] {
+      HttpClient c("127.0.0.1", server.port(), 10s);
+      return c.get(path);
+    });
+  };
+  auto a = get("/block");
+  auto b = get("/block");
+  ASSERT_TRUE(wait_for([&] { return blocked == 2; }, 5s));
+  RawConnection third(server.port());
+  ASSERT_TRUE(third.send("GET /x HTTP/1.1\r\nHost: x\r\n\r\n"));
+  bool closed = false;
+  const std::string busy = third.read_until_closed(10s, closed);
+  EXPECT_EQ(busy.rfind("HTTP/1.1 503", 0), 0u) << busy;
+  EXPECT_NE(busy.find("Retry-After: 1"), std::string::npos) << busy;
+  EXPECT_NE(busy.find("busy"), std::string::npos) << busy;
+  gate.open();
+  ASSERT_TRUE(a.get().ok());
+  ASSERT_TRUE(b.get().ok());
+  HttpClient again("127.0.0.1", server.port(), 5s);
+  auto r = again.get("/x");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, 200);
+}
+
 }  // namespace
 }  // namespace hpo::web
