@@ -1,7 +1,10 @@
 #include "scheduler/config.hpp"
 
+#include "trials/data_roots.hpp"
+
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -39,6 +42,9 @@ the environment over --config, --config over the defaults):
   --reaper-ms MS         lease reaper period [HPO_REAPER_MS] (1000)
   --retention-days D     delete ended sweeps (trials, reports, artifacts) D days
                          after they ended [HPO_RETENTION_DAYS] (0: keep forever)
+  --data-root DIR        a folder dataset files of torch specs may come from;
+                         repeatable [HPO_DATA_ROOTS, colon-separated]
+                         (/usr/share/datasets; `--data-root /` confines nothing)
   --allow-volatile-redis accept an external Redis without appendonly yes; a Redis
                          crash may then lose acknowledged sweeps
                          [HPO_ALLOW_VOLATILE_REDIS=1]
@@ -56,7 +62,8 @@ Status parse_host_port(const std::string& text, const std::string& flag, std::st
   if (colon == std::string::npos || colon == 0)
     return Error::invalid(flag, fmt::format("\"{}\" is not HOST:PORT", text));
   host = text.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   std::string p = text.substr(colon + 1);
   char* end = nullptr;
   long v = std::strtol(p.c_str(), &end, 10);
@@ -72,7 +79,8 @@ Status set_int(const std::string& value, const std::string& flag, long lo, long 
   char* end = nullptr;
   long v = std::strtol(value.c_str(), &end, 10);
   if (value.empty() || *end || v < lo || v > hi)
-    return Error::invalid(flag, fmt::format("\"{}\" is not an integer from {} to {}", value, lo, hi));
+    return Error::invalid(flag,
+                          fmt::format("\"{}\" is not an integer from {} to {}", value, lo, hi));
   out = v;
   return {};
 }
@@ -82,14 +90,22 @@ Status apply(SchedulerConfig& c, const std::string& key, const std::string& valu
              const std::string& origin) {
   long n = 0;
   if (key == "listen") return parse_host_port(value, origin, c.listen_host, c.listen_port);
-  if (key == "redis") c.redis_url = value;
-  else if (key == "data_dir") c.data_dir = value;
-  else if (key == "prefix") c.prefix = value;
-  else if (key == "token") c.token = value;
-  else if (key == "token_file") c.token_file = value;
-  else if (key == "auth_reads") c.auth_reads = value == "1" || value == "true";
-  else if (key == "public_reads") c.public_reads = value == "1" || value == "true";
-  else if (key == "static_dir") c.static_dir = value;
+  if (key == "redis")
+    c.redis_url = value;
+  else if (key == "data_dir")
+    c.data_dir = value;
+  else if (key == "prefix")
+    c.prefix = value;
+  else if (key == "token")
+    c.token = value;
+  else if (key == "token_file")
+    c.token_file = value;
+  else if (key == "auth_reads")
+    c.auth_reads = value == "1" || value == "true";
+  else if (key == "public_reads")
+    c.public_reads = value == "1" || value == "true";
+  else if (key == "static_dir")
+    c.static_dir = value;
   else if (key == "threads") {
     if (auto st = set_int(value, origin, 1, 256, n); !st) return st;
     c.handler_threads = static_cast<int>(n);
@@ -98,12 +114,23 @@ Status apply(SchedulerConfig& c, const std::string& key, const std::string& valu
     c.reaper_period = std::chrono::milliseconds(n);
   } else if (key == "allow_volatile_redis") {
     c.allow_volatile_redis = value == "1" || value == "true";
+  } else if (key == "data_root") {
+    std::size_t start = 0;
+    while (start <= value.size()) {  // HPO_DATA_ROOTS and the file may list several: a:b
+      std::size_t colon = value.find(':', start);
+      std::string root = value.substr(start, colon == std::string::npos ? colon : colon - start);
+      if (root.empty() || root.front() != '/')
+        return Error::invalid(origin, fmt::format("\"{}\" is not an absolute folder", root));
+      c.data_roots.push_back(root);
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
   } else if (key == "retention_days") {
     char* end = nullptr;
     double d = std::strtod(value.c_str(), &end);
     if (value.empty() || *end || !(d >= 0) || d > 36500)
-      return Error::invalid(origin, fmt::format("\"{}\" is not a number of days from 0 to 36500",
-                                                value));
+      return Error::invalid(origin,
+                            fmt::format("\"{}\" is not a number of days from 0 to 36500", value));
     c.retention_days = d;
   } else {
     return Error::invalid(origin, "unknown setting");
@@ -131,6 +158,7 @@ constexpr Setting kSettings[] = {
     {"threads", "--threads", "HPO_HANDLER_THREADS", true},
     {"reaper_ms", "--reaper-ms", "HPO_REAPER_MS", true},
     {"retention_days", "--retention-days", "HPO_RETENTION_DAYS", true},
+    {"data_root", "--data-root", "HPO_DATA_ROOTS", true},
     {"allow_volatile_redis", "--allow-volatile-redis", "HPO_ALLOW_VOLATILE_REDIS", false},
 };
 
@@ -166,9 +194,12 @@ Result<SchedulerConfig> load_scheduler_config(int argc, char** argv) {
       if (arg == k.flag) s = &k;
     if (!s) return Error::invalid(arg, "unknown flag (see --help)");
     if (value == "\x01") {
-      if (!s->takes_value) value = "1";
-      else if (i + 1 >= argc) return Error::invalid(arg, "needs a value");
-      else value = argv[++i];
+      if (!s->takes_value)
+        value = "1";
+      else if (i + 1 >= argc)
+        return Error::invalid(arg, "needs a value");
+      else
+        value = argv[++i];
     }
     flags.emplace_back(s, value);
   }
@@ -185,9 +216,15 @@ Result<SchedulerConfig> load_scheduler_config(int argc, char** argv) {
       if (auto st = apply(c, it.key(), v, config_file + ": " + it.key()); !st) return st.error();
     }
   }
+  // Lists (data roots) are replaced, not merged, by a later source.
   for (const auto& k : kSettings)
-    if (const char* env = std::getenv(k.env); env && *env)
+    if (const char* env = std::getenv(k.env); env && *env) {
+      if (std::string_view(k.key) == "data_root") c.data_roots.clear();
       if (auto st = apply(c, k.key, env, k.env); !st) return st.error();
+    }
+  if (std::any_of(flags.begin(), flags.end(),
+                  [](const auto& f) { return std::string_view(f.first->key) == "data_root"; }))
+    c.data_roots.clear();
   for (const auto& [s, v] : flags) {
     if (auto st = apply(c, s->key, v, s->flag); !st) return st.error();
     if (std::string_view(s->key) == "token") c.token_on_command_line = true;
@@ -197,6 +234,7 @@ Result<SchedulerConfig> load_scheduler_config(int argc, char** argv) {
                         c.listen_host == "localhost" || c.listen_host.rfind("127.", 0) == 0;
   if (!loopback && !c.public_reads) c.auth_reads = true;
 
+  if (c.data_roots.empty()) c.data_roots = {trials::kDefaultDataRoot};
   if (c.data_dir.empty()) c.data_dir = hpo_home() + "/data";
   if (!c.token_file.empty() && c.token.empty()) {
     struct stat st {};

@@ -23,7 +23,7 @@ struct SchedulerConfig {
   bool auth_reads = false;
   bool public_reads = false;
   bool token_on_command_line = false;  // --token: visible in `ps` (main warns)
-  std::string static_dir;       // dashboard files; default: found next to the binary
+  std::string static_dir;              // dashboard files; default: found next to the binary
   int handler_threads = 4;
   std::chrono::milliseconds reaper_period{1000};
   std::chrono::milliseconds rescan_period{5000};
@@ -33,6 +33,9 @@ struct SchedulerConfig {
   // Ended sweeps older than this are deleted with everything they own; 0 keeps
   // them forever.
   double retention_days = 0;
+  // Folders a torch spec's dataset files may come from (--data-root,
+  // repeatable); none given: the Debian dataset folder (trials/data_roots.hpp).
+  std::vector<std::string> data_roots;
   bool help = false;
 };
 

@@ -164,6 +164,7 @@ int run(const scheduler::SchedulerConfig& config) {
   api_options.token = token;
   api_options.auth_reads = config.auth_reads;
   api_options.static_dir = find_static_dir(config.static_dir);
+  api_options.data_roots = config.data_roots;
   api_options.handler_threads = config.handler_threads;
   web::Api api(api_options, web_stores, hub);
   web::ServerOptions server_options;

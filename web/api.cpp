@@ -5,6 +5,8 @@
 // that is 10 store calls, acceptable until the store grows an index.
 #include "web/api.hpp"
 
+#include "trials/data_roots.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -312,6 +314,14 @@ Response Api::handle(const Request& request) {
 Response Api::create_sweep(const Request& request) {
   auto spec = trials::parse_spec(request.body);
   if (!spec) return error_response(spec.error());
+  if (spec->trial.kind == trials::TrialKind::kTorch) {
+    auto outside = trials::check_data_paths(spec->trial.torch.data, options_.data_roots);
+    if (!outside.empty()) {
+      std::string message = outside.front().path + ": " + outside.front().message;
+      return error_response(
+          Error{ErrorCode::kInvalidArgument, std::move(message), std::move(outside)});
+    }
+  }
   // parse_spec accepted it, so it is valid JSON; stored canonical (sorted keys).
   auto canonical = parse_json(request.body);
   if (!canonical) return error_response(canonical.error());

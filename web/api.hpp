@@ -48,9 +48,11 @@
 namespace hpo::web {
 
 struct ApiOptions {
-  std::string token;                   // empty: mutating calls are open
-  bool auth_reads = false;             // reads need the token too (see above)
-  std::string static_dir;              // empty: no dashboard
+  std::string token;        // empty: mutating calls are open
+  bool auth_reads = false;  // reads need the token too (see above)
+  std::string static_dir;   // empty: no dashboard
+  // Dataset files a torch spec may name (trials/data_roots.hpp); empty: any.
+  std::vector<std::string> data_roots;
   std::uint64_t body_limit = 1 << 20;  // passed on to ServerOptions by the caller
   int handler_threads = 4;             // likewise
   std::int64_t max_page = 1000;        // largest `limit` accepted

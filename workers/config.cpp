@@ -1,5 +1,6 @@
 #include "workers/config.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -103,6 +104,22 @@ const std::vector<Setting>& settings() {
        [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
          return parse_seconds(w, v, c.outage_grace_s);
        }},
+      {"--data-root", "HPO_DATA_ROOTS",
+       "a folder dataset files of torch trials may come from; repeatable (env: colon-separated). "
+       "Default: /usr/share/datasets and the work dir; `--data-root /` confines nothing",
+       [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
+         std::size_t start = 0;
+         while (start <= v.size()) {
+           std::size_t colon = v.find(':', start);
+           std::string root = v.substr(start, colon == std::string::npos ? colon : colon - start);
+           if (root.empty() || root.front() != '/')
+             return Error::invalid(w, fmt::format("'{}' is not an absolute folder", root));
+           c.data_roots.push_back(root);
+           if (colon == std::string::npos) break;
+           start = colon + 1;
+         }
+         return {};
+       }},
   };
   return kSettings;
 }
@@ -116,6 +133,10 @@ Result<WorkerConfig> load_config(const std::vector<std::string>& args, const Env
     if (v && *v)
       if (auto st = s.apply(c, s.env, v); !st) return st.error();
   }
+  // A list from the flags replaces the environment's.
+  if (std::any_of(args.begin(), args.end(),
+                  [](const std::string& a) { return a.rfind("--data-root", 0) == 0; }))
+    c.data_roots.clear();
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -146,7 +167,7 @@ std::string usage() {
   std::string out =
       "usage: hpo-worker [--redis URL] [--slots N] [--name NAME] [--threads T] [--lease-ms L]\n"
       "                  [--prefix P] [--kill-grace-s S] [--work-dir DIR] [--wait-s S]\n"
-      "                  [--drain-grace-s S] [--outage-grace-s S] [--help]\n\n"
+      "                  [--drain-grace-s S] [--outage-grace-s S] [--data-root DIR]... [--help]\n\n"
       "Runs trials of hpo sweeps: claims them from the Redis queue, runs them, reports results.\n"
       "SIGTERM/SIGINT: stops claiming, lets running trials finish for --drain-grace-s, then\n"
       "stops the rest and releases them to the queue (no attempt is counted) and exits 0.\n"

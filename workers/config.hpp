@@ -29,6 +29,9 @@ struct WorkerConfig {
   double wait_scheduler_s = 60.0;  // how long to wait for a local scheduler's state file
   double drain_grace_s = 30.0;     // SIGTERM: how long running trials may still finish
   double outage_grace_s = 600.0;   // trials keep running while the store is unreachable
+  // Folders torch trials may read data from (--data-root); empty: the Debian
+  // dataset folder and the work dir (main fills them in).
+  std::vector<std::string> data_roots;
   bool help = false;
 };
 

@@ -18,6 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "trials/data_roots.hpp"
 #include "trials/local_state.hpp"
 #include "trials/log.hpp"
 #include "trials/redis/redis_store.hpp"
@@ -146,15 +149,21 @@ int main(int argc, char** argv) {
 #ifdef HPO_WITH_TORCH
   // One dataset cache per process: every slot's trials read a file once.
   auto cache = std::make_shared<hpo::workers::torch_trainer::DatasetCache>();
-  executors[hpo::trials::TrialKind::kTorch] = [cache] {
-    return std::make_unique<hpo::workers::TorchExecutor>(cache);
+  hpo::workers::TorchExecutorOptions torch_options;
+  torch_options.data_roots = config.data_roots;
+  if (torch_options.data_roots.empty())
+    torch_options.data_roots = {hpo::trials::kDefaultDataRoot, options.work_root};
+  executors[hpo::trials::TrialKind::kTorch] = [cache, torch_options] {
+    return std::make_unique<hpo::workers::TorchExecutor>(cache, torch_options);
   };
 #endif
 
-  hpo::log_info("worker configured", {{"worker", options.name},
-                                      {"redis", parsed_url->to_string()},
-                                      {"prefix", config.prefix},
-                                      {"work_dir", options.work_root}});
+  hpo::log_info("worker configured",
+                {{"worker", options.name},
+                 {"redis", parsed_url->to_string()},
+                 {"prefix", config.prefix},
+                 {"work_dir", options.work_root},
+                 {"data_roots", fmt::format("{}", fmt::join(torch_options.data_roots, ":"))}});
   hpo::workers::Agent agent(options, connect, std::move(executors), &gpus);
   if (auto st = agent.start(); !st) {
     std::fprintf(stderr, "hpo-worker: %s\n", st.error().message.c_str());

@@ -124,8 +124,13 @@ class Pool {
 
   void start_scheduler() {
     std::filesystem::remove(home_ + "/scheduler.json");
-    std::vector<std::string> argv{kBin + "/scheduler/hpo-scheduler", "--listen", "127.0.0.1:0",
-                                  "--reaper-ms", "200"};
+    std::vector<std::string> argv{kBin + "/scheduler/hpo-scheduler",
+                                  "--listen",
+                                  "127.0.0.1:0",
+                                  "--reaper-ms",
+                                  "200",
+                                  "--data-root",
+                                  home_};
     if (redis_) argv.insert(argv.end(), {"--redis", redis_->url()});
     scheduler_ = std::make_unique<Process>(argv, env(), home_ + "/scheduler.log");
     ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(home_ + "/scheduler.json"); }, 30s))
@@ -140,11 +145,18 @@ class Pool {
     api_->set_token(token_);
   }
 
-  Process& start_worker(const std::string& name, int slots,
-                        std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv{kBin + "/workers/hpo-worker", "--name", name, "--slots",
-                                  std::to_string(slots), "--lease-ms", std::to_string(kLeaseMs),
-                                  "--kill-grace-s", "1"};
+  Process& start_worker(const std::string& name, int slots, std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv{kBin + "/workers/hpo-worker",
+                                  "--name",
+                                  name,
+                                  "--slots",
+                                  std::to_string(slots),
+                                  "--lease-ms",
+                                  std::to_string(kLeaseMs),
+                                  "--kill-grace-s",
+                                  "1",
+                                  "--data-root",
+                                  home_};
     if (redis_) argv.insert(argv.end(), {"--redis", redis_->url()});
     argv.insert(argv.end(), extra.begin(), extra.end());
     workers_.push_back(std::make_unique<Process>(argv, env(), home_ + "/worker-" + name + ".log"));
@@ -492,9 +504,10 @@ TEST(Chaos, APoisonTorchTrialFailsAloneBesideHealthyOnes) {
     }
   }
   EXPECT_TRUE(worker.running()) << pool.logs();
-  std::printf("chaos: poison torch trial beside 3 healthy ones on one 2-slot worker: %d completed, "
-              "%d failed, worker alive: %s\n",
-              completed, failed, worker.running() ? "yes" : "no");
+  std::printf(
+      "chaos: poison torch trial beside 3 healthy ones on one 2-slot worker: %d completed, "
+      "%d failed, worker alive: %s\n",
+      completed, failed, worker.running() ? "yes" : "no");
 }
 
 // 5. A cancel and a prune that land while the trial's program is failing

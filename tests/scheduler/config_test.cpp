@@ -80,5 +80,20 @@ TEST(SchedulerConfig, BadFlagsNameTheFlag) {
   ASSERT_FALSE(c.ok());
 }
 
+TEST(SchedulerConfig, DataRootsRepeatReplaceAndDefaultToTheDatasetFolder) {
+  EXPECT_EQ(load({})->data_roots, std::vector<std::string>{"/usr/share/datasets"});
+  auto c = load({"--data-root", "/srv/a", "--data-root=/srv/b"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->data_roots, (std::vector<std::string>{"/srv/a", "/srv/b"}));
+  ::setenv("HPO_DATA_ROOTS", "/env/a:/env/b", 1);
+  EXPECT_EQ(load({})->data_roots, (std::vector<std::string>{"/env/a", "/env/b"}));
+  EXPECT_EQ(load({"--data-root", "/flag"})->data_roots, std::vector<std::string>{"/flag"});
+  ::unsetenv("HPO_DATA_ROOTS");
+  auto relative = load({"--data-root", "data"});
+  ASSERT_FALSE(relative.ok());
+  EXPECT_NE(relative.error().message.find("--data-root"), std::string::npos);
+  EXPECT_NE(relative.error().message.find("absolute"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hpo::scheduler

@@ -64,7 +64,7 @@ class Cluster {
     std::filesystem::remove(home_ + "/scheduler.json");
     scheduler_ = std::make_unique<Process>(
         std::vector<std::string>{kBinaryDir + "/scheduler/hpo-scheduler", "--listen", "127.0.0.1:0",
-                                 "--reaper-ms", "200"},
+                                 "--reaper-ms", "200", "--data-root", home_},
         env(), home_ + "/scheduler.log");
     ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(home_ + "/scheduler.json"); },
                          std::chrono::seconds(30)))
@@ -80,7 +80,7 @@ class Cluster {
     workers_.push_back(std::make_unique<Process>(
         std::vector<std::string>{kBinaryDir + "/workers/hpo-worker", "--name", name, "--slots",
                                  std::to_string(slots), "--lease-ms", std::to_string(lease_ms),
-                                 "--kill-grace-s", "1"},
+                                 "--kill-grace-s", "1", "--data-root", home_},
         env(), home_ + "/worker-" + name + ".log"));
     return *workers_.back();
   }

@@ -10,6 +10,7 @@
 
 #include "tests/support/http_client.hpp"
 #include "tests/support/redis_server.hpp"
+#include "trials/data_roots.hpp"
 #include "trials/redis/redis_store.hpp"
 #include "web/api.hpp"
 #include "web/event_pump.hpp"
@@ -41,6 +42,19 @@ std::string spec_with(const std::string& pointer, const Json& value) {
   return s.dump();
 }
 
+// A torch spec whose data field `key` is `path` (a CSV training file otherwise).
+std::string torch_spec_with(const std::string& key, const std::string& path) {
+  Json s = Json::parse(R"({
+    "name": "hostile-torch",
+    "objective": {"metric": "val_loss", "mode": "min"},
+    "parameters": {"lr": {"type": "float", "min": 0.001, "max": 0.1}},
+    "search": {"algorithm": "random", "max_trials": 2},
+    "trial": {"kind": "torch", "optimizer": {"lr": "{lr}"},
+              "data": {"format": "csv", "train": "/usr/share/datasets/t.csv", "target": "y"}}})");
+  s["trial"]["data"][key] = path;
+  return s.dump();
+}
+
 struct Case {
   std::string name;
   std::string method, target, body;
@@ -51,7 +65,8 @@ struct Case {
 };
 
 std::string request_text(const Case& c) {
-  std::string r = c.method + " " + c.target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  std::string r =
+      c.method + " " + c.target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   if (c.with_token) r += std::string("Authorization: Bearer ") + kToken + "\r\n";
   for (const auto& h : c.headers) r += h + "\r\n";
   if (!c.body.empty() || c.method == "POST")
@@ -70,7 +85,7 @@ std::vector<Case> cases() {
     return s;
   }();
   auto spec = [](std::string name, const std::string& ptr, Json v, std::string expect) {
-    return Case{std::move(name), "POST", "/api/sweeps", spec_with(ptr, std::move(v)), {}, 400,
+    return Case{std::move(name),  "POST", "/api/sweeps", spec_with(ptr, std::move(v)), {}, 400,
                 std::move(expect)};
   };
   std::vector<Case> c = {
@@ -82,8 +97,13 @@ std::vector<Case> cases() {
       {"number", "POST", "/api/sweeps", "1", {}, 400, "object"},
       {"string", "POST", "/api/sweeps", R"("spec")", {}, 400, "object"},
       {"NaN literal", "POST", "/api/sweeps", R"({"name": NaN})", {}, 400, "JSON"},
-      {"number overflow", "POST", "/api/sweeps", R"({"name": "x", "search": {"max_trials": 1e999}})",
-       {}, 400, ""},
+      {"number overflow",
+       "POST",
+       "/api/sweeps",
+       R"({"name": "x", "search": {"max_trials": 1e999}})",
+       {},
+       400,
+       ""},
       {"invalid UTF-8", "POST", "/api/sweeps", "{\"name\": \"\xff\xfe\"}", {}, 400, ""},
       {"300,000 nested arrays", "POST", "/api/sweeps", deep, {}, 400, "nested deeper"},
       {"100 nested objects", "POST", "/api/sweeps", deep_obj, {}, 400, "nested deeper"},
@@ -96,18 +116,19 @@ std::vector<Case> cases() {
       spec("min above max", "/parameters/x1/min", 20, "parameters.x1"),
       spec("log with min 0", "/parameters/x2/log", true, "parameters.x2.log"),
       spec("negative step", "/parameters/x1/step", -1, "parameters.x1.step"),
-      spec("range too wide", "/parameters/x1", Json{{"type", "float"}, {"min", -1e308}, {"max", 1e308}},
-           "parameters.x1"),
+      spec("range too wide", "/parameters/x1",
+           Json{{"type", "float"}, {"min", -1e308}, {"max", 1e308}}, "parameters.x1"),
       spec("int beyond 2^53", "/parameters/x1",
            Json{{"type", "int"}, {"min", 0}, {"max", 9223372036854775807LL}}, "parameters.x1"),
       spec("too many steps", "/parameters/x1",
            Json{{"type", "float"}, {"min", 0}, {"max", 1}, {"step", 1e-300}}, "parameters.x1.step"),
-      spec("empty categorical", "/parameters/x1", Json{{"type", "categorical"}, {"values", Json::array()}},
-           "parameters.x1.values"),
+      spec("empty categorical", "/parameters/x1",
+           Json{{"type", "categorical"}, {"values", Json::array()}}, "parameters.x1.values"),
       spec("unknown parameter type", "/parameters/x1/type", "complex", "parameters.x1.type"),
-      spec("condition on no parameter", "/parameters/x2/when", Json{{"nope", 1}}, "parameters.x2.when"),
-      spec("bad parameter name", "/parameters/has space", Json{{"type", "float"}, {"min", 0}, {"max", 1}},
-           "parameters.has space"),
+      spec("condition on no parameter", "/parameters/x2/when", Json{{"nope", 1}},
+           "parameters.x2.when"),
+      spec("bad parameter name", "/parameters/has space",
+           Json{{"type", "float"}, {"min", 0}, {"max", 1}}, "parameters.has space"),
       spec("max_trials 0", "/search/max_trials", 0, "search.max_trials"),
       spec("max_trials a string", "/search/max_trials", "many", "search.max_trials"),
       spec("max_concurrent 0", "/search/max_concurrent", 0, "search.max_concurrent"),
@@ -144,8 +165,35 @@ std::vector<Case> cases() {
       {"NUL in a path", "GET", "/api/sweeps/a%00b", "", {}, 400, ""},
       {"unknown trial", "GET", "/api/trials/nope-1", "", {}, 404, "nope-1"},
       {"artifact name traversal", "GET", "/api/trials/x-0/artifacts/..", "", {}, 400, "name"},
+      // Dataset files outside the data roots (the API's: /usr/share/datasets).
+      {"dataset outside the roots",
+       "POST",
+       "/api/sweeps",
+       torch_spec_with("train", "/etc/passwd"),
+       {},
+       400,
+       "trial.data.train"},
+      {"dataset traversal out of a root",
+       "POST",
+       "/api/sweeps",
+       torch_spec_with("train", "/usr/share/datasets/../../etc/shadow"),
+       {},
+       400,
+       "trial.data.train"},
+      {"relative dataset climbing out",
+       "POST",
+       "/api/sweeps",
+       torch_spec_with("test", "../../../root/.ssh/id_rsa"),
+       {},
+       400,
+       "trial.data.test"},
       // Decoded before routing: a slash is a path separator, never part of a name.
-      {"artifact name with a slash", "GET", "/api/trials/x-0/artifacts/a%2Fb", "", {}, 404,
+      {"artifact name with a slash",
+       "GET",
+       "/api/trials/x-0/artifacts/a%2Fb",
+       "",
+       {},
+       404,
        "no route"},
       {"limit not a number", "GET", "/api/sweeps?limit=abc", "", {}, 400, "limit"},
       {"negative offset", "GET", "/api/sweeps?offset=-1", "", {}, 400, "offset"},
@@ -156,26 +204,71 @@ std::vector<Case> cases() {
       {"unknown route", "GET", "/api/nothing", "", {}, 404, ""},
       {"wrong method", "PUT", "/api/sweeps", "{}", {}, 405, ""},
       // Authority.
-      {"submit without a token", "POST", "/api/sweeps", spec_with("", nullptr), {}, 401, "Bearer",
+      {"submit without a token",
+       "POST",
+       "/api/sweeps",
+       spec_with("", nullptr),
+       {},
+       401,
+       "Bearer",
        false},
-      {"submit with a wrong token", "POST", "/api/sweeps", spec_with("", nullptr),
-       {"Authorization: Bearer wrong"}, 401, "Bearer", false},
-      {"submit with an empty bearer", "POST", "/api/sweeps", spec_with("", nullptr),
-       {"Authorization: Bearer "}, 401, "", false},
-      {"submit with basic auth", "POST", "/api/sweeps", spec_with("", nullptr),
-       {"Authorization: Basic dG9rLTEyMw=="}, 401, "", false},
-      {"query token on a mutation", "POST", std::string("/api/sweeps?access_token=") + kToken,
-       spec_with("", nullptr), {}, 401, "", false},
+      {"submit with a wrong token",
+       "POST",
+       "/api/sweeps",
+       spec_with("", nullptr),
+       {"Authorization: Bearer wrong"},
+       401,
+       "Bearer",
+       false},
+      {"submit with an empty bearer",
+       "POST",
+       "/api/sweeps",
+       spec_with("", nullptr),
+       {"Authorization: Bearer "},
+       401,
+       "",
+       false},
+      {"submit with basic auth",
+       "POST",
+       "/api/sweeps",
+       spec_with("", nullptr),
+       {"Authorization: Basic dG9rLTEyMw=="},
+       401,
+       "",
+       false},
+      {"query token on a mutation",
+       "POST",
+       std::string("/api/sweeps?access_token=") + kToken,
+       spec_with("", nullptr),
+       {},
+       401,
+       "",
+       false},
       {"delete without a token", "DELETE", "/api/sweeps/nope", "", {}, 401, "", false},
       {"cancel without a token", "POST", "/api/sweeps/nope/cancel", "{}", {}, 401, "", false},
       // Headers and sizes.
-      {"oversized header", "GET", "/api/sweeps", "", {"X-Filler: " + std::string(40'000, 'a')}, 431,
+      {"oversized header",
+       "GET",
+       "/api/sweeps",
+       "",
+       {"X-Filler: " + std::string(40'000, 'a')},
+       431,
        "header"},
       {"oversized body", "POST", "/api/sweeps", std::string(2 << 20, ' '), {}, 413, "exceeds"},
-      {"bad Idempotency-Key", "POST", "/api/sweeps", spec_with("", nullptr),
-       {"Idempotency-Key: has space"}, 400, "Idempotency-Key"},
-      {"huge Idempotency-Key", "POST", "/api/sweeps", spec_with("", nullptr),
-       {"Idempotency-Key: " + std::string(1000, 'k')}, 400, "Idempotency-Key"},
+      {"bad Idempotency-Key",
+       "POST",
+       "/api/sweeps",
+       spec_with("", nullptr),
+       {"Idempotency-Key: has space"},
+       400,
+       "Idempotency-Key"},
+      {"huge Idempotency-Key",
+       "POST",
+       "/api/sweeps",
+       spec_with("", nullptr),
+       {"Idempotency-Key: " + std::string(1000, 'k')},
+       400,
+       "Idempotency-Key"},
   };
   return c;
 }
@@ -189,6 +282,7 @@ TEST(HostileRequests, EveryOneIsRefusedWithItsReasonAndNothingIsStored) {
   EventHub hub;
   ApiOptions options;
   options.token = kToken;
+  options.data_roots = {trials::kDefaultDataRoot};
   Api api(options, factory, hub);
   ServerOptions so;
   so.port = 0;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -16,6 +17,7 @@
 #include <sstream>
 
 #include "ensemble/rng.hpp"
+#include "trials/data_roots.hpp"
 
 namespace hpo::workers::torch_trainer {
 namespace {
@@ -394,6 +396,65 @@ void standardize(PreparedData& d, bool per_feature) {
 }
 
 }  // namespace
+
+Status confine_data_paths(trials::ResolvedData& data, const std::vector<std::string>& roots) {
+  if (roots.empty()) return {};
+  namespace fs = std::filesystem;
+  std::vector<fs::path> real_roots;
+  for (const auto& r : roots) {
+    std::error_code ec;
+    fs::path real = fs::canonical(r, ec);
+    if (!ec) real_roots.push_back(real);  // a root that does not exist holds nothing
+  }
+  auto inside = [&](const fs::path& real) {
+    return std::any_of(real_roots.begin(), real_roots.end(), [&](const fs::path& root) {
+      return trials::lexically_under(real.string(), root.string());
+    });
+  };
+  for (auto& [where, path] : trials::data_paths(data)) {
+    std::string& target = *path;
+    const std::string given = target;
+    const fs::path p(target);
+    std::vector<fs::path> candidates;
+    if (p.is_absolute()) {
+      candidates.push_back(p);
+    } else {
+      for (const auto& r : roots) candidates.push_back(fs::path(r) / p);
+    }
+    bool found = false, outside = false;
+    for (const auto& c : candidates) {
+      // Outside lexically: refused without touching the file, so that the
+      // answer says nothing about whether it exists.
+      const bool lexically_inside = std::any_of(roots.begin(), roots.end(), [&](const auto& r) {
+        return trials::lexically_under(c.string(), r);
+      });
+      if (!lexically_inside) {
+        outside = true;
+        continue;
+      }
+      std::error_code ec;
+      fs::path real = fs::canonical(c, ec);
+      if (ec) continue;  // not there
+      if (!inside(real)) {
+        outside = true;
+        continue;
+      }
+      target = real.string();
+      found = true;
+      break;
+    }
+    if (found) continue;
+    if (outside)
+      return Error::invalid(where, "'" + given + "' is outside the data roots (" +
+                                       trials::describe_roots(roots) +
+                                       "); the worker's --data-root adds one");
+    return Error::invalid(where, "data file '" + given + "' does not exist" +
+                                     (p.is_absolute() ? std::string()
+                                                      : " under the data roots (" +
+                                                            trials::describe_roots(roots) + ")"));
+  }
+  return {};
+}
 
 Result<PreparedData> prepare_data(const trials::ResolvedData& data, trials::TorchTask task,
                                   DatasetCache& cache) {

@@ -106,6 +106,13 @@ class DatasetCache {
   std::list<std::pair<std::string, std::shared_ptr<const Table>>> entries_;  // most recent first
 };
 
+// Confines the data paths of `data` to `roots` (trials/data_roots.hpp): a
+// relative path is looked up under each root in turn and rewritten to the
+// first that has it; every file, symlinks resolved, must lie under a root (also
+// resolved). kInvalidArgument at "trial.data.<field>" naming the path and the
+// roots, never the file's contents. `roots` empty: nothing is confined.
+Status confine_data_paths(trials::ResolvedData& data, const std::vector<std::string>& roots);
+
 // Loads (through `cache`), then applies subset, the validation split (seeded by
 // data.seed, so every trial and ensemble member sees the same validation rows)
 // and standardisation fitted on the training part.

@@ -97,7 +97,10 @@ int run(const fs::path& job_path, int rank) {
   auto write_result = [&](const char* end, const std::string& error, bool retryable,
                           const hpo::trials::Metrics& metrics,
                           const std::vector<std::string>& artifacts) {
-    Json r{{"end", end}, {"error", error}, {"retryable", retryable}, {"metrics", metrics},
+    Json r{{"end", end},
+           {"error", error},
+           {"retryable", retryable},
+           {"metrics", metrics},
            {"artifacts", artifacts}};
     if (!write_file(out_dir / "result.json", r.dump())) {
       std::cerr << "hpo-train-rank: cannot write " << (out_dir / "result.json") << "\n";
@@ -111,9 +114,9 @@ int run(const fs::path& job_path, int rank) {
   auto params = hpo::trials::params_from_json(job["trial"].value("params", Json::object()).dump());
   if (!spec || !params || rank < 0 || rank >= world) {
     std::cerr << "hpo-train-rank: bad job: "
-              << (!spec ? spec.error().message
-                        : !params ? params.error().message
-                                  : fmt::format("rank {} of {}", rank, world))
+              << (!spec     ? spec.error().message
+                  : !params ? params.error().message
+                            : fmt::format("rank {} of {}", rank, world))
               << "\n";
     return 2;
   }
@@ -129,7 +132,8 @@ int run(const fs::path& job_path, int rank) {
 
   RankReporter reporter(rank == 0);
   tt::DatasetCache cache;
-  auto setup = tt::setup_trial(*spec, trial, job.value("threads", 1), gpu, cache, reporter);
+  auto setup = tt::setup_trial(*spec, trial, job.value("threads", 1), gpu, cache, reporter,
+                               job.value("data_roots", std::vector<std::string>{}));
   if (!setup) {
     // The same on every rank: rank 0 says why (the trial is not retried), the others leave
     // quietly rather than fail the attempt as if they had been lost.

@@ -34,8 +34,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -83,10 +83,10 @@ RankZeroResult read_rank_zero_result(const fs::path& dir, int k, bool stopped) {
   auto result = text ? Json::parse(*text, nullptr, false) : Json();
   if (result.is_discarded() || !result.is_object()) {
     r.out.end = stopped ? tt::TrainOutput::End::kStopped : tt::TrainOutput::End::kFailed;
-    r.out.error = fmt::format("{} left no result{}",
-                              k > 1 ? fmt::format("data-parallel rank 0 of {}", k)
-                                    : std::string("the training process"),
-                              stopped ? " (stopped)" : "");
+    r.out.error = fmt::format(
+        "{} left no result{}",
+        k > 1 ? fmt::format("data-parallel rank 0 of {}", k) : std::string("the training process"),
+        stopped ? " (stopped)" : "");
     return r;
   }
   r.out.end = tt::end_from_string(result.value("end", "failed"));
@@ -100,8 +100,8 @@ RankZeroResult read_rank_zero_result(const fs::path& dir, int k, bool stopped) {
     auto bytes = read_file(dir / name);
     if (!bytes) {  // listed but gone: fail rather than store a trial without it
       r.out.end = tt::TrainOutput::End::kFailed;
-      r.out.error = fmt::format("data-parallel rank 0 of {} listed artifact {} but left no file", k,
-                                name);
+      r.out.error =
+          fmt::format("data-parallel rank 0 of {} listed artifact {} but left no file", k, name);
       r.artifacts.clear();
       return r;
     }
@@ -208,16 +208,17 @@ trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter
   if (!task.spec || task.spec->trial.kind != trials::TrialKind::kTorch)
     return failed("torch executor: the trial's spec is not of kind torch");
   const auto& spec = *task.spec;
-  if (spec.trial.data_parallel.replicas > 1 || options_.isolate) return run_parallel(task, reporter);
+  if (spec.trial.data_parallel.replicas > 1 || options_.isolate)
+    return run_parallel(task, reporter);
 
-  auto setup = tt::setup_trial(spec, task.trial, task.threads,
-                               task.gpus.empty() ? -1 : task.gpus.front(), *cache_, reporter);
+  auto setup =
+      tt::setup_trial(spec, task.trial, task.threads, task.gpus.empty() ? -1 : task.gpus.front(),
+                      *cache_, reporter, options_.data_roots);
   if (!setup) return failed(setup.error().message);
-  reporter.log(fmt::format("torch: {} train / {} validation / {} test rows, {} threads{}",
-                           setup->data.train.rows, setup->data.validation.rows,
-                           setup->data.test.rows, setup->options.threads,
-                           setup->options.gpu >= 0 ? fmt::format(", gpu {}", setup->options.gpu)
-                                                   : ""));
+  reporter.log(fmt::format(
+      "torch: {} train / {} validation / {} test rows, {} threads{}", setup->data.train.rows,
+      setup->data.validation.rows, setup->data.test.rows, setup->options.threads,
+      setup->options.gpu >= 0 ? fmt::format(", gpu {}", setup->options.gpu) : ""));
   auto out = tt::train_model(setup->config, setup->data, setup->options, reporter);
   auto artifacts = out.end == tt::TrainOutput::End::kCompleted
                        ? tt::artifacts_of(out)
@@ -255,7 +256,8 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
            {"gpus", task.gpus},
            {"store", (dir / "c10d-store").string()},
            {"out", dir.string()},
-           {"timeout_ms", options_.rank_timeout.count()}};
+           {"timeout_ms", options_.rank_timeout.count()},
+           {"data_roots", options_.data_roots}};
   {
     std::ofstream f(dir / "job.json");
     f << job.dump();
@@ -276,8 +278,8 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
       if (r.process && !r.done) r.process->signal_group(SIGKILL);
   };
   for (int r = 0; r < k; ++r) {
-    SpawnOptions rank_spawn{{*program, (dir / "job.json").string(), std::to_string(r)}, env,
-                            dir.string()};
+    SpawnOptions rank_spawn{
+        {*program, (dir / "job.json").string(), std::to_string(r)}, env, dir.string()};
     if (task.gpus.empty())  // on GPU slots the CUDA driver maps device memory into the process
       rank_spawn.memory_limit_bytes = memory_limit_bytes(spec.trial.memory_gb / k);
     auto child = ChildProcess::spawn(rank_spawn);
@@ -286,8 +288,8 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
       failure = fmt::format("data-parallel rank {} of {}: {}", r, k, child.error().message);
       break;
     }
-    reporter.log(fmt::format("torch: data-parallel rank {} of {} started (pid {})", r, k,
-                             child->pid()));
+    reporter.log(
+        fmt::format("torch: data-parallel rank {} of {} started (pid {})", r, k, child->pid()));
     ranks[static_cast<std::size_t>(r)].process.emplace(std::move(child).value());
   }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "workers/executor.hpp"
 #include "workers/torch/dataset.hpp"
@@ -29,6 +30,10 @@ struct TorchExecutorOptions {
   // LibTorch fails alone. false trains single-replica trials on the calling
   // thread (unit tests of the trainer).
   bool isolate = true;
+  // Folders trials may read data from (trials/data_roots.hpp); empty: any.
+  // hpo-worker passes its --data-root list (default: the Debian dataset
+  // folder and its work dir).
+  std::vector<std::string> data_roots;
 };
 
 // Rank 0 writes each epoch's report to stdout as this prefix and a JSON object

@@ -35,7 +35,8 @@ Status apply_member_plan(const ensemble::MemberSpec& spec, PreparedData& data,
 }  // namespace
 
 Result<TrialSetup> setup_trial(const trials::SweepSpec& spec, const trials::Trial& trial,
-                               int threads, int gpu, DatasetCache& cache, Reporter& reporter) {
+                               int threads, int gpu, DatasetCache& cache, Reporter& reporter,
+                               const std::vector<std::string>& data_roots) {
   auto config = trials::resolve(spec.trial.torch, trial.params);
   if (!config) return config.error();
   // An ensemble member: its bagging plan, and the ensemble's own training budget when it sets one.
@@ -49,6 +50,7 @@ Result<TrialSetup> setup_trial(const trials::SweepSpec& spec, const trials::Tria
   }
   if (member && member->epochs) config->epochs = *member->epochs;
   if (member && member->subset) config->data.subset = *member->subset;
+  if (auto st = confine_data_paths(config->data, data_roots); !st) return st.error();
   auto data = prepare_data(config->data, config->task, cache);
   if (!data) return data.error();
 

@@ -27,8 +27,10 @@ struct TrialSetup {
 // Everything a user can get wrong (a parameter value the recipe cannot use, a
 // missing file, a model that does not fit the data) is an error whose message
 // is the trial's failure reason; the same attempt would fail again.
+// Data paths are confined to `data_roots` first (confine_data_paths; empty: not confined).
 Result<TrialSetup> setup_trial(const trials::SweepSpec& spec, const trials::Trial& trial,
-                               int threads, int gpu, DatasetCache& cache, Reporter& reporter);
+                               int threads, int gpu, DatasetCache& cache, Reporter& reporter,
+                               const std::vector<std::string>& data_roots = {});
 
 // The artifacts of a completed training, as stored with the trial: "model.pt",
 // "val_predictions", "test_predictions" and (members) "oob_predictions"; the

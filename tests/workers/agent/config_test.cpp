@@ -81,5 +81,21 @@ TEST(GpuInventory, NoDriverMeansAnEmptyListNotAFailure) {
   for (const auto& g : gpus.snapshot()) EXPECT_FALSE(g.name.empty());
 }
 
+TEST(WorkerConfig, DataRootsRepeatAndFlagsReplaceTheEnvironment) {
+  auto none = load_config({}, [](const char*) -> const char* { return nullptr; });
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->data_roots.empty());  // main fills in the defaults
+  auto env = [](const char* k) -> const char* {
+    return std::string_view(k) == "HPO_DATA_ROOTS" ? "/e1:/e2" : nullptr;
+  };
+  EXPECT_EQ(load_config({}, env)->data_roots, (std::vector<std::string>{"/e1", "/e2"}));
+  auto flags = load_config({"--data-root", "/f1", "--data-root=/f2"}, env);
+  ASSERT_TRUE(flags.ok());
+  EXPECT_EQ(flags->data_roots, (std::vector<std::string>{"/f1", "/f2"}));
+  auto bad = load_config({"--data-root", "rel"}, env);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("absolute"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hpo::workers

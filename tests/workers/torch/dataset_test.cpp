@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 
 #include "tests/workers/torch/test_files.hpp"
@@ -150,12 +151,12 @@ TEST(PrepareData, SplitsBySeedAndStandardisesOnTheTrainingPart) {
   // port of the same draws, and must come out the same with any standard library.
   const std::vector<std::int64_t> first0{1, 2, 3, 16, 18, 20, 21, 33, 39, 42};
   const std::vector<std::int64_t> first5{1, 2, 8, 10, 11, 24, 26, 29, 30, 31};
-  EXPECT_EQ(std::vector<std::int64_t>(a->validation.row_ids.begin(),
-                                      a->validation.row_ids.begin() + 10),
-            first0);
-  EXPECT_EQ(std::vector<std::int64_t>(c->validation.row_ids.begin(),
-                                      c->validation.row_ids.begin() + 10),
-            first5);
+  EXPECT_EQ(
+      std::vector<std::int64_t>(a->validation.row_ids.begin(), a->validation.row_ids.begin() + 10),
+      first0);
+  EXPECT_EQ(
+      std::vector<std::int64_t>(c->validation.row_ids.begin(), c->validation.row_ids.begin() + 10),
+      first5);
 }
 
 TEST(PrepareData, SubsetTakesTheFirstRowsAndFilesGiveValidationAndTest) {
@@ -198,7 +199,8 @@ TEST(PrepareData, GatherAndSelectFeatures) {
 // that names some other file (a password file) must not leak it.
 TEST(ReadCsv, ErrorsNeverQuoteTheFilesContents) {
   TempDir dir;
-  auto secret = read_csv(dir.write("s.csv", "root:x:0:0:secret-hash-123:/root:/bin/sh\n"), "y", true);
+  auto secret =
+      read_csv(dir.write("s.csv", "root:x:0:0:secret-hash-123:/root:/bin/sh\n"), "y", true);
   ASSERT_FALSE(secret.ok());
   EXPECT_EQ(secret.error().message.find("secret-hash-123"), std::string::npos)
       << secret.error().message;
@@ -207,6 +209,47 @@ TEST(ReadCsv, ErrorsNeverQuoteTheFilesContents) {
   ASSERT_FALSE(value.ok());
   EXPECT_EQ(value.error().message.find("secret-value-456"), std::string::npos);
   EXPECT_NE(value.error().message.find("line 2"), std::string::npos) << value.error().message;
+}
+
+// On the worker the files themselves are checked: a relative path is found
+// under a root, a symlink out of a root is refused, and a path outside every
+// root is refused with the same words whether or not the file exists.
+TEST(ConfineDataPaths, FindsRelativePathsAndRefusesEscapes) {
+  TempDir root, other;
+  const std::string inside = root.write("train.csv", "a,y\n1,0\n");
+  const std::string secret = other.write("secret.csv", "k,y\n1,0\n");
+  std::filesystem::create_symlink(secret, root.file("link.csv"));
+  const std::vector<std::string> roots = {"/nonexistent-root", root.file("")};
+
+  trials::ResolvedData d;
+  d.train = "train.csv";
+  ASSERT_TRUE(confine_data_paths(d, roots).ok());
+  EXPECT_EQ(d.train, std::filesystem::canonical(inside).string());
+
+  d.train = root.file("link.csv");
+  auto st = confine_data_paths(d, roots);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().fields.at(0).path, "trial.data.train");
+  EXPECT_TRUE(contains(st.error().message, "outside the data roots"));
+
+  d.train = secret;  // exists, outside
+  auto exists = confine_data_paths(d, roots);
+  d.train = other.file("missing.csv");  // does not exist, outside
+  auto missing = confine_data_paths(d, roots);
+  ASSERT_FALSE(exists.ok());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(contains(exists.error().message, "outside the data roots"));
+  EXPECT_TRUE(contains(missing.error().message, "outside the data roots"));
+
+  d.train = "../" + std::filesystem::path(other.file("")).parent_path().filename().string() +
+            "/secret.csv";
+  EXPECT_FALSE(confine_data_paths(d, roots).ok());
+  d.train = "nope.csv";
+  auto absent = confine_data_paths(d, roots);
+  ASSERT_FALSE(absent.ok());
+  EXPECT_TRUE(contains(absent.error().message, "does not exist under the data roots"));
+  d.train = secret;
+  EXPECT_TRUE(confine_data_paths(d, {}).ok());  // no roots: nothing confined
 }
 
 }  // namespace
