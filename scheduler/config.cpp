@@ -3,6 +3,7 @@
 #include "trials/data_roots.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -45,6 +46,9 @@ the environment over --config, --config over the defaults):
   --data-root DIR        a folder dataset files of torch specs may come from;
                          repeatable [HPO_DATA_ROOTS, colon-separated]
                          (/usr/share/datasets; `--data-root /` confines nothing)
+  --allowed-host NAME    a host name browsers may reach the API under (DNS rebinding
+                         guard; IP addresses always pass); repeatable [HPO_ALLOWED_HOSTS,
+                         comma-separated] (localhost and this host's name; * = any)
   --allow-volatile-redis accept an external Redis without appendonly yes; a Redis
                          crash may then lose acknowledged sweeps
                          [HPO_ALLOW_VOLATILE_REDIS=1]
@@ -125,6 +129,17 @@ Status apply(SchedulerConfig& c, const std::string& key, const std::string& valu
       if (colon == std::string::npos) break;
       start = colon + 1;
     }
+  } else if (key == "allowed_host") {
+    std::size_t start = 0;
+    while (start <= value.size()) {
+      std::size_t comma = value.find(',', start);
+      std::string name = value.substr(start, comma == std::string::npos ? comma : comma - start);
+      if (name.empty() || name.find_first_of(" /:[]") != std::string::npos)
+        return Error::invalid(origin, fmt::format("\"{}\" is not a host name", name));
+      c.allowed_hosts.push_back(name);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
   } else if (key == "retention_days") {
     char* end = nullptr;
     double d = std::strtod(value.c_str(), &end);
@@ -159,6 +174,7 @@ constexpr Setting kSettings[] = {
     {"reaper_ms", "--reaper-ms", "HPO_REAPER_MS", true},
     {"retention_days", "--retention-days", "HPO_RETENTION_DAYS", true},
     {"data_root", "--data-root", "HPO_DATA_ROOTS", true},
+    {"allowed_host", "--allowed-host", "HPO_ALLOWED_HOSTS", true},
     {"allow_volatile_redis", "--allow-volatile-redis", "HPO_ALLOW_VOLATILE_REDIS", false},
 };
 
@@ -220,11 +236,15 @@ Result<SchedulerConfig> load_scheduler_config(int argc, char** argv) {
   for (const auto& k : kSettings)
     if (const char* env = std::getenv(k.env); env && *env) {
       if (std::string_view(k.key) == "data_root") c.data_roots.clear();
+      if (std::string_view(k.key) == "allowed_host") c.allowed_hosts.clear();
       if (auto st = apply(c, k.key, env, k.env); !st) return st.error();
     }
   if (std::any_of(flags.begin(), flags.end(),
                   [](const auto& f) { return std::string_view(f.first->key) == "data_root"; }))
     c.data_roots.clear();
+  if (std::any_of(flags.begin(), flags.end(),
+                  [](const auto& f) { return std::string_view(f.first->key) == "allowed_host"; }))
+    c.allowed_hosts.clear();
   for (const auto& [s, v] : flags) {
     if (auto st = apply(c, s->key, v, s->flag); !st) return st.error();
     if (std::string_view(s->key) == "token") c.token_on_command_line = true;
@@ -235,6 +255,14 @@ Result<SchedulerConfig> load_scheduler_config(int argc, char** argv) {
   if (!loopback && !c.public_reads) c.auth_reads = true;
 
   if (c.data_roots.empty()) c.data_roots = {trials::kDefaultDataRoot};
+  if (std::find(c.allowed_hosts.begin(), c.allowed_hosts.end(), "*") != c.allowed_hosts.end()) {
+    c.allowed_hosts.clear();  // no check
+  } else {
+    char name[256] = {};
+    c.allowed_hosts.push_back("localhost");
+    if (::gethostname(name, sizeof name - 1) == 0 && *name) c.allowed_hosts.push_back(name);
+    c.allowed_hosts.push_back(c.listen_host);  // a name, or an IP (which passes anyway)
+  }
   if (c.data_dir.empty()) c.data_dir = hpo_home() + "/data";
   if (!c.token_file.empty() && c.token.empty()) {
     struct stat st {};

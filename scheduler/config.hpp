@@ -36,6 +36,10 @@ struct SchedulerConfig {
   // Folders a torch spec's dataset files may come from (--data-root,
   // repeatable); none given: the Debian dataset folder (trials/data_roots.hpp).
   std::vector<std::string> data_roots;
+  // Host names the API and dashboard answer to (DNS rebinding; IP literals
+  // always pass): localhost, this host's name and the listen name, plus
+  // --allowed-host (repeatable); "*" turns the check off.
+  std::vector<std::string> allowed_hosts;
   bool help = false;
 };
 

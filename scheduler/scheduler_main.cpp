@@ -20,8 +20,8 @@
 #include "scheduler/config.hpp"
 #include "scheduler/controller_loop.hpp"
 #include "scheduler/embedded_redis.hpp"
-#include "scheduler/lease_reaper.hpp"
 #include "scheduler/ensemble_stage.hpp"
+#include "scheduler/lease_reaper.hpp"
 #include "scheduler/ownership.hpp"
 #include "scheduler/retention.hpp"
 #include "scheduler/schedulability.hpp"
@@ -52,7 +52,8 @@ std::string find_static_dir(const std::string& configured) {
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
-  for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+  for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path();
+       dir = dir.parent_path()) {
     for (const char* rel : {"web/ui/dist", "share/hpo/ui"})
       if (std::filesystem::exists(dir / rel / "index.html", ec)) return (dir / rel).string();
   }
@@ -116,8 +117,8 @@ int run(const scheduler::SchedulerConfig& config) {
   if (!embedded) {
     auto durable = scheduler::redis_persists_writes(*url);
     if (!durable) {
-      log_error("cannot ask Redis how it persists", {{"url", url->to_string()},
-                                                     {"error", durable.error().message}});
+      log_error("cannot ask Redis how it persists",
+                {{"url", url->to_string()}, {"error", durable.error().message}});
       return 1;
     }
     if (!*durable && !config.allow_volatile_redis) {
@@ -130,12 +131,14 @@ int run(const scheduler::SchedulerConfig& config) {
       return 2;
     }
     if (!*durable)
-      log_warn("Redis does not persist every write (appendonly no); acknowledged sweeps can be "
-               "lost in a Redis crash (--allow-volatile-redis)",
-               {{"url", url->to_string()}});
+      log_warn(
+          "Redis does not persist every write (appendonly no); acknowledged sweeps can be "
+          "lost in a Redis crash (--allow-volatile-redis)",
+          {{"url", url->to_string()}});
   }
 
-  scheduler::StoreFactory controller_stores = [make_store]() -> Result<std::unique_ptr<trials::TrialStore>> {
+  scheduler::StoreFactory controller_stores =
+      [make_store]() -> Result<std::unique_ptr<trials::TrialStore>> {
     return std::unique_ptr<trials::TrialStore>(make_store());
   };
   scheduler::ControllerLoopOptions loop_options;
@@ -148,23 +151,27 @@ int run(const scheduler::SchedulerConfig& config) {
       });
   scheduler::LeaseReaper reaper(controller_stores, config.reaper_period);
   scheduler::Retention retention(
-      controller_stores, std::chrono::milliseconds(static_cast<std::int64_t>(
-                             config.retention_days * 24 * 3600 * 1000)));
+      controller_stores, std::chrono::milliseconds(
+                             static_cast<std::int64_t>(config.retention_days * 24 * 3600 * 1000)));
   scheduler::SchedulabilityWatch schedulability(
       controller_stores, std::max(config.reaper_period, std::chrono::milliseconds(1000)));
 
   if (config.token_on_command_line)
-    log_warn("--token is visible to every local user in `ps`; prefer --token-file (mode 0600) or "
-             "HPO_TOKEN");
+    log_warn(
+        "--token is visible to every local user in `ps`; prefer --token-file (mode 0600) or "
+        "HPO_TOKEN");
   std::string token = config.token.empty() ? random_token() : config.token;
   web::EventHub hub;
-  web::StoreFactory web_stores = [make_store] { return std::unique_ptr<trials::TrialStore>(make_store()); };
+  web::StoreFactory web_stores = [make_store] {
+    return std::unique_ptr<trials::TrialStore>(make_store());
+  };
   web::EventPump pump(web_stores, hub);
   web::ApiOptions api_options;
   api_options.token = token;
   api_options.auth_reads = config.auth_reads;
   api_options.static_dir = find_static_dir(config.static_dir);
   api_options.data_roots = config.data_roots;
+  api_options.allowed_hosts = config.allowed_hosts;
   api_options.handler_threads = config.handler_threads;
   web::Api api(api_options, web_stores, hub);
   web::ServerOptions server_options;
@@ -179,8 +186,9 @@ int run(const scheduler::SchedulerConfig& config) {
   retention.start();
   pump.start();
   if (auto st = server.start(); !st) {
-    log_error("cannot listen", {{"address", fmt::format("{}:{}", config.listen_host, config.listen_port)},
-                                {"error", st.error().message}});
+    log_error("cannot listen",
+              {{"address", fmt::format("{}:{}", config.listen_host, config.listen_port)},
+               {"error", st.error().message}});
     pump.stop();
     retention.stop();
     schedulability.stop();
@@ -193,10 +201,11 @@ int run(const scheduler::SchedulerConfig& config) {
   LocalState state{redis_url, api_url, token, static_cast<long>(::getpid())};
   if (auto st = write_local_state(state); !st)
     log_warn("cannot write the local state file", {{"error", st.error().message}});
-  log_info("scheduler ready", {{"api", api_url},
-                               {"redis", url->to_string()},
-                               {"dashboard", api_options.static_dir.empty() ? "not built" : api_url + "/"},
-                               {"state_file", local_state_path()}});
+  log_info("scheduler ready",
+           {{"api", api_url},
+            {"redis", url->to_string()},
+            {"dashboard", api_options.static_dir.empty() ? "not built" : api_url + "/"},
+            {"state_file", local_state_path()}});
   std::fprintf(stdout, "hpo-scheduler: API and dashboard at %s (token in %s)\n", api_url.c_str(),
                local_state_path().c_str());
   std::fflush(stdout);

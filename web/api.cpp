@@ -7,6 +7,8 @@
 
 #include "trials/data_roots.hpp"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -216,7 +218,7 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
   r.add("POST", "/api/sweeps/{id}/cancel",
         [this](const Request&, const PathParams& p) { return cancel_sweep(p.at("id")); });
   r.add("GET", "/api/trials/{id}",
-        [this](const Request&, const PathParams& p) { return get_trial(p.at("id")); });
+        [this](const Request& r, const PathParams& p) { return get_trial(r, p.at("id")); });
   r.add("GET", "/api/trials/{id}/artifacts/{name}", [this](const Request&, const PathParams& p) {
     // Raw bytes of one stored artifact (model.pt, predictions, ensemble.json):
     // what `hpo export` downloads. Names are plain file names, never paths.
@@ -291,7 +293,35 @@ bool Api::authorized(const Request& request) const {
   return false;
 }
 
+// DNS rebinding: a page from evil.example whose name the attacker re-points to
+// 127.0.0.1 reaches this server from the victim's browser as same-origin, with
+// "Host: evil.example". Names not configured are refused; IP literals (which
+// no DNS answer can rebind) and requests without Host (not a browser) pass.
+bool Api::host_allowed(const Request& request) const {
+  if (options_.allowed_hosts.empty()) return true;
+  std::string host = ascii_lower(request.header("host"));
+  if (host.empty()) return true;
+  if (host.front() == '[') {  // [v6]:port
+    auto close = host.find(']');
+    if (close == std::string::npos) return false;
+    host = host.substr(1, close - 1);
+  } else if (auto colon = host.find(':'); colon != std::string::npos) {
+    host.resize(colon);
+  }
+  if (!host.empty() && host.back() == '.') host.pop_back();
+  unsigned char buf[sizeof(in6_addr)];
+  if (::inet_pton(AF_INET, host.c_str(), buf) == 1 || ::inet_pton(AF_INET6, host.c_str(), buf) == 1)
+    return true;
+  return std::any_of(options_.allowed_hosts.begin(), options_.allowed_hosts.end(),
+                     [&](const std::string& h) { return iequals(h, host); });
+}
+
 Response Api::handle(const Request& request) {
+  if (!host_allowed(request)) {
+    return error_response(Error::invalid(
+        "Host", "'" + request.header("host").substr(0, 200) +
+                    "' is not a name this server answers to (its --allowed-host list)"));
+  }
   if (!authorized(request))
     return error_response(
         Error{ErrorCode::kUnauthorized, "this call needs Authorization: Bearer <token>", {}});
@@ -454,19 +484,28 @@ Response Api::delete_sweep(const std::string& id) {
   return r;
 }
 
-Response Api::get_trial(const std::string& id) {
+Response Api::get_trial(const Request& request, const std::string& id) {
+  // Reports are paged: a trial may hold trials::kMaxReportsPerTrial of them.
+  auto offset = int_param(request, "reports_offset", 0, 0, INT64_MAX);
+  if (!offset) return error_response(offset.error());
+  auto limit = int_param(request, "reports_limit", trials::kMaxReportsPerTrial, 0,
+                         trials::kMaxReportsPerTrial);
+  if (!limit) return error_response(limit.error());
   auto store = borrow();
   auto trial = store.track(store->get_trial(id));
   if (!trial) return error_response(trial.error());
   auto attempts = store.track(store->get_attempts(id));
   if (!attempts) return error_response(attempts.error());
-  auto reports = store.track(store->get_reports(id));
+  auto reports = store.track(store->get_reports(id, *offset, *limit));
   if (!reports) return error_response(reports.error());
   Json doc = to_json(*trial);
   doc["attempts"] = Json::array();
   for (const auto& a : *attempts) doc["attempts"].push_back(to_json(a));
   doc["reports"] = Json::array();
-  for (const auto& r : *reports) doc["reports"].push_back(to_json(r));
+  for (const auto& r : reports->reports) doc["reports"].push_back(to_json(r));
+  doc["reports_total"] = reports->total;
+  doc["reports_offset"] = *offset;
+  doc["reports_limit"] = *limit;
   // The worker stores the tail of each attempt's log when the attempt ends.
   auto log = store.track(store->get_artifact(id, "log.txt"));
   if (!log) return error_response(log.error());

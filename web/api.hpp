@@ -6,6 +6,9 @@
 // instance (making one with the factory when none is free) and gives it back;
 // an instance whose call failed with kUnavailable is dropped, not reused.
 //
+// Host: a request whose Host header names a host not in `allowed_hosts` (IP
+// literals always pass) gets 400 before anything else (DNS rebinding).
+//
 // Auth: when `token` is set, every mutating call (POST, PUT, PATCH, DELETE)
 // needs `Authorization: Bearer <token>` (compared in constant time); reads are
 // open unless `auth_reads` (then GETs but /healthz need it too, as the header
@@ -19,7 +22,7 @@
 //   GET  /api/sweeps/{id}/trials     ?offset&limit&state&sort&kind&format=csv
 //   POST /api/sweeps/{id}/cancel
 //   GET  /api/sweeps/{id}/ensemble   the ensemble record (404 until every member finished)
-//   GET  /api/trials/{id}            trial + attempts + reports
+//   GET  /api/trials/{id}            trial + attempts + reports (?reports_offset&reports_limit)
 //   GET  /api/workers
 //   GET  /api/events                 server-sent events; Last-Event-ID resumes
 //   GET  /api/openapi.json
@@ -53,6 +56,9 @@ struct ApiOptions {
   std::string static_dir;   // empty: no dashboard
   // Dataset files a torch spec may name (trials/data_roots.hpp); empty: any.
   std::vector<std::string> data_roots;
+  // Host names requests may carry (DNS rebinding); IP literals always pass.
+  // Empty: no check.
+  std::vector<std::string> allowed_hosts;
   std::uint64_t body_limit = 1 << 20;  // passed on to ServerOptions by the caller
   int handler_threads = 4;             // likewise
   std::int64_t max_page = 1000;        // largest `limit` accepted
@@ -80,13 +86,14 @@ class Api {
   void give_back(std::unique_ptr<trials::TrialStore> store);
 
   bool authorized(const Request& request) const;
+  bool host_allowed(const Request& request) const;
   Response create_sweep(const Request& request);
   Response list_sweeps(const Request& request);
   Response get_sweep(const std::string& id);
   Response list_trials(const Request& request, const std::string& sweep_id);
   Response cancel_sweep(const std::string& id);
   Response delete_sweep(const std::string& id);
-  Response get_trial(const std::string& id);
+  Response get_trial(const Request& request, const std::string& id);
   Response list_workers();
   Response events(const Request& request);
   Response healthz();

@@ -56,6 +56,8 @@ const char* const kOpenApi = R"json({
       "TrialDetail": {"allOf": [{"$ref": "#/components/schemas/Trial"}, {"type": "object", "properties": {
         "attempts": {"type": "array", "items": {"type": "object", "properties": {"attempt": {"type": "integer"}, "worker": {"type": "string"}, "started_ms": {"type": "integer"}, "ended_ms": {"type": "integer"}, "outcome": {"type": "string"}, "error": {"type": "string"}}}},
         "reports": {"type": "array", "items": {"type": "object", "properties": {"step": {"type": "integer"}, "metrics": {"$ref": "#/components/schemas/Metrics"}, "time_ms": {"type": "integer"}}}},
+        "reports_total": {"type": "integer", "description": "reports stored (at most 10000; later ones are counted in reports_dropped)"},
+        "reports_offset": {"type": "integer"}, "reports_limit": {"type": "integer"},
         "log_tail": {"type": "string", "nullable": true, "description": "the last lines of the latest attempt's output (stdout lines that are not metrics, and stderr)"}}}]},
       "Worker": {"type": "object", "properties": {
         "name": {"type": "string"}, "host": {"type": "string"}, "slots": {"type": "integer"}, "busy_slots": {"type": "integer"},
@@ -116,7 +118,9 @@ const char* const kOpenApi = R"json({
           "401": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}, "409": {"$ref": "#/components/responses/Error"}}}
     },
     "/api/trials/{id}": {
-      "get": {"summary": "One trial with its attempts and intermediate reports", "parameters": [{"$ref": "#/components/parameters/id"}],
+      "get": {"summary": "One trial with its attempts and intermediate reports (paged: reports_total says how many are stored)", "parameters": [{"$ref": "#/components/parameters/id"},
+          {"name": "reports_offset", "in": "query", "description": "first report (default 0)", "schema": {"type": "integer", "minimum": 0}},
+          {"name": "reports_limit", "in": "query", "description": "reports at most (default and maximum 10000)", "schema": {"type": "integer", "minimum": 0, "maximum": 10000}}],
         "responses": {"200": {"description": "the trial", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TrialDetail"}}}},
           "404": {"$ref": "#/components/responses/Error"}}}
     },

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -93,6 +95,19 @@ TEST(SchedulerConfig, DataRootsRepeatReplaceAndDefaultToTheDatasetFolder) {
   ASSERT_FALSE(relative.ok());
   EXPECT_NE(relative.error().message.find("--data-root"), std::string::npos);
   EXPECT_NE(relative.error().message.find("absolute"), std::string::npos);
+}
+
+TEST(SchedulerConfig, AllowedHostsDefaultToLocalNamesAndStarTurnsTheCheckOff) {
+  auto c = load({"--listen", "hpo.internal:8080"});
+  ASSERT_TRUE(c.ok());
+  const auto& h = c->allowed_hosts;
+  EXPECT_NE(std::find(h.begin(), h.end(), "localhost"), h.end());
+  EXPECT_NE(std::find(h.begin(), h.end(), "hpo.internal"), h.end());
+  c = load({"--allowed-host", "a.example", "--allowed-host=b.example"});
+  EXPECT_NE(std::find(c->allowed_hosts.begin(), c->allowed_hosts.end(), "b.example"),
+            c->allowed_hosts.end());
+  EXPECT_TRUE(load({"--allowed-host", "*"})->allowed_hosts.empty());
+  EXPECT_FALSE(load({"--allowed-host", "a/b"}).ok());
 }
 
 }  // namespace

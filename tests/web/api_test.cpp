@@ -319,8 +319,27 @@ TEST_F(ApiTest, TrialDetailHasAttemptsAndReports) {
   ASSERT_EQ(doc["reports"].size(), 1u);
   EXPECT_EQ(doc["reports"][0]["step"], 3);
   EXPECT_EQ(doc["reports"][0]["metrics"]["loss"], 0.5);
+  EXPECT_EQ(doc["reports_total"], 1);
   trials::Trial decoded;
   EXPECT_TRUE(from_json(doc, decoded).ok());
+
+  // Reports are paged.
+  for (int step = 4; step < 10; ++step) {
+    rep.step = step;
+    ASSERT_TRUE(store_->report(trial.id, trial.attempt, "w9", rep).ok());
+  }
+  auto page = client_->get("/api/trials/" + trial.id + "?reports_offset=2&reports_limit=3");
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->status, 200) << page->body;
+  Json p = body(*page);
+  EXPECT_EQ(p["reports_total"], 7);
+  ASSERT_EQ(p["reports"].size(), 3u);
+  EXPECT_EQ(p["reports"][0]["step"], 5);
+  EXPECT_EQ(p["reports"][2]["step"], 7);
+  auto bad = client_->get("/api/trials/" + trial.id + "?reports_limit=10001");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("reports_limit"), std::string::npos) << bad->body;
 }
 
 TEST_F(ApiTest, MutatingCallsNeedTheTokenReadsDoNot) {
@@ -571,6 +590,31 @@ TEST_F(ApiTest, EventStreamsPastTheLimitGet503PerClient) {
   EXPECT_EQ(events("10.1.1.2:6000").status, 200);  // another client
   open.pop_back();                                 // one stream of the first ends
   EXPECT_EQ(events("10.1.1.1:5003").status, 200);
+}
+
+// DNS rebinding: a request naming a host that is not configured is refused
+// before anything runs; IP literals and the configured names (any case, a
+// port, a trailing dot) pass.
+TEST_F(ApiTest, RequestsForHostsNotConfiguredAreRefused) {
+  ApiOptions options;
+  options.allowed_hosts = {"hpo.example"};
+  start(options);
+  auto get = [&](const std::string& host) {
+    Request r;
+    r.method = "GET";
+    r.target = r.path = "/api/sweeps";
+    r.headers["host"] = host;
+    return api_->handle(r);
+  };
+  for (const char* ok :
+       {"hpo.example", "HPO.example:8080", "hpo.example.", "127.0.0.1:9", "[::1]:8080", "10.1.2.3"})
+    EXPECT_EQ(get(ok).status, 200) << ok;
+  for (const char* bad :
+       {"evil.example", "evil.example:8080", "hpo.example.evil.example", "localhost", "[::1"}) {
+    Response r = get(bad);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_NE(r.body.find("\"path\":\"Host\""), std::string::npos) << r.body;
+  }
 }
 
 }  // namespace
