@@ -6,6 +6,9 @@
 //  2. prune: for each running trial with new reports, the pruner compares its
 //     curve with every other trial's; a "prune" control flag is set in the
 //     store, the worker sees it on its next heartbeat or report and stops.
+//     Curves are kept between steps and grow by the reports stored since the
+//     last read, so a trial printing thousands of metric lines costs each step
+//     only its new reports, not its whole history.
 //  3. end or fill: when max_trials trials have finished (or the sampler ran
 //     out and nothing is active) the search stage ends. Otherwise the sampler
 //     is asked for one trial per free concurrency slot; create_trial is a
@@ -72,8 +75,8 @@ Result<bool> SweepController::step(trials::TrialStore& store) {
     auto now = store.get_sweep(sweep_id_);
     if (!now) return now.error();
     if (now->state != trials::SweepState::kRunning) return false;
-    if (auto st = store.set_stage(sweep_id_, "ensemble", "done"); !st &&
-                                                                  st.error().code != ErrorCode::kConflict)
+    if (auto st = store.set_stage(sweep_id_, "ensemble", "done");
+        !st && st.error().code != ErrorCode::kConflict)
       return st.error();
   }
   // Stage "done": the sweep's work is complete.
@@ -87,8 +90,8 @@ Status SweepController::refresh(trials::TrialStore& store) {
   auto note = [&](Trial t) {
     bool had_curve = curves_.count(t.number) > 0;
     auto& cached = trials_[t.number];
-    bool reports_may_change = t.state == TrialState::kRunning || !had_curve ||
-                              cached.state != t.state;
+    bool reports_may_change =
+        t.state == TrialState::kRunning || !had_curve || cached.state != t.state;
     cached = std::move(t);
     return reports_may_change;
   };
@@ -97,15 +100,14 @@ Status SweepController::refresh(trials::TrialStore& store) {
     if (!page) return page.error();
     trials_.clear();
     curves_.clear();
+    reports_read_.clear();
+    grown_.clear();
     for (auto& t : page->trials) note(std::move(t));
     resync_ = false;
     dirty_.clear();
     if (pruner_) {
-      for (auto& [number, t] : trials_) {
-        auto reports = store.get_reports(t.id);
-        if (!reports) return reports.error();
-        curves_[number] = curve(*reports);
-      }
+      for (auto& [number, t] : trials_)
+        if (auto st = read_new_reports(store, number, t.id); !st) return st;
     }
     return {};
   }
@@ -120,26 +122,35 @@ Status SweepController::refresh(trials::TrialStore& store) {
     }
     if (t->kind != "trial") continue;
     std::int64_t number = t->number;
-    if (note(std::move(*t)) && pruner_) {
-      auto reports = store.get_reports(id);
-      if (!reports) return reports.error();
-      curves_[number] = curve(*reports);
-    }
+    if (note(std::move(*t)) && pruner_)
+      if (auto st = read_new_reports(store, number, id); !st) {
+        dirty_.insert(id);
+        return st;
+      }
   }
   return {};
 }
 
-std::vector<search::StepValue> SweepController::curve(
-    const std::vector<trials::StepReport>& reports) const {
-  std::vector<search::StepValue> out;
-  for (const auto& r : reports) {
+Status SweepController::read_new_reports(trials::TrialStore& store, std::int64_t number,
+                                         const std::string& id) {
+  std::int64_t& read = reports_read_[number];
+  auto page = store.get_reports(id, read, trials::kAll);
+  if (!page) return page.error();
+  auto& curve = curves_[number];
+  for (const auto& r : page->reports) {
     auto it = r.metrics.find(spec_.objective.metric);
     if (it == r.metrics.end()) continue;
-    out.push_back({r.step, to_min(it->second)});
+    search::StepValue v{r.step, to_min(it->second)};
+    // Usually the newest step is the largest: append. Otherwise insert after
+    // the equal steps, which keeps the order of arrival among them.
+    auto at =
+        std::upper_bound(curve.begin(), curve.end(), v.step,
+                         [](std::int64_t s, const search::StepValue& e) { return s < e.step; });
+    curve.insert(at, v);
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const auto& a, const auto& b) { return a.step < b.step; });
-  return out;
+  if (!page->reports.empty()) grown_.insert(number);
+  read += static_cast<std::int64_t>(page->reports.size());
+  return {};
 }
 
 search::Observation SweepController::observation(const Trial& t) const {
@@ -147,38 +158,68 @@ search::Observation SweepController::observation(const Trial& t) const {
   o.number = t.number;
   o.params = t.params;
   switch (t.state) {
-    case TrialState::kCompleted: o.outcome = search::TrialOutcome::kCompleted; break;
-    case TrialState::kPruned: o.outcome = search::TrialOutcome::kPruned; break;
+    case TrialState::kCompleted:
+      o.outcome = search::TrialOutcome::kCompleted;
+      break;
+    case TrialState::kPruned:
+      o.outcome = search::TrialOutcome::kPruned;
+      break;
     case TrialState::kRunning:
-    case TrialState::kQueued: o.outcome = search::TrialOutcome::kRunning; break;
-    default: o.outcome = search::TrialOutcome::kFailed; break;
+    case TrialState::kQueued:
+      o.outcome = search::TrialOutcome::kRunning;
+      break;
+    default:
+      o.outcome = search::TrialOutcome::kFailed;
+      break;
   }
   if (auto it = curves_.find(t.number); it != curves_.end()) o.curve = it->second;
-  if (t.value) o.value = to_min(*t.value);
-  else if (t.state == TrialState::kPruned && !o.curve.empty()) o.value = o.curve.back().value;
+  if (t.value)
+    o.value = to_min(*t.value);
+  else if (t.state == TrialState::kPruned && !o.curve.empty())
+    o.value = o.curve.back().value;
   return o;
 }
 
 Status SweepController::prune_running(trials::TrialStore& store) {
+  std::set<std::int64_t> grown;
+  grown.swap(grown_);
+  const bool any = std::any_of(grown.begin(), grown.end(), [&](std::int64_t n) {
+    auto t = trials_.find(n);
+    return t != trials_.end() && t->second.state == TrialState::kRunning;
+  });
+  if (!any) return {};
   std::vector<search::Observation> all;
   all.reserve(trials_.size());
   for (const auto& [number, t] : trials_)
     if (t.state != TrialState::kQueued) all.push_back(observation(t));
-  for (const auto& [number, t] : trials_) {
+  for (std::int64_t number : grown) {
+    auto found = trials_.find(number);
+    if (found == trials_.end()) continue;
+    const Trial& t = found->second;
     if (t.state != TrialState::kRunning || t.control != trials::Control::kNone) continue;
     auto it = curves_.find(number);
     if (it == curves_.end() || it->second.empty()) continue;
-    std::vector<search::Observation> others;
-    others.reserve(all.size());
-    for (const auto& o : all)
-      if (o.number != number) others.push_back(o);
-    if (!pruner_->should_prune(it->second, others)) continue;
+    // The others: every observation but this trial's, moved to the end
+    // rather than copied (curves may be long).
+    auto self = std::find_if(all.begin(), all.end(),
+                             [&](const search::Observation& o) { return o.number == number; });
+    std::size_t n_others = all.size();
+    if (self != all.end()) {
+      std::iter_swap(self, all.end() - 1);
+      --n_others;
+    }
+    const bool prune = pruner_->should_prune(it->second, std::span(all.data(), n_others));
+    if (self != all.end()) std::iter_swap(self, all.end() - 1);
+    if (!prune) continue;
     auto st = store.set_control(t.id, trials::Control::kPrune);
-    if (!st && st.error().code != ErrorCode::kConflict) return st;
+    if (!st && st.error().code != ErrorCode::kConflict) {
+      grown_.insert(grown.begin(), grown.end());  // asked again next step
+      return st;
+    }
     trials_[number].control = trials::Control::kPrune;
-    log_info("trial pruned", {{"sweep", sweep_id_},
-                              {"trial", t.id},
-                              {"step", std::to_string(it->second.back().step)}});
+    log_info(
+        "trial pruned",
+        {{"sweep", sweep_id_}, {"trial", t.id}, {"step", std::to_string(it->second.back().step)}});
   }
   return {};
 }

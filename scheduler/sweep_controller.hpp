@@ -60,7 +60,9 @@ class SweepController {
   Result<int> fill_queue(trials::TrialStore& store, const trials::Sweep& sweep);
   Result<bool> end_search(trials::TrialStore& store, const trials::Sweep& sweep);
   search::Observation observation(const trials::Trial& t) const;
-  std::vector<search::StepValue> curve(const std::vector<trials::StepReport>& reports) const;
+  // Reads the reports of trial `number` stored since the last read and merges
+  // them into its curve (kept sorted by step); notes it in grown_ if any came.
+  Status read_new_reports(trials::TrialStore& store, std::int64_t number, const std::string& id);
   double to_min(double v) const { return spec_.objective.maximize ? -v : v; }
 
   std::string sweep_id_;
@@ -69,8 +71,14 @@ class SweepController {
   std::unique_ptr<search::Pruner> pruner_;
   std::unique_ptr<Stage> ensemble_;
 
-  std::map<std::int64_t, trials::Trial> trials_;       // by number, kind "trial"
+  std::map<std::int64_t, trials::Trial> trials_;                   // by number, kind "trial"
   std::map<std::int64_t, std::vector<search::StepValue>> curves_;  // by number
+  // Incremental curves: how many of each trial's stored reports are in its
+  // curve, so a step reads only the new ones (a trial may hold 10,000), and
+  // the trials whose curve grew since the last prune (the only ones the
+  // pruner is asked about, as it is called when a trial reports).
+  std::map<std::int64_t, std::int64_t> reports_read_;
+  std::set<std::int64_t> grown_;
   std::set<std::string> dirty_;
   bool resync_ = true;
   bool exhausted_ = false;  // the sampler has no more points (grid)

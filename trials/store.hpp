@@ -39,13 +39,13 @@ struct NewSweep {
 
 struct NewTrial {
   std::string sweep_id;
-  std::string kind = "trial";    // "trial" or "member"
-  std::int64_t number = 0;       // must equal the sweep's next number of that kind
-  std::int64_t limit = 0;        // refuse (kConflict) when number >= limit
+  std::string kind = "trial";  // "trial" or "member"
+  std::int64_t number = 0;     // must equal the sweep's next number of that kind
+  std::int64_t limit = 0;      // refuse (kConflict) when number >= limit
   search::Params params;
   int max_attempts = 1;
   int slots = 1;
-  std::string extra;             // opaque JSON stored with the trial
+  std::string extra;  // opaque JSON stored with the trial
 };
 
 // What a worker sends when an attempt ends.
@@ -79,6 +79,14 @@ struct TrialPage {
   std::int64_t total = 0;
 };
 
+// Reports [offset, offset + limit) of a trial, in the order they were stored,
+// and how many are stored in all: a reader follows a growing curve by asking
+// from the count it has (the controller), or pages through it (the API).
+struct ReportPage {
+  std::vector<StepReport> reports;
+  std::int64_t total = 0;
+};
+
 class TrialStore {
  public:
   virtual ~TrialStore() = default;
@@ -107,7 +115,8 @@ class TrialStore {
   // Trials of a sweep of one kind, by ascending number.
   virtual Result<TrialPage> list_trials(const std::string& sweep_id, const std::string& kind,
                                         std::int64_t offset, std::int64_t limit) = 0;
-  virtual Result<std::vector<StepReport>> get_reports(const std::string& trial_id) = 0;
+  virtual Result<ReportPage> get_reports(const std::string& trial_id, std::int64_t offset,
+                                         std::int64_t limit) = 0;
   virtual Result<std::vector<AttemptRecord>> get_attempts(const std::string& trial_id) = 0;
   // Controller: ask a running trial to stop (prune) or a user cancel of one trial.
   virtual Status set_control(const std::string& trial_id, Control control) = 0;
@@ -151,10 +160,18 @@ class TrialQueue {
   // Worker, every lease/3: extends the lease. kLeaseLost when fenced off.
   virtual Result<Control> heartbeat(const std::string& trial_id, int attempt,
                                     const std::string& worker, std::int64_t lease_ms) = 0;
-  // Worker: an intermediate report. Returns what the scheduler asks (prune/cancel).
-  // Past the store's cap (kMaxReportsPerTrial by default) it is not stored.
-  virtual Result<Control> report(const std::string& trial_id, int attempt,
-                                 const std::string& worker, const StepReport& report) = 0;
+  // Worker: intermediate reports, in order, in one call (a trial reporting
+  // faster than a round trip sends them together) and one event. Returns what
+  // the scheduler asks (prune/cancel). Past the store's cap
+  // (kMaxReportsPerTrial by default) they are counted, not stored.
+  virtual Result<Control> report_batch(const std::string& trial_id, int attempt,
+                                       const std::string& worker,
+                                       const std::vector<StepReport>& reports) = 0;
+  // One report: a batch of one.
+  Result<Control> report(const std::string& trial_id, int attempt, const std::string& worker,
+                         const StepReport& report) {
+    return report_batch(trial_id, attempt, worker, {report});
+  }
   // Worker: the attempt ended. Accepted exactly once, only for the current
   // attempt. A retryable failure is re-queued while attempts remain, unless the
   // trial was cancelled or pruned meanwhile (then it ends in that state).

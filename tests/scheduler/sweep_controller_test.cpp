@@ -198,6 +198,58 @@ TEST(SweepController, MedianPrunerFlagsAHopelessRunningTrial) {
   EXPECT_EQ(*hb, trials::Control::kPrune);
 }
 
+// A trial that reports a flood: each step reads only the reports stored since
+// the last one (not the whole history again), and the pruner still sees the
+// whole curve: the hopeless trial is stopped once its curve says so.
+TEST(SweepController, CurvesGrowByTheNewReportsOnly) {
+  struct CountingStore : MemoryStore {
+    std::int64_t read = 0;
+    Result<trials::ReportPage> get_reports(const std::string& id, std::int64_t offset,
+                                           std::int64_t limit) override {
+      auto page = MemoryStore::get_reports(id, offset, limit);
+      if (page) read += static_cast<std::int64_t>(page->reports.size());
+      return page;
+    }
+  };
+  auto j = base_spec();
+  j["search"]["max_trials"] = 8;
+  j["search"]["max_concurrent"] = 8;
+  j["early_stopping"] = Json::parse(R"({"type": "median", "warmup_steps": 0, "min_trials": 3})");
+  CountingStore store;
+  auto spec = trials::parse_spec(j.dump());
+  ASSERT_TRUE(spec.ok());
+  trials::NewSweep ns{"t", j.dump(), false};
+  auto sweep_id = store.create_sweep(ns);
+  ASSERT_TRUE(sweep_id.ok());
+  SweepController c(*sweep_id, *spec);
+  ASSERT_TRUE(*c.step(store));
+  for (int i = 0; i < 3; ++i) {  // three good curves, finished
+    const auto t = (*store.claim("w", 1, 10'000))->trial;
+    for (int s = 1; s <= 1000; ++s)
+      ASSERT_TRUE(store.report(t.id, t.attempt, "w", {s, {{"value", 1.0 / s}}, 0}).ok());
+    trials::TrialResult r;
+    r.value = 0.001;
+    ASSERT_TRUE(store.complete(t.id, t.attempt, "w", r).ok());
+    c.mark_dirty(t.id);
+  }
+  ASSERT_TRUE(c.step(store).ok());
+  const std::int64_t before = store.read;
+  EXPECT_EQ(before, 3000);
+  const auto bad = (*store.claim("w", 1, 10'000))->trial;
+  int steps = 0;
+  for (int round = 0; round < 10; ++round) {  // 100 reports per controller step
+    for (int k = 0; k < 100; ++k, ++steps)
+      // 0.002 is as good as the others' best (1/step) until step 500, worse after.
+      ASSERT_TRUE(store.report(bad.id, bad.attempt, "w", {steps, {{"value", 0.002}}, 0}).ok());
+    c.mark_dirty(bad.id);
+    ASSERT_TRUE(c.step(store).ok());
+    if (store.get_trial(bad.id)->control == trials::Control::kPrune) break;
+  }
+  EXPECT_EQ(store.get_trial(bad.id)->control, trials::Control::kPrune);
+  EXPECT_GT(steps, 500);
+  EXPECT_EQ(store.read - before, steps);  // each report read once, not once per step
+}
+
 }  // namespace
 }  // namespace hpo::scheduler
 
@@ -209,8 +261,8 @@ namespace {
 // created twice and no suggestion repeats an earlier one.
 TEST(SweepController, BayesianSweepContinuesAfterARestartWithoutRepeatingTrials) {
   auto j = base_spec();
-  j["search"] = Json::parse(
-      R"({"algorithm": "bayesian", "max_trials": 14, "max_concurrent": 2, "seed": 5})");
+  j["search"] =
+      Json::parse(R"({"algorithm": "bayesian", "max_trials": 14, "max_concurrent": 2, "seed": 5})");
   Fixture f(j);
   auto branin = [](const trials::Trial& t) {
     trials::TrialResult r;

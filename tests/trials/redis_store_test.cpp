@@ -207,8 +207,8 @@ TEST(RedisStore, ASharedQueueFromAnEarlierVersionIsMigrated) {
     freeReplyObject(r);
   }
   for (const auto& id : {t0.id, t1.id}) {
-    auto* r = static_cast<redisReply*>(
-        redisCommand(c, "RPUSH %squeue %s", prefix.c_str(), id.c_str()));
+    auto* r =
+        static_cast<redisReply*>(redisCommand(c, "RPUSH %squeue %s", prefix.c_str(), id.c_str()));
     freeReplyObject(r);
   }
   redisFree(c);
@@ -233,10 +233,10 @@ TEST(RedisStore, ReportsPastTheCapAreNotStored) {
     ASSERT_TRUE(c.ok());
     EXPECT_EQ(*c, Control::kPrune);  // the worker still hears the scheduler
   }
-  auto reports = store.get_reports(t.id);
+  auto reports = store.get_reports(t.id, 0, kAll);
   ASSERT_TRUE(reports.ok());
-  ASSERT_EQ(reports->size(), 3u);
-  EXPECT_EQ(reports->back().step, 2);
+  ASSERT_EQ(reports->reports.size(), 3u);
+  EXPECT_EQ(reports->reports.back().step, 2);
 }
 
 TEST(RedisStore, BlockingReadWakesOnNewEvent) {

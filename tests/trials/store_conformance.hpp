@@ -219,11 +219,14 @@ TYPED_TEST_P(StoreConformance, ClaimHeartbeatReportComplete) {
 
   auto rep = this->queue().report(t0.id, 0, "w1", StepReport{3, {{"loss", 0.1234567890123}}, 0});
   ASSERT_TRUE(rep.ok()) << rep.error().message;
-  auto reports = this->store().get_reports(t0.id);
-  ASSERT_EQ(reports->size(), 1u);
-  EXPECT_EQ((*reports)[0].step, 3);
-  EXPECT_EQ((*reports)[0].metrics.at("loss"), 0.1234567890123);
-  EXPECT_GE((*reports)[0].time_ms, c.trial.started_ms);
+  auto page = this->store().get_reports(t0.id, 0, kAll);
+  ASSERT_TRUE(page.ok()) << page.error().message;
+  const auto& reports = page->reports;
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(page->total, 1);
+  EXPECT_EQ(reports[0].step, 3);
+  EXPECT_EQ(reports[0].metrics.at("loss"), 0.1234567890123);
+  EXPECT_GE(reports[0].time_ms, c.trial.started_ms);
 
   const double value = 0.1 + 0.2;  // not exactly representable in short decimal
   ASSERT_TRUE(this->queue().complete(t0.id, 0, "w1", this->ok_result(value)).ok());
@@ -286,7 +289,7 @@ TYPED_TEST_P(StoreConformance, StaleAttemptIsFencedOff) {
   EXPECT_EQ(after->state, TrialState::kQueued);
   EXPECT_EQ(after->attempt, 1);
   EXPECT_FALSE(after->value.has_value());
-  EXPECT_TRUE(this->store().get_reports(t.id)->empty());
+  EXPECT_TRUE(this->store().get_reports(t.id, 0, kAll)->reports.empty());
 
   // w2 takes attempt 1; the stale w1 still cannot touch it, nor can w1 with w2's attempt.
   Claim c = this->must_claim("w2");
@@ -670,7 +673,7 @@ TYPED_TEST_P(StoreConformance, ReapAfterAnOutageExtendsLeasesInsteadOfExpiring) 
   const std::int64_t lease = TypeParam::kLeaseMs;
   ASSERT_TRUE(this->queue().claim("w1", 1, lease).ok());
   ASSERT_TRUE(this->queue().reap(10, 0).ok());  // the reaper was here
-  this->env.pass(3 * lease);                     // then nobody was, for three leases
+  this->env.pass(3 * lease);                    // then nobody was, for three leases
   EXPECT_EQ(*this->queue().reap(10, lease), 0);
   EXPECT_EQ(this->store().get_trial(t.id)->state, TrialState::kRunning);
   // The worker renews as soon as it can: the same attempt, accepted.
@@ -766,20 +769,72 @@ TYPED_TEST_P(StoreConformance, DeleteSweepRemovesEverythingItOwns) {
   EXPECT_FALSE(none->has_value());
 }
 
-REGISTER_TYPED_TEST_SUITE_P(StoreConformance, CreateGetListSweeps, FinishSweepOnlyFromRunning,
-                            CreateTrialIsCompareAndSetWithLimit, ClaimHeartbeatReportComplete,
-                            ClaimTakesOnlyWhatFits, StaleAttemptIsFencedOff,
-                            CompleteIsAcceptedExactlyOnce, ReapRequeuesThenFailsAtMaxAttempts,
-                            ReapHonoursControlFlags, RetryableFailureRequeues, CancelSweep,
-                            ControlAndStage, CountersAndBestTrialMinimize,
-                            CountersAndBestTrialMaximize, EventsAppearInOrder, WorkersRegistry,
-                            ArtifactsAreBinarySafe, ArtifactsAreFencedByAttemptAndWorker,
-                            ReleaseRequeuesAtTheHeadWithoutCountingAFailure,
-                            RetryableFailureOfAStoppedTrialIsNotRequeued,
-                            WorkerLeasesListsWhatAWorkerHolds,
-                            ReapAfterAnOutageExtendsLeasesInsteadOfExpiring,
-                            IdempotencyKeyReturnsTheFirstSweep,
-                            DeleteSweepRemovesEverythingItOwns, UnschedulableSweepsStandAside,
-                            ClaimsTakeTurnsAcrossSweeps);
+TYPED_TEST_P(StoreConformance, ReportsArePagedInTheOrderStored) {
+  std::string s = this->new_sweep();
+  Trial t = this->add_trial(s, 0);
+  this->must_claim("w1");
+  for (int step = 0; step < 5; ++step)
+    ASSERT_TRUE(this->queue()
+                    .report(t.id, 0, "w1", StepReport{step, {{"loss", 1.0 / (step + 1)}}, 0})
+                    .ok());
+  auto steps = [&](std::int64_t offset, std::int64_t limit) {
+    auto page = this->store().get_reports(t.id, offset, limit);
+    EXPECT_TRUE(page.ok());
+    EXPECT_EQ(page->total, 5);
+    std::vector<std::int64_t> out;
+    for (const auto& r : page->reports) out.push_back(r.step);
+    return out;
+  };
+  EXPECT_EQ(steps(0, 2), (std::vector<std::int64_t>{0, 1}));
+  EXPECT_EQ(steps(3, kAll), (std::vector<std::int64_t>{3, 4}));  // what a follower reads next
+  EXPECT_EQ(steps(4, 1), (std::vector<std::int64_t>{4}));
+  EXPECT_TRUE(steps(5, 10).empty());
+  EXPECT_TRUE(steps(0, 0).empty());
+  auto none = this->store().get_reports("nope", 0, kAll);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->total, 0);
+}
+
+TYPED_TEST_P(StoreConformance, ABatchOfReportsIsStoredInOrderWithOneEvent) {
+  std::string s = this->new_sweep();
+  Trial t = this->add_trial(s, 0);
+  this->must_claim("w1");
+  auto before = this->store().read_events("0", 1000, 0);
+  ASSERT_TRUE(before.ok());
+  std::vector<StepReport> batch;
+  for (int step = 0; step < 3; ++step) batch.push_back({step, {{"loss", 0.5 + step}}, 0});
+  auto c = this->queue().report_batch(t.id, 0, "w1", batch);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(*c, Control::kNone);
+  auto page = this->store().get_reports(t.id, 0, kAll);
+  ASSERT_EQ(page->reports.size(), 3u);
+  EXPECT_EQ(page->reports[2].step, 2);
+  EXPECT_EQ(page->reports[2].metrics.at("loss"), 2.5);
+  auto after = this->store().read_events(before->empty() ? "0" : before->back().id, 1000, 0);
+  ASSERT_TRUE(after.ok());
+  int reported = 0;
+  for (const auto& e : *after)
+    if (e.type == "trial.reported") {
+      ++reported;
+      EXPECT_NE(e.data.find("\"count\":3"), std::string::npos) << e.data;
+    }
+  EXPECT_EQ(reported, 1);
+  // Fenced like a single report.
+  EXPECT_EQ(this->queue().report_batch(t.id, 0, "w2", batch).error().code, ErrorCode::kLeaseLost);
+  EXPECT_TRUE(this->queue().report_batch(t.id, 0, "w1", {}).ok());
+}
+
+REGISTER_TYPED_TEST_SUITE_P(
+    StoreConformance, CreateGetListSweeps, FinishSweepOnlyFromRunning,
+    CreateTrialIsCompareAndSetWithLimit, ClaimHeartbeatReportComplete, ClaimTakesOnlyWhatFits,
+    StaleAttemptIsFencedOff, CompleteIsAcceptedExactlyOnce, ReapRequeuesThenFailsAtMaxAttempts,
+    ReapHonoursControlFlags, RetryableFailureRequeues, CancelSweep, ControlAndStage,
+    CountersAndBestTrialMinimize, CountersAndBestTrialMaximize, EventsAppearInOrder,
+    WorkersRegistry, ArtifactsAreBinarySafe, ArtifactsAreFencedByAttemptAndWorker,
+    ReleaseRequeuesAtTheHeadWithoutCountingAFailure, RetryableFailureOfAStoppedTrialIsNotRequeued,
+    WorkerLeasesListsWhatAWorkerHolds, ReapAfterAnOutageExtendsLeasesInsteadOfExpiring,
+    IdempotencyKeyReturnsTheFirstSweep, DeleteSweepRemovesEverythingItOwns,
+    UnschedulableSweepsStandAside, ClaimsTakeTurnsAcrossSweeps, ReportsArePagedInTheOrderStored,
+    ABatchOfReportsIsStoredInOrderWithOneEvent);
 
 }  // namespace hpo::trials::conformance

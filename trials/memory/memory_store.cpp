@@ -109,8 +109,8 @@ Result<std::string> MemoryStore::create_sweep(const NewSweep& sweep) {
       auto first = sweeps_.find(it->second.first);
       if (first != sweeps_.end()) {
         if (first->second.sweep.spec_json == sweep.spec_json) return first->first;
-        return Error::conflict("Idempotency-Key " + sweep.idempotency_key +
-                               " was used for sweep " + first->first + " with another spec");
+        return Error::conflict("Idempotency-Key " + sweep.idempotency_key + " was used for sweep " +
+                               first->first + " with another spec");
       }
     }
   }
@@ -277,11 +277,19 @@ Result<TrialPage> MemoryStore::list_trials(const std::string& sweep_id, const st
   return page;
 }
 
-Result<std::vector<StepReport>> MemoryStore::get_reports(const std::string& trial_id) {
+Result<ReportPage> MemoryStore::get_reports(const std::string& trial_id, std::int64_t offset,
+                                            std::int64_t limit) {
   std::lock_guard lock(mu_);
+  ReportPage page;
   auto it = trials_.find(trial_id);
-  if (it == trials_.end()) return std::vector<StepReport>{};
-  return it->second.reports;
+  if (it == trials_.end()) return page;
+  const auto& all = it->second.reports;
+  page.total = static_cast<std::int64_t>(all.size());
+  const std::int64_t from = std::clamp<std::int64_t>(offset, 0, page.total);
+  const std::int64_t to =
+      std::clamp<std::int64_t>(from + std::max<std::int64_t>(limit, 0), from, page.total);
+  page.reports.assign(all.begin() + from, all.begin() + to);
+  return page;
 }
 
 Result<std::vector<AttemptRecord>> MemoryStore::get_attempts(const std::string& trial_id) {
@@ -333,9 +341,10 @@ Status MemoryStore::delete_sweep(const std::string& sweep_id) {
     return Error::conflict("sweep " + sweep_id + " is running: cancel it first");
   if (auto running = it->second.sweep.counts.running + it->second.sweep.member_counts.running;
       running > 0)
-    return Error::conflict(fmt::format("sweep {} still has {} running trial(s), stopping at their "
-                                       "next heartbeat: try again shortly",
-                                       sweep_id, running));
+    return Error::conflict(
+        fmt::format("sweep {} still has {} running trial(s), stopping at their "
+                    "next heartbeat: try again shortly",
+                    sweep_id, running));
   for (const auto* ids : {&it->second.trials, &it->second.members})
     for (const auto& tid : *ids) {
       trials_.erase(tid);
@@ -521,20 +530,28 @@ Result<Control> MemoryStore::heartbeat(const std::string& trial_id, int attempt,
   return (*r)->trial.control;
 }
 
-Result<Control> MemoryStore::report(const std::string& trial_id, int attempt,
-                                    const std::string& worker, const StepReport& report) {
+Result<Control> MemoryStore::report_batch(const std::string& trial_id, int attempt,
+                                          const std::string& worker,
+                                          const std::vector<StepReport>& reports) {
   std::lock_guard lock(mu_);
   auto r = fenced(trial_id, attempt, worker);
   if (!r) return r.error();
-  if (static_cast<std::int64_t>((*r)->reports.size()) >= kMaxReportsPerTrial)
-    return (*r)->trial.control;  // past the cap: not stored
-  StepReport rep = report;
-  rep.time_ms = now();
-  (*r)->reports.push_back(rep);
+  const std::int64_t t_now = now();
+  for (const auto& report : reports) {
+    if (static_cast<std::int64_t>((*r)->reports.size()) >= kMaxReportsPerTrial) break;  // the cap
+    StepReport rep = report;
+    rep.time_ms = t_now;
+    (*r)->reports.push_back(std::move(rep));
+  }
+  if (reports.empty()) return (*r)->trial.control;
+  // One event per batch, with the latest report.
   Json metrics = Json::object();
-  for (const auto& [k, v] : rep.metrics) metrics[k] = v;
+  for (const auto& [k, v] : reports.back().metrics) metrics[k] = v;
   emit("trial.reported", (*r)->trial.sweep_id, trial_id,
-       Json{{"step", rep.step}, {"metrics", metrics}}.dump());
+       Json{{"step", reports.back().step},
+            {"metrics", metrics},
+            {"count", static_cast<std::int64_t>(reports.size())}}
+           .dump());
   return (*r)->trial.control;
 }
 

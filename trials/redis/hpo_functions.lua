@@ -359,24 +359,30 @@ local function heartbeat(keys, a)
   return t.control
 end
 
--- report P tid attempt worker step metrics_json [max_reports] -> control
--- Past max_reports stored reports (0: no cap) a report is counted in the
--- trial's reports_dropped and not stored: a flood of metric lines must not
--- grow one trial without bound.
+-- report P tid attempt worker max_reports n step1 metrics1 ... stepn metricsn -> control
+-- A batch of reports in one call and one event (the latest report, with the
+-- count). Past max_reports stored reports (0: no cap) the rest are counted in
+-- the trial's reports_dropped and not stored: a flood of metric lines must
+-- not grow one trial without bound.
 local function report(keys, a)
   local P = a[1]
   local t, err = fenced(P, a[2], a[3], a[4])
   if not t then return err end
-  local cap = tonumber(a[7] or '0')
+  local cap = tonumber(a[5])
+  local n = tonumber(a[6])
+  if n == 0 then return t.control end
   local rkey = P .. 'reports:' .. t.id
-  if cap > 0 and redis.call('LLEN', rkey) >= cap then
-    redis.call('HINCRBY', P .. 'trial:' .. t.id, 'reports_dropped', 1)
-    return t.control
+  local room = n
+  if cap > 0 then room = math.max(0, math.min(n, cap - redis.call('LLEN', rkey))) end
+  local now = int(now_ms())
+  for i = 1, room do
+    local step = int(tonumber(a[5 + 2 * i]))
+    redis.call('RPUSH', rkey, '{"step":' .. step .. ',"time_ms":' .. now .. ',"metrics":' .. a[6 + 2 * i] .. '}')
   end
-  local now = now_ms()
-  local step = int(tonumber(a[5]))
-  redis.call('RPUSH', rkey, '{"step":' .. step .. ',"time_ms":' .. int(now) .. ',"metrics":' .. a[6] .. '}')
-  emit(P, 'trial.reported', t.sweep, t.id, '{"step":' .. step .. ',"metrics":' .. a[6] .. '}')
+  if room < n then redis.call('HINCRBY', P .. 'trial:' .. t.id, 'reports_dropped', n - room) end
+  local last = int(tonumber(a[5 + 2 * n]))
+  emit(P, 'trial.reported', t.sweep, t.id,
+       '{"step":' .. last .. ',"metrics":' .. a[6 + 2 * n] .. ',"count":' .. int(n) .. '}')
   return t.control
 end
 

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -226,9 +227,10 @@ Result<Reply> RedisStore::fcall(const std::string& name, std::vector<std::string
 Result<std::string> RedisStore::create_sweep(const NewSweep& sweep) {
   for (int tries = 0; tries < 8; ++tries) {
     std::string id = random_sweep_id();
-    auto r = fcall("create_sweep",
-                   {id, sweep.name, sweep.spec_json, sweep.maximize ? "1" : "0",
-                    sweep.idempotency_key, std::to_string(std::max<std::int64_t>(1, sweep.idempotency_ttl_s))});
+    auto r =
+        fcall("create_sweep",
+              {id, sweep.name, sweep.spec_json, sweep.maximize ? "1" : "0", sweep.idempotency_key,
+               std::to_string(std::max<std::int64_t>(1, sweep.idempotency_ttl_s))});
     if (r) return r->str;  // ours, or the first sweep made with the same idempotency key
     // Only a taken id is worth another random one.
     if (r.error().code != ErrorCode::kConflict || r.error().message.rfind("sweep id ", 0) != 0)
@@ -331,11 +333,21 @@ Result<TrialPage> RedisStore::list_trials(const std::string& sweep_id, const std
   return page;
 }
 
-Result<std::vector<StepReport>> RedisStore::get_reports(const std::string& trial_id) {
-  auto r = client_.command({"LRANGE", key("reports:" + trial_id), "0", "-1"});
+Result<ReportPage> RedisStore::get_reports(const std::string& trial_id, std::int64_t offset,
+                                           std::int64_t limit) {
+  ReportPage page;
+  const std::string rkey = key("reports:" + trial_id);
+  auto n = client_.command({"LLEN", rkey});
+  if (!n) return n.error();
+  if (n->is_error()) return refusal(n->str);
+  page.total = n->integer;
+  offset = std::max<std::int64_t>(offset, 0);
+  if (limit <= 0 || offset >= page.total) return page;
+  // Reports are only appended: the range read after LLEN is within the count.
+  const std::int64_t last = std::min(page.total, offset + limit) - 1;
+  auto r = client_.command({"LRANGE", rkey, std::to_string(offset), std::to_string(last)});
   if (!r) return r.error();
   if (r->is_error()) return refusal(r->str);
-  std::vector<StepReport> out;
   for (const auto& e : r->elements) {
     Json j = Json::parse(e.str, nullptr, false);
     if (!j.is_object()) return Error::internal("bad report of " + trial_id);
@@ -343,9 +355,9 @@ Result<std::vector<StepReport>> RedisStore::get_reports(const std::string& trial
     rep.step = j.value("step", std::int64_t{0});
     rep.time_ms = j.value("time_ms", std::int64_t{0});
     if (j.contains("metrics")) rep.metrics = metrics_from_json(j["metrics"]);
-    out.push_back(std::move(rep));
+    page.reports.push_back(std::move(rep));
   }
-  return out;
+  return page;
 }
 
 Result<std::vector<AttemptRecord>> RedisStore::get_attempts(const std::string& trial_id) {
@@ -513,11 +525,19 @@ Result<Control> RedisStore::heartbeat(const std::string& trial_id, int attempt,
   return parse_control(r->str);
 }
 
-Result<Control> RedisStore::report(const std::string& trial_id, int attempt,
-                                   const std::string& worker, const StepReport& rep) {
-  auto r = fcall("report", {trial_id, std::to_string(attempt), worker, std::to_string(rep.step),
-                            metrics_to_json(rep.metrics),
-                            std::to_string(std::max<std::int64_t>(0, config_.max_reports_per_trial))});
+Result<Control> RedisStore::report_batch(const std::string& trial_id, int attempt,
+                                         const std::string& worker,
+                                         const std::vector<StepReport>& reports) {
+  std::vector<std::string> args{
+      trial_id, std::to_string(attempt), worker,
+      std::to_string(std::max<std::int64_t>(0, config_.max_reports_per_trial)),
+      std::to_string(reports.size())};
+  args.reserve(args.size() + 2 * reports.size());
+  for (const auto& rep : reports) {
+    args.push_back(std::to_string(rep.step));
+    args.push_back(metrics_to_json(rep.metrics));
+  }
+  auto r = fcall("report", args);
   if (!r) return r.error();
   return parse_control(r->str);
 }
@@ -543,12 +563,10 @@ Status RedisStore::release(const std::string& trial_id, int attempt, const std::
   return expect_ok(fcall("release", {trial_id, std::to_string(attempt), worker, reason}));
 }
 
-Status RedisStore::put_artifact(const std::string& trial_id, int attempt,
-                                const std::string& worker, const std::string& name,
-                                const std::string& bytes) {
+Status RedisStore::put_artifact(const std::string& trial_id, int attempt, const std::string& worker,
+                                const std::string& name, const std::string& bytes) {
   if (auto st = check_artifact_size(trial_id, name, bytes); !st) return st;
-  return expect_ok(
-      fcall("put_artifact", {trial_id, std::to_string(attempt), worker, name, bytes}));
+  return expect_ok(fcall("put_artifact", {trial_id, std::to_string(attempt), worker, name, bytes}));
 }
 
 Result<std::vector<HeldLease>> RedisStore::worker_leases(const std::string& worker) {

@@ -56,7 +56,8 @@ class RedisStore : public TrialStore, public TrialQueue {
   Result<Trial> get_trial(const std::string& trial_id) override;
   Result<TrialPage> list_trials(const std::string& sweep_id, const std::string& kind,
                                 std::int64_t offset, std::int64_t limit) override;
-  Result<std::vector<StepReport>> get_reports(const std::string& trial_id) override;
+  Result<ReportPage> get_reports(const std::string& trial_id, std::int64_t offset,
+                                 std::int64_t limit) override;
   Result<std::vector<AttemptRecord>> get_attempts(const std::string& trial_id) override;
   Status set_control(const std::string& trial_id, Control control) override;
   Status set_unschedulable(const std::string& sweep_id, const std::string& reason) override;
@@ -75,8 +76,9 @@ class RedisStore : public TrialStore, public TrialQueue {
                                      std::int64_t lease_ms) override;
   Result<Control> heartbeat(const std::string& trial_id, int attempt, const std::string& worker,
                             std::int64_t lease_ms) override;
-  Result<Control> report(const std::string& trial_id, int attempt, const std::string& worker,
-                         const StepReport& report) override;
+  Result<Control> report_batch(const std::string& trial_id, int attempt, const std::string& worker,
+                               const std::vector<StepReport>& reports) override;
+  using TrialQueue::report;
   Status complete(const std::string& trial_id, int attempt, const std::string& worker,
                   const TrialResult& result) override;
   Status release(const std::string& trial_id, int attempt, const std::string& worker,
