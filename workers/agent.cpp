@@ -42,6 +42,11 @@ constexpr std::size_t kLogLineMax = 2000;   // longer lines are cut
 constexpr char kWorkLockName[] = ".hpo-worker.lock";
 constexpr double kReportBurst = 200;      // reports a trial may send at once,
 constexpr double kReportsPerSecond = 50;  // then at most this many per second
+// Reports that come within kReportLinger of the last send are held and sent
+// together (one round trip, one event), up to kReportBatch at a time; the
+// heartbeat sends what a trial that went quiet still holds.
+constexpr std::size_t kReportBatch = 64;
+constexpr auto kReportLinger = std::chrono::milliseconds(100);
 
 const char* kind_name(trials::TrialKind k) {
   switch (k) {
@@ -110,6 +115,10 @@ struct Agent::Running {
   std::vector<int> slots;
   std::atomic<StopReason> stop{StopReason::kNone};
   Clock::time_point last_lease_ok = Clock::now();  // heartbeat thread only
+  // The attempt's reporter while its executor runs (the heartbeat flushes
+  // held reports through it); guarded by reporter_mu.
+  std::mutex reporter_mu;
+  TrialReporter* reporter = nullptr;
 
   void set_stop(StopReason r) {
     StopReason none = StopReason::kNone;
@@ -135,24 +144,30 @@ class Agent::TrialReporter : public Reporter {
       // (a token bucket: bursts of kReportBurst, then kReportsPerSecond), so
       // one trial cannot flood Redis; the result carries the final metrics.
       const auto now = Clock::now();
-      tokens_ = std::min(kReportBurst,
-                         tokens_ + kReportsPerSecond *
-                                       std::chrono::duration<double>(now - refilled_).count());
+      tokens_ = std::min(
+          kReportBurst,
+          tokens_ + kReportsPerSecond * std::chrono::duration<double>(now - refilled_).count());
       refilled_ = now;
       if (tokens_ < 1) return stop_reason() == StopReason::kNone;
       tokens_ -= 1;
-      auto c = conn_.queue().report(run_.trial.id, run_.trial.attempt, agent_.options_.name, r);
-      if (c) {
-        run_.set_stop(stop_for(*c));
-      } else if (c.error().code == ErrorCode::kLeaseLost ||
-                 c.error().code == ErrorCode::kNotFound) {
-        run_.set_stop(StopReason::kLeaseLost);
-      } else {
-        errors_.warn("report failed", trial_fields(run_.trial, agent_.options_.name,
-                                                   {{"error", c.error().message}}));
-      }
+      pending_.push_back(std::move(r));
+      if (pending_.size() >= kReportBatch || now - last_send_ >= kReportLinger) send_locked(now);
     }
     return stop_reason() == StopReason::kNone;
+  }
+
+  // Sends the held reports: `always` at the attempt's end; otherwise (the
+  // heartbeat) only once the trial has been quiet for kReportLinger, and only
+  // when no report is being sent right now (the heartbeat must not wait).
+  void flush(bool always) {
+    std::unique_lock lk(mu_, std::defer_lock);
+    if (always) {
+      lk.lock();
+    } else if (!lk.try_lock()) {
+      return;
+    }
+    const auto now = Clock::now();
+    if (!pending_.empty() && (always || now - last_send_ >= kReportLinger)) send_locked(now);
   }
 
   StopReason stop_reason() const override {
@@ -185,6 +200,21 @@ class Agent::TrialReporter : public Reporter {
   }
 
  private:
+  void send_locked(Clock::time_point now) {
+    last_send_ = now;
+    auto c = conn_.queue().report_batch(run_.trial.id, run_.trial.attempt, agent_.options_.name,
+                                        pending_);
+    pending_.clear();
+    if (c) {
+      run_.set_stop(stop_for(*c));
+    } else if (c.error().code == ErrorCode::kLeaseLost || c.error().code == ErrorCode::kNotFound) {
+      run_.set_stop(StopReason::kLeaseLost);
+    } else {  // intermediate reports are best effort: the result carries the final metrics
+      errors_.warn("report failed",
+                   trial_fields(run_.trial, agent_.options_.name, {{"error", c.error().message}}));
+    }
+  }
+
   Agent& agent_;
   Running& run_;
   StoreConnection& conn_;
@@ -194,6 +224,8 @@ class Agent::TrialReporter : public Reporter {
   ThrottledLog errors_;
   double tokens_ = kReportBurst;
   Clock::time_point refilled_ = Clock::now();
+  std::vector<trials::StepReport> pending_;  // held, not sent yet
+  Clock::time_point last_send_{};            // long ago: the first report goes at once
 };
 
 ExecutorRegistry builtin_executors(double kill_grace_s) {
@@ -252,8 +284,8 @@ void Agent::drain(const std::function<bool()>& until_stopped) {
   if (!started_.load()) return;
   draining_ = true;
   cv_.notify_all();
-  log_info("worker draining", {{"worker", options_.name},
-                               {"grace_ms", std::to_string(options_.drain_grace.count())}});
+  log_info("worker draining",
+           {{"worker", options_.name}, {"grace_ms", std::to_string(options_.drain_grace.count())}});
   auto deadline = Clock::now() + options_.drain_grace;
   for (;;) {
     {
@@ -297,8 +329,8 @@ Status Agent::retry_through_outage(const std::function<Status()>& op) {
   auto backoff = std::chrono::milliseconds(50);
   ThrottledLog waiting;
   while (!st && st.error().code == ErrorCode::kUnavailable && Clock::now() < give_up) {
-    waiting.warn("store unreachable; retrying", {{"worker", options_.name},
-                                                 {"error", st.error().message}});
+    waiting.warn("store unreachable; retrying",
+                 {{"worker", options_.name}, {"error", st.error().message}});
     // A hard stop (stopping_ without a drain) gives up at once: the lease
     // expires and the reaper re-queues the trial.
     if (stopping_.load() && !draining_.load()) break;
@@ -454,6 +486,10 @@ trials::TrialResult Agent::execute(Running& run, StoreConnection& conn, std::str
                                           {"gpus", fmt::format("{}", fmt::join(task.gpus, ","))}}));
 
   TrialReporter reporter(*this, run, conn, deadline);
+  {
+    std::lock_guard lk(run.reporter_mu);
+    run.reporter = &reporter;
+  }
   trials::TrialResult result;
   auto factory = executors_.find(sp.trial.kind);
   if (factory == executors_.end() || !factory->second) {
@@ -466,6 +502,11 @@ trials::TrialResult Agent::execute(Running& run, StoreConnection& conn, std::str
     } catch (const std::exception& e) {  // the one boundary for executors' exceptions
       result = failed_result(fmt::format("executor error: {}", e.what()), true);
     }
+  }
+  reporter.flush(/*always=*/true);  // before the result, so the curve is complete
+  {
+    std::lock_guard lk(run.reporter_mu);
+    run.reporter = nullptr;
   }
   log_tail = reporter.log_tail();
   if (!task.work_dir.empty()) {
@@ -521,10 +562,9 @@ Status Agent::claim_work_root() {
     auto removed = remove_attempt_dirs(entry.path());
     fs::remove(lock, ec);
     fs::remove(entry.path(), ec);  // only when nothing else is left in it
-    log_info("removed a dead worker's attempt directories",
-             {{"worker", options_.name},
-              {"dir", entry.path().string()},
-              {"entries", std::to_string(removed)}});
+    log_info("removed a dead worker's attempt directories", {{"worker", options_.name},
+                                                             {"dir", entry.path().string()},
+                                                             {"entries", std::to_string(removed)}});
   }
   return {};
 }
@@ -557,8 +597,7 @@ void Agent::deliver(const Running& run, const trials::TrialResult& result,
   }
   if (!log_tail.empty()) {
     auto st = retry_through_outage([&] {
-      return conn.queue().put_artifact(trial.id, trial.attempt, options_.name, "log.txt",
-                                       log_tail);
+      return conn.queue().put_artifact(trial.id, trial.attempt, options_.name, "log.txt", log_tail);
     });
     if (!st)
       log_warn("cannot store the trial log",
@@ -573,7 +612,8 @@ void Agent::deliver(const Running& run, const trials::TrialResult& result,
     std::lock_guard lk(mu_);
     if (st) {
       ++stats_.released;
-      log_info("trial released", trial_fields(trial, options_.name, {{"reason", "worker stopped"}}));
+      log_info("trial released",
+               trial_fields(trial, options_.name, {{"reason", "worker stopped"}}));
     } else {
       ++stats_.dropped;
       log_warn("trial release refused; left to lease expiry",
@@ -612,6 +652,10 @@ Status Agent::heartbeat_once(StoreConnection& conn, std::int64_t interval_ms) {
         std::count_if(slot_owner_.begin(), slot_owner_.end(), [](int o) { return o >= 0; }));
   }
   for (const auto& r : running) {
+    {
+      std::lock_guard lk(r->reporter_mu);
+      if (r->reporter) r->reporter->flush(/*always=*/false);
+    }
     const auto& t = r->trial;
     auto c = conn.queue().heartbeat(t.id, t.attempt, options_.name, options_.lease_ms);
     if (c) {
@@ -664,8 +708,9 @@ void Agent::release_orphans(StoreConnection& conn) {
     trials::Trial t;
     t.id = lease.trial_id;
     t.attempt = lease.attempt;
-    auto st = conn.queue().release(lease.trial_id, lease.attempt, options_.name,
-                                   "worker " + options_.name + " does not run it (lost claim reply)");
+    auto st =
+        conn.queue().release(lease.trial_id, lease.attempt, options_.name,
+                             "worker " + options_.name + " does not run it (lost claim reply)");
     log_warn("orphaned lease released",
              trial_fields(t, options_.name, {{"ok", st ? "yes" : st.error().message}}));
     if (st) {

@@ -1,8 +1,10 @@
 // The Agent against the in-memory store (milliseconds, no redis-server):
 // slot accounting for multi-slot trials, prune/cancel control, timeouts, and
 // kinds this worker cannot run.
-#include <gtest/gtest.h>
+#include <algorithm>
+
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -110,8 +112,8 @@ TEST_F(AgentMemoryTest, PruneControlStopsTheTrialPromptly) {
   auto agent = make_agent(1);
   ASSERT_TRUE(agent.start().ok());
   ASSERT_TRUE(wait_for([&] {
-    auto r = store_.get_reports(t.id);
-    return r.ok() && !r->empty();
+    auto r = store_.get_reports(t.id, 0, trials::kAll);
+    return r.ok() && !r->reports.empty();
   }));
   ASSERT_TRUE(store_.set_control(t.id, trials::Control::kPrune).ok());
   ASSERT_TRUE(wait_for([&] { return get(t.id).state == trials::TrialState::kPruned; },
@@ -135,16 +137,25 @@ TEST_F(AgentMemoryTest, AReportFloodIsThinned) {
   auto t = trial(sid, 0);
   auto agent = make_agent(1);
   ASSERT_TRUE(agent.start().ok());
-  ASSERT_TRUE(wait_for([&] { return trials::is_finished(get(t.id).state); },
-                       std::chrono::seconds(60)));
+  ASSERT_TRUE(
+      wait_for([&] { return trials::is_finished(get(t.id).state); }, std::chrono::seconds(60)));
   agent.stop();
   std::filesystem::remove_all(dir);
   ASSERT_EQ(get(t.id).state, trials::TrialState::kCompleted) << get(t.id).error;
   EXPECT_EQ(*get(t.id).value, 2);
-  auto reports = store_.get_reports(t.id);
+  auto reports = store_.get_reports(t.id, 0, trials::kAll);
   ASSERT_TRUE(reports.ok());
-  EXPECT_GE(reports->size(), 200u);   // the burst
-  EXPECT_LT(reports->size(), 5000u);  // not the flood
+  EXPECT_GE(reports->reports.size(), 200u);   // the burst
+  EXPECT_LT(reports->reports.size(), 5000u);  // not the flood
+  // Batched: reports that come together go in one call, one event.
+  auto events = store_.read_events("0", 100000, 0);
+  ASSERT_TRUE(events.ok());
+  const auto sends = std::count_if(events->begin(), events->end(), [&](const trials::Event& e) {
+    return e.type == "trial.reported" && e.trial_id == t.id;
+  });
+  EXPECT_GE(sends, 1);
+  EXPECT_LE(sends * 2, static_cast<std::int64_t>(reports->reports.size()))
+      << sends << " sends for " << reports->reports.size() << " reports";
 }
 
 TEST_F(AgentMemoryTest, TheTrialTimeoutAppliesToEveryKind) {

@@ -40,9 +40,9 @@ class SwallowingConnection final : public StoreConnection, public trials::TrialQ
     if (swallow_.load()) return trials::Control::kNone;
     return impl_->heartbeat(id, attempt, w, lease_ms);
   }
-  Result<trials::Control> report(const std::string& id, int attempt, const std::string& w,
-                                 const trials::StepReport& r) override {
-    return impl_->report(id, attempt, w, r);
+  Result<trials::Control> report_batch(const std::string& id, int attempt, const std::string& w,
+                                       const std::vector<trials::StepReport>& r) override {
+    return impl_->report_batch(id, attempt, w, r);
   }
   Status complete(const std::string& id, int attempt, const std::string& w,
                   const trials::TrialResult& r) override {
@@ -59,9 +59,7 @@ class SwallowingConnection final : public StoreConnection, public trials::TrialQ
   Result<std::vector<trials::HeldLease>> worker_leases(const std::string& w) override {
     return impl_->worker_leases(w);
   }
-  Result<int> reap(int max, std::int64_t outage_ms) override {
-    return impl_->reap(max, outage_ms);
-  }
+  Result<int> reap(int max, std::int64_t outage_ms) override { return impl_->reap(max, outage_ms); }
 
  private:
   std::unique_ptr<RedisStore> impl_;
@@ -182,9 +180,9 @@ echo "hpo-metric {\"final\": true, \"score\": $(($1 * $2))}"
     EXPECT_EQ(got.attempt, 0);
   }
   // The synthetic learning curve went through the store.
-  auto reports = admin_->get_reports(expected[0].first.id);
+  auto reports = admin_->get_reports(expected[0].first.id, 0, trials::kAll);
   ASSERT_TRUE(reports.ok());
-  EXPECT_EQ(reports->size(), 3u);
+  EXPECT_EQ(reports->reports.size(), 3u);
 
   auto workers = admin_->list_workers();
   ASSERT_TRUE(workers.ok());
