@@ -10,6 +10,7 @@
 #include <hiredis/hiredis.h>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -46,11 +47,13 @@ Json command_spec(int trials, int sleep_ms) {
       {"parameters",
        {{"x", {{"type", "float"}, {"min", -3.0}, {"max", 3.0}}},
         {"y", {{"type", "int"}, {"min", -4}, {"max", 2}}}}},
-      {"search", {{"algorithm", "random"}, {"max_trials", trials}, {"max_concurrent", 4}, {"seed", 11}}},
+      {"search",
+       {{"algorithm", "random"}, {"max_trials", trials}, {"max_concurrent", 4}, {"seed", 11}}},
       {"trial",
        {{"kind", "command"},
-        {"argv", {kBin + "/tests/e2e/toy_trial", "--x={x}", "--y={y}",
-                  "--sleep-ms=" + std::to_string(sleep_ms)}},
+        {"argv",
+         {kBin + "/tests/e2e/toy_trial", "--x={x}", "--y={y}",
+          "--sleep-ms=" + std::to_string(sleep_ms)}},
         {"max_attempts", 5},
         {"timeout_s", 60}}}};
   return spec;
@@ -90,7 +93,8 @@ void check_sweep(Cluster& c, const std::string& id, int expected_trials, const J
     // Exactly one completed attempt per trial.
     Json detail = c.get("/api/trials/" + t["id"].get<std::string>());
     int completed_attempts = 0;
-    for (const auto& a : detail["attempts"]) completed_attempts += a.value("outcome", "") == "completed";
+    for (const auto& a : detail["attempts"])
+      completed_attempts += a.value("outcome", "") == "completed";
     EXPECT_EQ(completed_attempts, 1) << detail.dump();
   }
   EXPECT_EQ(numbers.size(), static_cast<size_t>(expected_trials));
@@ -206,8 +210,49 @@ TEST(EndToEnd, TheEmbeddedRedisRefusesClientsWithoutItsPassword) {
   redisFree(ctx);
   // The password is in no log and no command line.
   EXPECT_EQ(read_file(c.home() + "/scheduler.log").find(url->password), std::string::npos);
-  EXPECT_EQ(read_file("/proc/" + std::to_string(c.scheduler().pid()) + "/cmdline").find(url->password),
-            std::string::npos);
+  EXPECT_EQ(
+      read_file("/proc/" + std::to_string(c.scheduler().pid()) + "/cmdline").find(url->password),
+      std::string::npos);
+}
+
+// Another local user (a second uid, here nobody) can reach the embedded
+// Redis's port but not its data: every command needs the password, and the
+// files that hold it (scheduler.json, the data dir's redis.conf) are not
+// readable to that user. Real tools under a real second uid (setpriv).
+TEST(EndToEnd, ASecondLocalUserCannotUseTheEmbeddedRedis) {
+  if (::geteuid() != 0) GTEST_SKIP() << "switching to a second uid needs root";
+  Cluster c;
+  c.start_scheduler();
+  auto state = Json::parse(read_file(c.home() + "/scheduler.json"));
+  auto url = trials::redis::RedisUrl::parse(state["redis"].get<std::string>());
+  ASSERT_TRUE(url.ok());
+  auto as_nobody = [&](const std::string& name, std::vector<std::string> cmd) {
+    std::vector<std::string> argv = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                     "--clear-groups", "--"};
+    argv.insert(argv.end(), cmd.begin(), cmd.end());
+    const std::string log = c.home() + "/nobody-" + name + ".log";
+    Process p(argv, {}, log);
+    int code = p.wait(std::chrono::seconds(20));
+    return std::make_pair(code, read_file(log));
+  };
+  const std::string port = std::to_string(url->port);
+  auto [keys_code, keys] = as_nobody("keys", {"redis-cli", "-p", port, "KEYS", "*"});
+  EXPECT_NE(keys.find("NOAUTH"), std::string::npos) << keys;
+  auto [guess_code, guess] =
+      as_nobody("guess", {"redis-cli", "-p", port, "--no-auth-warning", "-a", "hpo", "PING"});
+  EXPECT_EQ(guess.find("PONG"), std::string::npos) << guess;
+  EXPECT_NE(guess.find("WRONGPASS"), std::string::npos) << guess;
+  for (const std::string file : {c.home() + "/scheduler.json", c.home() + "/data/redis.conf"}) {
+    ASSERT_TRUE(std::filesystem::exists(file)) << file;
+    auto [cat_code, cat] = as_nobody("cat", {"cat", file});
+    EXPECT_NE(cat_code, 0) << file;
+    EXPECT_EQ(cat.find(url->password), std::string::npos) << file;
+  }
+  // With the password (which only the scheduler's uid can read) the same
+  // second uid is served: the refusals above are the password's, not a dead server.
+  auto [own_code, own] =
+      as_nobody("own", {"redis-cli", "-p", port, "--no-auth-warning", "-a", url->password, "PING"});
+  EXPECT_NE(own.find("PONG"), std::string::npos) << own;
 }
 
 // An external Redis that does not persist every write is refused unless the
@@ -223,9 +268,9 @@ TEST(EndToEnd, AVolatileExternalRedisIsRefusedUnlessAllowed) {
     redisFree(ctx);
   }
   Cluster c;
-  Process refused({kBin + "/scheduler/hpo-scheduler", "--listen", "127.0.0.1:0", "--redis",
-                   redis.url()},
-                  c.env(), c.home() + "/refused.log");
+  Process refused(
+      {kBin + "/scheduler/hpo-scheduler", "--listen", "127.0.0.1:0", "--redis", redis.url()},
+      c.env(), c.home() + "/refused.log");
   EXPECT_EQ(refused.wait(30s), 2) << refused.log();
   EXPECT_NE(refused.log().find("appendonly"), std::string::npos) << refused.log();
   EXPECT_NE(refused.log().find("--allow-volatile-redis"), std::string::npos) << refused.log();
@@ -257,7 +302,8 @@ TEST(EndToEnd, BadSpecGets400WithTheFieldPathAndStoresNothing) {
   Json list = c.get("/api/sweeps");
   EXPECT_TRUE(list["sweeps"].empty()) << list.dump();
   // Without the token a submit is refused.
-  web::HttpClient anon(*web::parse_http_url(Json::parse(read_file(c.home() + "/scheduler.json"))["api"].get<std::string>()));
+  web::HttpClient anon(*web::parse_http_url(
+      Json::parse(read_file(c.home() + "/scheduler.json"))["api"].get<std::string>()));
   auto unauth = anon.post("/api/sweeps", command_spec(5, 0).dump());
   ASSERT_TRUE(unauth.ok());
   EXPECT_EQ(unauth->status, 401);
