@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, runs every test
 # (unit, integration with a real redis-server, e2e with the real binaries,
-# browser tests in headless Chromium). Extra arguments go to ctest, e.g.
+# chaos, browser tests in headless Chromium), then the fuzzers (scripts/fuzz.sh:
+# clang, ASan+UBSan, HPO_FUZZ_SECONDS each, 60 by default). Extra arguments go
+# to ctest and skip the fuzzers, e.g.
 #   scripts/test.sh -L unit
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
-cd "${HPO_BUILD_DIR:-build}"
-ctest --output-on-failure --timeout 600 -j2 "$@"
+(
+  cd "${HPO_BUILD_DIR:-build}"
+  ctest --output-on-failure --timeout 600 -j2 "$@"
+)
+if (($# == 0)) && [[ "${HPO_FUZZ_SECONDS:-60}" != 0 ]]; then
+  scripts/fuzz.sh
+fi

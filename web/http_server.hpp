@@ -51,7 +51,7 @@ struct ServerOptions {
   // Requests waiting for or running in a handler thread, all connections
   // together; one more is answered 503 with Retry-After (and its connection
   // closed) instead of queueing behind work that is already late.
-  std::size_t max_queued_requests = 512;
+  std::size_t max_queued_requests = 1024;
 };
 
 class HttpServer {
