@@ -64,8 +64,16 @@ std::optional<Result<MetricLine>> parse_metric_line(std::string_view line) {
             Error::invalid("step", "expected a non-negative integer up to 2^53"));
       out.step = static_cast<std::int64_t>(d);
     } else if (v.is_number()) {
+      // Names and counts are bounded: a metric line is stored with the trial
+      // and shown in the dashboard.
+      if (key.empty() || key.size() > kMaxMetricName)
+        return Result<MetricLine>(Error::invalid(
+            "hpo-metric", fmt::format("metric names are 1 to {} characters", kMaxMetricName)));
       double d = v.get<double>();
       if (std::isfinite(d)) out.metrics[key] = d;
+      if (out.metrics.size() > kMaxMetricsPerLine)
+        return Result<MetricLine>(Error::invalid(
+            "hpo-metric", fmt::format("at most {} metrics per line", kMaxMetricsPerLine)));
     }
     // Strings, booleans, objects: not metrics; ignored rather than failing the trial.
   }

@@ -25,6 +25,10 @@ struct CommandOptions {
   int poll_ms = 50;
 };
 
+// Bounds on one metric line (a longer name or more metrics: the line is refused).
+inline constexpr std::size_t kMaxMetricName = 128;
+inline constexpr std::size_t kMaxMetricsPerLine = 256;
+
 // One `hpo-metric {...}` stdout line.
 struct MetricLine {
   std::optional<std::int64_t> step;  // intermediate report

@@ -110,7 +110,8 @@ int main(int argc, char** argv) {
   while (!std::filesystem::exists(home + "/scheduler.json") && Clock::now() < t_wait)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   if (!std::filesystem::exists(home + "/scheduler.json")) {
-    std::fprintf(stderr, "scheduler did not start:\n%s\n", read_file(home + "/scheduler.log").c_str());
+    std::fprintf(stderr, "scheduler did not start:\n%s\n",
+                 read_file(home + "/scheduler.log").c_str());
     return 1;
   }
   testing::Process worker({kBin + "/workers/hpo-worker", "--name", "load", "--slots", "2"}, env,
@@ -237,25 +238,28 @@ int main(int argc, char** argv) {
 
   auto line = [&](const char* what, Stats& st) {
     const double n = static_cast<double>(st.us.size());
-    std::printf("  %-8s %9.0f requests %8.1f req/s  p50 %7.2f ms  p99 %8.2f ms  max %8.1f ms  "
-                "errors %lld (%.3f%%)\n",
-                what, n, n / elapsed, st.pct(0.50), st.pct(0.99), st.pct(1.0),
-                static_cast<long long>(st.errors), n > 0 ? 100.0 * st.errors / n : 0.0);
+    std::printf(
+        "  %-8s %9.0f requests %8.1f req/s  p50 %7.2f ms  p99 %8.2f ms  max %8.1f ms  "
+        "errors %lld (%.3f%%)\n",
+        what, n, n / elapsed, st.pct(0.50), st.pct(0.99), st.pct(1.0),
+        static_cast<long long>(st.errors), n > 0 ? 100.0 * st.errors / n : 0.0);
   };
-  std::printf("web load: %.0f s, %d readers + %d event streams + %d submitters (%d clients) on "
-              "loopback; hpo-scheduler with its defaults, one hpo-worker (2 slots)\n",
-              elapsed, readers, streams, submitters, readers + streams + submitters);
+  std::printf(
+      "web load: %.0f s, %d readers + %d event streams + %d submitters (%d clients) on "
+      "loopback; hpo-scheduler with its defaults, one hpo-worker (2 slots)\n",
+      elapsed, readers, streams, submitters, readers + streams + submitters);
   line("reads", reads);
   line("submits", submits);
   line("healthz", health);
-  std::printf("  streams  %d of %d open at the end, %lld events received, %lld dropped, %lld "
-              "refused\n",
-              streams_at_end, streams, static_cast<long long>(events.load()),
-              static_cast<long long>(drops.load()), static_cast<long long>(stream_errors.load()));
-  std::printf("  scheduler %s; resident memory %.0f MB at start, %.0f MB max, %.0f MB at the end; "
-              "open descriptors max %d\n",
-              alive ? "alive" : "DEAD", rss_start / 1024.0, rss_max / 1024.0, rss_end / 1024.0,
-              fds_max);
+  std::printf(
+      "  streams  %d of %d open at the end, %lld events received, %lld dropped, %lld "
+      "refused\n",
+      streams_at_end, streams, static_cast<long long>(events.load()),
+      static_cast<long long>(drops.load()), static_cast<long long>(stream_errors.load()));
+  std::printf(
+      "  scheduler %s; resident memory %.0f MB at start, %.0f MB max, %.0f MB at the end; "
+      "open descriptors max %d\n",
+      alive ? "alive" : "DEAD", rss_start / 1024.0, rss_max / 1024.0, rss_end / 1024.0, fds_max);
   const double total = static_cast<double>(reads.us.size() + submits.us.size());
   const double errs = static_cast<double>(reads.errors + submits.errors);
   std::printf("  error rate %.4f%% (reads and submits)\n", total > 0 ? 100.0 * errs / total : 0.0);

@@ -81,6 +81,20 @@ TEST(MetricLine, ParsesIntermediateFinalAndIgnoresOtherLines) {
   auto bad_step = parse_metric_line(R"(hpo-metric {"step": 1.5, "loss": 1})");
   ASSERT_TRUE(bad_step.has_value());
   EXPECT_FALSE(bad_step->ok());
+  auto huge_step = parse_metric_line(R"(hpo-metric {"step": 1e300, "loss": 1})");
+  ASSERT_TRUE(huge_step.has_value());
+  EXPECT_FALSE(huge_step->ok());
+  // Bounded names and counts.
+  auto long_name = parse_metric_line("hpo-metric {\"" + std::string(129, 'a') + "\": 1}");
+  ASSERT_TRUE(long_name.has_value());
+  ASSERT_FALSE(long_name->ok());
+  EXPECT_NE(long_name->error().message.find("128"), std::string::npos);
+  EXPECT_TRUE(parse_metric_line("hpo-metric {\"" + std::string(128, 'a') + "\": 1}")->ok());
+  std::string many = "hpo-metric {";
+  for (int i = 0; i < 257; ++i) many += (i ? ",\"m" : "\"m") + std::to_string(i) + "\": 1";
+  auto too_many = parse_metric_line(many + "}");
+  ASSERT_TRUE(too_many.has_value());
+  EXPECT_FALSE(too_many->ok());
 }
 
 TEST(CommandExecutor, IntermediateReportsAndFinalValue) {
