@@ -352,10 +352,9 @@ Response Api::create_sweep(const Request& request) {
           Error{ErrorCode::kInvalidArgument, std::move(message), std::move(outside)});
     }
   }
-  // parse_spec accepted it, so it is valid JSON; stored canonical (sorted keys).
-  auto canonical = parse_json(request.body);
-  if (!canonical) return error_response(canonical.error());
-  trials::NewSweep sweep{spec->name, dump(*canonical), spec->objective.maximize};
+  // Stored as submitted: the order of its parameters is meaningful (grid
+  // order, conditional parents), so the text is not re-serialised.
+  trials::NewSweep sweep{spec->name, request.body, spec->objective.maximize};
   sweep.idempotency_key = request.header("idempotency-key");
   constexpr std::size_t kMaxKey = 200;
   const bool key_ok = sweep.idempotency_key.size() <= kMaxKey &&

@@ -27,7 +27,9 @@
 
 namespace hpo::web {
 
-using Json = nlohmann::json;
+// Ordered: objects keep the order they were built or parsed in, so a stored
+// spec is shown with its parameters in the order the user wrote them.
+using Json = nlohmann::ordered_json;
 
 Json to_json(const search::Params& params);
 Json to_json(const trials::Metrics& metrics);

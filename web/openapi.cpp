@@ -42,7 +42,7 @@ const char* const kOpenApi = R"json({
         "best": {"type": "object", "nullable": true, "properties": {"trial_id": {"type": "string"}, "number": {"type": "integer"}, "params": {"$ref": "#/components/schemas/Params"}, "value": {"type": "number"}}},
         "max_trials": {"type": "integer"}, "next_number": {"type": "integer"}, "next_member": {"type": "integer"},
         "created_ms": {"type": "integer"}, "finished_ms": {"type": "integer"}, "error": {"type": "string"},
-        "spec": {"type": "object", "description": "the spec as submitted (canonical JSON)"}}},
+        "spec": {"type": "object", "description": "the spec as submitted (its keys in the order written)"}}},
       "Trial": {"type": "object", "required": ["id", "number", "state", "params", "value", "attempt", "worker"], "properties": {
         "id": {"type": "string"}, "sweep_id": {"type": "string"}, "number": {"type": "integer"},
         "kind": {"type": "string", "enum": ["trial", "member"]},
