@@ -276,7 +276,7 @@ TEST(EndToEnd, ASecondLocalUserCannotUseTheEmbeddedRedis) {
       as_nobody("guess", {"redis-cli", "-p", port, "--no-auth-warning", "-a", "hpo", "PING"});
   EXPECT_EQ(guess.find("PONG"), std::string::npos) << guess;
   EXPECT_NE(guess.find("WRONGPASS"), std::string::npos) << guess;
-  for (const std::string file : {c.home() + "/scheduler.json", c.home() + "/data/redis.conf"}) {
+  for (const std::string& file : {c.home() + "/scheduler.json", c.home() + "/data/redis.conf"}) {
     ASSERT_TRUE(std::filesystem::exists(file)) << file;
     auto [cat_code, cat] = as_nobody("cat", {"cat", file});
     EXPECT_NE(cat_code, 0) << file;

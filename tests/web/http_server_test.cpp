@@ -117,11 +117,9 @@ TEST(HttpServer, IdleConnectionIsClosedAtTheReadDeadline) {
   ASSERT_TRUE(server.start().ok());
   RawConnection idle(server.port());
   ASSERT_TRUE(idle.connected());
-  auto t0 = std::chrono::steady_clock::now();
   bool closed = false;
-  idle.read_until_closed(10s, closed);
+  idle.read_until_closed(10s, closed);  // the deadline is 200 ms: closed long before 10 s
   EXPECT_TRUE(closed);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   EXPECT_TRUE(wait_for([&] { return server.connection_count() == 0; }, 5s));
 }
 
@@ -328,6 +326,7 @@ TEST(HttpServer, KeepAliveCommentsFlowAndStopEndsStreams) {
   EventHub hub;
   auto o = test_options();
   o.sse_keepalive = 50ms;
+  o.shutdown_timeout = 120s;
   auto server = std::make_unique<HttpServer>(o, [&](const Request&) {
     Response res;
     res.content_type = "text/event-stream";
@@ -340,12 +339,13 @@ TEST(HttpServer, KeepAliveCommentsFlowAndStopEndsStreams) {
   std::string got = c.read_until(": keepalive", 5s);
   EXPECT_NE(got.find("text/event-stream"), std::string::npos);
   EXPECT_NE(got.find(": keepalive"), std::string::npos);
-  auto t0 = std::chrono::steady_clock::now();
-  server->stop();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+  // stop() must end the stream itself, not wait for it: with a shutdown
+  // timeout far beyond the wait below, only a prompt close passes.
+  auto stopped = std::async(std::launch::async, [&] { server->stop(); });
   bool closed = false;
-  c.read_until_closed(5s, closed);
+  c.read_until_closed(20s, closed);
   EXPECT_TRUE(closed);
+  EXPECT_EQ(stopped.wait_for(20s), std::future_status::ready);
 }
 
 TEST(HttpServer, StaticFilesRefuseTraversalOverTheWire) {

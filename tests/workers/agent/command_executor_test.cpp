@@ -252,8 +252,8 @@ while :; do sleep 1; done
   EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
   EXPECT_EQ(r.error, "timed out after 0.3 s");
   EXPECT_FALSE(r.retryable);
-  EXPECT_GE(elapsed, std::chrono::milliseconds(550));  // timeout + grace: SIGTERM did nothing
-  EXPECT_LT(elapsed, std::chrono::seconds(5));
+  // Causal, not a speed: the grace had to pass (SIGTERM did nothing) before SIGKILL.
+  EXPECT_GE(elapsed, std::chrono::milliseconds(550));
   EXPECT_TRUE(no_children_left());
 }
 

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <thread>
 
 #include "search/test_functions.hpp"
@@ -95,19 +96,15 @@ TEST(SyntheticExecutor, StopsPromptlyWhenPruned) {
   auto spec = synthetic_spec("branin", /*steps=*/1000, /*sleep_s=*/60);
   RecordingReporter rep;
   trials::TrialResult r;
-  auto start = std::chrono::steady_clock::now();
-  std::thread runner([&] {
+  auto runner = std::async(std::launch::async, [&] {
     r = SyntheticExecutor().run(make_task(spec, {{"x1", 1.0}, {"x2", 2.0}}), rep);
   });
   ASSERT_TRUE(wait_for([&] { return !rep.reports_copy().empty(); }));
-  auto asked = std::chrono::steady_clock::now();
   rep.stop = StopReason::kPruned;
-  runner.join();
-  auto done = std::chrono::steady_clock::now();
+  // The trial takes 60 s unless it stops: it must return well before that.
+  ASSERT_EQ(runner.wait_for(std::chrono::seconds(30)), std::future_status::ready);
   EXPECT_EQ(r.outcome, trials::TrialState::kPruned);
   EXPECT_TRUE(r.value.has_value());  // the last reading
-  EXPECT_LT(done - asked, std::chrono::milliseconds(500));
-  EXPECT_LT(done - start, std::chrono::seconds(5));
 }
 
 TEST(SyntheticExecutor, UnknownFunctionOrMissingInputsFail) {

@@ -97,7 +97,8 @@ class WorkerBinaryTest : public ::testing::Test {
 // leases: the second refuses to start.
 TEST_F(WorkerBinaryTest, ASecondWorkerWithTheSameNameRefusesToStart) {
   auto first = start_worker({"--redis", redis_.url(), "--name", "twin"});
-  ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(dir_.file("work/.hpo-worker.lock")); }));
+  ASSERT_TRUE(
+      wait_for([&] { return std::filesystem::exists(dir_.file("work/.hpo-worker.lock")); }));
   auto second = start_worker({"--redis", redis_.url(), "--name", "twin"});
   auto status = wait_exit(second, std::chrono::seconds(30));
   ASSERT_TRUE(status.has_value()) << log_;
@@ -113,11 +114,10 @@ TEST_F(WorkerBinaryTest, NoSecretReachesATrialProgram) {
   auto script = dir_.script("env.sh", R"(env > "$D/env"
 echo "hpo-metric {\"final\": true, \"score\": 1}")");
   auto trial = command_trial(script);
-  auto worker = start_worker({"--lease-ms", "3000"},
-                             {"HPO_REDIS=" + redis_.url(), "HPO_TOKEN=tok-secret-123",
-                              "AWS_SECRET_ACCESS_KEY=aws-secret-456"});
-  ASSERT_TRUE(wait_for([&] { return state(trial.id) == trials::TrialState::kCompleted; }))
-      << log_;
+  auto worker =
+      start_worker({"--lease-ms", "3000"}, {"HPO_REDIS=" + redis_.url(), "HPO_TOKEN=tok-secret-123",
+                                            "AWS_SECRET_ACCESS_KEY=aws-secret-456"});
+  ASSERT_TRUE(wait_for([&] { return state(trial.id) == trials::TrialState::kCompleted; })) << log_;
   const std::string env = read_file(dir_.file("env"));
   EXPECT_EQ(env.find("tok-secret-123"), std::string::npos) << env;
   EXPECT_EQ(env.find("aws-secret-456"), std::string::npos) << env;
