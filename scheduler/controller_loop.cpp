@@ -125,9 +125,13 @@ class ControllerLoop::Runner {
 
 ControllerLoop::ControllerLoop(StoreFactory stores, ControllerLoopOptions options,
                                StageFactory make_stage)
-    : stores_(std::move(stores)), options_(options), make_stage_(std::move(make_stage)) {}
+    : stores_(std::move(stores)), options_(std::move(options)), make_stage_(std::move(make_stage)) {
+  if (!options_.specs) options_.specs = std::make_shared<trials::SpecCache>();
+}
 
-ControllerLoop::~ControllerLoop() { stop(); }
+ControllerLoop::~ControllerLoop() {
+  stop();
+}
 
 void ControllerLoop::start() {
   stop_.reset();
@@ -165,14 +169,14 @@ ControllerLoop::Runner* ControllerLoop::runner(trials::TrialStore& store, const 
   if (auto it = runners_.find(id); it != runners_.end()) return it->second.get();
   auto sweep = store.get_sweep(id);
   if (!sweep || sweep->state != trials::SweepState::kRunning) return nullptr;
-  auto spec = trials::parse_spec(sweep->spec_json);
+  auto spec = options_.specs->get(id, sweep->spec_json);
   if (!spec) {
     // Only possible if the spec format changed incompatibly between versions.
     (void)store.finish_sweep(id, trials::SweepState::kFailed,
                              "stored spec no longer parses: " + spec.error().message);
     return nullptr;
   }
-  auto c = std::make_unique<SweepController>(id, std::move(*spec));
+  auto c = std::make_unique<SweepController>(id, **spec);
   if (make_stage_ && c->spec().ensemble) c->set_ensemble_stage(make_stage_(id, c->spec()));
   log_info("controlling sweep", {{"sweep", id}});
   auto r = std::make_shared<Runner>(std::move(c), stores_);
@@ -208,8 +212,7 @@ void ControllerLoop::run_once(trials::TrialStore& store) {
     rescan(store);
     next_rescan_ = now + options_.rescan;
   }
-  auto events = store.read_events(last_event_, 1000,
-                                  static_cast<int>(options_.event_wait.count()));
+  auto events = store.read_events(last_event_, 1000, static_cast<int>(options_.event_wait.count()));
   if (!events) {
     stop_.wait_for(options_.event_wait);  // store down: pace the retries
     next_rescan_ = {};

@@ -28,6 +28,7 @@
 
 #include "scheduler/periodic.hpp"
 #include "scheduler/sweep_controller.hpp"
+#include "trials/spec_cache.hpp"
 #include "trials/store.hpp"
 
 namespace hpo::scheduler {
@@ -35,6 +36,8 @@ namespace hpo::scheduler {
 struct ControllerLoopOptions {
   std::chrono::milliseconds rescan{5000};     // full resync of every sweep
   std::chrono::milliseconds event_wait{250};  // XREAD BLOCK per iteration
+  // The process's spec cache (trials/spec_cache.hpp); one is made when null.
+  std::shared_ptr<trials::SpecCache> specs;
 };
 
 class ControllerLoop {

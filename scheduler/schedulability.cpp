@@ -12,8 +12,9 @@ namespace hpo::scheduler {
 
 std::string unschedulable_reason(int slots, const std::vector<trials::WorkerInfo>& workers) {
   if (workers.empty()) return "";
-  const auto largest = std::max_element(
-      workers.begin(), workers.end(), [](const auto& a, const auto& b) { return a.slots < b.slots; });
+  const auto largest =
+      std::max_element(workers.begin(), workers.end(),
+                       [](const auto& a, const auto& b) { return a.slots < b.slots; });
   if (slots <= largest->slots) return "";
   return fmt::format(
       "each trial needs {} slots (resources.gpus / data_parallel.replicas); the largest of the {} "
@@ -21,13 +22,17 @@ std::string unschedulable_reason(int slots, const std::vector<trials::WorkerInfo
       slots, workers.size(), largest->name, largest->slots);
 }
 
-SchedulabilityWatch::SchedulabilityWatch(StoreFactory stores, std::chrono::milliseconds period)
-    : periodic_(std::move(stores), period, [this](trials::TrialStore& store) {
+SchedulabilityWatch::SchedulabilityWatch(StoreFactory stores, std::chrono::milliseconds period,
+                                         std::shared_ptr<trials::SpecCache> specs)
+    : specs_(specs ? std::move(specs) : std::make_shared<trials::SpecCache>()),
+      periodic_(std::move(stores), period, [this](trials::TrialStore& store) {
         run_once(store);
         return false;
       }) {}
 
-SchedulabilityWatch::~SchedulabilityWatch() { stop(); }
+SchedulabilityWatch::~SchedulabilityWatch() {
+  stop();
+}
 
 void SchedulabilityWatch::run_once(trials::TrialStore& store) {
   auto workers = store.list_workers();
@@ -40,9 +45,9 @@ void SchedulabilityWatch::run_once(trials::TrialStore& store) {
     if (!sweep) continue;
     auto it = slots_.find(id);
     if (it == slots_.end()) {
-      auto spec = trials::parse_spec(sweep->spec_json);
+      auto spec = specs_->get(id, sweep->spec_json);
       if (!spec) continue;  // the controller fails such a sweep
-      it = slots_.emplace(id, spec->trial.slots()).first;
+      it = slots_.emplace(id, (*spec)->trial.slots()).first;
     }
     std::string reason = unschedulable_reason(it->second, *workers);
     if (reason == sweep->unschedulable) continue;
@@ -54,8 +59,12 @@ void SchedulabilityWatch::run_once(trials::TrialStore& store) {
   }
 }
 
-void SchedulabilityWatch::start() { periodic_.start(); }
+void SchedulabilityWatch::start() {
+  periodic_.start();
+}
 
-void SchedulabilityWatch::stop() { periodic_.stop(); }
+void SchedulabilityWatch::stop() {
+  periodic_.stop();
+}
 
 }  // namespace hpo::scheduler

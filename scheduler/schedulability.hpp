@@ -11,9 +11,11 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "scheduler/periodic.hpp"
+#include "trials/spec_cache.hpp"
 #include "trials/store.hpp"
 
 namespace hpo::scheduler {
@@ -24,7 +26,9 @@ std::string unschedulable_reason(int slots, const std::vector<trials::WorkerInfo
 
 class SchedulabilityWatch {
  public:
-  SchedulabilityWatch(StoreFactory stores, std::chrono::milliseconds period);
+  // `specs`: the process's spec cache (one made here when null).
+  SchedulabilityWatch(StoreFactory stores, std::chrono::milliseconds period,
+                      std::shared_ptr<trials::SpecCache> specs = nullptr);
   ~SchedulabilityWatch();
   void start();
   void stop();
@@ -33,6 +37,7 @@ class SchedulabilityWatch {
 
  private:
   std::map<std::string, int> slots_;  // per active sweep: the slots one trial needs
+  std::shared_ptr<trials::SpecCache> specs_;
   Periodic periodic_;
 };
 

@@ -141,8 +141,12 @@ int run(const scheduler::SchedulerConfig& config) {
       [make_store]() -> Result<std::unique_ptr<trials::TrialStore>> {
     return std::unique_ptr<trials::TrialStore>(make_store());
   };
+  // Each sweep's spec is parsed once in this process: the submit handler puts
+  // its parse in, the controller and the schedulability watch take it out.
+  auto specs = std::make_shared<trials::SpecCache>();
   scheduler::ControllerLoopOptions loop_options;
   loop_options.rescan = config.rescan_period;
+  loop_options.specs = specs;
   scheduler::ControllerLoop loop(
       controller_stores, loop_options,
       [](const std::string& sweep_id,
@@ -154,7 +158,7 @@ int run(const scheduler::SchedulerConfig& config) {
       controller_stores, std::chrono::milliseconds(
                              static_cast<std::int64_t>(config.retention_days * 24 * 3600 * 1000)));
   scheduler::SchedulabilityWatch schedulability(
-      controller_stores, std::max(config.reaper_period, std::chrono::milliseconds(1000)));
+      controller_stores, std::max(config.reaper_period, std::chrono::milliseconds(1000)), specs);
 
   if (config.token_on_command_line)
     log_warn(
@@ -173,6 +177,7 @@ int run(const scheduler::SchedulerConfig& config) {
   api_options.data_roots = config.data_roots;
   api_options.allowed_hosts = config.allowed_hosts;
   api_options.handler_threads = config.handler_threads;
+  api_options.specs = specs;
   web::Api api(api_options, web_stores, hub);
   web::ServerOptions server_options;
   server_options.host = config.listen_host;

@@ -180,6 +180,7 @@ std::string trials_csv(const std::vector<TrialPtr>& rows) {
 
 Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
     : options_(std::move(options)), factory_(std::move(factory)), hub_(hub) {
+  if (!options_.specs) options_.specs = std::make_shared<trials::SpecCache>();
   if (!options_.static_dir.empty()) static_files_.emplace(options_.static_dir);
   auto& r = router_;
   r.add("POST", "/api/sweeps",
@@ -369,8 +370,10 @@ Response Api::create_sweep(const Request& request) {
   if (!store) return error_response(Error::unavailable("no store"));
   auto id = store.track(store->create_sweep(sweep));
   if (!id) return error_response(id.error());
+  const std::string name = spec->name;
+  options_.specs->put(*id, std::make_shared<const trials::SweepSpec>(std::move(spec).value()));
   log_info("sweep submitted", {{"sweep", *id},
-                               {"name", spec->name},
+                               {"name", name},
                                {"remote", request.remote},
                                {"idempotency_key", sweep.idempotency_key}});
   Response r = json_ok(201, Json{{"id", *id}});
@@ -387,7 +390,7 @@ Response Api::list_sweeps(const Request& request) {
   auto sweeps = store.track(store->list_sweeps(*offset, *limit));
   if (!sweeps) return error_response(sweeps.error());
   Json list = Json::array();
-  for (const auto& s : *sweeps) list.push_back(to_json(s));
+  for (const auto& s : *sweeps) list.push_back(sweep_doc(s));
   return json_ok(200, {{"sweeps", list}, {"offset", *offset}, {"limit", *limit}});
 }
 
@@ -395,7 +398,12 @@ Response Api::get_sweep(const std::string& id) {
   auto store = borrow();
   auto sweep = store.track(store->get_sweep(id));
   if (!sweep) return error_response(sweep.error());
-  return json_ok(200, to_json(*sweep));
+  return json_ok(200, sweep_doc(*sweep));
+}
+
+Json Api::sweep_doc(const trials::Sweep& sweep) {
+  auto spec = options_.specs->get(sweep.id, sweep.spec_json);
+  return to_json(sweep, spec ? spec->get() : nullptr);
 }
 
 Response Api::list_trials(const Request& request, const std::string& sweep_id) {
@@ -471,7 +479,7 @@ Response Api::cancel_sweep(const std::string& id) {
   log_info("sweep cancel requested", {{"sweep", id}});
   auto sweep = store.track(store->get_sweep(id));
   if (!sweep) return error_response(sweep.error());
-  return json_ok(200, to_json(*sweep));
+  return json_ok(200, sweep_doc(*sweep));
 }
 
 Response Api::delete_sweep(const std::string& id) {

@@ -39,10 +39,12 @@
 #include <string>
 #include <vector>
 
+#include "trials/spec_cache.hpp"
 #include "trials/store.hpp"
 #include "web/event_hub.hpp"
 #include "web/event_pump.hpp"
 #include "web/http_message.hpp"
+#include "web/json_codec.hpp"
 #include "web/metrics.hpp"
 #include "web/router.hpp"
 #include "web/static_files.hpp"
@@ -56,6 +58,10 @@ struct ApiOptions {
   std::string static_dir;   // empty: no dashboard
   // Dataset files a torch spec may name (trials/data_roots.hpp); empty: any.
   std::vector<std::string> data_roots;
+  // The process's spec cache (trials/spec_cache.hpp): submit puts each
+  // accepted spec in, sweep documents read their typed spec from it. One is
+  // made when null.
+  std::shared_ptr<trials::SpecCache> specs;
   // Host names requests may carry (DNS rebinding); IP literals always pass.
   // Empty: no check.
   std::vector<std::string> allowed_hosts;
@@ -90,6 +96,8 @@ class Api {
   Response create_sweep(const Request& request);
   Response list_sweeps(const Request& request);
   Response get_sweep(const std::string& id);
+  // The sweep document, its objective and budget from the typed spec.
+  Json sweep_doc(const trials::Sweep& sweep);
   Response list_trials(const Request& request, const std::string& sweep_id);
   Response cancel_sweep(const std::string& id);
   Response delete_sweep(const std::string& id);

@@ -165,8 +165,14 @@ Json to_json(const trials::BestTrial& b) {
           {"value", number_or_null(b.value)}};
 }
 
-Json to_json(const trials::Sweep& s) {
-  SpecSummary summary = summarize_spec(s.spec_json);
+Json to_json(const trials::Sweep& s, const trials::SweepSpec* typed) {
+  SpecSummary summary;
+  if (typed) {
+    summary.metric = typed->objective.metric;
+    summary.max_trials = typed->search.max_trials;
+  } else {
+    summary = summarize_spec(s.spec_json);
+  }
   Json spec = Json::parse(s.spec_json, nullptr, false);
   if (spec.is_discarded()) spec = nullptr;
   return {{"id", s.id},

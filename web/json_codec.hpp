@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trials/result.hpp"
+#include "trials/spec.hpp"
 #include "trials/store.hpp"
 #include "trials/trial.hpp"
 
@@ -35,7 +36,10 @@ Json to_json(const search::Params& params);
 Json to_json(const trials::Metrics& metrics);
 Json to_json(const trials::Counts& counts);
 Json to_json(const trials::BestTrial& best);
-Json to_json(const trials::Sweep& sweep);  // with "spec", "objective", "max_trials"
+// With "spec", "objective", "max_trials"; the objective and budget come from
+// `typed` (the sweep's parsed spec) when given, else from a lenient read of
+// the stored text.
+Json to_json(const trials::Sweep& sweep, const trials::SweepSpec* typed = nullptr);
 Json to_json(const trials::Trial& trial);
 Json to_json(const trials::AttemptRecord& attempt);
 Json to_json(const trials::StepReport& report);

@@ -427,19 +427,13 @@ void Agent::slot_loop(int slot) {
 
 Result<std::shared_ptr<const trials::SweepSpec>> Agent::spec_for(const std::string& sweep_id,
                                                                  StoreConnection& conn) {
-  {
-    std::lock_guard lk(mu_);
-    if (auto it = specs_.find(sweep_id); it != specs_.end()) return it->second;
-  }
+  if (auto hit = specs_.find(sweep_id)) return hit;  // no Redis call
   auto sweep = conn.store().get_sweep(sweep_id);
   if (!sweep) return sweep.error();
-  auto spec = trials::parse_spec(sweep->spec_json);
+  auto spec = specs_.get(sweep_id, sweep->spec_json);
   if (!spec)
     return Error::invalid("spec", "stored sweep spec does not parse: " + spec.error().message);
-  auto ptr = std::make_shared<const trials::SweepSpec>(std::move(spec.value()));
-  std::lock_guard lk(mu_);
-  specs_.emplace(sweep_id, ptr);
-  return ptr;
+  return spec;
 }
 
 void Agent::run_trial(const trials::Claim& claim, const std::vector<int>& slots,

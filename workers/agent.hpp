@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "trials/spec.hpp"
+#include "trials/spec_cache.hpp"
 #include "trials/store.hpp"
 #include "workers/executor.hpp"
 #include "workers/gpu_inventory.hpp"
@@ -170,10 +171,10 @@ class Agent {
   mutable std::mutex mu_;        // guards everything below
   std::condition_variable cv_;   // slot released / stopping
   std::vector<int> slot_owner_;  // per slot: the slot index of the thread using it, -1 free
-  std::map<std::string, std::shared_ptr<Running>> running_;                // by trial id
-  std::map<std::string, std::shared_ptr<const trials::SweepSpec>> specs_;  // by sweep id
+  std::map<std::string, std::shared_ptr<Running>> running_;  // by trial id
+  trials::SpecCache specs_;  // each sweep's spec parsed once, the recent ones kept
   AgentStats stats_;
-  std::mutex claim_mu_;  // one claim at a time: free-slot counts stay true
+  std::mutex claim_mu_;    // one claim at a time: free-slot counts stay true
   int work_lock_fd_ = -1;  // flock on work_root/.hpo-worker.lock while started
   // Heartbeat thread only: leases held but not run, first seen when (and at which attempt).
   std::map<std::string, std::pair<std::chrono::steady_clock::time_point, int>> orphan_seen_;

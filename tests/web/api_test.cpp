@@ -617,5 +617,25 @@ TEST_F(ApiTest, RequestsForHostsNotConfiguredAreRefused) {
   }
 }
 
+// The spec is parsed once per process: the submit handler's parse is kept,
+// and the sweep documents read the typed spec from the cache, never the text.
+TEST_F(ApiTest, ASubmittedSpecIsNotParsedAgainForItsDocuments) {
+  auto specs = std::make_shared<trials::SpecCache>();
+  ApiOptions options;
+  options.specs = specs;
+  start(options);
+  std::string id = submit();
+  for (int i = 0; i < 3; ++i) {
+    auto r = client_->get("/api/sweeps/" + id);
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_GT(body(*r)["max_trials"].get<std::int64_t>(), 0);
+    EXPECT_FALSE(body(*r)["objective"]["metric"].get<std::string>().empty());
+  }
+  ASSERT_TRUE(client_->get("/api/sweeps").ok());
+  EXPECT_EQ(specs->parses(), 0);
+  ASSERT_NE(specs->find(id), nullptr);
+}
+
 }  // namespace
 }  // namespace hpo::web
