@@ -47,7 +47,7 @@ Result<bool> SweepController::step(trials::TrialStore& store) {
     return false;
   }
 
-  if (sweep->stage == "search") {
+  if (sweep->stage == trials::SweepStage::kSearch) {
     if (auto st = refresh(store); !st) return st.error();
     if (pruner_)
       if (auto st = prune_running(store); !st) return st.error();
@@ -61,7 +61,7 @@ Result<bool> SweepController::step(trials::TrialStore& store) {
     if (exhausted_ && *created == 0 && c.active() == 0) return end_search(store, *sweep);
     return true;
   }
-  if (sweep->stage == "ensemble") {
+  if (sweep->stage == trials::SweepStage::kEnsemble) {
     if (!ensemble_) {
       auto st = store.finish_sweep(sweep_id_, trials::SweepState::kFailed,
                                    "this scheduler has no ensemble stage");
@@ -75,7 +75,8 @@ Result<bool> SweepController::step(trials::TrialStore& store) {
     auto now = store.get_sweep(sweep_id_);
     if (!now) return now.error();
     if (now->state != trials::SweepState::kRunning) return false;
-    if (auto st = store.set_stage(sweep_id_, "ensemble", "done");
+    if (auto st =
+            store.set_stage(sweep_id_, trials::SweepStage::kEnsemble, trials::SweepStage::kDone);
         !st && st.error().code != ErrorCode::kConflict)
       return st.error();
   }
@@ -270,7 +271,8 @@ Result<int> SweepController::fill_queue(trials::TrialStore& store, const trials:
 
 Result<bool> SweepController::end_search(trials::TrialStore& store, const trials::Sweep& sweep) {
   if (spec_.ensemble) {
-    auto st = store.set_stage(sweep_id_, "search", "ensemble");
+    auto st =
+        store.set_stage(sweep_id_, trials::SweepStage::kSearch, trials::SweepStage::kEnsemble);
     if (!st && st.error().code != ErrorCode::kConflict) return st.error();
     log_info("search stage finished, ensemble stage starts", {{"sweep", sweep_id_}});
     return true;

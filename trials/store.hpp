@@ -104,9 +104,8 @@ class TrialStore {
                               const std::string& error) = 0;
   // User: queued trials become cancelled, running ones get Control::kCancel.
   virtual Status cancel_sweep(const std::string& sweep_id) = 0;
-  // Controller: move to the next stage ("ensemble", "done"). Compare-and-set on `from`.
-  virtual Status set_stage(const std::string& sweep_id, const std::string& from,
-                           const std::string& to) = 0;
+  // Controller: move to the next stage (ensemble, done). Compare-and-set on `from`.
+  virtual Status set_stage(const std::string& sweep_id, SweepStage from, SweepStage to) = 0;
 
   // Controller: creates the trial and queues it (see NewTrial). kConflict when the
   // number is not the next one or reaches the limit, or the sweep is not running.

@@ -9,14 +9,22 @@ namespace hpo {
 
 const char* to_string(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kInvalidArgument: return "invalid_argument";
-    case ErrorCode::kNotFound: return "not_found";
-    case ErrorCode::kConflict: return "conflict";
-    case ErrorCode::kLeaseLost: return "lease_lost";
-    case ErrorCode::kUnavailable: return "unavailable";
-    case ErrorCode::kUnauthorized: return "unauthorized";
-    case ErrorCode::kPayloadTooLarge: return "payload_too_large";
-    case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kNotFound:
+      return "not_found";
+    case ErrorCode::kConflict:
+      return "conflict";
+    case ErrorCode::kLeaseLost:
+      return "lease_lost";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kUnauthorized:
+      return "unauthorized";
+    case ErrorCode::kPayloadTooLarge:
+      return "payload_too_large";
+    case ErrorCode::kInternal:
+      return "internal";
   }
   return "internal";
 }
@@ -25,18 +33,25 @@ const char* to_string(ErrorCode code) {
 
 namespace hpo::trials {
 namespace {
-constexpr std::array<const char*, 6> kTrialStates = {"queued",    "running", "completed",
-                                                     "failed",    "pruned",  "cancelled"};
+constexpr std::array<const char*, 6> kTrialStates = {"queued", "running", "completed",
+                                                     "failed", "pruned",  "cancelled"};
 constexpr std::array<const char*, 4> kSweepStates = {"running", "finished", "cancelled", "failed"};
 }  // namespace
 
-const char* to_string(TrialState s) { return kTrialStates[static_cast<size_t>(s)]; }
-const char* to_string(SweepState s) { return kSweepStates[static_cast<size_t>(s)]; }
+const char* to_string(TrialState s) {
+  return kTrialStates[static_cast<size_t>(s)];
+}
+const char* to_string(SweepState s) {
+  return kSweepStates[static_cast<size_t>(s)];
+}
 const char* to_string(Control c) {
   switch (c) {
-    case Control::kNone: return "none";
-    case Control::kPrune: return "prune";
-    case Control::kCancel: return "cancel";
+    case Control::kNone:
+      return "none";
+    case Control::kPrune:
+      return "prune";
+    case Control::kCancel:
+      return "cancel";
   }
   return "none";
 }
@@ -44,6 +59,24 @@ const char* to_string(Control c) {
 std::optional<TrialState> parse_trial_state(std::string_view s) {
   for (size_t i = 0; i < kTrialStates.size(); ++i)
     if (s == kTrialStates[i]) return static_cast<TrialState>(i);
+  return std::nullopt;
+}
+
+const char* to_string(SweepStage s) {
+  switch (s) {
+    case SweepStage::kSearch:
+      return "search";
+    case SweepStage::kEnsemble:
+      return "ensemble";
+    case SweepStage::kDone:
+      return "done";
+  }
+  return "search";
+}
+
+std::optional<SweepStage> parse_sweep_stage(std::string_view s) {
+  for (auto v : {SweepStage::kSearch, SweepStage::kEnsemble, SweepStage::kDone})
+    if (s == to_string(v)) return v;
   return std::nullopt;
 }
 

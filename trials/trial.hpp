@@ -28,6 +28,9 @@ namespace hpo::trials {
 
 enum class TrialState { kQueued, kRunning, kCompleted, kFailed, kPruned, kCancelled };
 enum class SweepState { kRunning, kFinished, kCancelled, kFailed };
+// The controller's stage of a running sweep: the search, then (for sweeps
+// with an ensemble section) the ensemble members, then done.
+enum class SweepStage { kSearch, kEnsemble, kDone };
 
 // What the scheduler asks a running trial to do; returned by heartbeats and reports.
 enum class Control { kNone, kPrune, kCancel };
@@ -35,6 +38,8 @@ enum class Control { kNone, kPrune, kCancel };
 const char* to_string(TrialState s);
 const char* to_string(SweepState s);
 const char* to_string(Control c);
+const char* to_string(SweepStage s);  // "search", "ensemble", "done"
+std::optional<SweepStage> parse_sweep_stage(std::string_view s);
 std::optional<TrialState> parse_trial_state(std::string_view s);
 std::optional<SweepState> parse_sweep_state(std::string_view s);
 bool is_finished(TrialState s);  // completed, failed, pruned, cancelled
@@ -46,39 +51,39 @@ struct AttemptRecord {
   int attempt = 0;
   std::string worker;
   std::int64_t started_ms = 0;
-  std::int64_t ended_ms = 0;     // 0 while running
-  std::string outcome;           // "running", "completed", "failed", "pruned", "lease_expired",
-                                 // "released", "cancelled"
+  std::int64_t ended_ms = 0;  // 0 while running
+  std::string outcome;        // "running", "completed", "failed", "pruned", "lease_expired",
+                              // "released", "cancelled"
   std::string error;
 };
 
 struct Trial {
-  std::string id;                // "<sweep id>-<number>"
+  std::string id;  // "<sweep id>-<number>"
   std::string sweep_id;
-  std::int64_t number = 0;       // 0-based within the sweep (per kind)
-  std::string kind = "trial";    // "trial" (search stage) or "member" (ensemble stage)
+  std::int64_t number = 0;     // 0-based within the sweep (per kind)
+  std::string kind = "trial";  // "trial" (search stage) or "member" (ensemble stage)
   search::Params params;
   TrialState state = TrialState::kQueued;
-  int attempt = 0;               // fencing token, 0 for the first attempt
-  int released = 0;              // attempts given back by workers (not failures)
+  int attempt = 0;   // fencing token, 0 for the first attempt
+  int released = 0;  // attempts given back by workers (not failures)
   int max_attempts = 1;
-  int slots = 1;                 // worker slots (GPUs) the trial needs
-  std::string worker;            // current or last worker
-  std::int64_t created_ms = 0;   // Redis server time, ms since the epoch
-  std::int64_t started_ms = 0;   // start of the current/last attempt
+  int slots = 1;                // worker slots (GPUs) the trial needs
+  std::string worker;           // current or last worker
+  std::int64_t created_ms = 0;  // Redis server time, ms since the epoch
+  std::int64_t started_ms = 0;  // start of the current/last attempt
   std::int64_t finished_ms = 0;
-  std::optional<double> value;   // the objective metric, in the user's sense (not negated)
-  Metrics metrics;               // final metrics
-  std::string error;             // why it failed / was pruned / cancelled
+  std::optional<double> value;  // the objective metric, in the user's sense (not negated)
+  Metrics metrics;              // final metrics
+  std::string error;            // why it failed / was pruned / cancelled
   Control control = Control::kNone;
-  std::string extra;             // kind-specific JSON (ensemble member seeds), opaque to the store
+  std::string extra;  // kind-specific JSON (ensemble member seeds), opaque to the store
 };
 
 // One intermediate report of a running trial.
 struct StepReport {
   std::int64_t step = 0;
   Metrics metrics;
-  std::int64_t time_ms = 0;      // filled by the store (server time)
+  std::int64_t time_ms = 0;  // filled by the store (server time)
 };
 
 struct Counts {
@@ -98,18 +103,18 @@ struct Sweep {
   std::string id;
   std::string name;
   SweepState state = SweepState::kRunning;
-  std::string spec_json;         // the spec as submitted (canonical JSON)
-  bool maximize = false;         // objective mode
+  std::string spec_json;  // the spec as submitted (canonical JSON)
+  bool maximize = false;  // objective mode
   std::int64_t created_ms = 0;
   std::int64_t finished_ms = 0;
   std::int64_t next_number = 0;  // trials created so far (kind "trial")
   std::int64_t next_member = 0;  // ensemble members created so far (kind "member")
-  std::string stage = "search";  // "search", "ensemble", "done": the controller's stage
-  Counts counts;                 // kind "trial" only
-  Counts member_counts;          // kind "member" only
-  std::optional<BestTrial> best; // best completed trial of kind "trial"
+  SweepStage stage = SweepStage::kSearch;
+  Counts counts;                  // kind "trial" only
+  Counts member_counts;           // kind "member" only
+  std::optional<BestTrial> best;  // best completed trial of kind "trial"
   std::string error;
-  std::string unschedulable;     // why no registered worker can run its trials; "" when one can
+  std::string unschedulable;  // why no registered worker can run its trials; "" when one can
 };
 
 // The worker registry entry, refreshed by the worker's heartbeat.
@@ -134,12 +139,12 @@ struct WorkerInfo {
 
 // An entry of the event stream (for the dashboard and for waking controllers).
 struct Event {
-  std::string id;      // stream id, "<ms>-<seq>", usable as Last-Event-ID
-  std::string type;    // "sweep.created", "trial.queued", "trial.started", "trial.reported",
-                       // "trial.finished", "sweep.finished", "worker.joined", "worker.lost", ...
+  std::string id;    // stream id, "<ms>-<seq>", usable as Last-Event-ID
+  std::string type;  // "sweep.created", "trial.queued", "trial.started", "trial.reported",
+                     // "trial.finished", "sweep.finished", "worker.joined", "worker.lost", ...
   std::string sweep_id;
   std::string trial_id;
-  std::string data;    // JSON object with details
+  std::string data;  // JSON object with details
 };
 
 }  // namespace hpo::trials

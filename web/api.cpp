@@ -211,7 +211,7 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
           Error::not_found("sweep " + id +
                            " has no ensemble record (yet): it is written when every ensemble "
                            "member has finished; sweep stage is '" +
-                           sweep->stage + "'"));
+                           trials::to_string(sweep->stage) + "'"));
     return Response::json(200, std::move(*record));
   });
   r.add("DELETE", "/api/sweeps/{id}",

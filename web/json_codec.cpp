@@ -178,7 +178,7 @@ Json to_json(const trials::Sweep& s, const trials::SweepSpec* typed) {
   return {{"id", s.id},
           {"name", s.name},
           {"state", trials::to_string(s.state)},
-          {"stage", s.stage},
+          {"stage", trials::to_string(s.stage)},
           {"objective", {{"metric", summary.metric}, {"mode", s.maximize ? "max" : "min"}}},
           {"counts", to_json(s.counts)},
           {"member_counts", to_json(s.member_counts)},
@@ -323,7 +323,12 @@ Status from_json(const Json& j, trials::Sweep& out) {
     out.state = *s;
   else if (!state.empty())
     r.fail("state", "unknown sweep state '" + state + "'");
-  r.str("stage", out.stage, false);
+  std::string stage;
+  r.str("stage", stage, false);
+  if (auto st = trials::parse_sweep_stage(stage))
+    out.stage = *st;
+  else if (!stage.empty())
+    r.fail("stage", "unknown sweep stage '" + stage + "'");
   if (const Json* o = r.raw("objective"); o && o->is_object()) {
     out.maximize = o->value("mode", "min") == "max";
   } else {

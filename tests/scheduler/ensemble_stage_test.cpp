@@ -95,8 +95,11 @@ trials::TrialResult train(MemoryStore& store, const trials::Trial& t) {
   r.value = std::get<double>(t.params.at("lr"));
   r.metrics["val_accuracy"] = *r.value;
   std::uint64_t seed = t.kind == "member" ? 1000 + t.number : t.number;
-  EXPECT_TRUE(store.put_artifact(t.id, t.attempt, t.worker, "val_predictions", predictions(seed)).ok());
-  EXPECT_TRUE(store.put_artifact(t.id, t.attempt, t.worker, "test_predictions", predictions(seed + 7)).ok());
+  EXPECT_TRUE(
+      store.put_artifact(t.id, t.attempt, t.worker, "val_predictions", predictions(seed)).ok());
+  EXPECT_TRUE(
+      store.put_artifact(t.id, t.attempt, t.worker, "test_predictions", predictions(seed + 7))
+          .ok());
   return r;
 }
 
@@ -124,7 +127,7 @@ TEST(EnsembleStage, TopKMembersGetParamsSeedsAndTheRecordIsStored) {
   run_to_end(f, [&](const trials::Trial& t) { return train(f.store, t); });
   auto s = f.sweep();
   ASSERT_EQ(s.state, trials::SweepState::kFinished) << s.error;
-  EXPECT_EQ(s.stage, "done");
+  EXPECT_EQ(s.stage, trials::SweepStage::kDone);
   EXPECT_EQ(s.member_counts.completed, 5);
 
   auto ranked = ranked_search_trials(f);
@@ -213,7 +216,10 @@ TEST(EnsembleStage, OobEstimateWhenEveryMemberStoredOobPredictions) {
   Fixture f(torch_spec(4, "best"));
   run_to_end(f, [&](const trials::Trial& t) {
     if (t.kind == "member") {
-      EXPECT_TRUE(f.store.put_artifact(t.id, t.attempt, t.worker, "oob_predictions", oob_predictions(t.number)).ok());
+      EXPECT_TRUE(
+          f.store
+              .put_artifact(t.id, t.attempt, t.worker, "oob_predictions", oob_predictions(t.number))
+              .ok());
     }
     return train(f.store, t);
   });
@@ -237,7 +243,7 @@ TEST(EnsembleStage, NoOobEstimateWithoutOobPredictions) {
 TEST(EnsembleStage, LostLeaseRetriesTheMemberAndStillEndsWithAllMembers) {
   Fixture f(torch_spec(4, "best"));
   // Search stage.
-  while (f.sweep().stage == "search") {
+  while (f.sweep().stage == trials::SweepStage::kSearch) {
     ASSERT_TRUE(f.step());
     f.work_one([&](const trials::Trial& t) { return train(f.store, t); });
   }

@@ -98,7 +98,7 @@ TYPED_TEST_P(StoreConformance, CreateGetListSweeps) {
   EXPECT_EQ(s->spec_json, R"({"name":"beta"})");
   EXPECT_TRUE(s->maximize);
   EXPECT_EQ(s->state, SweepState::kRunning);
-  EXPECT_EQ(s->stage, "search");
+  EXPECT_EQ(s->stage, SweepStage::kSearch);
   EXPECT_GT(s->created_ms, 0);
   EXPECT_EQ(s->next_number, 0);
   EXPECT_FALSE(s->best.has_value());
@@ -446,9 +446,10 @@ TYPED_TEST_P(StoreConformance, ControlAndStage) {
   EXPECT_EQ(this->store().get_trial(q.id)->state, TrialState::kCancelled);
   EXPECT_EQ(this->store().set_control("nope", Control::kPrune).error().code, ErrorCode::kNotFound);
 
-  ASSERT_TRUE(this->store().set_stage(s, "search", "ensemble").ok());
-  EXPECT_EQ(this->store().set_stage(s, "search", "ensemble").error().code, ErrorCode::kConflict);
-  EXPECT_EQ(this->store().get_sweep(s)->stage, "ensemble");
+  ASSERT_TRUE(this->store().set_stage(s, SweepStage::kSearch, SweepStage::kEnsemble).ok());
+  EXPECT_EQ(this->store().set_stage(s, SweepStage::kSearch, SweepStage::kEnsemble).error().code,
+            ErrorCode::kConflict);
+  EXPECT_EQ(this->store().get_sweep(s)->stage, SweepStage::kEnsemble);
 }
 
 TYPED_TEST_P(StoreConformance, CountersAndBestTrialMinimize) {

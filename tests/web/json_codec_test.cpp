@@ -16,7 +16,7 @@ trials::Sweep sample_sweep() {
   s.created_ms = 1000;
   s.finished_ms = 2000;
   s.next_number = 30;
-  s.stage = "done";
+  s.stage = trials::SweepStage::kDone;
   s.counts = {1, 2, 3, 4, 5, 6};
   s.member_counts.completed = 7;
   s.best = trials::BestTrial{"sw1-3", 3, {{"lr", 0.01}, {"layers", std::int64_t{3}}}, 0.25};

@@ -207,16 +207,16 @@ Status MemoryStore::cancel_sweep(const std::string& sweep_id) {
   return {};
 }
 
-Status MemoryStore::set_stage(const std::string& sweep_id, const std::string& from,
-                              const std::string& to) {
+Status MemoryStore::set_stage(const std::string& sweep_id, SweepStage from, SweepStage to) {
   std::lock_guard lock(mu_);
   auto it = sweeps_.find(sweep_id);
   if (it == sweeps_.end()) return Error::not_found("sweep " + sweep_id);
   Sweep& s = it->second.sweep;
   if (s.stage != from)
-    return Error::conflict("sweep " + sweep_id + " is in stage " + s.stage + ", not " + from);
+    return Error::conflict("sweep " + sweep_id + " is in stage " + to_string(s.stage) + ", not " +
+                           to_string(from));
   s.stage = to;
-  emit("sweep.stage", sweep_id, "", Json{{"from", from}, {"to", to}}.dump());
+  emit("sweep.stage", sweep_id, "", Json{{"from", to_string(from)}, {"to", to_string(to)}}.dump());
   return {};
 }
 

@@ -126,7 +126,8 @@ Result<Sweep> sweep_from_hash(const Hash& h) {
   s.finished_ms = to_i64(get(h, "finished_ms"));
   s.next_number = to_i64(get(h, "next_trial"));
   s.next_member = to_i64(get(h, "next_member"));
-  s.stage = get(h, "stage");
+  // A stage this build does not know (a newer scheduler's) reads as the search.
+  s.stage = parse_sweep_stage(get(h, "stage")).value_or(SweepStage::kSearch);
   s.counts = counts_from_hash(h, "trial");
   s.member_counts = counts_from_hash(h, "member");
   s.error = get(h, "error");
@@ -287,9 +288,8 @@ Status RedisStore::cancel_sweep(const std::string& sweep_id) {
   return expect_ok(fcall("cancel_sweep", {sweep_id}));
 }
 
-Status RedisStore::set_stage(const std::string& sweep_id, const std::string& from,
-                             const std::string& to) {
-  return expect_ok(fcall("set_stage", {sweep_id, from, to}));
+Status RedisStore::set_stage(const std::string& sweep_id, SweepStage from, SweepStage to) {
+  return expect_ok(fcall("set_stage", {sweep_id, to_string(from), to_string(to)}));
 }
 
 Result<Trial> RedisStore::create_trial(const NewTrial& t) {

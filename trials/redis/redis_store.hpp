@@ -50,8 +50,7 @@ class RedisStore : public TrialStore, public TrialQueue {
   Status finish_sweep(const std::string& sweep_id, SweepState state,
                       const std::string& error) override;
   Status cancel_sweep(const std::string& sweep_id) override;
-  Status set_stage(const std::string& sweep_id, const std::string& from,
-                   const std::string& to) override;
+  Status set_stage(const std::string& sweep_id, SweepStage from, SweepStage to) override;
   Result<Trial> create_trial(const NewTrial& trial) override;
   Result<Trial> get_trial(const std::string& trial_id) override;
   Result<TrialPage> list_trials(const std::string& sweep_id, const std::string& kind,
