@@ -59,6 +59,9 @@ struct ServerState {
   std::atomic<std::size_t> in_handlers{0};
   net::io_context ioc;
   net::thread_pool pool;
+  // The probes' own lane (ServerOptions::probe_paths): one thread, never
+  // behind the handler queue, so a health check answers under any load.
+  net::thread_pool probe_pool{1};
 
   ServerState(ServerOptions o, Handler h)
       : opts(std::move(o)),
@@ -182,6 +185,22 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!target_ok) {
       read_closed_ = true;
       queue_ready(error_response(400, "bad_request", "malformed request target"));
+      return;
+    }
+    // Probes (/healthz) take their own lane: answered now, not after the queue.
+    const bool probe =
+        req.method == "GET" && std::find(st_->opts.probe_paths.begin(), st_->opts.probe_paths.end(),
+                                         req.path) != st_->opts.probe_paths.end();
+    if (probe) {
+      std::uint64_t seq = next_seq_++;
+      pending_.push_back({keep_alive, version, std::nullopt});
+      net::post(st_->probe_pool, [self = shared_from_this(), seq, req = std::move(req)]() mutable {
+        Response res = self->st_->run_handler(req);
+        net::post(self->stream_.get_executor(), [self, seq, res = std::move(res)]() mutable {
+          self->on_response(seq, std::move(res));
+        });
+      });
+      do_read();
       return;
     }
     // A bounded handler queue: when the handlers are that far behind (a slow
@@ -498,6 +517,8 @@ void HttpServer::stop() {
   }
   st.pool.stop();  // handlers not yet started are dropped; running ones finish
   st.pool.join();
+  st.probe_pool.stop();
+  st.probe_pool.join();
   st.ioc.stop();
   for (auto& t : im.threads) t.join();
   im.threads.clear();

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "trials/result.hpp"
 #include "web/http_message.hpp"
@@ -52,6 +53,9 @@ struct ServerOptions {
   // together; one more is answered 503 with Retry-After (and its connection
   // closed) instead of queueing behind work that is already late.
   std::size_t max_queued_requests = 1024;
+  // GET paths answered on a lane of their own (one thread), outside the
+  // handler queue and its cap: health probes that must answer under any load.
+  std::vector<std::string> probe_paths = {"/healthz"};
 };
 
 class HttpServer {

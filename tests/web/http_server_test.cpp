@@ -453,5 +453,41 @@ TEST(HttpServer, RequestsPastTheHandlerQueueGet503WithRetryAfter) {
   EXPECT_EQ(r->status, 200);
 }
 
+// Health probes have their own lane: with every handler busy and the queue
+// full (other requests get 503), /healthz is still answered.
+TEST(HttpServer, HealthProbesAreAnsweredWhileTheHandlerQueueIsFull) {
+  auto o = test_options();
+  o.handler_threads = 1;
+  o.max_queued_requests = 1;
+  Gate gate;
+  std::atomic<int> blocked{0};
+  HttpServer server(o, [&](const Request& r) {
+    if (r.path == "/block") {
+      ++blocked;
+      gate.wait();
+    }
+    return Response::text(200, r.path);
+  });
+  ASSERT_TRUE(server.start().ok());
+  auto held = std::async(std::launch::async, [&] {
+    HttpClient c("127.0.0.1", server.port(), 10s);
+    return c.get("/block");
+  });
+  ASSERT_TRUE(wait_for([&] { return blocked == 1; }, 5s));
+  HttpClient other("127.0.0.1", server.port(), 5s);
+  auto busy = other.get("/x");
+  ASSERT_TRUE(busy.ok()) << busy.error().message;
+  EXPECT_EQ(busy->status, 503);
+  HttpClient probe("127.0.0.1", server.port(), 5s);
+  for (int i = 0; i < 3; ++i) {
+    auto r = probe.get("/healthz");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "/healthz");
+  }
+  gate.open();
+  ASSERT_TRUE(held.get().ok());
+}
+
 }  // namespace
 }  // namespace hpo::web
