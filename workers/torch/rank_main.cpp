@@ -32,6 +32,7 @@
 
 #include "trials/spec.hpp"
 #include "workers/torch/data_parallel.hpp"
+#include "workers/torch/rank_job.hpp"
 #include "workers/torch/torch_executor.hpp"
 #include "workers/torch/trial_setup.hpp"
 
@@ -88,52 +89,38 @@ int run(const fs::path& job_path, int rank) {
   std::ifstream in(job_path);
   std::stringstream text;
   text << in.rdbuf();
-  Json job = Json::parse(text.str(), nullptr, false);
-  if (job.is_discarded() || !job.is_object()) {
-    std::cerr << "hpo-train-rank: " << job_path << " is not a JSON job\n";
+  auto decoded = tt::decode_rank_job(text.str());
+  if (!decoded) {
+    std::cerr << "hpo-train-rank: " << job_path << ": " << decoded.error().message << "\n";
     return 2;
   }
-  const fs::path out_dir = job.value("out", job_path.parent_path().string());
+  const tt::RankJob& job = *decoded;
+  const fs::path out_dir = job.out.empty() ? job_path.parent_path() : fs::path(job.out);
   auto write_result = [&](const char* end, const std::string& error, bool retryable,
                           const hpo::trials::Metrics& metrics,
                           const std::vector<std::string>& artifacts) {
-    Json r{{"end", end},
-           {"error", error},
-           {"retryable", retryable},
-           {"metrics", metrics},
-           {"artifacts", artifacts}};
-    if (!write_file(out_dir / "result.json", r.dump())) {
+    tt::RankResult r{end, error, retryable, metrics, artifacts};
+    if (!write_file(out_dir / "result.json", tt::encode_rank_result(r))) {
       std::cerr << "hpo-train-rank: cannot write " << (out_dir / "result.json") << "\n";
       return 3;
     }
     return 0;
   };
 
-  const int world = job.value("world", 1);
-  auto spec = hpo::trials::parse_spec(job.value("spec", ""));
-  auto params = hpo::trials::params_from_json(job["trial"].value("params", Json::object()).dump());
-  if (!spec || !params || rank < 0 || rank >= world) {
+  const int world = job.world;
+  auto spec = hpo::trials::parse_spec(job.spec);
+  if (!spec || rank < 0 || rank >= world) {
     std::cerr << "hpo-train-rank: bad job: "
-              << (!spec     ? spec.error().message
-                  : !params ? params.error().message
-                            : fmt::format("rank {} of {}", rank, world))
-              << "\n";
+              << (!spec ? spec.error().message : fmt::format("rank {} of {}", rank, world)) << "\n";
     return 2;
   }
-  hpo::trials::Trial trial;
-  trial.id = job["trial"].value("id", "");
-  trial.sweep_id = job["trial"].value("sweep_id", "");
-  trial.kind = job["trial"].value("kind", "trial");
-  trial.attempt = job["trial"].value("attempt", 0);
-  trial.extra = job["trial"].value("extra", "");
-  trial.params = std::move(params).value();
-  const auto gpus = job.value("gpus", std::vector<int>{});
+  const hpo::trials::Trial& trial = job.trial;
+  const auto& gpus = job.gpus;
   const int gpu = rank < static_cast<int>(gpus.size()) ? gpus[static_cast<std::size_t>(rank)] : -1;
 
   RankReporter reporter(rank == 0);
   tt::DatasetCache cache;
-  auto setup = tt::setup_trial(*spec, trial, job.value("threads", 1), gpu, cache, reporter,
-                               job.value("data_roots", std::vector<std::string>{}));
+  auto setup = tt::setup_trial(*spec, trial, job.threads, gpu, cache, reporter, job.data_roots);
   if (!setup) {
     // The same on every rank: rank 0 says why (the trial is not retried), the others leave
     // quietly rather than fail the attempt as if they had been lost.
@@ -151,8 +138,8 @@ int run(const fs::path& job_path, int rank) {
   std::unique_ptr<tt::ParallelGroup> group;  // none for a single-process trial
   if (world > 1) {
     auto g = tt::ParallelGroup::connect(
-        {rank, world, job.value("store", (out_dir / "c10d-store").string()), dp.average,
-         dp.average_every, std::chrono::milliseconds(job.value("timeout_ms", 60000)), gpu});
+        {rank, world, job.store.empty() ? (out_dir / "c10d-store").string() : job.store, dp.average,
+         dp.average_every, std::chrono::milliseconds(job.timeout_ms), gpu});
     if (!g) {
       std::cerr << "hpo-train-rank " << rank << ": " << g.error().message << "\n";
       return 3;

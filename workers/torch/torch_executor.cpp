@@ -45,6 +45,7 @@
 #include "workers/child_process.hpp"
 #include "workers/command_executor.hpp"
 #include "workers/outcome.hpp"
+#include "workers/torch/rank_job.hpp"
 #include "workers/torch/trial_setup.hpp"
 
 namespace hpo::workers {
@@ -80,8 +81,8 @@ struct RankZeroResult {
 RankZeroResult read_rank_zero_result(const fs::path& dir, int k, bool stopped) {
   RankZeroResult r;
   auto text = read_file(dir / "result.json");
-  auto result = text ? Json::parse(*text, nullptr, false) : Json();
-  if (result.is_discarded() || !result.is_object()) {
+  auto result = text ? tt::decode_rank_result(*text) : Result<tt::RankResult>(Error::not_found(""));
+  if (!result) {
     r.out.end = stopped ? tt::TrainOutput::End::kStopped : tt::TrainOutput::End::kFailed;
     r.out.error = fmt::format(
         "{} left no result{}",
@@ -89,14 +90,13 @@ RankZeroResult read_rank_zero_result(const fs::path& dir, int k, bool stopped) {
         stopped ? " (stopped)" : "");
     return r;
   }
-  r.out.end = tt::end_from_string(result.value("end", "failed"));
-  r.out.error = result.value("error", "");
+  r.out.end = tt::end_from_string(result->end);
+  r.out.error = result->error;
   if (r.out.end == tt::TrainOutput::End::kFailed && !r.out.error.empty() && k > 1)
     r.out.error = fmt::format("data-parallel rank 0 of {}: {}", k, r.out.error);
-  r.retryable = result.value("retryable", true);
-  for (auto it = result["metrics"].begin(); it != result["metrics"].end(); ++it)
-    if (it->is_number()) r.out.metrics[it.key()] = it->get<double>();
-  for (const auto& name : result.value("artifacts", std::vector<std::string>{})) {
+  r.retryable = result->retryable;
+  r.out.metrics = result->metrics;
+  for (const auto& name : result->artifacts) {
     auto bytes = read_file(dir / name);
     if (!bytes) {  // listed but gone: fail rather than store a trial without it
       r.out.end = tt::TrainOutput::End::kFailed;
@@ -243,24 +243,19 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
   fs::create_directories(dir, ec);
   if (ec) return failed(fmt::format("cannot create {}: {}", dir.string(), ec.message()), true);
 
-  Json job{{"spec", spec.source},
-           {"trial",
-            {{"id", task.trial.id},
-             {"sweep_id", task.trial.sweep_id},
-             {"kind", task.trial.kind},
-             {"attempt", task.trial.attempt},
-             {"params", Json::parse(trials::params_to_json(task.trial.params))},
-             {"extra", task.trial.extra}}},
-           {"world", k},
-           {"threads", std::max(1, task.threads / k)},
-           {"gpus", task.gpus},
-           {"store", (dir / "c10d-store").string()},
-           {"out", dir.string()},
-           {"timeout_ms", options_.rank_timeout.count()},
-           {"data_roots", options_.data_roots}};
+  tt::RankJob job;
+  job.spec = spec.source;
+  job.trial = task.trial;
+  job.world = k;
+  job.threads = std::max(1, task.threads / k);
+  job.gpus = task.gpus;
+  job.store = (dir / "c10d-store").string();
+  job.out = dir.string();
+  job.timeout_ms = options_.rank_timeout.count();
+  job.data_roots = options_.data_roots;
   {
     std::ofstream f(dir / "job.json");
-    f << job.dump();
+    f << tt::encode_rank_job(job);
     if (!f) return failed("cannot write " + (dir / "job.json").string(), true);
   }
 

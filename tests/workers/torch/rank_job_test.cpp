@@ -1,0 +1,73 @@
+// The rank job and result codecs: what the executor writes, the rank reads
+// back field for field, and the other way round; bad texts name the field.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "workers/torch/rank_job.hpp"
+
+namespace hpo::workers::torch_trainer {
+namespace {
+
+TEST(RankJob, RoundTripsEveryField) {
+  RankJob job;
+  job.spec = R"({"name": "x"})";
+  job.trial.id = "s-3";
+  job.trial.sweep_id = "s";
+  job.trial.kind = "member";
+  job.trial.attempt = 2;
+  job.trial.params = {{"lr", 0.01}, {"layers", std::int64_t{3}}, {"act", std::string("relu")}};
+  job.trial.extra = R"({"member": 1})";
+  job.world = 4;
+  job.threads = 2;
+  job.gpus = {0, 3};
+  job.store = "/w/store";
+  job.out = "/w";
+  job.timeout_ms = 1234;
+  job.data_roots = {"/usr/share/datasets", "/w"};
+  auto back = decode_rank_job(encode_rank_job(job));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->spec, job.spec);
+  EXPECT_EQ(back->trial.id, "s-3");
+  EXPECT_EQ(back->trial.sweep_id, "s");
+  EXPECT_EQ(back->trial.kind, "member");
+  EXPECT_EQ(back->trial.attempt, 2);
+  EXPECT_EQ(back->trial.params, job.trial.params);
+  EXPECT_EQ(back->trial.extra, job.trial.extra);
+  EXPECT_EQ(back->world, 4);
+  EXPECT_EQ(back->threads, 2);
+  EXPECT_EQ(back->gpus, job.gpus);
+  EXPECT_EQ(back->store, "/w/store");
+  EXPECT_EQ(back->out, "/w");
+  EXPECT_EQ(back->timeout_ms, 1234);
+  EXPECT_EQ(back->data_roots, job.data_roots);
+}
+
+TEST(RankJob, BadTextsNameTheField) {
+  EXPECT_FALSE(decode_rank_job("[]").ok());
+  auto wrong = decode_rank_job(R"({"world": "four", "trial": {}})");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.error().message.find("job.world"), std::string::npos) << wrong.error().message;
+  auto no_trial = decode_rank_job(R"({"world": 2})");
+  ASSERT_FALSE(no_trial.ok());
+  EXPECT_NE(no_trial.error().message.find("job.trial"), std::string::npos);
+  EXPECT_FALSE(decode_rank_job(R"({"world": 0, "trial": {}})").ok());
+}
+
+TEST(RankResult, RoundTripsAndLeavesNonFiniteMetricsOut) {
+  RankResult r{"completed",
+               "",
+               false,
+               {{"val_loss", 0.25}, {"nan", std::nan("")}},
+               {"model.pt", "val_predictions"}};
+  auto back = decode_rank_result(encode_rank_result(r));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->end, "completed");
+  EXPECT_FALSE(back->retryable);
+  EXPECT_EQ(back->metrics, (trials::Metrics{{"val_loss", 0.25}}));
+  EXPECT_EQ(back->artifacts, r.artifacts);
+  EXPECT_FALSE(decode_rank_result("not json").ok());
+}
+
+}  // namespace
+}  // namespace hpo::workers::torch_trainer
