@@ -14,9 +14,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
@@ -28,6 +28,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "trials/artifacts.hpp"
 #include "trials/local_state.hpp"
 #include "web/http_client.hpp"
 
@@ -35,8 +36,15 @@ namespace {
 
 using Json = nlohmann::json;
 
-enum Exit { kOk = 0, kSweepFailed = 1, kUsage = 2, kCancelled = 3, kUnreachable = 4,
-            kNotFound = 5, kUnauthorized = 6 };
+enum Exit {
+  kOk = 0,
+  kSweepFailed = 1,
+  kUsage = 2,
+  kCancelled = 3,
+  kUnreachable = 4,
+  kNotFound = 5,
+  kUnauthorized = 6
+};
 
 const char* kUsageText = R"(usage: hpo [--server URL] [--token T] [--json] COMMAND [ARGS]
 
@@ -171,25 +179,24 @@ std::string fmt_duration(double seconds) {
 void print_sweep(const Json& s) {
   const auto& c = s["counts"];
   std::printf("sweep %s  %s\n", s.value("id", "").c_str(), s.value("name", "").c_str());
-  std::printf("  state      %s (stage %s)\n", s.value("state", "").c_str(), s.value("stage", "").c_str());
+  std::printf("  state      %s (stage %s)\n", s.value("state", "").c_str(),
+              s.value("stage", "").c_str());
   std::printf("  objective  %s %s\n", s["objective"].value("mode", "").c_str(),
               s["objective"].value("metric", "").c_str());
-  std::printf("  trials     %lld/%lld finished: %lld completed, %lld failed, %lld pruned, %lld "
-              "cancelled; %lld running, %lld queued\n",
-              static_cast<long long>(c.value("completed", 0) + c.value("failed", 0) +
-                                     c.value("pruned", 0) + c.value("cancelled", 0)),
-              static_cast<long long>(s.value("max_trials", 0)),
-              static_cast<long long>(c.value("completed", 0)),
-              static_cast<long long>(c.value("failed", 0)),
-              static_cast<long long>(c.value("pruned", 0)),
-              static_cast<long long>(c.value("cancelled", 0)),
-              static_cast<long long>(c.value("running", 0)),
-              static_cast<long long>(c.value("queued", 0)));
+  std::printf(
+      "  trials     %lld/%lld finished: %lld completed, %lld failed, %lld pruned, %lld "
+      "cancelled; %lld running, %lld queued\n",
+      static_cast<long long>(c.value("completed", 0) + c.value("failed", 0) + c.value("pruned", 0) +
+                             c.value("cancelled", 0)),
+      static_cast<long long>(s.value("max_trials", 0)),
+      static_cast<long long>(c.value("completed", 0)), static_cast<long long>(c.value("failed", 0)),
+      static_cast<long long>(c.value("pruned", 0)), static_cast<long long>(c.value("cancelled", 0)),
+      static_cast<long long>(c.value("running", 0)), static_cast<long long>(c.value("queued", 0)));
   if (s.contains("best") && s["best"].is_object()) {
     const auto& b = s["best"];
-    std::printf("  best       %s = %s  (trial %s)  %s\n", s["objective"].value("metric", "").c_str(),
-                fmt_value(b["value"]).c_str(), b.value("trial_id", "").c_str(),
-                fmt_params(b["params"]).c_str());
+    std::printf("  best       %s = %s  (trial %s)  %s\n",
+                s["objective"].value("metric", "").c_str(), fmt_value(b["value"]).c_str(),
+                b.value("trial_id", "").c_str(), fmt_params(b["params"]).c_str());
   }
   if (!s.value("error", "").empty()) std::printf("  error      %s\n", s.value("error", "").c_str());
   if (!s.value("unschedulable", "").empty())
@@ -235,7 +242,8 @@ int follow(Client& client, const std::string& id, bool json) {
     std::string state = s->value("state", "");
     if (!json) {
       std::string line = progress_line(*s, elapsed);
-      if (tty) std::printf("\r%s\033[K", line.c_str());
+      if (tty)
+        std::printf("\r%s\033[K", line.c_str());
       else if (line.substr(0, line.find(" | best")) != last.substr(0, last.find(" | best")))
         std::printf("%s\n", line.c_str());
       std::fflush(stdout);
@@ -258,9 +266,12 @@ int cmd_submit(Client& client, const Options& o) {
   std::string path;
   bool do_follow = false;
   for (std::size_t i = 1; i < o.args.size(); ++i) {
-    if (o.args[i] == "--follow" || o.args[i] == "-f") do_follow = true;
-    else if (path.empty()) path = o.args[i];
-    else return fail(kUsage, "submit takes one spec file");
+    if (o.args[i] == "--follow" || o.args[i] == "-f")
+      do_follow = true;
+    else if (path.empty())
+      path = o.args[i];
+    else
+      return fail(kUsage, "submit takes one spec file");
   }
   if (path.empty()) return fail(kUsage, "usage: hpo submit SPEC.json [--follow]");
   std::ifstream in(path);
@@ -274,8 +285,9 @@ int cmd_submit(Client& client, const Options& o) {
   auto backoff = std::chrono::milliseconds(250);
   std::optional<Json> r;
   for (;;) {
-    auto resp = client.http.request("POST", "/api/sweeps", ss.str(),
-                                    {{"Content-Type", "application/json"}, {"Idempotency-Key", key}});
+    auto resp =
+        client.http.request("POST", "/api/sweeps", ss.str(),
+                            {{"Content-Type", "application/json"}, {"Idempotency-Key", key}});
     const bool retry = !resp || resp->status >= 500;
     if (!retry || std::chrono::steady_clock::now() + backoff >= give_up) {
       int code = 0;
@@ -283,14 +295,17 @@ int cmd_submit(Client& client, const Options& o) {
       if (!r) return code;
       break;
     }
-    std::fprintf(stderr, "hpo: submit: %s; retrying\n",
-                 resp ? fmt::format("HTTP {}", resp->status).c_str() : resp.error().message.c_str());
+    std::fprintf(
+        stderr, "hpo: submit: %s; retrying\n",
+        resp ? fmt::format("HTTP {}", resp->status).c_str() : resp.error().message.c_str());
     std::this_thread::sleep_for(backoff);  // pacing the retries of a failed submit
     backoff = std::min(backoff * 2, std::chrono::milliseconds(4000));
   }
   std::string id = r->value("id", "");
-  if (o.json && !do_follow) std::printf("%s\n", r->dump().c_str());
-  else std::printf("%s\n", id.c_str());
+  if (o.json && !do_follow)
+    std::printf("%s\n", r->dump().c_str());
+  else
+    std::printf("%s\n", id.c_str());
   std::fflush(stdout);
   return do_follow ? follow(client, id, o.json) : kOk;
 }
@@ -309,8 +324,10 @@ int cmd_status(Client& client, const Options& o) {
   if (o.args.size() >= 2) {
     auto s = client.call("GET", "/api/sweeps/" + o.args[1], code);
     if (!s) return code;
-    if (o.json) std::printf("%s\n", s->dump(2).c_str());
-    else print_sweep(*s);
+    if (o.json)
+      std::printf("%s\n", s->dump(2).c_str());
+    else
+      print_sweep(*s);
     return kOk;
   }
   auto list = client.call("GET", "/api/sweeps?limit=100", code);
@@ -324,7 +341,8 @@ int cmd_status(Client& client, const Options& o) {
     const auto& c = s["counts"];
     long long done = c.value("completed", 0LL) + c.value("failed", 0LL) + c.value("pruned", 0LL) +
                      c.value("cancelled", 0LL);
-    std::string best = s.contains("best") && s["best"].is_object() ? fmt_value(s["best"]["value"]) : "-";
+    std::string best =
+        s.contains("best") && s["best"].is_object() ? fmt_value(s["best"]["value"]) : "-";
     std::printf("%-10s %-24s %-10s %-12s %s\n", s.value("id", "").c_str(),
                 s.value("name", "").substr(0, 24).c_str(), s.value("state", "").c_str(),
                 fmt::format("{}/{}", done, s.value("max_trials", 0LL)).c_str(), best.c_str());
@@ -338,16 +356,19 @@ int cmd_trials(Client& client, const Options& o) {
   bool csv = false;
   for (std::size_t i = 2; i < o.args.size(); ++i) {
     const auto& a = o.args[i];
-    if (a == "--csv") csv = true;
+    if (a == "--csv")
+      csv = true;
     else if ((a == "--state" || a == "--kind" || a == "--limit" || a == "--offset") &&
              i + 1 < o.args.size())
       query += "&" + a.substr(2) + "=" + o.args[++i];
-    else return fail(kUsage, "unknown argument " + a);
+    else
+      return fail(kUsage, "unknown argument " + a);
   }
   int code = 0;
   if (csv) {
     std::string body;
-    if (!client.call("GET", "/api/sweeps/" + o.args[1] + "/trials" + query + "&format=csv", code, "", &body))
+    if (!client.call("GET", "/api/sweeps/" + o.args[1] + "/trials" + query + "&format=csv", code,
+                     "", &body))
       return code;
     std::fputs(body.c_str(), stdout);
     return kOk;
@@ -358,12 +379,14 @@ int cmd_trials(Client& client, const Options& o) {
     std::printf("%s\n", r->dump(2).c_str());
     return kOk;
   }
-  std::printf("%-6s %-10s %-12s %-8s %-14s %s\n", "NUMBER", "STATE", "VALUE", "ATTEMPT", "WORKER", "PARAMS");
+  std::printf("%-6s %-10s %-12s %-8s %-14s %s\n", "NUMBER", "STATE", "VALUE", "ATTEMPT", "WORKER",
+              "PARAMS");
   for (const auto& t : (*r)["trials"]) {
     std::string value = t.contains("value") && !t["value"].is_null() ? fmt_value(t["value"]) : "-";
-    std::printf("%-6lld %-10s %-12s %-8d %-14s %s\n", static_cast<long long>(t.value("number", 0LL)),
-                t.value("state", "").c_str(), value.c_str(), t.value("attempt", 0),
-                t.value("worker", "").c_str(), fmt_params(t["params"]).c_str());
+    std::printf("%-6lld %-10s %-12s %-8d %-14s %s\n",
+                static_cast<long long>(t.value("number", 0LL)), t.value("state", "").c_str(),
+                value.c_str(), t.value("attempt", 0), t.value("worker", "").c_str(),
+                fmt_params(t["params"]).c_str());
   }
   std::printf("(%lld trials)\n", static_cast<long long>(r->value("total", 0LL)));
   return kOk;
@@ -380,9 +403,11 @@ int cmd_workers(Client& client, const Options& o) {
   std::printf("%-20s %-16s %-7s %-6s %s\n", "NAME", "HOST", "SLOTS", "BUSY", "TRIALS");
   for (const auto& w : (*r)["workers"]) {
     std::string trials;
-    for (const auto& t : w.value("trials", Json::array())) trials += (trials.empty() ? "" : ",") + t.get<std::string>();
-    std::printf("%-20s %-16s %-7d %-6d %s\n", w.value("name", "").c_str(), w.value("host", "").c_str(),
-                w.value("slots", 0), w.value("busy_slots", 0), trials.c_str());
+    for (const auto& t : w.value("trials", Json::array()))
+      trials += (trials.empty() ? "" : ",") + t.get<std::string>();
+    std::printf("%-20s %-16s %-7d %-6d %s\n", w.value("name", "").c_str(),
+                w.value("host", "").c_str(), w.value("slots", 0), w.value("busy_slots", 0),
+                trials.c_str());
   }
   return kOk;
 }
@@ -392,8 +417,10 @@ int cmd_cancel(Client& client, const Options& o) {
   int code = 0;
   auto r = client.call("POST", "/api/sweeps/" + o.args[1] + "/cancel", code, "{}");
   if (!r) return code;
-  if (o.json) std::printf("%s\n", r->dump().c_str());
-  else std::printf("cancelled %s\n", o.args[1].c_str());
+  if (o.json)
+    std::printf("%s\n", r->dump().c_str());
+  else
+    std::printf("cancelled %s\n", o.args[1].c_str());
   return kOk;
 }
 
@@ -431,14 +458,16 @@ int export_ensemble(Client& client, const std::string& id, const std::filesystem
   for (auto& m : manifest["members"]) {
     const std::string trial = m.value("trial_id", "");
     std::string model;
-    if (!client.call("GET", "/api/trials/" + trial + "/artifacts/model.pt", code, "", &model))
+    namespace artifact = hpo::trials::artifact;
+    if (!client.call("GET", "/api/trials/" + trial + "/artifacts/" + artifact::kModel, code, "",
+                     &model))
       return code;
-    const std::string rel = "members/" + trial + "/model.pt";
+    const std::string rel = "members/" + trial + "/" + artifact::kModel;
     if (!write(dir / rel, model)) return fail(kUsage, "cannot write " + (dir / rel).string());
     m["artifact"] = rel;
   }
-  if (!write(dir / "manifest.json", manifest.dump(2) + "\n") ||
-      !write(dir / "ensemble.json", record) ||
+  if (!write(dir / hpo::trials::artifact::kEnsembleManifest, manifest.dump(2) + "\n") ||
+      !write(dir / hpo::trials::artifact::kEnsembleRecord, record) ||
       !write(dir / "spec.json", (*sweep)["spec"].dump(2) + "\n"))
     return fail(kUsage, "cannot write into " + dir.string());
   return kOk;
@@ -543,11 +572,16 @@ int main(int argc, char** argv) {
       std::fputs(kUsageText, stdout);
       return kOk;
     }
-    if (a == "--json") o.json = true;
-    else if (auto v = value("--server")) o.server = *v;
-    else if (auto t = value("--token")) o.token = *t;
-    else if (a == "--server" || a == "--token") return fail(kUsage, a + " needs a value");
-    else o.args.push_back(a);
+    if (a == "--json")
+      o.json = true;
+    else if (auto v = value("--server"))
+      o.server = *v;
+    else if (auto t = value("--token"))
+      o.token = *t;
+    else if (a == "--server" || a == "--token")
+      return fail(kUsage, a + " needs a value");
+    else
+      o.args.push_back(a);
   }
   if (o.args.empty()) {
     std::fputs(kUsageText, stderr);
@@ -555,13 +589,18 @@ int main(int argc, char** argv) {
   }
   auto local = hpo::read_local_state();
   if (o.server.empty()) {
-    if (const char* env = std::getenv("HPO_SERVER"); env && *env) o.server = env;
-    else if (local && !local->api.empty()) o.server = local->api;
-    else o.server = "http://127.0.0.1:8080";
+    if (const char* env = std::getenv("HPO_SERVER"); env && *env)
+      o.server = env;
+    else if (local && !local->api.empty())
+      o.server = local->api;
+    else
+      o.server = "http://127.0.0.1:8080";
   }
   if (o.token.empty()) {
-    if (const char* env = std::getenv("HPO_TOKEN"); env && *env) o.token = env;
-    else if (local) o.token = local->token;
+    if (const char* env = std::getenv("HPO_TOKEN"); env && *env)
+      o.token = env;
+    else if (local)
+      o.token = local->token;
   }
   auto url = hpo::web::parse_http_url(o.server);
   if (!url) return fail(kUsage, "bad --server: " + url.error().message);

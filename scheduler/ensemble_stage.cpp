@@ -70,7 +70,7 @@ Status load_oob(trials::TrialStore& store, const std::vector<Model>& models,
                 std::size_t member_models, ensemble::EvaluationInput& input) {
   std::vector<ensemble::PredictionFile> files;
   for (std::size_t i = 0; i < member_models; ++i) {
-    auto f = load_predictions(store, models[i].trial->id, "oob_predictions");
+    auto f = load_predictions(store, models[i].trial->id, trials::artifact::kOobPredictions);
     if (!f) return f.error();
     if (!*f || (*f)->regression != models[0].validation.regression ||
         (*f)->values.cols != models[0].validation.values.cols)
@@ -203,13 +203,13 @@ Result<bool> EnsembleStage::combine(trials::TrialStore& store) {
   Json not_used = Json::array();  // models left out, with the reason
   std::vector<Model> models;
   auto add = [&](const Trial& t) -> Status {
-    auto val = load_predictions(store, t.id, "val_predictions");
+    auto val = load_predictions(store, t.id, trials::artifact::kValPredictions);
     if (!val) return val.error();
     if (!*val) {
       not_used.push_back({{"trial_id", t.id}, {"reason", "stored no validation predictions"}});
       return {};
     }
-    auto test = load_predictions(store, t.id, "test_predictions");
+    auto test = load_predictions(store, t.id, trials::artifact::kTestPredictions);
     if (!test) return test.error();
     if (!models.empty() && !aligned(models.front().validation, **val)) {
       not_used.push_back({{"trial_id", t.id},
@@ -315,8 +315,8 @@ Result<bool> EnsembleStage::combine(trials::TrialStore& store) {
   const std::string& owner = members.front().id;
   if (auto st = store.put_record(owner, kEnsembleRecordArtifact, record.dump(2)); !st)
     return st.error();
-  if (auto st = store.put_record(owner, kEnsembleManifestArtifact,
-                                   ensemble::manifest_to_json(manifest));
+  if (auto st =
+          store.put_record(owner, kEnsembleManifestArtifact, ensemble::manifest_to_json(manifest));
       !st)
     return st.error();
 

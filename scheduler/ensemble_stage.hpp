@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "scheduler/sweep_controller.hpp"
+#include "trials/artifacts.hpp"
 #include "trials/spec.hpp"
 #include "trials/store.hpp"
 
@@ -24,8 +25,8 @@ namespace hpo::scheduler {
 
 // Where the result lives: artifacts belong to trials, so the record and the
 // manifest are stored with the sweep's first member (number 0).
-inline constexpr char kEnsembleRecordArtifact[] = "ensemble.json";
-inline constexpr char kEnsembleManifestArtifact[] = "manifest.json";
+inline constexpr const char* kEnsembleRecordArtifact = trials::artifact::kEnsembleRecord;
+inline constexpr const char* kEnsembleManifestArtifact = trials::artifact::kEnsembleManifest;
 
 class EnsembleStage : public Stage {
  public:

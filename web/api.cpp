@@ -5,6 +5,7 @@
 // that is 10 store calls, acceptable until the store grows an index.
 #include "web/api.hpp"
 
+#include "trials/artifacts.hpp"
 #include "trials/data_roots.hpp"
 
 #include <arpa/inet.h>
@@ -202,7 +203,8 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
     if (!first) return error_response(first.error());
     std::optional<std::string> record;
     if (!first->trials.empty()) {
-      auto bytes = store.track(store->get_artifact(first->trials[0].id, "ensemble.json"));
+      auto bytes =
+          store.track(store->get_artifact(first->trials[0].id, trials::artifact::kEnsembleRecord));
       if (!bytes) return error_response(bytes.error());
       record = std::move(*bytes);
     }
@@ -514,7 +516,7 @@ Response Api::get_trial(const Request& request, const std::string& id) {
   doc["reports_offset"] = *offset;
   doc["reports_limit"] = *limit;
   // The worker stores the tail of each attempt's log when the attempt ends.
-  auto log = store.track(store->get_artifact(id, "log.txt"));
+  auto log = store.track(store->get_artifact(id, trials::artifact::kLog));
   if (!log) return error_response(log.error());
   doc["log_tail"] = *log ? Json(**log) : Json(nullptr);
   return json_ok(200, doc);

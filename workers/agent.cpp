@@ -27,6 +27,7 @@
 
 #include <fmt/format.h>
 
+#include "trials/artifacts.hpp"
 #include "trials/log.hpp"
 #include "workers/command_executor.hpp"
 #include "workers/outcome.hpp"
@@ -591,7 +592,8 @@ void Agent::deliver(const Running& run, const trials::TrialResult& result,
   }
   if (!log_tail.empty()) {
     auto st = retry_through_outage([&] {
-      return conn.queue().put_artifact(trial.id, trial.attempt, options_.name, "log.txt", log_tail);
+      return conn.queue().put_artifact(trial.id, trial.attempt, options_.name,
+                                       trials::artifact::kLog, log_tail);
     });
     if (!st)
       log_warn("cannot store the trial log",

@@ -22,6 +22,7 @@
 #include <torch/torch.h>
 
 #include "ensemble/manifest.hpp"
+#include "trials/artifacts.hpp"
 #include "trials/spec.hpp"
 #include "workers/torch/dataset.hpp"
 #include "workers/torch/model.hpp"
@@ -233,8 +234,9 @@ int run(int argc, char** argv) {
   const torch::Device device(device_name == "cuda" ? torch::kCUDA : torch::kCPU);
 
   const fs::path root(dir);
-  auto manifest = ensemble::manifest_from_json(read_file(root / "manifest.json"));
-  if (!manifest) throw Failure{(root / "manifest.json").string() + ": " + manifest.error().message};
+  const auto manifest_path = root / trials::artifact::kEnsembleManifest;
+  auto manifest = ensemble::manifest_from_json(read_file(manifest_path));
+  if (!manifest) throw Failure{manifest_path.string() + ": " + manifest.error().message};
   auto spec = trials::parse_spec(read_file(root / "spec.json"));
   if (!spec) throw Failure{(root / "spec.json").string() + ": " + spec.error().message};
   if (spec->trial.kind != trials::TrialKind::kTorch)

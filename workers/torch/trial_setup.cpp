@@ -4,6 +4,7 @@
 
 #include "ensemble/bagging.hpp"
 #include "ensemble/bagging_json.hpp"
+#include "trials/artifacts.hpp"
 
 namespace hpo::workers::torch_trainer {
 namespace {
@@ -66,12 +67,16 @@ Result<TrialSetup> setup_trial(const trials::SweepSpec& spec, const trials::Tria
 
 std::vector<std::pair<std::string, std::string>> artifacts_of(TrainOutput& out) {
   std::vector<std::pair<std::string, std::string>> artifacts;
-  if (!out.model_bytes.empty()) artifacts.emplace_back("model.pt", std::move(out.model_bytes));
-  artifacts.emplace_back("val_predictions", encode_predictions(out.val_predictions));
+  if (!out.model_bytes.empty())
+    artifacts.emplace_back(trials::artifact::kModel, std::move(out.model_bytes));
+  artifacts.emplace_back(trials::artifact::kValPredictions,
+                         encode_predictions(out.val_predictions));
   if (out.has_test)
-    artifacts.emplace_back("test_predictions", encode_predictions(out.test_predictions));
+    artifacts.emplace_back(trials::artifact::kTestPredictions,
+                           encode_predictions(out.test_predictions));
   if (out.has_oob)
-    artifacts.emplace_back("oob_predictions", encode_predictions(out.oob_predictions));
+    artifacts.emplace_back(trials::artifact::kOobPredictions,
+                           encode_predictions(out.oob_predictions));
   return artifacts;
 }
 

@@ -1,0 +1,23 @@
+// The names of what hpo stores with a trial (TrialQueue::put_artifact,
+// TrialStore::put_record), in one place: the worker writes them, the ensemble
+// stage, the REST API, the CLI's export and hpo-predict read them.
+#pragma once
+
+namespace hpo::trials::artifact {
+
+// A torch trial's (workers/torch): the trained module, and its predictions on
+// the validation and test rows (and, for an ensemble member, its out-of-bag
+// training rows) in ensemble/prediction_file.hpp's format.
+inline constexpr char kModel[] = "model.pt";
+inline constexpr char kValPredictions[] = "val_predictions";
+inline constexpr char kTestPredictions[] = "test_predictions";
+inline constexpr char kOobPredictions[] = "oob_predictions";
+// Every attempt's: the tail of its output (stdout lines that are not metrics, and stderr).
+inline constexpr char kLog[] = "log.txt";
+// The ensemble stage's, stored with the sweep's first member (member 0): the
+// record the API serves at /api/sweeps/{id}/ensemble, and the manifest
+// hpo-predict reads from an exported directory.
+inline constexpr char kEnsembleRecord[] = "ensemble.json";
+inline constexpr char kEnsembleManifest[] = "manifest.json";
+
+}  // namespace hpo::trials::artifact
