@@ -140,7 +140,7 @@ Result<bool> EnsembleStage::step(trials::TrialStore& store, const trials::Sweep&
 }
 
 Status EnsembleStage::load_configs(trials::TrialStore& store) {
-  auto page = store.list_trials(sweep_id_, "trial", 0, trials::kAll);
+  auto page = store.list_trials(sweep_id_, trials::TrialRole::kTrial, 0, trials::kAll);
   if (!page) return page.error();
   std::vector<Trial> done;
   for (auto& t : page->trials)
@@ -162,7 +162,7 @@ Result<bool> EnsembleStage::create_members(trials::TrialStore& store, const tria
     int index = static_cast<int>(next);
     trials::NewTrial nt;
     nt.sweep_id = sweep_id_;
-    nt.kind = "member";
+    nt.role = trials::TrialRole::kMember;
     nt.number = next;
     nt.limit = recipe.members;
     nt.max_attempts = spec_.trial.max_attempts;
@@ -195,7 +195,7 @@ Result<bool> EnsembleStage::create_members(trials::TrialStore& store, const tria
 
 Result<bool> EnsembleStage::combine(trials::TrialStore& store) {
   const auto& recipe = *spec_.ensemble;
-  auto page = store.list_trials(sweep_id_, "member", 0, trials::kAll);
+  auto page = store.list_trials(sweep_id_, trials::TrialRole::kMember, 0, trials::kAll);
   if (!page) return page.error();
   const auto& members = page->trials;
   if (members.empty()) return fail(store, "the ensemble stage created no members");
@@ -277,9 +277,9 @@ Result<bool> EnsembleStage::combine(trials::TrialStore& store) {
     const Trial& t = *models[i].trial;
     ensemble::ManifestMember mm;
     mm.trial_id = t.id;
-    mm.kind = t.kind;
+    mm.kind = trials::to_string(t.role);
     mm.params = t.params;
-    if (t.kind == "member")
+    if (t.role == trials::TrialRole::kMember)
       if (auto spec = ensemble::member_spec_from_json(t.extra); spec) mm.bagging = *spec;
     mm.weight = eval->weights[i];
     mm.artifact = t.id + "/model.pt";

@@ -97,7 +97,7 @@ Status SweepController::refresh(trials::TrialStore& store) {
     return reports_may_change;
   };
   if (resync_) {
-    auto page = store.list_trials(sweep_id_, "trial", 0, trials::kAll);
+    auto page = store.list_trials(sweep_id_, trials::TrialRole::kTrial, 0, trials::kAll);
     if (!page) return page.error();
     trials_.clear();
     curves_.clear();
@@ -121,7 +121,7 @@ Status SweepController::refresh(trials::TrialStore& store) {
       dirty_.insert(dirty.begin(), dirty.end());  // try again next step
       return t.error();
     }
-    if (t->kind != "trial") continue;
+    if (t->role != trials::TrialRole::kTrial) continue;
     std::int64_t number = t->number;
     if (note(std::move(*t)) && pruner_)
       if (auto st = read_new_reports(store, number, id); !st) {
@@ -246,7 +246,7 @@ Result<int> SweepController::fill_queue(trials::TrialStore& store, const trials:
     }
     trials::NewTrial nt;
     nt.sweep_id = sweep_id_;
-    nt.kind = "trial";
+    nt.role = trials::TrialRole::kTrial;
     nt.number = next;
     nt.limit = spec_.search.max_trials;
     nt.params = std::move(*params);

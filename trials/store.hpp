@@ -39,9 +39,9 @@ struct NewSweep {
 
 struct NewTrial {
   std::string sweep_id;
-  std::string kind = "trial";  // "trial" or "member"
-  std::int64_t number = 0;     // must equal the sweep's next number of that kind
-  std::int64_t limit = 0;      // refuse (kConflict) when number >= limit
+  TrialRole role = TrialRole::kTrial;
+  std::int64_t number = 0;  // must equal the sweep's next number of that role
+  std::int64_t limit = 0;   // refuse (kConflict) when number >= limit
   search::Params params;
   int max_attempts = 1;
   int slots = 1;
@@ -111,8 +111,8 @@ class TrialStore {
   // number is not the next one or reaches the limit, or the sweep is not running.
   virtual Result<Trial> create_trial(const NewTrial& trial) = 0;
   virtual Result<Trial> get_trial(const std::string& trial_id) = 0;
-  // Trials of a sweep of one kind, by ascending number.
-  virtual Result<TrialPage> list_trials(const std::string& sweep_id, const std::string& kind,
+  // Trials of a sweep of one role, by ascending number.
+  virtual Result<TrialPage> list_trials(const std::string& sweep_id, TrialRole role,
                                         std::int64_t offset, std::int64_t limit) = 0;
   virtual Result<ReportPage> get_reports(const std::string& trial_id, std::int64_t offset,
                                          std::int64_t limit) = 0;

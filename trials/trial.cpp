@@ -80,6 +80,16 @@ std::optional<SweepStage> parse_sweep_stage(std::string_view s) {
   return std::nullopt;
 }
 
+const char* to_string(TrialRole r) {
+  return r == TrialRole::kMember ? "member" : "trial";
+}
+
+std::optional<TrialRole> parse_trial_role(std::string_view s) {
+  if (s == "trial") return TrialRole::kTrial;
+  if (s == "member") return TrialRole::kMember;
+  return std::nullopt;
+}
+
 std::optional<SweepState> parse_sweep_state(std::string_view s) {
   for (size_t i = 0; i < kSweepStates.size(); ++i)
     if (s == kSweepStates[i]) return static_cast<SweepState>(i);

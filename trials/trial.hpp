@@ -31,6 +31,10 @@ enum class SweepState { kRunning, kFinished, kCancelled, kFailed };
 // The controller's stage of a running sweep: the search, then (for sweeps
 // with an ensemble section) the ensemble members, then done.
 enum class SweepStage { kSearch, kEnsemble, kDone };
+// What a trial is for: a point of the search, or a member of the ensemble
+// (not to be confused with the trial kind, TrialKind: command/synthetic/torch).
+// Numbers count per role; the REST API and Redis spell it "trial"/"member".
+enum class TrialRole { kTrial, kMember };
 
 // What the scheduler asks a running trial to do; returned by heartbeats and reports.
 enum class Control { kNone, kPrune, kCancel };
@@ -40,6 +44,8 @@ const char* to_string(SweepState s);
 const char* to_string(Control c);
 const char* to_string(SweepStage s);  // "search", "ensemble", "done"
 std::optional<SweepStage> parse_sweep_stage(std::string_view s);
+const char* to_string(TrialRole r);  // "trial", "member"
+std::optional<TrialRole> parse_trial_role(std::string_view s);
 std::optional<TrialState> parse_trial_state(std::string_view s);
 std::optional<SweepState> parse_sweep_state(std::string_view s);
 bool is_finished(TrialState s);  // completed, failed, pruned, cancelled
@@ -60,8 +66,8 @@ struct AttemptRecord {
 struct Trial {
   std::string id;  // "<sweep id>-<number>"
   std::string sweep_id;
-  std::int64_t number = 0;     // 0-based within the sweep (per kind)
-  std::string kind = "trial";  // "trial" (search stage) or "member" (ensemble stage)
+  std::int64_t number = 0;  // 0-based within the sweep (per role)
+  TrialRole role = TrialRole::kTrial;
   search::Params params;
   TrialState state = TrialState::kQueued;
   int attempt = 0;   // fencing token, 0 for the first attempt

@@ -199,7 +199,7 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
     auto store = borrow();
     auto sweep = store.track(store->get_sweep(id));
     if (!sweep) return error_response(sweep.error());
-    auto first = store.track(store->list_trials(id, "member", 0, 1));
+    auto first = store.track(store->list_trials(id, trials::TrialRole::kMember, 0, 1));
     if (!first) return error_response(first.error());
     std::optional<std::string> record;
     if (!first->trials.empty()) {
@@ -415,9 +415,9 @@ Response Api::list_trials(const Request& request, const std::string& sweep_id) {
   auto limit = int_param(request, "limit", csv ? INT64_MAX : options_.default_page, 0,
                          csv ? INT64_MAX : options_.max_page);
   if (!limit) return error_response(limit.error());
-  std::string kind = request.query_or("kind", "trial");
-  if (kind != "trial" && kind != "member")
-    return error_response(Error::invalid("kind", "must be 'trial' or 'member'"));
+  auto role = trials::parse_trial_role(request.query_or("kind", "trial"));
+  if (!role) return error_response(Error::invalid("kind", "must be 'trial' or 'member'"));
+  const trials::TrialRole kind = *role;
   std::optional<trials::TrialState> state;
   if (auto s = request.query_or("state"); !s.empty()) {
     state = trials::parse_trial_state(s);

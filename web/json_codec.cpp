@@ -199,7 +199,7 @@ Json to_json(const trials::Trial& t) {
   return {{"id", t.id},
           {"sweep_id", t.sweep_id},
           {"number", t.number},
-          {"kind", t.kind},
+          {"kind", trials::to_string(t.role)},
           {"state", trials::to_string(t.state)},
           {"params", to_json(t.params)},
           {"value", t.value ? number_or_null(*t.value) : Json(nullptr)},
@@ -356,7 +356,12 @@ Status from_json(const Json& j, trials::Trial& out) {
   r.str("id", out.id);
   r.str("sweep_id", out.sweep_id, false);
   r.integer("number", out.number);
-  r.str("kind", out.kind, false);
+  std::string role;
+  r.str("kind", role, false);
+  if (auto parsed = trials::parse_trial_role(role))
+    out.role = *parsed;
+  else if (!role.empty())
+    r.fail("kind", "expected 'trial' or 'member', got '" + role + "'");
   std::string state;
   r.str("state", state);
   if (auto s = trials::parse_trial_state(state))

@@ -4,23 +4,24 @@ namespace hpo::web {
 
 Result<std::vector<TrialPtr>> TrialCache::load(trials::TrialStore& store,
                                                const std::string& sweep_id,
-                                               const std::string& kind) {
+                                               trials::TrialRole role) {
   auto sweep = store.get_sweep(sweep_id);
   if (!sweep) {
     if (sweep.error().code == ErrorCode::kNotFound) {
       std::lock_guard lock(mu_);
-      if (auto it = entries_.find({sweep_id, kind}); it != entries_.end()) {
+      if (auto it = entries_.find({sweep_id, role}); it != entries_.end()) {
         lru_.erase(it->second.lru);
         entries_.erase(it);
       }
     }
     return sweep.error();
   }
-  const std::int64_t count = kind == "member" ? sweep->next_member : sweep->next_number;
+  const std::int64_t count =
+      role == trials::TrialRole::kMember ? sweep->next_member : sweep->next_number;
   std::vector<TrialPtr> out(static_cast<std::size_t>(count));
   {
     std::lock_guard lock(mu_);
-    if (auto it = entries_.find({sweep_id, kind}); it != entries_.end())
+    if (auto it = entries_.find({sweep_id, role}); it != entries_.end())
       for (const auto& [number, t] : it->second.finished)
         if (number < count) out[static_cast<std::size_t>(number)] = t;
   }
@@ -34,7 +35,7 @@ Result<std::vector<TrialPtr>> TrialCache::load(trials::TrialStore& store,
     }
     std::int64_t end = i;
     while (end < count && !out[static_cast<std::size_t>(end)] && end - i < kChunk) ++end;
-    auto page = store.list_trials(sweep_id, kind, i, end - i);
+    auto page = store.list_trials(sweep_id, role, i, end - i);
     if (!page) return page.error();
     for (auto& t : page->trials) {
       if (t.number < 0 || t.number >= count) continue;
@@ -46,7 +47,7 @@ Result<std::vector<TrialPtr>> TrialCache::load(trials::TrialStore& store,
   }
   std::erase_if(out, [](const TrialPtr& t) { return !t; });  // created since get_sweep: skip
   std::lock_guard lock(mu_);
-  Key key{sweep_id, kind};
+  Key key{sweep_id, role};
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     lru_.push_front(key);
@@ -62,9 +63,9 @@ Result<std::vector<TrialPtr>> TrialCache::load(trials::TrialStore& store,
   return out;
 }
 
-std::size_t TrialCache::cached_trials(const std::string& sweep_id, const std::string& kind) {
+std::size_t TrialCache::cached_trials(const std::string& sweep_id, trials::TrialRole role) {
   std::lock_guard lock(mu_);
-  auto it = entries_.find({sweep_id, kind});
+  auto it = entries_.find({sweep_id, role});
   return it == entries_.end() ? 0 : it->second.finished.size();
 }
 

@@ -29,13 +29,13 @@ class TrialCache {
  public:
   explicit TrialCache(std::size_t max_sweeps = 16) : max_sweeps_(max_sweeps ? max_sweeps : 1) {}
 
-  // Every trial of (sweep, kind), by ascending number. kNotFound when the sweep is unknown.
+  // Every trial of (sweep, role), by ascending number. kNotFound when the sweep is unknown.
   Result<std::vector<TrialPtr>> load(trials::TrialStore& store, const std::string& sweep_id,
-                                     const std::string& kind);
-  std::size_t cached_trials(const std::string& sweep_id, const std::string& kind);
+                                     trials::TrialRole role);
+  std::size_t cached_trials(const std::string& sweep_id, trials::TrialRole role);
 
  private:
-  using Key = std::pair<std::string, std::string>;  // sweep, kind
+  using Key = std::pair<std::string, trials::TrialRole>;  // sweep, role
   struct Entry {
     std::map<std::int64_t, TrialPtr> finished;  // by number
     std::list<Key>::iterator lru;

@@ -80,11 +80,12 @@ int main(int argc, char** argv) {
   };
   const std::string base = "/api/sweeps/" + *id;
   auto load_all = [&] {
-    for (std::int64_t at = 0; at < n; at += 1000) (void)store->list_trials(*id, "trial", at, 1000);
+    for (std::int64_t at = 0; at < n; at += 1000)
+      (void)store->list_trials(*id, hpo::trials::TrialRole::kTrial, at, 1000);
   };
   std::vector<Case> cases = {
       {"page 100 by number", base + "/trials?limit=100&offset=5000",
-       [&] { (void)store->list_trials(*id, "trial", 5000, 100); }},
+       [&] { (void)store->list_trials(*id, hpo::trials::TrialRole::kTrial, 5000, 100); }},
       {"page 100 sorted by value", base + "/trials?limit=100&sort=value", load_all},
       {"page 100 completed, -metric", base + "/trials?limit=100&state=completed&sort=-metric:loss",
        load_all},

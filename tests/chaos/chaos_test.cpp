@@ -260,7 +260,7 @@ Counts check(Pool& pool, const std::string& sweep_id, int max_trials, bool nothi
   if (!sweep.ok()) return c;
   EXPECT_NE(sweep->state, trials::SweepState::kRunning);
   EXPECT_EQ(sweep->next_number, max_trials);
-  auto page = store.list_trials(sweep_id, "trial", 0, trials::kAll);
+  auto page = store.list_trials(sweep_id, hpo::trials::TrialRole::kTrial, 0, trials::kAll);
   EXPECT_TRUE(page.ok());
   if (!page.ok()) return c;
   EXPECT_EQ(static_cast<int>(page->trials.size()), max_trials);
@@ -483,7 +483,7 @@ TEST(Chaos, APoisonTorchTrialFailsAloneBesideHealthyOnes) {
   std::string id = pool.submit(spec);
   ASSERT_FALSE(id.empty());
   ASSERT_TRUE(pool.wait_finished(id, 180s)) << pool.logs();
-  auto page = pool.admin().list_trials(id, "trial", 0, trials::kAll);
+  auto page = pool.admin().list_trials(id, hpo::trials::TrialRole::kTrial, 0, trials::kAll);
   ASSERT_TRUE(page.ok());
   ASSERT_EQ(page->trials.size(), 4u);
   int completed = 0, failed = 0;

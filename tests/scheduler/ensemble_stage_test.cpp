@@ -80,7 +80,7 @@ struct Fixture : testing::SweepFixture {
     return alive.ok() && *alive;
   }
   Json record() {
-    auto members = store.list_trials(sweep_id, "member", 0, 1);
+    auto members = store.list_trials(sweep_id, hpo::trials::TrialRole::kMember, 0, 1);
     if (!members.ok() || members->trials.empty()) return Json();
     auto bytes = store.get_artifact(members->trials[0].id, kEnsembleRecordArtifact);
     if (!bytes.ok() || !*bytes) return Json();
@@ -94,7 +94,7 @@ trials::TrialResult train(MemoryStore& store, const trials::Trial& t) {
   r.outcome = trials::TrialState::kCompleted;
   r.value = std::get<double>(t.params.at("lr"));
   r.metrics["val_accuracy"] = *r.value;
-  std::uint64_t seed = t.kind == "member" ? 1000 + t.number : t.number;
+  std::uint64_t seed = t.role == hpo::trials::TrialRole::kMember ? 1000 + t.number : t.number;
   EXPECT_TRUE(
       store.put_artifact(t.id, t.attempt, t.worker, "val_predictions", predictions(seed)).ok());
   EXPECT_TRUE(
@@ -115,7 +115,7 @@ void run_to_end(Fixture& f, const testing::TrialRun& run) {
 }
 
 std::vector<trials::Trial> ranked_search_trials(Fixture& f) {
-  auto page = f.store.list_trials(f.sweep_id, "trial", 0, trials::kAll);
+  auto page = f.store.list_trials(f.sweep_id, hpo::trials::TrialRole::kTrial, 0, trials::kAll);
   std::vector<trials::Trial> out = page->trials;
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return *a.value > *b.value; });
@@ -131,7 +131,7 @@ TEST(EnsembleStage, TopKMembersGetParamsSeedsAndTheRecordIsStored) {
   EXPECT_EQ(s.member_counts.completed, 5);
 
   auto ranked = ranked_search_trials(f);
-  auto members = f.store.list_trials(f.sweep_id, "member", 0, trials::kAll);
+  auto members = f.store.list_trials(f.sweep_id, hpo::trials::TrialRole::kMember, 0, trials::kAll);
   ASSERT_EQ(members->trials.size(), 5u);
   std::set<std::uint64_t> seeds;
   for (const auto& m : members->trials) {
@@ -178,7 +178,7 @@ TEST(EnsembleStage, BaseBestGivesEveryMemberTheBestParams) {
   ASSERT_EQ(f.sweep().state, trials::SweepState::kFinished);
   auto best = ranked_search_trials(f).front();
   EXPECT_EQ(f.sweep().best->trial_id, best.id);
-  auto members = f.store.list_trials(f.sweep_id, "member", 0, trials::kAll);
+  auto members = f.store.list_trials(f.sweep_id, hpo::trials::TrialRole::kMember, 0, trials::kAll);
   ASSERT_EQ(members->trials.size(), 3u);
   for (const auto& m : members->trials) EXPECT_EQ(m.params, best.params);
 }
@@ -215,7 +215,7 @@ std::string oob_predictions(std::int64_t member) {
 TEST(EnsembleStage, OobEstimateWhenEveryMemberStoredOobPredictions) {
   Fixture f(torch_spec(4, "best"));
   run_to_end(f, [&](const trials::Trial& t) {
-    if (t.kind == "member") {
+    if (t.role == hpo::trials::TrialRole::kMember) {
       EXPECT_TRUE(
           f.store
               .put_artifact(t.id, t.attempt, t.worker, "oob_predictions", oob_predictions(t.number))
@@ -251,7 +251,7 @@ TEST(EnsembleStage, LostLeaseRetriesTheMemberAndStillEndsWithAllMembers) {
   // A worker claims a member and dies: its lease lapses and the reaper re-queues it.
   auto c = f.store.claim("dead", 1, 1000);
   ASSERT_TRUE(c.ok() && *c);
-  ASSERT_EQ((*c)->trial.kind, "member");
+  ASSERT_EQ((*c)->trial.role, hpo::trials::TrialRole::kMember);
   std::string lost = (*c)->trial.id;
   f.now += 5000;
   ASSERT_EQ(*f.store.reap(100, 0), 1);
@@ -277,7 +277,7 @@ TEST(EnsembleStage, LostLeaseRetriesTheMemberAndStillEndsWithAllMembers) {
 TEST(EnsembleStage, EveryMemberFailedFailsTheSweep) {
   Fixture f(torch_spec(3, "best"));
   run_to_end(f, [&](const trials::Trial& t) {
-    if (t.kind == "trial") return train(f.store, t);
+    if (t.role == hpo::trials::TrialRole::kTrial) return train(f.store, t);
     trials::TrialResult r;
     r.outcome = trials::TrialState::kFailed;
     r.error = "training diverged";

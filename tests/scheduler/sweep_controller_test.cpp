@@ -70,7 +70,7 @@ TEST(SweepController, KeepsConcurrencyAndEndsWithExactlyMaxTrials) {
   EXPECT_EQ(s.state, trials::SweepState::kFinished);
   EXPECT_EQ(s.counts.completed, 10);
   EXPECT_EQ(s.next_number, 10);
-  auto page = f.store.list_trials(f.sweep_id, "trial", 0, trials::kAll);
+  auto page = f.store.list_trials(f.sweep_id, hpo::trials::TrialRole::kTrial, 0, trials::kAll);
   ASSERT_TRUE(page.ok());
   ASSERT_EQ(page->trials.size(), 10u);
   const trials::Trial* best = nullptr;
@@ -101,7 +101,7 @@ TEST(SweepController, FreshControllerResumesWithoutRepeatingTrials) {
   auto s = f.sweep();
   EXPECT_EQ(s.state, trials::SweepState::kFinished);
   EXPECT_EQ(s.counts.completed, 10);
-  auto page = f.store.list_trials(f.sweep_id, "trial", 0, trials::kAll);
+  auto page = f.store.list_trials(f.sweep_id, hpo::trials::TrialRole::kTrial, 0, trials::kAll);
   std::set<std::int64_t> numbers;
   for (const auto& t : page->trials) numbers.insert(t.number);
   EXPECT_EQ(numbers.size(), 10u);
@@ -292,7 +292,7 @@ TEST(SweepController, BayesianSweepContinuesAfterARestartWithoutRepeatingTrials)
   auto s = f.sweep();
   EXPECT_EQ(s.state, trials::SweepState::kFinished);
   EXPECT_EQ(s.counts.completed, 14);
-  auto page = f.store.list_trials(f.sweep_id, "trial", 0, trials::kAll);
+  auto page = f.store.list_trials(f.sweep_id, hpo::trials::TrialRole::kTrial, 0, trials::kAll);
   ASSERT_EQ(page->trials.size(), 14u);
   std::set<std::int64_t> numbers;
   std::set<search::Params> params;

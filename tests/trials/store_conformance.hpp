@@ -35,10 +35,10 @@ class StoreConformance : public ::testing::Test {
   }
 
   Trial add_trial(const std::string& sweep, std::int64_t number, int max_attempts = 1,
-                  int slots = 1, const std::string& kind = "trial") {
+                  int slots = 1, TrialRole role = TrialRole::kTrial) {
     NewTrial nt;
     nt.sweep_id = sweep;
-    nt.kind = kind;
+    nt.role = role;
     nt.number = number;
     nt.limit = 1000;
     nt.params = {
@@ -175,7 +175,7 @@ TYPED_TEST_P(StoreConformance, CreateTrialIsCompareAndSetWithLimit) {
   again.number = 3;
   EXPECT_EQ(this->store().create_trial(again).error().code, ErrorCode::kConflict);  // limit
 
-  Trial m0 = this->add_trial(s, 0, 1, 1, "member");  // members count apart
+  Trial m0 = this->add_trial(s, 0, 1, 1, TrialRole::kMember);  // members count apart
   EXPECT_EQ(m0.id, s + "-m0");
   auto sw = this->store().get_sweep(s);
   EXPECT_EQ(sw->next_number, 3);
@@ -183,7 +183,7 @@ TYPED_TEST_P(StoreConformance, CreateTrialIsCompareAndSetWithLimit) {
   EXPECT_EQ(sw->counts.queued, 3);
   EXPECT_EQ(sw->member_counts.queued, 1);
 
-  auto page = this->store().list_trials(s, "trial", 1, 10);
+  auto page = this->store().list_trials(s, hpo::trials::TrialRole::kTrial, 1, 10);
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(page->total, 3);
   ASSERT_EQ(page->trials.size(), 2u);
@@ -472,14 +472,14 @@ TYPED_TEST_P(StoreConformance, CountersAndBestTrialMinimize) {
 TYPED_TEST_P(StoreConformance, CountersAndBestTrialMaximize) {
   std::string s = this->new_sweep(true);
   for (int i = 0; i < 4; ++i) this->add_trial(s, i);
-  this->add_trial(s, 0, 1, 1, "member");
+  this->add_trial(s, 0, 1, 1, TrialRole::kMember);
   const double values[] = {3.5, -1.25, 7.0, 6.0};
   for (int i = 0; i < 4; ++i) {
     Claim c = this->must_claim("w1");
     ASSERT_TRUE(this->queue().complete(c.trial.id, 0, "w1", this->ok_result(values[i])).ok());
   }
   Claim m = this->must_claim("w1");
-  EXPECT_EQ(m.trial.kind, "member");
+  EXPECT_EQ(m.trial.role, TrialRole::kMember);
   ASSERT_TRUE(this->queue().complete(m.trial.id, 0, "w1", this->ok_result(100)).ok());
   auto sw = this->store().get_sweep(s);
   ASSERT_TRUE(sw->best.has_value());

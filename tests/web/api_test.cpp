@@ -405,7 +405,7 @@ TEST_F(ApiTest, EnsembleRecordIs404UntilStoredThenServedAsIs) {
   EXPECT_EQ(client_->get("/api/sweeps/" + id + "/ensemble")->status, 404);
   trials::NewTrial m;
   m.sweep_id = id;
-  m.kind = "member";
+  m.role = hpo::trials::TrialRole::kMember;
   m.limit = 4;
   auto member = store_->create_trial(m);
   ASSERT_TRUE(member.ok());
@@ -426,7 +426,7 @@ TEST_F(ApiTest, ArtifactsDownloadAsRawBytes) {
   std::string id = submit();
   trials::NewTrial m;
   m.sweep_id = id;
-  m.kind = "member";
+  m.role = hpo::trials::TrialRole::kMember;
   m.limit = 4;
   auto member = store_->create_trial(m);
   ASSERT_TRUE(member.ok());

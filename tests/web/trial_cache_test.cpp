@@ -12,10 +12,10 @@ namespace {
 // Records the ranges list_trials is asked for.
 class SpyStore : public trials::memory::MemoryStore {
  public:
-  Result<trials::TrialPage> list_trials(const std::string& sweep_id, const std::string& kind,
+  Result<trials::TrialPage> list_trials(const std::string& sweep_id, trials::TrialRole role,
                                         std::int64_t offset, std::int64_t limit) override {
     ranges.emplace_back(offset, limit);
-    return MemoryStore::list_trials(sweep_id, kind, offset, limit);
+    return MemoryStore::list_trials(sweep_id, role, offset, limit);
   }
   std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
 };
@@ -51,13 +51,13 @@ class TrialCacheTest : public ::testing::Test {
 TEST_F(TrialCacheTest, FinishedTrialsAreReadOnce) {
   finish_next(1);  // 0
   finish_next(2);  // 1
-  auto first = cache_.load(store_, sweep_, "trial");
+  auto first = cache_.load(store_, sweep_, hpo::trials::TrialRole::kTrial);
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(first->size(), 6u);
-  EXPECT_EQ(cache_.cached_trials(sweep_, "trial"), 2u);
+  EXPECT_EQ(cache_.cached_trials(sweep_, hpo::trials::TrialRole::kTrial), 2u);
   store_.ranges.clear();
   finish_next(3);  // 2
-  auto second = cache_.load(store_, sweep_, "trial");
+  auto second = cache_.load(store_, sweep_, hpo::trials::TrialRole::kTrial);
   ASSERT_TRUE(second.ok());
   ASSERT_EQ(second->size(), 6u);
   // Only numbers 2..5 were read again, as one range.
@@ -66,21 +66,21 @@ TEST_F(TrialCacheTest, FinishedTrialsAreReadOnce) {
   EXPECT_EQ((*second)[2]->state, trials::TrialState::kCompleted);
   EXPECT_EQ((*second)[2]->value, 3.0);
   EXPECT_EQ((*second)[5]->state, trials::TrialState::kQueued);
-  EXPECT_EQ(cache_.cached_trials(sweep_, "trial"), 3u);
+  EXPECT_EQ(cache_.cached_trials(sweep_, hpo::trials::TrialRole::kTrial), 3u);
 }
 
 TEST_F(TrialCacheTest, EverythingFinishedNeedsNoTrialReads) {
   for (int i = 0; i < 6; ++i) finish_next(i);
-  ASSERT_TRUE(cache_.load(store_, sweep_, "trial").ok());
+  ASSERT_TRUE(cache_.load(store_, sweep_, hpo::trials::TrialRole::kTrial).ok());
   store_.ranges.clear();
-  auto again = cache_.load(store_, sweep_, "trial");
+  auto again = cache_.load(store_, sweep_, hpo::trials::TrialRole::kTrial);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->size(), 6u);
   EXPECT_TRUE(store_.ranges.empty());
 }
 
 TEST_F(TrialCacheTest, UnknownSweepIsNotFound) {
-  auto r = cache_.load(store_, "nope", "trial");
+  auto r = cache_.load(store_, "nope", hpo::trials::TrialRole::kTrial);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::kNotFound);
 }
@@ -88,11 +88,11 @@ TEST_F(TrialCacheTest, UnknownSweepIsNotFound) {
 TEST_F(TrialCacheTest, OldSweepsAreEvicted) {
   TrialCache small(1);
   finish_next(1);
-  ASSERT_TRUE(small.load(store_, sweep_, "trial").ok());
-  EXPECT_EQ(small.cached_trials(sweep_, "trial"), 1u);
+  ASSERT_TRUE(small.load(store_, sweep_, hpo::trials::TrialRole::kTrial).ok());
+  EXPECT_EQ(small.cached_trials(sweep_, hpo::trials::TrialRole::kTrial), 1u);
   auto other = store_.create_sweep({"t", "{}", false});
-  ASSERT_TRUE(small.load(store_, *other, "trial").ok());
-  EXPECT_EQ(small.cached_trials(sweep_, "trial"), 0u);
+  ASSERT_TRUE(small.load(store_, *other, hpo::trials::TrialRole::kTrial).ok());
+  EXPECT_EQ(small.cached_trials(sweep_, hpo::trials::TrialRole::kTrial), 0u);
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ std::int64_t MemoryStore::now() const {
 
 Counts& MemoryStore::counts_of(const Trial& t) {
   Sweep& s = sweeps_.at(t.sweep_id).sweep;
-  return t.kind == "member" ? s.member_counts : s.counts;
+  return t.role == TrialRole::kMember ? s.member_counts : s.counts;
 }
 
 namespace {
@@ -222,25 +222,23 @@ Status MemoryStore::set_stage(const std::string& sweep_id, SweepStage from, Swee
 
 Result<Trial> MemoryStore::create_trial(const NewTrial& nt) {
   std::lock_guard lock(mu_);
-  if (nt.kind != "trial" && nt.kind != "member")
-    return Error{ErrorCode::kInvalidArgument, "kind " + nt.kind, {}};
   auto it = sweeps_.find(nt.sweep_id);
   if (it == sweeps_.end()) return Error::not_found("sweep " + nt.sweep_id);
   Sweep& s = it->second.sweep;
   if (s.state != SweepState::kRunning)
     return Error::conflict("sweep " + nt.sweep_id + " is " + to_string(s.state));
-  bool member = nt.kind == "member";
+  bool member = nt.role == TrialRole::kMember;
   std::int64_t& next = member ? s.next_member : s.next_number;
   if (nt.number != next)
-    return Error::conflict(
-        fmt::format("next {} number of {} is {}, not {}", nt.kind, nt.sweep_id, next, nt.number));
+    return Error::conflict(fmt::format("next {} number of {} is {}, not {}", to_string(nt.role),
+                                       nt.sweep_id, next, nt.number));
   if (nt.number >= nt.limit)
-    return Error::conflict(fmt::format("{} limit {} reached", nt.kind, nt.limit));
+    return Error::conflict(fmt::format("{} limit {} reached", to_string(nt.role), nt.limit));
   Trial t;
   t.id = fmt::format("{}-{}{}", nt.sweep_id, member ? "m" : "", nt.number);
   t.sweep_id = nt.sweep_id;
   t.number = nt.number;
-  t.kind = nt.kind;
+  t.role = nt.role;
   t.params = nt.params;
   t.max_attempts = std::max(1, nt.max_attempts);
   t.slots = std::max(1, nt.slots);
@@ -251,7 +249,7 @@ Result<Trial> MemoryStore::create_trial(const NewTrial& nt) {
   (member ? it->second.members : it->second.trials).push_back(t.id);
   enqueue(t.sweep_id, t.id, false);
   emit("trial.queued", t.sweep_id, t.id,
-       Json{{"attempt", 0}, {"number", t.number}, {"kind", t.kind}}.dump());
+       Json{{"attempt", 0}, {"number", t.number}, {"kind", to_string(t.role)}}.dump());
   trials_[t.id].trial = t;
   return t;
 }
@@ -263,13 +261,13 @@ Result<Trial> MemoryStore::get_trial(const std::string& trial_id) {
   return it->second.trial;
 }
 
-Result<TrialPage> MemoryStore::list_trials(const std::string& sweep_id, const std::string& kind,
+Result<TrialPage> MemoryStore::list_trials(const std::string& sweep_id, TrialRole role,
                                            std::int64_t offset, std::int64_t limit) {
   std::lock_guard lock(mu_);
   TrialPage page;
   auto it = sweeps_.find(sweep_id);
   if (it == sweeps_.end()) return page;  // like Redis: an empty list
-  const auto& ids = kind == "member" ? it->second.members : it->second.trials;
+  const auto& ids = role == TrialRole::kMember ? it->second.members : it->second.trials;
   page.total = static_cast<std::int64_t>(ids.size());
   for (std::int64_t i = std::max<std::int64_t>(0, offset);
        i < page.total && static_cast<std::int64_t>(page.trials.size()) < limit; ++i)
@@ -595,7 +593,7 @@ void MemoryStore::finish(TrialRec& r, std::int64_t t_now, TrialState state,
   Json data{{"state", to_string(state)}, {"attempt", t.attempt}, {"error", error}};
   if (t.value) data["value"] = *t.value;
   Sweep& s = sweeps_.at(t.sweep_id).sweep;
-  if (state == TrialState::kCompleted && t.kind == "trial" && t.value) {
+  if (state == TrialState::kCompleted && t.role == TrialRole::kTrial && t.value) {
     bool better = !s.best || (s.maximize ? *t.value > s.best->value : *t.value < s.best->value);
     if (better) s.best = BestTrial{t.id, t.number, t.params, *t.value};
   }

@@ -83,7 +83,7 @@ Result<Trial> trial_from_hash(const Hash& h) {
   t.id = get(h, "id");
   t.sweep_id = get(h, "sweep");
   t.number = to_i64(get(h, "number"));
-  t.kind = get(h, "kind");
+  t.role = parse_trial_role(get(h, "kind")).value_or(TrialRole::kTrial);
   auto params = params_from_json(get(h, "params"));
   if (!params) return Error::internal("trial " + t.id + ": bad params: " + params.error().message);
   t.params = std::move(*params);
@@ -293,10 +293,10 @@ Status RedisStore::set_stage(const std::string& sweep_id, SweepStage from, Sweep
 }
 
 Result<Trial> RedisStore::create_trial(const NewTrial& t) {
-  auto r =
-      fcall("create_trial", {t.sweep_id, t.kind, std::to_string(t.number), std::to_string(t.limit),
-                             params_to_json(t.params), std::to_string(std::max(1, t.max_attempts)),
-                             std::to_string(std::max(1, t.slots)), t.extra});
+  auto r = fcall("create_trial",
+                 {t.sweep_id, to_string(t.role), std::to_string(t.number), std::to_string(t.limit),
+                  params_to_json(t.params), std::to_string(std::max(1, t.max_attempts)),
+                  std::to_string(std::max(1, t.slots)), t.extra});
   if (!r) return r.error();
   return trial_from_hash(to_hash(*r));
 }
@@ -309,9 +309,9 @@ Result<Trial> RedisStore::get_trial(const std::string& trial_id) {
   return trial_from_hash(to_hash(*r));
 }
 
-Result<TrialPage> RedisStore::list_trials(const std::string& sweep_id, const std::string& kind,
+Result<TrialPage> RedisStore::list_trials(const std::string& sweep_id, TrialRole role,
                                           std::int64_t offset, std::int64_t limit) {
-  std::string list = key("trials:" + sweep_id + ":" + kind);
+  std::string list = key("trials:" + sweep_id + ":" + to_string(role));
   offset = std::max<std::int64_t>(0, offset);
   auto r = client_.pipeline({{"LLEN", list},
                              {"LRANGE", list, std::to_string(offset),

@@ -53,8 +53,8 @@ class RedisStore : public TrialStore, public TrialQueue {
   Status set_stage(const std::string& sweep_id, SweepStage from, SweepStage to) override;
   Result<Trial> create_trial(const NewTrial& trial) override;
   Result<Trial> get_trial(const std::string& trial_id) override;
-  Result<TrialPage> list_trials(const std::string& sweep_id, const std::string& kind,
-                                std::int64_t offset, std::int64_t limit) override;
+  Result<TrialPage> list_trials(const std::string& sweep_id, TrialRole role, std::int64_t offset,
+                                std::int64_t limit) override;
   Result<ReportPage> get_reports(const std::string& trial_id, std::int64_t offset,
                                  std::int64_t limit) override;
   Result<std::vector<AttemptRecord>> get_attempts(const std::string& trial_id) override;

@@ -40,7 +40,7 @@ std::string encode_rank_job(const RankJob& job) {
          {"trial",
           {{"id", t.id},
            {"sweep_id", t.sweep_id},
-           {"kind", t.kind},
+           {"kind", trials::to_string(t.role)},
            {"attempt", t.attempt},
            {"params", Json::parse(trials::params_to_json(t.params))},
            {"extra", t.extra}}},
@@ -69,9 +69,11 @@ Result<RankJob> decode_rank_job(std::string_view text) {
   auto& trial = job.trial;
   for (Status st :
        {read(*t, "id", trial.id, "job.trial"), read(*t, "sweep_id", trial.sweep_id, "job.trial"),
-        read(*t, "kind", trial.kind, "job.trial"), read(*t, "attempt", trial.attempt, "job.trial"),
+        read(*t, "attempt", trial.attempt, "job.trial"),
         read(*t, "extra", trial.extra, "job.trial")})
     if (!st) return st.error();
+  trial.role =
+      trials::parse_trial_role(t->value("kind", "trial")).value_or(trials::TrialRole::kTrial);
   auto params = trials::params_from_json(t->value("params", Json::object()).dump());
   if (!params) return params.error();
   trial.params = std::move(params).value();

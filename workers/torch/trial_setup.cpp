@@ -46,7 +46,7 @@ Result<TrialSetup> setup_trial(const trials::SweepSpec& spec, const trials::Tria
     auto m = ensemble::member_spec_from_json(trial.extra);
     if (m)
       member = *m;
-    else if (trial.kind == "member")
+    else if (trial.role == trials::TrialRole::kMember)
       return Error{m.error().code, "ensemble member plan: " + m.error().message, m.error().fields};
   }
   if (member && member->epochs) config->epochs = *member->epochs;

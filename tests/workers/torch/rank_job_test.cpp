@@ -14,7 +14,7 @@ TEST(RankJob, RoundTripsEveryField) {
   job.spec = R"({"name": "x"})";
   job.trial.id = "s-3";
   job.trial.sweep_id = "s";
-  job.trial.kind = "member";
+  job.trial.role = hpo::trials::TrialRole::kMember;
   job.trial.attempt = 2;
   job.trial.params = {{"lr", 0.01}, {"layers", std::int64_t{3}}, {"act", std::string("relu")}};
   job.trial.extra = R"({"member": 1})";
@@ -30,7 +30,7 @@ TEST(RankJob, RoundTripsEveryField) {
   EXPECT_EQ(back->spec, job.spec);
   EXPECT_EQ(back->trial.id, "s-3");
   EXPECT_EQ(back->trial.sweep_id, "s");
-  EXPECT_EQ(back->trial.kind, "member");
+  EXPECT_EQ(back->trial.role, trials::TrialRole::kMember);
   EXPECT_EQ(back->trial.attempt, 2);
   EXPECT_EQ(back->trial.params, job.trial.params);
   EXPECT_EQ(back->trial.extra, job.trial.extra);

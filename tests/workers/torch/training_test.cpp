@@ -63,7 +63,7 @@ json blobs_trial(const std::string& train) {
 TrialTask member_task(const trials::SweepSpec& spec, const search::Params& params,
                       const ensemble::MemberSpec& member) {
   auto task = task_for(spec, params);
-  task.trial.kind = "member";
+  task.trial.role = hpo::trials::TrialRole::kMember;
   task.trial.extra = ensemble::member_spec_to_json(member);
   return task;
 }
