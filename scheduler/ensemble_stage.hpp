@@ -1,7 +1,7 @@
 // EnsembleStage: the sweep's second stage, bagged members trained across the
 // worker pool and combined into one ensemble (issue 5).
 //
-// Members are trials of kind "member", so the store queues, leases, retries
+// Members are trials of role member (TrialRole::kMember), so the store queues, leases, retries
 // and fences them exactly like search trials; a killed worker loses none. The
 // stage holds no state the store lacks: every step re-reads the sweep's
 // member counters, creates the next members up to search.max_concurrent

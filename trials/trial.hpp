@@ -82,7 +82,7 @@ struct Trial {
   Metrics metrics;              // final metrics
   std::string error;            // why it failed / was pruned / cancelled
   Control control = Control::kNone;
-  std::string extra;  // kind-specific JSON (ensemble member seeds), opaque to the store
+  std::string extra;  // role-specific JSON (ensemble member seeds), opaque to the store
 };
 
 // One intermediate report of a running trial.
@@ -113,12 +113,12 @@ struct Sweep {
   bool maximize = false;  // objective mode
   std::int64_t created_ms = 0;
   std::int64_t finished_ms = 0;
-  std::int64_t next_number = 0;  // trials created so far (kind "trial")
-  std::int64_t next_member = 0;  // ensemble members created so far (kind "member")
+  std::int64_t next_number = 0;  // trials created so far (role trial)
+  std::int64_t next_member = 0;  // ensemble members created so far (role member)
   SweepStage stage = SweepStage::kSearch;
-  Counts counts;                  // kind "trial" only
-  Counts member_counts;           // kind "member" only
-  std::optional<BestTrial> best;  // best completed trial of kind "trial"
+  Counts counts;                  // role trial only
+  Counts member_counts;           // role member only
+  std::optional<BestTrial> best;  // best completed trial of role trial
   std::string error;
   std::string unschedulable;  // why no registered worker can run its trials; "" when one can
 };

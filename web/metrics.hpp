@@ -37,7 +37,7 @@ class RequestMetrics {
 
 struct ClusterSnapshot {
   std::map<std::string, std::int64_t> sweeps_by_state;
-  trials::Counts trials;  // kind "trial" + "member", over every sweep
+  trials::Counts trials;  // roles trial + member, over every sweep
   std::int64_t workers = 0, slots = 0, busy_slots = 0;
 };
 std::string render_cluster(const ClusterSnapshot& s);
