@@ -42,11 +42,11 @@ token=$(sed -n 's/.*"token": "\(.*\)".*/\1/p' "$HPO_HOME/scheduler.json")
 echo "hpo: scheduler at $api (logs in $HPO_HOME), one worker with 2 slots"
 echo "hpo: submitting $spec"
 status=0
-"$bin/scheduler/hpo" submit "$spec" --follow || status=$?
+"$bin/cli/hpo" submit "$spec" --follow || status=$?
 echo
 echo "Dashboard: $api/    API: $api/api/sweeps"
 echo "API token (for submitting and cancelling from the dashboard or with curl): $token"
-echo "CLI: $bin/scheduler/hpo status    (HPO_HOME=$HPO_HOME)"
+echo "CLI: $bin/cli/hpo status    (HPO_HOME=$HPO_HOME)"
 if [[ "${HPO_DEMO_EXIT:-0}" == "1" ]]; then
   exit $status
 fi

@@ -38,12 +38,12 @@ done
 "$build/workers/hpo-worker" --slots "$slots" >"$home/worker.log" 2>&1 &
 pids="$pids $!"
 status=0
-"$build/scheduler/hpo" submit "$spec" --follow >"$home/follow.log" 2>&1 || status=$?
+"$build/cli/hpo" submit "$spec" --follow >"$home/follow.log" 2>&1 || status=$?
 end=$(date +%s.%N)
-id=$("$build/scheduler/hpo" --json status | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); s=d["sweeps"] if isinstance(d,dict) and "sweeps" in d else d; print(s[0]["id"])')
+id=$("$build/cli/hpo" --json status | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); s=d["sweeps"] if isinstance(d,dict) and "sweeps" in d else d; print(s[0]["id"])')
 [ "$status" -eq 0 ] || { echo "the sweep did not complete (exit $status):"; tail -5 "$home/follow.log"; tail -20 "$home/scheduler.log"; exit 1; }
-"$build/scheduler/hpo" --json trials "$id" --limit 1000 >"$home/trials.json"
-"$build/scheduler/hpo" --json trials "$id" --kind member --limit 1000 >"$home/members.json"
+"$build/cli/hpo" --json trials "$id" --limit 1000 >"$home/trials.json"
+"$build/cli/hpo" --json trials "$id" --kind member --limit 1000 >"$home/members.json"
 curl -sf "http://127.0.0.1:$port/api/sweeps/$id/ensemble" >"$home/ensemble.json"
 echo "sweep $id: wall clock end to end (submit to ensemble stored): $(echo "$end $start" | awk '{printf "%.0f s (%.1f min)", $1 - $2, ($1 - $2) / 60}')"
 /usr/bin/python3 "$here/ensemble_report.py" "$home/trials.json" "$home/members.json" "$home/ensemble.json"

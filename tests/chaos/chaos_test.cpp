@@ -556,7 +556,7 @@ TEST(Chaos, UnschedulableTrialsNeverBlockAnotherSweep) {
   EXPECT_NE(reason.find("w1"), std::string::npos) << reason;
   EXPECT_EQ(b["counts"]["queued"], 300);
   // The CLI says it too.
-  Process status({kBin + "/scheduler/hpo", "--server", pool.api_url(), "status", blocked}, {},
+  Process status({kBin + "/cli/hpo", "--server", pool.api_url(), "status", blocked}, {},
                  pool.ledger_path() + ".status.log");
   EXPECT_EQ(status.wait(30s), 0);
   EXPECT_NE(status.log().find("unschedulable: each trial needs 2 slots"), std::string::npos)
@@ -579,7 +579,7 @@ TEST(Chaos, ASubmitRetriedAfterALostReplyCreatesOneSweep) {
   pool.start_scheduler();
   std::ofstream(pool.ledger_path() + ".spec.json") << pool.spec(2, 2, 2, 50, 1).dump();
   pool.redis().pause();
-  Process submit({kBin + "/scheduler/hpo", "--server", pool.api_url(), "--token", pool.token(),
+  Process submit({kBin + "/cli/hpo", "--server", pool.api_url(), "--token", pool.token(),
                   "submit", pool.ledger_path() + ".spec.json"},
                  {}, pool.ledger_path() + ".submit.log");
   // The first try reaches the scheduler and waits on the frozen Redis.

@@ -349,7 +349,7 @@ TEST(EndToEnd, CliSubmitFollowStatusAndExitCodes) {
   c.start_worker("a", 2);
   std::string spec_path = c.home() + "/spec.json";
   std::ofstream(spec_path) << command_spec(6, 0).dump(2);
-  Process submit({kBin + "/scheduler/hpo", "submit", spec_path, "--follow"}, c.env(),
+  Process submit({kBin + "/cli/hpo", "submit", spec_path, "--follow"}, c.env(),
                  c.home() + "/cli.log");
   EXPECT_EQ(submit.wait(120s), 0) << submit.log() << c.logs();
   std::string out = submit.log();
@@ -358,18 +358,18 @@ TEST(EndToEnd, CliSubmitFollowStatusAndExitCodes) {
 
   std::string bad_path = c.home() + "/bad.json";
   std::ofstream(bad_path) << R"({"name": "x"})";
-  Process bad({kBin + "/scheduler/hpo", "submit", bad_path}, c.env(), c.home() + "/bad.log");
+  Process bad({kBin + "/cli/hpo", "submit", bad_path}, c.env(), c.home() + "/bad.log");
   EXPECT_EQ(bad.wait(30s), 2) << bad.log();
   EXPECT_NE(bad.log().find("objective"), std::string::npos) << bad.log();
 
-  Process missing({kBin + "/scheduler/hpo", "status", "nope"}, c.env(), c.home() + "/missing.log");
+  Process missing({kBin + "/cli/hpo", "status", "nope"}, c.env(), c.home() + "/missing.log");
   EXPECT_EQ(missing.wait(30s), 5) << missing.log();
 
   // hpo delete: the ended sweep goes, with its trials.
   Json list = c.get("/api/sweeps");
   ASSERT_EQ(list["sweeps"].size(), 1u);
   const std::string id = list["sweeps"][0]["id"].get<std::string>();
-  Process del({kBin + "/scheduler/hpo", "delete", id}, c.env(), c.home() + "/delete.log");
+  Process del({kBin + "/cli/hpo", "delete", id}, c.env(), c.home() + "/delete.log");
   EXPECT_EQ(del.wait(30s), 0) << del.log();
   EXPECT_NE(del.log().find("deleted " + id), std::string::npos) << del.log();
   EXPECT_TRUE(c.get("/api/sweeps/" + id).is_null());

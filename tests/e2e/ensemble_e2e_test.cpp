@@ -74,7 +74,7 @@ void check_export_and_predict(Cluster& c, const std::string& id, const std::stri
                               double ensemble_test) {
   const std::string bin = hpo::testing::kBinaryDir;
   const std::string dir = c.home() + "/exported";
-  Process exp({bin + "/scheduler/hpo", "export", "--sweep", id, dir}, c.env(),
+  Process exp({bin + "/cli/hpo", "export", "--sweep", id, dir}, c.env(),
               c.home() + "/export.log");
   ASSERT_EQ(exp.wait(60s), 0) << exp.log();
   for (const char* f : {"manifest.json", "ensemble.json", "spec.json"})
@@ -86,7 +86,7 @@ void check_export_and_predict(Cluster& c, const std::string& id, const std::stri
 
   // `hpo predict` = export to a temporary directory + hpo-predict (found in ../workers/).
   const std::string via_cli = c.home() + "/via_cli.csv";
-  Process cli({bin + "/scheduler/hpo", "predict", "--sweep", id, test, "--output", via_cli},
+  Process cli({bin + "/cli/hpo", "predict", "--sweep", id, test, "--output", via_cli},
               c.env(), c.home() + "/cli_predict.log");
   ASSERT_EQ(cli.wait(120s), 0) << cli.log();
 
