@@ -549,7 +549,16 @@ TEST(Chaos, UnschedulableTrialsNeverBlockAnotherSweep) {
   ASSERT_FALSE(normal.empty());
   ASSERT_TRUE(pool.wait_finished(normal, 120s)) << pool.logs();
   EXPECT_EQ(pool.sweep(normal)["counts"]["completed"], 4);
-  Json b = pool.sweep(blocked);
+  // The watch judges once a second, and the round robin does not wait for it
+  // (the normal sweep may finish first): wait for the verdict itself.
+  Json b;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        b = pool.sweep(blocked);
+        return !b.value("unschedulable", "").empty();
+      },
+      60s))
+      << b.dump() << pool.logs();
   EXPECT_EQ(b["state"], "running");
   const std::string reason = b.value("unschedulable", "");
   EXPECT_NE(reason.find("needs 2 slots"), std::string::npos) << b.dump();
@@ -579,8 +588,8 @@ TEST(Chaos, ASubmitRetriedAfterALostReplyCreatesOneSweep) {
   pool.start_scheduler();
   std::ofstream(pool.ledger_path() + ".spec.json") << pool.spec(2, 2, 2, 50, 1).dump();
   pool.redis().pause();
-  Process submit({kBin + "/cli/hpo", "--server", pool.api_url(), "--token", pool.token(),
-                  "submit", pool.ledger_path() + ".spec.json"},
+  Process submit({kBin + "/cli/hpo", "--server", pool.api_url(), "--token", pool.token(), "submit",
+                  pool.ledger_path() + ".spec.json"},
                  {}, pool.ledger_path() + ".submit.log");
   // The first try reaches the scheduler and waits on the frozen Redis.
   ASSERT_TRUE(wait_for([&] { return submit.log().find("retrying") != std::string::npos; }, 60s))
