@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/process.hpp"
+#include "tests/support/redis_server.hpp"
 #include "web/http_client.hpp"
 
 using namespace hpo;
@@ -106,10 +107,8 @@ int main(int argc, char** argv) {
                                                                 {"HPO_LOG_LEVEL", "warn"}};
   testing::Process scheduler({kBin + "/scheduler/hpo-scheduler", "--listen", "127.0.0.1:0"}, env,
                              home + "/scheduler.log");
-  const auto t_wait = Clock::now() + std::chrono::seconds(30);
-  while (!std::filesystem::exists(home + "/scheduler.json") && Clock::now() < t_wait)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (!std::filesystem::exists(home + "/scheduler.json")) {
+  if (!testing::wait_for([&] { return std::filesystem::exists(home + "/scheduler.json"); },
+                         std::chrono::seconds(30))) {
     std::fprintf(stderr, "scheduler did not start:\n%s\n",
                  read_file(home + "/scheduler.log").c_str());
     return 1;
@@ -129,15 +128,15 @@ int main(int argc, char** argv) {
   if (!created.ok() || created->status != 201) return 1;
   const std::string sweep = Json::parse(created->body)["id"].get<std::string>();
   std::string trial;
-  for (auto deadline = Clock::now() + std::chrono::seconds(30);
-       trial.empty() && Clock::now() < deadline;) {
-    auto page = admin.get("/api/sweeps/" + sweep + "/trials?limit=1");
-    if (page.ok() && page->status == 200) {
-      auto j = Json::parse(page->body);
-      if (!j["trials"].empty()) trial = j["trials"][0]["id"].get<std::string>();
-    }
-    if (trial.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  testing::wait_for(
+      [&] {
+        auto page = admin.get("/api/sweeps/" + sweep + "/trials?limit=1");
+        if (!page.ok() || page->status != 200) return false;
+        auto j = Json::parse(page->body);
+        if (!j["trials"].empty()) trial = j["trials"][0]["id"].get<std::string>();
+        return !trial.empty();
+      },
+      std::chrono::seconds(30));
   if (trial.empty()) return 1;
   const std::vector<std::string> targets = {"/api/sweeps?limit=20", "/api/sweeps/" + sweep,
                                             "/api/sweeps/" + sweep + "/trials?limit=50",
@@ -224,7 +223,7 @@ int main(int argc, char** argv) {
   int fds_max = 0;
   const auto t_start = Clock::now();
   for (int s = 0; s < seconds; ++s) {
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+    testing::let_time_pass(std::chrono::seconds(1));  // the load's length: sampled each second
     rss_max = std::max(rss_max, rss_kb(scheduler.pid()));
     fds_max = std::max(fds_max, open_fds(scheduler.pid()));
   }
