@@ -411,6 +411,18 @@ TEST(HttpServer, AClientDrippingOneByteAtATimeIsDroppedWhileOthersAreServed) {
   EXPECT_TRUE(wait_for([&] { return server.connection_count() == 0; }, 5s));
 }
 
+// Answers with the path; "/block" counts itself in `blocked` and waits for
+// `gate` first (requests that hold their handler thread).
+Handler blocking_echo(Gate& gate, std::atomic<int>& blocked) {
+  return [&gate, &blocked](const Request& r) {
+    if (r.path == "/block") {
+      ++blocked;
+      gate.wait();
+    }
+    return Response::text(200, r.path);
+  };
+}
+
 // The handler queue is bounded: with every place taken by requests that are
 // still running, the next request gets 503 with Retry-After at once, and is
 // served again once they finish.
@@ -420,13 +432,7 @@ TEST(HttpServer, RequestsPastTheHandlerQueueGet503WithRetryAfter) {
   o.max_queued_requests = 2;
   Gate gate;
   std::atomic<int> blocked{0};
-  HttpServer server(o, [&](const Request& r) {
-    if (r.path == "/block") {
-      ++blocked;
-      gate.wait();
-    }
-    return Response::text(200, r.path);
-  });
+  HttpServer server(o, blocking_echo(gate, blocked));
   ASSERT_TRUE(server.start().ok());
   auto get = [&](std::string path) {
     return std::async(std::launch::async, [&server, path] {
@@ -461,13 +467,7 @@ TEST(HttpServer, HealthProbesAreAnsweredWhileTheHandlerQueueIsFull) {
   o.max_queued_requests = 1;
   Gate gate;
   std::atomic<int> blocked{0};
-  HttpServer server(o, [&](const Request& r) {
-    if (r.path == "/block") {
-      ++blocked;
-      gate.wait();
-    }
-    return Response::text(200, r.path);
-  });
+  HttpServer server(o, blocking_echo(gate, blocked));
   ASSERT_TRUE(server.start().ok());
   auto held = std::async(std::launch::async, [&] {
     HttpClient c("127.0.0.1", server.port(), 10s);
