@@ -191,18 +191,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool probe =
         req.method == "GET" && std::find(st_->opts.probe_paths.begin(), st_->opts.probe_paths.end(),
                                          req.path) != st_->opts.probe_paths.end();
-    if (probe) {
-      std::uint64_t seq = next_seq_++;
-      pending_.push_back({keep_alive, version, std::nullopt});
-      net::post(st_->probe_pool, [self = shared_from_this(), seq, req = std::move(req)]() mutable {
-        Response res = self->st_->run_handler(req);
-        net::post(self->stream_.get_executor(), [self, seq, res = std::move(res)]() mutable {
-          self->on_response(seq, std::move(res));
-        });
-      });
-      do_read();
-      return;
-    }
+    if (probe) return dispatch(st_->probe_pool, std::move(req), keep_alive, version, false);
     // A bounded handler queue: when the handlers are that far behind (a slow
     // store, a flood), answering 503 now is better than an unbounded backlog
     // whose answers come too late for anyone.
@@ -214,11 +203,19 @@ class Session : public std::enable_shared_from_this<Session> {
       queue_ready(std::move(busy));
       return;
     }
+    dispatch(st_->pool, std::move(req), keep_alive, version, /*counted=*/true);
+  }
+
+  // Runs the handler on `pool`; its response goes back to this connection's
+  // strand in request order. `counted`: the request holds a place in the
+  // bounded handler queue (in_handlers) until its handler returns.
+  void dispatch(net::thread_pool& pool, Request req, bool keep_alive, unsigned version,
+                bool counted) {
     std::uint64_t seq = next_seq_++;
     pending_.push_back({keep_alive, version, std::nullopt});
-    net::post(st_->pool, [self = shared_from_this(), seq, req = std::move(req)]() mutable {
+    net::post(pool, [self = shared_from_this(), seq, req = std::move(req), counted]() mutable {
       Response res = self->st_->run_handler(req);
-      self->st_->in_handlers.fetch_sub(1);
+      if (counted) self->st_->in_handlers.fetch_sub(1);
       net::post(self->stream_.get_executor(), [self, seq, res = std::move(res)]() mutable {
         self->on_response(seq, std::move(res));
       });
