@@ -1,12 +1,18 @@
-// Manifest codec. Reading checks every known field's type and reports the first
-// problem with its JSON path; unknown keys are skipped (forward compatibility).
+// Manifest codec. Reading goes through the field reader (trials/json_fields.hpp): it
+// checks every known field's type and reports the first problem with its JSON path;
+// unknown keys are skipped (forward compatibility).
 // Parameters and bagging specs reuse their own codecs (trials/spec.hpp,
 // bagging_json.hpp) so there is one JSON form for each.
 #include "ensemble/manifest.hpp"
 
+#include <limits>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "ensemble/bagging_json.hpp"
+#include "trials/json_fields.hpp"
+#include "trials/json_limits.hpp"
 #include "trials/spec.hpp"
 
 namespace hpo::ensemble {
@@ -28,121 +34,78 @@ json summary_to_json(const MetricSummary& m) {
   return {{"validation", scores_to_json(m.validation)}, {"test", scores_to_json(m.test)}};
 }
 
-// Reads typed fields of one JSON object; the first problem is kept with its path.
-class Reader {
- public:
-  explicit Reader(std::optional<Error>& error) : error_(error) {}
+// The manifest's grammar: null is an absent key, 2.0 is not an integer.
+constexpr trials::FieldRules kRules{.floats_as_integers = false};
+constexpr std::int64_t kMaxInt = std::numeric_limits<std::int64_t>::max();
 
-  bool fail(const std::string& path, const std::string& message) {
-    if (!error_) error_ = Error::invalid(path, message);
-    return false;
-  }
-  bool ok() const { return !error_; }
+// A reader of `obj`, the object at `key` in `r`'s; when that is absent or not an object
+// (nullptr, already reported), an empty one, so every field keeps its default.
+trials::FieldReader child(trials::FieldReader& r, const json* obj, const char* key,
+                          std::vector<FieldError>& errors) {
+  static const json kEmpty = json::object();
+  return trials::FieldReader(obj ? *obj : kEmpty, r.at(key), errors, kRules);
+}
 
-  // The member `key` of `obj`, or nullptr when absent (an error if `required`).
-  const json* find(const json& obj, const char* key, const std::string& path, bool required) {
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) {
-      if (required) fail(path + "." + key, "required");
-      return nullptr;
-    }
-    return &*it;
-  }
+Scores read_scores(trials::FieldReader& parent, const char* key, std::vector<FieldError>& errors) {
+  const json* obj = parent.object(key);
+  auto r = child(parent, obj, key, errors);
+  Scores s;
+  s.accuracy = r.number("accuracy");
+  s.log_loss = r.number("log_loss");
+  s.mse = r.number("mse");
+  s.rmse = r.number("rmse");
+  return s;
+}
 
-  void string(const json& obj, const char* key, const std::string& path, std::string& out,
-              bool required = false) {
-    if (const json* v = find(obj, key, path, required))
-      v->is_string() ? void(out = v->get<std::string>())
-                     : void(fail(path + "." + key, "expected a string"));
-  }
+// {"validation": scores, "test": scores} in the object `r` reads.
+MetricSummary read_summary(trials::FieldReader& r, std::vector<FieldError>& errors) {
+  MetricSummary m;
+  m.validation = read_scores(r, "validation", errors);
+  m.test = read_scores(r, "test", errors);
+  return m;
+}
 
-  void integer(const json& obj, const char* key, const std::string& path, std::int64_t& out,
-               bool required = false) {
-    if (const json* v = find(obj, key, path, required))
-      v->is_number_integer() && v->get<std::int64_t>() >= 0
-          ? void(out = v->get<std::int64_t>())
-          : void(fail(path + "." + key, "expected an integer >= 0"));
-  }
-
-  void number(const json& obj, const char* key, const std::string& path,
-              std::optional<double>& out) {
-    if (const json* v = find(obj, key, path, false))
-      v->is_number() ? void(out = v->get<double>())
-                     : void(fail(path + "." + key, "expected a number"));
-  }
-
-  const json* object(const json& obj, const char* key, const std::string& path,
-                     bool required = false) {
-    const json* v = find(obj, key, path, required);
-    if (v && !v->is_object()) {
-      fail(path + "." + key, "expected an object");
-      return nullptr;
-    }
-    return v;
-  }
-
-  Scores scores(const json* obj, const std::string& path) {
-    Scores s;
-    if (!obj) return s;
-    number(*obj, "accuracy", path, s.accuracy);
-    number(*obj, "log_loss", path, s.log_loss);
-    number(*obj, "mse", path, s.mse);
-    number(*obj, "rmse", path, s.rmse);
-    return s;
-  }
-
-  MetricSummary summary(const json* obj, const std::string& path) {
-    MetricSummary m;
-    if (!obj) return m;
-    m.validation = scores(object(*obj, "validation", path), path + ".validation");
-    m.test = scores(object(*obj, "test", path), path + ".test");
-    return m;
-  }
-
- private:
-  std::optional<Error>& error_;
-};
-
-void read_member(Reader& r, const json& j, const std::string& path, ManifestMember& m,
-                 std::optional<Error>& error) {
-  if (!j.is_object()) {
-    r.fail(path, "expected an object");
-    return;
-  }
-  r.string(j, "trial_id", path, m.trial_id, true);
-  r.string(j, "kind", path, m.kind);
-  if (m.kind != "member" && m.kind != "trial") r.fail(path + ".kind", "expected member or trial");
-  if (const json* p = r.object(j, "params", path)) {
+void read_member(const json& j, const std::string& path, ManifestMember& m,
+                 std::vector<FieldError>& errors) {
+  trials::FieldReader r(j, path, errors, kRules);
+  if (!j.is_object()) return r.expected(path, "an object", j);
+  if (auto id = r.string("trial_id", true)) m.trial_id = *id;
+  if (auto kind = r.one_of("kind", {"member", "trial"})) m.kind = *kind;
+  if (const json* p = r.object("params")) {
     auto params = trials::params_from_json(p->dump());
     if (params.ok())
       m.params = std::move(params).value();
     else
-      r.fail(path + ".params" + params.error().fields.at(0).path.substr(6),
-             params.error().fields.at(0).message);
+      r.error(r.at("params") + params.error().fields.at(0).path.substr(6),
+              params.error().fields.at(0).message);
   }
-  if (const json* b = r.object(j, "bagging", path)) {
+  if (const json* b = r.object("bagging")) {
     auto spec = member_spec_from_json(b->dump());
     if (spec.ok())
       m.bagging = *spec;
     else
-      r.fail(path + ".bagging" + spec.error().fields.at(0).path.substr(5),
-             spec.error().fields.at(0).message);
+      r.error(r.at("bagging") + spec.error().fields.at(0).path.substr(5),
+              spec.error().fields.at(0).message);
   }
-  if (const json* f = r.find(j, "features", path, false)) {
+  if (const json* f = r.get("features")) {
     bool good = f->is_array();
     for (std::size_t i = 0; good && i < f->size(); ++i) {
-      good = (*f)[i].is_number_integer() && (*f)[i].get<std::int64_t>() >= 0;
-      if (good) m.features.push_back((*f)[i].get<std::int64_t>());
+      auto index = trials::json_int64((*f)[i]);
+      good = (*f)[i].is_number_integer() && index && *index >= 0;
+      if (good) m.features.push_back(*index);
     }
-    if (!good) r.fail(path + ".features", "expected an array of feature indices >= 0");
+    if (!good) r.expected(r.at("features"), "an array of feature indices >= 0", *f);
   }
-  std::optional<double> weight;
-  r.number(j, "weight", path, weight);
-  if (!weight && !error) r.fail(path + ".weight", "required");
-  if (weight && !(*weight >= 0)) r.fail(path + ".weight", "expected a number >= 0");
-  m.weight = weight.value_or(0);
-  r.string(j, "artifact", path, m.artifact);
-  m.metrics = r.summary(r.object(j, "metrics", path), path + ".metrics");
+  if (auto weight = r.number("weight", true)) {
+    if (*weight >= 0)
+      m.weight = *weight;
+    else
+      r.error(r.at("weight"), fmt::format("must be >= 0, got {}", *weight));
+  }
+  if (auto artifact = r.string("artifact")) m.artifact = *artifact;
+  const json* metrics = r.object("metrics");
+  auto rm = child(r, metrics, "metrics", errors);
+  m.metrics = read_summary(rm, errors);
 }
 
 }  // namespace
@@ -182,50 +145,44 @@ Result<EnsembleManifest> manifest_from_json(std::string_view json_text) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
     return Error::invalid("manifest", "expected a JSON object");
-  std::optional<Error> error;
-  Reader r(error);
+  // Every field is read, each problem recorded; the caller gets the first.
+  std::vector<FieldError> errors;
+  trials::FieldReader r(j, "manifest", errors, kRules);
   EnsembleManifest m;
-  const std::string root = "manifest";
-  std::int64_t version = 0;
-  r.integer(j, "version", root, version, true);
-  if (r.ok() && version != kManifestVersion)
+  auto version = r.integer("version", 0, kMaxInt, true);
+  if (version && *version != kManifestVersion)
     return Error::invalid("manifest.version", "expected " + std::to_string(kManifestVersion) +
-                                                  ", got " + std::to_string(version));
-  r.string(j, "sweep_id", root, m.sweep_id);
-  std::string task = "classification";
-  r.string(j, "task", root, task);
-  if (task == "regression")
-    m.task = Targets::Task::kRegression;
-  else if (task != "classification")
-    r.fail("manifest.task", "expected classification or regression");
-  r.integer(j, "n_features", root, m.n_features, true);
-  r.integer(j, "n_outputs", root, m.n_outputs, true);
-  std::string combine;
-  r.string(j, "combine", root, combine, true);
-  if (auto c = trials::parse_combine(combine))
-    m.combine = *c;
-  else if (r.ok())
-    r.fail("manifest.combine", "unknown rule \"" + combine + "\"");
-  const json* members = r.find(j, "members", root, true);
-  if (members && (!members->is_array() || members->empty()))
-    r.fail("manifest.members", "expected a non-empty array");
+                                                  ", got " + std::to_string(*version));
+  if (auto id = r.string("sweep_id")) m.sweep_id = *id;
+  if (auto task = r.one_of("task", {"classification", "regression"}))
+    m.task = *task == "regression" ? Targets::Task::kRegression : Targets::Task::kClassification;
+  if (auto n = r.integer("n_features", 0, kMaxInt, true)) m.n_features = *n;
+  if (auto n = r.integer("n_outputs", 0, kMaxInt, true)) m.n_outputs = *n;
+  if (auto c = r.one_of("combine", trials::combine_names(), true))
+    m.combine = *trials::parse_combine(*c);
+  const json* members = r.array("members", true);
+  if (members && members->empty())
+    r.error(r.at("members"), "must not be empty");
   else if (members)
     for (std::size_t i = 0; i < members->size() && r.ok(); ++i)
-      read_member(r, (*members)[i], "manifest.members[" + std::to_string(i) + "]",
-                  m.members.emplace_back(), error);
-  m.ensemble_metrics = r.summary(r.object(j, "ensemble", root), "manifest.ensemble");
-  if (const json* best = r.object(j, "best_single", root)) {
-    r.string(*best, "trial_id", "manifest.best_single", m.best_single_trial_id);
-    m.best_single_metrics = r.summary(best, "manifest.best_single");
+      read_member((*members)[i], trials::FieldReader::item(r.at("members"), i),
+                  m.members.emplace_back(), errors);
+  auto re = child(r, r.object("ensemble"), "ensemble", errors);
+  m.ensemble_metrics = read_summary(re, errors);
+  if (const json* best = r.object("best_single")) {
+    auto rb = child(r, best, "best_single", errors);
+    if (auto id = rb.string("trial_id")) m.best_single_trial_id = *id;
+    m.best_single_metrics = read_summary(rb, errors);
   }
-  if (const json* oob = r.object(j, "oob", root)) {
+  if (const json* oob = r.object("oob")) {
+    auto ro = child(r, oob, "oob", errors);
     OobSummary o;
-    r.integer(*oob, "rows_total", "manifest.oob", o.rows_total);
-    r.integer(*oob, "rows_covered", "manifest.oob", o.rows_covered);
-    o.scores = r.scores(r.object(*oob, "scores", "manifest.oob"), "manifest.oob.scores");
+    if (auto n = ro.integer("rows_total", 0, kMaxInt)) o.rows_total = *n;
+    if (auto n = ro.integer("rows_covered", 0, kMaxInt)) o.rows_covered = *n;
+    o.scores = read_scores(ro, "scores", errors);
     m.oob = o;
   }
-  if (error) return *error;
+  if (!errors.empty()) return Error::invalid(errors.front().path, errors.front().message);
   return m;
 }
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,7 @@ struct EnsembleRecipe {
 
 const char* to_string(EnsembleRecipe::Combine c);  // "hard_vote", "soft_vote", ...
 std::optional<EnsembleRecipe::Combine> parse_combine(std::string_view s);
+std::span<const char* const> combine_names();  // every rule's name, in the enum's order
 
 // Parses the `ensemble` object `j`; appends one FieldError per problem (paths prefixed by `path`,
 // e.g. "ensemble.members"). Unknown keys, wrong types and out-of-range values are errors; `out`

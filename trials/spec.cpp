@@ -2,22 +2,22 @@
 //
 // The spec is read with nlohmann::ordered_json so that the user's parameter
 // order survives (grid order and the order of conditional parameters depend
-// on it). Every object is read through a FieldReader that knows its JSON path,
-// records each key it consumed and, at the end, reports the keys nobody asked
-// for ("unknown key"). Errors are collected, never thrown: the caller gets all
-// of them in one Error with one FieldError per problem.
+// on it). Every object is read through a field reader (json_fields.hpp) that
+// knows its JSON path, records each key it consumed and, at the end, reports the
+// keys nobody asked for ("unknown key"). Errors are collected, never thrown: the
+// caller gets all of them in one Error with one FieldError per problem.
 #include "trials/spec.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <regex>
-#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "search/test_functions.hpp"
+#include "trials/json_fields.hpp"
 #include "trials/json_limits.hpp"
 
 namespace hpo::trials {
@@ -30,160 +30,7 @@ constexpr std::int64_t kMaxTrials = 1'000'000;
 constexpr std::int64_t kMaxConcurrent = 10'000;
 constexpr std::size_t kMaxNameLength = 200;
 
-std::string describe(const Json& v) {
-  std::string s = v.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
-}
-
-std::string type_name(const Json& v) {
-  if (v.is_null()) return "null";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
-  if (v.is_number()) return "a number";
-  if (v.is_string()) return "a string";
-  if (v.is_array()) return "an array";
-  return "an object";
-}
-
-// Reads one JSON object at a known path; collects errors; flags unknown keys.
-class FieldReader {
- public:
-  FieldReader(const Json& j, std::string path, std::vector<FieldError>& errors)
-      : j_(j), path_(std::move(path)), errors_(errors) {}
-
-  std::string at(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
-  const std::string& path() const { return path_; }
-  void error(const std::string& path, std::string message) {
-    errors_.push_back({path, std::move(message)});
-  }
-
-  const Json* get(const std::string& key, bool required = false) {
-    seen_.insert(key);
-    auto it = j_.find(key);
-    if (it == j_.end() || it->is_null()) {
-      if (required) error(at(key), "is required");
-      return nullptr;
-    }
-    return &*it;
-  }
-
-  std::optional<std::string> string(const std::string& key, bool required = false) {
-    const Json* v = get(key, required);
-    if (!v) return std::nullopt;
-    if (!v->is_string()) {
-      error(at(key), fmt::format("expected a string, got {} {}", type_name(*v), describe(*v)));
-      return std::nullopt;
-    }
-    return v->get<std::string>();
-  }
-
-  std::optional<std::string> one_of(const std::string& key,
-                                    std::initializer_list<const char*> allowed,
-                                    bool required = false) {
-    auto s = string(key, required);
-    if (!s) return std::nullopt;
-    for (const char* a : allowed)
-      if (*s == a) return s;
-    std::string list;
-    for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-    error(at(key), fmt::format("\"{}\" is not one of: {}", *s, list));
-    return std::nullopt;
-  }
-
-  std::optional<double> number(const std::string& key, bool required = false) {
-    const Json* v = get(key, required);
-    if (!v) return std::nullopt;
-    return as_number(*v, at(key));
-  }
-
-  std::optional<double> as_number(const Json& v, const std::string& path) {
-    if (!v.is_number()) {
-      error(path, fmt::format("expected a number, got {} {}", type_name(v), describe(v)));
-      return std::nullopt;
-    }
-    double d = v.get<double>();
-    if (!std::isfinite(d)) {
-      error(path, "must be a finite number");
-      return std::nullopt;
-    }
-    return d;
-  }
-
-  // A number within [lo, hi].
-  std::optional<double> number_in(const std::string& key, double lo, double hi, double fallback,
-                                  bool required = false) {
-    auto d = number(key, required);
-    if (!d) return fallback;
-    if (*d < lo || *d > hi) {
-      error(at(key), fmt::format("{} is out of range: expected {} to {}", *d, lo, hi));
-      return fallback;
-    }
-    return d;
-  }
-
-  std::optional<std::int64_t> integer(const std::string& key, std::int64_t lo, std::int64_t hi,
-                                      bool required = false) {
-    const Json* v = get(key, required);
-    if (!v) return std::nullopt;
-    if (!is_integral(*v)) {
-      error(at(key), fmt::format("expected an integer, got {} {}", type_name(*v), describe(*v)));
-      return std::nullopt;
-    }
-    auto as_int = json_int64(*v);
-    if (!as_int || *as_int < lo || *as_int > hi) {
-      error(at(key), fmt::format("{} is out of range: expected {} to {}", describe(*v), lo, hi));
-      return std::nullopt;
-    }
-    return *as_int;
-  }
-
-  std::optional<bool> boolean(const std::string& key) {
-    const Json* v = get(key);
-    if (!v) return std::nullopt;
-    if (!v->is_boolean()) {
-      error(at(key), fmt::format("expected true or false, got {} {}", type_name(*v), describe(*v)));
-      return std::nullopt;
-    }
-    return v->get<bool>();
-  }
-
-  // An object child; nullptr (and an error) if present but not an object.
-  const Json* object(const std::string& key, bool required = false) {
-    const Json* v = get(key, required);
-    if (!v) return nullptr;
-    if (!v->is_object()) {
-      error(at(key), fmt::format("expected an object, got {} {}", type_name(*v), describe(*v)));
-      return nullptr;
-    }
-    return v;
-  }
-
-  void mark_seen(const std::string& key) { seen_.insert(key); }
-
-  // Reports every key that no getter asked for.
-  void finish(const char* allowed_hint = nullptr) {
-    for (auto it = j_.begin(); it != j_.end(); ++it) {
-      if (seen_.count(it.key())) continue;
-      error(at(it.key()), allowed_hint
-                              ? fmt::format("unknown key (expected one of: {})", allowed_hint)
-                              : std::string("unknown key"));
-    }
-  }
-
-  static bool is_integral(const Json& v) {
-    if (v.is_number_integer() || v.is_number_unsigned()) return true;
-    if (!v.is_number_float()) return false;
-    double d = v.get<double>();
-    return std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15;
-  }
-
- private:
-  const Json& j_;
-  std::string path_;
-  std::vector<FieldError>& errors_;
-  std::set<std::string> seen_;
-};
+using Reader = OrderedFieldReader;
 
 std::optional<search::Value> scalar_value(const Json& v) {
   if (v.is_boolean()) return search::Value(v.get<bool>());
@@ -237,12 +84,11 @@ void parse_parameter(const std::string& name, const Json& j, const std::string& 
     errors.push_back({path,
                       "parameter names are 1-64 characters of letters, digits, '_', '.', "
                       "'-', starting with a letter or '_'"});
+  Reader r(j, path, errors);
   if (!j.is_object()) {
-    errors.push_back(
-        {path, fmt::format("expected an object, got {} {}", type_name(j), describe(j))});
+    r.expected(path, "an object", j);
     return;
   }
-  FieldReader r(j, path, errors);
   auto type = r.one_of("type", {"float", "int", "categorical"}, true);
   if (!type) {
     r.mark_seen("min"), r.mark_seen("max"), r.mark_seen("log"), r.mark_seen("step");
@@ -251,22 +97,19 @@ void parse_parameter(const std::string& name, const Json& j, const std::string& 
   }
   if (*type == "categorical") {
     out.type = search::ParamType::kCategorical;
-    const Json* values = r.get("values", true);
-    if (values && (!values->is_array() || values->empty())) {
-      r.error(r.at("values"),
-              values->is_array() ? "must not be empty" : "expected a non-empty array of values");
+    const Json* values = r.array("values", true);
+    if (values && values->empty()) {
+      r.error(r.at("values"), "must not be empty");
     } else if (values) {
       for (std::size_t i = 0; i < values->size(); ++i) {
         auto v = scalar_value((*values)[i]);
-        std::string vp = fmt::format("{}[{}]", r.at("values"), i);
+        std::string vp = Reader::item(r.at("values"), i);
         if (!v) {
-          r.error(vp, fmt::format(
-                          "expected a string, boolean or number (integers within int64), got {}",
-                          type_name((*values)[i])));
+          r.expected(vp, "a string, boolean or number (integers within int64)", (*values)[i]);
           continue;
         }
         if (std::find(out.choices.begin(), out.choices.end(), *v) != out.choices.end()) {
-          r.error(vp, fmt::format("duplicate value {}", describe((*values)[i])));
+          r.error(vp, fmt::format("duplicate value {}", Reader::describe((*values)[i])));
           continue;
         }
         out.choices.push_back(*v);
@@ -278,9 +121,8 @@ void parse_parameter(const std::string& name, const Json& j, const std::string& 
     auto read_bound = [&](const char* key) -> std::optional<double> {
       const Json* v = r.get(key, true);
       if (!v) return std::nullopt;
-      if (is_int && !FieldReader::is_integral(*v)) {
-        r.error(r.at(key),
-                fmt::format("expected an integer, got {} {}", type_name(*v), describe(*v)));
+      if (is_int && !r.is_integer(*v)) {
+        r.expected(r.at(key), "an integer", *v);
         return std::nullopt;
       }
       return r.as_number(*v, r.at(key));
@@ -289,8 +131,8 @@ void parse_parameter(const std::string& name, const Json& j, const std::string& 
     auto hi = read_bound("max");
     out.log = r.boolean("log").value_or(false);
     if (const Json* step = r.get("step")) {
-      if (is_int && !FieldReader::is_integral(*step))
-        r.error(r.at("step"), fmt::format("expected an integer, got {}", describe(*step)));
+      if (is_int && !r.is_integer(*step))
+        r.expected(r.at("step"), "an integer", *step);
       else if (auto s = r.as_number(*step, r.at("step"))) {
         if (*s <= 0)
           r.error(r.at("step"), fmt::format("must be > 0, got {}", *s));
@@ -339,12 +181,13 @@ void parse_parameter(const std::string& name, const Json& j, const std::string& 
         if (auto sv = scalar_value(v))
           cond.values.push_back(*sv);
         else
-          r.error(wp + "." + cond.parent, fmt::format("{} is not a parameter value", describe(v)));
+          r.error(wp + "." + cond.parent,
+                  fmt::format("{} is not a parameter value", Reader::describe(v)));
       }
       out.when = std::move(cond);
     }
   }
-  r.finish("type, min, max, log, step, values, when");
+  r.unknown_keys("type, min, max, log, step, values, when");
 }
 
 // Orders parameters so that parents come before children (stable: the user's
@@ -429,24 +272,24 @@ void check_placeholders(const std::string& arg, const std::string& path,
 void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& out,
                  std::vector<FieldError>& errors) {
   if (!j) return;
-  FieldReader r(*j, "trial", errors);
+  Reader r(*j, "trial", errors);
   auto kind = r.one_of("kind", {"command", "synthetic", "torch"}, true);
-  if (auto t = r.number_in("timeout_s", 0, 30 * 24 * 3600.0, kDefaultTimeoutS)) out.timeout_s = *t;
+  if (auto t = r.number_in("timeout_s", 0, 30 * 24 * 3600.0)) out.timeout_s = *t;
   if (auto a = r.integer("max_attempts", 1, 100)) out.max_attempts = static_cast<int>(*a);
   if (const Json* res = r.object("resources")) {
-    FieldReader rr(*res, "trial.resources", errors);
+    Reader rr(*res, "trial.resources", errors);
     if (auto g = rr.integer("gpus", 0, 64)) out.gpus = static_cast<int>(*g);
-    if (auto m = rr.number_in("memory_gb", 0.0625, 65536, 0)) out.memory_gb = *m;
-    rr.finish("gpus, memory_gb");
+    if (auto m = rr.number_in("memory_gb", 0.0625, 65536)) out.memory_gb = *m;
+    rr.unknown_keys("gpus, memory_gb");
   }
   if (const Json* dp = r.object("data_parallel")) {
-    FieldReader rd(*dp, "trial.data_parallel", errors);
+    Reader rd(*dp, "trial.data_parallel", errors);
     if (auto k = rd.integer("replicas", 1, 64)) out.data_parallel.replicas = static_cast<int>(*k);
     if (auto m = rd.one_of("mode", {"allreduce", "average"}))
       out.data_parallel.average = *m == "average";
     if (auto h = rd.integer("average_every", 1, 1'000'000))
       out.data_parallel.average_every = static_cast<int>(*h);
-    rd.finish("replicas, mode, average_every");
+    rd.unknown_keys("replicas, mode, average_every");
   }
   if (!kind) {
     for (auto it = j->begin(); it != j->end(); ++it) r.mark_seen(it.key());
@@ -454,15 +297,14 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
   }
   if (*kind == "command") {
     out.kind = TrialKind::kCommand;
-    const Json* argv = r.get("argv", true);
-    if (argv && (!argv->is_array() || argv->empty())) {
-      r.error("trial.argv", "expected a non-empty array of strings");
+    const Json* argv = r.array("argv", true);
+    if (argv && argv->empty()) {
+      r.error("trial.argv", "must not be empty");
     } else if (argv) {
       for (std::size_t i = 0; i < argv->size(); ++i) {
-        std::string p = fmt::format("trial.argv[{}]", i);
+        std::string p = Reader::item("trial.argv", i);
         if (!(*argv)[i].is_string()) {
-          r.error(p, fmt::format("expected a string, got {} {}", type_name((*argv)[i]),
-                                 describe((*argv)[i])));
+          r.expected(p, "a string", (*argv)[i]);
           continue;
         }
         out.command.argv.push_back((*argv)[i].get<std::string>());
@@ -474,7 +316,7 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
     if (const Json* env = r.object("env")) {
       for (auto it = env->begin(); it != env->end(); ++it) {
         if (!it.value().is_string()) {
-          r.error("trial.env." + it.key(), "expected a string");
+          r.expected("trial.env." + it.key(), "a string", it.value());
           continue;
         }
         if (it.key().empty() || it.key().find('=') != std::string::npos)
@@ -483,7 +325,7 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
       }
     }
     if (auto cwd = r.string("cwd")) out.command.cwd = *cwd;
-    r.finish("kind, argv, env, cwd, timeout_s, max_attempts, resources, data_parallel");
+    r.unknown_keys("kind, argv, env, cwd, timeout_s, max_attempts, resources, data_parallel");
   } else if (*kind == "synthetic") {
     out.kind = TrialKind::kSynthetic;
     auto fn = r.one_of("function", {"noop", "branin", "hartmann6", "rosenbrock", "ackley"}, true);
@@ -500,10 +342,10 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
                               *fn, dims, x));
       }
     }
-    out.synthetic.sleep_s = *r.number_in("sleep_s", 0, 24 * 3600.0, 0);
-    out.synthetic.noise = *r.number_in("noise", 0, 1e12, 0);
+    out.synthetic.sleep_s = r.number_in("sleep_s", 0, 24 * 3600.0).value_or(0);
+    out.synthetic.noise = r.number_in("noise", 0, 1e12).value_or(0);
     if (auto s = r.integer("steps", 0, 100'000)) out.synthetic.steps = *s;
-    r.finish(
+    r.unknown_keys(
         "kind, function, sleep_s, noise, steps, timeout_s, max_attempts, resources, "
         "data_parallel");
   } else {
@@ -513,14 +355,14 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
     for (const auto& k : consumed) r.mark_seen(k);
     for (const auto& ref : torch_recipe_param_refs(out.torch))
       if (!space.find(ref)) r.error("trial", fmt::format("\"{{{}}}\" names no parameter", ref));
-    r.finish();
+    r.unknown_keys();
   }
 }
 
 void parse_search(const Json* j, const search::SearchSpace& space, SearchConfig& out,
                   std::vector<FieldError>& errors) {
   if (!j) return;
-  FieldReader r(*j, "search", errors);
+  Reader r(*j, "search", errors);
   auto algo = r.one_of("algorithm", {"grid", "random", "sobol", "bayesian", "tpe"});
   using search::Algorithm;
   if (algo) {
@@ -536,7 +378,7 @@ void parse_search(const Json* j, const search::SearchSpace& space, SearchConfig&
   if (auto s = r.integer("seed", 0, std::int64_t{1} << 53))
     out.sampler.seed = static_cast<std::uint64_t>(*s);
   if (auto n = r.integer("n_initial", 0, 100'000)) out.sampler.n_initial = static_cast<int>(*n);
-  r.finish("algorithm, max_trials, max_concurrent, seed, n_initial");
+  r.unknown_keys("algorithm, max_trials, max_concurrent, seed, n_initial");
   if (out.sampler.algorithm == Algorithm::kGrid) {
     for (const auto& p : space.params)
       if (p.type == search::ParamType::kFloat && !p.step)
@@ -549,14 +391,14 @@ void parse_search(const Json* j, const search::SearchSpace& space, SearchConfig&
 void parse_early_stopping(const Json* j, std::optional<search::PrunerConfig>& out,
                           std::vector<FieldError>& errors) {
   if (!j) return;
-  FieldReader r(*j, "early_stopping", errors);
+  Reader r(*j, "early_stopping", errors);
   auto type = r.one_of("type", {"median", "asha"}, true);
   search::PrunerConfig c;
   if (type && *type == "median") {
     c.type = search::PrunerType::kMedian;
     if (auto w = r.integer("warmup_steps", 0, 1'000'000)) c.warmup_steps = *w;
     if (auto m = r.integer("min_trials", 1, 1'000'000)) c.min_trials = *m;
-    r.finish("type, warmup_steps, min_trials");
+    r.unknown_keys("type, warmup_steps, min_trials");
   } else if (type) {
     c.type = search::PrunerType::kAsha;
     if (auto g = r.integer("grace_period", 1, 1'000'000)) c.grace_period = *g;
@@ -567,7 +409,7 @@ void parse_early_stopping(const Json* j, std::optional<search::PrunerConfig>& ou
         c.reduction_factor = *f;
     }
     if (auto m = r.integer("max_steps", 0, 1'000'000'000)) c.max_steps = *m;
-    r.finish("type, grace_period, reduction_factor, max_steps");
+    r.unknown_keys("type, grace_period, reduction_factor, max_steps");
   } else {
     return;
   }
@@ -593,7 +435,7 @@ Result<SweepSpec> parse_spec(std::string_view json_text) {
   SweepSpec spec;
   spec.source = std::string(json_text);
   std::vector<FieldError> errors;
-  FieldReader r(root, "", errors);
+  Reader r(root, "", errors);
 
   if (auto name = r.string("name", true)) {
     spec.name = *name;
@@ -602,13 +444,13 @@ Result<SweepSpec> parse_spec(std::string_view json_text) {
   }
   r.string("description");
   if (const Json* obj = r.object("objective", true)) {
-    FieldReader ro(*obj, "objective", errors);
+    Reader ro(*obj, "objective", errors);
     if (auto m = ro.string("metric", true)) {
       spec.objective.metric = *m;
       if (m->empty()) ro.error("objective.metric", "must not be empty");
     }
     if (auto mode = ro.one_of("mode", {"min", "max"})) spec.objective.maximize = *mode == "max";
-    ro.finish("metric, mode");
+    ro.unknown_keys("metric, mode");
   }
   if (const Json* params = r.object("parameters", true)) {
     for (auto it = params->begin(); it != params->end(); ++it) {
@@ -641,7 +483,8 @@ Result<SweepSpec> parse_spec(std::string_view json_text) {
     errors.push_back({"trial.data_parallel",
                       "applies to trials of kind torch only (a command "
                       "trial starts its own processes)"});
-  r.finish("name, description, objective, parameters, search, early_stopping, trial, ensemble");
+  r.unknown_keys(
+      "name, description, objective, parameters, search, early_stopping, trial, ensemble");
 
   if (!errors.empty()) {
     Error e{ErrorCode::kInvalidArgument, "", std::move(errors)};

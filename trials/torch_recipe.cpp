@@ -5,8 +5,6 @@
 // a swept lr of -1 is refused when that trial is resolved, by the same line.
 #include "trials/torch_recipe.hpp"
 
-#include "trials/json_limits.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -14,6 +12,9 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "trials/json_fields.hpp"
+#include "trials/json_limits.hpp"
 
 namespace hpo::trials {
 namespace {
@@ -74,99 +75,64 @@ const char* type_name() {
   return "a string";
 }
 
-// Reads the fields of one JSON object; reports wrong types and unknown keys.
-class ObjectReader {
- public:
-  ObjectReader(const json& j, std::string path, std::vector<FieldError>& errors)
-      : j_(j), path_(std::move(path)), errors_(errors) {}
+// What a field of type T may hold: a literal, or a reference to a parameter.
+template <class T>
+std::string expected_literal() {
+  return std::string(type_name<T>()) + " or \"{parameter}\"";
+}
 
-  template <class T>
-  void field(const char* key, Sweepable<T>& out) {
-    const json* v = find(key);
-    if (!v) return;
-    if (std::string ref = param_ref(*v); !ref.empty()) {
-      out.ref = std::move(ref);
-      return;
-    }
-    if (!literal(*v, out.value))
-      error(key, std::string("must be ") + type_name<T>() + " or \"{parameter}\"");
+// The recipe's grammar: null is a wrong value, not an absent key; 2.0 is an integer (literal()).
+constexpr FieldRules kRules{.null_is_absent = false};
+
+template <class T>
+void field(FieldReader& r, const char* key, Sweepable<T>& out) {
+  const json* v = r.get(key);
+  if (!v) return;
+  if (std::string ref = param_ref(*v); !ref.empty()) {
+    out.ref = std::move(ref);
+    return;
   }
+  if (!literal(*v, out.value)) r.expected(r.at(key), expected_literal<T>(), *v);
+}
 
-  void field(const char* key, SweepableIntList& out) {
-    const json* v = find(key);
-    if (!v) return;
-    out = {};
-    if (std::string ref = param_ref(*v); !ref.empty()) {
-      out.ref = std::move(ref);
-      return;
-    }
-    std::int64_t one = 0;
-    if (literal(*v, one)) {  // a single width is a one-element list
-      out.items.push_back({one, {}});
-      return;
-    }
-    if (!v->is_array()) {
-      error(key, "must be a list of integers or \"{parameter}\"");
-      return;
-    }
-    for (std::size_t i = 0; i < v->size(); ++i) {
-      Sweepable<std::int64_t> item;
-      const json& e = (*v)[i];
-      if (std::string ref = param_ref(e); !ref.empty())
-        item.ref = std::move(ref);
-      else if (!literal(e, item.value))
-        errors_.push_back({path_ + "." + key + "[" + std::to_string(i) + "]",
-                           "must be an integer or \"{parameter}\""});
-      out.items.push_back(std::move(item));
-    }
+void field(FieldReader& r, const char* key, SweepableIntList& out) {
+  const json* v = r.get(key);
+  if (!v) return;
+  out = {};
+  if (std::string ref = param_ref(*v); !ref.empty()) {
+    out.ref = std::move(ref);
+    return;
   }
-
-  void field(const char* key, std::string& out) {
-    const json* v = find(key);
-    if (!v) return;
-    if (!v->is_string())
-      error(key, "must be a string");
-    else
-      out = v->get<std::string>();
+  std::int64_t one = 0;
+  if (literal(*v, one)) {  // a single width is a one-element list
+    out.items.push_back({one, {}});
+    return;
   }
-
-  // A nested object: `read` fills it; absent is fine, another type is an error.
-  template <class F>
-  void object(const char* key, F&& read) {
-    const json* v = find(key);
-    if (!v) return;
-    if (!v->is_object()) {
-      error(key, "must be an object");
-      return;
-    }
-    ObjectReader sub(*v, path_ + "." + key, errors_);
-    read(sub);
-    sub.reject_unknown();
+  if (!v->is_array()) return r.expected(r.at(key), "an array of integers or \"{parameter}\"", *v);
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    Sweepable<std::int64_t> item;
+    const json& e = (*v)[i];
+    if (std::string ref = param_ref(e); !ref.empty())
+      item.ref = std::move(ref);
+    else if (!literal(e, item.value))
+      r.expected(FieldReader::item(r.at(key), i), expected_literal<std::int64_t>(), e);
+    out.items.push_back(std::move(item));
   }
+}
 
-  void reject_unknown() {
-    for (auto it = j_.begin(); it != j_.end(); ++it)
-      if (std::find(known_.begin(), known_.end(), it.key()) == known_.end())
-        errors_.push_back({path_ + "." + it.key(), "unknown field"});
-  }
+void field(FieldReader& r, const char* key, std::string& out) {
+  if (auto s = r.string(key)) out = std::move(*s);
+}
 
-  const std::vector<std::string>& known() const { return known_; }
-
- private:
-  const json* find(const char* key) {
-    known_.emplace_back(key);
-    auto it = j_.find(key);
-    return it == j_.end() ? nullptr : &*it;
-  }
-  void error(const char* key, std::string message) {
-    errors_.push_back({path_ + "." + key, std::move(message)});
-  }
-
-  const json& j_;
-  std::string path_;
-  std::vector<FieldError>& errors_;
-  std::vector<std::string> known_;
-};
+// A nested object: `read` fills it; absent is fine, another type is an error.
+template <class F>
+void object(FieldReader& r, const char* key, std::vector<FieldError>& errors, F&& read) {
+  const json* v = r.object(key);
+  if (!v) return;
+  FieldReader sub(*v, r.at(key), errors, kRules);
+  read(sub);
+  sub.unknown_keys();
+}
 
 // ---- resolution -------------------------------------------------------------
 
@@ -507,68 +473,68 @@ void resolve_into(const TorchRecipe& t, Resolver& r, ResolvedTorchConfig& out) {
 void parse_torch_recipe(const nlohmann::json& j, const std::string& path, TorchRecipe& out,
                         std::vector<std::string>& consumed, std::vector<FieldError>& errors) {
   out = {};
-  ObjectReader top(j, path, errors);
-  top.field("task", out.task);
-  top.object("model", [&](ObjectReader& m) {
+  FieldReader top(j, path, errors, kRules);
+  field(top, "task", out.task);
+  object(top, "model", errors, [&](FieldReader& m) {
     auto& o = out.model;
-    m.field("type", o.type);
-    m.field("hidden", o.hidden);
-    m.field("depth", o.depth);
-    m.field("layers", o.layers);
-    m.field("channels", o.channels);
-    m.field("kernel", o.kernel);
-    m.field("padding", o.padding);
-    m.field("pool", o.pool);
-    m.field("dense", o.dense);
-    m.field("activation", o.activation);
-    m.field("dropout", o.dropout);
-    m.field("batch_norm", o.batch_norm);
+    field(m, "type", o.type);
+    field(m, "hidden", o.hidden);
+    field(m, "depth", o.depth);
+    field(m, "layers", o.layers);
+    field(m, "channels", o.channels);
+    field(m, "kernel", o.kernel);
+    field(m, "padding", o.padding);
+    field(m, "pool", o.pool);
+    field(m, "dense", o.dense);
+    field(m, "activation", o.activation);
+    field(m, "dropout", o.dropout);
+    field(m, "batch_norm", o.batch_norm);
   });
   if (!j.contains("data")) errors.push_back({path + ".data", "is required for kind torch"});
-  top.object("data", [&](ObjectReader& d) {
+  object(top, "data", errors, [&](FieldReader& d) {
     auto& o = out.data;
-    d.field("format", o.format);
-    for (auto [key, field] : {std::pair{"train_images", &o.train_images},
-                              {"train_labels", &o.train_labels},
-                              {"validation_images", &o.validation_images},
-                              {"validation_labels", &o.validation_labels},
-                              {"test_images", &o.test_images},
-                              {"test_labels", &o.test_labels},
-                              {"train", &o.train},
-                              {"validation", &o.validation},
-                              {"test", &o.test},
-                              {"target", &o.target}})
-      d.field(key, *field);
-    d.field("validation_fraction", o.validation_fraction);
-    d.field("subset", o.subset);
-    d.field("test_subset", o.test_subset);
-    d.field("seed", o.seed);
-    d.field("standardize", o.standardize);
+    field(d, "format", o.format);
+    for (auto [key, slot] : {std::pair{"train_images", &o.train_images},
+                             {"train_labels", &o.train_labels},
+                             {"validation_images", &o.validation_images},
+                             {"validation_labels", &o.validation_labels},
+                             {"test_images", &o.test_images},
+                             {"test_labels", &o.test_labels},
+                             {"train", &o.train},
+                             {"validation", &o.validation},
+                             {"test", &o.test},
+                             {"target", &o.target}})
+      field(d, key, *slot);
+    field(d, "validation_fraction", o.validation_fraction);
+    field(d, "subset", o.subset);
+    field(d, "test_subset", o.test_subset);
+    field(d, "seed", o.seed);
+    field(d, "standardize", o.standardize);
   });
-  top.object("optimizer", [&](ObjectReader& o) {
+  object(top, "optimizer", errors, [&](FieldReader& o) {
     auto& r = out.optimizer;
-    o.field("type", r.type);
-    o.field("lr", r.lr);
-    o.field("momentum", r.momentum);
-    o.field("nesterov", r.nesterov);
-    o.field("weight_decay", r.weight_decay);
-    o.field("beta1", r.beta1);
-    o.field("beta2", r.beta2);
-    o.field("eps", r.eps);
+    field(o, "type", r.type);
+    field(o, "lr", r.lr);
+    field(o, "momentum", r.momentum);
+    field(o, "nesterov", r.nesterov);
+    field(o, "weight_decay", r.weight_decay);
+    field(o, "beta1", r.beta1);
+    field(o, "beta2", r.beta2);
+    field(o, "eps", r.eps);
   });
-  top.object("schedule", [&](ObjectReader& s) {
+  object(top, "schedule", errors, [&](FieldReader& s) {
     auto& r = out.schedule;
-    s.field("type", r.type);
-    s.field("step_size", r.step_size);
-    s.field("gamma", r.gamma);
-    s.field("min_lr", r.min_lr);
-    s.field("warmup_epochs", r.warmup_epochs);
+    field(s, "type", r.type);
+    field(s, "step_size", r.step_size);
+    field(s, "gamma", r.gamma);
+    field(s, "min_lr", r.min_lr);
+    field(s, "warmup_epochs", r.warmup_epochs);
   });
-  top.field("batch_size", out.batch_size);
-  top.field("eval_batch_size", out.eval_batch_size);
-  top.field("epochs", out.epochs);
-  top.field("seed", out.seed);
-  consumed.insert(consumed.end(), top.known().begin(), top.known().end());
+  field(top, "batch_size", out.batch_size);
+  field(top, "eval_batch_size", out.eval_batch_size);
+  field(top, "epochs", out.epochs);
+  field(top, "seed", out.seed);
+  consumed.insert(consumed.end(), top.seen().begin(), top.seen().end());
 
   // Value checks on the literals (references are checked per trial by resolve()).
   std::size_t shape_errors = errors.size();

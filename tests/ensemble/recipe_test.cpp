@@ -62,8 +62,8 @@ TEST(EnsembleRecipe, MemberBudget) {
   EXPECT_EQ(p.recipe.epochs, 8);
   EXPECT_EQ(p.recipe.subset, 0);
   auto bad = parse(R"({"epochs": 0, "subset": -3})");
-  EXPECT_EQ(error_at(bad, "ensemble.epochs"), "expected an integer in [1, 100000], got 0");
-  EXPECT_NE(error_at(bad, "ensemble.subset").find("got -3"), std::string::npos);
+  EXPECT_EQ(error_at(bad, "ensemble.epochs"), "0 is out of range: expected 1 to 100000");
+  EXPECT_NE(error_at(bad, "ensemble.subset").find("-3 is out of range"), std::string::npos);
   EXPECT_FALSE(bad.recipe.epochs.has_value());
 }
 
@@ -81,26 +81,29 @@ TEST(EnsembleRecipe, ReportsEveryBadFieldWithItsPathAndValue) {
   auto p = parse(R"({"members": 0, "base": "worst", "bootstrap": "yes", "sample_fraction": 1.5,
                      "max_features": 2.5, "combine": "vote", "seed": -1, "colour": 1})");
   EXPECT_EQ(p.errors.size(), 8u);
-  EXPECT_EQ(error_at(p, "ensemble.members"), "expected an integer in [1, 1000], got 0");
+  EXPECT_EQ(error_at(p, "ensemble.members"), "0 is out of range: expected 1 to 1000");
   EXPECT_NE(error_at(p, "ensemble.base").find("\"worst\""), std::string::npos);
   EXPECT_NE(error_at(p, "ensemble.bootstrap").find("true or false"), std::string::npos);
-  EXPECT_EQ(error_at(p, "ensemble.sample_fraction"), "expected a number in (0, 1], got 1.5");
-  EXPECT_NE(error_at(p, "ensemble.max_features").find("got 2.5"), std::string::npos);
+  EXPECT_EQ(error_at(p, "ensemble.sample_fraction"),
+            "1.5 is out of range: expected more than 0, up to 1");
+  EXPECT_NE(error_at(p, "ensemble.max_features").find("got a number 2.5"), std::string::npos);
   EXPECT_NE(error_at(p, "ensemble.combine").find("\"vote\""), std::string::npos);
-  EXPECT_NE(error_at(p, "ensemble.seed").find("got -1"), std::string::npos);
+  EXPECT_NE(error_at(p, "ensemble.seed").find("-1 is out of range"), std::string::npos);
   EXPECT_NE(error_at(p, "ensemble.colour").find("unknown key"), std::string::npos);
 }
 
 TEST(EnsembleRecipe, IntegersMustBeIntegersAndNotWrap) {
   auto p = parse(R"({"members": 2.5, "selection_rounds": 4294967297, "combine": "selection"})");
-  EXPECT_NE(error_at(p, "ensemble.members").find("got 2.5"), std::string::npos);
-  EXPECT_NE(error_at(p, "ensemble.selection_rounds").find("got 4294967297"), std::string::npos);
+  EXPECT_NE(error_at(p, "ensemble.members").find("got a number 2.5"), std::string::npos);
+  EXPECT_NE(error_at(p, "ensemble.selection_rounds").find("4294967297 is out of range"),
+            std::string::npos);
   EXPECT_EQ(p.recipe.members, 8);  // bad fields keep their defaults
 }
 
 TEST(EnsembleRecipe, TopKForm) {
-  EXPECT_NE(error_at(parse(R"({"base": {"top_k": 0}})"), "ensemble.base.top_k").find("got 0"),
-            std::string::npos);
+  EXPECT_NE(
+      error_at(parse(R"({"base": {"top_k": 0}})"), "ensemble.base.top_k").find("0 is out of range"),
+      std::string::npos);
   EXPECT_NE(error_at(parse(R"({"base": {"top_k": 2, "k": 1}})"), "ensemble.base.k"), "");
   EXPECT_NE(error_at(parse(R"({"base": {}})"), "ensemble.base"), "");
   EXPECT_NE(error_at(parse(R"({"base": 3})"), "ensemble.base"), "");
