@@ -23,18 +23,20 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include "trials/artifacts.hpp"
 #include "trials/local_state.hpp"
+#include "trials/record_json.hpp"
 #include "web/http_client.hpp"
 
 namespace {
 
-using Json = nlohmann::json;
+namespace record = hpo::trials::record;
+using record::Json;
 
 enum Exit {
   kOk = 0,
@@ -157,16 +159,28 @@ struct Client {
   }
 };
 
-std::string fmt_value(const Json& v) {
-  if (v.is_number_float()) return fmt::format("{:.6g}", v.get<double>());
-  if (v.is_string()) return v.get<std::string>();
-  return v.dump();
+std::string fmt_number(double v) {
+  return std::isfinite(v) ? fmt::format("{:.6g}", v) : "-";
 }
 
-std::string fmt_params(const Json& params) {
+std::string fmt_params(const hpo::search::Params& params) {
   std::string s;
-  for (auto it = params.begin(); it != params.end(); ++it)
-    s += (s.empty() ? "" : " ") + it.key() + "=" + fmt_value(it.value());
+  for (const auto& [name, value] : params) {
+    std::string text = std::visit(
+        [](const auto& x) -> std::string {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, double>)
+            return fmt_number(x);
+          else if constexpr (std::is_same_v<T, bool>)
+            return x ? "true" : "false";
+          else if constexpr (std::is_same_v<T, std::string>)
+            return x;
+          else
+            return std::to_string(x);
+        },
+        value);
+    s += (s.empty() ? "" : " ") + name + "=" + text;
+  }
   return s;
 }
 
@@ -176,50 +190,65 @@ std::string fmt_duration(double seconds) {
   return fmt::format("{:02}:{:02}", s / 60, s % 60);
 }
 
-void print_sweep(const Json& s) {
-  const auto& c = s["counts"];
-  std::printf("sweep %s  %s\n", s.value("id", "").c_str(), s.value("name", "").c_str());
-  std::printf("  state      %s (stage %s)\n", s.value("state", "").c_str(),
-              s.value("stage", "").c_str());
-  std::printf("  objective  %s %s\n", s["objective"].value("mode", "").c_str(),
-              s["objective"].value("metric", "").c_str());
+// A document of the server decoded with the records' codec; a document that
+// does not decode is the server's fault (exit code 4, the field named).
+template <class T>
+std::optional<T> decode(const Json& j, int& exit_code) {
+  T out;
+  if (auto st = record::from_json(j, out); !st) {
+    exit_code = fail(kUnreachable, "the server's answer does not decode: " + st.error().message);
+    return std::nullopt;
+  }
+  return out;
+}
+
+template <class T>
+std::optional<std::vector<T>> decode_list(const Json& j, const char* key, int& exit_code) {
+  std::vector<T> out;
+  if (auto st = record::from_json_list(j, key, out); !st) {
+    exit_code = fail(kUnreachable, "the server's answer does not decode: " + st.error().message);
+    return std::nullopt;
+  }
+  return out;
+}
+
+void print_sweep(const record::SweepDocument& d) {
+  const auto& s = d.sweep;
+  const auto& c = s.counts;
+  std::printf("sweep %s  %s\n", s.id.c_str(), s.name.c_str());
+  std::printf("  state      %s (stage %s)\n", hpo::trials::to_string(s.state),
+              hpo::trials::to_string(s.stage));
+  std::printf("  objective  %s %s\n", s.maximize ? "max" : "min", d.metric.c_str());
   std::printf(
       "  trials     %lld/%lld finished: %lld completed, %lld failed, %lld pruned, %lld "
       "cancelled; %lld running, %lld queued\n",
-      static_cast<long long>(c.value("completed", 0) + c.value("failed", 0) + c.value("pruned", 0) +
-                             c.value("cancelled", 0)),
-      static_cast<long long>(s.value("max_trials", 0)),
-      static_cast<long long>(c.value("completed", 0)), static_cast<long long>(c.value("failed", 0)),
-      static_cast<long long>(c.value("pruned", 0)), static_cast<long long>(c.value("cancelled", 0)),
-      static_cast<long long>(c.value("running", 0)), static_cast<long long>(c.value("queued", 0)));
-  if (s.contains("best") && s["best"].is_object()) {
-    const auto& b = s["best"];
-    std::printf("  best       %s = %s  (trial %s)  %s\n",
-                s["objective"].value("metric", "").c_str(), fmt_value(b["value"]).c_str(),
-                b.value("trial_id", "").c_str(), fmt_params(b["params"]).c_str());
-  }
-  if (!s.value("error", "").empty()) std::printf("  error      %s\n", s.value("error", "").c_str());
-  if (!s.value("unschedulable", "").empty())
-    std::printf("  waiting    unschedulable: %s\n", s.value("unschedulable", "").c_str());
+      static_cast<long long>(c.finished()), static_cast<long long>(d.max_trials),
+      static_cast<long long>(c.completed), static_cast<long long>(c.failed),
+      static_cast<long long>(c.pruned), static_cast<long long>(c.cancelled),
+      static_cast<long long>(c.running), static_cast<long long>(c.queued));
+  if (s.best)
+    std::printf("  best       %s = %s  (trial %s)  %s\n", d.metric.c_str(),
+                fmt_number(s.best->value).c_str(), s.best->trial_id.c_str(),
+                fmt_params(s.best->params).c_str());
+  if (!s.error.empty()) std::printf("  error      %s\n", s.error.c_str());
+  if (!s.unschedulable.empty())
+    std::printf("  waiting    unschedulable: %s\n", s.unschedulable.c_str());
 }
 
 // The live progress line of `submit --follow`.
-std::string progress_line(const Json& s, double elapsed) {
-  const auto& c = s["counts"];
-  long long total = s.value("max_trials", 0LL);
-  long long done = c.value("completed", 0LL) + c.value("failed", 0LL) + c.value("pruned", 0LL) +
-                   c.value("cancelled", 0LL);
+std::string progress_line(const record::SweepDocument& d, double elapsed) {
+  const auto& c = d.sweep.counts;
+  long long total = d.max_trials;
+  long long done = c.finished();
   int width = 24;
   int filled = total > 0 ? static_cast<int>(std::min<long long>(done, total) * width / total) : 0;
   std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
-  std::string best = "-";
-  if (s.contains("best") && s["best"].is_object()) best = fmt_value(s["best"]["value"]);
+  std::string best = d.sweep.best ? fmt_number(d.sweep.best->value) : "-";
   std::string eta = "--:--";
   if (done > 0 && total > done) eta = fmt_duration(elapsed / done * (total - done));
   if (done >= total) eta = "00:00";
   return fmt::format("[{}] {}/{} done | {} running | {} failed | best {} | {} elapsed | ETA {}",
-                     bar, done, total, c.value("running", 0LL), c.value("failed", 0LL), best,
-                     fmt_duration(elapsed), eta);
+                     bar, done, total, c.running, c.failed, best, fmt_duration(elapsed), eta);
 }
 
 int follow(Client& client, const std::string& id, bool json) {
@@ -237,11 +266,13 @@ int follow(Client& client, const std::string& id, bool json) {
       continue;
     }
     failures = 0;
+    auto doc = decode<record::SweepDocument>(*s, code);
+    if (!doc) return code;
     double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::string state = s->value("state", "");
+    const auto state = doc->sweep.state;
     if (!json) {
-      std::string line = progress_line(*s, elapsed);
+      std::string line = progress_line(*doc, elapsed);
       if (tty)
         std::printf("\r%s\033[K", line.c_str());
       else if (line.substr(0, line.find(" | best")) != last.substr(0, last.find(" | best")))
@@ -249,14 +280,16 @@ int follow(Client& client, const std::string& id, bool json) {
       std::fflush(stdout);
       last = line;
     }
-    if (state != "running") {
+    if (state != hpo::trials::SweepState::kRunning) {
       if (json) {
         std::printf("%s\n", s->dump(2).c_str());
       } else {
         if (tty) std::printf("\n");
-        print_sweep(*s);
+        print_sweep(*doc);
       }
-      return state == "finished" ? kOk : state == "cancelled" ? kCancelled : kSweepFailed;
+      return state == hpo::trials::SweepState::kFinished    ? kOk
+             : state == hpo::trials::SweepState::kCancelled ? kCancelled
+                                                            : kSweepFailed;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // refresh period
   }
@@ -324,10 +357,13 @@ int cmd_status(Client& client, const Options& o) {
   if (o.args.size() >= 2) {
     auto s = client.call("GET", "/api/sweeps/" + o.args[1], code);
     if (!s) return code;
-    if (o.json)
+    if (o.json) {
       std::printf("%s\n", s->dump(2).c_str());
-    else
-      print_sweep(*s);
+      return kOk;
+    }
+    auto doc = decode<record::SweepDocument>(*s, code);
+    if (!doc) return code;
+    print_sweep(*doc);
     return kOk;
   }
   auto list = client.call("GET", "/api/sweeps?limit=100", code);
@@ -336,16 +372,15 @@ int cmd_status(Client& client, const Options& o) {
     std::printf("%s\n", list->dump(2).c_str());
     return kOk;
   }
+  auto sweeps = decode_list<record::SweepDocument>(*list, "sweeps", code);
+  if (!sweeps) return code;
   std::printf("%-10s %-24s %-10s %-12s %s\n", "ID", "NAME", "STATE", "DONE", "BEST");
-  for (const auto& s : (*list)["sweeps"]) {
-    const auto& c = s["counts"];
-    long long done = c.value("completed", 0LL) + c.value("failed", 0LL) + c.value("pruned", 0LL) +
-                     c.value("cancelled", 0LL);
-    std::string best =
-        s.contains("best") && s["best"].is_object() ? fmt_value(s["best"]["value"]) : "-";
-    std::printf("%-10s %-24s %-10s %-12s %s\n", s.value("id", "").c_str(),
-                s.value("name", "").substr(0, 24).c_str(), s.value("state", "").c_str(),
-                fmt::format("{}/{}", done, s.value("max_trials", 0LL)).c_str(), best.c_str());
+  for (const auto& d : *sweeps) {
+    const auto& s = d.sweep;
+    std::string best = s.best ? fmt_number(s.best->value) : "-";
+    std::printf("%-10s %-24s %-10s %-12s %s\n", s.id.c_str(), s.name.substr(0, 24).c_str(),
+                hpo::trials::to_string(s.state),
+                fmt::format("{}/{}", s.counts.finished(), d.max_trials).c_str(), best.c_str());
   }
   return kOk;
 }
@@ -381,14 +416,19 @@ int cmd_trials(Client& client, const Options& o) {
   }
   std::printf("%-6s %-10s %-12s %-8s %-14s %s\n", "NUMBER", "STATE", "VALUE", "ATTEMPT", "WORKER",
               "PARAMS");
-  for (const auto& t : (*r)["trials"]) {
-    std::string value = t.contains("value") && !t["value"].is_null() ? fmt_value(t["value"]) : "-";
-    std::printf("%-6lld %-10s %-12s %-8d %-14s %s\n",
-                static_cast<long long>(t.value("number", 0LL)), t.value("state", "").c_str(),
-                value.c_str(), t.value("attempt", 0), t.value("worker", "").c_str(),
-                fmt_params(t["params"]).c_str());
+  auto trials = decode_list<hpo::trials::Trial>(*r, "trials", code);
+  if (!trials) return code;
+  for (const auto& t : *trials) {
+    std::string value = t.value ? fmt_number(*t.value) : "-";
+    std::printf("%-6lld %-10s %-12s %-8d %-14s %s\n", static_cast<long long>(t.number),
+                hpo::trials::to_string(t.state), value.c_str(), t.attempt, t.worker.c_str(),
+                fmt_params(t.params).c_str());
   }
-  std::printf("(%lld trials)\n", static_cast<long long>(r->value("total", 0LL)));
+  const auto total = r->find("total");
+  std::printf("(%lld trials)\n",
+              static_cast<long long>(total != r->end() && total->is_number_integer()
+                                         ? total->get<std::int64_t>()
+                                         : static_cast<std::int64_t>(trials->size())));
   return kOk;
 }
 
@@ -400,13 +440,13 @@ int cmd_workers(Client& client, const Options& o) {
     std::printf("%s\n", r->dump(2).c_str());
     return kOk;
   }
+  auto workers = decode_list<hpo::trials::WorkerInfo>(*r, "workers", code);
+  if (!workers) return code;
   std::printf("%-20s %-16s %-7s %-6s %s\n", "NAME", "HOST", "SLOTS", "BUSY", "TRIALS");
-  for (const auto& w : (*r)["workers"]) {
+  for (const auto& w : *workers) {
     std::string trials;
-    for (const auto& t : w.value("trials", Json::array()))
-      trials += (trials.empty() ? "" : ",") + t.get<std::string>();
-    std::printf("%-20s %-16s %-7d %-6d %s\n", w.value("name", "").c_str(),
-                w.value("host", "").c_str(), w.value("slots", 0), w.value("busy_slots", 0),
+    for (const auto& t : w.trials) trials += (trials.empty() ? "" : ",") + t;
+    std::printf("%-20s %-16s %-7d %-6d %s\n", w.name.c_str(), w.host.c_str(), w.slots, w.busy_slots,
                 trials.c_str());
   }
   return kOk;
@@ -425,7 +465,7 @@ int cmd_cancel(Client& client, const Options& o) {
 }
 
 // Downloads the ensemble of sweep `id` into `dir`: the record and the manifest
-// (stored with the sweep's first member), the spec (its trial recipe rebuilds the
+// (the sweep's own records), the spec (its trial recipe rebuilds the
 // models) and each member's model.pt under members/<trial>/, the manifest's
 // artifact paths rewritten to match. REST only: the CLI never links LibTorch.
 int export_ensemble(Client& client, const std::string& id, const std::filesystem::path& dir) {
@@ -435,13 +475,10 @@ int export_ensemble(Client& client, const std::string& id, const std::filesystem
   if (!sweep) return code;
   std::string record;
   if (!client.call("GET", "/api/sweeps/" + id + "/ensemble", code, "", &record)) return code;
-  auto rec = Json::parse(record, nullptr, false);
-  if (rec.is_discarded() || !rec.contains("stored_with"))
-    return fail(kUnreachable, "the ensemble record of sweep " + id + " names no owner trial");
-  const std::string owner = rec["stored_with"].get<std::string>();
   std::string manifest_text;
-  if (!client.call("GET", "/api/trials/" + owner + "/artifacts/manifest.json", code, "",
-                   &manifest_text))
+  if (!client.call("GET",
+                   "/api/sweeps/" + id + "/artifacts/" + hpo::trials::artifact::kEnsembleManifest,
+                   code, "", &manifest_text))
     return code;
   auto manifest = Json::parse(manifest_text, nullptr, false);
   if (manifest.is_discarded() || !manifest.contains("members") || !manifest["members"].is_array())

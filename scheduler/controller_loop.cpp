@@ -67,7 +67,7 @@ class ControllerLoop::Runner {
 
  private:
   void run() {
-    std::unique_ptr<trials::TrialStore> store;
+    std::unique_ptr<trials::Store> store;
     auto backoff = std::chrono::milliseconds(100);
     for (;;) {
       std::set<std::string> dirty;
@@ -147,7 +147,7 @@ void ControllerLoop::stop() {
 }
 
 void ControllerLoop::run() {
-  std::unique_ptr<trials::TrialStore> store;
+  std::unique_ptr<trials::Store> store;
   auto backoff = std::chrono::milliseconds(100);
   while (!stop_.is_set()) {
     if (!store) {
@@ -165,15 +165,15 @@ void ControllerLoop::run() {
   }
 }
 
-ControllerLoop::Runner* ControllerLoop::runner(trials::TrialStore& store, const std::string& id) {
+ControllerLoop::Runner* ControllerLoop::runner(trials::Store& store, const std::string& id) {
   if (auto it = runners_.find(id); it != runners_.end()) return it->second.get();
-  auto sweep = store.get_sweep(id);
+  auto sweep = store.sweeps().get_sweep(id);
   if (!sweep || sweep->state != trials::SweepState::kRunning) return nullptr;
   auto spec = options_.specs->get(id, sweep->spec_json);
   if (!spec) {
     // Only possible if the spec format changed incompatibly between versions.
-    (void)store.finish_sweep(id, trials::SweepState::kFailed,
-                             "stored spec no longer parses: " + spec.error().message);
+    (void)store.sweeps().finish_sweep(id, trials::SweepState::kFailed,
+                                      "stored spec no longer parses: " + spec.error().message);
     return nullptr;
   }
   auto c = std::make_unique<SweepController>(id, **spec);
@@ -195,8 +195,8 @@ void ControllerLoop::drop_finished() {
   }
 }
 
-void ControllerLoop::rescan(trials::TrialStore& store) {
-  auto ids = store.active_sweeps();
+void ControllerLoop::rescan(trials::Store& store) {
+  auto ids = store.sweeps().active_sweeps();
   if (!ids) {
     log_warn("controller loop: cannot list sweeps", {{"error", ids.error().message}});
     return;
@@ -205,14 +205,15 @@ void ControllerLoop::rescan(trials::TrialStore& store) {
     if (auto* r = runner(store, id)) r->resync();
 }
 
-void ControllerLoop::run_once(trials::TrialStore& store) {
+void ControllerLoop::run_once(trials::Store& store) {
   drop_finished();
   auto now = std::chrono::steady_clock::now();
   if (now >= next_rescan_) {
     rescan(store);
     next_rescan_ = now + options_.rescan;
   }
-  auto events = store.read_events(last_event_, 1000, static_cast<int>(options_.event_wait.count()));
+  auto events =
+      store.events().read_events(last_event_, 1000, static_cast<int>(options_.event_wait.count()));
   if (!events) {
     stop_.wait_for(options_.event_wait);  // store down: pace the retries
     next_rescan_ = {};

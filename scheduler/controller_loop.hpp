@@ -59,9 +59,9 @@ class ControllerLoop {
  private:
   class Runner;
   void run();
-  void run_once(trials::TrialStore& store);
-  void rescan(trials::TrialStore& store);
-  Runner* runner(trials::TrialStore& store, const std::string& sweep_id);
+  void run_once(trials::Store& store);
+  void rescan(trials::Store& store);
+  Runner* runner(trials::Store& store, const std::string& sweep_id);
   void drop_finished();
 
   StoreFactory stores_;

@@ -44,10 +44,10 @@ struct Model {
   std::optional<ensemble::PredictionFile> test;
 };
 
-Result<std::optional<ensemble::PredictionFile>> load_predictions(trials::TrialStore& store,
+Result<std::optional<ensemble::PredictionFile>> load_predictions(trials::Store& store,
                                                                  const std::string& trial_id,
                                                                  const std::string& name) {
-  auto bytes = store.get_artifact(trial_id, name);
+  auto bytes = store.artifacts().get_artifact(trial_id, name);
   if (!bytes) return bytes.error();
   if (!*bytes || (*bytes)->empty()) return std::optional<ensemble::PredictionFile>{};
   auto file = ensemble::decode_prediction_file(**bytes);
@@ -66,8 +66,8 @@ bool aligned(const ensemble::PredictionFile& a, const ensemble::PredictionFile& 
 // targets), for the random-forest OOB estimate. Used only when every member
 // stored them; the training targets are assembled from the files' labels (rows
 // no member left out are never scored, so their placeholder does not matter).
-Status load_oob(trials::TrialStore& store, const std::vector<Model>& models,
-                std::size_t member_models, ensemble::EvaluationInput& input) {
+Status load_oob(trials::Store& store, const std::vector<Model>& models, std::size_t member_models,
+                ensemble::EvaluationInput& input) {
   std::vector<ensemble::PredictionFile> files;
   for (std::size_t i = 0; i < member_models; ++i) {
     auto f = load_predictions(store, models[i].trial->id, trials::artifact::kOobPredictions);
@@ -115,14 +115,14 @@ std::optional<double> mean_of(const std::vector<ensemble::MetricSummary>& models
 EnsembleStage::EnsembleStage(std::string sweep_id, trials::SweepSpec spec)
     : sweep_id_(std::move(sweep_id)), spec_(std::move(spec)) {}
 
-Result<bool> EnsembleStage::fail(trials::TrialStore& store, const std::string& reason) {
-  auto st = store.finish_sweep(sweep_id_, trials::SweepState::kFailed, reason);
+Result<bool> EnsembleStage::fail(trials::Store& store, const std::string& reason) {
+  auto st = store.sweeps().finish_sweep(sweep_id_, trials::SweepState::kFailed, reason);
   if (!st && st.error().code != ErrorCode::kConflict) return st.error();
   log_warn("ensemble stage failed", {{"sweep", sweep_id_}, {"error", reason}});
   return true;
 }
 
-Result<bool> EnsembleStage::step(trials::TrialStore& store, const trials::Sweep& sweep) {
+Result<bool> EnsembleStage::step(trials::Store& store, const trials::Sweep& sweep) {
   if (spec_.trial.kind != trials::TrialKind::kTorch)
     return fail(store,
                 "the ensemble stage needs trials of kind \"torch\": only they store the "
@@ -139,8 +139,8 @@ Result<bool> EnsembleStage::step(trials::TrialStore& store, const trials::Sweep&
   return create_members(store, sweep);
 }
 
-Status EnsembleStage::load_configs(trials::TrialStore& store) {
-  auto page = store.list_trials(sweep_id_, trials::TrialRole::kTrial, 0, trials::kAll);
+Status EnsembleStage::load_configs(trials::Store& store) {
+  auto page = store.trials().list_trials(sweep_id_, trials::TrialRole::kTrial, 0, trials::kAll);
   if (!page) return page.error();
   std::vector<Trial> done;
   for (auto& t : page->trials)
@@ -154,7 +154,7 @@ Status EnsembleStage::load_configs(trials::TrialStore& store) {
   return {};
 }
 
-Result<bool> EnsembleStage::create_members(trials::TrialStore& store, const trials::Sweep& sweep) {
+Result<bool> EnsembleStage::create_members(trials::Store& store, const trials::Sweep& sweep) {
   const auto& recipe = *spec_.ensemble;
   std::int64_t active = sweep.member_counts.active();
   std::int64_t next = sweep.next_member;
@@ -179,7 +179,7 @@ Result<bool> EnsembleStage::create_members(trials::TrialStore& store, const tria
       extra["base_rank"] = rank;
     }
     nt.extra = extra.dump();
-    auto created = store.create_trial(nt);
+    auto created = store.trials().create_trial(nt);
     if (!created) {
       if (created.error().code == ErrorCode::kConflict) return false;  // look again next step
       return created.error();
@@ -193,9 +193,9 @@ Result<bool> EnsembleStage::create_members(trials::TrialStore& store, const tria
   return false;
 }
 
-Result<bool> EnsembleStage::combine(trials::TrialStore& store) {
+Result<bool> EnsembleStage::combine(trials::Store& store) {
   const auto& recipe = *spec_.ensemble;
-  auto page = store.list_trials(sweep_id_, trials::TrialRole::kMember, 0, trials::kAll);
+  auto page = store.trials().list_trials(sweep_id_, trials::TrialRole::kMember, 0, trials::kAll);
   if (!page) return page.error();
   const auto& members = page->trials;
   if (members.empty()) return fail(store, "the ensemble stage created no members");
@@ -308,15 +308,14 @@ Result<bool> EnsembleStage::combine(trials::TrialStore& store) {
       s.*field = mean_of(member_metrics, test, field);
     record["mean_member"][test ? "test" : "validation"] = ensemble::scores_to_json(s);
   }
-  record["stored_with"] = members.front().id;
 
   // The manifest keeps only the models with a weight (selection may skip some).
   std::erase_if(manifest.members, [](const auto& m) { return m.weight <= 0; });
-  const std::string& owner = members.front().id;
-  if (auto st = store.put_record(owner, kEnsembleRecordArtifact, record.dump(2)); !st)
+  auto& records = store.artifacts();
+  if (auto st = records.put_sweep_record(sweep_id_, kEnsembleRecordArtifact, record.dump(2)); !st)
     return st.error();
-  if (auto st =
-          store.put_record(owner, kEnsembleManifestArtifact, ensemble::manifest_to_json(manifest));
+  if (auto st = records.put_sweep_record(sweep_id_, kEnsembleManifestArtifact,
+                                         ensemble::manifest_to_json(manifest));
       !st)
     return st.error();
 

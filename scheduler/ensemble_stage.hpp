@@ -23,8 +23,8 @@
 
 namespace hpo::scheduler {
 
-// Where the result lives: artifacts belong to trials, so the record and the
-// manifest are stored with the sweep's first member (number 0).
+// Where the result lives: the record and the manifest are the sweep's own
+// records (ArtifactStore::put_sweep_record), deleted with it.
 inline constexpr const char* kEnsembleRecordArtifact = trials::artifact::kEnsembleRecord;
 inline constexpr const char* kEnsembleManifestArtifact = trials::artifact::kEnsembleManifest;
 
@@ -37,13 +37,13 @@ class EnsembleStage : public Stage {
   // ensemble record is stored, or once the stage has failed the sweep itself
   // (finish_sweep failed, with the reason) — the controller then sees the
   // sweep is no longer running.
-  Result<bool> step(trials::TrialStore& store, const trials::Sweep& sweep) override;
+  Result<bool> step(trials::Store& store, const trials::Sweep& sweep) override;
 
  private:
-  Status load_configs(trials::TrialStore& store);
-  Result<bool> create_members(trials::TrialStore& store, const trials::Sweep& sweep);
-  Result<bool> combine(trials::TrialStore& store);
-  Result<bool> fail(trials::TrialStore& store, const std::string& reason);
+  Status load_configs(trials::Store& store);
+  Result<bool> create_members(trials::Store& store, const trials::Sweep& sweep);
+  Result<bool> combine(trials::Store& store);
+  Result<bool> fail(trials::Store& store, const std::string& reason);
 
   std::string sweep_id_;
   trials::SweepSpec spec_;

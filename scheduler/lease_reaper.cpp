@@ -12,13 +12,9 @@ constexpr int kBatch = 100;  // expired leases handled per store call
 
 LeaseReaper::LeaseReaper(StoreFactory stores, std::chrono::milliseconds period)
     : periodic_(std::move(stores), period,
-                [outage_ms = std::max<std::int64_t>(2000, 3 * static_cast<std::int64_t>(
-                                                              period.count()))](
-                    trials::TrialStore& store) {
-                  // Both store implementations are also the queue.
-                  auto* queue = dynamic_cast<trials::TrialQueue*>(&store);
-                  if (!queue) return false;
-                  auto n = queue->reap(kBatch, outage_ms);
+                [outage_ms = std::max<std::int64_t>(
+                     2000, 3 * static_cast<std::int64_t>(period.count()))](trials::Store& store) {
+                  auto n = store.queue().reap(kBatch, outage_ms);
                   if (!n) {
                     log_warn("reaper: store error", {{"error", n.error().message}});
                     return false;

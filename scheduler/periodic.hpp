@@ -1,7 +1,8 @@
 // Periodic: runs one job against the store every period on a thread of its
 // own, opening the store connection itself. The reaper, the schedulability
-// watch and retention are each one job. StopFlag and StoreFactory, shared with
-// the controller loop, live here too.
+// watch and retention are each one job, and each takes from the connection
+// only the roles it uses. StopFlag, shared with the controller loop, lives
+// here too.
 #pragma once
 
 #include <chrono>
@@ -15,7 +16,7 @@
 
 namespace hpo::scheduler {
 
-using StoreFactory = std::function<Result<std::unique_ptr<trials::TrialStore>>()>;
+using trials::StoreFactory;
 
 // A loop's stop request: checked cheaply each round, and waited on instead of
 // sleeping, so stop() ends a back-off or a pause at once.
@@ -51,7 +52,7 @@ class StopFlag {
 class Periodic {
  public:
   // `job` returns true to run again at once (more work is waiting).
-  using Job = std::function<bool(trials::TrialStore&)>;
+  using Job = std::function<bool(trials::Store&)>;
   Periodic(StoreFactory stores, std::chrono::milliseconds period, Job job)
       : stores_(std::move(stores)), period_(period), job_(std::move(job)) {}
   ~Periodic() { stop(); }
@@ -61,7 +62,7 @@ class Periodic {
   void start() {
     stop_.reset();
     thread_ = std::thread([this] {
-      std::unique_ptr<trials::TrialStore> store;
+      std::unique_ptr<trials::Store> store;
       while (!stop_.is_set()) {
         if (!store) {
           auto s = stores_();

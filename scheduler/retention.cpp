@@ -10,8 +10,8 @@ Retention::Retention(StoreFactory stores, std::chrono::milliseconds max_age,
                      std::chrono::milliseconds period, Clock clock)
     : max_age_(max_age),
       clock_(std::move(clock)),
-      periodic_(std::move(stores), period, [this](trials::TrialStore& store) {
-        run_once(store);
+      periodic_(std::move(stores), period, [this](trials::Store& store) {
+        run_once(store.sweeps());
         return false;
       }) {
   if (!clock_)
@@ -22,15 +22,17 @@ Retention::Retention(StoreFactory stores, std::chrono::milliseconds max_age,
     };
 }
 
-Retention::~Retention() { stop(); }
+Retention::~Retention() {
+  stop();
+}
 
-int Retention::run_once(trials::TrialStore& store) {
+int Retention::run_once(trials::SweepStore& sweeps) {
   if (max_age_.count() <= 0) return 0;
   const std::int64_t cutoff = clock_() - max_age_.count();
   std::vector<std::string> expired;
   constexpr std::int64_t kPage = 500;
   for (std::int64_t offset = 0;; offset += kPage) {
-    auto page = store.list_sweeps(offset, kPage);
+    auto page = sweeps.list_sweeps(offset, kPage);
     if (!page) return 0;  // the store is away: next pass
     for (const auto& s : *page)
       if (s.state != trials::SweepState::kRunning && s.finished_ms > 0 && s.finished_ms < cutoff)
@@ -39,7 +41,7 @@ int Retention::run_once(trials::TrialStore& store) {
   }
   int deleted = 0;
   for (const auto& id : expired) {
-    if (auto st = store.delete_sweep(id); st) {
+    if (auto st = sweeps.delete_sweep(id); st) {
       ++deleted;
       log_info("retention: sweep deleted", {{"sweep", id}});
     }
@@ -51,6 +53,8 @@ void Retention::start() {
   if (max_age_.count() > 0) periodic_.start();
 }
 
-void Retention::stop() { periodic_.stop(); }
+void Retention::stop() {
+  periodic_.stop();
+}
 
 }  // namespace hpo::scheduler

@@ -22,7 +22,7 @@ class Retention {
   void start();  // no thread when max_age is zero
   void stop();
   // One pass on the calling thread; returns how many sweeps it deleted.
-  int run_once(trials::TrialStore& store);
+  int run_once(trials::SweepStore& sweeps);
 
  private:
   std::chrono::milliseconds max_age_;

@@ -25,8 +25,8 @@ std::string unschedulable_reason(int slots, const std::vector<trials::WorkerInfo
 SchedulabilityWatch::SchedulabilityWatch(StoreFactory stores, std::chrono::milliseconds period,
                                          std::shared_ptr<trials::SpecCache> specs)
     : specs_(specs ? std::move(specs) : std::make_shared<trials::SpecCache>()),
-      periodic_(std::move(stores), period, [this](trials::TrialStore& store) {
-        run_once(store);
+      periodic_(std::move(stores), period, [this](trials::Store& store) {
+        run_once(store.sweeps(), store.workers());
         return false;
       }) {}
 
@@ -34,14 +34,14 @@ SchedulabilityWatch::~SchedulabilityWatch() {
   stop();
 }
 
-void SchedulabilityWatch::run_once(trials::TrialStore& store) {
-  auto workers = store.list_workers();
-  auto ids = store.active_sweeps();
+void SchedulabilityWatch::run_once(trials::SweepStore& sweeps, trials::WorkerRegistry& registry) {
+  auto workers = registry.list_workers();
+  auto ids = sweeps.active_sweeps();
   if (!workers || !ids) return;  // the store is away: next round
   std::set<std::string> active(ids->begin(), ids->end());
   std::erase_if(slots_, [&](const auto& e) { return !active.count(e.first); });
   for (const auto& id : *ids) {
-    auto sweep = store.get_sweep(id);
+    auto sweep = sweeps.get_sweep(id);
     if (!sweep) continue;
     auto it = slots_.find(id);
     if (it == slots_.end()) {
@@ -51,7 +51,7 @@ void SchedulabilityWatch::run_once(trials::TrialStore& store) {
     }
     std::string reason = unschedulable_reason(it->second, *workers);
     if (reason == sweep->unschedulable) continue;
-    if (auto st = store.set_unschedulable(id, reason); !st) continue;
+    if (auto st = sweeps.set_unschedulable(id, reason); !st) continue;
     if (reason.empty())
       log_info("sweep schedulable again", {{"sweep", id}});
     else

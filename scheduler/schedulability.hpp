@@ -2,7 +2,7 @@
 //
 // Every period it reads the live workers and the active sweeps; a sweep whose
 // trials need more slots than the largest live worker has is marked
-// unschedulable with the reason (TrialStore::set_unschedulable), which parks
+// unschedulable with the reason (SweepStore::set_unschedulable), which parks
 // its queued trials out of the shared queue so they never stand in front of
 // other sweeps; once a big enough worker registers, the mark is cleared and
 // the trials return to the head of the queue. With no live worker at all
@@ -33,7 +33,7 @@ class SchedulabilityWatch {
   void start();
   void stop();
   // One round on the calling thread (tests).
-  void run_once(trials::TrialStore& store);
+  void run_once(trials::SweepStore& sweeps, trials::WorkerRegistry& workers);
 
  private:
   std::map<std::string, int> slots_;  // per active sweep: the slots one trial needs

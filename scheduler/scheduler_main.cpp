@@ -109,7 +109,7 @@ int run(const scheduler::SchedulerConfig& config) {
   {
     // Fail fast with a clear message when Redis is not there at all.
     auto probe = make_store();
-    if (auto ids = probe->active_sweeps(); !ids) {
+    if (auto ids = probe->sweeps().active_sweeps(); !ids) {
       log_error("cannot reach Redis", {{"url", url->to_string()}, {"error", ids.error().message}});
       return 1;
     }
@@ -137,9 +137,9 @@ int run(const scheduler::SchedulerConfig& config) {
           {{"url", url->to_string()}});
   }
 
-  scheduler::StoreFactory controller_stores =
-      [make_store]() -> Result<std::unique_ptr<trials::TrialStore>> {
-    return std::unique_ptr<trials::TrialStore>(make_store());
+  // Every thread opens its own connection with this one factory.
+  trials::StoreFactory stores = [make_store]() -> Result<std::unique_ptr<trials::Store>> {
+    return std::unique_ptr<trials::Store>(make_store());
   };
   // Each sweep's spec is parsed once in this process: the submit handler puts
   // its parse in, the controller and the schedulability watch take it out.
@@ -148,17 +148,16 @@ int run(const scheduler::SchedulerConfig& config) {
   loop_options.rescan = config.rescan_period;
   loop_options.specs = specs;
   scheduler::ControllerLoop loop(
-      controller_stores, loop_options,
+      stores, loop_options,
       [](const std::string& sweep_id,
          const trials::SweepSpec& spec) -> std::unique_ptr<scheduler::Stage> {
         return std::make_unique<scheduler::EnsembleStage>(sweep_id, spec);
       });
-  scheduler::LeaseReaper reaper(controller_stores, config.reaper_period);
-  scheduler::Retention retention(
-      controller_stores, std::chrono::milliseconds(
-                             static_cast<std::int64_t>(config.retention_days * 24 * 3600 * 1000)));
+  scheduler::LeaseReaper reaper(stores, config.reaper_period);
+  scheduler::Retention retention(stores, std::chrono::milliseconds(static_cast<std::int64_t>(
+                                             config.retention_days * 24 * 3600 * 1000)));
   scheduler::SchedulabilityWatch schedulability(
-      controller_stores, std::max(config.reaper_period, std::chrono::milliseconds(1000)), specs);
+      stores, std::max(config.reaper_period, std::chrono::milliseconds(1000)), specs);
 
   if (config.token_on_command_line)
     log_warn(
@@ -166,10 +165,7 @@ int run(const scheduler::SchedulerConfig& config) {
         "HPO_TOKEN");
   std::string token = config.token.empty() ? random_token() : config.token;
   web::EventHub hub;
-  web::StoreFactory web_stores = [make_store] {
-    return std::unique_ptr<trials::TrialStore>(make_store());
-  };
-  web::EventPump pump(web_stores, hub);
+  web::EventPump pump(stores, hub);
   web::ApiOptions api_options;
   api_options.token = token;
   api_options.auth_reads = config.auth_reads;
@@ -178,7 +174,7 @@ int run(const scheduler::SchedulerConfig& config) {
   api_options.allowed_hosts = config.allowed_hosts;
   api_options.handler_threads = config.handler_threads;
   api_options.specs = specs;
-  web::Api api(api_options, web_stores, hub);
+  web::Api api(api_options, stores, hub);
   web::ServerOptions server_options;
   server_options.host = config.listen_host;
   server_options.port = config.listen_port;

@@ -36,13 +36,13 @@ SweepController::SweepController(std::string sweep_id, trials::SweepSpec spec)
   if (spec_.early_stopping) pruner_ = search::make_pruner(*spec_.early_stopping);
 }
 
-Result<bool> SweepController::step(trials::TrialStore& store) {
-  auto sweep = store.get_sweep(sweep_id_);
+Result<bool> SweepController::step(trials::Store& store) {
+  auto sweep = store.sweeps().get_sweep(sweep_id_);
   if (!sweep) return sweep.error();
   if (sweep->state != trials::SweepState::kRunning) return false;
   if (!sampler_) {
-    auto st = store.finish_sweep(sweep_id_, trials::SweepState::kFailed,
-                                 "the search algorithm is not available in this build");
+    auto st = store.sweeps().finish_sweep(sweep_id_, trials::SweepState::kFailed,
+                                          "the search algorithm is not available in this build");
     if (!st) return st.error();
     return false;
   }
@@ -63,8 +63,8 @@ Result<bool> SweepController::step(trials::TrialStore& store) {
   }
   if (sweep->stage == trials::SweepStage::kEnsemble) {
     if (!ensemble_) {
-      auto st = store.finish_sweep(sweep_id_, trials::SweepState::kFailed,
-                                   "this scheduler has no ensemble stage");
+      auto st = store.sweeps().finish_sweep(sweep_id_, trials::SweepState::kFailed,
+                                            "this scheduler has no ensemble stage");
       if (!st) return st.error();
       return false;
     }
@@ -72,22 +72,22 @@ Result<bool> SweepController::step(trials::TrialStore& store) {
     if (!finished) return finished.error();
     if (!*finished) return true;
     // The stage may have ended the sweep itself (failed, with its reason).
-    auto now = store.get_sweep(sweep_id_);
+    auto now = store.sweeps().get_sweep(sweep_id_);
     if (!now) return now.error();
     if (now->state != trials::SweepState::kRunning) return false;
-    if (auto st =
-            store.set_stage(sweep_id_, trials::SweepStage::kEnsemble, trials::SweepStage::kDone);
+    if (auto st = store.sweeps().set_stage(sweep_id_, trials::SweepStage::kEnsemble,
+                                           trials::SweepStage::kDone);
         !st && st.error().code != ErrorCode::kConflict)
       return st.error();
   }
   // Stage "done": the sweep's work is complete.
-  auto st = store.finish_sweep(sweep_id_, trials::SweepState::kFinished, "");
+  auto st = store.sweeps().finish_sweep(sweep_id_, trials::SweepState::kFinished, "");
   if (!st && st.error().code != ErrorCode::kConflict) return st.error();
   log_info("sweep finished", {{"sweep", sweep_id_}});
   return false;
 }
 
-Status SweepController::refresh(trials::TrialStore& store) {
+Status SweepController::refresh(trials::Store& store) {
   auto note = [&](Trial t) {
     bool had_curve = curves_.count(t.number) > 0;
     auto& cached = trials_[t.number];
@@ -97,7 +97,7 @@ Status SweepController::refresh(trials::TrialStore& store) {
     return reports_may_change;
   };
   if (resync_) {
-    auto page = store.list_trials(sweep_id_, trials::TrialRole::kTrial, 0, trials::kAll);
+    auto page = store.trials().list_trials(sweep_id_, trials::TrialRole::kTrial, 0, trials::kAll);
     if (!page) return page.error();
     trials_.clear();
     curves_.clear();
@@ -115,7 +115,7 @@ Status SweepController::refresh(trials::TrialStore& store) {
   std::set<std::string> dirty;
   dirty.swap(dirty_);
   for (const auto& id : dirty) {
-    auto t = store.get_trial(id);
+    auto t = store.trials().get_trial(id);
     if (!t) {
       if (t.error().code == ErrorCode::kNotFound) continue;
       dirty_.insert(dirty.begin(), dirty.end());  // try again next step
@@ -132,10 +132,10 @@ Status SweepController::refresh(trials::TrialStore& store) {
   return {};
 }
 
-Status SweepController::read_new_reports(trials::TrialStore& store, std::int64_t number,
+Status SweepController::read_new_reports(trials::Store& store, std::int64_t number,
                                          const std::string& id) {
   std::int64_t& read = reports_read_[number];
-  auto page = store.get_reports(id, read, trials::kAll);
+  auto page = store.trials().get_reports(id, read, trials::kAll);
   if (!page) return page.error();
   auto& curve = curves_[number];
   for (const auto& r : page->reports) {
@@ -181,7 +181,7 @@ search::Observation SweepController::observation(const Trial& t) const {
   return o;
 }
 
-Status SweepController::prune_running(trials::TrialStore& store) {
+Status SweepController::prune_running(trials::Store& store) {
   std::set<std::int64_t> grown;
   grown.swap(grown_);
   const bool any = std::any_of(grown.begin(), grown.end(), [&](std::int64_t n) {
@@ -212,7 +212,7 @@ Status SweepController::prune_running(trials::TrialStore& store) {
     const bool prune = pruner_->should_prune(it->second, std::span(all.data(), n_others));
     if (self != all.end()) std::iter_swap(self, all.end() - 1);
     if (!prune) continue;
-    auto st = store.set_control(t.id, trials::Control::kPrune);
+    auto st = store.trials().set_control(t.id, trials::Control::kPrune);
     if (!st && st.error().code != ErrorCode::kConflict) {
       grown_.insert(grown.begin(), grown.end());  // asked again next step
       return st;
@@ -225,7 +225,7 @@ Status SweepController::prune_running(trials::TrialStore& store) {
   return {};
 }
 
-Result<int> SweepController::fill_queue(trials::TrialStore& store, const trials::Sweep& sweep) {
+Result<int> SweepController::fill_queue(trials::Store& store, const trials::Sweep& sweep) {
   int created_count = 0;
   std::int64_t active = sweep.counts.active();
   std::int64_t next = sweep.next_number;
@@ -252,7 +252,7 @@ Result<int> SweepController::fill_queue(trials::TrialStore& store, const trials:
     nt.params = std::move(*params);
     nt.max_attempts = spec_.trial.max_attempts;
     nt.slots = spec_.trial.slots();
-    auto created = store.create_trial(nt);
+    auto created = store.trials().create_trial(nt);
     if (!created) {
       if (created.error().code == ErrorCode::kConflict) {
         resync_ = true;  // someone else moved the sweep on; look again next step
@@ -269,10 +269,10 @@ Result<int> SweepController::fill_queue(trials::TrialStore& store, const trials:
   return created_count;
 }
 
-Result<bool> SweepController::end_search(trials::TrialStore& store, const trials::Sweep& sweep) {
+Result<bool> SweepController::end_search(trials::Store& store, const trials::Sweep& sweep) {
   if (spec_.ensemble) {
-    auto st =
-        store.set_stage(sweep_id_, trials::SweepStage::kSearch, trials::SweepStage::kEnsemble);
+    auto st = store.sweeps().set_stage(sweep_id_, trials::SweepStage::kSearch,
+                                       trials::SweepStage::kEnsemble);
     if (!st && st.error().code != ErrorCode::kConflict) return st.error();
     log_info("search stage finished, ensemble stage starts", {{"sweep", sweep_id_}});
     return true;
@@ -281,7 +281,7 @@ Result<bool> SweepController::end_search(trials::TrialStore& store, const trials
   bool all_failed = c.completed == 0 && c.pruned == 0 && c.finished() > 0;
   std::string error =
       all_failed ? fmt::format("all {} trials failed; see the trials' errors", c.failed) : "";
-  auto st = store.finish_sweep(
+  auto st = store.sweeps().finish_sweep(
       sweep_id_, all_failed ? trials::SweepState::kFailed : trials::SweepState::kFinished, error);
   if (!st && st.error().code != ErrorCode::kConflict) return st.error();
   log_info(all_failed ? "sweep failed" : "sweep finished",

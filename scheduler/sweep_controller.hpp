@@ -32,7 +32,7 @@ class Stage {
  public:
   virtual ~Stage() = default;
   // Returns true when the stage is finished (the sweep may end).
-  virtual Result<bool> step(trials::TrialStore& store, const trials::Sweep& sweep) = 0;
+  virtual Result<bool> step(trials::Store& store, const trials::Sweep& sweep) = 0;
 };
 
 class SweepController {
@@ -41,7 +41,7 @@ class SweepController {
 
   // One step. Returns true while the sweep is still active, false once it has
   // ended (finished, cancelled or failed) and the controller can be dropped.
-  Result<bool> step(trials::TrialStore& store);
+  Result<bool> step(trials::Store& store);
 
   // The loop tells the controller which trials changed since the last step.
   void mark_dirty(const std::string& trial_id) { dirty_.insert(trial_id); }
@@ -55,14 +55,14 @@ class SweepController {
   const trials::SweepSpec& spec() const { return spec_; }
 
  private:
-  Status refresh(trials::TrialStore& store);
-  Status prune_running(trials::TrialStore& store);
-  Result<int> fill_queue(trials::TrialStore& store, const trials::Sweep& sweep);
-  Result<bool> end_search(trials::TrialStore& store, const trials::Sweep& sweep);
+  Status refresh(trials::Store& store);
+  Status prune_running(trials::Store& store);
+  Result<int> fill_queue(trials::Store& store, const trials::Sweep& sweep);
+  Result<bool> end_search(trials::Store& store, const trials::Sweep& sweep);
   search::Observation observation(const trials::Trial& t) const;
   // Reads the reports of trial `number` stored since the last read and merges
   // them into its curve (kept sorted by step); notes it in grown_ if any came.
-  Status read_new_reports(trials::TrialStore& store, std::int64_t number, const std::string& id);
+  Status read_new_reports(trials::Store& store, std::int64_t number, const std::string& id);
   double to_min(double v) const { return spec_.objective.maximize ? -v : v; }
 
   std::string sweep_id_;

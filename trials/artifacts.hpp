@@ -1,5 +1,5 @@
-// The names of what hpo stores with a trial (TrialQueue::put_artifact,
-// TrialStore::put_record), in one place: the worker writes them, the ensemble
+// The names of what hpo stores with a trial (TrialQueue::put_artifact) or a
+// sweep (ArtifactStore::put_sweep_record), in one place: the worker writes them, the ensemble
 // stage, the REST API, the CLI's export and hpo-predict read them.
 #pragma once
 
@@ -14,9 +14,9 @@ inline constexpr char kTestPredictions[] = "test_predictions";
 inline constexpr char kOobPredictions[] = "oob_predictions";
 // Every attempt's: the tail of its output (stdout lines that are not metrics, and stderr).
 inline constexpr char kLog[] = "log.txt";
-// The ensemble stage's, stored with the sweep's first member (member 0): the
-// record the API serves at /api/sweeps/{id}/ensemble, and the manifest
-// hpo-predict reads from an exported directory.
+// The ensemble stage's, records of the sweep itself: the record the API serves
+// at /api/sweeps/{id}/ensemble, and the manifest hpo-predict reads from an
+// exported directory (both also at /api/sweeps/{id}/artifacts/{name}).
 inline constexpr char kEnsembleRecord[] = "ensemble.json";
 inline constexpr char kEnsembleManifest[] = "manifest.json";
 

@@ -41,16 +41,18 @@ Status check_json_depth(std::string_view text, const std::string& path, int max_
   return {};
 }
 
-std::optional<std::int64_t> json_int64(const nlohmann::json& v) {
+namespace {
+template <class Json>
+std::optional<std::int64_t> int64_of(const Json& v) {
   constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
   if (v.is_number_unsigned()) {
-    auto u = v.get<std::uint64_t>();
+    auto u = v.template get<std::uint64_t>();
     if (u > static_cast<std::uint64_t>(kMax)) return std::nullopt;
     return static_cast<std::int64_t>(u);
   }
-  if (v.is_number_integer()) return v.get<std::int64_t>();
+  if (v.is_number_integer()) return v.template get<std::int64_t>();
   if (v.is_number_float()) {
-    double d = v.get<double>();
+    double d = v.template get<double>();
     // [-2^63, 2^63): both bounds are exact doubles.
     if (!std::isfinite(d) || d != std::floor(d) || d < -9223372036854775808.0 ||
         d >= 9223372036854775808.0)
@@ -58,6 +60,15 @@ std::optional<std::int64_t> json_int64(const nlohmann::json& v) {
     return static_cast<std::int64_t>(d);
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> json_int64(const nlohmann::json& v) {
+  return int64_of(v);
+}
+std::optional<std::int64_t> json_int64(const nlohmann::ordered_json& v) {
+  return int64_of(v);
 }
 
 }  // namespace hpo::trials

@@ -33,5 +33,6 @@ Status check_json_depth(std::string_view text, const std::string& path,
 // unsigned and would wrap them into negative numbers when read as signed, and
 // casting a float outside the int64 range is undefined behaviour.
 std::optional<std::int64_t> json_int64(const nlohmann::json& v);
+std::optional<std::int64_t> json_int64(const nlohmann::ordered_json& v);
 
 }  // namespace hpo::trials

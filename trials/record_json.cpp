@@ -1,19 +1,22 @@
 // The codec reads with one small Reader that records the first missing or
 // mistyped field with its path, so every from_json is a flat list of fields
 // instead of nested ifs, and the error names the field like parse_spec does.
-#include "web/json_codec.hpp"
+#include "trials/record_json.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "trials/json_limits.hpp"
 
-namespace hpo::web {
-
-namespace {
+namespace hpo::trials::record {
 
 Json number_or_null(double v) {
   return std::isfinite(v) ? Json(v) : Json(nullptr);
 }
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 Json value_to_json(const search::Value& v) {
   return std::visit(
@@ -44,14 +47,21 @@ class Reader {
   template <class Int>
   void integer(const char* key, Int& out, bool required = true) {
     if (const Json* v = find(key, required)) {
-      if (v->is_number_integer())
-        out = static_cast<Int>(v->get<std::int64_t>());
+      auto i = json_int64(*v);
+      if (i && *i >= std::numeric_limits<Int>::min() && *i <= std::numeric_limits<Int>::max())
+        out = static_cast<Int>(*i);
       else
         fail(key, "expected an integer");
     }
   }
+  // The number rule: null reads as NaN.
   void number(const char* key, double& out, bool required = true) {
-    if (const Json* v = find(key, required)) {
+    const Json* v = raw(key);
+    if (v && v->is_null()) {
+      out = kNaN;
+      return;
+    }
+    if ((v = find(key, required))) {
       if (v->is_number())
         out = v->get<double>();
       else
@@ -116,27 +126,15 @@ class Reader {
 
 }  // namespace
 
-Result<Json> parse_json(std::string_view text) {
-  if (auto st = trials::check_json_depth(text, ""); !st) return st.error();
+Result<Json> parse(std::string_view text, const std::string& what) {
+  if (auto st = check_json_depth(text, what); !st) return st.error();
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Error::invalid("", "body is not valid JSON");
+  if (j.is_discarded()) return Error::invalid(what, "is not valid JSON");
   return j;
 }
 
 std::string dump(const Json& j) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
-SpecSummary summarize_spec(const std::string& spec_json) {
-  SpecSummary s;
-  Json j = Json::parse(spec_json, nullptr, false);
-  if (!j.is_object()) return s;
-  if (auto o = j.find("objective"); o != j.end() && o->is_object())
-    if (auto m = o->find("metric"); m != o->end() && m->is_string()) s.metric = *m;
-  if (auto se = j.find("search"); se != j.end() && se->is_object())
-    if (auto m = se->find("max_trials"); m != se->end() && m->is_number_integer())
-      s.max_trials = m->get<std::int64_t>();
-  return s;
 }
 
 // --- encode -----------------------------------------------------------------
@@ -147,43 +145,38 @@ Json to_json(const search::Params& params) {
   return j;
 }
 
-Json to_json(const trials::Metrics& metrics) {
+Json to_json(const Metrics& metrics) {
   Json j = Json::object();
   for (const auto& [k, v] : metrics) j[k] = number_or_null(v);
   return j;
 }
 
-Json to_json(const trials::Counts& c) {
+Json to_json(const Counts& c) {
   return {{"queued", c.queued}, {"running", c.running}, {"completed", c.completed},
           {"failed", c.failed}, {"pruned", c.pruned},   {"cancelled", c.cancelled}};
 }
 
-Json to_json(const trials::BestTrial& b) {
+Json to_json(const BestTrial& b) {
   return {{"trial_id", b.trial_id},
           {"number", b.number},
           {"params", to_json(b.params)},
           {"value", number_or_null(b.value)}};
 }
 
-Json to_json(const trials::Sweep& s, const trials::SweepSpec* typed) {
-  SpecSummary summary;
-  if (typed) {
-    summary.metric = typed->objective.metric;
-    summary.max_trials = typed->search.max_trials;
-  } else {
-    summary = summarize_spec(s.spec_json);
-  }
+Json to_json(const Sweep& s, const SweepSpec* typed) {
+  const std::string metric = typed ? typed->objective.metric : "";
+  const std::int64_t max_trials = typed ? typed->search.max_trials : 0;
   Json spec = Json::parse(s.spec_json, nullptr, false);
   if (spec.is_discarded()) spec = nullptr;
   return {{"id", s.id},
           {"name", s.name},
-          {"state", trials::to_string(s.state)},
-          {"stage", trials::to_string(s.stage)},
-          {"objective", {{"metric", summary.metric}, {"mode", s.maximize ? "max" : "min"}}},
+          {"state", to_string(s.state)},
+          {"stage", to_string(s.stage)},
+          {"objective", {{"metric", metric}, {"mode", s.maximize ? "max" : "min"}}},
           {"counts", to_json(s.counts)},
           {"member_counts", to_json(s.member_counts)},
           {"best", s.best ? to_json(*s.best) : Json(nullptr)},
-          {"max_trials", summary.max_trials},
+          {"max_trials", max_trials},
           {"next_number", s.next_number},
           {"next_member", s.next_member},
           {"created_ms", s.created_ms},
@@ -193,39 +186,40 @@ Json to_json(const trials::Sweep& s, const trials::SweepSpec* typed) {
           {"spec", spec}};
 }
 
-Json to_json(const trials::Trial& t) {
+Json to_json(const Trial& t) {
   Json extra = t.extra.empty() ? Json(nullptr) : Json::parse(t.extra, nullptr, false);
   if (extra.is_discarded()) extra = t.extra;
   return {{"id", t.id},
           {"sweep_id", t.sweep_id},
           {"number", t.number},
-          {"kind", trials::to_string(t.role)},
-          {"state", trials::to_string(t.state)},
+          {"kind", to_string(t.role)},
+          {"state", to_string(t.state)},
           {"params", to_json(t.params)},
           {"value", t.value ? number_or_null(*t.value) : Json(nullptr)},
           {"attempt", t.attempt},
+          {"released", t.released},
           {"max_attempts", t.max_attempts},
           {"slots", t.slots},
           {"worker", t.worker},
           {"metrics", to_json(t.metrics)},
           {"error", t.error},
-          {"control", trials::to_string(t.control)},
+          {"control", to_string(t.control)},
           {"created_ms", t.created_ms},
           {"started_ms", t.started_ms},
           {"finished_ms", t.finished_ms},
           {"extra", extra}};
 }
 
-Json to_json(const trials::AttemptRecord& a) {
+Json to_json(const AttemptRecord& a) {
   return {{"attempt", a.attempt},   {"worker", a.worker},   {"started_ms", a.started_ms},
           {"ended_ms", a.ended_ms}, {"outcome", a.outcome}, {"error", a.error}};
 }
 
-Json to_json(const trials::StepReport& r) {
+Json to_json(const StepReport& r) {
   return {{"step", r.step}, {"metrics", to_json(r.metrics)}, {"time_ms", r.time_ms}};
 }
 
-Json to_json(const trials::GpuInfo& g) {
+Json to_json(const GpuInfo& g) {
   return {{"index", g.index},
           {"name", g.name},
           {"memory_total_mb", g.memory_total_mb},
@@ -233,7 +227,7 @@ Json to_json(const trials::GpuInfo& g) {
           {"utilization_pct", g.utilization_pct}};
 }
 
-Json to_json(const trials::WorkerInfo& w) {
+Json to_json(const WorkerInfo& w) {
   Json gpus = Json::array();
   for (const auto& g : w.gpus) gpus.push_back(to_json(g));
   return {{"name", w.name},
@@ -246,7 +240,7 @@ Json to_json(const trials::WorkerInfo& w) {
           {"started_ms", w.started_ms}};
 }
 
-Json to_json(const trials::Event& e) {
+Json to_json(const Event& e) {
   Json data = e.data.empty() ? Json::object() : Json::parse(e.data, nullptr, false);
   if (data.is_discarded()) data = e.data;
   return {{"id", e.id},
@@ -265,35 +259,35 @@ Status from_json(const Json& j, search::Params& out) {
     const auto& v = it.value();
     if (v.is_boolean())
       out[it.key()] = v.get<bool>();
-    else if (v.is_number_integer())
-      out[it.key()] = v.get<std::int64_t>();
-    else if (v.is_number())
+    else if (v.is_number_integer() && json_int64(v))  // ints stay ints, never wrapped
+      out[it.key()] = *json_int64(v);
+    else if (v.is_number_float())
       out[it.key()] = v.get<double>();
     else if (v.is_string())
       out[it.key()] = v.get<std::string>();
-    else if (v.is_null())
-      out[it.key()] = std::nan("");
+    else if (v.is_null())  // the number rule
+      out[it.key()] = kNaN;
     else
       return Error::invalid("params." + it.key(), "expected a number, boolean or string");
   }
   return {};
 }
 
-Status from_json(const Json& j, trials::Metrics& out) {
+Status from_json(const Json& j, Metrics& out) {
   if (!j.is_object()) return Error::invalid("metrics", "expected an object");
   out.clear();
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.value().is_number())
       out[it.key()] = it.value().get<double>();
     else if (it.value().is_null())
-      out[it.key()] = std::nan("");
+      out[it.key()] = kNaN;
     else
       return Error::invalid("metrics." + it.key(), "expected a number");
   }
   return {};
 }
 
-Status from_json(const Json& j, trials::Counts& out) {
+Status from_json(const Json& j, Counts& out) {
   Reader r(j, "counts");
   r.integer("queued", out.queued);
   r.integer("running", out.running);
@@ -304,7 +298,7 @@ Status from_json(const Json& j, trials::Counts& out) {
   return r.status();
 }
 
-Status from_json(const Json& j, trials::BestTrial& out) {
+Status from_json(const Json& j, BestTrial& out) {
   Reader r(j, "best");
   r.str("trial_id", out.trial_id);
   r.integer("number", out.number, false);
@@ -313,19 +307,19 @@ Status from_json(const Json& j, trials::BestTrial& out) {
   return r.status();
 }
 
-Status from_json(const Json& j, trials::Sweep& out) {
+Status from_json(const Json& j, Sweep& out) {
   Reader r(j, "sweep");
   r.str("id", out.id);
   r.str("name", out.name);
   std::string state;
   r.str("state", state);
-  if (auto s = trials::parse_sweep_state(state))
+  if (auto s = parse_sweep_state(state))
     out.state = *s;
   else if (!state.empty())
     r.fail("state", "unknown sweep state '" + state + "'");
   std::string stage;
   r.str("stage", stage, false);
-  if (auto st = trials::parse_sweep_stage(stage))
+  if (auto st = parse_sweep_stage(stage))
     out.stage = *st;
   else if (!stage.empty())
     r.fail("stage", "unknown sweep stage '" + stage + "'");
@@ -338,7 +332,7 @@ Status from_json(const Json& j, trials::Sweep& out) {
   r.nested("member_counts", out.member_counts, false);
   out.best.reset();
   if (const Json* b = r.raw("best"); b && !b->is_null()) {
-    trials::BestTrial best;
+    BestTrial best;
     if (auto s = from_json(*b, best); !s) r.fail("best", s.error().message);
     out.best = std::move(best);
   }
@@ -347,30 +341,44 @@ Status from_json(const Json& j, trials::Sweep& out) {
   r.integer("created_ms", out.created_ms, false);
   r.integer("finished_ms", out.finished_ms, false);
   r.str("error", out.error, false);
+  r.str("unschedulable", out.unschedulable, false);
   if (const Json* spec = r.raw("spec"); spec && !spec->is_null()) out.spec_json = dump(*spec);
   return r.status();
 }
 
-Status from_json(const Json& j, trials::Trial& out) {
+Status from_json(const Json& j, SweepDocument& out) {
+  if (auto s = from_json(j, out.sweep); !s) return s;
+  Reader r(j, "sweep");
+  if (const Json* o = r.raw("objective"); o && o->is_object()) {
+    Reader obj(*o, "sweep.objective");
+    obj.str("metric", out.metric, false);
+    if (auto s = obj.status(); !s) return s;
+  }
+  r.integer("max_trials", out.max_trials, false);
+  return r.status();
+}
+
+Status from_json(const Json& j, Trial& out) {
   Reader r(j, "trial");
   r.str("id", out.id);
   r.str("sweep_id", out.sweep_id, false);
   r.integer("number", out.number);
   std::string role;
   r.str("kind", role, false);
-  if (auto parsed = trials::parse_trial_role(role))
+  if (auto parsed = parse_trial_role(role))
     out.role = *parsed;
   else if (!role.empty())
     r.fail("kind", "expected 'trial' or 'member', got '" + role + "'");
   std::string state;
   r.str("state", state);
-  if (auto s = trials::parse_trial_state(state))
+  if (auto s = parse_trial_state(state))
     out.state = *s;
   else if (!state.empty())
     r.fail("state", "unknown trial state '" + state + "'");
   r.nested("params", out.params);
   r.optional_number("value", out.value);
   r.integer("attempt", out.attempt);
+  r.integer("released", out.released, false);
   r.integer("max_attempts", out.max_attempts, false);
   r.integer("slots", out.slots, false);
   r.str("worker", out.worker);
@@ -378,9 +386,7 @@ Status from_json(const Json& j, trials::Trial& out) {
   r.str("error", out.error, false);
   std::string control = "none";
   r.str("control", control, false);
-  out.control = control == "prune"    ? trials::Control::kPrune
-                : control == "cancel" ? trials::Control::kCancel
-                                      : trials::Control::kNone;
+  out.control = parse_control(control).value_or(Control::kNone);
   r.integer("created_ms", out.created_ms, false);
   r.integer("started_ms", out.started_ms, false);
   r.integer("finished_ms", out.finished_ms, false);
@@ -389,7 +395,7 @@ Status from_json(const Json& j, trials::Trial& out) {
   return r.status();
 }
 
-Status from_json(const Json& j, trials::AttemptRecord& out) {
+Status from_json(const Json& j, AttemptRecord& out) {
   Reader r(j, "attempt");
   r.integer("attempt", out.attempt);
   r.str("worker", out.worker);
@@ -400,7 +406,7 @@ Status from_json(const Json& j, trials::AttemptRecord& out) {
   return r.status();
 }
 
-Status from_json(const Json& j, trials::StepReport& out) {
+Status from_json(const Json& j, StepReport& out) {
   Reader r(j, "report");
   r.integer("step", out.step);
   r.nested("metrics", out.metrics);
@@ -408,7 +414,7 @@ Status from_json(const Json& j, trials::StepReport& out) {
   return r.status();
 }
 
-Status from_json(const Json& j, trials::GpuInfo& out) {
+Status from_json(const Json& j, GpuInfo& out) {
   Reader r(j, "gpu");
   r.integer("index", out.index);
   r.str("name", out.name, false);
@@ -418,7 +424,7 @@ Status from_json(const Json& j, trials::GpuInfo& out) {
   return r.status();
 }
 
-Status from_json(const Json& j, trials::WorkerInfo& out) {
+Status from_json(const Json& j, WorkerInfo& out) {
   Reader r(j, "worker");
   r.str("name", out.name);
   r.str("host", out.host, false);
@@ -431,7 +437,7 @@ Status from_json(const Json& j, trials::WorkerInfo& out) {
   return r.status();
 }
 
-Status from_json(const Json& j, trials::Event& out) {
+Status from_json(const Json& j, Event& out) {
   Reader r(j, "event");
   r.str("id", out.id);
   r.str("type", out.type);
@@ -442,4 +448,4 @@ Status from_json(const Json& j, trials::Event& out) {
   return r.status();
 }
 
-}  // namespace hpo::web
+}  // namespace hpo::trials::record

@@ -1,9 +1,19 @@
-// TrialStore and TrialQueue: the persistence contract of hpo.
+// The persistence contract of hpo: one connection (Store) hands out six small
+// role interfaces, and each consumer takes only the roles it uses:
+//
+//   role            methods                                  used by
+//   SweepStore      submit, read, end, stage, delete sweeps  API, controllers, retention, watch
+//   TrialStore      create and read trials, reports, control controllers, API, ensemble stage
+//   TrialQueue      claim, heartbeat, report, complete, ...  worker agent, lease reaper
+//   WorkerRegistry  put and list live workers                worker agent, watch, API
+//   EventLog        read the event stream                    SSE pump
+//   ArtifactStore   scheduler records and artifact reads     ensemble stage, API
 //
 // Every method is one atomic step (in Redis: one Function call) so that any
 // number of schedulers' and workers' threads may call concurrently; there is no
-// read-modify-write from C++. Each instance is used by one thread at a time
-// (the Redis implementation holds one connection); make one per thread.
+// read-modify-write from C++. A Store is used by one thread at a time (the
+// Redis implementation holds one connection), and so are the roles it hands
+// out; make one per thread with a StoreFactory.
 //
 // Invariants the implementations guarantee (and tests/trials/store_conformance
 // checks against every implementation):
@@ -17,6 +27,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,9 +69,13 @@ struct TrialResult {
   bool retryable = true;  // failed: re-queue with attempt+1 while attempts remain
 };
 
+// A claimed trial with what the worker needs to run it: the sweep's spec as
+// submitted (a worker parses it once per sweep, trials/spec_cache.hpp), so a
+// claim costs one round trip and the worker never reads the sweep itself.
 struct Claim {
   Trial trial;
   std::int64_t lease_deadline_ms = 0;
+  std::string spec_json;
 };
 
 // A lease the store says a worker holds.
@@ -87,9 +103,9 @@ struct ReportPage {
   std::int64_t total = 0;
 };
 
-class TrialStore {
+class SweepStore {
  public:
-  virtual ~TrialStore() = default;
+  virtual ~SweepStore() = default;
 
   // Submit: stores the sweep and returns its new id. Called by the REST handler.
   virtual Result<std::string> create_sweep(const NewSweep& sweep) = 0;
@@ -106,6 +122,21 @@ class TrialStore {
   virtual Status cancel_sweep(const std::string& sweep_id) = 0;
   // Controller: move to the next stage (ensemble, done). Compare-and-set on `from`.
   virtual Status set_stage(const std::string& sweep_id, SweepStage from, SweepStage to) = 0;
+  // Scheduler: a non-empty reason marks the sweep unschedulable (no registered
+  // worker can run its trials) and keeps its queued trials out of the shared
+  // queue, so they never stand in front of other sweeps' trials; "" makes it
+  // schedulable again (its trials return to the head of the queue). Ended
+  // sweeps: no-op.
+  virtual Status set_unschedulable(const std::string& sweep_id, const std::string& reason) = 0;
+  // User: deletes an ended sweep with its trials, reports, attempts and
+  // artifacts, its own included (kConflict while it runs). Idempotent only up
+  // to kNotFound.
+  virtual Status delete_sweep(const std::string& sweep_id) = 0;
+};
+
+class TrialStore {
+ public:
+  virtual ~TrialStore() = default;
 
   // Controller: creates the trial and queues it (see NewTrial). kConflict when the
   // number is not the next one or reaches the limit, or the sweep is not running.
@@ -119,39 +150,50 @@ class TrialStore {
   virtual Result<std::vector<AttemptRecord>> get_attempts(const std::string& trial_id) = 0;
   // Controller: ask a running trial to stop (prune) or a user cancel of one trial.
   virtual Status set_control(const std::string& trial_id, Control control) = 0;
-  // Scheduler: a non-empty reason marks the sweep unschedulable (no registered
-  // worker can run its trials) and keeps its queued trials out of the shared
-  // queue, so they never stand in front of other sweeps' trials; "" makes it
-  // schedulable again (its trials return to the head of the queue). Ended
-  // sweeps: no-op.
-  virtual Status set_unschedulable(const std::string& sweep_id, const std::string& reason) = 0;
-  // User: deletes an ended sweep with its trials, reports, attempts and
-  // artifacts (kConflict while it runs). Idempotent only up to kNotFound.
-  virtual Status delete_sweep(const std::string& sweep_id) = 0;
+};
 
-  // Worker registry.
+class WorkerRegistry {
+ public:
+  virtual ~WorkerRegistry() = default;
+  // A worker's entry, live for ttl_ms (the worker renews it).
   virtual Status put_worker(const WorkerInfo& info, std::int64_t ttl_ms) = 0;
   virtual Result<std::vector<WorkerInfo>> list_workers() = 0;  // live ones only
+};
 
+class EventLog {
+ public:
+  virtual ~EventLog() = default;
   // Events after `after_id` ("0" = from the start, "$" = only new ones), waiting up to
   // block_ms for at least one (0 = do not wait).
   virtual Result<std::vector<Event>> read_events(const std::string& after_id, int max_count,
                                                  int block_ms) = 0;
+};
 
-  // The scheduler's own records kept with a trial (the ensemble record and
-  // manifest, scheduler/ensemble_stage.hpp). Workers' artifacts go through
-  // TrialQueue::put_artifact, which is fenced.
+// Named byte strings (trials/artifacts.hpp has the names). A trial's artifacts
+// are written by its worker through TrialQueue::put_artifact, which is fenced;
+// a sweep's own ones (the ensemble record and manifest) by the scheduler.
+class ArtifactStore {
+ public:
+  virtual ~ArtifactStore() = default;
+  // The scheduler's own record kept with a trial.
   virtual Status put_record(const std::string& trial_id, const std::string& name,
                             const std::string& bytes) = 0;
-  // Binary artifacts (models, predictions, records) of a trial, by name.
   virtual Result<std::optional<std::string>> get_artifact(const std::string& trial_id,
                                                           const std::string& name) = 0;
+  // A record of the sweep as a whole (scheduler/ensemble_stage.hpp writes the
+  // ensemble record and manifest); deleted with the sweep.
+  virtual Status put_sweep_record(const std::string& sweep_id, const std::string& name,
+                                  const std::string& bytes) = 0;
+  // nullopt when the sweep has none of that name. Sweeps whose ensemble ran
+  // before sweeps owned records kept them with their first member: those are
+  // found there.
+  virtual Result<std::optional<std::string>> get_sweep_artifact(const std::string& sweep_id,
+                                                                const std::string& name) = 0;
 };
 
 class TrialQueue {
  public:
   virtual ~TrialQueue() = default;
-
   // Worker: takes the oldest queued trial needing at most `free_slots` slots and
   // leases it for lease_ms. nullopt when nothing fits.
   virtual Result<std::optional<Claim>> claim(const std::string& worker, int free_slots,
@@ -195,6 +237,40 @@ class TrialQueue {
   // running trial gets one lease (plus outage_ms to reconnect) from now
   // instead, and nothing is expired.
   virtual Result<int> reap(int max, std::int64_t outage_ms) = 0;
+};
+
+// One connection to the store, handing out its roles (the same object behind
+// each in both implementations). Roles live as long as the Store.
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual SweepStore& sweeps() = 0;
+  virtual TrialStore& trials() = 0;
+  virtual TrialQueue& queue() = 0;
+  virtual WorkerRegistry& workers() = 0;
+  virtual EventLog& events() = 0;
+  virtual ArtifactStore& artifacts() = 0;
+};
+
+// The one way to make a store: each call opens a new connection (one per
+// thread). kUnavailable while the store cannot be reached; callers retry.
+using StoreFactory = std::function<Result<std::unique_ptr<Store>>()>;
+
+// An implementation is every role at once and hands itself out.
+class AllRoles : public Store,
+                 public SweepStore,
+                 public TrialStore,
+                 public TrialQueue,
+                 public WorkerRegistry,
+                 public EventLog,
+                 public ArtifactStore {
+ public:
+  SweepStore& sweeps() final { return *this; }
+  TrialStore& trials() final { return *this; }
+  TrialQueue& queue() final { return *this; }
+  WorkerRegistry& workers() final { return *this; }
+  EventLog& events() final { return *this; }
+  ArtifactStore& artifacts() final { return *this; }
 };
 
 }  // namespace hpo::trials

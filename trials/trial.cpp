@@ -74,6 +74,12 @@ const char* to_string(SweepStage s) {
   return "search";
 }
 
+std::optional<Control> parse_control(std::string_view s) {
+  for (auto v : {Control::kNone, Control::kPrune, Control::kCancel})
+    if (s == to_string(v)) return v;
+  return std::nullopt;
+}
+
 std::optional<SweepStage> parse_sweep_stage(std::string_view s) {
   for (auto v : {SweepStage::kSearch, SweepStage::kEnsemble, SweepStage::kDone})
     if (s == to_string(v)) return v;

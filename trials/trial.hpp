@@ -41,7 +41,8 @@ enum class Control { kNone, kPrune, kCancel };
 
 const char* to_string(TrialState s);
 const char* to_string(SweepState s);
-const char* to_string(Control c);
+const char* to_string(Control c);  // "none", "prune", "cancel"
+std::optional<Control> parse_control(std::string_view s);
 const char* to_string(SweepStage s);  // "search", "ensemble", "done"
 std::optional<SweepStage> parse_sweep_stage(std::string_view s);
 const char* to_string(TrialRole r);  // "trial", "member"

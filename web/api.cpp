@@ -27,15 +27,15 @@ namespace hpo::web {
 
 class Api::StoreLease {
  public:
-  StoreLease(Api& api, std::unique_ptr<trials::TrialStore> store)
+  StoreLease(Api& api, std::unique_ptr<trials::Store> store)
       : api_(api), store_(std::move(store)) {}
   StoreLease(StoreLease&&) = default;
   ~StoreLease() {
     if (store_ && !broken_) api_.give_back(std::move(store_));
   }
   explicit operator bool() const { return store_ != nullptr; }
-  trials::TrialStore* operator->() { return store_.get(); }
-  trials::TrialStore& operator*() { return *store_; }
+  trials::Store* operator->() { return store_.get(); }
+  trials::Store& operator*() { return *store_; }
   // Marks the store broken when a call says the backend is unreachable.
   template <class T>
   Result<T> track(Result<T> r) {
@@ -45,11 +45,19 @@ class Api::StoreLease {
 
  private:
   Api& api_;
-  std::unique_ptr<trials::TrialStore> store_;
+  std::unique_ptr<trials::Store> store_;
   bool broken_ = false;
 };
 
 namespace {
+
+// Artifact names are plain file names, never paths.
+bool plain_artifact_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." &&
+         std::all_of(name.begin(), name.end(), [](unsigned char c) {
+           return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+         });
+}
 
 Response json_ok(int status, const Json& j) {
   return Response::json(status, dump(j));
@@ -193,28 +201,26 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
   r.add("GET", "/api/sweeps/{id}/trials",
         [this](const Request& q, const PathParams& p) { return list_trials(q, p.at("id")); });
   r.add("GET", "/api/sweeps/{id}/ensemble", [this](const Request&, const PathParams& p) {
-    // The record the ensemble stage stores with the sweep's first member
-    // (scheduler/ensemble_stage.hpp: artifacts belong to trials).
+    // The record the ensemble stage stores with the sweep
+    // (scheduler/ensemble_stage.hpp).
     const std::string& id = p.at("id");
     auto store = borrow();
-    auto sweep = store.track(store->get_sweep(id));
+    if (!store) return error_response(Error::unavailable("no store"));
+    auto sweep = store.track(store->sweeps().get_sweep(id));
     if (!sweep) return error_response(sweep.error());
-    auto first = store.track(store->list_trials(id, trials::TrialRole::kMember, 0, 1));
-    if (!first) return error_response(first.error());
-    std::optional<std::string> record;
-    if (!first->trials.empty()) {
-      auto bytes =
-          store.track(store->get_artifact(first->trials[0].id, trials::artifact::kEnsembleRecord));
-      if (!bytes) return error_response(bytes.error());
-      record = std::move(*bytes);
-    }
-    if (!record)
+    auto record =
+        store.track(store->artifacts().get_sweep_artifact(id, trials::artifact::kEnsembleRecord));
+    if (!record) return error_response(record.error());
+    if (!*record)
       return error_response(
           Error::not_found("sweep " + id +
                            " has no ensemble record (yet): it is written when every ensemble "
                            "member has finished; sweep stage is '" +
                            trials::to_string(sweep->stage) + "'"));
-    return Response::json(200, std::move(*record));
+    return Response::json(200, std::move(**record));
+  });
+  r.add("GET", "/api/sweeps/{id}/artifacts/{name}", [this](const Request&, const PathParams& p) {
+    return artifact(Owner::kSweep, p.at("id"), p.at("name"));
   });
   r.add("DELETE", "/api/sweeps/{id}",
         [this](const Request&, const PathParams& p) { return delete_sweep(p.at("id")); });
@@ -223,25 +229,7 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
   r.add("GET", "/api/trials/{id}",
         [this](const Request& r, const PathParams& p) { return get_trial(r, p.at("id")); });
   r.add("GET", "/api/trials/{id}/artifacts/{name}", [this](const Request&, const PathParams& p) {
-    // Raw bytes of one stored artifact (model.pt, predictions, ensemble.json):
-    // what `hpo export` downloads. Names are plain file names, never paths.
-    const std::string& id = p.at("id");
-    const std::string& name = p.at("name");
-    const bool plain = !name.empty() && name != "." && name != ".." &&
-                       std::all_of(name.begin(), name.end(), [](unsigned char c) {
-                         return std::isalnum(c) || c == '.' || c == '_' || c == '-';
-                       });
-    if (!plain)
-      return error_response(
-          Error::invalid("name", "artifact names are made of A-Z a-z 0-9 . _ - only"));
-    auto store = borrow();
-    auto trial = store.track(store->get_trial(id));
-    if (!trial) return error_response(trial.error());
-    auto bytes = store.track(store->get_artifact(id, name));
-    if (!bytes) return error_response(bytes.error());
-    if (!*bytes)
-      return error_response(Error::not_found("trial " + id + " has no artifact '" + name + "'"));
-    return Response::text(200, std::move(**bytes), "application/octet-stream");
+    return artifact(Owner::kTrial, p.at("id"), p.at("name"));
   });
   r.add("GET", "/api/workers",
         [this](const Request&, const PathParams&) { return list_workers(); });
@@ -261,6 +249,33 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
 
 Api::~Api() = default;
 
+// Raw bytes of one stored artifact: a trial's (model.pt, predictions, log.txt)
+// or a sweep's own records (ensemble.json, manifest.json); what `hpo export`
+// downloads. Names are plain file names, never paths.
+Response Api::artifact(Owner owner, const std::string& id, const std::string& name) {
+  if (!plain_artifact_name(name))
+    return error_response(
+        Error::invalid("name", "artifact names are made of A-Z a-z 0-9 . _ - only"));
+  auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
+  const bool of_sweep = owner == Owner::kSweep;
+  // The owner must exist: an unknown id is 404 naming it, not an absent artifact.
+  if (of_sweep) {
+    if (auto sweep = store.track(store->sweeps().get_sweep(id)); !sweep)
+      return error_response(sweep.error());
+  } else if (auto trial = store.track(store->trials().get_trial(id)); !trial) {
+    return error_response(trial.error());
+  }
+  auto& artifacts = store->artifacts();
+  auto bytes = store.track(of_sweep ? artifacts.get_sweep_artifact(id, name)
+                                    : artifacts.get_artifact(id, name));
+  if (!bytes) return error_response(bytes.error());
+  if (!*bytes)
+    return error_response(Error::not_found(std::string(of_sweep ? "sweep " : "trial ") + id +
+                                           " has no artifact '" + name + "'"));
+  return Response::text(200, std::move(**bytes), "application/octet-stream");
+}
+
 Api::StoreLease Api::borrow() {
   {
     std::lock_guard lock(pool_mu_);
@@ -270,10 +285,11 @@ Api::StoreLease Api::borrow() {
       return StoreLease(*this, std::move(s));
     }
   }
-  return StoreLease(*this, factory_());
+  auto made = factory_();
+  return StoreLease(*this, made ? std::move(*made) : nullptr);
 }
 
-void Api::give_back(std::unique_ptr<trials::TrialStore> store) {
+void Api::give_back(std::unique_ptr<trials::Store> store) {
   std::lock_guard lock(pool_mu_);
   pool_.push_back(std::move(store));
 }
@@ -370,7 +386,7 @@ Response Api::create_sweep(const Request& request) {
                                        kMaxKey, sweep.idempotency_key.size())));
   auto store = borrow();
   if (!store) return error_response(Error::unavailable("no store"));
-  auto id = store.track(store->create_sweep(sweep));
+  auto id = store.track(store->sweeps().create_sweep(sweep));
   if (!id) return error_response(id.error());
   const std::string name = spec->name;
   options_.specs->put(*id, std::make_shared<const trials::SweepSpec>(std::move(spec).value()));
@@ -389,7 +405,8 @@ Response Api::list_sweeps(const Request& request) {
   auto limit = int_param(request, "limit", options_.default_page, 0, options_.max_page);
   if (!limit) return error_response(limit.error());
   auto store = borrow();
-  auto sweeps = store.track(store->list_sweeps(*offset, *limit));
+  if (!store) return error_response(Error::unavailable("no store"));
+  auto sweeps = store.track(store->sweeps().list_sweeps(*offset, *limit));
   if (!sweeps) return error_response(sweeps.error());
   Json list = Json::array();
   for (const auto& s : *sweeps) list.push_back(sweep_doc(s));
@@ -398,7 +415,8 @@ Response Api::list_sweeps(const Request& request) {
 
 Response Api::get_sweep(const std::string& id) {
   auto store = borrow();
-  auto sweep = store.track(store->get_sweep(id));
+  if (!store) return error_response(Error::unavailable("no store"));
+  auto sweep = store.track(store->sweeps().get_sweep(id));
   if (!sweep) return error_response(sweep.error());
   return json_ok(200, sweep_doc(*sweep));
 }
@@ -431,16 +449,17 @@ Response Api::list_trials(const Request& request, const std::string& sweep_id) {
         "sort", "expected [-]number, value, started, finished, metric:NAME or param:NAME"));
 
   auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
   std::vector<TrialPtr> rows;
   std::int64_t total = 0;
   if (!state && field == "number" && !descending && !csv) {
-    auto r = store.track(store->list_trials(sweep_id, kind, *offset, *limit));
+    auto r = store.track(store->trials().list_trials(sweep_id, kind, *offset, *limit));
     if (!r) return error_response(r.error());
     total = r->total;
     for (auto& t : r->trials) rows.push_back(std::make_shared<const trials::Trial>(std::move(t)));
     if (rows.empty() && *offset == 0) {
       // An empty page: tell "no trials yet" from "no such sweep".
-      auto sweep = store.track(store->get_sweep(sweep_id));
+      auto sweep = store.track(store->sweeps().get_sweep(sweep_id));
       if (!sweep) return error_response(sweep.error());
     }
   } else {
@@ -477,16 +496,18 @@ Response Api::list_trials(const Request& request, const std::string& sweep_id) {
 
 Response Api::cancel_sweep(const std::string& id) {
   auto store = borrow();
-  if (auto s = store.track(store->cancel_sweep(id)); !s) return error_response(s.error());
+  if (!store) return error_response(Error::unavailable("no store"));
+  if (auto s = store.track(store->sweeps().cancel_sweep(id)); !s) return error_response(s.error());
   log_info("sweep cancel requested", {{"sweep", id}});
-  auto sweep = store.track(store->get_sweep(id));
+  auto sweep = store.track(store->sweeps().get_sweep(id));
   if (!sweep) return error_response(sweep.error());
   return json_ok(200, sweep_doc(*sweep));
 }
 
 Response Api::delete_sweep(const std::string& id) {
   auto store = borrow();
-  if (auto s = store.track(store->delete_sweep(id)); !s) return error_response(s.error());
+  if (!store) return error_response(Error::unavailable("no store"));
+  if (auto s = store.track(store->sweeps().delete_sweep(id)); !s) return error_response(s.error());
   log_info("sweep deleted", {{"sweep", id}});
   Response r;
   r.status = 204;
@@ -501,11 +522,12 @@ Response Api::get_trial(const Request& request, const std::string& id) {
                          trials::kMaxReportsPerTrial);
   if (!limit) return error_response(limit.error());
   auto store = borrow();
-  auto trial = store.track(store->get_trial(id));
+  if (!store) return error_response(Error::unavailable("no store"));
+  auto trial = store.track(store->trials().get_trial(id));
   if (!trial) return error_response(trial.error());
-  auto attempts = store.track(store->get_attempts(id));
+  auto attempts = store.track(store->trials().get_attempts(id));
   if (!attempts) return error_response(attempts.error());
-  auto reports = store.track(store->get_reports(id, *offset, *limit));
+  auto reports = store.track(store->trials().get_reports(id, *offset, *limit));
   if (!reports) return error_response(reports.error());
   Json doc = to_json(*trial);
   doc["attempts"] = Json::array();
@@ -516,7 +538,7 @@ Response Api::get_trial(const Request& request, const std::string& id) {
   doc["reports_offset"] = *offset;
   doc["reports_limit"] = *limit;
   // The worker stores the tail of each attempt's log when the attempt ends.
-  auto log = store.track(store->get_artifact(id, trials::artifact::kLog));
+  auto log = store.track(store->artifacts().get_artifact(id, trials::artifact::kLog));
   if (!log) return error_response(log.error());
   doc["log_tail"] = *log ? Json(**log) : Json(nullptr);
   return json_ok(200, doc);
@@ -524,7 +546,8 @@ Response Api::get_trial(const Request& request, const std::string& id) {
 
 Response Api::list_workers() {
   auto store = borrow();
-  auto workers = store.track(store->list_workers());
+  if (!store) return error_response(Error::unavailable("no store"));
+  auto workers = store.track(store->workers().list_workers());
   if (!workers) return error_response(workers.error());
   Json list = Json::array();
   for (const auto& w : *workers) list.push_back(to_json(w));
@@ -533,17 +556,19 @@ Response Api::list_workers() {
 
 Response Api::healthz() {
   auto store = borrow();
-  auto r = store.track(store->list_sweeps(0, 1));
+  if (!store) return error_response(Error::unavailable("no store"));
+  auto r = store.track(store->sweeps().list_sweeps(0, 1));
   if (!r) return error_response(Error::unavailable("store: " + r.error().message));
   return json_ok(200, {{"status", "ok"}});
 }
 
 Response Api::metrics() {
   auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
   ClusterSnapshot snap;
   constexpr std::int64_t kChunk = 1000;
   for (std::int64_t at = 0;; at += kChunk) {
-    auto sweeps = store.track(store->list_sweeps(at, kChunk));
+    auto sweeps = store.track(store->sweeps().list_sweeps(at, kChunk));
     if (!sweeps) return error_response(sweeps.error());
     for (const auto& s : *sweeps) {
       ++snap.sweeps_by_state[trials::to_string(s.state)];
@@ -558,7 +583,7 @@ Response Api::metrics() {
     }
     if (static_cast<std::int64_t>(sweeps->size()) < kChunk) break;
   }
-  auto workers = store.track(store->list_workers());
+  auto workers = store.track(store->workers().list_workers());
   if (!workers) return error_response(workers.error());
   for (const auto& w : *workers) {
     ++snap.workers;
@@ -590,10 +615,11 @@ Response Api::events(const Request& request) {
   if (!last.empty()) {
     sub->skip_through(last);
     auto store = borrow();
+    if (!store) return error_response(Error::unavailable("no store"));
     std::string after = last;
     int replayed = 0;
     while (replayed < options_.max_replay) {
-      auto batch = store.track(store->read_events(after, 1000, 0));
+      auto batch = store.track(store->events().read_events(after, 1000, 0));
       if (!batch) return error_response(batch.error());
       for (const auto& e : *batch) {
         after = e.id;

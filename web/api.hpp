@@ -1,10 +1,11 @@
-// Api: the REST handlers of hpo on top of a TrialStore, as one pure Handler
+// Api: the REST handlers of hpo on top of the store (trials/store.hpp), as one pure Handler
 // (Request -> Response) for HttpServer.
 //
-// Stores: a TrialStore instance is used by one thread at a time (RedisStore
+// Stores: a Store connection is used by one thread at a time (RedisStore
 // holds one connection), so the Api keeps a small pool: a request borrows an
 // instance (making one with the factory when none is free) and gives it back;
-// an instance whose call failed with kUnavailable is dropped, not reused.
+// an instance whose call failed with kUnavailable is dropped, not reused, and
+// a factory that cannot connect makes the request a 503.
 //
 // Host: a request whose Host header names a host not in `allowed_hosts` (IP
 // literals always pass) gets 400 before anything else (DNS rebinding).
@@ -89,7 +90,7 @@ class Api {
  private:
   class StoreLease;
   StoreLease borrow();
-  void give_back(std::unique_ptr<trials::TrialStore> store);
+  void give_back(std::unique_ptr<trials::Store> store);
 
   bool authorized(const Request& request) const;
   bool host_allowed(const Request& request) const;
@@ -102,6 +103,8 @@ class Api {
   Response cancel_sweep(const std::string& id);
   Response delete_sweep(const std::string& id);
   Response get_trial(const Request& request, const std::string& id);
+  enum class Owner { kTrial, kSweep };
+  Response artifact(Owner owner, const std::string& id, const std::string& name);
   Response list_workers();
   Response events(const Request& request);
   Response healthz();
@@ -115,7 +118,7 @@ class Api {
   RequestMetrics request_metrics_;
   TrialCache trial_cache_;
   std::mutex pool_mu_;
-  std::vector<std::unique_ptr<trials::TrialStore>> pool_;
+  std::vector<std::unique_ptr<trials::Store>> pool_;
 };
 
 }  // namespace hpo::web

@@ -38,15 +38,16 @@ void EventPump::stop() {
 
 void EventPump::run() {
   std::string last_id = "$";
-  std::unique_ptr<trials::TrialStore> store;
+  std::unique_ptr<trials::Store> store;
   std::chrono::milliseconds backoff{100};
   auto stopping = [&] {
     std::lock_guard lock(mu_);
     return stop_;
   };
   while (!stopping()) {
-    if (!store) store = factory_();
-    auto events = store ? store->read_events(last_id, 100, block_ms_)
+    if (!store)
+      if (auto made = factory_()) store = std::move(*made);
+    auto events = store ? store->events().read_events(last_id, 100, block_ms_)
                         : Result<std::vector<trials::Event>>(Error::unavailable("no store"));
     if (!events) {
       store.reset();  // its connection may be broken

@@ -21,7 +21,7 @@
 
 namespace hpo::web {
 
-using StoreFactory = std::function<std::unique_ptr<trials::TrialStore>()>;
+using trials::StoreFactory;
 
 // The hub form of a store event: data is the event's JSON document.
 HubEvent to_hub_event(const trials::Event& event);

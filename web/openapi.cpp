@@ -124,8 +124,15 @@ const char* const kOpenApi = R"json({
         "responses": {"200": {"description": "the trial", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TrialDetail"}}}},
           "404": {"$ref": "#/components/responses/Error"}}}
     },
+    "/api/sweeps/{id}/artifacts/{name}": {
+      "get": {"summary": "The raw bytes of one of the sweep's own records (ensemble.json, manifest.json)",
+        "parameters": [{"$ref": "#/components/parameters/id"},
+          {"name": "name", "in": "path", "required": true, "description": "artifact name: A-Z a-z 0-9 . _ - only", "schema": {"type": "string", "pattern": "^[A-Za-z0-9._-]+$"}}],
+        "responses": {"200": {"description": "the record", "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}}
+    },
     "/api/trials/{id}/artifacts/{name}": {
-      "get": {"summary": "The raw bytes of one artifact a trial stored (model.pt, val_predictions, test_predictions, oob_predictions, ensemble.json, manifest.json, log.txt)",
+      "get": {"summary": "The raw bytes of one artifact a trial stored (model.pt, val_predictions, test_predictions, oob_predictions, log.txt)",
         "parameters": [{"$ref": "#/components/parameters/id"},
           {"name": "name", "in": "path", "required": true, "description": "artifact name: A-Z a-z 0-9 . _ - only", "schema": {"type": "string", "pattern": "^[A-Za-z0-9._-]+$"}}],
         "responses": {"200": {"description": "the artifact", "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},

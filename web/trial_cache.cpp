@@ -2,10 +2,9 @@
 
 namespace hpo::web {
 
-Result<std::vector<TrialPtr>> TrialCache::load(trials::TrialStore& store,
-                                               const std::string& sweep_id,
+Result<std::vector<TrialPtr>> TrialCache::load(trials::Store& store, const std::string& sweep_id,
                                                trials::TrialRole role) {
-  auto sweep = store.get_sweep(sweep_id);
+  auto sweep = store.sweeps().get_sweep(sweep_id);
   if (!sweep) {
     if (sweep.error().code == ErrorCode::kNotFound) {
       std::lock_guard lock(mu_);
@@ -35,7 +34,7 @@ Result<std::vector<TrialPtr>> TrialCache::load(trials::TrialStore& store,
     }
     std::int64_t end = i;
     while (end < count && !out[static_cast<std::size_t>(end)] && end - i < kChunk) ++end;
-    auto page = store.list_trials(sweep_id, role, i, end - i);
+    auto page = store.trials().list_trials(sweep_id, role, i, end - i);
     if (!page) return page.error();
     for (auto& t : page->trials) {
       if (t.number < 0 || t.number >= count) continue;

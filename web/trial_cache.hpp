@@ -30,7 +30,7 @@ class TrialCache {
   explicit TrialCache(std::size_t max_sweeps = 16) : max_sweeps_(max_sweeps ? max_sweeps : 1) {}
 
   // Every trial of (sweep, role), by ascending number. kNotFound when the sweep is unknown.
-  Result<std::vector<TrialPtr>> load(trials::TrialStore& store, const std::string& sweep_id,
+  Result<std::vector<TrialPtr>> load(trials::Store& store, const std::string& sweep_id,
                                      trials::TrialRole role);
   std::size_t cached_trials(const std::string& sweep_id, trials::TrialRole role);
 

@@ -131,7 +131,7 @@ struct Agent::Running {
 // connection (guarded: an executor may report from a helper thread).
 class Agent::TrialReporter : public Reporter {
  public:
-  TrialReporter(Agent& agent, Running& run, StoreConnection& conn,
+  TrialReporter(Agent& agent, Running& run, trials::Store& conn,
                 std::optional<Clock::time_point> deadline)
       : agent_(agent), run_(run), conn_(conn), deadline_(deadline) {}
 
@@ -218,7 +218,7 @@ class Agent::TrialReporter : public Reporter {
 
   Agent& agent_;
   Running& run_;
-  StoreConnection& conn_;
+  trials::Store& conn_;
   std::optional<Clock::time_point> deadline_;
   std::mutex mu_;
   std::deque<std::string> tail_;
@@ -342,7 +342,7 @@ Status Agent::retry_through_outage(const std::function<Status()>& op) {
   return st;
 }
 
-std::unique_ptr<StoreConnection> Agent::connect_until_stopped(const char* role) {
+std::unique_ptr<trials::Store> Agent::connect_until_stopped(const char* role) {
   auto backoff = std::chrono::milliseconds(100);
   ThrottledLog errors;
   while (!stopping_.load()) {
@@ -426,19 +426,19 @@ void Agent::slot_loop(int slot) {
   }
 }
 
-Result<std::shared_ptr<const trials::SweepSpec>> Agent::spec_for(const std::string& sweep_id,
-                                                                 StoreConnection& conn) {
-  if (auto hit = specs_.find(sweep_id)) return hit;  // no Redis call
-  auto sweep = conn.store().get_sweep(sweep_id);
-  if (!sweep) return sweep.error();
-  auto spec = specs_.get(sweep_id, sweep->spec_json);
+Result<std::shared_ptr<const trials::SweepSpec>> Agent::spec_for(const trials::Claim& claim) {
+  const std::string& sweep_id = claim.trial.sweep_id;
+  if (auto hit = specs_.find(sweep_id)) return hit;
+  if (claim.spec_json.empty())  // a store that does not carry specs in claims
+    return Error::unavailable("the claim of " + claim.trial.id + " carries no sweep spec");
+  auto spec = specs_.get(sweep_id, claim.spec_json);
   if (!spec)
     return Error::invalid("spec", "stored sweep spec does not parse: " + spec.error().message);
   return spec;
 }
 
 void Agent::run_trial(const trials::Claim& claim, const std::vector<int>& slots,
-                      StoreConnection& conn) {
+                      trials::Store& conn) {
   auto run = std::make_shared<Running>();
   run->trial = claim.trial;
   run->slots = slots;
@@ -447,7 +447,13 @@ void Agent::run_trial(const trials::Claim& claim, const std::vector<int>& slots,
     running_[run->trial.id] = run;
   }
   std::string log_tail;
-  trials::TrialResult result = execute(*run, conn, log_tail);
+  auto spec = spec_for(claim);
+  trials::TrialResult result =
+      spec ? execute(*run, **spec, conn, log_tail)
+           // A store that may carry it next time is worth a retry; a spec that
+           // does not parse will not.
+           : failed_result("cannot read the sweep spec: " + spec.error().message,
+                           spec.error().code == ErrorCode::kUnavailable);
   deliver(*run, result, log_tail, conn);
   {
     std::lock_guard lk(mu_);
@@ -456,13 +462,9 @@ void Agent::run_trial(const trials::Claim& claim, const std::vector<int>& slots,
   cv_.notify_all();  // drain() waits for running_ to empty
 }
 
-trials::TrialResult Agent::execute(Running& run, StoreConnection& conn, std::string& log_tail) {
+trials::TrialResult Agent::execute(Running& run, const trials::SweepSpec& sp, trials::Store& conn,
+                                   std::string& log_tail) {
   const auto& trial = run.trial;
-  auto spec = spec_for(trial.sweep_id, conn);
-  if (!spec)  // Redis trouble may pass; a spec that does not parse will not.
-    return failed_result("cannot read the sweep spec: " + spec.error().message,
-                         spec.error().code == ErrorCode::kUnavailable);
-  const auto& sp = **spec;
   TrialTask task;
   task.trial = trial;
   task.spec = &sp;
@@ -579,7 +581,7 @@ std::string Agent::make_work_dir(const trials::Trial& trial) {
 }
 
 void Agent::deliver(const Running& run, const trials::TrialResult& result,
-                    const std::string& log_tail, StoreConnection& conn) {
+                    const std::string& log_tail, trials::Store& conn) {
   const auto& trial = run.trial;
   const StopReason stop = run.stop.load();
   const char* outcome = trials::to_string(result.outcome);
@@ -635,7 +637,7 @@ void Agent::deliver(const Running& run, const trials::TrialResult& result,
   }
 }
 
-Status Agent::heartbeat_once(StoreConnection& conn, std::int64_t interval_ms) {
+Status Agent::heartbeat_once(trials::Store& conn, std::int64_t interval_ms) {
   std::vector<std::shared_ptr<Running>> running;
   trials::WorkerInfo info;
   {
@@ -678,10 +680,10 @@ Status Agent::heartbeat_once(StoreConnection& conn, std::int64_t interval_ms) {
   info.slots = options_.slots;
   if (gpus_) info.gpus = gpus_->snapshot();
   info.started_ms = started_ms_;
-  return conn.store().put_worker(info, 3 * interval_ms);
+  return conn.workers().put_worker(info, 3 * interval_ms);
 }
 
-void Agent::release_orphans(StoreConnection& conn) {
+void Agent::release_orphans(trials::Store& conn) {
   auto held = conn.queue().worker_leases(options_.name);
   if (!held) return;  // the store is away: next round
   for (const auto& lease : *held) {

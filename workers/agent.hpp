@@ -5,7 +5,10 @@
 // k-1 other free ones, whose threads wait meanwhile). One heartbeat thread
 // extends the lease of every running trial each lease/3, turns the answers
 // (prune, cancel, lease lost) into the trial's stop reason, and refreshes the
-// worker registry entry. Each thread has its own store connection.
+// worker registry entry. Each thread has its own store connection, of which
+// the agent uses two roles: the queue and the worker registry. A claim
+// carries the sweep's spec, parsed once per sweep (specs_), so the worker
+// never reads a sweep.
 //
 // Results are sent with queue.complete() unless the attempt's lease was lost
 // (a stale attempt must not report). A drain (SIGTERM) stops claiming, lets
@@ -46,28 +49,8 @@
 
 namespace hpo::workers {
 
-// One thread's connection: the store and the queue (RedisStore is both).
-class StoreConnection {
- public:
-  virtual ~StoreConnection() = default;
-  virtual trials::TrialStore& store() = 0;
-  virtual trials::TrialQueue& queue() = 0;
-};
-
-// Wraps any T that is both a TrialStore and a TrialQueue.
-template <class T>
-class OwnedConnection final : public StoreConnection {
- public:
-  explicit OwnedConnection(std::unique_ptr<T> impl) : impl_(std::move(impl)) {}
-  trials::TrialStore& store() override { return *impl_; }
-  trials::TrialQueue& queue() override { return *impl_; }
-
- private:
-  std::unique_ptr<T> impl_;
-};
-
 // Called once per agent thread (from that thread).
-using ConnectionFactory = std::function<Result<std::unique_ptr<StoreConnection>>()>;
+using ConnectionFactory = trials::StoreFactory;
 using ExecutorFactory = std::function<std::unique_ptr<Executor>()>;
 using ExecutorRegistry = std::map<trials::TrialKind, ExecutorFactory>;
 
@@ -133,29 +116,30 @@ class Agent {
 
   void slot_loop(int slot);
   void heartbeat_loop();
-  std::unique_ptr<StoreConnection> connect_until_stopped(const char* role);
+  std::unique_ptr<trials::Store> connect_until_stopped(const char* role);
   // Reserves `k` slots including `mine`; false when they are not free.
   bool reserve(int mine, int k, std::vector<int>& out);
   void release(const std::vector<int>& slots);
-  void run_trial(const trials::Claim& claim, const std::vector<int>& slots, StoreConnection& conn);
+  void run_trial(const trials::Claim& claim, const std::vector<int>& slots, trials::Store& conn);
   // Spec, task, executor: the attempt's result (and its log tail).
-  trials::TrialResult execute(Running& run, StoreConnection& conn, std::string& log_tail);
+  trials::TrialResult execute(Running& run, const trials::SweepSpec& spec, trials::Store& conn,
+                              std::string& log_tail);
   // A fresh directory for the attempt under work_root ("" when none).
   std::string make_work_dir(const trials::Trial& trial);
   // Locks work_root and removes the attempt directories of dead workers beside it.
   Status claim_work_root();
   // Sends the result, releases the lease (stopped by a drain), or drops it (lease lost).
   void deliver(const Running& run, const trials::TrialResult& result, const std::string& log_tail,
-               StoreConnection& conn);
+               trials::Store& conn);
   // Calls `op` again while it fails with kUnavailable, up to outage_grace
   // (sooner when a hard stop is requested).
   Status retry_through_outage(const std::function<Status()>& op);
   // Releases leases the store says we hold but no slot runs.
-  void release_orphans(StoreConnection& conn);
-  Result<std::shared_ptr<const trials::SweepSpec>> spec_for(const std::string& sweep_id,
-                                                            StoreConnection& conn);
+  void release_orphans(trials::Store& conn);
+  // The claimed trial's sweep spec, parsed once per sweep.
+  Result<std::shared_ptr<const trials::SweepSpec>> spec_for(const trials::Claim& claim);
   // Heartbeats every running trial; returns the registry update's status.
-  Status heartbeat_once(StoreConnection& conn, std::int64_t interval_ms);
+  Status heartbeat_once(trials::Store& conn, std::int64_t interval_ms);
   // Sleeps up to `d` unless stopping; returns false when stopping.
   bool idle_wait(std::chrono::milliseconds d);
 

@@ -136,14 +136,11 @@ int main(int argc, char** argv) {
   options.work_root =
       config.work_dir.empty() ? hpo::hpo_home() + "/work/" + options.name : config.work_dir;
 
-  auto connect =
-      [url,
-       prefix = config.prefix]() -> hpo::Result<std::unique_ptr<hpo::workers::StoreConnection>> {
+  hpo::trials::StoreFactory connect =
+      [url, prefix = config.prefix]() -> hpo::Result<std::unique_ptr<hpo::trials::Store>> {
     auto store = hpo::trials::redis::RedisStore::open(url, prefix);
     if (!store) return store.error();
-    return std::unique_ptr<hpo::workers::StoreConnection>(
-        std::make_unique<hpo::workers::OwnedConnection<hpo::trials::redis::RedisStore>>(
-            std::move(store.value())));
+    return std::unique_ptr<hpo::trials::Store>(std::move(store.value()));
   };
   auto executors = hpo::workers::builtin_executors(config.kill_grace_s);
 #ifdef HPO_WITH_TORCH

@@ -63,8 +63,8 @@ int main(int argc, char** argv) {
 
   web::EventHub hub;
   std::string url = redis.url();
-  web::StoreFactory factory = [url]() -> std::unique_ptr<trials::TrialStore> {
-    return open_store(url);
+  web::StoreFactory factory = [url]() -> hpo::Result<std::unique_ptr<trials::Store>> {
+    return std::unique_ptr<trials::Store>(open_store(url));
   };
   web::Api api({}, factory, hub);
   web::ServerOptions so;

@@ -87,12 +87,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   web::ApiOptions options;
   options.token = "tok";
   options.auth_reads = (size % 2) == 1;  // both auth modes
-  auto first = std::make_shared<std::unique_ptr<trials::TrialStore>>(std::move(seeded.store));
+  auto first = std::make_shared<std::unique_ptr<trials::Store>>(std::move(seeded.store));
   web::Api api(
       options,
-      [first]() -> std::unique_ptr<trials::TrialStore> {
+      [first]() -> Result<std::unique_ptr<trials::Store>> {
         if (*first) return std::move(*first);
-        return std::make_unique<trials::memory::MemoryStore>();
+        return std::unique_ptr<trials::Store>(std::make_unique<trials::memory::MemoryStore>());
       },
       hub);
 

@@ -27,7 +27,8 @@ std::string synthetic_spec(const std::string& name, int trials, bool ensemble) {
     "search": {"algorithm": "random", "max_trials": )" +
                   std::to_string(trials) + R"(, "max_concurrent": 2},)";
   if (ensemble)
-    s += R"("trial": {"kind": "torch", "data": {"format": "csv", "train": "/none.csv", "target": "y"}},
+    s +=
+        R"("trial": {"kind": "torch", "data": {"format": "csv", "train": "/none.csv", "target": "y"}},
             "ensemble": {"members": 2, "base": "best"})";
   else
     s += R"("trial": {"kind": "synthetic", "function": "noop"})";
@@ -39,7 +40,7 @@ class StuckStage : public Stage {
  public:
   StuckStage(std::atomic<bool>& entered, std::atomic<bool>& release)
       : entered_(entered), release_(release) {}
-  Result<bool> step(trials::TrialStore&, const trials::Sweep&) override {
+  Result<bool> step(trials::Store&, const trials::Sweep&) override {
     entered_ = true;
     wait_for([&] { return release_.load(); }, 60s);
     return true;
@@ -53,10 +54,10 @@ class StuckStage : public Stage {
 TEST(ControllerLoop, AStuckSweepDoesNotStallTheOthers) {
   RedisServer server;
   const std::string url = server.url();
-  StoreFactory stores = [url]() -> Result<std::unique_ptr<trials::TrialStore>> {
+  StoreFactory stores = [url]() -> Result<std::unique_ptr<trials::Store>> {
     auto s = trials::redis::RedisStore::open(url);
     if (!s) return s.error();
-    return std::unique_ptr<trials::TrialStore>(std::move(*s));
+    return std::unique_ptr<trials::Store>(std::move(*s));
   };
   auto admin = std::move(trials::redis::RedisStore::open(url).value());
   std::atomic<bool> entered{false}, release{false};

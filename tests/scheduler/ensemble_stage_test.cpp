@@ -80,9 +80,7 @@ struct Fixture : testing::SweepFixture {
     return alive.ok() && *alive;
   }
   Json record() {
-    auto members = store.list_trials(sweep_id, hpo::trials::TrialRole::kMember, 0, 1);
-    if (!members.ok() || members->trials.empty()) return Json();
-    auto bytes = store.get_artifact(members->trials[0].id, kEnsembleRecordArtifact);
+    auto bytes = store.get_sweep_artifact(sweep_id, kEnsembleRecordArtifact);
     if (!bytes.ok() || !*bytes) return Json();
     return Json::parse(**bytes);
   }
@@ -164,8 +162,12 @@ TEST(EnsembleStage, TopKMembersGetParamsSeedsAndTheRecordIsStored) {
   // Five independent 70%-right members: the soft vote beats their mean.
   EXPECT_GT(rec["ensemble"]["test"]["accuracy"].get<double>(), mean_test);
   EXPECT_TRUE(rec["best_single"]["trial_id"].is_string());
-  auto manifest = f.store.get_artifact(members->trials[0].id, kEnsembleManifestArtifact);
+  auto manifest = f.store.get_sweep_artifact(f.sweep_id, kEnsembleManifestArtifact);
   ASSERT_TRUE(manifest.ok() && *manifest);
+  // The sweep owns its records: none is left with a member.
+  auto on_member = f.store.get_artifact(members->trials[0].id, kEnsembleManifestArtifact);
+  ASSERT_TRUE(on_member.ok());
+  EXPECT_FALSE(on_member->has_value());
   auto parsed = ensemble::manifest_from_json(**manifest);
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
   EXPECT_EQ(parsed->members.size(), 5u);

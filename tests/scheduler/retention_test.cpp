@@ -28,7 +28,7 @@ TEST(Retention, DeletesEndedSweepsPastTheAgeOnly) {
   const std::string recent = make("recent");
   ASSERT_TRUE(store.cancel_sweep(recent).ok());
 
-  auto stores = [] { return Result<std::unique_ptr<trials::TrialStore>>(nullptr); };
+  auto stores = [] { return Result<std::unique_ptr<trials::Store>>(nullptr); };
   Retention keep_forever(stores, 0ms, 1min, [&] { return now; });
   EXPECT_EQ(keep_forever.run_once(store), 0);
   Retention two_days(stores, 48h, 1min, [&] { return now; });

@@ -39,16 +39,16 @@ TEST(Schedulability, ParksASweepUntilABigEnoughWorkerRegisters) {
   t.limit = 2;
   t.slots = 3;
   ASSERT_TRUE(store.create_trial(t).ok());
-  SchedulabilityWatch watch([] { return Result<std::unique_ptr<trials::TrialStore>>(nullptr); },
+  SchedulabilityWatch watch([] { return Result<std::unique_ptr<trials::Store>>(nullptr); },
                             std::chrono::milliseconds(1000));
-  watch.run_once(store);
+  watch.run_once(store, store);
   EXPECT_EQ(store.get_sweep(*id)->unschedulable, "");  // no worker: no verdict
   ASSERT_TRUE(store.put_worker(worker("small", 2), 60'000).ok());
-  watch.run_once(store);
+  watch.run_once(store, store);
   EXPECT_NE(store.get_sweep(*id)->unschedulable.find("needs 3 slots"), std::string::npos);
   EXPECT_FALSE(store.claim("small", 8, 1000)->has_value());
   ASSERT_TRUE(store.put_worker(worker("big", 4), 60'000).ok());
-  watch.run_once(store);
+  watch.run_once(store, store);
   EXPECT_EQ(store.get_sweep(*id)->unschedulable, "");
   EXPECT_TRUE(store.claim("big", 4, 1000)->has_value());
 }

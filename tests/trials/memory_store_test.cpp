@@ -15,8 +15,7 @@ struct MemoryEnv {
   static constexpr std::int64_t kLeaseMs = 150;
   std::atomic<std::int64_t> clock_ms{1'700'000'000'000};
   memory::MemoryStore memory{[this] { return clock_ms.load(); }};
-  TrialStore& store() { return memory; }
-  TrialQueue& queue() { return memory; }
+  AllRoles& store() { return memory; }
   void advance(std::int64_t ms) { clock_ms += ms; }
   void pass(std::int64_t ms) { clock_ms += ms; }
 };

@@ -1,8 +1,10 @@
-#include "web/json_codec.hpp"
+#include "trials/record_json.hpp"
 
 #include <gtest/gtest.h>
 
-namespace hpo::web {
+#include <cmath>
+
+namespace hpo::trials::record {
 namespace {
 
 trials::Sweep sample_sweep() {
@@ -23,8 +25,17 @@ trials::Sweep sample_sweep() {
   return s;
 }
 
+// The objective metric and the budget come from the sweep's parsed spec.
+SweepSpec sample_spec() {
+  SweepSpec spec;
+  spec.objective.metric = "loss";
+  spec.search.max_trials = 30;
+  return spec;
+}
+
 TEST(JsonCodec, SweepDocumentHasTheContractFields) {
-  Json j = to_json(sample_sweep());
+  const SweepSpec spec = sample_spec();
+  Json j = to_json(sample_sweep(), &spec);
   EXPECT_EQ(j["id"], "sw1");
   EXPECT_EQ(j["state"], "finished");
   EXPECT_EQ(j["objective"]["metric"], "loss");
@@ -114,5 +125,103 @@ TEST(JsonCodec, ListDocuments) {
   EXPECT_FALSE(from_json_list(Json::object(), "trials", out).ok());
 }
 
+// One rule for numbers: not finite is written null, null reads back as NaN
+// (or as no value where the field is optional), wherever the record sits.
+TEST(JsonCodec, NonFiniteNumbersAreNullAndNullReadsBackAsNaN) {
+  Metrics m{{"loss", std::nan("")}, {"acc", 0.5}, {"inf", HUGE_VAL}};
+  Json j = to_json(m);
+  EXPECT_TRUE(j["loss"].is_null());
+  EXPECT_TRUE(j["inf"].is_null());
+  EXPECT_EQ(dump(j), R"({"acc":0.5,"inf":null,"loss":null})");
+  Metrics back;
+  ASSERT_TRUE(from_json(j, back).ok());
+  EXPECT_TRUE(std::isnan(back.at("loss")));
+  EXPECT_EQ(back.at("acc"), 0.5);
+
+  search::Params p{{"lr", std::nan("")}, {"n", std::int64_t{3}}};
+  search::Params pb;
+  ASSERT_TRUE(from_json(to_json(p), pb).ok());
+  EXPECT_TRUE(std::isnan(std::get<double>(pb.at("lr"))));
+  EXPECT_EQ(std::get<std::int64_t>(pb.at("n")), 3);
+  // The text form (the Redis trial hash, rank jobs, manifests) is the same codec.
+  auto text = params_from_json(params_to_json(p));
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_TRUE(std::isnan(std::get<double>(text->at("lr"))));
+
+  // A best trial whose value is not finite reads back (it used to be refused).
+  Sweep s = sample_sweep();
+  s.best->value = std::nan("");
+  Sweep sb;
+  ASSERT_TRUE(from_json(to_json(s), sb).ok());
+  ASSERT_TRUE(sb.best.has_value());
+  EXPECT_TRUE(std::isnan(sb.best->value));
+
+  Trial t;
+  t.value = std::nan("");
+  Trial tb;
+  ASSERT_TRUE(from_json(to_json(t), tb).ok());
+  EXPECT_FALSE(tb.value.has_value());
+}
+
+TEST(JsonCodec, IntegersAreNeverWrappedAndIntegralFloatsAreIntegers) {
+  // Lua's cjson writes a millisecond time with an exponent.
+  AttemptRecord a;
+  ASSERT_TRUE(from_json(Json::parse(R"({"attempt":1,"worker":"w","started_ms":1.733068800123e+12,
+                                        "ended_ms":0,"outcome":"running","error":""})"),
+                        a)
+                  .ok());
+  EXPECT_EQ(a.started_ms, 1733068800123);
+  AttemptRecord bad;
+  auto frac = from_json(Json::parse(R"({"attempt":1.5,"worker":"w","outcome":"x"})"), bad);
+  ASSERT_FALSE(frac.ok());
+  EXPECT_EQ(frac.error().fields.at(0).path, "attempt.attempt");
+  search::Params huge;
+  EXPECT_FALSE(from_json(Json::parse(R"({"n":18446744073709551615})"), huge).ok());
+  StepReport r;
+  EXPECT_FALSE(from_json(Json::parse(R"({"step":9223372036854775808,"metrics":{}})"), r).ok());
+}
+
+TEST(JsonCodec, EveryStoredRecordRoundTrips) {
+  StepReport r{7, {{"loss", 0.25}}, 123};
+  StepReport rb;
+  ASSERT_TRUE(from_json(to_json(r), rb).ok());
+  EXPECT_EQ(to_json(rb), to_json(r));
+  AttemptRecord a{2, "w", 10, 20, "failed", "exit 1"};
+  AttemptRecord ab;
+  ASSERT_TRUE(from_json(to_json(a), ab).ok());
+  EXPECT_EQ(to_json(ab), to_json(a));
+  Trial t;
+  t.id = "s-1";
+  t.released = 2;
+  t.extra = R"({"seed":7})";
+  Trial tb;
+  ASSERT_TRUE(from_json(to_json(t), tb).ok());
+  EXPECT_EQ(tb.released, 2);
+  EXPECT_EQ(to_json(tb), to_json(t));
+  Sweep s = sample_sweep();
+  s.unschedulable = "needs 8 slots";
+  Sweep sb;
+  ASSERT_TRUE(from_json(to_json(s), sb).ok());
+  EXPECT_EQ(sb.unschedulable, "needs 8 slots");
+  Event e{"1-0", "trial.finished", "s", "s-1", R"({"value":1.5})"};
+  Event eb;
+  ASSERT_TRUE(from_json(to_json(e), eb).ok());
+  EXPECT_EQ(to_json(eb), to_json(e));
+}
+
+TEST(JsonCodec, TheSweepDocumentCarriesTheSpecsObjectiveAndBudget) {
+  const SweepSpec spec = sample_spec();
+  SweepDocument d;
+  ASSERT_TRUE(from_json(to_json(sample_sweep(), &spec), d).ok());
+  EXPECT_EQ(d.metric, "loss");
+  EXPECT_EQ(d.max_trials, 30);
+  EXPECT_EQ(d.sweep.id, "sw1");
+  // Without the parsed spec the text is not read leniently: nothing is guessed.
+  SweepDocument bare;
+  ASSERT_TRUE(from_json(to_json(sample_sweep()), bare).ok());
+  EXPECT_EQ(bare.metric, "");
+  EXPECT_EQ(bare.max_trials, 0);
+}
+
 }  // namespace
-}  // namespace hpo::web
+}  // namespace hpo::trials::record

@@ -42,8 +42,7 @@ std::string unique_prefix() {
 struct RedisEnv {
   static constexpr std::int64_t kLeaseMs = 150;
   RedisStore redis_store{config_for(shared_server(), unique_prefix())};
-  TrialStore& store() { return redis_store; }
-  TrialQueue& queue() { return redis_store; }
+  AllRoles& store() { return redis_store; }
   void advance(std::int64_t) {}  // real time passes while the test polls
   // An outage of `ms`: the test waits out that much real (and server) time.
   void pass(std::int64_t ms) { hpo::testing::let_time_pass(std::chrono::milliseconds(ms + 20)); }

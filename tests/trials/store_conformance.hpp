@@ -1,7 +1,7 @@
-// The TrialStore/TrialQueue conformance suite: the same tests run against every
+// The store conformance suite: the same tests run against every
 // implementation (memory_store_test.cpp, redis_store_test.cpp instantiate it).
 //
-// An Env provides: store() (a TrialStore& that is also a TrialQueue&),
+// An Env provides: store() (the implementation: every role, trials/store.hpp),
 // advance(ms) (moves the memory store's clock; a no-op for Redis, where real
 // time passes while we poll), pass(ms) (lets at least ms of store time go by:
 // an outage of that length), and kLeaseMs, a lease short enough that tests
@@ -25,8 +25,8 @@ template <class Env>
 class StoreConformance : public ::testing::Test {
  protected:
   Env env;
-  TrialStore& store() { return env.store(); }
-  TrialQueue& queue() { return env.queue(); }
+  AllRoles& store() { return env.store(); }
+  TrialQueue& queue() { return env.store().queue(); }
 
   std::string new_sweep(bool maximize = false, const std::string& name = "s") {
     auto id = store().create_sweep(NewSweep{name, R"({"name":")" + name + R"("})", maximize});

@@ -37,7 +37,9 @@ class ApiTest : public ::testing::Test {
   void start(ApiOptions options = {}) {
     store_ = open_store(redis_.url());
     std::string url = redis_.url();
-    factory_ = [url]() -> std::unique_ptr<trials::TrialStore> { return open_store(url); };
+    factory_ = [url]() -> Result<std::unique_ptr<trials::Store>> {
+      return std::unique_ptr<trials::Store>(open_store(url));
+    };
     api_ = std::make_unique<Api>(options, factory_, hub_);
     pump_ = std::make_unique<EventPump>(factory_, hub_, 200);
     pump_->start();
@@ -54,6 +56,14 @@ class ApiTest : public ::testing::Test {
     if (pump_) pump_->stop();
   }
   Json body(const ClientResponse& r) { return Json::parse(r.body); }
+  // Ensemble member 0 of sweep `id`, queued.
+  Result<trials::Trial> add_member(const std::string& id) {
+    trials::NewTrial m;
+    m.sweep_id = id;
+    m.role = hpo::trials::TrialRole::kMember;
+    m.limit = 4;
+    return store_->create_trial(m);
+  }
   std::string submit(const std::string& spec = kSpec) {
     auto r = client_->post("/api/sweeps", spec);
     EXPECT_TRUE(r.ok());
@@ -403,32 +413,46 @@ TEST_F(ApiTest, EnsembleRecordIs404UntilStoredThenServedAsIs) {
   start();
   std::string id = submit();
   EXPECT_EQ(client_->get("/api/sweeps/" + id + "/ensemble")->status, 404);
-  trials::NewTrial m;
-  m.sweep_id = id;
-  m.role = hpo::trials::TrialRole::kMember;
-  m.limit = 4;
-  auto member = store_->create_trial(m);
+  auto member = add_member(id);
   ASSERT_TRUE(member.ok());
   auto before = client_->get("/api/sweeps/" + id + "/ensemble");
   EXPECT_EQ(before->status, 404);
   EXPECT_EQ(body(*before)["error"]["code"], "not_found");
   const std::string record = R"({"combine":"soft_vote","ensemble":{"test":{"accuracy":0.9}}})";
+  ASSERT_TRUE(store_->put_sweep_record(id, "ensemble.json", record).ok());
+  auto after = client_->get("/api/sweeps/" + id + "/ensemble");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->status, 200);
+  EXPECT_EQ(body(*after), Json::parse(record));
+  auto raw = client_->get("/api/sweeps/" + id + "/artifacts/ensemble.json");
+  ASSERT_TRUE(raw.ok());
+  EXPECT_EQ(raw->status, 200);
+  EXPECT_EQ(raw->body, record);
+  EXPECT_EQ(client_->get("/api/sweeps/" + id + "/artifacts/manifest.json")->status, 404);
+  EXPECT_EQ(client_->get("/api/sweeps/" + id + "/artifacts/..")->status, 400);
+  EXPECT_EQ(client_->get("/api/sweeps/nope/ensemble")->status, 404);
+}
+
+// A sweep whose ensemble ran under an earlier version keeps its record with
+// its first member: it is still served, by the sweep's routes.
+TEST_F(ApiTest, AnEnsembleRecordKeptWithTheFirstMemberIsStillServed) {
+  start();
+  std::string id = submit();
+  auto member = add_member(id);
+  ASSERT_TRUE(member.ok());
+  const std::string record = R"({"combine":"mean","stored_with":")" + member->id + R"("})";
   ASSERT_TRUE(store_->put_record(member->id, "ensemble.json", record).ok());
   auto after = client_->get("/api/sweeps/" + id + "/ensemble");
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->status, 200);
   EXPECT_EQ(body(*after), Json::parse(record));
-  EXPECT_EQ(client_->get("/api/sweeps/nope/ensemble")->status, 404);
+  EXPECT_EQ(client_->get("/api/sweeps/" + id + "/artifacts/ensemble.json")->body, record);
 }
 
 TEST_F(ApiTest, ArtifactsDownloadAsRawBytes) {
   start();
   std::string id = submit();
-  trials::NewTrial m;
-  m.sweep_id = id;
-  m.role = hpo::trials::TrialRole::kMember;
-  m.limit = 4;
-  auto member = store_->create_trial(m);
+  auto member = add_member(id);
   ASSERT_TRUE(member.ok());
   const std::string model("PK\x03\x04\0\xff binary \0\r\n end", 20);
   auto claim = store_->claim("w", 1, 60'000);

@@ -276,8 +276,8 @@ std::vector<Case> cases() {
 TEST(HostileRequests, EveryOneIsRefusedWithItsReasonAndNothingIsStored) {
   hpo::testing::RedisServer redis;
   const std::string url = redis.url();
-  StoreFactory factory = [url]() -> std::unique_ptr<trials::TrialStore> {
-    return std::move(trials::redis::RedisStore::open(url).value());
+  StoreFactory factory = [url]() -> Result<std::unique_ptr<trials::Store>> {
+    return std::unique_ptr<trials::Store>(std::move(trials::redis::RedisStore::open(url).value()));
   };
   EventHub hub;
   ApiOptions options;
@@ -315,7 +315,8 @@ TEST(HostileRequests, EveryOneIsRefusedWithItsReasonAndNothingIsStored) {
   ASSERT_TRUE(health.ok());
   EXPECT_EQ(health->status, 200);
   auto store = factory();
-  EXPECT_TRUE(store->list_sweeps(0, 100)->empty());
+  ASSERT_TRUE(store.ok());
+  EXPECT_TRUE((*store)->sweeps().list_sweeps(0, 100)->empty());
   server.stop();
 }
 

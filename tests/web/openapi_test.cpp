@@ -17,7 +17,9 @@ std::string lower(std::string s) {
 TEST(OpenApi, DocumentAndRouterListTheSameRoutes) {
   EventHub hub;
   Api api(
-      ApiOptions{}, [] { return std::unique_ptr<trials::TrialStore>(); }, hub);
+      ApiOptions{},
+      []() -> Result<std::unique_ptr<trials::Store>> { return Error::unavailable("no store"); },
+      hub);
   auto doc = parse_json(Api::openapi_json());
   ASSERT_TRUE(doc.ok());
   EXPECT_EQ((*doc)["openapi"].get<std::string>().rfind("3.", 0), 0u);
@@ -55,7 +57,9 @@ TEST(OpenApi, EveryReferenceResolves) {
 TEST(OpenApi, ServedByTheApi) {
   EventHub hub;
   Api api(
-      ApiOptions{}, [] { return std::unique_ptr<trials::TrialStore>(); }, hub);
+      ApiOptions{},
+      []() -> Result<std::unique_ptr<trials::Store>> { return Error::unavailable("no store"); },
+      hub);
   Request r;
   r.method = "GET";
   r.path = "/api/openapi.json";

@@ -349,6 +349,7 @@ Status MemoryStore::delete_sweep(const std::string& sweep_id) {
       auto a = artifacts_.lower_bound(tid + "\n");
       while (a != artifacts_.end() && a->first.rfind(tid + "\n", 0) == 0) a = artifacts_.erase(a);
     }
+  sweep_artifacts_.erase(sweep_id);
   sweeps_.erase(it);
   emit("sweep.deleted", sweep_id, "", "{}");
   return {};
@@ -446,6 +447,28 @@ Result<std::optional<std::string>> MemoryStore::get_artifact(const std::string& 
   return std::optional<std::string>{it->second};
 }
 
+Status MemoryStore::put_sweep_record(const std::string& sweep_id, const std::string& name,
+                                     const std::string& bytes) {
+  std::lock_guard lock(mu_);
+  if (!sweeps_.count(sweep_id)) return Error::not_found("sweep " + sweep_id);
+  sweep_artifacts_[sweep_id][name] = bytes;
+  return {};
+}
+
+Result<std::optional<std::string>> MemoryStore::get_sweep_artifact(const std::string& sweep_id,
+                                                                   const std::string& name) {
+  std::lock_guard lock(mu_);
+  if (auto s = sweep_artifacts_.find(sweep_id); s != sweep_artifacts_.end())
+    if (auto a = s->second.find(name); a != s->second.end())
+      return std::optional<std::string>{a->second};
+  // As RedisStore: a record written by an earlier version is with the first member.
+  auto sweep = sweeps_.find(sweep_id);
+  if (sweep == sweeps_.end() || sweep->second.members.empty()) return std::optional<std::string>{};
+  auto a = artifacts_.find(sweep->second.members.front() + "\n" + name);
+  if (a == artifacts_.end()) return std::optional<std::string>{};
+  return std::optional<std::string>{a->second};
+}
+
 void MemoryStore::make_ready(const std::string& sweep) {
   auto s = sweeps_.find(sweep);
   if (s == sweeps_.end() || !s->second.sweep.unschedulable.empty()) return;
@@ -499,7 +522,10 @@ Result<std::optional<Claim>> MemoryStore::claim(const std::string& worker, int f
       rec->second.attempts.push_back(AttemptRecord{t.attempt, worker, t_now, 0, "running", ""});
       emit("trial.started", t.sweep_id, t.id,
            Json{{"worker", worker}, {"attempt", t.attempt}}.dump());
-      return std::optional<Claim>{Claim{t, rec->second.lease_deadline}};
+      auto owner = sweeps_.find(sid);
+      return std::optional<Claim>{
+          Claim{t, rec->second.lease_deadline,
+                owner == sweeps_.end() ? "" : owner->second.sweep.spec_json}};
     }
     if (q.empty()) unready(sid);
   }

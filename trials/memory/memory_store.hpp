@@ -1,4 +1,4 @@
-// MemoryStore: TrialStore and TrialQueue in process memory, for unit tests of
+// MemoryStore: every store role (trials/store.hpp) in process memory, for unit tests of
 // the components built on them (controllers, reaper, worker agent, REST
 // handlers), so those tests run in milliseconds without a redis-server.
 //
@@ -24,13 +24,13 @@
 
 namespace hpo::trials::memory {
 
-class MemoryStore : public TrialStore, public TrialQueue {
+class MemoryStore : public AllRoles {
  public:
   using Clock = std::function<std::int64_t()>;  // ms since the epoch
   // Without a clock: the system clock.
   explicit MemoryStore(Clock clock = {});
 
-  // TrialStore
+  // SweepStore
   Result<std::string> create_sweep(const NewSweep& sweep) override;
   Result<Sweep> get_sweep(const std::string& sweep_id) override;
   Result<std::vector<Sweep>> list_sweeps(std::int64_t offset, std::int64_t limit) override;
@@ -39,6 +39,10 @@ class MemoryStore : public TrialStore, public TrialQueue {
                       const std::string& error) override;
   Status cancel_sweep(const std::string& sweep_id) override;
   Status set_stage(const std::string& sweep_id, SweepStage from, SweepStage to) override;
+  Status set_unschedulable(const std::string& sweep_id, const std::string& reason) override;
+  Status delete_sweep(const std::string& sweep_id) override;
+
+  // TrialStore
   Result<Trial> create_trial(const NewTrial& trial) override;
   Result<Trial> get_trial(const std::string& trial_id) override;
   Result<TrialPage> list_trials(const std::string& sweep_id, TrialRole role, std::int64_t offset,
@@ -47,18 +51,26 @@ class MemoryStore : public TrialStore, public TrialQueue {
                                  std::int64_t limit) override;
   Result<std::vector<AttemptRecord>> get_attempts(const std::string& trial_id) override;
   Status set_control(const std::string& trial_id, Control control) override;
-  Status set_unschedulable(const std::string& sweep_id, const std::string& reason) override;
-  Status delete_sweep(const std::string& sweep_id) override;
+
+  // WorkerRegistry
   Status put_worker(const WorkerInfo& info, std::int64_t ttl_ms) override;
   Result<std::vector<WorkerInfo>> list_workers() override;
+
+  // EventLog
   // block_ms waits on a condition variable for real time (the injected clock
   // only stamps events).
   Result<std::vector<Event>> read_events(const std::string& after_id, int max_count,
                                          int block_ms) override;
+
+  // ArtifactStore
   Status put_record(const std::string& trial_id, const std::string& name,
                     const std::string& bytes) override;
   Result<std::optional<std::string>> get_artifact(const std::string& trial_id,
                                                   const std::string& name) override;
+  Status put_sweep_record(const std::string& sweep_id, const std::string& name,
+                          const std::string& bytes) override;
+  Result<std::optional<std::string>> get_sweep_artifact(const std::string& sweep_id,
+                                                        const std::string& name) override;
 
   // TrialQueue
   Result<std::optional<Claim>> claim(const std::string& worker, int free_slots,
@@ -123,6 +135,7 @@ class MemoryStore : public TrialStore, public TrialQueue {
   std::deque<std::string> ready_;  // sweeps in the claims' round robin (each once)
   std::map<std::string, WorkerRec> workers_;
   std::map<std::string, std::string> artifacts_;  // "<trial>\n<name>" -> bytes
+  std::map<std::string, std::map<std::string, std::string>> sweep_artifacts_;  // sweep -> name
   std::map<std::string, std::pair<std::string, std::int64_t>> idempotency_;  // key -> sweep, expiry
   std::int64_t last_reap_ms_ = 0;
   bool extended_last_reap_ = false;  // the previous reap extended leases: this one may not

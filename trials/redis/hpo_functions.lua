@@ -46,6 +46,9 @@ Key schema (P = prefix, default "hpo:"):
   P..'worker:'<name>':alive' string with a TTL: the worker is live while it exists
   P..'artifact:'<tid>':'<name> string binary artifact
   P..'artifacts:'<tid>       set   the names of the trial's artifacts (for delete_sweep)
+  P..'sweep_artifact:'<sid>':'<name> string a record of the sweep itself (ensemble record,
+                                   manifest; earlier versions kept these with member 0)
+  P..'sweep_artifacts:'<sid> set   the names of the sweep's own records (for delete_sweep)
   P..'reaper:last_ms'        string server time of the last reap: a longer gap is an outage
   P..'idem:'<key>            string sweep id created with that Idempotency-Key (with a TTL)
   (a sweep no registered worker can run, its hash's 'unschedulable' field saying why, is
@@ -308,6 +311,7 @@ local function migrate_shared_queue(P)
 end
 
 -- claim P worker free_slots lease_ms scan_max [sweeps_max] -> nil | trial hash (flat)
+--   followed by 'sweep_spec', the sweep's spec as submitted (what the worker needs)
 -- Fair across sweeps: it visits the ready sweeps in round-robin order (each
 -- visited sweep moves to the back of 'ready'), up to sweeps_max of them, and
 -- takes the oldest queued trial that fits among the first scan_max of that
@@ -341,7 +345,10 @@ local function claim(keys, a)
         attempt_begin(P, t, worker, now)
         emit(P, 'trial.started', t.sweep, tid,
              json_obj({worker = worker, attempt = tonumber(t.attempt)}))
-        return flatten(tkey)
+        local out = flatten(tkey)
+        table.insert(out, 'sweep_spec')
+        table.insert(out, redis.call('HGET', P .. 'sweep:' .. sid, 'spec') or '')
+        return out
       end
     end
     if redis.call('LLEN', qkey) == 0 then unready(P, sid) end
@@ -516,6 +523,16 @@ local function put_record(keys, a)
   return 1
 end
 
+-- put_sweep_record P sid name bytes -> 1
+-- A record of the sweep as a whole (the ensemble record and manifest).
+local function put_sweep_record(keys, a)
+  local P, sid, name = a[1], a[2], a[3]
+  if redis.call('EXISTS', P .. 'sweep:' .. sid) == 0 then return refuse('NOT_FOUND', 'sweep ' .. sid) end
+  redis.call('SET', P .. 'sweep_artifact:' .. sid .. ':' .. name, a[4])
+  redis.call('SADD', P .. 'sweep_artifacts:' .. sid, name)
+  return 1
+end
+
 -- worker_leases P worker -> {tid, attempt, ...} of the trials running under that worker
 local function worker_leases(keys, a)
   local P, worker = a[1], a[2]
@@ -567,7 +584,10 @@ local function delete_sweep(keys, a)
   end
   if left == 0 then
     -- Last: until now the sweep stays listed, so an interrupted delete is found again.
-    redis.call('DEL', skey, P .. 'queue:' .. sid)
+    for _, name in ipairs(redis.call('SMEMBERS', P .. 'sweep_artifacts:' .. sid)) do
+      redis.call('DEL', P .. 'sweep_artifact:' .. sid .. ':' .. name)
+    end
+    redis.call('DEL', skey, P .. 'queue:' .. sid, P .. 'sweep_artifacts:' .. sid)
     redis.call('ZREM', P .. 'sweeps', sid)
     emit(P, 'sweep.deleted', sid, '', '{}')
   end
@@ -730,6 +750,7 @@ redis.register_function('hpo_reap', reap)
 redis.register_function('hpo_release', release)
 redis.register_function('hpo_put_artifact', put_artifact)
 redis.register_function('hpo_put_record', put_record)
+redis.register_function('hpo_put_sweep_record', put_sweep_record)
 redis.register_function('hpo_worker_leases', worker_leases)
 redis.register_function('hpo_delete_sweep', delete_sweep)
 redis.register_function('hpo_cancel_sweep', cancel_sweep)

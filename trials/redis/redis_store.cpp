@@ -2,10 +2,13 @@
 //
 // Transitions go through FCALL (hpo_functions.lua) so each is atomic inside
 // Redis; this file only encodes arguments, decodes hashes into the domain
-// structs and maps refusals to ErrorCodes. Numbers whose exact value matters
-// (objective values, metrics) are formatted here (shortest round-trip text)
-// and stored as text by the Lua side, which never re-encodes them through
-// cjson's doubles.
+// structs and maps refusals to ErrorCodes. Records kept as JSON (params,
+// metrics, reports, attempts, worker entries) are encoded and decoded by
+// their one codec (trials/record_json.hpp); sweeps and trials are hashes,
+// whose layout is read here. Numbers whose exact value matters (objective
+// values, metrics) are formatted here (shortest round-trip text) and stored
+// as text by the Lua side, which never re-encodes them through cjson's
+// doubles.
 #include "trials/redis/redis_store.hpp"
 
 #include <fmt/format.h>
@@ -18,9 +21,8 @@
 #include <map>
 #include <random>
 
-#include <nlohmann/json.hpp>
-
 #include "trials/log.hpp"
+#include "trials/record_json.hpp"
 #include "trials/redis/hpo_functions_lua.hpp"
 #include "trials/spec.hpp"
 
@@ -29,7 +31,6 @@ namespace hpo::trials::redis {
 namespace {
 
 using Hash = std::map<std::string, std::string>;
-using Json = nlohmann::json;
 
 std::int64_t to_i64(const std::string& s) {
   std::int64_t v = 0;
@@ -54,28 +55,12 @@ std::string format_double(double v) {
 }
 
 std::string metrics_to_json(const Metrics& m) {
-  Json j = Json::object();
-  for (const auto& [k, v] : m) j[k] = v;  // NaN/Inf become null
-  return j.dump();
+  return record::dump(record::to_json(m));
 }
 
-Metrics metrics_from_json(const Json& j) {
-  Metrics m;
-  if (!j.is_object()) return m;
-  for (auto it = j.begin(); it != j.end(); ++it)
-    m[it.key()] = it->is_number() ? it->get<double>() : std::numeric_limits<double>::quiet_NaN();
-  return m;
-}
-
-Metrics metrics_from_text(const std::string& s) {
-  if (s.empty()) return {};
-  return metrics_from_json(Json::parse(s, nullptr, false));
-}
-
-Control parse_control(const std::string& s) {
-  if (s == "prune") return Control::kPrune;
-  if (s == "cancel") return Control::kCancel;
-  return Control::kNone;
+// The trial hash's control; one this build does not know reads as none.
+Control control_of(const Hash& h) {
+  return parse_control(get(h, "control")).value_or(Control::kNone);
 }
 
 Result<Trial> trial_from_hash(const Hash& h) {
@@ -100,9 +85,11 @@ Result<Trial> trial_from_hash(const Hash& h) {
   t.finished_ms = to_i64(get(h, "finished_ms"));
   if (auto v = h.find("value"); v != h.end() && !v->second.empty())
     t.value = std::strtod(v->second.c_str(), nullptr);
-  t.metrics = metrics_from_text(get(h, "metrics"));
+  if (auto m = get(h, "metrics"); !m.empty())
+    if (auto st = record::from_text(m, "metrics", t.metrics); !st)
+      return Error::internal("trial " + t.id + ": bad metrics: " + st.error().message);
   t.error = get(h, "error");
-  t.control = parse_control(get(h, "control"));
+  t.control = control_of(h);
   t.extra = get(h, "extra");
   return t;
 }
@@ -349,12 +336,9 @@ Result<ReportPage> RedisStore::get_reports(const std::string& trial_id, std::int
   if (!r) return r.error();
   if (r->is_error()) return refusal(r->str);
   for (const auto& e : r->elements) {
-    Json j = Json::parse(e.str, nullptr, false);
-    if (!j.is_object()) return Error::internal("bad report of " + trial_id);
     StepReport rep;
-    rep.step = j.value("step", std::int64_t{0});
-    rep.time_ms = j.value("time_ms", std::int64_t{0});
-    if (j.contains("metrics")) rep.metrics = metrics_from_json(j["metrics"]);
+    if (auto st = record::from_text(e.str, "report", rep); !st)
+      return Error::internal("bad report of " + trial_id + ": " + st.error().message);
     page.reports.push_back(std::move(rep));
   }
   return page;
@@ -366,15 +350,9 @@ Result<std::vector<AttemptRecord>> RedisStore::get_attempts(const std::string& t
   if (r->is_error()) return refusal(r->str);
   std::vector<AttemptRecord> out;
   for (const auto& e : r->elements) {
-    Json j = Json::parse(e.str, nullptr, false);
-    if (!j.is_object()) return Error::internal("bad attempt record of " + trial_id);
     AttemptRecord a;
-    a.attempt = j.value("attempt", 0);
-    a.worker = j.value("worker", "");
-    a.started_ms = static_cast<std::int64_t>(j.value("started_ms", 0.0));
-    a.ended_ms = static_cast<std::int64_t>(j.value("ended_ms", 0.0));
-    a.outcome = j.value("outcome", "");
-    a.error = j.value("error", "");
+    if (auto st = record::from_text(e.str, "attempt", a); !st)
+      return Error::internal("bad attempt record of " + trial_id + ": " + st.error().message);
     out.push_back(std::move(a));
   }
   return out;
@@ -398,17 +376,9 @@ Status RedisStore::delete_sweep(const std::string& sweep_id) {
 }
 
 Status RedisStore::put_worker(const WorkerInfo& info, std::int64_t ttl_ms) {
-  Json gpus = Json::array();
-  for (const auto& g : info.gpus)
-    gpus.push_back({{"index", g.index},
-                    {"name", g.name},
-                    {"memory_total_mb", g.memory_total_mb},
-                    {"memory_used_mb", g.memory_used_mb},
-                    {"utilization_pct", g.utilization_pct}});
-  Json j = {{"host", info.host},     {"slots", info.slots}, {"busy_slots", info.busy_slots},
-            {"trials", info.trials}, {"gpus", gpus},        {"started_ms", info.started_ms}};
-  return expect_ok(fcall("put_worker",
-                         {info.name, j.dump(), std::to_string(std::max<std::int64_t>(1, ttl_ms))}));
+  // The entry's heartbeat time is the store's (worker_hb), not the caller's.
+  return expect_ok(fcall("put_worker", {info.name, record::dump(record::to_json(info)),
+                                        std::to_string(std::max<std::int64_t>(1, ttl_ms))}));
 }
 
 Result<std::vector<WorkerInfo>> RedisStore::list_workers() {
@@ -418,25 +388,15 @@ Result<std::vector<WorkerInfo>> RedisStore::list_workers() {
   const auto& e = r->elements;
   for (size_t i = 0; i + 2 < e.size(); i += 3) {
     WorkerInfo w;
+    auto j = record::parse(e[i + 1].str, "worker");
+    if (j && j->is_object()) {
+      // The hash key is the name (entries written before the codec had none).
+      (*j)["name"] = e[i].str;
+      if (auto st = record::from_json(*j, w); !st)
+        return Error::internal("bad worker entry " + e[i].str + ": " + st.error().message);
+    }
     w.name = e[i].str;
     w.last_heartbeat_ms = to_i64(e[i + 2].str);
-    Json j = Json::parse(e[i + 1].str, nullptr, false);
-    if (j.is_object()) {
-      w.host = j.value("host", "");
-      w.slots = j.value("slots", 1);
-      w.busy_slots = j.value("busy_slots", 0);
-      w.trials = j.value("trials", std::vector<std::string>{});
-      w.started_ms = j.value("started_ms", std::int64_t{0});
-      for (const auto& g : j.value("gpus", Json::array())) {
-        GpuInfo gi;
-        gi.index = g.value("index", 0);
-        gi.name = g.value("name", "");
-        gi.memory_total_mb = g.value("memory_total_mb", std::int64_t{0});
-        gi.memory_used_mb = g.value("memory_used_mb", std::int64_t{0});
-        gi.utilization_pct = g.value("utilization_pct", 0);
-        w.gpus.push_back(std::move(gi));
-      }
-    }
     out.push_back(std::move(w));
   }
   return out;
@@ -505,6 +465,26 @@ Result<std::optional<std::string>> RedisStore::get_artifact(const std::string& t
   return std::optional<std::string>{std::move(r->str)};
 }
 
+Status RedisStore::put_sweep_record(const std::string& sweep_id, const std::string& name,
+                                    const std::string& bytes) {
+  if (auto st = check_artifact_size(sweep_id, name, bytes); !st) return st;
+  return expect_ok(fcall("put_sweep_record", {sweep_id, name, bytes}));
+}
+
+Result<std::optional<std::string>> RedisStore::get_sweep_artifact(const std::string& sweep_id,
+                                                                  const std::string& name) {
+  auto r = client_.pipeline({{"GET", key("sweep_artifact:" + sweep_id + ":" + name)},
+                             {"LINDEX", key("trials:" + sweep_id + ":member"), "0"}});
+  if (!r) return r.error();
+  const Reply& own = (*r)[0];
+  const Reply& first_member = (*r)[1];
+  if (own.is_error()) return refusal(own.str);
+  if (!own.is_nil()) return std::optional<std::string>{own.str};
+  // Written before sweeps owned their records: kept with the first member.
+  if (first_member.is_nil() || first_member.is_error()) return std::optional<std::string>{};
+  return get_artifact(first_member.str, name);
+}
+
 Result<std::optional<Claim>> RedisStore::claim(const std::string& worker, int free_slots,
                                                std::int64_t lease_ms) {
   auto r = fcall("claim", {worker, std::to_string(free_slots), std::to_string(lease_ms),
@@ -514,7 +494,8 @@ Result<std::optional<Claim>> RedisStore::claim(const std::string& worker, int fr
   Hash h = to_hash(*r);
   auto t = trial_from_hash(h);
   if (!t) return t.error();
-  return std::optional<Claim>{Claim{std::move(*t), to_i64(get(h, "lease_deadline"))}};
+  return std::optional<Claim>{
+      Claim{std::move(*t), to_i64(get(h, "lease_deadline")), get(h, "sweep_spec")}};
 }
 
 Result<Control> RedisStore::heartbeat(const std::string& trial_id, int attempt,
@@ -522,7 +503,7 @@ Result<Control> RedisStore::heartbeat(const std::string& trial_id, int attempt,
   auto r =
       fcall("heartbeat", {trial_id, std::to_string(attempt), worker, std::to_string(lease_ms)});
   if (!r) return r.error();
-  return parse_control(r->str);
+  return parse_control(r->str).value_or(Control::kNone);
 }
 
 Result<Control> RedisStore::report_batch(const std::string& trial_id, int attempt,
@@ -539,7 +520,7 @@ Result<Control> RedisStore::report_batch(const std::string& trial_id, int attemp
   }
   auto r = fcall("report", args);
   if (!r) return r.error();
-  return parse_control(r->str);
+  return parse_control(r->str).value_or(Control::kNone);
 }
 
 Status RedisStore::complete(const std::string& trial_id, int attempt, const std::string& worker,

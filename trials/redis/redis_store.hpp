@@ -1,4 +1,4 @@
-// RedisStore: TrialStore and TrialQueue on one Redis connection.
+// RedisStore: every store role (trials/store.hpp) on one Redis connection.
 //
 // Every state transition is one call of the `hpo_v1` Functions library
 // (hpo_functions.lua, embedded at build time and loaded on each connection
@@ -34,7 +34,7 @@ struct RedisStoreConfig {
   std::int64_t max_reports_per_trial = kMaxReportsPerTrial;  // later reports are not stored
 };
 
-class RedisStore : public TrialStore, public TrialQueue {
+class RedisStore final : public AllRoles {
  public:
   explicit RedisStore(RedisStoreConfig config);
 
@@ -42,7 +42,7 @@ class RedisStore : public TrialStore, public TrialQueue {
   static Result<std::unique_ptr<RedisStore>> open(std::string_view url,
                                                   std::string prefix = "hpo:");
 
-  // TrialStore
+  // SweepStore
   Result<std::string> create_sweep(const NewSweep& sweep) override;
   Result<Sweep> get_sweep(const std::string& sweep_id) override;
   Result<std::vector<Sweep>> list_sweeps(std::int64_t offset, std::int64_t limit) override;
@@ -51,6 +51,10 @@ class RedisStore : public TrialStore, public TrialQueue {
                       const std::string& error) override;
   Status cancel_sweep(const std::string& sweep_id) override;
   Status set_stage(const std::string& sweep_id, SweepStage from, SweepStage to) override;
+  Status set_unschedulable(const std::string& sweep_id, const std::string& reason) override;
+  Status delete_sweep(const std::string& sweep_id) override;
+
+  // TrialStore
   Result<Trial> create_trial(const NewTrial& trial) override;
   Result<Trial> get_trial(const std::string& trial_id) override;
   Result<TrialPage> list_trials(const std::string& sweep_id, TrialRole role, std::int64_t offset,
@@ -59,16 +63,24 @@ class RedisStore : public TrialStore, public TrialQueue {
                                  std::int64_t limit) override;
   Result<std::vector<AttemptRecord>> get_attempts(const std::string& trial_id) override;
   Status set_control(const std::string& trial_id, Control control) override;
-  Status set_unschedulable(const std::string& sweep_id, const std::string& reason) override;
-  Status delete_sweep(const std::string& sweep_id) override;
+
+  // WorkerRegistry
   Status put_worker(const WorkerInfo& info, std::int64_t ttl_ms) override;
   Result<std::vector<WorkerInfo>> list_workers() override;
+
+  // EventLog
   Result<std::vector<Event>> read_events(const std::string& after_id, int max_count,
                                          int block_ms) override;
+
+  // ArtifactStore
   Status put_record(const std::string& trial_id, const std::string& name,
                     const std::string& bytes) override;
   Result<std::optional<std::string>> get_artifact(const std::string& trial_id,
                                                   const std::string& name) override;
+  Status put_sweep_record(const std::string& sweep_id, const std::string& name,
+                          const std::string& bytes) override;
+  Result<std::optional<std::string>> get_sweep_artifact(const std::string& sweep_id,
+                                                        const std::string& name) override;
 
   // TrialQueue
   Result<std::optional<Claim>> claim(const std::string& worker, int free_slots,

@@ -24,11 +24,15 @@ using hpo::testing::wait_for;
 using trials::memory::MemoryStore;
 
 // Every agent thread shares the one (thread-safe) MemoryStore.
-class SharedConnection final : public StoreConnection {
+class SharedConnection final : public trials::Store {
  public:
   explicit SharedConnection(MemoryStore& s) : s_(s) {}
-  trials::TrialStore& store() override { return s_; }
+  trials::SweepStore& sweeps() override { return s_; }
+  trials::TrialStore& trials() override { return s_; }
   trials::TrialQueue& queue() override { return s_; }
+  trials::WorkerRegistry& workers() override { return s_; }
+  trials::EventLog& events() override { return s_; }
+  trials::ArtifactStore& artifacts() override { return s_; }
 
  private:
   MemoryStore& s_;
@@ -44,8 +48,8 @@ class AgentMemoryTest : public ::testing::Test {
     o.lease_ms = 600;  // registry refresh every 200 ms
     return Agent(
         o,
-        [this]() -> Result<std::unique_ptr<StoreConnection>> {
-          return std::unique_ptr<StoreConnection>(std::make_unique<SharedConnection>(store_));
+        [this]() -> Result<std::unique_ptr<trials::Store>> {
+          return std::unique_ptr<trials::Store>(std::make_unique<SharedConnection>(store_));
         },
         std::move(executors));
   }
@@ -219,8 +223,8 @@ TEST_F(AgentMemoryTest, RemovesTheWorkDirectoriesOfDeadWorkers) {
   o.work_root = (base / "me").string();
   Agent agent(
       o,
-      [this]() -> Result<std::unique_ptr<StoreConnection>> {
-        return std::unique_ptr<StoreConnection>(std::make_unique<SharedConnection>(store_));
+      [this]() -> Result<std::unique_ptr<trials::Store>> {
+        return std::unique_ptr<trials::Store>(std::make_unique<SharedConnection>(store_));
       },
       builtin_executors(1.0));
   ASSERT_TRUE(agent.start().ok());

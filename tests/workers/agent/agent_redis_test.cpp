@@ -24,12 +24,16 @@ constexpr const char* kPrefix = "agtest:";
 
 // Passes everything through to a RedisStore, except that heartbeats can be
 // swallowed (answered "ok" without reaching Redis), so the lease really expires.
-class SwallowingConnection final : public StoreConnection, public trials::TrialQueue {
+class SwallowingConnection final : public trials::Store, public trials::TrialQueue {
  public:
   SwallowingConnection(std::unique_ptr<RedisStore> impl, const std::atomic<bool>& swallow)
       : impl_(std::move(impl)), swallow_(swallow) {}
-  trials::TrialStore& store() override { return *impl_; }
+  trials::SweepStore& sweeps() override { return *impl_; }
+  trials::TrialStore& trials() override { return *impl_; }
   trials::TrialQueue& queue() override { return *this; }
+  trials::WorkerRegistry& workers() override { return *impl_; }
+  trials::EventLog& events() override { return *impl_; }
+  trials::ArtifactStore& artifacts() override { return *impl_; }
 
   Result<std::optional<trials::Claim>> claim(const std::string& w, int free,
                                              std::int64_t lease_ms) override {
@@ -75,10 +79,10 @@ class AgentRedisTest : public ::testing::Test {
   }
 
   ConnectionFactory factory() {
-    return [this]() -> Result<std::unique_ptr<StoreConnection>> {
+    return [this]() -> Result<std::unique_ptr<trials::Store>> {
       auto s = RedisStore::open(redis_.url(), kPrefix);
       if (!s) return s.error();
-      return std::unique_ptr<StoreConnection>(
+      return std::unique_ptr<trials::Store>(
           std::make_unique<SwallowingConnection>(std::move(s.value()), swallow_));
     };
   }
