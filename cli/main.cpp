@@ -28,8 +28,9 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include "core/backoff.hpp"
+#include "core/local_state.hpp"
 #include "trials/artifacts.hpp"
-#include "trials/local_state.hpp"
 #include "trials/record_json.hpp"
 #include "web/http_client.hpp"
 
@@ -315,14 +316,15 @@ int cmd_submit(Client& client, const Options& o) {
   // 503 during an outage) gets the sweep the first try created, not a second one.
   const std::string key = random_key();
   const auto give_up = std::chrono::steady_clock::now() + kSubmitRetryFor;
-  auto backoff = std::chrono::milliseconds(250);
+  hpo::Backoff backoff(std::chrono::milliseconds(250), std::chrono::milliseconds(4000));
   std::optional<Json> r;
   for (;;) {
     auto resp =
         client.http.request("POST", "/api/sweeps", ss.str(),
                             {{"Content-Type", "application/json"}, {"Idempotency-Key", key}});
     const bool retry = !resp || resp->status >= 500;
-    if (!retry || std::chrono::steady_clock::now() + backoff >= give_up) {
+    const auto wait = backoff.next();
+    if (!retry || std::chrono::steady_clock::now() + wait >= give_up) {
       int code = 0;
       r = client.interpret(resp, code);
       if (!r) return code;
@@ -331,8 +333,7 @@ int cmd_submit(Client& client, const Options& o) {
     std::fprintf(
         stderr, "hpo: submit: %s; retrying\n",
         resp ? fmt::format("HTTP {}", resp->status).c_str() : resp.error().message.c_str());
-    std::this_thread::sleep_for(backoff);  // pacing the retries of a failed submit
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(4000));
+    std::this_thread::sleep_for(wait);  // pacing the retries of a failed submit
   }
   std::string id = r->value("id", "");
   if (o.json && !do_follow)

@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "trials/ensemble_recipe.hpp"
+#include "trials/recipe/ensemble_recipe.hpp"
 
 namespace hpo::ensemble {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/result.hpp"
 #include "ensemble/bagging.hpp"
-#include "trials/result.hpp"
 
 namespace hpo::ensemble {
 

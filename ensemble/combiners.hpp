@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "core/result.hpp"
 #include "ensemble/matrix.hpp"
 #include "ensemble/selection.hpp"
-#include "trials/ensemble_recipe.hpp"
-#include "trials/result.hpp"
+#include "trials/recipe/ensemble_recipe.hpp"
 
 namespace hpo::ensemble {
 

@@ -11,11 +11,11 @@
 #include <optional>
 #include <vector>
 
+#include "core/result.hpp"
 #include "ensemble/combiners.hpp"
 #include "ensemble/manifest.hpp"
 #include "ensemble/metrics.hpp"
-#include "trials/ensemble_recipe.hpp"
-#include "trials/result.hpp"
+#include "trials/recipe/ensemble_recipe.hpp"
 
 namespace hpo::ensemble {
 

@@ -18,12 +18,12 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/result.hpp"
 #include "ensemble/bagging.hpp"
 #include "ensemble/combiners.hpp"
 #include "ensemble/metrics.hpp"
 #include "search/space.hpp"
-#include "trials/ensemble_recipe.hpp"
-#include "trials/result.hpp"
+#include "trials/recipe/ensemble_recipe.hpp"
 
 namespace hpo::ensemble {
 
@@ -67,7 +67,8 @@ struct EnsembleManifest {
 };
 
 std::string manifest_to_json(const EnsembleManifest& manifest);
-// One set of scores as the manifest writes it: {"accuracy": ..., "log_loss": ...}, absent ones left out.
+// One set of scores as the manifest writes it: {"accuracy": ..., "log_loss": ...}, absent ones left
+// out.
 nlohmann::json scores_to_json(const Scores& scores);
 // Errors name the JSON path of the offending field ("members[2].weight").
 Result<EnsembleManifest> manifest_from_json(std::string_view json_text);

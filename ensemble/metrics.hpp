@@ -9,8 +9,8 @@
 #include <optional>
 #include <vector>
 
+#include "core/result.hpp"
 #include "ensemble/matrix.hpp"
-#include "trials/result.hpp"
 
 namespace hpo::ensemble {
 

@@ -21,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/result.hpp"
 #include "ensemble/matrix.hpp"
-#include "trials/result.hpp"
 
 namespace hpo::ensemble {
 

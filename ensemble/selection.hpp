@@ -13,9 +13,9 @@
 
 #include <vector>
 
+#include "core/result.hpp"
 #include "ensemble/matrix.hpp"
 #include "ensemble/metrics.hpp"
-#include "trials/result.hpp"
 
 namespace hpo::ensemble {
 

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "trials/local_state.hpp"
+#include "core/local_state.hpp"
 
 namespace hpo::scheduler {
 

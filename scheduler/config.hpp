@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "trials/result.hpp"
+#include "core/result.hpp"
 
 namespace hpo::scheduler {
 

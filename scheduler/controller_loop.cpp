@@ -6,7 +6,8 @@
 #include <set>
 #include <utility>
 
-#include "trials/log.hpp"
+#include "core/backoff.hpp"
+#include "core/log.hpp"
 
 namespace hpo::scheduler {
 
@@ -68,7 +69,7 @@ class ControllerLoop::Runner {
  private:
   void run() {
     std::unique_ptr<trials::Store> store;
-    auto backoff = std::chrono::milliseconds(100);
+    Backoff backoff(std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
     for (;;) {
       std::set<std::string> dirty;
       bool resync = false;
@@ -87,11 +88,11 @@ class ControllerLoop::Runner {
                    {{"sweep", controller_->sweep_id()}, {"error", s.error().message}});
           std::unique_lock lock(mu_);
           resync_ = woken_ = true;  // try again after the back-off
-          cv_.wait_for(lock, backoff, [this] { return stopping_; });
-          backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+          cv_.wait_for(lock, backoff.next(), [this] { return stopping_; });
           continue;
         }
         store = std::move(*s);
+        backoff.reset();
         resync = true;
       }
       for (const auto& id : dirty) controller_->mark_dirty(id);
@@ -148,17 +149,17 @@ void ControllerLoop::stop() {
 
 void ControllerLoop::run() {
   std::unique_ptr<trials::Store> store;
-  auto backoff = std::chrono::milliseconds(100);
+  Backoff backoff(std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
   while (!stop_.is_set()) {
     if (!store) {
       auto s = stores_();
       if (!s) {
         log_warn("controller loop: store unavailable", {{"error", s.error().message}});
-        if (stop_.wait_for(backoff)) break;  // reconnect back-off
-        backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+        if (stop_.wait_for(backoff.next())) break;  // reconnect back-off
         continue;
       }
       store = std::move(*s);
+      backoff.reset();
       next_rescan_ = {};
     }
     run_once(*store);

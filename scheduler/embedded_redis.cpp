@@ -18,7 +18,7 @@
 
 #include <fmt/format.h>
 
-#include "trials/log.hpp"
+#include "core/log.hpp"
 
 namespace hpo::scheduler {
 
@@ -49,7 +49,8 @@ bool ping(int port, const std::string& password) {
   bool ok = false;
   if (c && !c->err) {
     redisSetTimeout(c, tv);
-    auto* a = static_cast<redisReply*>(redisCommand(c, "AUTH %b", password.data(), password.size()));
+    auto* a =
+        static_cast<redisReply*>(redisCommand(c, "AUTH %b", password.data(), password.size()));
     if (a) freeReplyObject(a);
     auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
     ok = r && r->type == REDIS_REPLY_STATUS;
@@ -74,8 +75,8 @@ Result<std::string> password_for(const std::string& data_dir) {
   int fd = ::open(conf.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Error::unavailable("cannot write " + conf);
   ::fchmod(fd, 0600);
-  const std::string text = "# written by hpo-scheduler: the embedded Redis's password\nrequirepass " +
-                           pw + "\n";
+  const std::string text =
+      "# written by hpo-scheduler: the embedded Redis's password\nrequirepass " + pw + "\n";
   const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ::close(fd);
   if (!ok) return Error::unavailable("cannot write " + conf);
@@ -89,12 +90,16 @@ int pick_free_port() {
   return bind_probe(0, &port) ? port : 0;
 }
 
-bool port_is_free(int port) { return bind_probe(port, nullptr); }
+bool port_is_free(int port) {
+  return bind_probe(port, nullptr);
+}
 
 Result<std::unique_ptr<EmbeddedRedis>> EmbeddedRedis::start(const std::string& data_dir, int port) {
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
-  if (ec) return Error::invalid("--data-dir", fmt::format("cannot create {}: {}", data_dir, ec.message()));
+  if (ec)
+    return Error::invalid("--data-dir",
+                          fmt::format("cannot create {}: {}", data_dir, ec.message()));
   std::string port_file = data_dir + "/redis.port";
   if (port == 0) {
     std::ifstream in(port_file);
@@ -106,9 +111,11 @@ Result<std::unique_ptr<EmbeddedRedis>> EmbeddedRedis::start(const std::string& d
       auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
       while (!port_is_free(remembered) && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));  // poll interval
-      if (port_is_free(remembered)) port = remembered;
-      else log_warn("the embedded Redis's previous port is taken; workers must be restarted",
-                    {{"port", std::to_string(remembered)}});
+      if (port_is_free(remembered))
+        port = remembered;
+      else
+        log_warn("the embedded Redis's previous port is taken; workers must be restarted",
+                 {{"port", std::to_string(remembered)}});
     }
   }
   if (port == 0) port = pick_free_port();
@@ -125,12 +132,26 @@ Status EmbeddedRedis::spawn() {
   std::string port_s = std::to_string(port_);
   std::string log_file = data_dir_ + "/redis.log";
   // The config file first (it holds the password, kept out of argv and `ps`).
-  std::vector<std::string> args = {"redis-server",  data_dir_ + "/redis.conf", "--port", port_s,
+  std::vector<std::string> args = {"redis-server",
+                                   data_dir_ + "/redis.conf",
+                                   "--port",
+                                   port_s,
                                    "--bind",
-                                   "127.0.0.1",     "--dir",         data_dir_, "--appendonly",
-                                   "yes",           "--appendfsync", "always",  "--save",
-                                   "",              "--logfile",     log_file,  "--daemonize",
-                                   "no",            "--protected-mode", "yes"};
+                                   "127.0.0.1",
+                                   "--dir",
+                                   data_dir_,
+                                   "--appendonly",
+                                   "yes",
+                                   "--appendfsync",
+                                   "always",
+                                   "--save",
+                                   "",
+                                   "--logfile",
+                                   log_file,
+                                   "--daemonize",
+                                   "no",
+                                   "--protected-mode",
+                                   "yes"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -198,6 +219,8 @@ void EmbeddedRedis::stop() {
   pid_ = -1;
 }
 
-EmbeddedRedis::~EmbeddedRedis() { stop(); }
+EmbeddedRedis::~EmbeddedRedis() {
+  stop();
+}
 
 }  // namespace hpo::scheduler

@@ -19,15 +19,14 @@
 #include <memory>
 #include <string>
 
-#include "trials/result.hpp"
+#include "core/result.hpp"
 
 namespace hpo::scheduler {
 
 class EmbeddedRedis {
  public:
   // Starts redis-server and waits (bounded) until it answers PING.
-  static Result<std::unique_ptr<EmbeddedRedis>> start(const std::string& data_dir,
-                                                       int port = 0);
+  static Result<std::unique_ptr<EmbeddedRedis>> start(const std::string& data_dir, int port = 0);
   ~EmbeddedRedis();
   EmbeddedRedis(const EmbeddedRedis&) = delete;
   EmbeddedRedis& operator=(const EmbeddedRedis&) = delete;

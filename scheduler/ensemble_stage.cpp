@@ -23,12 +23,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/log.hpp"
 #include "ensemble/bagging.hpp"
 #include "ensemble/bagging_json.hpp"
 #include "ensemble/evaluate.hpp"
 #include "ensemble/manifest.hpp"
 #include "ensemble/prediction_file.hpp"
-#include "trials/log.hpp"
 
 namespace hpo::scheduler {
 namespace {

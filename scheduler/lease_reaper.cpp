@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "trials/log.hpp"
+#include "core/log.hpp"
 
 namespace hpo::scheduler {
 

@@ -13,8 +13,8 @@
 #include <memory>
 #include <string>
 
+#include "core/result.hpp"
 #include "trials/redis/redis_client.hpp"
-#include "trials/result.hpp"
 
 namespace hpo::scheduler {
 

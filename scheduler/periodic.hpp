@@ -1,8 +1,7 @@
 // Periodic: runs one job against the store every period on a thread of its
 // own, opening the store connection itself. The reaper, the schedulability
 // watch and retention are each one job, and each takes from the connection
-// only the roles it uses. StopFlag, shared with the controller loop, lives
-// here too.
+// only the roles it uses.
 #pragma once
 
 #include <chrono>
@@ -12,42 +11,12 @@
 #include <mutex>
 #include <thread>
 
+#include "core/stop_flag.hpp"
 #include "trials/store.hpp"
 
 namespace hpo::scheduler {
 
 using trials::StoreFactory;
-
-// A loop's stop request: checked cheaply each round, and waited on instead of
-// sleeping, so stop() ends a back-off or a pause at once.
-class StopFlag {
- public:
-  void reset() {
-    std::lock_guard lock(mu_);
-    stopped_ = false;
-  }
-  void set() {
-    {
-      std::lock_guard lock(mu_);
-      stopped_ = true;
-    }
-    cv_.notify_all();
-  }
-  bool is_set() {
-    std::lock_guard lock(mu_);
-    return stopped_;
-  }
-  // Waits up to `d`; true when stop was requested.
-  bool wait_for(std::chrono::milliseconds d) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, d, [this] { return stopped_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopped_ = false;
-};
 
 class Periodic {
  public:

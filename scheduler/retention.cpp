@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "trials/log.hpp"
+#include "core/log.hpp"
 
 namespace hpo::scheduler {
 

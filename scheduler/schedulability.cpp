@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "trials/log.hpp"
+#include "core/log.hpp"
 #include "trials/spec.hpp"
 
 namespace hpo::scheduler {

@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "core/local_state.hpp"
+#include "core/log.hpp"
 #include "scheduler/config.hpp"
 #include "scheduler/controller_loop.hpp"
 #include "scheduler/embedded_redis.hpp"
@@ -25,8 +27,6 @@
 #include "scheduler/ownership.hpp"
 #include "scheduler/retention.hpp"
 #include "scheduler/schedulability.hpp"
-#include "trials/local_state.hpp"
-#include "trials/log.hpp"
 #include "trials/redis/redis_store.hpp"
 #include "web/api.hpp"
 #include "web/event_hub.hpp"

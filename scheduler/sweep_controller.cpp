@@ -23,7 +23,7 @@
 
 #include <fmt/format.h>
 
-#include "trials/log.hpp"
+#include "core/log.hpp"
 
 namespace hpo::scheduler {
 

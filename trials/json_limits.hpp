@@ -15,7 +15,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "trials/result.hpp"
+#include "core/result.hpp"
 
 namespace hpo::trials {
 

@@ -1,11 +1,12 @@
-// The codec reads with one small Reader that records the first missing or
-// mistyped field with its path, so every from_json is a flat list of fields
-// instead of nested ifs, and the error names the field like parse_spec does.
+// Every from_json is a flat list of fields read through one Reader (the one
+// field reader of trials/json_fields.hpp with the record rules on top), so
+// the error names the field the way parse_spec does.
 #include "trials/record_json.hpp"
 
 #include <cmath>
 #include <limits>
 
+#include "trials/json_fields.hpp"
 #include "trials/json_limits.hpp"
 
 namespace hpo::trials::record {
@@ -30,98 +31,82 @@ Json value_to_json(const search::Value& v) {
       v);
 }
 
+// A record's fields through the one field reader (trials/json_fields.hpp),
+// plus the record codec's own rules: null reads as NaN for a number, as no
+// value for an optional one; a nested record or list decodes with its own
+// from_json. The first problem becomes the Error (with its path).
 class Reader {
  public:
-  Reader(const Json& j, const char* what) : j_(j), what_(what) {
-    if (!j.is_object()) fail("", "expected an object");
+  Reader(const Json& j, const char* what)
+      : j_(j.is_object() ? j : empty()), fields_(j_, what, errors_) {
+    if (!j.is_object()) fields_.expected(what, "an object", j);
   }
 
   void str(const char* key, std::string& out, bool required = true) {
-    if (const Json* v = find(key, required)) {
-      if (v->is_string())
-        out = v->get<std::string>();
-      else
-        fail(key, "expected a string");
-    }
+    if (auto v = fields_.string(key, required)) out = std::move(*v);
   }
   template <class Int>
   void integer(const char* key, Int& out, bool required = true) {
-    if (const Json* v = find(key, required)) {
-      auto i = json_int64(*v);
-      if (i && *i >= std::numeric_limits<Int>::min() && *i <= std::numeric_limits<Int>::max())
-        out = static_cast<Int>(*i);
-      else
-        fail(key, "expected an integer");
-    }
+    if (auto v = fields_.integer(key, std::numeric_limits<Int>::min(),
+                                 std::numeric_limits<Int>::max(), required))
+      out = static_cast<Int>(*v);
   }
   // The number rule: null reads as NaN.
   void number(const char* key, double& out, bool required = true) {
-    const Json* v = raw(key);
-    if (v && v->is_null()) {
+    if (const Json* v = raw(key); v && v->is_null()) {
+      fields_.mark_seen(key);
       out = kNaN;
-      return;
-    }
-    if ((v = find(key, required))) {
-      if (v->is_number())
-        out = v->get<double>();
-      else
-        fail(key, "expected a number");
+    } else if (auto d = fields_.number(key, required)) {
+      out = *d;
     }
   }
-  void optional_number(const char* key, std::optional<double>& out) {
-    out.reset();
-    if (const Json* v = find(key, false)) {
-      if (v->is_number())
-        out = v->get<double>();
-      else if (!v->is_null())
-        fail(key, "expected a number or null");
-    }
-  }
+  // Null or absent: no value.
+  void optional_number(const char* key, std::optional<double>& out) { out = fields_.number(key); }
   template <class T>
   void nested(const char* key, T& out, bool required = true) {
-    if (const Json* v = find(key, required)) {
-      if (auto s = from_json(*v, out); !s) fail(key, s.error().message);
-    }
+    if (const Json* v = fields_.get(key, required))
+      if (auto s = from_json(*v, out); !s) fields_.error(fields_.at(key), s.error().message);
   }
   template <class T>
   void list(const char* key, std::vector<T>& out, bool required = true) {
-    const Json* v = find(key, required);
+    const Json* v = fields_.array(key, required);
     if (!v) return;
-    if (!v->is_array()) return fail(key, "expected an array");
     out.clear();
-    for (const auto& item : *v) {
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      const Json& item = (*v)[i];
+      const std::string path = OrderedFieldReader::item(fields_.at(key), i);
       T t;
       if constexpr (std::is_same_v<T, std::string>) {
-        if (!item.is_string()) return fail(key, "expected strings");
-        t = item.get<std::string>();
+        if (!item.is_string()) return fields_.expected(path, "a string", item);
+        t = item.template get<std::string>();
       } else if (auto s = from_json(item, t); !s) {
-        return fail(key, s.error().message);
+        return fields_.error(path, s.error().message);
       }
       out.push_back(std::move(t));
     }
   }
+  // The member as it is (null included), without checks.
   const Json* raw(const char* key) const {
-    if (!j_.is_object()) return nullptr;
     auto it = j_.find(key);
     return it == j_.end() ? nullptr : &*it;
   }
   void fail(const std::string& key, const std::string& message) {
-    if (error_) return;
-    error_ = Error::invalid(key.empty() ? what_ : what_ + "." + key, message);
+    fields_.error(key.empty() ? fields_.path() : fields_.at(key), message);
   }
-  Status status() const { return error_ ? Status(*error_) : Status(); }
+  Status status() const {
+    if (errors_.empty()) return {};
+    return Error::invalid(errors_.front().path, errors_.front().message);
+  }
 
  private:
-  const Json* find(const char* key, bool required) {
-    const Json* v = raw(key);
-    if (!v && required) fail(key, "missing");
-    if (v && v->is_null() && !required) return nullptr;
-    return v;
+  static const Json& empty() {
+    static const Json kEmpty = Json::object();
+    return kEmpty;
   }
 
   const Json& j_;
-  std::string what_;
-  std::optional<Error> error_;
+  std::vector<FieldError> errors_;
+  OrderedFieldReader fields_;
 };
 
 }  // namespace

@@ -42,7 +42,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trials/result.hpp"
+#include "core/result.hpp"
 #include "trials/spec.hpp"
 #include "trials/trial.hpp"
 

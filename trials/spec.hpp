@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "core/result.hpp"
 #include "search/pruner.hpp"
 #include "search/sampler.hpp"
 #include "search/space.hpp"
-#include "trials/ensemble_recipe.hpp"
-#include "trials/result.hpp"
-#include "trials/torch_recipe.hpp"
+#include "trials/recipe/ensemble_recipe.hpp"
+#include "trials/recipe/torch_recipe.hpp"
 
 namespace hpo::trials {
 
@@ -35,23 +35,23 @@ struct SearchConfig {
 struct CommandRecipe {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;  // extra environment
-  std::string cwd;                                        // empty: the worker's
+  std::string cwd;                                       // empty: the worker's
 };
 
 // kind "synthetic": a built-in test function computed in the worker.
 struct SyntheticRecipe {
-  std::string function;   // noop, branin, hartmann6, rosenbrock, ackley
-  double sleep_s = 0;     // total wall time the trial takes
-  double noise = 0;       // std-dev of Gaussian noise added to the value
-  std::int64_t steps = 0; // >0: reports a learning curve value_s = f(x) + (steps-s)/steps
+  std::string function;    // noop, branin, hartmann6, rosenbrock, ackley
+  double sleep_s = 0;      // total wall time the trial takes
+  double noise = 0;        // std-dev of Gaussian noise added to the value
+  std::int64_t steps = 0;  // >0: reports a learning curve value_s = f(x) + (steps-s)/steps
 };
 
 enum class TrialKind { kCommand, kSynthetic, kTorch };
 
 struct DataParallel {
   int replicas = 1;
-  bool average = false;       // mode: average (parameter averaging) instead of allreduce
-  int average_every = 1;      // H: steps between averages
+  bool average = false;   // mode: average (parameter averaging) instead of allreduce
+  int average_every = 1;  // H: steps between averages
 };
 
 inline constexpr double kDefaultTimeoutS = 24 * 3600.0;
@@ -65,8 +65,8 @@ struct TrialRecipe {
   // default, so nothing runs forever. 0 (given explicitly) = no limit.
   double timeout_s = kDefaultTimeoutS;
   int max_attempts = 3;
-  int gpus = 0;               // resources.gpus
-  double memory_gb = 0;       // resources.memory_gb: the attempt's address-space cap; 0 = none
+  int gpus = 0;          // resources.gpus
+  double memory_gb = 0;  // resources.memory_gb: the attempt's address-space cap; 0 = none
   DataParallel data_parallel;
   // Worker slots one attempt occupies: max(1, gpus, replicas).
   int slots() const;

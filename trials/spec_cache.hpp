@@ -19,7 +19,7 @@
 #include <mutex>
 #include <string>
 
-#include "trials/result.hpp"
+#include "core/result.hpp"
 #include "trials/spec.hpp"
 
 namespace hpo::trials {

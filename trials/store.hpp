@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "trials/result.hpp"
+#include "core/result.hpp"
 #include "trials/trial.hpp"
 
 namespace hpo::trials {

@@ -3,7 +3,7 @@
 #include <array>
 #include <string_view>
 
-#include "trials/result.hpp"
+#include "core/result.hpp"
 
 namespace hpo {
 

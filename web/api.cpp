@@ -18,7 +18,7 @@
 
 #include <fmt/format.h>
 
-#include "trials/log.hpp"
+#include "core/log.hpp"
 #include "trials/spec.hpp"
 #include "web/api_errors.hpp"
 #include "web/json_codec.hpp"

@@ -5,7 +5,7 @@
 //              "fields": [{"path": "parameters.lr.min", "message": "..."}]}}
 #pragma once
 
-#include "trials/result.hpp"
+#include "core/result.hpp"
 #include "web/http_message.hpp"
 
 namespace hpo::web {

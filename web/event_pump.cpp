@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/backoff.hpp"
 #include "web/json_codec.hpp"
 
 namespace hpo::web {
@@ -39,7 +40,7 @@ void EventPump::stop() {
 void EventPump::run() {
   std::string last_id = "$";
   std::unique_ptr<trials::Store> store;
-  std::chrono::milliseconds backoff{100};
+  Backoff backoff(std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
   auto stopping = [&] {
     std::lock_guard lock(mu_);
     return stop_;
@@ -52,11 +53,10 @@ void EventPump::run() {
     if (!events) {
       store.reset();  // its connection may be broken
       std::unique_lock lock(mu_);
-      cv_.wait_for(lock, backoff, [&] { return stop_; });
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+      cv_.wait_for(lock, backoff.next(), [&] { return stop_; });
       continue;
     }
-    backoff = std::chrono::milliseconds(100);
+    backoff.reset();
     for (const auto& e : *events) {
       hub_.publish(to_hub_event(e));
       last_id = e.id;

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "trials/result.hpp"
+#include "core/result.hpp"
 
 namespace hpo::web {
 

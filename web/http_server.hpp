@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "trials/result.hpp"
+#include "core/result.hpp"
 #include "web/http_message.hpp"
 
 namespace hpo::web {

@@ -27,8 +27,9 @@
 
 #include <fmt/format.h>
 
+#include "core/backoff.hpp"
+#include "core/log.hpp"
 #include "trials/artifacts.hpp"
-#include "trials/log.hpp"
 #include "workers/command_executor.hpp"
 #include "workers/outcome.hpp"
 #include "workers/synthetic_executor.hpp"
@@ -327,7 +328,7 @@ bool Agent::idle_wait(std::chrono::milliseconds d) {
 Status Agent::retry_through_outage(const std::function<Status()>& op) {
   Status st = op();
   auto give_up = Clock::now() + options_.outage_grace;
-  auto backoff = std::chrono::milliseconds(50);
+  Backoff backoff(std::chrono::milliseconds(50), std::chrono::milliseconds(1000));
   ThrottledLog waiting;
   while (!st && st.error().code == ErrorCode::kUnavailable && Clock::now() < give_up) {
     waiting.warn("store unreachable; retrying",
@@ -335,22 +336,20 @@ Status Agent::retry_through_outage(const std::function<Status()>& op) {
     // A hard stop (stopping_ without a drain) gives up at once: the lease
     // expires and the reaper re-queues the trial.
     if (stopping_.load() && !draining_.load()) break;
-    std::this_thread::sleep_for(backoff);  // pacing retries of a failed call
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    std::this_thread::sleep_for(backoff.next());  // pacing retries of a failed call
     st = op();
   }
   return st;
 }
 
 std::unique_ptr<trials::Store> Agent::connect_until_stopped(const char* role) {
-  auto backoff = std::chrono::milliseconds(100);
+  Backoff backoff(std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
   ThrottledLog errors;
   while (!stopping_.load()) {
     auto c = connect_();
     if (c) return std::move(c.value());
     errors.warn("cannot open the store", {{"thread", role}, {"error", c.error().message}});
-    if (!idle_wait(backoff)) break;
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+    if (!idle_wait(backoff.next())) break;
   }
   return nullptr;
 }

@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "trials/result.hpp"
+#include "core/result.hpp"
 
 namespace hpo::workers {
 

@@ -20,9 +20,9 @@
 
 #include <fmt/format.h>
 
+#include "core/local_state.hpp"
+#include "core/log.hpp"
 #include "trials/data_roots.hpp"
-#include "trials/local_state.hpp"
-#include "trials/log.hpp"
 #include "trials/redis/redis_store.hpp"
 #include "workers/agent.hpp"
 #include "workers/config.hpp"

@@ -5,7 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 missing=0
-for h in $(find search trials ensemble workers web scheduler -name '*.hpp' -not -path '*/node_modules/*' | sort); do
+for h in $(find core search trials ensemble workers web scheduler cli -name '*.hpp' -not -path '*/node_modules/*' | sort); do
   dir=$(dirname "$h")
   readme="$dir/README.md"
   [[ -f "$readme" ]] || readme="$(dirname "$dir")/README.md"

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "trials/log.hpp"
+#include "core/log.hpp"
 
 namespace hpo::trials::memory {
 

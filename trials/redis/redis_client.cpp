@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "trials/log.hpp"
+#include "core/log.hpp"
 
 namespace hpo::trials::redis {
 
@@ -153,7 +153,7 @@ std::string RedisUrl::to_string() const {
 }
 
 RedisClient::RedisClient(RedisUrl url, RedisClientOptions options)
-    : url_(std::move(url)), options_(options) {}
+    : url_(std::move(url)), options_(options), backoff_(options.min_backoff, options.max_backoff) {}
 
 RedisClient::~RedisClient() {
   disconnect();
@@ -165,12 +165,10 @@ void RedisClient::disconnect() {
 }
 
 Error RedisClient::fail(const std::string& what) {
-  if (backoff_.count() == 0)  // log the loss once, not every failed retry
+  if (backoff_.fresh())  // log the loss once, not every failed retry
     log_warn("redis connection failed", {{"redis", url_.to_string()}, {"error", what}});
   disconnect();
-  backoff_ =
-      backoff_.count() == 0 ? options_.min_backoff : std::min(backoff_ * 2, options_.max_backoff);
-  next_attempt_ = std::chrono::steady_clock::now() + backoff_;
+  next_attempt_ = std::chrono::steady_clock::now() + backoff_.next();
   return Error::unavailable("redis " + url_.to_string() + ": " + what);
 }
 
@@ -218,8 +216,8 @@ Status RedisClient::ensure_connected() {
       return s;
     }
   }
-  if (backoff_.count() != 0) log_info("redis reconnected", {{"redis", url_.to_string()}});
-  backoff_ = std::chrono::milliseconds{0};
+  if (!backoff_.fresh()) log_info("redis reconnected", {{"redis", url_.to_string()}});
+  backoff_.reset();
   return {};
 }
 

@@ -22,7 +22,8 @@
 #include <string_view>
 #include <vector>
 
-#include "trials/result.hpp"
+#include "core/backoff.hpp"
+#include "core/result.hpp"
 
 struct redisContext;
 
@@ -97,7 +98,7 @@ class RedisClient {
   RedisClientOptions options_;
   OnConnect on_connect_;
   redisContext* ctx_ = nullptr;
-  std::chrono::milliseconds backoff_{0};
+  Backoff backoff_;  // fresh while connected
   std::chrono::steady_clock::time_point next_attempt_{};
   bool in_on_connect_ = false;
 };

@@ -21,7 +21,7 @@
 #include <map>
 #include <random>
 
-#include "trials/log.hpp"
+#include "core/log.hpp"
 #include "trials/record_json.hpp"
 #include "trials/redis/hpo_functions_lua.hpp"
 #include "trials/spec.hpp"

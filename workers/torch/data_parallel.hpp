@@ -20,7 +20,7 @@
 #include <memory>
 #include <string>
 
-#include "trials/result.hpp"
+#include "core/result.hpp"
 
 namespace hpo::workers::torch_trainer {
 

@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "trials/result.hpp"
-#include "trials/torch_recipe.hpp"
+#include "core/result.hpp"
+#include "trials/recipe/torch_recipe.hpp"
 
 namespace hpo::workers::torch_trainer {
 

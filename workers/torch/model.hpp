@@ -9,8 +9,8 @@
 
 #include <torch/torch.h>
 
-#include "trials/result.hpp"
-#include "trials/torch_recipe.hpp"
+#include "core/result.hpp"
+#include "trials/recipe/torch_recipe.hpp"
 
 namespace hpo::workers::torch_trainer {
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "trials/result.hpp"
+#include "core/result.hpp"
 
 namespace hpo::workers::torch_trainer {
 

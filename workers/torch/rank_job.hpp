@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "trials/result.hpp"
+#include "core/result.hpp"
 #include "trials/trial.hpp"
 
 namespace hpo::workers::torch_trainer {

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "trials/torch_recipe.hpp"
+#include "trials/recipe/torch_recipe.hpp"
 #include "trials/trial.hpp"
 #include "workers/executor.hpp"
 #include "workers/torch/data_parallel.hpp"

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "trials/result.hpp"
+#include "core/result.hpp"
 #include "trials/spec.hpp"
 #include "trials/trial.hpp"
 #include "workers/executor.hpp"

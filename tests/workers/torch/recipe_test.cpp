@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trials/torch_recipe.hpp"
+#include "trials/recipe/torch_recipe.hpp"
 
 namespace hpo::trials {
 namespace {

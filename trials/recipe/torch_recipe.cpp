@@ -3,7 +3,7 @@
 // runs too with no parameters: references keep their defaults and errors on
 // their paths are dropped, so a literal lr of -1 is refused at submit time and
 // a swept lr of -1 is refused when that trial is resolved, by the same line.
-#include "trials/torch_recipe.hpp"
+#include "trials/recipe/torch_recipe.hpp"
 
 #include <algorithm>
 #include <cmath>

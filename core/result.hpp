@@ -17,9 +17,9 @@ namespace hpo {
 enum class ErrorCode {
   kInvalidArgument,  // bad user input; `fields` says where
   kNotFound,
-  kConflict,         // state changed under us (compare-and-set failed)
-  kLeaseLost,        // fencing: the attempt is no longer the current one
-  kUnavailable,      // Redis or another dependency unreachable; retry later
+  kConflict,     // state changed under us (compare-and-set failed)
+  kLeaseLost,    // fencing: the attempt is no longer the current one
+  kUnavailable,  // Redis or another dependency unreachable; retry later
   kUnauthorized,
   kPayloadTooLarge,
   kInternal,
@@ -54,8 +54,8 @@ const char* to_string(ErrorCode code);
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}          // NOLINT: implicit by design
-  Result(Error error) : v_(std::move(error)) {}      // NOLINT
+  Result(T value) : v_(std::move(value)) {}      // NOLINT: implicit by design
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
   T& value() & { return std::get<0>(v_); }

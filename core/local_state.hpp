@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "trials/result.hpp"
+#include "core/result.hpp"
 
 namespace hpo {
 

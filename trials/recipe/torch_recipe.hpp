@@ -15,8 +15,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/result.hpp"
 #include "search/space.hpp"
-#include "trials/result.hpp"
 
 namespace hpo::trials {
 

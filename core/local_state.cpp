@@ -1,4 +1,4 @@
-#include "trials/local_state.hpp"
+#include "core/local_state.hpp"
 
 #include <sys/stat.h>
 
@@ -18,7 +18,9 @@ std::string hpo_home() {
   return ".hpo";
 }
 
-std::string local_state_path() { return hpo_home() + "/scheduler.json"; }
+std::string local_state_path() {
+  return hpo_home() + "/scheduler.json";
+}
 
 Result<LocalState> read_local_state() {
   std::string path = local_state_path();
@@ -55,7 +57,8 @@ Status write_local_state(const LocalState& state) {
     if (!out.flush()) return Error::unavailable("cannot write " + tmp);
   }
   std::filesystem::rename(tmp, path, ec);
-  if (ec) return Error::unavailable(fmt::format("cannot rename {} to {}: {}", tmp, path, ec.message()));
+  if (ec)
+    return Error::unavailable(fmt::format("cannot rename {} to {}: {}", tmp, path, ec.message()));
   return {};
 }
 

@@ -15,9 +15,15 @@ using LogFields = std::vector<std::pair<std::string, std::string>>;
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
 
 void log_line(LogLevel level, std::string_view message, const LogFields& fields = {});
-inline void log_info(std::string_view m, const LogFields& f = {}) { log_line(LogLevel::kInfo, m, f); }
-inline void log_warn(std::string_view m, const LogFields& f = {}) { log_line(LogLevel::kWarn, m, f); }
-inline void log_error(std::string_view m, const LogFields& f = {}) { log_line(LogLevel::kError, m, f); }
+inline void log_info(std::string_view m, const LogFields& f = {}) {
+  log_line(LogLevel::kInfo, m, f);
+}
+inline void log_warn(std::string_view m, const LogFields& f = {}) {
+  log_line(LogLevel::kWarn, m, f);
+}
+inline void log_error(std::string_view m, const LogFields& f = {}) {
+  log_line(LogLevel::kError, m, f);
+}
 
 // Lines below this level are dropped (default info; HPO_LOG_LEVEL=debug|info|warn|error).
 void set_log_level(LogLevel level);

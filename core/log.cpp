@@ -1,4 +1,4 @@
-#include "trials/log.hpp"
+#include "core/log.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -42,7 +42,9 @@ void append_value(std::string& out, std::string_view v) {
 
 }  // namespace
 
-void set_log_level(LogLevel level) { g_level = level; }
+void set_log_level(LogLevel level) {
+  g_level = level;
+}
 
 void log_line(LogLevel level, std::string_view message, const LogFields& fields) {
   if (level < g_level.load()) return;
