@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/local_state.hpp"
+#include "core/settings.hpp"
 
 namespace hpo::scheduler {
 
@@ -79,176 +79,93 @@ Status parse_host_port(const std::string& text, const std::string& flag, std::st
 
 namespace {
 
-Status set_int(const std::string& value, const std::string& flag, long lo, long hi, long& out) {
-  char* end = nullptr;
-  long v = std::strtol(value.c_str(), &end, 10);
-  if (value.empty() || *end || v < lo || v > hi)
-    return Error::invalid(flag,
-                          fmt::format("\"{}\" is not an integer from {} to {}", value, lo, hi));
-  out = v;
-  return {};
+using Config = SchedulerConfig;
+using S = Setting<Config>;
+
+S text(const char* flag, const char* env, const char* key, std::string Config::*field) {
+  return {flag, env, key, SettingKind::kValue,
+          [field](Config& c, const std::string&, const std::string& v) -> Status {
+            c.*field = v;
+            return {};
+          }};
 }
 
-// Applies one key=value from any source (file, environment, flag).
-Status apply(SchedulerConfig& c, const std::string& key, const std::string& value,
-             const std::string& origin) {
-  long n = 0;
-  if (key == "listen") return parse_host_port(value, origin, c.listen_host, c.listen_port);
-  if (key == "redis")
-    c.redis_url = value;
-  else if (key == "data_dir")
-    c.data_dir = value;
-  else if (key == "prefix")
-    c.prefix = value;
-  else if (key == "token")
-    c.token = value;
-  else if (key == "token_file")
-    c.token_file = value;
-  else if (key == "auth_reads")
-    c.auth_reads = value == "1" || value == "true";
-  else if (key == "public_reads")
-    c.public_reads = value == "1" || value == "true";
-  else if (key == "static_dir")
-    c.static_dir = value;
-  else if (key == "threads") {
-    if (auto st = set_int(value, origin, 1, 256, n); !st) return st;
-    c.handler_threads = static_cast<int>(n);
-  } else if (key == "reaper_ms") {
-    if (auto st = set_int(value, origin, 10, 3'600'000, n); !st) return st;
-    c.reaper_period = std::chrono::milliseconds(n);
-  } else if (key == "allow_volatile_redis") {
-    c.allow_volatile_redis = value == "1" || value == "true";
-  } else if (key == "data_root") {
-    std::size_t start = 0;
-    while (start <= value.size()) {  // HPO_DATA_ROOTS and the file may list several: a:b
-      std::size_t colon = value.find(':', start);
-      std::string root = value.substr(start, colon == std::string::npos ? colon : colon - start);
-      if (root.empty() || root.front() != '/')
-        return Error::invalid(origin, fmt::format("\"{}\" is not an absolute folder", root));
-      c.data_roots.push_back(root);
-      if (colon == std::string::npos) break;
-      start = colon + 1;
-    }
-  } else if (key == "allowed_host") {
-    std::size_t start = 0;
-    while (start <= value.size()) {
-      std::size_t comma = value.find(',', start);
-      std::string name = value.substr(start, comma == std::string::npos ? comma : comma - start);
-      if (name.empty() || name.find_first_of(" /:[]") != std::string::npos)
-        return Error::invalid(origin, fmt::format("\"{}\" is not a host name", name));
-      c.allowed_hosts.push_back(name);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  } else if (key == "retention_days") {
-    char* end = nullptr;
-    double d = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end || !(d >= 0) || d > 36500)
-      return Error::invalid(origin,
-                            fmt::format("\"{}\" is not a number of days from 0 to 36500", value));
-    c.retention_days = d;
-  } else {
-    return Error::invalid(origin, "unknown setting");
-  }
-  return {};
+S on_off(const char* flag, const char* env, const char* key, bool Config::*field) {
+  return {flag, env, key, SettingKind::kSwitch,
+          [field](Config& c, const std::string&, const std::string& v) -> Status {
+            c.*field = parse_setting_switch(v);
+            return {};
+          }};
 }
 
-struct Setting {
-  const char* key;
-  const char* flag;
-  const char* env;
-  bool takes_value;
-};
-
-constexpr Setting kSettings[] = {
-    {"listen", "--listen", "HPO_LISTEN", true},
-    {"redis", "--redis", "HPO_REDIS", true},
-    {"data_dir", "--data-dir", "HPO_DATA_DIR", true},
-    {"prefix", "--prefix", "HPO_PREFIX", true},
-    {"token", "--token", "HPO_TOKEN", true},
-    {"token_file", "--token-file", "HPO_TOKEN_FILE", true},
-    {"auth_reads", "--auth-reads", "HPO_AUTH_READS", false},
-    {"public_reads", "--public-reads", "HPO_PUBLIC_READS", false},
-    {"static_dir", "--static-dir", "HPO_STATIC_DIR", true},
-    {"threads", "--threads", "HPO_HANDLER_THREADS", true},
-    {"reaper_ms", "--reaper-ms", "HPO_REAPER_MS", true},
-    {"retention_days", "--retention-days", "HPO_RETENTION_DAYS", true},
-    {"data_root", "--data-root", "HPO_DATA_ROOTS", true},
-    {"allowed_host", "--allowed-host", "HPO_ALLOWED_HOSTS", true},
-    {"allow_volatile_redis", "--allow-volatile-redis", "HPO_ALLOW_VOLATILE_REDIS", false},
-};
+const std::vector<S>& settings() {
+  static const std::vector<S> kSettings = {
+      {"--listen", "HPO_LISTEN", "listen", SettingKind::kValue,
+       [](Config& c, const std::string& origin, const std::string& v) {
+         return parse_host_port(v, origin, c.listen_host, c.listen_port);
+       }},
+      text("--redis", "HPO_REDIS", "redis", &Config::redis_url),
+      text("--data-dir", "HPO_DATA_DIR", "data_dir", &Config::data_dir),
+      text("--prefix", "HPO_PREFIX", "prefix", &Config::prefix),
+      text("--token", "HPO_TOKEN", "token", &Config::token),
+      text("--token-file", "HPO_TOKEN_FILE", "token_file", &Config::token_file),
+      on_off("--auth-reads", "HPO_AUTH_READS", "auth_reads", &Config::auth_reads),
+      on_off("--public-reads", "HPO_PUBLIC_READS", "public_reads", &Config::public_reads),
+      text("--static-dir", "HPO_STATIC_DIR", "static_dir", &Config::static_dir),
+      {"--threads", "HPO_HANDLER_THREADS", "threads", SettingKind::kValue,
+       [](Config& c, const std::string& origin, const std::string& v) -> Status {
+         std::int64_t n = 0;
+         if (auto st = parse_setting_int(origin, v, 1, 256, n); !st) return st;
+         c.handler_threads = static_cast<int>(n);
+         return {};
+       }},
+      {"--reaper-ms", "HPO_REAPER_MS", "reaper_ms", SettingKind::kValue,
+       [](Config& c, const std::string& origin, const std::string& v) -> Status {
+         std::int64_t n = 0;
+         if (auto st = parse_setting_int(origin, v, 10, 3'600'000, n); !st) return st;
+         c.reaper_period = std::chrono::milliseconds(n);
+         return {};
+       }},
+      {"--retention-days", "HPO_RETENTION_DAYS", "retention_days", SettingKind::kValue,
+       [](Config& c, const std::string& origin, const std::string& v) {
+         return parse_setting_number(origin, v, 0, 36500, c.retention_days);
+       }},
+      {"--data-root", "HPO_DATA_ROOTS", "data_root", SettingKind::kList,
+       [](Config& c, const std::string& origin, const std::string& root) -> Status {
+         if (root.empty() || root.front() != '/')
+           return Error::invalid(origin, fmt::format("\"{}\" is not an absolute folder", root));
+         c.data_roots.push_back(root);
+         return {};
+       },
+       [](Config& c) { c.data_roots.clear(); }, ':'},
+      {"--allowed-host", "HPO_ALLOWED_HOSTS", "allowed_host", SettingKind::kList,
+       [](Config& c, const std::string& origin, const std::string& name) -> Status {
+         if (name.empty() || name.find_first_of(" /:[]") != std::string::npos)
+           return Error::invalid(origin, fmt::format("\"{}\" is not a host name", name));
+         c.allowed_hosts.push_back(name);
+         return {};
+       },
+       [](Config& c) { c.allowed_hosts.clear(); }, ','},
+      on_off("--allow-volatile-redis", "HPO_ALLOW_VOLATILE_REDIS", "allow_volatile_redis",
+             &Config::allow_volatile_redis),
+  };
+  return kSettings;
+}
 
 }  // namespace
 
 Result<SchedulerConfig> load_scheduler_config(int argc, char** argv) {
   SchedulerConfig c;
-  std::vector<std::pair<const Setting*, std::string>> flags;
-  std::string config_file;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      c.help = true;
-      return c;
-    }
-    std::string value;
-    if (auto eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else {
-      value = "\x01";  // no inline value
-    }
-    if (arg == "--config") {
-      if (value == "\x01") {
-        if (i + 1 >= argc) return Error::invalid("--config", "needs a value");
-        value = argv[++i];
-      }
-      config_file = value;
-      continue;
-    }
-    const Setting* s = nullptr;
-    for (const auto& k : kSettings)
-      if (arg == k.flag) s = &k;
-    if (!s) return Error::invalid(arg, "unknown flag (see --help)");
-    if (value == "\x01") {
-      if (!s->takes_value)
-        value = "1";
-      else if (i + 1 >= argc)
-        return Error::invalid(arg, "needs a value");
-      else
-        value = argv[++i];
-    }
-    flags.emplace_back(s, value);
-  }
-  if (!config_file.empty()) {
-    std::ifstream in(config_file);
-    if (!in) return Error::invalid("--config", "cannot read " + config_file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-    if (j.is_discarded() || !j.is_object())
-      return Error::invalid("--config", config_file + " is not a JSON object");
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      std::string v = it->is_string() ? it->get<std::string>() : it->dump();
-      if (auto st = apply(c, it.key(), v, config_file + ": " + it.key()); !st) return st.error();
-    }
-  }
-  // Lists (data roots) are replaced, not merged, by a later source.
-  for (const auto& k : kSettings)
-    if (const char* env = std::getenv(k.env); env && *env) {
-      if (std::string_view(k.key) == "data_root") c.data_roots.clear();
-      if (std::string_view(k.key) == "allowed_host") c.allowed_hosts.clear();
-      if (auto st = apply(c, k.key, env, k.env); !st) return st.error();
-    }
-  if (std::any_of(flags.begin(), flags.end(),
-                  [](const auto& f) { return std::string_view(f.first->key) == "data_root"; }))
-    c.data_roots.clear();
-  if (std::any_of(flags.begin(), flags.end(),
-                  [](const auto& f) { return std::string_view(f.first->key) == "allowed_host"; }))
-    c.allowed_hosts.clear();
-  for (const auto& [s, v] : flags) {
-    if (auto st = apply(c, s->key, v, s->flag); !st) return st.error();
-    if (std::string_view(s->key) == "token") c.token_on_command_line = true;
-  }
+  const std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
+  if (auto st = load_settings(
+          settings(), args, [](const char* name) { return std::getenv(name); },
+          /*accepts_config_file=*/true, c, c.help);
+      !st)
+    return st.error();
+  if (c.help) return c;
+  c.token_on_command_line = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a == "--token" || a.rfind("--token=", 0) == 0;
+  });
   // Beyond loopback the whole network can read sweeps unless told otherwise.
   const bool loopback = c.listen_host == "127.0.0.1" || c.listen_host == "::1" ||
                         c.listen_host == "localhost" || c.listen_host.rfind("127.", 0) == 0;

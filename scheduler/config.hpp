@@ -1,5 +1,6 @@
-// Configuration of hpo-scheduler: one typed struct, filled from defaults <
-// a JSON file (--config) < environment (HPO_*) < flags.
+// Configuration of hpo-scheduler: one typed struct, filled by the one settings
+// engine (core/settings.hpp) from defaults < a JSON file (--config) <
+// environment (HPO_*) < flags.
 #pragma once
 
 #include <chrono>

@@ -1,10 +1,10 @@
 // WorkerConfig: the typed configuration of hpo-worker.
 //
-// Sources, later wins: built-in defaults < environment (HPO_REDIS,
-// HPO_WORKER_NAME, ...) < command-line flags. The environment is passed in as
-// a lookup function so tests need not touch the process's own. Values that
-// depend on the host (slots from the GPU count, threads from the core count,
-// the name from the host name) are left unset here and resolved by main.
+// Sources, later wins (the one engine, core/settings.hpp): built-in defaults <
+// environment (HPO_REDIS, HPO_WORKER_NAME, ...) < command-line flags. The environment is passed in
+// as a lookup function so tests need not touch the process's own. Values that depend on the host
+// (slots from the GPU count, threads from the core count, the name from the host name) are left
+// unset here and resolved by main.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "core/settings.hpp"
 
 namespace hpo::workers {
 
@@ -35,7 +36,7 @@ struct WorkerConfig {
   bool help = false;
 };
 
-using EnvLookup = std::function<const char*(const char*)>;
+using hpo::EnvLookup;
 
 // Parses argv[1..] over the environment; kInvalidArgument names the flag or
 // variable at fault.

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -80,6 +81,44 @@ TEST(SchedulerConfig, BadFlagsNameTheFlag) {
   EXPECT_EQ(c.error().fields.at(0).path, "--frobnicate");
   c = load({"--redis"});
   ASSERT_FALSE(c.ok());
+}
+
+// The one settings engine's order: defaults < --config file < environment <
+// flags; a list from a later source replaces the file's; a key the file
+// should not have names the file and the key.
+TEST(SchedulerConfig, ConfigFileSitsBelowTheEnvironmentAndTheFlags) {
+  char path[] = "/tmp/hpo-config-XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string file =
+      R"({"listen": "127.0.0.1:7000", "threads": 3, "prefix": "f:", "data_root": "/f/a:/f/b"})";
+  ASSERT_EQ(::write(fd, file.data(), file.size()), static_cast<ssize_t>(file.size()));
+  ::close(fd);
+  auto c = load({"--config", path});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->listen_port, 7000);
+  EXPECT_EQ(c->handler_threads, 3);
+  EXPECT_EQ(c->prefix, "f:");
+  EXPECT_EQ(c->data_roots, (std::vector<std::string>{"/f/a", "/f/b"}));
+  ::setenv("HPO_PREFIX", "env:", 1);
+  ::setenv("HPO_DATA_ROOTS", "/env", 1);
+  c = load({"--config", path, "--threads", "5"});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->prefix, "env:");
+  EXPECT_EQ(c->handler_threads, 5);
+  EXPECT_EQ(c->listen_port, 7000);
+  EXPECT_EQ(c->data_roots, std::vector<std::string>{"/env"});
+  ::unsetenv("HPO_PREFIX");
+  ::unsetenv("HPO_DATA_ROOTS");
+  const std::string bad = R"({"frobnicate": 1})";
+  fd = ::open(path, O_WRONLY | O_TRUNC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, bad.data(), bad.size()), static_cast<ssize_t>(bad.size()));
+  ::close(fd);
+  auto refused = load({"--config", path});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().fields.at(0).path, std::string(path) + ": frobnicate");
+  ::unlink(path);
 }
 
 TEST(SchedulerConfig, DataRootsRepeatReplaceAndDefaultToTheDatasetFolder) {
