@@ -5,8 +5,10 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
 #include <sys/file.h>
 #include <unistd.h>
+#include <atomic>
 
 #include <filesystem>
 #include <fstream>
@@ -23,19 +25,22 @@ namespace {
 using hpo::testing::wait_for;
 using trials::memory::MemoryStore;
 
-// Every agent thread shares the one (thread-safe) MemoryStore.
+// Every agent thread shares the one (thread-safe) MemoryStore. The roles the
+// agent has no business with count their uses: it needs the queue and the
+// worker registry only (a claim carries the spec).
 class SharedConnection final : public trials::Store {
  public:
-  explicit SharedConnection(MemoryStore& s) : s_(s) {}
-  trials::SweepStore& sweeps() override { return s_; }
-  trials::TrialStore& trials() override { return s_; }
+  SharedConnection(MemoryStore& s, std::atomic<int>& foreign) : s_(s), foreign_(foreign) {}
+  trials::SweepStore& sweeps() override { return ++foreign_, s_; }
+  trials::TrialStore& trials() override { return ++foreign_, s_; }
   trials::TrialQueue& queue() override { return s_; }
   trials::WorkerRegistry& workers() override { return s_; }
-  trials::EventLog& events() override { return s_; }
-  trials::ArtifactStore& artifacts() override { return s_; }
+  trials::EventLog& events() override { return ++foreign_, s_; }
+  trials::ArtifactStore& artifacts() override { return ++foreign_, s_; }
 
  private:
   MemoryStore& s_;
+  std::atomic<int>& foreign_;
 };
 
 class AgentMemoryTest : public ::testing::Test {
@@ -49,7 +54,8 @@ class AgentMemoryTest : public ::testing::Test {
     return Agent(
         o,
         [this]() -> Result<std::unique_ptr<trials::Store>> {
-          return std::unique_ptr<trials::Store>(std::make_unique<SharedConnection>(store_));
+          return std::unique_ptr<trials::Store>(
+              std::make_unique<SharedConnection>(store_, foreign_roles_));
         },
         std::move(executors));
   }
@@ -82,6 +88,7 @@ class AgentMemoryTest : public ::testing::Test {
   trials::Trial get(const std::string& id) { return *store_.get_trial(id); }
 
   MemoryStore store_;
+  std::atomic<int> foreign_roles_{0};  // the agent's uses of roles it should not need
 };
 
 TEST_F(AgentMemoryTest, ATwoSlotTrialNeverOverlapsAnotherOnTwoSlots) {
@@ -97,6 +104,7 @@ TEST_F(AgentMemoryTest, ATwoSlotTrialNeverOverlapsAnotherOnTwoSlots) {
            get(b.id).state == trials::TrialState::kCompleted;
   }));
   agent.stop();
+  EXPECT_EQ(foreign_roles_.load(), 0) << "the agent read sweeps, trials, events or artifacts";
   auto w = get(wide.id);
   for (const auto& id : {a.id, b.id}) {
     auto t = get(id);
@@ -224,7 +232,8 @@ TEST_F(AgentMemoryTest, RemovesTheWorkDirectoriesOfDeadWorkers) {
   Agent agent(
       o,
       [this]() -> Result<std::unique_ptr<trials::Store>> {
-        return std::unique_ptr<trials::Store>(std::make_unique<SharedConnection>(store_));
+        return std::unique_ptr<trials::Store>(
+            std::make_unique<SharedConnection>(store_, foreign_roles_));
       },
       builtin_executors(1.0));
   ASSERT_TRUE(agent.start().ok());
