@@ -143,13 +143,14 @@ int main(int argc, char** argv) {
     return std::unique_ptr<hpo::trials::Store>(std::move(store.value()));
   };
   auto executors = hpo::workers::builtin_executors(config.kill_grace_s);
+  // Folders torch trials may read data from (logged even without LibTorch).
+  std::vector<std::string> data_roots = config.data_roots;
+  if (data_roots.empty()) data_roots = {hpo::trials::kDefaultDataRoot, options.work_root};
 #ifdef HPO_WITH_TORCH
   // One dataset cache per process: every slot's trials read a file once.
   auto cache = std::make_shared<hpo::workers::torch_trainer::DatasetCache>();
   hpo::workers::TorchExecutorOptions torch_options;
-  torch_options.data_roots = config.data_roots;
-  if (torch_options.data_roots.empty())
-    torch_options.data_roots = {hpo::trials::kDefaultDataRoot, options.work_root};
+  torch_options.data_roots = data_roots;
   executors[hpo::trials::TrialKind::kTorch] = [cache, torch_options] {
     return std::make_unique<hpo::workers::TorchExecutor>(cache, torch_options);
   };
@@ -160,7 +161,7 @@ int main(int argc, char** argv) {
                  {"redis", parsed_url->to_string()},
                  {"prefix", config.prefix},
                  {"work_dir", options.work_root},
-                 {"data_roots", fmt::format("{}", fmt::join(torch_options.data_roots, ":"))}});
+                 {"data_roots", fmt::format("{}", fmt::join(data_roots, ":"))}});
   hpo::workers::Agent agent(options, connect, std::move(executors), &gpus);
   if (auto st = agent.start(); !st) {
     std::fprintf(stderr, "hpo-worker: %s\n", st.error().message.c_str());
