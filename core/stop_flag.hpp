@@ -1,7 +1,7 @@
 // StopFlag: a loop's stop request, checked cheaply each round and waited on
 // instead of sleeping, so stop() ends a back-off or a pause at once. Every
 // background loop of the scheduler (the controller loop, the reaper, the
-// schedulability watch, retention) stops through one.
+// schedulability watch, retention, the event pump) stops through one.
 #pragma once
 
 #include <chrono>

@@ -21,19 +21,12 @@ EventPump::~EventPump() {
 
 void EventPump::start() {
   if (thread_.joinable()) return;
-  {
-    std::lock_guard lock(mu_);
-    stop_ = false;
-  }
+  stop_.reset();
   thread_ = std::thread([this] { run(); });
 }
 
 void EventPump::stop() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
+  stop_.set();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -41,19 +34,14 @@ void EventPump::run() {
   std::string last_id = "$";
   std::unique_ptr<trials::Store> store;
   Backoff backoff(std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
-  auto stopping = [&] {
-    std::lock_guard lock(mu_);
-    return stop_;
-  };
-  while (!stopping()) {
+  while (!stop_.is_set()) {
     if (!store)
       if (auto made = factory_()) store = std::move(*made);
     auto events = store ? store->events().read_events(last_id, 100, block_ms_)
                         : Result<std::vector<trials::Event>>(Error::unavailable("no store"));
     if (!events) {
       store.reset();  // its connection may be broken
-      std::unique_lock lock(mu_);
-      cv_.wait_for(lock, backoff.next(), [&] { return stop_; });
+      stop_.wait_for(backoff.next());
       continue;
     }
     backoff.reset();

@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "core/stop_flag.hpp"
 #include "trials/store.hpp"
 #include "web/event_hub.hpp"
 
@@ -44,9 +45,7 @@ class EventPump {
   StoreFactory factory_;
   EventHub& hub_;
   int block_ms_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  StopFlag stop_;
   std::atomic<std::uint64_t> published_{0};
   std::thread thread_;
 };
