@@ -11,7 +11,7 @@ pkgs=(g++ cmake make pkg-config git ca-certificates
       chromium
       clang libclang-rt-14-dev)  # the fuzz build (scripts/fuzz.sh): libFuzzer, ASan, UBSan
 if [[ "${1:-}" == "--bench" ]]; then
-  pkgs+=(python3-optuna python3-torch python3-sklearn python3-numpy)
+  pkgs+=(python3-optuna python3-redis python3-torch python3-sklearn python3-numpy)
 fi
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 

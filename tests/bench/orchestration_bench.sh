@@ -19,52 +19,17 @@ slots=${4:-4}
 concurrent=${5:-16}
 rounds=${6:-3}
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+source tests/bench/service.sh
 
 # One sweep on build $1; prints trials/s.
 run_once() {
-  local b=$1 home port sched worker
-  home=$(mktemp -d /tmp/hpo-orch.XXXXXX)
-  port=$(free_port)
-  HPO_HOME=$home "$b/scheduler/hpo-scheduler" --listen "127.0.0.1:$port" >"$home/scheduler.log" 2>&1 &
-  sched=$!
-  for _ in $(seq 600); do [[ -s $home/scheduler.json ]] && break; sleep 0.1; done
-  [[ -s $home/scheduler.json ]] || { cat "$home/scheduler.log" >&2; return 1; }
-  HPO_HOME=$home "$b/workers/hpo-worker" --slots "$slots" --name bench >"$home/worker.log" 2>&1 &
-  worker=$!
-  local token api
-  token=$(jq -r .token "$home/scheduler.json")
-  api=$(jq -r .api "$home/scheduler.json")
-  local spec
-  spec=$(jq -nc --argjson n "$trials" --argjson c "$concurrent" '{
-    name: "orchestration", objective: {metric: "value", mode: "min"},
-    parameters: {x1: {type: "float", min: -5, max: 10}, x2: {type: "float", min: 0, max: 15}},
-    search: {algorithm: "random", max_trials: $n, max_concurrent: $c, seed: 1},
-    trial: {kind: "synthetic", function: "branin", sleep_s: 0}}')
-  local id
-  id=$(curl -sf -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
-    -d "$spec" "$api/api/sweeps" | jq -r .id)
-  local doc state
-  for _ in $(seq 36000); do  # up to an hour, polled every 0.1 s
-    doc=$(curl -sf "$api/api/sweeps/$id" || true)
-    state=$(jq -r .state <<<"$doc" 2>/dev/null || echo "?")
-    [[ $state == running || $state == "?" ]] || break
-    sleep 0.1
-  done
-  kill -TERM "$worker" "$sched" 2>/dev/null || true
-  wait "$worker" "$sched" 2>/dev/null || true
-  local done_n created finished
-  done_n=$(jq '.counts.completed' <<<"$doc")
-  created=$(jq '.created_ms' <<<"$doc")
-  finished=$(jq '.finished_ms' <<<"$doc")
-  rm -rf "$home"
-  if [[ $state != finished || $done_n != "$trials" ]]; then
-    echo "sweep ended $state with $done_n of $trials completed" >&2
-    return 1
-  fi
-  python3 -c "print(f'{$trials / (($finished - $created) / 1000):.1f}')"
+  service_start "$1" 1 "$slots" || return 1
+  service_sweep "$trials" "$concurrent" branin || { service_stop; return 1; }
+  service_wait || true
+  local rate
+  rate=$(service_trials_per_s "$trials") || { service_stop; return 1; }
+  service_stop
+  echo "$rate"
 }
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }

@@ -1,0 +1,77 @@
+# The real service for the benchmarks, sourced by orchestration_bench.sh and
+# throughput_bench.sh: hpo-scheduler with its embedded Redis (AOF,
+# appendfsync always) in a fresh HPO_HOME, W hpo-workers of S slots, a sweep of
+# N `synthetic` `noop` trials (random sampler) submitted over REST and waited
+# for. Sets SERVICE_* variables; every function returns non-zero on failure.
+
+service_free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# service_start BUILD WORKERS SLOTS
+service_start() {
+  local b=$1 workers=$2 slots=$3
+  SERVICE_HOME=$(mktemp -d /tmp/hpo-bench.XXXXXX)
+  local port
+  port=$(service_free_port)
+  HPO_HOME=$SERVICE_HOME "$b/scheduler/hpo-scheduler" --listen "127.0.0.1:$port" \
+    >"$SERVICE_HOME/scheduler.log" 2>&1 &
+  SERVICE_SCHEDULER=$!
+  for _ in $(seq 600); do [[ -s $SERVICE_HOME/scheduler.json ]] && break; sleep 0.1; done
+  [[ -s $SERVICE_HOME/scheduler.json ]] || { cat "$SERVICE_HOME/scheduler.log" >&2; return 1; }
+  SERVICE_TOKEN=$(jq -r .token "$SERVICE_HOME/scheduler.json")
+  SERVICE_API=$(jq -r .api "$SERVICE_HOME/scheduler.json")
+  SERVICE_REDIS=$(jq -r .redis "$SERVICE_HOME/scheduler.json")
+  SERVICE_WORKERS=()
+  for w in $(seq "$workers"); do
+    HPO_HOME=$SERVICE_HOME "$b/workers/hpo-worker" --slots "$slots" --name "bench-$w" \
+      >"$SERVICE_HOME/worker-$w.log" 2>&1 &
+    SERVICE_WORKERS+=($!)
+  done
+}
+
+# service_sweep TRIALS CONCURRENT [FUNCTION (noop)]: submits; sets SERVICE_SWEEP.
+service_sweep() {
+  local spec
+  spec=$(jq -nc --argjson n "$1" --argjson c "$2" --arg f "${3:-noop}" '{
+    name: "bench", objective: {metric: "value", mode: "min"},
+    parameters: {x1: {type: "float", min: -5, max: 10}, x2: {type: "float", min: 0, max: 15}},
+    search: {algorithm: "random", max_trials: $n, max_concurrent: $c, seed: 1},
+    trial: {kind: "synthetic", function: $f, sleep_s: 0}}')
+  SERVICE_SWEEP=$(curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" \
+    -H 'Content-Type: application/json' -d "$spec" "$SERVICE_API/api/sweeps" | jq -r .id)
+  [[ -n $SERVICE_SWEEP && $SERVICE_SWEEP != null ]]
+}
+
+# service_wait: polls the sweep until it ends (up to an hour); sets SERVICE_DOC.
+service_wait() {
+  local state
+  for _ in $(seq 36000); do
+    SERVICE_DOC=$(curl -sf "$SERVICE_API/api/sweeps/$SERVICE_SWEEP" || true)
+    state=$(jq -r .state <<<"$SERVICE_DOC" 2>/dev/null || echo "?")
+    [[ $state == running || $state == "?" ]] || return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# service_trials_per_s TRIALS: from the sweep's own clock (Redis time); fails
+# unless every trial completed.
+service_trials_per_s() {
+  local done_n created finished state
+  state=$(jq -r .state <<<"$SERVICE_DOC")
+  done_n=$(jq '.counts.completed' <<<"$SERVICE_DOC")
+  created=$(jq '.created_ms' <<<"$SERVICE_DOC")
+  finished=$(jq '.finished_ms' <<<"$SERVICE_DOC")
+  if [[ $state != finished || $done_n != "$1" ]]; then
+    echo "sweep ended $state with $done_n of $1 completed" >&2
+    return 1
+  fi
+  python3 -c "print(f'{$1 / (($finished - $created) / 1000):.1f}')"
+}
+
+service_stop() {
+  kill -TERM "${SERVICE_WORKERS[@]}" "$SERVICE_SCHEDULER" 2>/dev/null || true
+  wait "${SERVICE_WORKERS[@]}" "$SERVICE_SCHEDULER" 2>/dev/null || true
+  rm -rf "$SERVICE_HOME"
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Throughput of many cheap trials, end to end, beside Optuna (issue 13): the
+# real hpo-scheduler (embedded Redis, AOF appendfsync always) and W workers of
+# S slots run a sweep of N `synthetic` `noop` trials (random sampler); then
+# Optuna's JournalRedisStorage with P processes runs the same N trials
+# (throughput_optuna.py: its own redis-server, appendfsync always). Prints
+# trials/s of both and their ratio, and for hpo: Redis commands per trial,
+# the scheduler's and the workers' CPU time per trial, and the p50/p99 of
+# claim-to-complete (a trial's started_ms to finished_ms, Redis time).
+#
+#   tests/bench/throughput_bench.sh [build] [trials] [workers] [slots] [concurrent] [optuna-processes]
+#   defaults: build 5000 2 16 64 2
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+trials=${2:-5000}
+workers=${3:-2}
+slots=${4:-16}
+concurrent=${5:-64}
+processes=${6:-2}
+source tests/bench/service.sh
+
+cpu_ticks() {  # utime + stime of a pid, in clock ticks
+  awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+redis_commands() {  # the embedded Redis's URL is redis://[user:]password@host:port
+  local rest=${SERVICE_REDIS#redis://} auth hostport
+  auth=${rest%@*}
+  hostport=${rest##*@}
+  REDISCLI_AUTH=${auth#*:} redis-cli -h "${hostport%:*}" -p "${hostport##*:}" INFO stats |
+    awk -F: '/^total_commands_processed/ {print $2+0}'
+}
+
+echo "throughput_bench $(date -u '+%F %H:%M') UTC on $(nproc) cores, $(git rev-parse --short HEAD):" \
+  "$trials synthetic noop trials, $workers workers x $slots slots, max_concurrent $concurrent"
+service_start "$build" "$workers" "$slots"
+trap service_stop EXIT
+for _ in $(seq 300); do  # every worker registered before the clock starts
+  n=$(curl -sf "$SERVICE_API/api/workers" | jq '.workers | length' 2>/dev/null || echo 0)
+  ((n >= workers)) && break
+  sleep 0.1
+done
+cmds0=$(redis_commands)
+sched0=$(cpu_ticks "$SERVICE_SCHEDULER")
+work0=0
+for w in "${SERVICE_WORKERS[@]}"; do work0=$((work0 + $(cpu_ticks "$w"))); done
+service_sweep "$trials" "$concurrent"
+service_wait
+cmds1=$(redis_commands)
+sched1=$(cpu_ticks "$SERVICE_SCHEDULER")
+work1=0
+for w in "${SERVICE_WORKERS[@]}"; do work1=$((work1 + $(cpu_ticks "$w"))); done
+hpo_rate=$(service_trials_per_s "$trials")
+# Claim-to-complete of every trial, from the trial pages (1,000 a page).
+latencies=$(for ((off = 0; off < trials; off += 1000)); do
+  curl -sf "$SERVICE_API/api/sweeps/$SERVICE_SWEEP/trials?offset=$off&limit=1000" |
+    jq -r '.trials[] | (.finished_ms - .started_ms)'
+done | sort -n)
+pct() { awk -v p="$1" '{a[NR]=$1} END {i=int(NR*p/100); if (i<1) i=1; print a[i]}' <<<"$latencies"; }
+ticks=$(getconf CLK_TCK)
+python3 - "$trials" "$hpo_rate" "$cmds0" "$cmds1" "$sched0" "$sched1" "$work0" "$work1" "$ticks" \
+  "$(pct 50)" "$(pct 99)" <<'EOF'
+import sys
+n, rate, c0, c1, s0, s1, w0, w1, hz, p50, p99 = sys.argv[1:]
+n = int(n)
+print(f"hpo:    {float(rate):8.1f} trials/s  {(int(c1) - int(c0)) / n:5.1f} Redis commands/trial  "
+      f"scheduler {1000 * (int(s1) - int(s0)) / int(hz) / n:.3f} ms CPU/trial  "
+      f"workers {1000 * (int(w1) - int(w0)) / int(hz) / n:.3f} ms CPU/trial  "
+      f"claim-to-complete p50 {p50} ms p99 {p99} ms")
+EOF
+service_stop
+trap - EXIT
+optuna_rate=$(/usr/bin/python3 tests/bench/throughput_optuna.py "$trials" "$processes")
+echo "optuna: $(printf '%8.1f' "$optuna_rate") trials/s  (JournalRedisStorage, $processes processes, random sampler)"
+python3 -c "print(f'ratio hpo / optuna: {$hpo_rate / $optuna_rate:.2f}')"
