@@ -21,15 +21,20 @@ class Backoff {
   std::chrono::milliseconds next() {
     auto wait = next_;
     next_ = std::min(next_ * 2, max_);
+    failed_ = true;
     return wait;
   }
   // A success: the next failure waits `first` again.
-  void reset() { next_ = first_; }
+  void reset() {
+    next_ = first_;
+    failed_ = false;
+  }
   // True when no failure was counted since the last reset.
-  bool fresh() const { return next_ == first_; }
+  bool fresh() const { return !failed_; }
 
  private:
   std::chrono::milliseconds first_, max_, next_;
+  bool failed_ = false;
 };
 
 }  // namespace hpo

@@ -40,7 +40,7 @@ struct Setting {
   // Applies one value (for a list: one item) read from `origin`.
   std::function<Status(Config&, const std::string& origin, const std::string& value)> apply;
   // kList: empties the list before a later source's items.
-  std::function<void(Config&)> clear = {};
+  std::function<void(Config&)> clear;
   char separator = ':';  // kList: between items in the environment and the file
 };
 

@@ -447,13 +447,23 @@ void Agent::run_trial(const trials::Claim& claim, const std::vector<int>& slots,
   }
   std::string log_tail;
   auto spec = spec_for(claim);
-  trials::TrialResult result =
-      spec ? execute(*run, **spec, conn, log_tail)
-           // A store that may carry it next time is worth a retry; a spec that
-           // does not parse will not.
-           : failed_result("cannot read the sweep spec: " + spec.error().message,
-                           spec.error().code == ErrorCode::kUnavailable);
-  deliver(*run, result, log_tail, conn);
+  if (!spec && spec.error().code == ErrorCode::kUnavailable) {
+    // A claim without the spec: the store's functions are another version's
+    // (a process of an older hpo reloaded them). Not the trial's fault: give
+    // it back without counting an attempt; a later claim will carry it.
+    log_warn("claim carried no sweep spec; trial released",
+             trial_fields(claim.trial, options_.name));
+    (void)retry_through_outage([&] {
+      return conn.queue().release(claim.trial.id, claim.trial.attempt, options_.name,
+                                  "the claim carried no sweep spec");
+    });
+  } else {
+    // A spec that does not parse will not parse on a retry either.
+    trials::TrialResult result =
+        spec ? execute(*run, **spec, conn, log_tail)
+             : failed_result("cannot read the sweep spec: " + spec.error().message, false);
+    deliver(*run, result, log_tail, conn);
+  }
   {
     std::lock_guard lk(mu_);
     running_.erase(run->trial.id);

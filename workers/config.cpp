@@ -19,7 +19,7 @@ struct Row {
 
 Status parse_int(const std::string& where, const std::string& text, std::int64_t min,
                  std::int64_t& out) {
-  return parse_setting_int(where, text, min, std::numeric_limits<std::int64_t>::max(), out);
+  return parse_setting_int(where, text, min, std::numeric_limits<int>::max(), out);
 }
 
 Status parse_seconds(const std::string& where, const std::string& text, double& out) {

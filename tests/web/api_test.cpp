@@ -447,6 +447,9 @@ TEST_F(ApiTest, AnEnsembleRecordKeptWithTheFirstMemberIsStillServed) {
   EXPECT_EQ(after->status, 200);
   EXPECT_EQ(body(*after), Json::parse(record));
   EXPECT_EQ(client_->get("/api/sweeps/" + id + "/artifacts/ensemble.json")->body, record);
+  // Only the ensemble's records: a member's own files are not the sweep's.
+  ASSERT_TRUE(store_->put_record(member->id, "log.txt", "member output").ok());
+  EXPECT_EQ(client_->get("/api/sweeps/" + id + "/artifacts/log.txt")->status, 404);
 }
 
 TEST_F(ApiTest, ArtifactsDownloadAsRawBytes) {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.hpp"
+#include "trials/artifacts.hpp"
 
 namespace hpo::trials::memory {
 
@@ -461,9 +462,11 @@ Result<std::optional<std::string>> MemoryStore::get_sweep_artifact(const std::st
   if (auto s = sweep_artifacts_.find(sweep_id); s != sweep_artifacts_.end())
     if (auto a = s->second.find(name); a != s->second.end())
       return std::optional<std::string>{a->second};
-  // As RedisStore: a record written by an earlier version is with the first member.
+  // As RedisStore: an ensemble record written by an earlier version is with the first member.
+  const bool legacy = name == artifact::kEnsembleRecord || name == artifact::kEnsembleManifest;
   auto sweep = sweeps_.find(sweep_id);
-  if (sweep == sweeps_.end() || sweep->second.members.empty()) return std::optional<std::string>{};
+  if (!legacy || sweep == sweeps_.end() || sweep->second.members.empty())
+    return std::optional<std::string>{};
   auto a = artifacts_.find(sweep->second.members.front() + "\n" + name);
   if (a == artifacts_.end()) return std::optional<std::string>{};
   return std::optional<std::string>{a->second};

@@ -22,6 +22,7 @@
 #include <random>
 
 #include "core/log.hpp"
+#include "trials/artifacts.hpp"
 #include "trials/record_json.hpp"
 #include "trials/redis/hpo_functions_lua.hpp"
 #include "trials/spec.hpp"
@@ -85,9 +86,13 @@ Result<Trial> trial_from_hash(const Hash& h) {
   t.finished_ms = to_i64(get(h, "finished_ms"));
   if (auto v = h.find("value"); v != h.end() && !v->second.empty())
     t.value = std::strtod(v->second.c_str(), nullptr);
+  // Metrics that do not decode are shown as none (and logged): one damaged
+  // field must not hide the trial, or the page it is on.
   if (auto m = get(h, "metrics"); !m.empty())
-    if (auto st = record::from_text(m, "metrics", t.metrics); !st)
-      return Error::internal("trial " + t.id + ": bad metrics: " + st.error().message);
+    if (auto st = record::from_text(m, "metrics", t.metrics); !st) {
+      log_warn("trial metrics do not decode", {{"trial", t.id}, {"error", st.error().message}});
+      t.metrics.clear();
+    }
   t.error = get(h, "error");
   t.control = control_of(h);
   t.extra = get(h, "extra");
@@ -392,8 +397,13 @@ Result<std::vector<WorkerInfo>> RedisStore::list_workers() {
     if (j && j->is_object()) {
       // The hash key is the name (entries written before the codec had none).
       (*j)["name"] = e[i].str;
-      if (auto st = record::from_json(*j, w); !st)
-        return Error::internal("bad worker entry " + e[i].str + ": " + st.error().message);
+      if (auto st = record::from_json(*j, w); !st) {
+        // One damaged entry must not hide the live workers (the schedulability
+        // watch judges from this list): it is listed by name, and logged.
+        log_warn("worker entry does not decode",
+                 {{"worker", e[i].str}, {"error", st.error().message}});
+        w = WorkerInfo{};
+      }
     }
     w.name = e[i].str;
     w.last_heartbeat_ms = to_i64(e[i + 2].str);
@@ -480,8 +490,11 @@ Result<std::optional<std::string>> RedisStore::get_sweep_artifact(const std::str
   const Reply& first_member = (*r)[1];
   if (own.is_error()) return refusal(own.str);
   if (!own.is_nil()) return std::optional<std::string>{own.str};
-  // Written before sweeps owned their records: kept with the first member.
-  if (first_member.is_nil() || first_member.is_error()) return std::optional<std::string>{};
+  // The ensemble's records written before sweeps owned them were kept with
+  // the first member (and only those: a member's own files are not the sweep's).
+  const bool legacy = name == artifact::kEnsembleRecord || name == artifact::kEnsembleManifest;
+  if (!legacy || first_member.is_nil() || first_member.is_error())
+    return std::optional<std::string>{};
   return get_artifact(first_member.str, name);
 }
 

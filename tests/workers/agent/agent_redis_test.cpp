@@ -26,8 +26,9 @@ constexpr const char* kPrefix = "agtest:";
 // swallowed (answered "ok" without reaching Redis), so the lease really expires.
 class SwallowingConnection final : public trials::Store, public trials::TrialQueue {
  public:
-  SwallowingConnection(std::unique_ptr<RedisStore> impl, const std::atomic<bool>& swallow)
-      : impl_(std::move(impl)), swallow_(swallow) {}
+  SwallowingConnection(std::unique_ptr<RedisStore> impl, const std::atomic<bool>& swallow,
+                       const std::atomic<bool>& strip_spec)
+      : impl_(std::move(impl)), swallow_(swallow), strip_spec_(strip_spec) {}
   trials::SweepStore& sweeps() override { return *impl_; }
   trials::TrialStore& trials() override { return *impl_; }
   trials::TrialQueue& queue() override { return *this; }
@@ -37,7 +38,10 @@ class SwallowingConnection final : public trials::Store, public trials::TrialQue
 
   Result<std::optional<trials::Claim>> claim(const std::string& w, int free,
                                              std::int64_t lease_ms) override {
-    return impl_->claim(w, free, lease_ms);
+    auto c = impl_->claim(w, free, lease_ms);
+    // As a store whose functions an older hpo reloaded would answer.
+    if (c.ok() && c->has_value() && strip_spec_.load()) (*c)->spec_json.clear();
+    return c;
   }
   Result<trials::Control> heartbeat(const std::string& id, int attempt, const std::string& w,
                                     std::int64_t lease_ms) override {
@@ -68,6 +72,7 @@ class SwallowingConnection final : public trials::Store, public trials::TrialQue
  private:
   std::unique_ptr<RedisStore> impl_;
   const std::atomic<bool>& swallow_;
+  const std::atomic<bool>& strip_spec_;
 };
 
 class AgentRedisTest : public ::testing::Test {
@@ -83,7 +88,7 @@ class AgentRedisTest : public ::testing::Test {
       auto s = RedisStore::open(redis_.url(), kPrefix);
       if (!s) return s.error();
       return std::unique_ptr<trials::Store>(
-          std::make_unique<SwallowingConnection>(std::move(s.value()), swallow_));
+          std::make_unique<SwallowingConnection>(std::move(s.value()), swallow_, strip_spec_));
     };
   }
 
@@ -129,6 +134,7 @@ class AgentRedisTest : public ::testing::Test {
   testing::TempDir dir_;
   std::unique_ptr<RedisStore> admin_;
   std::atomic<bool> swallow_{false};
+  std::atomic<bool> strip_spec_{false};
 };
 
 std::string synthetic_spec(const std::string& extra = "") {
@@ -197,6 +203,26 @@ echo "hpo-metric {\"final\": true, \"score\": $(($1 * $2))}"
   agent.stop();
   EXPECT_EQ(agent.stats().completed, static_cast<std::int64_t>(expected.size()));
   EXPECT_EQ(agent.stats().dropped, 0);
+}
+
+// A claim without the sweep's spec (the store's functions reloaded by an
+// older hpo) is given back, not failed: no attempt counts against the trial,
+// and it completes once claims carry the spec again.
+TEST_F(AgentRedisTest, AClaimWithoutTheSpecIsReleasedNotFailed) {
+  auto sid = create_sweep(synthetic_spec());
+  auto t = create_trial(sid, 0, {{"x1", 1.0}, {"x2", 2.0}}, 1, /*max_attempts=*/1);
+  strip_spec_ = true;
+  Agent agent(options(1, 3000), factory(), builtin_executors(1.0));
+  ASSERT_TRUE(agent.start().ok());
+  ASSERT_TRUE(wait_for([&] { return trial(t.id).released >= 1; }, std::chrono::seconds(30)));
+  EXPECT_NE(trial(t.id).state, trials::TrialState::kFailed);
+  strip_spec_ = false;
+  ASSERT_TRUE(wait_for([&] { return trial(t.id).state == trials::TrialState::kCompleted; },
+                       std::chrono::seconds(30)));
+  agent.stop();
+  auto done = trial(t.id);
+  EXPECT_GE(done.released, 1);
+  EXPECT_TRUE(done.value.has_value());
 }
 
 TEST_F(AgentRedisTest, TrialWhoseLeaseWasLostIsStoppedAndNotReported) {
