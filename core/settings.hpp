@@ -56,6 +56,47 @@ Status parse_setting_number(const std::string& origin, const std::string& text, 
 bool parse_setting_switch(const std::string& text);  // "1" or "true"
 std::vector<std::string> split_setting_list(const std::string& text, char separator);
 
+// Rows for the common kinds of setting: a text field, a switch, a number of
+// seconds at least 0, an integer within [lo, hi].
+template <class Config>
+Setting<Config> text_setting(const char* flag, const char* env, const char* key,
+                             std::string Config::*field) {
+  return {flag, env, key, SettingKind::kValue,
+          [field](Config& c, const std::string&, const std::string& v) -> Status {
+            c.*field = v;
+            return {};
+          }};
+}
+template <class Config>
+Setting<Config> switch_setting(const char* flag, const char* env, const char* key,
+                               bool Config::*field) {
+  return {flag, env, key, SettingKind::kSwitch,
+          [field](Config& c, const std::string&, const std::string& v) -> Status {
+            c.*field = parse_setting_switch(v);
+            return {};
+          }};
+}
+template <class Config>
+Setting<Config> seconds_setting(const char* flag, const char* env, const char* key,
+                                double Config::*field) {
+  return {flag, env, key, SettingKind::kValue,
+          [field](Config& c, const std::string& origin, const std::string& v) {
+            return parse_setting_number(origin, v, 0, 1e12, c.*field);
+          }};
+}
+
+template <class Config, class Int>
+Setting<Config> int_setting(const char* flag, const char* env, const char* key, Int Config::*field,
+                            std::int64_t lo, std::int64_t hi) {
+  return {flag, env, key, SettingKind::kValue,
+          [field, lo, hi](Config& c, const std::string& origin, const std::string& v) -> Status {
+            std::int64_t n = 0;
+            if (auto st = parse_setting_int(origin, v, lo, hi, n); !st) return st;
+            c.*field = static_cast<Int>(n);
+            return {};
+          }};
+}
+
 template <class Config>
 Status load_settings(const std::vector<Setting<Config>>& table,
                      const std::vector<std::string>& args, const EnvLookup& env,

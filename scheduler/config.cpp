@@ -82,43 +82,22 @@ namespace {
 using Config = SchedulerConfig;
 using S = Setting<Config>;
 
-S text(const char* flag, const char* env, const char* key, std::string Config::*field) {
-  return {flag, env, key, SettingKind::kValue,
-          [field](Config& c, const std::string&, const std::string& v) -> Status {
-            c.*field = v;
-            return {};
-          }};
-}
-
-S on_off(const char* flag, const char* env, const char* key, bool Config::*field) {
-  return {flag, env, key, SettingKind::kSwitch,
-          [field](Config& c, const std::string&, const std::string& v) -> Status {
-            c.*field = parse_setting_switch(v);
-            return {};
-          }};
-}
-
 const std::vector<S>& settings() {
   static const std::vector<S> kSettings = {
       {"--listen", "HPO_LISTEN", "listen", SettingKind::kValue,
        [](Config& c, const std::string& origin, const std::string& v) {
          return parse_host_port(v, origin, c.listen_host, c.listen_port);
        }},
-      text("--redis", "HPO_REDIS", "redis", &Config::redis_url),
-      text("--data-dir", "HPO_DATA_DIR", "data_dir", &Config::data_dir),
-      text("--prefix", "HPO_PREFIX", "prefix", &Config::prefix),
-      text("--token", "HPO_TOKEN", "token", &Config::token),
-      text("--token-file", "HPO_TOKEN_FILE", "token_file", &Config::token_file),
-      on_off("--auth-reads", "HPO_AUTH_READS", "auth_reads", &Config::auth_reads),
-      on_off("--public-reads", "HPO_PUBLIC_READS", "public_reads", &Config::public_reads),
-      text("--static-dir", "HPO_STATIC_DIR", "static_dir", &Config::static_dir),
-      {"--threads", "HPO_HANDLER_THREADS", "threads", SettingKind::kValue,
-       [](Config& c, const std::string& origin, const std::string& v) -> Status {
-         std::int64_t n = 0;
-         if (auto st = parse_setting_int(origin, v, 1, 256, n); !st) return st;
-         c.handler_threads = static_cast<int>(n);
-         return {};
-       }},
+      text_setting<Config>("--redis", "HPO_REDIS", "redis", &Config::redis_url),
+      text_setting<Config>("--data-dir", "HPO_DATA_DIR", "data_dir", &Config::data_dir),
+      text_setting<Config>("--prefix", "HPO_PREFIX", "prefix", &Config::prefix),
+      text_setting<Config>("--token", "HPO_TOKEN", "token", &Config::token),
+      text_setting<Config>("--token-file", "HPO_TOKEN_FILE", "token_file", &Config::token_file),
+      switch_setting<Config>("--auth-reads", "HPO_AUTH_READS", "auth_reads", &Config::auth_reads),
+      switch_setting<Config>("--public-reads", "HPO_PUBLIC_READS", "public_reads",
+                             &Config::public_reads),
+      text_setting<Config>("--static-dir", "HPO_STATIC_DIR", "static_dir", &Config::static_dir),
+      int_setting("--threads", "HPO_HANDLER_THREADS", "threads", &Config::handler_threads, 1, 256),
       {"--reaper-ms", "HPO_REAPER_MS", "reaper_ms", SettingKind::kValue,
        [](Config& c, const std::string& origin, const std::string& v) -> Status {
          std::int64_t n = 0;
@@ -146,8 +125,8 @@ const std::vector<S>& settings() {
          return {};
        },
        [](Config& c) { c.allowed_hosts.clear(); }, ','},
-      on_off("--allow-volatile-redis", "HPO_ALLOW_VOLATILE_REDIS", "allow_volatile_redis",
-             &Config::allow_volatile_redis),
+      switch_setting<Config>("--allow-volatile-redis", "HPO_ALLOW_VOLATILE_REDIS",
+                             "allow_volatile_redis", &Config::allow_volatile_redis),
   };
   return kSettings;
 }

@@ -22,17 +22,9 @@ Status parse_int(const std::string& where, const std::string& text, std::int64_t
   return parse_setting_int(where, text, min, std::numeric_limits<int>::max(), out);
 }
 
-Status parse_seconds(const std::string& where, const std::string& text, double& out) {
-  return parse_setting_number(where, text, 0, std::numeric_limits<double>::max(), out);
-}
-
 const std::vector<Row>& rows() {
   static const std::vector<Row> kRows = {
-      {{"--redis", "HPO_REDIS", nullptr, SettingKind::kValue,
-        [](WorkerConfig& c, const std::string&, const std::string& v) -> Status {
-          c.redis_url = v;
-          return {};
-        }},
+      {text_setting<WorkerConfig>("--redis", "HPO_REDIS", nullptr, &WorkerConfig::redis_url),
        "URL of the Redis server (redis://host:port[/db]); default: the "
        "one a local hpo-scheduler wrote to $HPO_HOME/scheduler.json"},
       {{"--slots", "HPO_SLOTS", nullptr, SettingKind::kValue,
@@ -58,43 +50,25 @@ const std::vector<Row>& rows() {
           return {};
         }},
        "CPU threads per slot; default: the cores divided among the slots"},
-      {{"--lease-ms", "HPO_LEASE_MS", nullptr, SettingKind::kValue,
-        [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
-          return parse_int(w, v, 30, c.lease_ms);
-        }},
+      {int_setting("--lease-ms", "HPO_LEASE_MS", nullptr, &WorkerConfig::lease_ms, 30,
+                   std::numeric_limits<int>::max()),
        "trial lease in ms, heartbeats every lease/3 (default 30000)"},
-      {{"--prefix", "HPO_PREFIX", nullptr, SettingKind::kValue,
-        [](WorkerConfig& c, const std::string&, const std::string& v) -> Status {
-          c.prefix = v;
-          return {};
-        }},
+      {text_setting<WorkerConfig>("--prefix", "HPO_PREFIX", nullptr, &WorkerConfig::prefix),
        "Redis key prefix (default hpo:)"},
-      {{"--kill-grace-s", "HPO_KILL_GRACE_S", nullptr, SettingKind::kValue,
-        [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
-          return parse_seconds(w, v, c.kill_grace_s);
-        }},
+      {seconds_setting<WorkerConfig>("--kill-grace-s", "HPO_KILL_GRACE_S", nullptr,
+                                     &WorkerConfig::kill_grace_s),
        "seconds between SIGTERM and SIGKILL when a command trial is stopped (default 5)"},
-      {{"--work-dir", "HPO_WORK_DIR", nullptr, SettingKind::kValue,
-        [](WorkerConfig& c, const std::string&, const std::string& v) -> Status {
-          c.work_dir = v;
-          return {};
-        }},
+      {text_setting<WorkerConfig>("--work-dir", "HPO_WORK_DIR", nullptr, &WorkerConfig::work_dir),
        "where attempt directories go (default $HPO_HOME/work/<name>)"},
-      {{"--wait-s", "HPO_WAIT_SCHEDULER_S", nullptr, SettingKind::kValue,
-        [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
-          return parse_seconds(w, v, c.wait_scheduler_s);
-        }},
+      {seconds_setting<WorkerConfig>("--wait-s", "HPO_WAIT_SCHEDULER_S", nullptr,
+                                     &WorkerConfig::wait_scheduler_s),
        "without --redis: seconds to wait for a local scheduler to appear (default 60)"},
-      {{"--drain-grace-s", "HPO_DRAIN_GRACE_S", nullptr, SettingKind::kValue,
-        [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
-          return parse_seconds(w, v, c.drain_grace_s);
-        }},
+      {seconds_setting<WorkerConfig>("--drain-grace-s", "HPO_DRAIN_GRACE_S", nullptr,
+                                     &WorkerConfig::drain_grace_s),
        "SIGTERM: seconds running trials may still finish before they are stopped and released "
        "back to the queue, no attempt counted (default 30)"},
-      {{"--outage-grace-s", "HPO_OUTAGE_GRACE_S", nullptr, SettingKind::kValue,
-        [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
-          return parse_seconds(w, v, c.outage_grace_s);
-        }},
+      {seconds_setting<WorkerConfig>("--outage-grace-s", "HPO_OUTAGE_GRACE_S", nullptr,
+                                     &WorkerConfig::outage_grace_s),
        "seconds running trials go on, and results are retried, while Redis is unreachable "
        "(default 600)"},
       {{"--data-root", "HPO_DATA_ROOTS", nullptr, SettingKind::kList,

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 
@@ -54,18 +55,20 @@ def main():
     redis = subprocess.Popen(
         ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", data,
          "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         url = f"redis://127.0.0.1:{port}"
-        deadline = time.time() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        # The server says when it serves: read its log up to that line; a
+        # server that neither serves nor exits within 30 s is killed (EOF).
+        watchdog = threading.Timer(30, redis.kill)
+        watchdog.start()
+        for line in redis.stdout:
+            if "Ready to accept connections" in line:
                 break
-            except OSError:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.05)  # the reference's own server starting
+        else:
+            raise RuntimeError("redis-server did not start")
+        watchdog.cancel()
+        redis.stdout.close()  # nothing more is read from it
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         storage = JournalStorage(JournalRedisStorage(url))
         optuna.create_study(study_name="bench", storage=storage)

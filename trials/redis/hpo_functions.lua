@@ -498,6 +498,13 @@ local function release(keys, a)
   return 'queued'
 end
 
+-- Keeps bytes under a name for an owner: 'artifact' (a trial's) or
+-- 'sweep_artifact' (a sweep's own), with the owner's name set (for delete_sweep).
+local function keep_named(P, kind, owner, name, bytes)
+  redis.call('SET', P .. kind .. ':' .. owner .. ':' .. name, bytes)
+  redis.call('SADD', P .. kind .. 's:' .. owner, name)
+end
+
 -- put_artifact P tid attempt worker name bytes -> 1
 -- Fenced like complete: only the attempt that holds the lease writes bytes, so
 -- a stale attempt (paused past its lease) can never overwrite what the
@@ -506,8 +513,7 @@ local function put_artifact(keys, a)
   local P = a[1]
   local t, err = fenced(P, a[2], a[3], a[4])
   if not t then return err end
-  redis.call('SET', P .. 'artifact:' .. t.id .. ':' .. a[5], a[6])
-  redis.call('SADD', P .. 'artifacts:' .. t.id, a[5])
+  keep_named(P, 'artifact', t.id, a[5], a[6])
   return 1
 end
 
@@ -518,8 +524,7 @@ end
 local function put_record(keys, a)
   local P, tid, name = a[1], a[2], a[3]
   if redis.call('EXISTS', P .. 'trial:' .. tid) == 0 then return refuse('NOT_FOUND', 'trial ' .. tid) end
-  redis.call('SET', P .. 'artifact:' .. tid .. ':' .. name, a[4])
-  redis.call('SADD', P .. 'artifacts:' .. tid, name)
+  keep_named(P, 'artifact', tid, name, a[4])
   return 1
 end
 
@@ -528,8 +533,7 @@ end
 local function put_sweep_record(keys, a)
   local P, sid, name = a[1], a[2], a[3]
   if redis.call('EXISTS', P .. 'sweep:' .. sid) == 0 then return refuse('NOT_FOUND', 'sweep ' .. sid) end
-  redis.call('SET', P .. 'sweep_artifact:' .. sid .. ':' .. name, a[4])
-  redis.call('SADD', P .. 'sweep_artifacts:' .. sid, name)
+  keep_named(P, 'sweep_artifact', sid, name, a[4])
   return 1
 end
 
