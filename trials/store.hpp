@@ -26,11 +26,14 @@
 //  - times come from the store's clock (Redis TIME), never the caller's.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/result.hpp"
@@ -78,10 +81,25 @@ struct Claim {
   std::string spec_json;
 };
 
-// A lease the store says a worker holds.
+// A lease the store says a worker holds (and what a worker renews).
 struct HeldLease {
   std::string trial_id;
   int attempt = 0;
+};
+
+// What a claim_batch hands a worker: the trials it now holds and, when it got
+// fewer than it asked for, where wait_for_work waits for more.
+struct Claims {
+  std::vector<Claim> claims;
+  std::string wake_cursor;
+};
+
+// One ended attempt, as complete_batch takes it.
+struct Completion {
+  std::string trial_id;
+  int attempt = 0;
+  TrialResult result;
+  std::string log;  // the attempt's log tail; non-empty: stored as artifact log.txt
 };
 
 // Reports a store keeps per trial; later ones are counted, not stored.
@@ -138,10 +156,21 @@ class TrialStore {
  public:
   virtual ~TrialStore() = default;
 
-  // Controller: creates the trial and queues it (see NewTrial). kConflict when the
-  // number is not the next one or reaches the limit, or the sweep is not running.
-  virtual Result<Trial> create_trial(const NewTrial& trial) = 0;
+  // Controller: creates trials and queues them, in one step: all of one sweep
+  // and role, numbered from the sweep's next number on (see NewTrial; the
+  // limit is the first one's). All or none: kConflict when the first number is
+  // not the next one, the last would reach the limit, or the sweep is not
+  // running. Returns them as stored, in order.
+  virtual Result<std::vector<Trial>> create_trials(const std::vector<NewTrial>& trials) = 0;
+  Result<Trial> create_trial(const NewTrial& trial) {
+    auto made = create_trials({trial});
+    if (!made) return made.error();
+    return std::move(made->front());
+  }
   virtual Result<Trial> get_trial(const std::string& trial_id) = 0;
+  // Several trials in one round trip, in the order asked; ids that name no
+  // trial are left out.
+  virtual Result<std::vector<Trial>> get_trials(const std::vector<std::string>& trial_ids) = 0;
   // Trials of a sweep of one role, by ascending number.
   virtual Result<TrialPage> list_trials(const std::string& sweep_id, TrialRole role,
                                         std::int64_t offset, std::int64_t limit) = 0;
@@ -160,6 +189,12 @@ class WorkerRegistry {
   virtual Result<std::vector<WorkerInfo>> list_workers() = 0;  // live ones only
 };
 
+// The ids of the oldest and the newest event still kept ("0-0" when none).
+struct EventBounds {
+  std::string first = "0-0";
+  std::string last = "0-0";
+};
+
 class EventLog {
  public:
   virtual ~EventLog() = default;
@@ -167,7 +202,26 @@ class EventLog {
   // block_ms for at least one (0 = do not wait).
   virtual Result<std::vector<Event>> read_events(const std::string& after_id, int max_count,
                                                  int block_ms) = 0;
+  // The stream is capped: a reader whose last id is older than `first` has
+  // missed events (and reloads); a reader starts after `last`.
+  virtual Result<EventBounds> event_bounds() = 0;
 };
+
+// Event ids are "<ms>-<seq>": true when a is older than b.
+inline bool event_id_before(const std::string& a, const std::string& b) {
+  auto split = [](const std::string& id) {
+    auto dash = id.find('-');
+    auto num = [](std::string_view t) {
+      std::uint64_t v = 0;
+      std::from_chars(t.data(), t.data() + t.size(), v);
+      return v;
+    };
+    std::string_view v(id);
+    return dash == std::string::npos ? std::pair{num(v), std::uint64_t{0}}
+                                     : std::pair{num(v.substr(0, dash)), num(v.substr(dash + 1))};
+  };
+  return split(a) < split(b);
+}
 
 // Named byte strings (trials/artifacts.hpp has the names). A trial's artifacts
 // are written by its worker through TrialQueue::put_artifact, which is fenced;
@@ -194,13 +248,38 @@ class ArtifactStore {
 class TrialQueue {
  public:
   virtual ~TrialQueue() = default;
-  // Worker: takes the oldest queued trial needing at most `free_slots` slots and
-  // leases it for lease_ms. nullopt when nothing fits.
-  virtual Result<std::optional<Claim>> claim(const std::string& worker, int free_slots,
-                                             std::int64_t lease_ms) = 0;
-  // Worker, every lease/3: extends the lease. kLeaseLost when fenced off.
-  virtual Result<Control> heartbeat(const std::string& trial_id, int attempt,
-                                    const std::string& worker, std::int64_t lease_ms) = 0;
+  // Worker: takes up to max_trials queued trials needing at most `free_slots`
+  // slots in all and leases each for lease_ms, in one step. Fair across
+  // sweeps (round robin, one trial per sweep per round); within a sweep the
+  // oldest that fit. Fewer than asked (maybe none): the reply's wake_cursor
+  // is where wait_for_work waits for more.
+  virtual Result<Claims> claim_batch(const std::string& worker, int free_slots, int max_trials,
+                                     std::int64_t lease_ms) = 0;
+  // One trial: a batch of one. nullopt when nothing fits.
+  Result<std::optional<Claim>> claim(const std::string& worker, int free_slots,
+                                     std::int64_t lease_ms) {
+    auto got = claim_batch(worker, free_slots, 1, lease_ms);
+    if (!got) return got.error();
+    if (got->claims.empty()) return std::optional<Claim>{};
+    return std::optional<Claim>{std::move(got->claims.front())};
+  }
+  // Worker: blocks until trials were queued (or made claimable) after the
+  // claim that returned `cursor` (true), or block_ms passed (false); either
+  // way the caller claims again. Returns at once when that happened already.
+  virtual Result<bool> wait_for_work(const std::string& cursor, int block_ms) = 0;
+  // Worker, every lease/3: extends every lease it holds in one step; each is
+  // fenced on its own (kLeaseLost, kNotFound for a deleted trial) and answers
+  // with what the scheduler asks of it.
+  virtual Result<std::vector<Result<Control>>> heartbeat_batch(const std::string& worker,
+                                                               const std::vector<HeldLease>& leases,
+                                                               std::int64_t lease_ms) = 0;
+  // One lease: a batch of one.
+  Result<Control> heartbeat(const std::string& trial_id, int attempt, const std::string& worker,
+                            std::int64_t lease_ms) {
+    auto r = heartbeat_batch(worker, {HeldLease{trial_id, attempt}}, lease_ms);
+    if (!r) return r.error();
+    return std::move(r->front());
+  }
   // Worker: intermediate reports, in order, in one call (a trial reporting
   // faster than a round trip sends them together) and one event. Returns what
   // the scheduler asks (prune/cancel). Past the store's cap
@@ -213,11 +292,21 @@ class TrialQueue {
                          const StepReport& report) {
     return report_batch(trial_id, attempt, worker, {report});
   }
-  // Worker: the attempt ended. Accepted exactly once, only for the current
-  // attempt. A retryable failure is re-queued while attempts remain, unless the
-  // trial was cancelled or pruned meanwhile (then it ends in that state).
-  virtual Status complete(const std::string& trial_id, int attempt, const std::string& worker,
-                          const TrialResult& result) = 0;
+  // Worker: attempts ended, in one step. Each is accepted exactly once, only
+  // for the current attempt (a stale one is refused, kLeaseLost, and the
+  // others are kept). A retryable failure is re-queued while attempts remain,
+  // unless the trial was cancelled or pruned meanwhile (then it ends in that
+  // state). The outer error is the store's (unreachable): then nothing is
+  // known, and sending the batch again is safe (accepted ones are refused).
+  virtual Result<std::vector<Status>> complete_batch(const std::string& worker,
+                                                     const std::vector<Completion>& done) = 0;
+  // One attempt: a batch of one.
+  Status complete(const std::string& trial_id, int attempt, const std::string& worker,
+                  const TrialResult& result) {
+    auto r = complete_batch(worker, {Completion{trial_id, attempt, result, {}}});
+    if (!r) return r.error();
+    return std::move(r->front());
+  }
   // Worker: gives the attempt back without a result and without counting a
   // failure (drain, preemption, a lease it holds but does not run): the trial
   // goes to the head of the queue with attempt + 1, or ends cancelled/pruned

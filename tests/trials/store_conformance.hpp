@@ -12,9 +12,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <string>
 
 #include "tests/support/redis_server.hpp"
+#include "trials/artifacts.hpp"
 #include "trials/store.hpp"
 
 namespace hpo::trials::conformance {
@@ -825,6 +827,202 @@ TYPED_TEST_P(StoreConformance, ABatchOfReportsIsStoredInOrderWithOneEvent) {
   EXPECT_TRUE(this->queue().report_batch(t.id, 0, "w1", {}).ok());
 }
 
+// A batch of new trials is one compare-and-set: consecutive numbers from the
+// sweep's next one, all or none.
+TYPED_TEST_P(StoreConformance, CreateTrialsIsOneCompareAndSet) {
+  std::string s = this->new_sweep();
+  auto batch = [&](std::int64_t first, int n, std::int64_t limit) {
+    std::vector<NewTrial> out;
+    for (int i = 0; i < n; ++i) {
+      NewTrial nt;
+      nt.sweep_id = s;
+      nt.number = first + i;
+      nt.limit = limit;
+      nt.params = {{"x", static_cast<double>(first + i)}};
+      nt.max_attempts = 2;
+      nt.extra = R"({"k":1})";
+      out.push_back(nt);
+    }
+    return out;
+  };
+  auto made = this->store().create_trials(batch(0, 3, 10));
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  ASSERT_EQ(made->size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ((*made)[static_cast<std::size_t>(i)].number, i);
+    auto stored = this->store().get_trial((*made)[static_cast<std::size_t>(i)].id);
+    ASSERT_TRUE(stored.ok());
+    EXPECT_EQ(stored->state, TrialState::kQueued);
+    EXPECT_EQ(stored->params, (*made)[static_cast<std::size_t>(i)].params);
+    EXPECT_EQ(stored->max_attempts, 2);
+    EXPECT_EQ(stored->extra, R"({"k":1})");
+    EXPECT_EQ(stored->created_ms, (*made)[static_cast<std::size_t>(i)].created_ms);
+  }
+  // Not the next number, or past the limit: nothing is created.
+  EXPECT_EQ(this->store().create_trials(batch(2, 2, 10)).error().code, ErrorCode::kConflict);
+  EXPECT_EQ(this->store().create_trials(batch(3, 3, 5)).error().code, ErrorCode::kConflict);
+  auto sweep = this->store().get_sweep(s);
+  EXPECT_EQ(sweep->next_number, 3);
+  EXPECT_EQ(sweep->counts.queued, 3);
+  EXPECT_EQ(this->store().list_trials(s, TrialRole::kTrial, 0, kAll)->total, 3);
+  // Exactly up to the limit is fine.
+  EXPECT_TRUE(this->store().create_trials(batch(3, 2, 5)).ok());
+  EXPECT_EQ(this->store().get_sweep(s)->counts.queued, 5);
+  // get_trials: in the order asked, unknown ids left out.
+  auto got = this->store().get_trials({(*made)[2].id, "nope", (*made)[0].id});
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0].id, (*made)[2].id);
+  EXPECT_EQ((*got)[1].id, (*made)[0].id);
+}
+
+// One claim call takes several trials, within the free slots and the count
+// asked, one per sweep per round.
+TYPED_TEST_P(StoreConformance, ClaimBatchTakesWhatFitsRoundRobin) {
+  std::string a = this->new_sweep();
+  std::string b = this->new_sweep();
+  Trial a0 = this->add_trial(a, 0), a1 = this->add_trial(a, 1, 1, 2), a2 = this->add_trial(a, 2);
+  Trial b0 = this->add_trial(b, 0), b1 = this->add_trial(b, 1);
+  auto got = this->queue().claim_batch("w1", 3, 10, TypeParam::kLeaseMs);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  std::vector<std::string> ids;
+  int slots = 0;
+  for (const auto& c : got->claims) {
+    ids.push_back(c.trial.id);
+    slots += c.trial.slots;
+    EXPECT_EQ(c.trial.state, TrialState::kRunning);
+    EXPECT_EQ(c.trial.worker, "w1");
+    EXPECT_GT(c.lease_deadline_ms, 0);
+    EXPECT_EQ(c.spec_json, this->store().get_sweep(c.trial.sweep_id)->spec_json);
+  }
+  // a0, b0, then a1 needs 2 of the 1 left: a2 instead (oldest that fits).
+  EXPECT_EQ(ids, (std::vector<std::string>{a0.id, b0.id, a2.id}));
+  EXPECT_LE(slots, 3);
+  EXPECT_FALSE(got->wake_cursor.empty());  // fewer than asked
+  EXPECT_EQ(this->store().get_sweep(a)->counts.running, 2);
+  EXPECT_EQ(this->store().get_sweep(b)->counts.running, 1);
+  // max_trials is a cap; a full batch has no cursor.
+  auto one = this->queue().claim_batch("w2", 8, 1, TypeParam::kLeaseMs);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->claims.size(), 1u);
+  EXPECT_TRUE(one->wake_cursor.empty());
+  auto rest = this->queue().claim_batch("w2", 8, 8, TypeParam::kLeaseMs);
+  ASSERT_EQ(rest->claims.size(), 1u);
+  std::set<std::string> last{one->claims[0].trial.id, rest->claims[0].trial.id};
+  EXPECT_EQ(last, (std::set<std::string>{a1.id, b1.id}));
+  EXPECT_TRUE(this->queue().claim_batch("w2", 8, 8, TypeParam::kLeaseMs)->claims.empty());
+}
+
+// An idle worker waits from the cursor of its last claim: work queued after
+// that claim wakes it (even work queued before it starts waiting); without
+// new work it waits out its time.
+TYPED_TEST_P(StoreConformance, WaitForWorkWakesOnWorkQueuedAfterTheClaim) {
+  std::string s = this->new_sweep();
+  auto empty = this->queue().claim_batch("w1", 4, 4, TypeParam::kLeaseMs);
+  ASSERT_TRUE(empty.ok());
+  ASSERT_TRUE(empty->claims.empty());
+  auto idle = this->queue().wait_for_work(empty->wake_cursor, 1);
+  ASSERT_TRUE(idle.ok()) << idle.error().message;
+  EXPECT_FALSE(*idle);
+  Trial t = this->add_trial(s, 0);
+  auto woken = this->queue().wait_for_work(empty->wake_cursor, 60000);
+  ASSERT_TRUE(woken.ok());
+  EXPECT_TRUE(*woken);
+  auto got = this->queue().claim_batch("w1", 4, 4, TypeParam::kLeaseMs);
+  ASSERT_EQ(got->claims.size(), 1u);
+  // A failure re-queued by complete is new work too.
+  EXPECT_FALSE(*this->queue().wait_for_work(got->wake_cursor, 1));
+  TrialResult failed;
+  failed.outcome = TrialState::kFailed;
+  failed.retryable = true;
+  ASSERT_TRUE(this->queue().complete(t.id, 0, "w1", failed).ok());  // max_attempts 1: failed
+  EXPECT_FALSE(*this->queue().wait_for_work(got->wake_cursor, 1));
+  Trial u = this->add_trial(s, 1, 3);
+  auto c = this->queue().claim_batch("w1", 4, 4, TypeParam::kLeaseMs);
+  ASSERT_EQ(c->claims.size(), 1u);
+  ASSERT_TRUE(this->queue().complete(u.id, 0, "w1", failed).ok());  // re-queued
+  EXPECT_TRUE(*this->queue().wait_for_work(c->wake_cursor, 60000));
+}
+
+// Heartbeats and results of several attempts in one call, each fenced alone.
+TYPED_TEST_P(StoreConformance, HeartbeatAndCompleteBatchesFenceEachItem) {
+  std::string s = this->new_sweep();
+  Trial t0 = this->add_trial(s, 0), t1 = this->add_trial(s, 1), t2 = this->add_trial(s, 2);
+  auto got = this->queue().claim_batch("w1", 3, 3, TypeParam::kLeaseMs);
+  ASSERT_EQ(got->claims.size(), 3u);
+  ASSERT_TRUE(this->store().set_control(t1.id, Control::kPrune).ok());
+  auto beats = this->queue().heartbeat_batch(
+      "w1", {{t0.id, 0}, {t1.id, 0}, {t2.id, 7}, {"nope-1", 0}}, TypeParam::kLeaseMs);
+  ASSERT_TRUE(beats.ok()) << beats.error().message;
+  ASSERT_EQ(beats->size(), 4u);
+  EXPECT_EQ(*(*beats)[0], Control::kNone);
+  EXPECT_EQ(*(*beats)[1], Control::kPrune);
+  EXPECT_EQ((*beats)[2].error().code, ErrorCode::kLeaseLost);
+  EXPECT_EQ((*beats)[3].error().code, ErrorCode::kNotFound);
+
+  std::vector<Completion> done{{t0.id, 0, this->ok_result(2.5), "line 1\nline 2\n"},
+                               {t2.id, 1, this->ok_result(9), ""},  // stale attempt
+                               {t1.id, 0, this->ok_result(1), ""}};
+  done[2].result.outcome = TrialState::kPruned;
+  auto r = this->queue().complete_batch("w1", done);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_TRUE((*r)[0].ok());
+  EXPECT_EQ((*r)[1].error().code, ErrorCode::kLeaseLost);
+  EXPECT_TRUE((*r)[2].ok());
+  auto a = this->store().get_trial(t0.id);
+  EXPECT_EQ(a->state, TrialState::kCompleted);
+  EXPECT_EQ(a->value, 2.5);
+  EXPECT_EQ(a->metrics, this->ok_result(2.5).metrics);
+  EXPECT_EQ(**this->store().get_artifact(t0.id, artifact::kLog), "line 1\nline 2\n");
+  EXPECT_FALSE(this->store().get_artifact(t1.id, artifact::kLog)->has_value());
+  EXPECT_EQ(this->store().get_trial(t1.id)->state, TrialState::kPruned);
+  EXPECT_EQ(this->store().get_trial(t2.id)->state, TrialState::kRunning);
+  auto attempts = this->store().get_attempts(t0.id);
+  ASSERT_EQ(attempts->size(), 1u);
+  EXPECT_EQ((*attempts)[0].outcome, "completed");
+  EXPECT_EQ((*attempts)[0].worker, "w1");
+  EXPECT_GT((*attempts)[0].ended_ms, 0);
+  auto sweep = this->store().get_sweep(s);
+  EXPECT_EQ(sweep->counts.completed, 1);
+  EXPECT_EQ(sweep->counts.pruned, 1);
+  EXPECT_EQ(sweep->counts.running, 1);
+  ASSERT_TRUE(sweep->best.has_value());
+  EXPECT_EQ(sweep->best->trial_id, t0.id);
+  // Sent again (a lost reply): each is refused, nothing changes.
+  auto again = this->queue().complete_batch("w1", {done[0]});
+  EXPECT_EQ((*again)[0].error().code, ErrorCode::kLeaseLost);
+  EXPECT_EQ(this->store().get_sweep(s)->counts.completed, 1);
+  // In one batch the best of the batch wins.
+  Trial t3 = this->add_trial(s, 3), t4 = this->add_trial(s, 4);
+  auto more = this->queue().claim_batch("w1", 2, 2, TypeParam::kLeaseMs);
+  ASSERT_EQ(more->claims.size(), 2u);
+  auto both = this->queue().complete_batch(
+      "w1", {{t3.id, 0, this->ok_result(0.5), ""}, {t4.id, 0, this->ok_result(0.25), ""}});
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(this->store().get_sweep(s)->best->trial_id, t4.id);
+  EXPECT_EQ(this->store().get_sweep(s)->counts.completed, 3);
+}
+
+// The event log's bounds: a reader knows where the stream starts and ends.
+TYPED_TEST_P(StoreConformance, EventBoundsAreTheOldestAndNewestIds) {
+  auto none = this->store().event_bounds();
+  ASSERT_TRUE(none.ok());
+  std::string s = this->new_sweep();
+  this->add_trial(s, 0);
+  auto all = this->store().read_events("0", 100, 0);
+  ASSERT_TRUE(all.ok());
+  ASSERT_GE(all->size(), 2u);
+  auto b = this->store().event_bounds();
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->first, all->front().id);
+  EXPECT_EQ(b->last, all->back().id);
+  EXPECT_TRUE(event_id_before(b->first, b->last));
+  EXPECT_FALSE(event_id_before(b->last, b->first));
+  EXPECT_TRUE(event_id_before("9-5", "10-0"));
+  EXPECT_TRUE(event_id_before("10-2", "10-11"));
+}
+
 REGISTER_TYPED_TEST_SUITE_P(
     StoreConformance, CreateGetListSweeps, FinishSweepOnlyFromRunning,
     CreateTrialIsCompareAndSetWithLimit, ClaimHeartbeatReportComplete, ClaimTakesOnlyWhatFits,
@@ -836,6 +1034,8 @@ REGISTER_TYPED_TEST_SUITE_P(
     WorkerLeasesListsWhatAWorkerHolds, ReapAfterAnOutageExtendsLeasesInsteadOfExpiring,
     IdempotencyKeyReturnsTheFirstSweep, DeleteSweepRemovesEverythingItOwns,
     UnschedulableSweepsStandAside, ClaimsTakeTurnsAcrossSweeps, ReportsArePagedInTheOrderStored,
-    ABatchOfReportsIsStoredInOrderWithOneEvent);
+    ABatchOfReportsIsStoredInOrderWithOneEvent, CreateTrialsIsOneCompareAndSet,
+    ClaimBatchTakesWhatFitsRoundRobin, WaitForWorkWakesOnWorkQueuedAfterTheClaim,
+    HeartbeatAndCompleteBatchesFenceEachItem, EventBoundsAreTheOldestAndNewestIds);
 
 }  // namespace hpo::trials::conformance

@@ -4,9 +4,11 @@
 #include "trials/memory/memory_store.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <random>
+#include <set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -221,38 +223,48 @@ Status MemoryStore::set_stage(const std::string& sweep_id, SweepStage from, Swee
   return {};
 }
 
-Result<Trial> MemoryStore::create_trial(const NewTrial& nt) {
+Result<std::vector<Trial>> MemoryStore::create_trials(const std::vector<NewTrial>& batch) {
   std::lock_guard lock(mu_);
-  auto it = sweeps_.find(nt.sweep_id);
-  if (it == sweeps_.end()) return Error::not_found("sweep " + nt.sweep_id);
+  std::vector<Trial> out;
+  if (batch.empty()) return out;
+  const NewTrial& first = batch.front();
+  for (const auto& nt : batch)
+    if (nt.sweep_id != first.sweep_id || nt.role != first.role)
+      return Error::invalid("trials", "a batch of new trials is of one sweep and role");
+  auto it = sweeps_.find(first.sweep_id);
+  if (it == sweeps_.end()) return Error::not_found("sweep " + first.sweep_id);
   Sweep& s = it->second.sweep;
   if (s.state != SweepState::kRunning)
-    return Error::conflict("sweep " + nt.sweep_id + " is " + to_string(s.state));
-  bool member = nt.role == TrialRole::kMember;
+    return Error::conflict("sweep " + first.sweep_id + " is " + to_string(s.state));
+  bool member = first.role == TrialRole::kMember;
   std::int64_t& next = member ? s.next_member : s.next_number;
-  if (nt.number != next)
-    return Error::conflict(fmt::format("next {} number of {} is {}, not {}", to_string(nt.role),
-                                       nt.sweep_id, next, nt.number));
-  if (nt.number >= nt.limit)
-    return Error::conflict(fmt::format("{} limit {} reached", to_string(nt.role), nt.limit));
-  Trial t;
-  t.id = fmt::format("{}-{}{}", nt.sweep_id, member ? "m" : "", nt.number);
-  t.sweep_id = nt.sweep_id;
-  t.number = nt.number;
-  t.role = nt.role;
-  t.params = nt.params;
-  t.max_attempts = std::max(1, nt.max_attempts);
-  t.slots = std::max(1, nt.slots);
-  t.created_ms = now();
-  t.extra = nt.extra;
-  ++next;
-  ++(member ? s.member_counts : s.counts).queued;
-  (member ? it->second.members : it->second.trials).push_back(t.id);
-  enqueue(t.sweep_id, t.id, false);
-  emit("trial.queued", t.sweep_id, t.id,
-       Json{{"attempt", 0}, {"number", t.number}, {"kind", to_string(t.role)}}.dump());
-  trials_[t.id].trial = t;
-  return t;
+  if (first.number != next)
+    return Error::conflict(fmt::format("next {} number of {} is {}, not {}", to_string(first.role),
+                                       first.sweep_id, next, first.number));
+  if (first.number + static_cast<std::int64_t>(batch.size()) > first.limit)
+    return Error::conflict(fmt::format("{} limit {} reached", to_string(first.role), first.limit));
+  const std::int64_t created = now();
+  for (const auto& nt : batch) {
+    Trial t;
+    t.number = next;
+    t.id = fmt::format("{}-{}{}", nt.sweep_id, member ? "m" : "", t.number);
+    t.sweep_id = nt.sweep_id;
+    t.role = nt.role;
+    t.params = nt.params;
+    t.max_attempts = std::max(1, nt.max_attempts);
+    t.slots = std::max(1, nt.slots);
+    t.created_ms = created;
+    t.extra = nt.extra;
+    ++next;
+    ++(member ? s.member_counts : s.counts).queued;
+    (member ? it->second.members : it->second.trials).push_back(t.id);
+    enqueue(t.sweep_id, t.id, false);
+    emit("trial.queued", t.sweep_id, t.id,
+         Json{{"attempt", 0}, {"number", t.number}, {"kind", to_string(t.role)}}.dump());
+    trials_[t.id].trial = t;
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 Result<Trial> MemoryStore::get_trial(const std::string& trial_id) {
@@ -260,6 +272,14 @@ Result<Trial> MemoryStore::get_trial(const std::string& trial_id) {
   auto it = trials_.find(trial_id);
   if (it == trials_.end()) return Error::not_found("trial " + trial_id);
   return it->second.trial;
+}
+
+Result<std::vector<Trial>> MemoryStore::get_trials(const std::vector<std::string>& trial_ids) {
+  std::lock_guard lock(mu_);
+  std::vector<Trial> out;
+  for (const auto& id : trial_ids)
+    if (auto it = trials_.find(id); it != trials_.end()) out.push_back(it->second.trial);
+  return out;
 }
 
 Result<TrialPage> MemoryStore::list_trials(const std::string& sweep_id, TrialRole role,
@@ -413,6 +433,16 @@ Result<std::vector<Event>> MemoryStore::read_events(const std::string& after_id,
   return out;
 }
 
+Result<EventBounds> MemoryStore::event_bounds() {
+  std::lock_guard lock(mu_);
+  EventBounds b;
+  if (!events_.empty()) {
+    b.first = events_.front().id;
+    b.last = events_.back().id;
+  }
+  return b;
+}
+
 Status MemoryStore::put_record(const std::string& trial_id, const std::string& name,
                                const std::string& bytes) {
   std::lock_guard lock(mu_);
@@ -475,7 +505,15 @@ Result<std::optional<std::string>> MemoryStore::get_sweep_artifact(const std::st
 void MemoryStore::make_ready(const std::string& sweep) {
   auto s = sweeps_.find(sweep);
   if (s == sweeps_.end() || !s->second.sweep.unschedulable.empty()) return;
-  if (std::find(ready_.begin(), ready_.end(), sweep) == ready_.end()) ready_.push_back(sweep);
+  if (std::find(ready_.begin(), ready_.end(), sweep) == ready_.end()) {
+    ready_.push_back(sweep);
+    wake();
+  }
+}
+
+void MemoryStore::wake() {
+  ++wake_seq_;
+  work_cv_.notify_all();
 }
 
 void MemoryStore::unready(const std::string& sweep) {
@@ -489,50 +527,74 @@ void MemoryStore::enqueue(const std::string& sweep, const std::string& trial, bo
   else
     q.push_back(trial);
   make_ready(sweep);
+  wake();
 }
 
-// Round robin over the ready sweeps, as the Redis claim does.
-Result<std::optional<Claim>> MemoryStore::claim(const std::string& worker, int free_slots,
-                                                std::int64_t lease_ms) {
+// Round robin over the ready sweeps, one trial per sweep per round, as the
+// Redis claim_batch does.
+Result<Claims> MemoryStore::claim_batch(const std::string& worker, int free_slots, int max_trials,
+                                        std::int64_t lease_ms) {
   std::lock_guard lock(mu_);
-  const std::size_t visits = std::min<std::size_t>(64, ready_.size());
-  for (std::size_t v = 0; v < visits; ++v) {
-    const std::string sid = ready_.front();
-    ready_.pop_front();
-    ready_.push_back(sid);
-    auto& q = queues_[sid];
-    for (auto it = q.begin(); it != q.end();) {
-      auto rec = trials_.find(*it);
-      if (rec == trials_.end() || rec->second.trial.state != TrialState::kQueued) {
-        it = q.erase(it);  // cancelled while waiting
-        continue;
+  Claims out;
+  const std::size_t n_sweeps = std::min<std::size_t>(64, ready_.size());
+  std::vector<std::string> order(ready_.begin(), ready_.begin() + static_cast<long>(n_sweeps));
+  std::size_t visited = 0;
+  std::set<std::string> emptied;
+  const std::int64_t t_now = now();
+  for (bool took = true;
+       took && static_cast<int>(out.claims.size()) < max_trials && free_slots > 0;) {
+    took = false;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (static_cast<int>(out.claims.size()) >= max_trials || free_slots < 1) break;
+      visited = std::max(visited, i + 1);
+      auto& q = queues_[order[i]];
+      for (auto it = q.begin(); it != q.end();) {
+        auto rec = trials_.find(*it);
+        if (rec == trials_.end() || rec->second.trial.state != TrialState::kQueued) {
+          it = q.erase(it);  // cancelled while waiting
+          continue;
+        }
+        Trial& t = rec->second.trial;
+        if (t.slots > free_slots) {
+          ++it;
+          continue;
+        }
+        q.erase(it);
+        free_slots -= t.slots;
+        move(t, TrialState::kRunning);
+        t.worker = worker;
+        t.started_ms = t_now;
+        t.control = Control::kNone;
+        t.error.clear();
+        rec->second.lease_deadline = t_now + lease_ms;
+        rec->second.lease_ms = lease_ms;
+        rec->second.attempts.push_back(AttemptRecord{t.attempt, worker, t_now, 0, "running", ""});
+        emit("trial.started", t.sweep_id, t.id,
+             Json{{"worker", worker}, {"attempt", t.attempt}}.dump());
+        auto owner = sweeps_.find(order[i]);
+        out.claims.push_back(Claim{t, rec->second.lease_deadline,
+                                   owner == sweeps_.end() ? "" : owner->second.sweep.spec_json});
+        took = true;
+        break;
       }
-      Trial& t = rec->second.trial;
-      if (t.slots > free_slots) {
-        ++it;
-        continue;
-      }
-      q.erase(it);
-      if (q.empty()) unready(sid);
-      std::int64_t t_now = now();
-      move(t, TrialState::kRunning);
-      t.worker = worker;
-      t.started_ms = t_now;
-      t.control = Control::kNone;
-      t.error.clear();
-      rec->second.lease_deadline = t_now + lease_ms;
-      rec->second.lease_ms = lease_ms;
-      rec->second.attempts.push_back(AttemptRecord{t.attempt, worker, t_now, 0, "running", ""});
-      emit("trial.started", t.sweep_id, t.id,
-           Json{{"worker", worker}, {"attempt", t.attempt}}.dump());
-      auto owner = sweeps_.find(sid);
-      return std::optional<Claim>{
-          Claim{t, rec->second.lease_deadline,
-                owner == sweeps_.end() ? "" : owner->second.sweep.spec_json}};
     }
-    if (q.empty()) unready(sid);
   }
-  return std::optional<Claim>{};
+  for (std::size_t i = 0; i < visited; ++i) {
+    ready_.push_back(ready_.front());
+    ready_.pop_front();
+  }
+  for (std::size_t i = 0; i < visited; ++i)
+    if (queues_[order[i]].empty()) unready(order[i]);
+  if (static_cast<int>(out.claims.size()) < max_trials) out.wake_cursor = std::to_string(wake_seq_);
+  return out;
+}
+
+Result<bool> MemoryStore::wait_for_work(const std::string& cursor, int block_ms) {
+  std::unique_lock lock(mu_);
+  std::uint64_t seen = 0;
+  std::from_chars(cursor.data(), cursor.data() + cursor.size(), seen);
+  return work_cv_.wait_for(lock, std::chrono::milliseconds(std::max(1, block_ms)),
+                           [&] { return wake_seq_ > seen; });
 }
 
 Result<MemoryStore::TrialRec*> MemoryStore::fenced(const std::string& trial_id, int attempt,
@@ -547,14 +609,21 @@ Result<MemoryStore::TrialRec*> MemoryStore::fenced(const std::string& trial_id, 
   return &it->second;
 }
 
-Result<Control> MemoryStore::heartbeat(const std::string& trial_id, int attempt,
-                                       const std::string& worker, std::int64_t lease_ms) {
+Result<std::vector<Result<Control>>> MemoryStore::heartbeat_batch(
+    const std::string& worker, const std::vector<HeldLease>& leases, std::int64_t lease_ms) {
   std::lock_guard lock(mu_);
-  auto r = fenced(trial_id, attempt, worker);
-  if (!r) return r.error();
-  (*r)->lease_deadline = now() + lease_ms;
-  (*r)->lease_ms = lease_ms;
-  return (*r)->trial.control;
+  std::vector<Result<Control>> out;
+  for (const auto& l : leases) {
+    auto r = fenced(l.trial_id, l.attempt, worker);
+    if (!r) {
+      out.emplace_back(r.error());
+      continue;
+    }
+    (*r)->lease_deadline = now() + lease_ms;
+    (*r)->lease_ms = lease_ms;
+    out.emplace_back((*r)->trial.control);
+  }
+  return out;
 }
 
 Result<Control> MemoryStore::report_batch(const std::string& trial_id, int attempt,
@@ -629,9 +698,18 @@ void MemoryStore::finish(TrialRec& r, std::int64_t t_now, TrialState state,
   emit("trial.finished", t.sweep_id, t.id, data.dump());
 }
 
-Status MemoryStore::complete(const std::string& trial_id, int attempt, const std::string& worker,
-                             const TrialResult& result) {
+Result<std::vector<Status>> MemoryStore::complete_batch(const std::string& worker,
+                                                        const std::vector<Completion>& done) {
   std::lock_guard lock(mu_);
+  std::vector<Status> out;
+  for (const auto& c : done) out.push_back(complete_one(worker, c));
+  return out;
+}
+
+Status MemoryStore::complete_one(const std::string& worker, const Completion& c) {
+  const std::string& trial_id = c.trial_id;
+  const int attempt = c.attempt;
+  const TrialResult& result = c.result;
   if (!valid_outcome(result.outcome))
     return Error{
         ErrorCode::kInvalidArgument, std::string("outcome ") + to_string(result.outcome), {}};
@@ -645,6 +723,7 @@ Status MemoryStore::complete(const std::string& trial_id, int attempt, const std
     return r.error();
   }
   TrialRec& rec = **r;
+  if (!c.log.empty()) artifacts_[trial_id + "\n" + artifact::kLog] = c.log;
   std::int64_t t_now = now();
   end_attempt(rec, t_now, to_string(result.outcome), result.error);
   if (result.outcome == TrialState::kFailed && result.retryable &&

@@ -43,8 +43,9 @@ class MemoryStore : public AllRoles {
   Status delete_sweep(const std::string& sweep_id) override;
 
   // TrialStore
-  Result<Trial> create_trial(const NewTrial& trial) override;
+  Result<std::vector<Trial>> create_trials(const std::vector<NewTrial>& trials) override;
   Result<Trial> get_trial(const std::string& trial_id) override;
+  Result<std::vector<Trial>> get_trials(const std::vector<std::string>& trial_ids) override;
   Result<TrialPage> list_trials(const std::string& sweep_id, TrialRole role, std::int64_t offset,
                                 std::int64_t limit) override;
   Result<ReportPage> get_reports(const std::string& trial_id, std::int64_t offset,
@@ -61,6 +62,7 @@ class MemoryStore : public AllRoles {
   // only stamps events).
   Result<std::vector<Event>> read_events(const std::string& after_id, int max_count,
                                          int block_ms) override;
+  Result<EventBounds> event_bounds() override;
 
   // ArtifactStore
   Status put_record(const std::string& trial_id, const std::string& name,
@@ -73,15 +75,18 @@ class MemoryStore : public AllRoles {
                                                         const std::string& name) override;
 
   // TrialQueue
-  Result<std::optional<Claim>> claim(const std::string& worker, int free_slots,
-                                     std::int64_t lease_ms) override;
-  Result<Control> heartbeat(const std::string& trial_id, int attempt, const std::string& worker,
-                            std::int64_t lease_ms) override;
+  Result<Claims> claim_batch(const std::string& worker, int free_slots, int max_trials,
+                             std::int64_t lease_ms) override;
+  // Waits on a condition variable for real time (the injected clock is not involved).
+  Result<bool> wait_for_work(const std::string& cursor, int block_ms) override;
+  Result<std::vector<Result<Control>>> heartbeat_batch(const std::string& worker,
+                                                       const std::vector<HeldLease>& leases,
+                                                       std::int64_t lease_ms) override;
   Result<Control> report_batch(const std::string& trial_id, int attempt, const std::string& worker,
                                const std::vector<StepReport>& reports) override;
   using TrialQueue::report;
-  Status complete(const std::string& trial_id, int attempt, const std::string& worker,
-                  const TrialResult& result) override;
+  Result<std::vector<Status>> complete_batch(const std::string& worker,
+                                             const std::vector<Completion>& done) override;
   Status release(const std::string& trial_id, int attempt, const std::string& worker,
                  const std::string& reason) override;
   Status put_artifact(const std::string& trial_id, int attempt, const std::string& worker,
@@ -117,6 +122,8 @@ class MemoryStore : public AllRoles {
   // The sweep's queue, and its place in the claims' round robin (as in Redis).
   void enqueue(const std::string& sweep, const std::string& trial, bool at_head);
   void make_ready(const std::string& sweep);
+  void wake();  // trials may be claimable: wait_for_work returns
+  Status complete_one(const std::string& worker, const Completion& c);
   void unready(const std::string& sweep);
   // Cancelled or pruned meanwhile (sweep ended, control set): that state, else none.
   std::optional<TrialState> stop_verdict(const TrialRec& r) const;
@@ -129,6 +136,8 @@ class MemoryStore : public AllRoles {
   Clock clock_;
   mutable std::mutex mu_;
   std::condition_variable events_cv_;
+  std::condition_variable work_cv_;
+  std::uint64_t wake_seq_ = 0;
   std::map<std::string, SweepRec> sweeps_;
   std::map<std::string, TrialRec> trials_;
   std::map<std::string, std::deque<std::string>> queues_;  // per sweep: queued ids, oldest first

@@ -51,6 +51,9 @@ Key schema (P = prefix, default "hpo:"):
   P..'sweep_artifacts:'<sid> set   the names of the sweep's own records (for delete_sweep)
   P..'reaper:last_ms'        string server time of the last reap: a longer gap is an outage
   P..'idem:'<key>            string sweep id created with that Idempotency-Key (with a TTL)
+  P..'wake'                  stream one entry per call that made trials claimable (MAXLEN ~ 100):
+                                   idle workers block on it (XREAD) from the cursor their last
+                                   claim returned, so they wake as soon as work is queued
   (a sweep no registered worker can run, its hash's 'unschedulable' field saying why, is
    kept out of 'ready': its queue waits aside and stands in front of no other sweep)
 
@@ -108,12 +111,40 @@ end
 
 -- Moves trial `t` (a table from hgetall) to state `to`, keeping the sweep's
 -- per-kind counters in step so that reading a sweep is O(1).
-local function move(P, t, to)
-  local skey = P .. 'sweep:' .. t.sweep
-  redis.call('HINCRBY', skey, t.kind .. '.' .. t.state, -1)
-  redis.call('HINCRBY', skey, t.kind .. '.' .. to, 1)
-  redis.call('HSET', P .. 'trial:' .. t.id, 'state', to)
+-- With `delta` (a batch's pending counter changes, see count/apply_counts) the
+-- counters are changed once at the end of the call instead of per trial.
+local function count(delta, sweep, field, by)
+  local d = delta[sweep]
+  if not d then
+    d = {}
+    delta[sweep] = d
+  end
+  d[field] = (d[field] or 0) + by
+end
+
+local function apply_counts(P, delta)
+  for sweep, d in pairs(delta) do
+    for field, by in pairs(d) do
+      if by ~= 0 then redis.call('HINCRBY', P .. 'sweep:' .. sweep, field, by) end
+    end
+  end
+end
+
+local function move_counts(P, t, to, delta)
+  if delta then
+    count(delta, t.sweep, t.kind .. '.' .. t.state, -1)
+    count(delta, t.sweep, t.kind .. '.' .. to, 1)
+  else
+    local skey = P .. 'sweep:' .. t.sweep
+    redis.call('HINCRBY', skey, t.kind .. '.' .. t.state, -1)
+    redis.call('HINCRBY', skey, t.kind .. '.' .. to, 1)
+  end
   t.state = to
+end
+
+local function move(P, t, to, delta)
+  move_counts(P, t, to, delta)
+  redis.call('HSET', P .. 'trial:' .. t.id, 'state', to)
 end
 
 local function attempt_begin(P, t, worker, now)
@@ -122,15 +153,13 @@ local function attempt_begin(P, t, worker, now)
     outcome = 'running', error = ''}))
 end
 
+-- The current attempt's record is rewritten from the trial (its attempt,
+-- worker and start are the trial's); a trial without records (written by a
+-- version that kept none) is left so.
 local function attempt_end(P, t, now, outcome, err)
-  local key = P .. 'attempts:' .. t.id
-  local last = redis.call('LINDEX', key, -1)
-  if not last then return end
-  local rec = cjson.decode(last)
-  rec.ended_ms = now
-  rec.outcome = outcome
-  rec.error = err or ''
-  redis.call('LSET', key, -1, cjson.encode(rec))
+  redis.pcall('LSET', P .. 'attempts:' .. t.id, -1, cjson.encode({
+    attempt = tonumber(t.attempt), worker = t.worker, started_ms = tonumber(t.started_ms),
+    ended_ms = now, outcome = outcome, error = err or ''}))
 end
 
 local function lease_set(P, t, deadline)
@@ -143,27 +172,44 @@ local function lease_drop(P, t)
   redis.call('ZREM', P .. 'leases', t.id)
 end
 
-local function update_best(P, t, value)
+-- `bests` (optional) holds a batch's sweeps' best trials: read once per sweep,
+-- written once at the end (write_bests).
+local function update_best(P, t, value, bests)
   if t.kind ~= 'trial' or value == nil or value == '' then return end
-  local skey = P .. 'sweep:' .. t.sweep
-  local cur = redis.call('HMGET', skey, 'best_value', 'maximize')
   local v = tonumber(value)
   if v == nil or v ~= v then return end
-  local better = (not cur[1])
-  if not better then
-    local b = tonumber(cur[1])
-    if cur[2] == '1' then better = v > b else better = v < b end
+  local skey = P .. 'sweep:' .. t.sweep
+  local b = bests and bests[t.sweep]
+  if not b then
+    local cur = redis.call('HMGET', skey, 'best_value', 'maximize')
+    b = {value = cur[1] and tonumber(cur[1]) or nil, maximize = cur[2] == '1'}
+    if bests then bests[t.sweep] = b end
   end
-  if better then
-    redis.call('HSET', skey, 'best_trial', t.id, 'best_number', t.number, 'best_params',
-               t.params, 'best_value', value)
+  local better = b.value == nil or (b.maximize and v > b.value) or (not b.maximize and v < b.value)
+  if not better then return end
+  b.value = v
+  b.fields = {'best_trial', t.id, 'best_number', t.number, 'best_params', t.params, 'best_value',
+              value}
+  if not bests then redis.call('HSET', skey, unpack(b.fields)) end
+end
+
+local function write_bests(P, bests)
+  for sweep, b in pairs(bests) do
+    if b.fields then redis.call('HSET', P .. 'sweep:' .. sweep, unpack(b.fields)) end
   end
 end
+
+-- Set by any change that may let an idle worker claim; the registered
+-- functions (see `waking` at the end) then add one entry to P..'wake' per call.
+local wake_pending = false
 
 -- The sweep takes part in the claims' round robin (unless it is unschedulable).
 local function make_ready(P, sid)
   if redis.call('HEXISTS', P .. 'sweep:' .. sid, 'unschedulable') == 1 then return end
-  if redis.call('SADD', P .. 'ready:set', sid) == 1 then redis.call('RPUSH', P .. 'ready', sid) end
+  if redis.call('SADD', P .. 'ready:set', sid) == 1 then
+    redis.call('RPUSH', P .. 'ready', sid)
+    wake_pending = true
+  end
 end
 
 local function unready(P, sid)
@@ -174,6 +220,7 @@ end
 local function enqueue(P, sid, tid, at_head)
   redis.call(at_head and 'LPUSH' or 'RPUSH', P .. 'queue:' .. sid, tid)
   make_ready(P, sid)
+  wake_pending = true
 end
 
 -- Back to the queue tail with the next attempt (retry or expired lease).
@@ -202,17 +249,22 @@ local function stop_verdict(P, t)
 end
 
 -- Ends a trial for good: state, timing, result; best trial; event.
-local function finish(P, t, now, state, value, metrics, err)
-  move(P, t, state)
-  local tkey = P .. 'trial:' .. t.id
-  redis.call('HSET', tkey, 'finished_ms', int(now), 'error', err or '')
-  if metrics and metrics ~= '' then redis.call('HSET', tkey, 'metrics', metrics) end
+-- `delta` and `bests` (optional): a batch's deferred counters and best trials.
+local function finish(P, t, now, state, value, metrics, err, delta, bests)
+  move_counts(P, t, state, delta)
+  local fields = {'state', state, 'finished_ms', int(now), 'error', err or '', 'lease_deadline', '0'}
+  if metrics and metrics ~= '' then
+    table.insert(fields, 'metrics')
+    table.insert(fields, metrics)
+  end
   local raw = {}
   if value and value ~= '' then
-    redis.call('HSET', tkey, 'value', value)
+    table.insert(fields, 'value')
+    table.insert(fields, value)
     raw.value = value
   end
-  if state == 'completed' then update_best(P, t, value) end
+  redis.call('HSET', P .. 'trial:' .. t.id, unpack(fields))
+  if state == 'completed' then update_best(P, t, value, bests) end
   emit(P, 'trial.finished', t.sweep, t.id,
        json_obj({state = state, attempt = tonumber(t.attempt), error = err or ''}, raw))
 end
@@ -270,34 +322,69 @@ local function create_sweep(keys, a)
   return id
 end
 
--- create_trial P sweep kind number limit params max_attempts slots extra -> trial hash (flat)
-local function create_trial(keys, a)
-  local P, sid, kind = a[1], a[2], a[3]
-  local number, limit = tonumber(a[4]), tonumber(a[5])
-  if kind ~= 'trial' and kind ~= 'member' then return refuse('INVALID', 'kind ' .. kind) end
+-- Creates trials number, number+1, ... of sweep `sid` and queues them; `items`
+-- is {params, max_attempts, slots, extra} per trial. A compare-and-set on the
+-- sweep's next number (all or none are created) -> the new trial ids and the
+-- creation time, or a refusal.
+local function create_many(P, sid, kind, number, limit, items)
+  if kind ~= 'trial' and kind ~= 'member' then return nil, refuse('INVALID', 'kind ' .. kind) end
   local skey = P .. 'sweep:' .. sid
   local s = redis.call('HMGET', skey, 'state', 'next_' .. kind)
-  if not s[1] then return refuse('NOT_FOUND', 'sweep ' .. sid) end
-  if s[1] ~= 'running' then return refuse('CONFLICT', 'sweep ' .. sid .. ' is ' .. s[1]) end
+  if not s[1] then return nil, refuse('NOT_FOUND', 'sweep ' .. sid) end
+  if s[1] ~= 'running' then return nil, refuse('CONFLICT', 'sweep ' .. sid .. ' is ' .. s[1]) end
   if tonumber(s[2]) ~= number then
-    return refuse('CONFLICT', 'next ' .. kind .. ' number of ' .. sid .. ' is ' .. s[2] ..
-                  ', not ' .. a[4])
+    return nil, refuse('CONFLICT', 'next ' .. kind .. ' number of ' .. sid .. ' is ' .. s[2] ..
+                       ', not ' .. int(number))
   end
-  if number >= limit then return refuse('CONFLICT', kind .. ' limit ' .. a[5] .. ' reached') end
-  local tid = sid .. '-' .. (kind == 'member' and 'm' or '') .. int(number)
-  local tkey = P .. 'trial:' .. tid
+  if number + #items > limit then
+    return nil, refuse('CONFLICT', kind .. ' limit ' .. int(limit) .. ' reached')
+  end
   local now = now_ms()
-  redis.call('HSET', tkey, 'id', tid, 'sweep', sid, 'number', int(number), 'kind', kind,
-             'params', a[6], 'state', 'queued', 'attempt', '0', 'max_attempts', a[7], 'slots',
-             a[8], 'worker', '', 'created_ms', int(now), 'started_ms', '0', 'finished_ms', '0',
-             'metrics', '{}', 'error', '', 'control', 'none', 'extra', a[9], 'lease_deadline', '0',
-             'lease_ms', '0', 'released', '0')
-  redis.call('HSET', skey, 'next_' .. kind, int(number + 1))
-  redis.call('HINCRBY', skey, kind .. '.queued', 1)
-  redis.call('RPUSH', P .. 'trials:' .. sid .. ':' .. kind, tid)
-  enqueue(P, sid, tid, false)
-  emit(P, 'trial.queued', sid, tid, json_obj({attempt = 0, number = number, kind = kind}))
-  return flatten(tkey)
+  local ids = {}
+  for i, it in ipairs(items) do
+    local n = number + i - 1
+    local tid = sid .. '-' .. (kind == 'member' and 'm' or '') .. int(n)
+    ids[i] = tid
+    redis.call('HSET', P .. 'trial:' .. tid, 'id', tid, 'sweep', sid, 'number', int(n), 'kind',
+               kind, 'params', it[1], 'state', 'queued', 'attempt', '0', 'max_attempts', it[2],
+               'slots', it[3], 'worker', '', 'created_ms', int(now), 'started_ms', '0',
+               'finished_ms', '0', 'metrics', '{}', 'error', '', 'control', 'none', 'extra',
+               it[4], 'lease_deadline', '0', 'lease_ms', '0', 'released', '0')
+    emit(P, 'trial.queued', sid, tid, json_obj({attempt = 0, number = n, kind = kind}))
+  end
+  redis.call('HSET', skey, 'next_' .. kind, int(number + #items))
+  redis.call('HINCRBY', skey, kind .. '.queued', #items)
+  redis.call('RPUSH', P .. 'trials:' .. sid .. ':' .. kind, unpack(ids))
+  redis.call('RPUSH', P .. 'queue:' .. sid, unpack(ids))
+  make_ready(P, sid)
+  wake_pending = true
+  return ids, now
+end
+
+-- create_trials P sweep kind number limit n {params max_attempts slots extra}*n
+--   -> {created_ms, tid...}
+local function create_trials(keys, a)
+  local n = tonumber(a[6])
+  if n == nil or n < 1 then return refuse('INVALID', 'trial count ' .. tostring(a[6])) end
+  local items = {}
+  for i = 1, n do
+    local at = 6 + 4 * (i - 1)
+    items[i] = {a[at + 1], a[at + 2], a[at + 3], a[at + 4]}
+  end
+  local ids, now = create_many(a[1], a[2], a[3], tonumber(a[4]), tonumber(a[5]), items)
+  if not ids then return now end
+  table.insert(ids, 1, int(now))
+  return ids
+end
+
+-- create_trial P sweep kind number limit params max_attempts slots extra -> trial hash (flat)
+-- (one trial; kept for callers of earlier versions)
+local function create_trial(keys, a)
+  local P = a[1]
+  local ids, err = create_many(P, a[2], a[3], tonumber(a[4]), tonumber(a[5]),
+                               {{a[6], a[7], a[8], a[9]}})
+  if not ids then return err end
+  return flatten(P .. 'trial:' .. ids[1])
 end
 
 -- Data written before per-sweep queues: the one shared queue, split once.
@@ -310,61 +397,175 @@ local function migrate_shared_queue(P)
   redis.call('DEL', old)
 end
 
--- claim P worker free_slots lease_ms scan_max [sweeps_max] -> nil | trial hash (flat)
---   followed by 'sweep_spec', the sweep's spec as submitted (what the worker needs)
--- Fair across sweeps: it visits the ready sweeps in round-robin order (each
--- visited sweep moves to the back of 'ready'), up to sweeps_max of them, and
--- takes the oldest queued trial that fits among the first scan_max of that
--- sweep's queue. Ids no longer queued (cancelled while waiting) are dropped on
--- the way; a sweep whose queue is empty leaves 'ready'.
-local function claim(keys, a)
-  local P, worker = a[1], a[2]
-  local free, lease_ms, scan = tonumber(a[3]), tonumber(a[4]), tonumber(a[5])
-  local sweeps_max = tonumber(a[6] or '64')
+-- A trial table as a flat reply (field, value, ...).
+local function flat(t)
+  local out = {}
+  for k, v in pairs(t) do
+    table.insert(out, k)
+    table.insert(out, v)
+  end
+  return out
+end
+
+-- The wake stream's newest id: a worker that found too little waits for
+-- entries after it (wait_for_work), so nothing queued after this call is missed.
+local function wake_cursor(P)
+  local last = redis.call('XREVRANGE', P .. 'wake', '+', '-', 'COUNT', 1)
+  if #last == 0 then return '0-0' end
+  return last[1][1]
+end
+
+-- Takes up to `want` queued trials needing at most `free` slots in all and
+-- leases them to `worker`: a list of trial tables (running now) with the
+-- sweeps' specs by id. Fair across sweeps: it goes round the ready sweeps
+-- (at most sweeps_max of them, in the claims' round-robin order) taking one
+-- trial per sweep per round, and the sweeps it visited move to the back of
+-- 'ready'. In each sweep it takes the oldest queued trials that fit among the
+-- first scan_max of its queue; ids no longer queued (cancelled while waiting)
+-- are dropped on the way, and a sweep whose queue is empty leaves 'ready'.
+local function claim_many(P, worker, free, want, lease_ms, scan, sweeps_max)
   if redis.call('EXISTS', P .. 'queue') == 1 then migrate_shared_queue(P) end
   local ready = P .. 'ready'
-  local visits = math.min(sweeps_max, redis.call('LLEN', ready))
-  for _ = 1, visits do
-    local sid = redis.call('LMOVE', ready, ready, 'LEFT', 'RIGHT')
-    if not sid then break end
-    local qkey = P .. 'queue:' .. sid
-    for _, tid in ipairs(redis.call('LRANGE', qkey, 0, scan - 1)) do
-      local ts = redis.call('HMGET', P .. 'trial:' .. tid, 'state', 'slots')
-      if ts[1] ~= 'queued' then
-        redis.call('LREM', qkey, 1, tid)
-      elseif tonumber(ts[2]) <= free then
-        redis.call('LREM', qkey, 1, tid)
-        if redis.call('LLEN', qkey) == 0 then unready(P, sid) end
+  local order = redis.call('LRANGE', ready, 0, sweeps_max - 1)
+  local claimed, specs = {}, {}
+  if #order == 0 or want < 1 or free < 1 then return claimed, specs end
+  local now = now_ms()
+  local delta = {}
+  local queues = {}  -- per visited sweep: its scanned ids, next position, ids to drop
+  local visited = 0
+  local took = true
+  while took and #claimed < want and free > 0 do
+    took = false
+    for i, sid in ipairs(order) do
+      if #claimed >= want or free < 1 then break end
+      local q = queues[i]
+      if not q then
+        q = {ids = redis.call('LRANGE', P .. 'queue:' .. sid, 0, scan - 1), pos = 1, drop = {}}
+        queues[i] = q
+        visited = i
+      end
+      while q.pos <= #q.ids do
+        local tid = q.ids[q.pos]
+        q.pos = q.pos + 1
         local t = hgetall(P .. 'trial:' .. tid)
-        local now = now_ms()
-        move(P, t, 'running')
-        local tkey = P .. 'trial:' .. tid
-        redis.call('HSET', tkey, 'worker', worker, 'started_ms', int(now), 'control', 'none',
-                   'error', '', 'lease_ms', int(lease_ms))
-        lease_set(P, t, now + lease_ms)
-        attempt_begin(P, t, worker, now)
-        emit(P, 'trial.started', t.sweep, tid,
-             json_obj({worker = worker, attempt = tonumber(t.attempt)}))
-        local out = flatten(tkey)
-        table.insert(out, 'sweep_spec')
-        table.insert(out, redis.call('HGET', P .. 'sweep:' .. sid, 'spec') or '')
-        return out
+        if not t or t.state ~= 'queued' then
+          q.drop[#q.drop + 1] = tid
+        elseif tonumber(t.slots) <= free then
+          q.drop[#q.drop + 1] = tid
+          free = free - tonumber(t.slots)
+          move_counts(P, t, 'running', delta)
+          t.worker, t.started_ms, t.control, t.error = worker, int(now), 'none', ''
+          t.lease_ms, t.lease_deadline = int(lease_ms), int(now + lease_ms)
+          redis.call('HSET', P .. 'trial:' .. tid, 'state', 'running', 'worker', worker,
+                     'started_ms', t.started_ms, 'control', 'none', 'error', '', 'lease_ms',
+                     t.lease_ms, 'lease_deadline', t.lease_deadline)
+          redis.call('ZADD', P .. 'leases', t.lease_deadline, tid)
+          attempt_begin(P, t, worker, now)
+          emit(P, 'trial.started', sid, tid,
+               json_obj({worker = worker, attempt = tonumber(t.attempt)}))
+          claimed[#claimed + 1] = t
+          if not specs[sid] then specs[sid] = redis.call('HGET', P .. 'sweep:' .. sid, 'spec') or '' end
+          took = true
+          break
+        end
       end
     end
-    if redis.call('LLEN', qkey) == 0 then unready(P, sid) end
   end
-  return false
+  apply_counts(P, delta)
+  -- The visited sweeps go to the back, in order; then the ones left empty leave.
+  for _ = 1, visited do redis.call('LMOVE', ready, ready, 'LEFT', 'RIGHT') end
+  for i = 1, visited do
+    local q, qkey = queues[i], P .. 'queue:' .. order[i]
+    local prefix = #q.drop
+    for j = 1, #q.drop do
+      if q.drop[j] ~= q.ids[j] then
+        prefix = 0
+        break
+      end
+    end
+    if prefix > 0 then
+      redis.call('LTRIM', qkey, prefix, -1)
+    else
+      for _, tid in ipairs(q.drop) do redis.call('LREM', qkey, 1, tid) end
+    end
+    if redis.call('LLEN', qkey) == 0 then unready(P, order[i]) end
+  end
+  return claimed, specs
+end
+
+-- claim_batch P worker free_slots max_trials lease_ms scan_max [sweeps_max]
+--   -> {{trial hash (flat)...}, {sid, spec, ...}, wake cursor}
+-- The cursor is '' when max_trials were claimed, else where wait_for_work
+-- starts waiting.
+local function claim_batch(keys, a)
+  local P, worker = a[1], a[2]
+  local claimed, specs = claim_many(P, worker, tonumber(a[3]), tonumber(a[4]), tonumber(a[5]),
+                                    tonumber(a[6]), tonumber(a[7] or '64'))
+  local trials = {}
+  for i, t in ipairs(claimed) do trials[i] = flat(t) end
+  local spec_list = {}
+  for sid, spec in pairs(specs) do
+    table.insert(spec_list, sid)
+    table.insert(spec_list, spec)
+  end
+  local cursor = ''
+  if #claimed < tonumber(a[4]) then cursor = wake_cursor(P) end
+  return {trials, spec_list, cursor}
+end
+
+-- claim P worker free_slots lease_ms scan_max [sweeps_max] -> nil | trial hash (flat)
+--   followed by 'sweep_spec', the sweep's spec as submitted (one trial; kept
+--   for callers of earlier versions)
+local function claim(keys, a)
+  local claimed, specs = claim_many(a[1], a[2], tonumber(a[3]), 1, tonumber(a[4]), tonumber(a[5]),
+                                    tonumber(a[6] or '64'))
+  if #claimed == 0 then return false end
+  local out = flat(claimed[1])
+  table.insert(out, 'sweep_spec')
+  table.insert(out, specs[claimed[1].sweep])
+  return out
+end
+
+
+-- Renews one lease -> the trial's control, or a refusal.
+local function renew(P, tid, attempt, worker, lease_ms, now)
+  local tkey = P .. 'trial:' .. tid
+  local ts = redis.call('HMGET', tkey, 'state', 'attempt', 'worker', 'control', 'lease_ms')
+  if not ts[1] then return nil, refuse('NOT_FOUND', 'trial ' .. tid) end
+  if ts[1] ~= 'running' or ts[2] ~= attempt or ts[3] ~= worker then
+    return nil, refuse('LEASE_LOST', 'trial ' .. tid .. ' is ' .. ts[1] .. ' at attempt ' ..
+                       tostring(ts[2]) .. ' by ' .. tostring(ts[3]) .. '; caller has attempt ' ..
+                       attempt .. ' by ' .. worker)
+  end
+  local deadline = int(now + tonumber(lease_ms))
+  redis.call('ZADD', P .. 'leases', deadline, tid)
+  if ts[5] ~= lease_ms then
+    redis.call('HSET', tkey, 'lease_deadline', deadline, 'lease_ms', lease_ms)
+  else
+    redis.call('HSET', tkey, 'lease_deadline', deadline)
+  end
+  return ts[4]
 end
 
 -- heartbeat P tid attempt worker lease_ms -> control
 local function heartbeat(keys, a)
-  local P = a[1]
-  local t, err = fenced(P, a[2], a[3], a[4])
-  if not t then return err end
-  lease_set(P, t, now_ms() + tonumber(a[5]))
-  if t.lease_ms ~= a[5] then redis.call('HSET', P .. 'trial:' .. t.id, 'lease_ms', a[5]) end
-  return t.control
+  local control, err = renew(a[1], a[2], a[3], a[4], a[5], now_ms())
+  return control or err
 end
+
+-- heartbeat_batch P worker lease_ms n {tid attempt}*n -> {control or refusal text, ...}
+-- Every lease a worker holds, renewed in one call; each is fenced on its own.
+local function heartbeat_batch(keys, a)
+  local P, worker, lease_ms, n = a[1], a[2], a[3], tonumber(a[4])
+  local now = now_ms()
+  local out = {}
+  for i = 1, n do
+    local control, err = renew(P, a[3 + 2 * i], a[4 + 2 * i], worker, lease_ms, now)
+    out[i] = control or err.err
+  end
+  return out
+end
+
 
 -- report P tid attempt worker max_reports n step1 metrics1 ... stepn metricsn -> control
 -- A batch of reports in one call and one event (the latest report, with the
@@ -393,31 +594,70 @@ local function report(keys, a)
   return t.control
 end
 
--- complete P tid attempt worker outcome value metrics_json error retryable(0|1) -> new state
-local function complete(keys, a)
-  local P = a[1]
-  local outcome = a[5]
-  if outcome ~= 'completed' and outcome ~= 'failed' and outcome ~= 'pruned' and
-     outcome ~= 'cancelled' then
-    return refuse('INVALID', 'outcome ' .. outcome)
-  end
-  local t, err = fenced(P, a[2], a[3], a[4])
-  if not t then return err end
-  local now = now_ms()
-  lease_drop(P, t)
-  attempt_end(P, t, now, outcome, a[8])
-  if outcome == 'failed' and a[9] == '1' and failures_after(t) < tonumber(t.max_attempts) then
+-- Keeps bytes under a name for an owner: 'artifact' (a trial's) or
+-- 'sweep_artifact' (a sweep's own), with the owner's name set (for delete_sweep).
+local function keep_named(P, kind, owner, name, bytes)
+  redis.call('SET', P .. kind .. ':' .. owner .. ':' .. name, bytes)
+  redis.call('SADD', P .. kind .. 's:' .. owner, name)
+end
+
+local function valid_outcome(o)
+  return o == 'completed' or o == 'failed' or o == 'pruned' or o == 'cancelled'
+end
+
+-- Ends the current attempt of `tid` with a result -> the trial's new state, or
+-- a refusal. `log` (may be '') is kept as the attempt's log artifact; `delta`
+-- and `bests` defer a batch's counters and best trials to its end.
+local function complete_one(P, tid, attempt, worker, outcome, value, metrics, err, retryable, log,
+                            now, delta, bests)
+  if not valid_outcome(outcome) then return nil, refuse('INVALID', 'outcome ' .. outcome) end
+  local t, refusal = fenced(P, tid, attempt, worker)
+  if not t then return nil, refusal end
+  if log ~= '' then keep_named(P, 'artifact', t.id, 'log.txt', log) end
+  redis.call('ZREM', P .. 'leases', t.id)
+  attempt_end(P, t, now, outcome, err)
+  if outcome == 'failed' and retryable == '1' and failures_after(t) < tonumber(t.max_attempts) then
     local verdict = stop_verdict(P, t)  -- cancelled or pruned meanwhile: no retry
     if not verdict then
-      requeue(P, t, a[8])
+      redis.call('HSET', P .. 'trial:' .. t.id, 'lease_deadline', '0')
+      requeue(P, t, err)
       return 'queued'
     end
-    finish(P, t, now, verdict, nil, a[7], a[8])
+    finish(P, t, now, verdict, nil, metrics, err, delta, bests)
     return verdict
   end
-  finish(P, t, now, outcome, a[6], a[7], a[8])
+  finish(P, t, now, outcome, value, metrics, err, delta, bests)
   return outcome
 end
+
+-- complete P tid attempt worker outcome value metrics_json error retryable(0|1) -> new state
+local function complete(keys, a)
+  local state, err = complete_one(a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], '',
+                                  now_ms())
+  return state or err
+end
+
+-- complete_batch P worker n {tid attempt outcome value metrics error retryable log}*n
+--   -> {new state or refusal text, ...}
+-- Results of several attempts in one call, each fenced on its own (a stale
+-- one is refused, the others are kept); `log` non-empty is stored as the
+-- attempt's log.txt in the same step.
+local function complete_batch(keys, a)
+  local P, worker, n = a[1], a[2], tonumber(a[3])
+  local now = now_ms()
+  local delta, bests = {}, {}
+  local out = {}
+  for i = 1, n do
+    local at = 3 + 8 * (i - 1)
+    local state, err = complete_one(P, a[at + 1], a[at + 2], worker, a[at + 3], a[at + 4],
+                                    a[at + 5], a[at + 6], a[at + 7], a[at + 8], now, delta, bests)
+    out[i] = state or err.err
+  end
+  apply_counts(P, delta)
+  write_bests(P, bests)
+  return out
+end
+
 
 -- After an outage (see the top): every running trial gets one lease from now.
 local function extend_leases_after_outage(P, now, gap, allowance)
@@ -498,12 +738,6 @@ local function release(keys, a)
   return 'queued'
 end
 
--- Keeps bytes under a name for an owner: 'artifact' (a trial's) or
--- 'sweep_artifact' (a sweep's own), with the owner's name set (for delete_sweep).
-local function keep_named(P, kind, owner, name, bytes)
-  redis.call('SET', P .. kind .. ':' .. owner .. ':' .. name, bytes)
-  redis.call('SADD', P .. kind .. 's:' .. owner, name)
-end
 
 -- put_artifact P tid attempt worker name bytes -> 1
 -- Fenced like complete: only the attempt that holds the lease writes bytes, so
@@ -744,23 +978,44 @@ local function list_workers(keys, a)
   return out
 end
 
-redis.register_function('hpo_create_sweep', create_sweep)
-redis.register_function('hpo_create_trial', create_trial)
-redis.register_function('hpo_claim', claim)
-redis.register_function('hpo_heartbeat', heartbeat)
-redis.register_function('hpo_report', report)
-redis.register_function('hpo_complete', complete)
-redis.register_function('hpo_reap', reap)
-redis.register_function('hpo_release', release)
-redis.register_function('hpo_put_artifact', put_artifact)
-redis.register_function('hpo_put_record', put_record)
-redis.register_function('hpo_put_sweep_record', put_sweep_record)
-redis.register_function('hpo_worker_leases', worker_leases)
-redis.register_function('hpo_delete_sweep', delete_sweep)
-redis.register_function('hpo_cancel_sweep', cancel_sweep)
-redis.register_function('hpo_finish_sweep', finish_sweep)
-redis.register_function('hpo_set_stage', set_stage)
-redis.register_function('hpo_set_control', set_control)
-redis.register_function('hpo_put_worker', put_worker)
-redis.register_function('hpo_set_unschedulable', set_unschedulable)
-redis.register_function('hpo_list_workers', list_workers)
+-- Every function is registered through `waking`: a call that made trials
+-- claimable (wake_pending) adds one entry to the wake stream, however many it
+-- queued.
+local function waking(fn)
+  return function(keys, a)
+    wake_pending = false
+    local out = fn(keys, a)
+    if wake_pending then
+      wake_pending = false
+      redis.call('XADD', a[1] .. 'wake', 'MAXLEN', '~', '100', '*', 'q', '1')
+    end
+    return out
+  end
+end
+
+local function register(name, fn) redis.register_function('hpo_' .. name, waking(fn)) end
+
+register('create_sweep', create_sweep)
+register('create_trial', create_trial)
+register('create_trials', create_trials)
+register('claim', claim)
+register('claim_batch', claim_batch)
+register('heartbeat', heartbeat)
+register('heartbeat_batch', heartbeat_batch)
+register('report', report)
+register('complete', complete)
+register('complete_batch', complete_batch)
+register('reap', reap)
+register('release', release)
+register('put_artifact', put_artifact)
+register('put_record', put_record)
+register('put_sweep_record', put_sweep_record)
+register('worker_leases', worker_leases)
+register('delete_sweep', delete_sweep)
+register('cancel_sweep', cancel_sweep)
+register('finish_sweep', finish_sweep)
+register('set_stage', set_stage)
+register('set_control', set_control)
+register('put_worker', put_worker)
+register('set_unschedulable', set_unschedulable)
+register('list_workers', list_workers)

@@ -284,13 +284,63 @@ Status RedisStore::set_stage(const std::string& sweep_id, SweepStage from, Sweep
   return expect_ok(fcall("set_stage", {sweep_id, to_string(from), to_string(to)}));
 }
 
-Result<Trial> RedisStore::create_trial(const NewTrial& t) {
-  auto r = fcall("create_trial",
-                 {t.sweep_id, to_string(t.role), std::to_string(t.number), std::to_string(t.limit),
-                  params_to_json(t.params), std::to_string(std::max(1, t.max_attempts)),
-                  std::to_string(std::max(1, t.slots)), t.extra});
+Result<std::vector<Trial>> RedisStore::create_trials(const std::vector<NewTrial>& trials) {
+  if (trials.empty()) return std::vector<Trial>{};
+  const NewTrial& first = trials.front();
+  for (const auto& t : trials)
+    if (t.sweep_id != first.sweep_id || t.role != first.role)
+      return Error::invalid("trials", "a batch of new trials is of one sweep and role");
+  std::vector<std::string> args{first.sweep_id, to_string(first.role), std::to_string(first.number),
+                                std::to_string(first.limit), std::to_string(trials.size())};
+  args.reserve(args.size() + 4 * trials.size());
+  for (const auto& t : trials) {
+    args.push_back(params_to_json(t.params));
+    args.push_back(std::to_string(std::max(1, t.max_attempts)));
+    args.push_back(std::to_string(std::max(1, t.slots)));
+    args.push_back(t.extra);
+  }
+  auto r = fcall("create_trials", std::move(args));
   if (!r) return r.error();
-  return trial_from_hash(to_hash(*r));
+  const auto& e = r->elements;
+  if (e.size() != trials.size() + 1)
+    return Error::internal("create_trials: unexpected reply of " + std::to_string(e.size()));
+  const std::int64_t created_ms = to_i64(e[0].str);
+  std::vector<Trial> out;
+  out.reserve(trials.size());
+  for (std::size_t i = 0; i < trials.size(); ++i) {
+    const NewTrial& nt = trials[i];
+    Trial t;
+    t.id = e[i + 1].str;
+    t.sweep_id = nt.sweep_id;
+    t.number = first.number + static_cast<std::int64_t>(i);
+    t.role = nt.role;
+    t.params = nt.params;
+    t.max_attempts = std::max(1, nt.max_attempts);
+    t.slots = std::max(1, nt.slots);
+    t.created_ms = created_ms;
+    t.extra = nt.extra;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Result<std::vector<Trial>> RedisStore::get_trials(const std::vector<std::string>& trial_ids) {
+  std::vector<Trial> out;
+  if (trial_ids.empty()) return out;
+  std::vector<std::vector<std::string>> cmds;
+  cmds.reserve(trial_ids.size());
+  for (const auto& id : trial_ids) cmds.push_back({"HGETALL", key("trial:" + id)});
+  auto r = client_.pipeline(cmds);
+  if (!r) return r.error();
+  out.reserve(trial_ids.size());
+  for (const auto& reply : *r) {
+    if (reply.is_error()) return refusal(reply.str);
+    if (reply.elements.empty()) continue;  // no such trial (deleted)
+    auto t = trial_from_hash(to_hash(reply));
+    if (!t) return t.error();
+    out.push_back(std::move(*t));
+  }
+  return out;
 }
 
 Result<Trial> RedisStore::get_trial(const std::string& trial_id) {
@@ -450,6 +500,20 @@ Result<std::vector<Event>> RedisStore::read_events(const std::string& after_id, 
   return out;
 }
 
+Result<EventBounds> RedisStore::event_bounds() {
+  auto r = client_.pipeline({{"XRANGE", key("events"), "-", "+", "COUNT", "1"},
+                             {"XREVRANGE", key("events"), "+", "-", "COUNT", "1"}});
+  if (!r) return r.error();
+  EventBounds b;
+  for (int i = 0; i < 2; ++i) {
+    const Reply& e = (*r)[static_cast<std::size_t>(i)];
+    if (e.is_error()) return refusal(e.str);
+    if (!e.elements.empty() && !e.elements[0].elements.empty())
+      (i == 0 ? b.first : b.last) = e.elements[0].elements[0].str;
+  }
+  return b;
+}
+
 Status RedisStore::put_record(const std::string& trial_id, const std::string& name,
                               const std::string& bytes) {
   if (auto st = check_artifact_size(trial_id, name, bytes); !st) return st;
@@ -498,25 +562,71 @@ Result<std::optional<std::string>> RedisStore::get_sweep_artifact(const std::str
   return get_artifact(first_member.str, name);
 }
 
-Result<std::optional<Claim>> RedisStore::claim(const std::string& worker, int free_slots,
-                                               std::int64_t lease_ms) {
-  auto r = fcall("claim", {worker, std::to_string(free_slots), std::to_string(lease_ms),
-                           std::to_string(config_.claim_scan)});
-  if (!r) return r.error();
-  if (r->is_nil() || r->elements.empty()) return std::optional<Claim>{};
-  Hash h = to_hash(*r);
-  auto t = trial_from_hash(h);
-  if (!t) return t.error();
-  return std::optional<Claim>{
-      Claim{std::move(*t), to_i64(get(h, "lease_deadline")), get(h, "sweep_spec")}};
+// A batch's per-item answer: a refusal's text starts with its code, anything
+// else is the success value.
+static Result<std::string> item_result(const Reply& r) {
+  if (r.is_error()) return refusal(r.str);
+  const std::string code = r.str.substr(0, r.str.find(' '));
+  if (code == "NOT_FOUND" || code == "CONFLICT" || code == "LEASE_LOST" || code == "INVALID")
+    return refusal(r.str);
+  return r.str;
 }
 
-Result<Control> RedisStore::heartbeat(const std::string& trial_id, int attempt,
-                                      const std::string& worker, std::int64_t lease_ms) {
-  auto r =
-      fcall("heartbeat", {trial_id, std::to_string(attempt), worker, std::to_string(lease_ms)});
+Result<Claims> RedisStore::claim_batch(const std::string& worker, int free_slots, int max_trials,
+                                       std::int64_t lease_ms) {
+  auto r = fcall("claim_batch", {worker, std::to_string(free_slots), std::to_string(max_trials),
+                                 std::to_string(lease_ms), std::to_string(config_.claim_scan)});
   if (!r) return r.error();
-  return parse_control(r->str).value_or(Control::kNone);
+  if (r->elements.size() < 3) return Error::internal("claim_batch: unexpected reply");
+  std::map<std::string, std::string> specs;
+  const auto& spec_list = r->elements[1].elements;
+  for (std::size_t i = 0; i + 1 < spec_list.size(); i += 2)
+    specs[spec_list[i].str] = spec_list[i + 1].str;
+  Claims out;
+  out.wake_cursor = r->elements[2].str;
+  for (const auto& flat : r->elements[0].elements) {
+    Hash h = to_hash(flat);
+    auto t = trial_from_hash(h);
+    if (!t) return t.error();
+    std::string spec = specs.count(t->sweep_id) ? specs[t->sweep_id] : std::string();
+    out.claims.push_back(Claim{std::move(*t), to_i64(get(h, "lease_deadline")), std::move(spec)});
+  }
+  return out;
+}
+
+Result<bool> RedisStore::wait_for_work(const std::string& cursor, int block_ms) {
+  const int block = std::max(1, block_ms);
+  auto r = client_.command({"XREAD", "COUNT", "1", "BLOCK", std::to_string(block), "STREAMS",
+                            key("wake"), cursor.empty() ? "$" : cursor},
+                           config_.command_timeout + std::chrono::milliseconds(block));
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  return !r->is_nil();
+}
+
+Result<std::vector<Result<Control>>> RedisStore::heartbeat_batch(
+    const std::string& worker, const std::vector<HeldLease>& leases, std::int64_t lease_ms) {
+  std::vector<Result<Control>> out;
+  if (leases.empty()) return out;
+  std::vector<std::string> args{worker, std::to_string(lease_ms), std::to_string(leases.size())};
+  args.reserve(args.size() + 2 * leases.size());
+  for (const auto& l : leases) {
+    args.push_back(l.trial_id);
+    args.push_back(std::to_string(l.attempt));
+  }
+  auto r = fcall("heartbeat_batch", std::move(args));
+  if (!r) return r.error();
+  if (r->elements.size() != leases.size())
+    return Error::internal("heartbeat_batch: unexpected reply");
+  out.reserve(leases.size());
+  for (const auto& e : r->elements) {
+    auto text = item_result(e);
+    if (!text)
+      out.emplace_back(text.error());
+    else
+      out.emplace_back(parse_control(*text).value_or(Control::kNone));
+  }
+  return out;
 }
 
 Result<Control> RedisStore::report_batch(const std::string& trial_id, int attempt,
@@ -536,20 +646,47 @@ Result<Control> RedisStore::report_batch(const std::string& trial_id, int attemp
   return parse_control(r->str).value_or(Control::kNone);
 }
 
-Status RedisStore::complete(const std::string& trial_id, int attempt, const std::string& worker,
-                            const TrialResult& result) {
-  std::string value;
-  if (result.value && std::isfinite(*result.value)) value = format_double(*result.value);
-  auto r = fcall("complete",
-                 {trial_id, std::to_string(attempt), worker, to_string(result.outcome), value,
-                  metrics_to_json(result.metrics), result.error, result.retryable ? "1" : "0"});
-  if (!r && r.error().code == ErrorCode::kLeaseLost)
-    log_warn("stale result refused", {{"trial", trial_id},
-                                      {"attempt", std::to_string(attempt)},
-                                      {"worker", worker},
-                                      {"outcome", to_string(result.outcome)},
-                                      {"reason", r.error().message}});
-  return expect_ok(r);
+Result<std::vector<Status>> RedisStore::complete_batch(const std::string& worker,
+                                                       const std::vector<Completion>& done) {
+  std::vector<Status> out;
+  if (done.empty()) return out;
+  std::vector<std::string> args{worker, std::to_string(done.size())};
+  args.reserve(args.size() + 8 * done.size());
+  for (const auto& c : done) {
+    const TrialResult& result = c.result;
+    std::string value;
+    if (result.value && std::isfinite(*result.value)) value = format_double(*result.value);
+    args.push_back(c.trial_id);
+    args.push_back(std::to_string(c.attempt));
+    args.push_back(to_string(result.outcome));
+    args.push_back(std::move(value));
+    args.push_back(metrics_to_json(result.metrics));
+    args.push_back(result.error);
+    args.push_back(result.retryable ? "1" : "0");
+    // A log over the artifact limit is kept in part (its end: the newest lines).
+    const auto max =
+        static_cast<std::size_t>(std::max<std::int64_t>(0, config_.max_artifact_bytes));
+    args.push_back(c.log.size() > max ? c.log.substr(c.log.size() - max) : c.log);
+  }
+  auto r = fcall("complete_batch", std::move(args));
+  if (!r) return r.error();
+  if (r->elements.size() != done.size()) return Error::internal("complete_batch: unexpected reply");
+  out.reserve(done.size());
+  for (std::size_t i = 0; i < done.size(); ++i) {
+    auto text = item_result(r->elements[i]);
+    if (text) {
+      out.emplace_back();
+      continue;
+    }
+    if (text.error().code == ErrorCode::kLeaseLost)
+      log_warn("stale result refused", {{"trial", done[i].trial_id},
+                                        {"attempt", std::to_string(done[i].attempt)},
+                                        {"worker", worker},
+                                        {"outcome", to_string(done[i].result.outcome)},
+                                        {"reason", text.error().message}});
+    out.emplace_back(text.error());
+  }
+  return out;
 }
 
 Status RedisStore::release(const std::string& trial_id, int attempt, const std::string& worker,

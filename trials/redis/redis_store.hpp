@@ -55,8 +55,9 @@ class RedisStore final : public AllRoles {
   Status delete_sweep(const std::string& sweep_id) override;
 
   // TrialStore
-  Result<Trial> create_trial(const NewTrial& trial) override;
+  Result<std::vector<Trial>> create_trials(const std::vector<NewTrial>& trials) override;
   Result<Trial> get_trial(const std::string& trial_id) override;
+  Result<std::vector<Trial>> get_trials(const std::vector<std::string>& trial_ids) override;
   Result<TrialPage> list_trials(const std::string& sweep_id, TrialRole role, std::int64_t offset,
                                 std::int64_t limit) override;
   Result<ReportPage> get_reports(const std::string& trial_id, std::int64_t offset,
@@ -71,6 +72,7 @@ class RedisStore final : public AllRoles {
   // EventLog
   Result<std::vector<Event>> read_events(const std::string& after_id, int max_count,
                                          int block_ms) override;
+  Result<EventBounds> event_bounds() override;
 
   // ArtifactStore
   Status put_record(const std::string& trial_id, const std::string& name,
@@ -83,15 +85,17 @@ class RedisStore final : public AllRoles {
                                                         const std::string& name) override;
 
   // TrialQueue
-  Result<std::optional<Claim>> claim(const std::string& worker, int free_slots,
-                                     std::int64_t lease_ms) override;
-  Result<Control> heartbeat(const std::string& trial_id, int attempt, const std::string& worker,
-                            std::int64_t lease_ms) override;
+  Result<Claims> claim_batch(const std::string& worker, int free_slots, int max_trials,
+                             std::int64_t lease_ms) override;
+  Result<bool> wait_for_work(const std::string& cursor, int block_ms) override;
+  Result<std::vector<Result<Control>>> heartbeat_batch(const std::string& worker,
+                                                       const std::vector<HeldLease>& leases,
+                                                       std::int64_t lease_ms) override;
   Result<Control> report_batch(const std::string& trial_id, int attempt, const std::string& worker,
                                const std::vector<StepReport>& reports) override;
   using TrialQueue::report;
-  Status complete(const std::string& trial_id, int attempt, const std::string& worker,
-                  const TrialResult& result) override;
+  Result<std::vector<Status>> complete_batch(const std::string& worker,
+                                             const std::vector<Completion>& done) override;
   Status release(const std::string& trial_id, int attempt, const std::string& worker,
                  const std::string& reason) override;
   Status put_artifact(const std::string& trial_id, int attempt, const std::string& worker,

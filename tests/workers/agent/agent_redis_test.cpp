@@ -36,25 +36,31 @@ class SwallowingConnection final : public trials::Store, public trials::TrialQue
   trials::EventLog& events() override { return *impl_; }
   trials::ArtifactStore& artifacts() override { return *impl_; }
 
-  Result<std::optional<trials::Claim>> claim(const std::string& w, int free,
-                                             std::int64_t lease_ms) override {
-    auto c = impl_->claim(w, free, lease_ms);
+  Result<trials::Claims> claim_batch(const std::string& w, int free, int max_trials,
+                                     std::int64_t lease_ms) override {
+    auto c = impl_->claim_batch(w, free, max_trials, lease_ms);
     // As a store whose functions an older hpo reloaded would answer.
-    if (c.ok() && c->has_value() && strip_spec_.load()) (*c)->spec_json.clear();
+    if (c.ok() && strip_spec_.load())
+      for (auto& claim : c->claims) claim.spec_json.clear();
     return c;
   }
-  Result<trials::Control> heartbeat(const std::string& id, int attempt, const std::string& w,
-                                    std::int64_t lease_ms) override {
-    if (swallow_.load()) return trials::Control::kNone;
-    return impl_->heartbeat(id, attempt, w, lease_ms);
+  Result<bool> wait_for_work(const std::string& cursor, int block_ms) override {
+    return impl_->wait_for_work(cursor, block_ms);
+  }
+  Result<std::vector<Result<trials::Control>>> heartbeat_batch(
+      const std::string& w, const std::vector<trials::HeldLease>& leases,
+      std::int64_t lease_ms) override {
+    if (swallow_.load())
+      return std::vector<Result<trials::Control>>(leases.size(), trials::Control::kNone);
+    return impl_->heartbeat_batch(w, leases, lease_ms);
   }
   Result<trials::Control> report_batch(const std::string& id, int attempt, const std::string& w,
                                        const std::vector<trials::StepReport>& r) override {
     return impl_->report_batch(id, attempt, w, r);
   }
-  Status complete(const std::string& id, int attempt, const std::string& w,
-                  const trials::TrialResult& r) override {
-    return impl_->complete(id, attempt, w, r);
+  Result<std::vector<Status>> complete_batch(const std::string& w,
+                                             const std::vector<trials::Completion>& done) override {
+    return impl_->complete_batch(w, done);
   }
   Status release(const std::string& id, int attempt, const std::string& w,
                  const std::string& reason) override {
