@@ -103,8 +103,15 @@ class ControllerLoop::Runner {
                  {{"sweep", controller_->sweep_id()}, {"error", alive.error().message}});
         controller_->mark_resync();
         if (alive.error().code == ErrorCode::kUnavailable) store.reset();
+        // Step again after a back-off even if no event comes: the sweep's
+        // last event may be the one whose step failed.
+        std::unique_lock lock(mu_);
+        woken_ = true;
+        cv_.wait_for(lock, backoff.next(), [this] { return stopping_; });
       } else if (!*alive) {
         break;  // the sweep has ended
+      } else {
+        backoff.reset();
       }
     }
     std::lock_guard lock(mu_);
@@ -162,6 +169,17 @@ void ControllerLoop::run() {
       backoff.reset();
       next_rescan_ = {};
     }
+    if (last_event_ == "$") {
+      // Where reading starts, fixed before any sweep is loaded, so that
+      // nothing that happens after a runner's first read is missed.
+      auto b = store->events().event_bounds();
+      if (!b) {
+        store.reset();
+        stop_.wait_for(options_.event_wait);
+        continue;
+      }
+      last_event_ = b->last;
+    }
     run_once(*store);
   }
 }
@@ -202,8 +220,21 @@ void ControllerLoop::rescan(trials::Store& store) {
     log_warn("controller loop: cannot list sweeps", {{"error", ids.error().message}});
     return;
   }
-  for (const auto& id : *ids)
-    if (auto* r = runner(store, id)) r->resync();
+  // Events trimmed before we read them (the stream is capped): the runners
+  // cannot know what they missed and reload their sweeps once.
+  bool missed = false;
+  if (auto b = store.events().event_bounds(); b && last_event_ != "$")
+    missed = trials::event_id_before(last_event_, b->first);
+  if (missed) log_warn("controller loop: events were trimmed before they were read; reloading");
+  for (const auto& id : *ids) {
+    auto known = runners_.find(id);
+    Runner* r = runner(store, id);  // a new one loads its sweep in its first step
+    if (!r || known == runners_.end()) continue;
+    if (missed)
+      r->resync();
+    else
+      r->notify("");  // a step, in case a wake-up was lost; no reload
+  }
 }
 
 void ControllerLoop::run_once(trials::Store& store) {
@@ -223,13 +254,17 @@ void ControllerLoop::run_once(trials::Store& store) {
   for (const auto& e : *events) {
     last_event_ = e.id;
     if (e.sweep_id.empty()) continue;
+    // A controller acts on results and reports (and on its sweep's own
+    // events); a trial being queued or started changes nothing it decides.
+    const bool trial_event = e.type.rfind("trial.", 0) == 0;
+    if (trial_event && e.type != "trial.finished" && e.type != "trial.reported") continue;
     Runner* r = e.type == "sweep.created" ? runner(store, e.sweep_id) : nullptr;
     if (!r) {
       auto it = runners_.find(e.sweep_id);
       if (it == runners_.end()) continue;
       r = it->second.get();
     }
-    r->notify(e.trial_id);
+    r->notify(trial_event ? e.trial_id : "");
   }
 }
 

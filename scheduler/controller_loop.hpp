@@ -2,12 +2,16 @@
 // sweep, each stepping on a thread of its own.
 //
 // The loop's thread sleeps on the store's event stream (XREAD BLOCK) and
-// hands each event to the runner of its sweep (the named trial is marked
-// dirty, the runner is woken). New sweeps are found through the
-// "sweep.created" event and through a periodic rescan of active_sweeps(),
-// which is also how a restarted scheduler picks every sweep up again. The
-// rescan forces a full resync, so a missed or trimmed event costs at most one
-// rescan period of delay, never correctness.
+// hands each event that matters to a controller (a trial's result or
+// reports, the sweep's own events) to the runner of its sweep: the named
+// trial is marked dirty and the runner is woken. New sweeps are found through
+// the "sweep.created" event and through a periodic rescan of active_sweeps(),
+// which is also how a restarted scheduler picks every sweep up again. A
+// runner loads its sweep once; after that each event costs it O(1) store
+// calls. The rescan wakes every runner (a lost wake-up costs one period) and
+// reloads them only when the capped stream dropped events before the loop
+// read them. Reading starts at the stream's end as it was before any sweep
+// was loaded, so nothing after a runner's first read is missed.
 //
 // Why a thread per sweep: a controller's step runs the sampler, which can be
 // slow (a GP over thousands of points) or, for a poison spec, take hours; on
@@ -34,7 +38,7 @@
 namespace hpo::scheduler {
 
 struct ControllerLoopOptions {
-  std::chrono::milliseconds rescan{5000};     // full resync of every sweep
+  std::chrono::milliseconds rescan{5000};     // new sweeps, lost wake-ups, trimmed events
   std::chrono::milliseconds event_wait{250};  // XREAD BLOCK per iteration
   // The process's spec cache (trials/spec_cache.hpp); one is made when null.
   std::shared_ptr<trials::SpecCache> specs;

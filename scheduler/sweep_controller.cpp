@@ -1,8 +1,10 @@
 // How a step works, and why it is safe to repeat:
 //
 //  1. refresh: the first step (and every resync) lists all trials of the
-//     sweep; later steps re-read only the trials the event stream named.
-//     Finished trials are immutable, so the cache never goes stale for them.
+//     sweep; later steps re-read only the trials the event stream named, in
+//     one call. Finished trials are immutable, so once folded into the
+//     history they are never read again, and the history grows in place:
+//     a step's cost follows what changed, not the size of the sweep.
 //  2. prune: for each running trial with new reports, the pruner compares its
 //     curve with every other trial's; a "prune" control flag is set in the
 //     store, the worker sees it on its next heartbeat or report and stops.
@@ -11,9 +13,11 @@
 //     only its new reports, not its whole history.
 //  3. end or fill: when max_trials trials have finished (or the sampler ran
 //     out and nothing is active) the search stage ends. Otherwise the sampler
-//     is asked for one trial per free concurrency slot; create_trial is a
-//     compare-and-set on the sweep's next number, so if anything else created
-//     that number first we get kConflict, resync and try again next step.
+//     is asked for one trial per free concurrency slot (each answer joins the
+//     pending ones before the next ask) and the new trials are created in one
+//     create_trials, a compare-and-set on the sweep's next number: if
+//     anything else created that number first we get kConflict, resync and
+//     try again next step.
 //
 // Values reach the sampler and the pruner in minimise sense (negated for
 // mode: max), which is the search library's convention.
@@ -87,47 +91,73 @@ Result<bool> SweepController::step(trials::Store& store) {
   return false;
 }
 
+bool SweepController::finished_already(std::int64_t number) const {
+  if (cancelled_.count(number)) return true;
+  auto it =
+      std::lower_bound(history_.begin(), history_.end(), number,
+                       [](const search::Observation& o, std::int64_t n) { return o.number < n; });
+  return it != history_.end() && it->number == number;
+}
+
+Status SweepController::absorb(trials::Store& store, Trial t) {
+  const std::int64_t number = t.number;
+  const bool active = active_.count(number) > 0;
+  if (!active && finished_already(number)) return {};  // immutable: seen for good
+  // A curve grows while the trial runs; a finished one's last reports are
+  // read before it joins the history.
+  if (pruner_ && t.state != TrialState::kQueued)
+    if (auto st = read_new_reports(store, number, t.id); !st) return st;
+  if (!trials::is_finished(t.state)) {
+    active_[number] = std::move(t);
+    return {};
+  }
+  std::vector<search::StepValue> curve;
+  if (auto c = curves_.find(number); c != curves_.end()) {
+    curve = std::move(c->second);
+    curves_.erase(c);
+  }
+  active_.erase(number);
+  reports_read_.erase(number);
+  grown_.erase(number);
+  if (t.state == TrialState::kCancelled) {
+    cancelled_.insert(number);
+    return {};
+  }
+  auto at =
+      std::lower_bound(history_.begin(), history_.end(), number,
+                       [](const search::Observation& o, std::int64_t n) { return o.number < n; });
+  history_.insert(at, observation(t, curve));
+  return {};
+}
+
 Status SweepController::refresh(trials::Store& store) {
-  auto note = [&](Trial t) {
-    bool had_curve = curves_.count(t.number) > 0;
-    auto& cached = trials_[t.number];
-    bool reports_may_change =
-        t.state == TrialState::kRunning || !had_curve || cached.state != t.state;
-    cached = std::move(t);
-    return reports_may_change;
-  };
   if (resync_) {
     auto page = store.trials().list_trials(sweep_id_, trials::TrialRole::kTrial, 0, trials::kAll);
     if (!page) return page.error();
-    trials_.clear();
+    active_.clear();
+    history_.clear();
+    cancelled_.clear();
     curves_.clear();
     reports_read_.clear();
     grown_.clear();
-    for (auto& t : page->trials) note(std::move(t));
-    resync_ = false;
     dirty_.clear();
-    if (pruner_) {
-      for (auto& [number, t] : trials_)
-        if (auto st = read_new_reports(store, number, t.id); !st) return st;
-    }
+    for (auto& t : page->trials)
+      if (auto st = absorb(store, std::move(t)); !st) return st;
+    resync_ = false;
     return {};
   }
-  std::set<std::string> dirty;
-  dirty.swap(dirty_);
-  for (const auto& id : dirty) {
-    auto t = store.trials().get_trial(id);
-    if (!t) {
-      if (t.error().code == ErrorCode::kNotFound) continue;
-      dirty_.insert(dirty.begin(), dirty.end());  // try again next step
-      return t.error();
+  if (dirty_.empty()) return {};
+  std::vector<std::string> ids(dirty_.begin(), dirty_.end());
+  auto got = store.trials().get_trials(ids);
+  if (!got) return got.error();  // dirty_ kept: read again next step
+  dirty_.clear();
+  for (auto& t : *got) {
+    if (t.role != trials::TrialRole::kTrial) continue;
+    std::string id = t.id;
+    if (auto st = absorb(store, std::move(t)); !st) {
+      dirty_.insert(id);
+      return st;
     }
-    if (t->role != trials::TrialRole::kTrial) continue;
-    std::int64_t number = t->number;
-    if (note(std::move(*t)) && pruner_)
-      if (auto st = read_new_reports(store, number, id); !st) {
-        dirty_.insert(id);
-        return st;
-      }
   }
   return {};
 }
@@ -154,7 +184,8 @@ Status SweepController::read_new_reports(trials::Store& store, std::int64_t numb
   return {};
 }
 
-search::Observation SweepController::observation(const Trial& t) const {
+search::Observation SweepController::observation(
+    const Trial& t, const std::vector<search::StepValue>& curve) const {
   search::Observation o;
   o.number = t.number;
   o.params = t.params;
@@ -173,7 +204,7 @@ search::Observation SweepController::observation(const Trial& t) const {
       o.outcome = search::TrialOutcome::kFailed;
       break;
   }
-  if (auto it = curves_.find(t.number); it != curves_.end()) o.curve = it->second;
+  o.curve = curve;
   if (t.value)
     o.value = to_min(*t.value);
   else if (t.state == TrialState::kPruned && !o.curve.empty())
@@ -185,39 +216,50 @@ Status SweepController::prune_running(trials::Store& store) {
   std::set<std::int64_t> grown;
   grown.swap(grown_);
   const bool any = std::any_of(grown.begin(), grown.end(), [&](std::int64_t n) {
-    auto t = trials_.find(n);
-    return t != trials_.end() && t->second.state == TrialState::kRunning;
+    auto t = active_.find(n);
+    return t != active_.end() && t->second.state == TrialState::kRunning;
   });
   if (!any) return {};
-  std::vector<search::Observation> all;
-  all.reserve(trials_.size());
-  for (const auto& [number, t] : trials_)
-    if (t.state != TrialState::kQueued) all.push_back(observation(t));
+  // What the pruner compares with: the history (finished trials) and the
+  // running trials' curves so far. The running ones are appended to the
+  // history for the call and taken off again, so the history (which may
+  // hold 100,000 trials) is never copied.
+  const std::size_t n_finished = history_.size();
+  for (const auto& [number, t] : active_)
+    if (t.state != TrialState::kQueued) {
+      auto c = curves_.find(number);
+      history_.push_back(
+          observation(t, c == curves_.end() ? std::vector<search::StepValue>{} : c->second));
+    }
+  struct Restore {
+    std::vector<search::Observation>& h;
+    std::size_t n;
+    ~Restore() { h.resize(n); }
+  } restore{history_, n_finished};
   for (std::int64_t number : grown) {
-    auto found = trials_.find(number);
-    if (found == trials_.end()) continue;
+    auto found = active_.find(number);
+    if (found == active_.end()) continue;
     const Trial& t = found->second;
     if (t.state != TrialState::kRunning || t.control != trials::Control::kNone) continue;
     auto it = curves_.find(number);
     if (it == curves_.end() || it->second.empty()) continue;
-    // The others: every observation but this trial's, moved to the end
-    // rather than copied (curves may be long).
-    auto self = std::find_if(all.begin(), all.end(),
-                             [&](const search::Observation& o) { return o.number == number; });
-    std::size_t n_others = all.size();
-    if (self != all.end()) {
-      std::iter_swap(self, all.end() - 1);
+    // The others: every observation but this trial's, moved to the end.
+    auto self =
+        std::find_if(history_.begin() + static_cast<std::ptrdiff_t>(n_finished), history_.end(),
+                     [&](const search::Observation& o) { return o.number == number; });
+    std::size_t n_others = history_.size();
+    if (self != history_.end()) {
+      std::iter_swap(self, history_.end() - 1);
       --n_others;
     }
-    const bool prune = pruner_->should_prune(it->second, std::span(all.data(), n_others));
-    if (self != all.end()) std::iter_swap(self, all.end() - 1);
+    const bool prune = pruner_->should_prune(it->second, std::span(history_.data(), n_others));
     if (!prune) continue;
     auto st = store.trials().set_control(t.id, trials::Control::kPrune);
     if (!st && st.error().code != ErrorCode::kConflict) {
       grown_.insert(grown.begin(), grown.end());  // asked again next step
       return st;
     }
-    trials_[number].control = trials::Control::kPrune;
+    found->second.control = trials::Control::kPrune;
     log_info(
         "trial pruned",
         {{"sweep", sweep_id_}, {"trial", t.id}, {"step", std::to_string(it->second.back().step)}});
@@ -226,24 +268,23 @@ Status SweepController::prune_running(trials::Store& store) {
 }
 
 Result<int> SweepController::fill_queue(trials::Store& store, const trials::Sweep& sweep) {
-  int created_count = 0;
+  // At most this many trials per create_trials call (a step tops up the
+  // rest next time).
+  constexpr std::size_t kMaxBatch = 256;
   std::int64_t active = sweep.counts.active();
   std::int64_t next = sweep.next_number;
-  while (active < spec_.search.max_concurrent && next < spec_.search.max_trials && !exhausted_) {
-    std::vector<search::Observation> history;
-    std::vector<search::Params> pending;
-    for (const auto& [number, t] : trials_) {
-      if (trials::is_finished(t.state)) {
-        if (t.state != TrialState::kCancelled) history.push_back(observation(t));
-      } else {
-        pending.push_back(t.params);
-      }
-    }
-    auto params = sampler_->ask(history, pending, next);
+  std::vector<search::Params> pending;
+  pending.reserve(active_.size());
+  for (const auto& [number, t] : active_) pending.push_back(t.params);
+  std::vector<trials::NewTrial> batch;
+  while (active < spec_.search.max_concurrent && next < spec_.search.max_trials && !exhausted_ &&
+         batch.size() < kMaxBatch) {
+    auto params = sampler_->ask(history_, pending, next);
     if (!params) {
       exhausted_ = true;
       break;
     }
+    pending.push_back(*params);
     trials::NewTrial nt;
     nt.sweep_id = sweep_id_;
     nt.role = trials::TrialRole::kTrial;
@@ -252,21 +293,27 @@ Result<int> SweepController::fill_queue(trials::Store& store, const trials::Swee
     nt.params = std::move(*params);
     nt.max_attempts = spec_.trial.max_attempts;
     nt.slots = spec_.trial.slots();
-    auto created = store.trials().create_trial(nt);
-    if (!created) {
-      if (created.error().code == ErrorCode::kConflict) {
-        resync_ = true;  // someone else moved the sweep on; look again next step
-        return created_count;
-      }
-      return created.error();
-    }
-    log_info("trial queued", {{"sweep", sweep_id_}, {"trial", created->id}});
-    trials_[next] = std::move(*created);
+    batch.push_back(std::move(nt));
     ++next;
     ++active;
-    ++created_count;
   }
-  return created_count;
+  if (batch.empty()) return 0;
+  auto created = store.trials().create_trials(batch);
+  if (!created) {
+    if (created.error().code == ErrorCode::kConflict) {
+      resync_ = true;  // someone else moved the sweep on; look again next step
+      return 0;
+    }
+    return created.error();
+  }
+  log_info("trials queued", {{"sweep", sweep_id_},
+                             {"first", created->front().id},
+                             {"count", std::to_string(created->size())}});
+  for (auto& t : *created) {
+    std::int64_t number = t.number;
+    active_[number] = std::move(t);
+  }
+  return static_cast<int>(created->size());
 }
 
 Result<bool> SweepController::end_search(trials::Store& store, const trials::Sweep& sweep) {

@@ -1,11 +1,11 @@
 // SweepController: drives one sweep's search stage.
 //
 // Called by the ControllerLoop whenever something may have changed for the
-// sweep (an event named it, or the periodic resync). Each step reads the
-// sweep's counters, folds the trials that changed into its cache, prunes
+// sweep (an event named it). Each step reads the sweep's counters, folds the
+// trials that changed into its cache (one read for all of them), prunes
 // hopeless running trials, then tops the queue up to max_concurrent by asking
-// the sampler. Trial creation is a compare-and-set on the sweep's next number
-// in the store, so a controller that restarts (or races a second scheduler)
+// the sampler and creating the new trials in one call. Trial creation is a compare-and-set on the
+// sweep's next number in the store, so a controller that restarts (or races a second scheduler)
 // never creates trial i twice nor more than max_trials trials.
 //
 // The controller holds no state the store does not have: a fresh controller
@@ -59,7 +59,11 @@ class SweepController {
   Status prune_running(trials::Store& store);
   Result<int> fill_queue(trials::Store& store, const trials::Sweep& sweep);
   Result<bool> end_search(trials::Store& store, const trials::Sweep& sweep);
-  search::Observation observation(const trials::Trial& t) const;
+  // Folds a trial as read from the store into active_/history_.
+  Status absorb(trials::Store& store, trials::Trial t);
+  bool finished_already(std::int64_t number) const;
+  search::Observation observation(const trials::Trial& t,
+                                  const std::vector<search::StepValue>& curve) const;
   // Reads the reports of trial `number` stored since the last read and merges
   // them into its curve (kept sorted by step); notes it in grown_ if any came.
   Status read_new_reports(trials::Store& store, std::int64_t number, const std::string& id);
@@ -71,8 +75,14 @@ class SweepController {
   std::unique_ptr<search::Pruner> pruner_;
   std::unique_ptr<Stage> ensemble_;
 
-  std::map<std::int64_t, trials::Trial> trials_;                   // by number, kind "trial"
-  std::map<std::int64_t, std::vector<search::StepValue>> curves_;  // by number
+  // The search's memory, kept incrementally so that a step costs what changed,
+  // not the sweep's size: trials not finished yet (at most max_concurrent, by
+  // number), and the finished ones as the sampler sees them (ascending
+  // number; cancelled ones are left out of the search and only counted).
+  std::map<std::int64_t, trials::Trial> active_;
+  std::vector<search::Observation> history_;
+  std::set<std::int64_t> cancelled_;
+  std::map<std::int64_t, std::vector<search::StepValue>> curves_;  // active trials', by number
   // Incremental curves: how many of each trial's stored reports are in its
   // curve, so a step reads only the new ones (a trial may hold 10,000), and
   // the trials whose curve grew since the last prune (the only ones the

@@ -4,9 +4,12 @@
 # S slots run a sweep of N `synthetic` `noop` trials (random sampler); then
 # Optuna's JournalRedisStorage with P processes runs the same N trials
 # (throughput_optuna.py: its own redis-server, appendfsync always). Prints
-# trials/s of both and their ratio, and for hpo: Redis commands per trial,
-# the scheduler's and the workers' CPU time per trial, and the p50/p99 of
-# claim-to-complete (a trial's started_ms to finished_ms, Redis time).
+# trials/s of both and their ratio, and for hpo: Redis commands per trial
+# (FCALLs and the commands run inside them), fsyncs per trial (Redis's
+# fdatasync calls, counted by `perf stat` on the syscall tracepoint when perf
+# may trace; else n/a), the scheduler's and the workers' CPU time per trial,
+# and the p50/p99 of claim-to-complete (a trial's started_ms to finished_ms,
+# Redis time).
 #
 #   tests/bench/throughput_bench.sh [build] [trials] [workers] [slots] [concurrent] [optuna-processes]
 #   defaults: build 5000 2 16 64 2
@@ -40,6 +43,13 @@ for _ in $(seq 300); do  # every worker registered before the clock starts
   ((n >= workers)) && break
   sleep 0.1
 done
+redis_pid=$(pgrep -P "$SERVICE_SCHEDULER" -x redis-server | head -1 || true)
+fsyncs_file=$SERVICE_HOME/fsyncs.txt
+if [[ -n $redis_pid ]] && command -v perf >/dev/null &&
+  perf stat -e syscalls:sys_enter_fdatasync -p "$redis_pid" -- true >/dev/null 2>&1; then
+  perf stat -x, -e syscalls:sys_enter_fdatasync -p "$redis_pid" -o "$fsyncs_file" &
+  perf_pid=$!
+fi
 cmds0=$(redis_commands)
 sched0=$(cpu_ticks "$SERVICE_SCHEDULER")
 work0=0
@@ -47,6 +57,12 @@ for w in "${SERVICE_WORKERS[@]}"; do work0=$((work0 + $(cpu_ticks "$w"))); done
 service_sweep "$trials" "$concurrent"
 service_wait
 cmds1=$(redis_commands)
+fsyncs=n/a
+if [[ -n ${perf_pid:-} ]]; then
+  kill -INT "$perf_pid"
+  wait "$perf_pid" || true
+  fsyncs=$(awk -F, '/fdatasync/ {print $1}' "$fsyncs_file")
+fi
 sched1=$(cpu_ticks "$SERVICE_SCHEDULER")
 work1=0
 for w in "${SERVICE_WORKERS[@]}"; do work1=$((work1 + $(cpu_ticks "$w"))); done
@@ -59,11 +75,13 @@ done | sort -n)
 pct() { awk -v p="$1" '{a[NR]=$1} END {i=int(NR*p/100); if (i<1) i=1; print a[i]}' <<<"$latencies"; }
 ticks=$(getconf CLK_TCK)
 python3 - "$trials" "$hpo_rate" "$cmds0" "$cmds1" "$sched0" "$sched1" "$work0" "$work1" "$ticks" \
-  "$(pct 50)" "$(pct 99)" <<'EOF'
+  "$(pct 50)" "$(pct 99)" "$fsyncs" <<'EOF'
 import sys
-n, rate, c0, c1, s0, s1, w0, w1, hz, p50, p99 = sys.argv[1:]
+n, rate, c0, c1, s0, s1, w0, w1, hz, p50, p99, fsyncs = sys.argv[1:]
 n = int(n)
+fs = f"{int(fsyncs) / n:.2f}" if fsyncs.isdigit() else "n/a"
 print(f"hpo:    {float(rate):8.1f} trials/s  {(int(c1) - int(c0)) / n:5.1f} Redis commands/trial  "
+      f"{fs} fsyncs/trial  "
       f"scheduler {1000 * (int(s1) - int(s0)) / int(hz) / n:.3f} ms CPU/trial  "
       f"workers {1000 * (int(w1) - int(w0)) / int(hz) / n:.3f} ms CPU/trial  "
       f"claim-to-complete p50 {p50} ms p99 {p99} ms")
