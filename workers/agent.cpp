@@ -1,15 +1,18 @@
-// The agent's threads and how they share state (all under mu_):
+// How the agent's threads share state (all under mu_; see agent.hpp for what
+// each thread does):
 //
-//  - slot_owner_[i] says which slot thread holds slot i (-1: free). Only a
-//    thread holding claim_mu_ may take slots, and it claims from the store with
-//    the free count it saw; meanwhile other threads can only free slots, so a
-//    claimed trial's k slots are always there to take. The claiming thread runs
-//    the trial on its own thread; the threads whose slots it borrowed wait on
-//    cv_ until they are released.
-//  - running_ holds every attempt in flight; the heartbeat thread walks a copy
-//    of it every lease/3. A Running's stop reason is an atomic that only ever
-//    goes from kNone to one reason (first writer wins), read by the executor
-//    through its Reporter between steps.
+//  - slot_owner_[i] says which slot thread holds slot i (-1: free). Only the
+//    claimer takes slots, and it claims from the store with the free count
+//    it saw; meanwhile other threads can only free slots, so a claimed
+//    trial's k slots are always there to take. It hands the trial to the
+//    inbox_ of the first of them; the threads whose slots it borrowed have
+//    nothing in theirs and wait.
+//  - running_ holds every attempt from its claim until the store answered
+//    its result (or it was released or dropped); the heartbeat thread renews
+//    the leases of a copy of it every lease/3. A Running's stop reason is an
+//    atomic that only ever goes from kNone to one reason (first writer wins),
+//    read by the executor through its Reporter between steps.
+//  - outbox_ holds results for the completer (its own condition variable).
 //  - Time for leases is the store's (Redis TIME); the steady clock here only
 //    paces heartbeats and the trial's own timeout.
 #include "workers/agent.hpp"
@@ -116,6 +119,7 @@ struct Agent::Running {
   trials::Trial trial;  // as claimed: id, sweep, attempt
   std::vector<int> slots;
   std::atomic<StopReason> stop{StopReason::kNone};
+  std::atomic<bool> delivering{false};             // its result is with the completer
   Clock::time_point last_lease_ok = Clock::now();  // heartbeat thread only
   // The attempt's reporter while its executor runs (the heartbeat flushes
   // held reports through it); guarded by reporter_mu.
@@ -250,7 +254,10 @@ Agent::Agent(AgentOptions options, ConnectionFactory connect, ExecutorRegistry e
   options_.slots = std::max(1, options_.slots);
   options_.threads_per_slot = std::max(1, options_.threads_per_slot);
   options_.lease_ms = std::max<std::int64_t>(options_.lease_ms, 30);
+  options_.max_batch = std::max(1, options_.max_batch);
   slot_owner_.assign(static_cast<std::size_t>(options_.slots), -1);
+  inbox_.resize(static_cast<std::size_t>(options_.slots));
+  slot_cv_ = std::make_unique<std::condition_variable[]>(static_cast<std::size_t>(options_.slots));
 }
 
 Agent::~Agent() {
@@ -262,6 +269,10 @@ Status Agent::start() {
   if (auto st = claim_work_root(); !st) return st;
   started_ = true;
   stopping_ = false;
+  {
+    std::lock_guard lk(mu_);
+    completer_stop_ = false;
+  }
   started_ms_ = wall_ms();
   log_info("worker started", {{"worker", options_.name},
                               {"host", options_.host},
@@ -269,7 +280,9 @@ Status Agent::start() {
                               {"gpus", std::to_string(options_.slot_gpus.size())},
                               {"threads_per_slot", std::to_string(options_.threads_per_slot)},
                               {"lease_ms", std::to_string(options_.lease_ms)}});
+  completer_ = std::thread([this] { complete_loop(); });
   threads_.emplace_back([this] { heartbeat_loop(); });
+  threads_.emplace_back([this] { claim_loop(); });
   for (int i = 0; i < options_.slots; ++i) threads_.emplace_back([this, i] { slot_loop(i); });
   return {};
 }
@@ -279,13 +292,22 @@ void Agent::request_stop() {
     std::lock_guard lk(mu_);
     stopping_ = true;
   }
+  notify_everyone();
+}
+
+void Agent::notify_everyone() {
   cv_.notify_all();
+  claim_cv_.notify_all();
+  for (int i = 0; i < options_.slots; ++i) slot_cv_[static_cast<std::size_t>(i)].notify_all();
 }
 
 void Agent::drain(const std::function<bool()>& until_stopped) {
   if (!started_.load()) return;
-  draining_ = true;
-  cv_.notify_all();
+  {
+    std::lock_guard lk(mu_);
+    draining_ = true;
+  }
+  notify_everyone();
   log_info("worker draining",
            {{"worker", options_.name}, {"grace_ms", std::to_string(options_.drain_grace.count())}});
   auto deadline = Clock::now() + options_.drain_grace;
@@ -307,6 +329,14 @@ void Agent::stop() {
   for (auto& t : threads_)
     if (t.joinable()) t.join();
   threads_.clear();
+  {
+    // Every result there will be is in the outbox: the completer sends them
+    // (a hard stop does not wait out an outage) and ends.
+    std::lock_guard lk(mu_);
+    completer_stop_ = true;
+  }
+  outbox_cv_.notify_all();
+  if (completer_.joinable()) completer_.join();
   started_ = false;
   draining_ = false;
   if (work_lock_fd_ >= 0) ::close(work_lock_fd_);
@@ -354,14 +384,12 @@ std::unique_ptr<trials::Store> Agent::connect_until_stopped(const char* role) {
   return nullptr;
 }
 
-bool Agent::reserve(int mine, int k, std::vector<int>& out) {
+bool Agent::reserve(int k, std::vector<int>& out) {
   out.clear();
-  if (slot_owner_[static_cast<std::size_t>(mine)] >= 0) return false;
-  out.push_back(mine);
   for (int i = 0; i < options_.slots && static_cast<int>(out.size()) < k; ++i)
-    if (i != mine && slot_owner_[static_cast<std::size_t>(i)] < 0) out.push_back(i);
+    if (slot_owner_[static_cast<std::size_t>(i)] < 0) out.push_back(i);
   if (static_cast<int>(out.size()) < k) return false;
-  for (int s : out) slot_owner_[static_cast<std::size_t>(s)] = mine;
+  for (int s : out) slot_owner_[static_cast<std::size_t>(s)] = out.front();
   return true;
 }
 
@@ -370,58 +398,111 @@ void Agent::release(const std::vector<int>& slots) {
     std::lock_guard lk(mu_);
     for (int s : slots) slot_owner_[static_cast<std::size_t>(s)] = -1;
   }
-  cv_.notify_all();
+  claim_cv_.notify_one();
+}
+
+void Agent::forget(const std::string& trial_id) {
+  bool none_left = false;
+  {
+    std::lock_guard lk(mu_);
+    running_.erase(trial_id);
+    none_left = running_.empty();
+  }
+  if (none_left) cv_.notify_all();  // drain() waits for running_ to empty
+}
+
+void Agent::claim_loop() {
+  auto conn = connect_until_stopped("claimer");
+  if (!conn) return;
+  Backoff backoff(std::chrono::milliseconds(50), std::chrono::milliseconds(2000));
+  ThrottledLog errors;
+  auto no_claims = [this] { return stopping_.load() || draining_.load(); };
+  auto free_slots = [this] {
+    return static_cast<int>(std::count(slot_owner_.begin(), slot_owner_.end(), -1));
+  };
+  while (!no_claims()) {
+    int free = 0;
+    {
+      std::unique_lock lk(mu_);
+      claim_cv_.wait(lk, [&] { return no_claims() || free_slots() > 0; });
+      if (no_claims()) break;
+      free = free_slots();
+      claiming_ = true;
+    }
+    auto got = conn->queue().claim_batch(options_.name, free, std::min(free, options_.max_batch),
+                                         options_.lease_ms);
+    std::vector<int> woken;  // the slot threads handed a trial
+    {
+      std::lock_guard lk(mu_);
+      claiming_ = false;
+      if (got) {
+        for (auto& claim : got->claims) {
+          ++stats_.claimed;
+          std::vector<int> slots;
+          if (!reserve(std::max(1, claim.trial.slots), slots)) {
+            // Cannot happen (only this thread takes slots, and it asked for at
+            // most `free`); leave the attempt to lease expiry rather than overcommit.
+            log_warn("claimed a trial that does not fit; left to lease expiry",
+                     trial_fields(claim.trial, options_.name,
+                                  {{"slots", std::to_string(claim.trial.slots)},
+                                   {"free", std::to_string(free)}}));
+            continue;
+          }
+          auto run = std::make_shared<Running>();
+          run->trial = claim.trial;
+          run->slots = slots;
+          running_[run->trial.id] = run;
+          inbox_[static_cast<std::size_t>(slots.front())] = Assignment{std::move(claim), slots};
+          woken.push_back(slots.front());
+        }
+      }
+    }
+    for (int w : woken) slot_cv_[static_cast<std::size_t>(w)].notify_one();
+    if (no_claims())  // slot threads wait for the claim in flight before they end
+      for (int i = 0; i < options_.slots; ++i) slot_cv_[static_cast<std::size_t>(i)].notify_all();
+    if (!got) {
+      errors.warn("claim failed", {{"worker", options_.name}, {"error", got.error().message}});
+      if (!idle_wait(backoff.next())) break;
+      continue;
+    }
+    backoff.reset();
+    // Less than asked for: wait until something is queued after this claim
+    // (at once if it already was), bounded so that a stop is noticed.
+    if (!got->wake_cursor.empty() && !no_claims()) {
+      auto woken = conn->queue().wait_for_work(got->wake_cursor,
+                                               static_cast<int>(options_.idle_wait.count()));
+      if (!woken) {
+        errors.warn("waiting for work failed",
+                    {{"worker", options_.name}, {"error", woken.error().message}});
+        if (!idle_wait(backoff.next())) break;
+      }
+    }
+  }
 }
 
 void Agent::slot_loop(int slot) {
   auto conn = connect_until_stopped("slot");
-  if (!conn) return;
-  auto idle = options_.idle_min;
-  ThrottledLog errors;
-  auto no_claims = [this] { return stopping_.load() || draining_.load(); };
-  while (!no_claims()) {
+  // Without a connection a handed trial cannot report or be released: it is
+  // left to its lease (a hard stop before the store was ever reachable).
+  const auto me = static_cast<std::size_t>(slot);
+  for (;;) {
+    std::optional<Assignment> work;
     {
       std::unique_lock lk(mu_);
-      cv_.wait(lk, [&] { return no_claims() || slot_owner_[static_cast<std::size_t>(slot)] < 0; });
+      // Ends once no more work can come: no claims, none in flight, nothing handed.
+      slot_cv_[me].wait(lk, [&] {
+        return inbox_[me].has_value() || ((stopping_.load() || draining_.load()) && !claiming_);
+      });
+      if (!inbox_[me]) break;
+      work = std::move(inbox_[me]);
+      inbox_[me].reset();
     }
-    if (no_claims()) break;
-
-    std::optional<trials::Claim> claim;
-    std::vector<int> slots;
-    {
-      std::lock_guard claim_lock(claim_mu_);
-      int free = 0;
-      {
-        std::lock_guard lk(mu_);
-        if (slot_owner_[static_cast<std::size_t>(slot)] >= 0) continue;  // borrowed meanwhile
-        free = static_cast<int>(std::count(slot_owner_.begin(), slot_owner_.end(), -1));
-      }
-      auto r = conn->queue().claim(options_.name, free, options_.lease_ms);
-      if (!r) {
-        errors.warn("claim failed", {{"worker", options_.name}, {"error", r.error().message}});
-      } else if (r->has_value()) {
-        claim = std::move(**r);
-        std::lock_guard lk(mu_);
-        ++stats_.claimed;
-        if (!reserve(slot, std::max(1, claim->trial.slots), slots)) {
-          // Cannot happen (only this thread takes slots, and it asked for at most
-          // `free`); leave the attempt to lease expiry rather than overcommit.
-          log_warn("claimed a trial that does not fit; left to lease expiry",
-                   trial_fields(claim->trial, options_.name,
-                                {{"slots", std::to_string(claim->trial.slots)},
-                                 {"free", std::to_string(free)}}));
-          claim.reset();
-        }
-      }
+    if (conn) {
+      run_trial(work->claim, work->slots, *conn);
+    } else {
+      forget(work->claim.trial.id);
     }
-    if (!claim) {
-      if (!idle_wait(idle)) break;
-      idle = std::min(idle * 2, options_.idle_max);
-      continue;
-    }
-    idle = options_.idle_min;
-    run_trial(*claim, slots, *conn);
-    release(slots);
+    release(work->slots);
   }
 }
 
@@ -438,13 +519,20 @@ Result<std::shared_ptr<const trials::SweepSpec>> Agent::spec_for(const trials::C
 
 void Agent::run_trial(const trials::Claim& claim, const std::vector<int>& slots,
                       trials::Store& conn) {
-  auto run = std::make_shared<Running>();
-  run->trial = claim.trial;
-  run->slots = slots;
+  std::shared_ptr<Running> run;
   {
+    std::lock_guard lk(mu_);
+    auto it = running_.find(claim.trial.id);
+    if (it != running_.end()) run = it->second;
+  }
+  if (!run) {  // the claimer registers every attempt it hands out
+    run = std::make_shared<Running>();
+    run->trial = claim.trial;
+    run->slots = slots;
     std::lock_guard lk(mu_);
     running_[run->trial.id] = run;
   }
+  bool handed_on = false;
   std::string log_tail;
   auto spec = spec_for(claim);
   if (!spec && spec.error().code == ErrorCode::kUnavailable) {
@@ -462,13 +550,9 @@ void Agent::run_trial(const trials::Claim& claim, const std::vector<int>& slots,
     trials::TrialResult result =
         spec ? execute(*run, **spec, conn, log_tail)
              : failed_result("cannot read the sweep spec: " + spec.error().message, false);
-    deliver(*run, result, log_tail, conn);
+    handed_on = deliver(run, result, log_tail, conn);
   }
-  {
-    std::lock_guard lk(mu_);
-    running_.erase(run->trial.id);
-  }
-  cv_.notify_all();  // drain() waits for running_ to empty
+  if (!handed_on) forget(run->trial.id);
 }
 
 trials::TrialResult Agent::execute(Running& run, const trials::SweepSpec& sp, trials::Store& conn,
@@ -481,7 +565,6 @@ trials::TrialResult Agent::execute(Running& run, const trials::SweepSpec& sp, tr
     if (static_cast<std::size_t>(s) < options_.slot_gpus.size())
       task.gpus.push_back(options_.slot_gpus[static_cast<std::size_t>(s)]);
   task.threads = options_.threads_per_slot * static_cast<int>(run.slots.size());
-  task.work_dir = make_work_dir(trial);
   std::optional<Clock::time_point> deadline;
   if (sp.trial.timeout_s > 0)
     deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -504,7 +587,9 @@ trials::TrialResult Agent::execute(Running& run, const trials::SweepSpec& sp, tr
         /*retryable=*/true);  // another worker may
   } else {
     try {
-      result = factory->second()->run(task, reporter);
+      auto executor = factory->second();
+      if (executor->needs_work_dir()) task.work_dir = make_work_dir(trial);
+      result = executor->run(task, reporter);
     } catch (const std::exception& e) {  // the one boundary for executors' exceptions
       result = failed_result(fmt::format("executor error: {}", e.what()), true);
     }
@@ -589,29 +674,25 @@ std::string Agent::make_work_dir(const trials::Trial& trial) {
   return "";
 }
 
-void Agent::deliver(const Running& run, const trials::TrialResult& result,
+bool Agent::deliver(const std::shared_ptr<Running>& run, const trials::TrialResult& result,
                     const std::string& log_tail, trials::Store& conn) {
-  const auto& trial = run.trial;
-  const StopReason stop = run.stop.load();
+  const auto& trial = run->trial;
+  const StopReason stop = run->stop.load();
   const char* outcome = trials::to_string(result.outcome);
   if (stop == StopReason::kLeaseLost) {
     log_info("trial result dropped",
              trial_fields(trial, options_.name, {{"reason", "lease lost"}, {"outcome", outcome}}));
     std::lock_guard lk(mu_);
     ++stats_.dropped;
-    return;
-  }
-  if (!log_tail.empty()) {
-    auto st = retry_through_outage([&] {
-      return conn.queue().put_artifact(trial.id, trial.attempt, options_.name,
-                                       trials::artifact::kLog, log_tail);
-    });
-    if (!st)
-      log_warn("cannot store the trial log",
-               trial_fields(trial, options_.name, {{"error", st.error().message}}));
+    return false;
   }
   if (stopping_.load() && result.outcome != trials::TrialState::kCompleted) {
     // We stopped it (drain, shutdown): give it back without counting a failure.
+    if (!log_tail.empty())
+      (void)retry_through_outage([&] {
+        return conn.queue().put_artifact(trial.id, trial.attempt, options_.name,
+                                         trials::artifact::kLog, log_tail);
+      });
     auto st = retry_through_outage([&] {
       return conn.queue().release(trial.id, trial.attempt, options_.name,
                                   "worker " + options_.name + " stopped");
@@ -626,23 +707,86 @@ void Agent::deliver(const Running& run, const trials::TrialResult& result,
       log_warn("trial release refused; left to lease expiry",
                trial_fields(trial, options_.name, {{"error", st.error().message}}));
     }
-    return;
+    return false;
   }
-  Status st = retry_through_outage(
-      [&] { return conn.queue().complete(trial.id, trial.attempt, options_.name, result); });
-  std::lock_guard lk(mu_);
+  run->delivering = true;
+  {
+    std::lock_guard lk(mu_);
+    outbox_.push_back(Outgoing{run, trials::Completion{trial.id, trial.attempt, result, log_tail}});
+  }
+  outbox_cv_.notify_one();
+  return true;
+}
+
+void Agent::delivered(const std::shared_ptr<Running>& run, const trials::TrialResult& result,
+                      const Status& st) {
+  const auto& trial = run->trial;
+  const char* outcome = trials::to_string(result.outcome);
+  {
+    std::lock_guard lk(mu_);
+    if (st)
+      ++stats_.completed;
+    else
+      ++stats_.dropped;
+  }
+  forget(trial.id);
   if (st) {
-    ++stats_.completed;
     LogFields more{{"outcome", outcome},
                    {"value", result.value ? fmt::format("{}", *result.value) : "none"}};
     if (!result.error.empty()) more.emplace_back("error", result.error.substr(0, 200));
     log_info("trial finished", trial_fields(trial, options_.name, std::move(more)));
   } else {
-    ++stats_.dropped;
     log_warn(
         st.error().code == ErrorCode::kLeaseLost ? "trial result refused (stale attempt)"
                                                  : "trial result refused",
         trial_fields(trial, options_.name, {{"outcome", outcome}, {"error", st.error().message}}));
+  }
+}
+
+void Agent::complete_loop() {
+  // Its own connection; while none can be opened results wait in the outbox.
+  std::unique_ptr<trials::Store> conn;
+  Backoff reconnect(std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
+  for (;;) {
+    std::vector<Outgoing> batch;
+    {
+      std::unique_lock lk(mu_);
+      outbox_cv_.wait(lk, [&] { return !outbox_.empty() || completer_stop_; });
+      if (outbox_.empty()) break;  // stopping, and everything was sent
+      const auto n = std::min(outbox_.size(), static_cast<std::size_t>(options_.max_batch));
+      batch.assign(std::make_move_iterator(outbox_.begin()),
+                   std::make_move_iterator(outbox_.begin() + static_cast<std::ptrdiff_t>(n)));
+      outbox_.erase(outbox_.begin(), outbox_.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    std::vector<trials::Completion> done;
+    done.reserve(batch.size());
+    for (const auto& o : batch) done.push_back(o.completion);
+    // The store away: retried through the outage like any result (sending a
+    // batch again is safe: what was accepted is refused the second time).
+    Result<std::vector<Status>> replies = Error::unavailable("not sent");
+    const auto give_up = Clock::now() + options_.outage_grace;
+    ThrottledLog waiting;
+    for (;;) {
+      if (!conn) {
+        auto c = connect_();
+        if (c) {
+          conn = std::move(*c);
+          reconnect.reset();
+        } else {
+          replies = c.error();
+        }
+      }
+      if (conn) replies = conn->queue().complete_batch(options_.name, done);
+      if (replies || replies.error().code != ErrorCode::kUnavailable) break;
+      if (Clock::now() >= give_up || (stopping_.load() && !draining_.load())) break;
+      waiting.warn("store unreachable; retrying results",
+                   {{"worker", options_.name}, {"error", replies.error().message}});
+      std::this_thread::sleep_for(reconnect.next());  // pacing retries of a failed call
+    }
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      Status st = replies ? (*replies)[i] : Status(replies.error());
+      delivered(batch[i].run, batch[i].completion.result, st);
+    }
   }
 }
 
@@ -658,13 +802,22 @@ Status Agent::heartbeat_once(trials::Store& conn, std::int64_t interval_ms) {
     info.busy_slots = static_cast<int>(
         std::count_if(slot_owner_.begin(), slot_owner_.end(), [](int o) { return o >= 0; }));
   }
+  std::vector<trials::HeldLease> leases;
+  leases.reserve(running.size());
   for (const auto& r : running) {
     {
       std::lock_guard lk(r->reporter_mu);
       if (r->reporter) r->reporter->flush(/*always=*/false);
     }
+    leases.push_back({r->trial.id, r->trial.attempt});
+  }
+  Result<std::vector<Result<trials::Control>>> answers = std::vector<Result<trials::Control>>{};
+  if (!leases.empty())
+    answers = conn.queue().heartbeat_batch(options_.name, leases, options_.lease_ms);
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    const auto& r = running[i];
     const auto& t = r->trial;
-    auto c = conn.queue().heartbeat(t.id, t.attempt, options_.name, options_.lease_ms);
+    Result<trials::Control> c = answers ? (*answers)[i] : Result<trials::Control>(answers.error());
     if (c) {
       r->last_lease_ok = Clock::now();
       if (auto s = stop_for(*c); s != StopReason::kNone && r->stop.load() == StopReason::kNone) {
@@ -674,7 +827,10 @@ Status Agent::heartbeat_once(trials::Store& conn, std::int64_t interval_ms) {
       }
     } else if (c.error().code == ErrorCode::kLeaseLost ||
                c.error().code == ErrorCode::kNotFound) {  // the trial was deleted
-      log_warn("lease lost", trial_fields(t, options_.name, {{"error", c.error().message}}));
+      // A result the completer is sending may have been accepted meanwhile:
+      // its reply tells; only a trial still running has lost its lease.
+      if (!r->delivering.load())
+        log_warn("lease lost", trial_fields(t, options_.name, {{"error", c.error().message}}));
       r->set_stop(StopReason::kLeaseLost);
     } else if (Clock::now() - r->last_lease_ok > options_.outage_grace) {
       // The store has been unreachable for longer than we ride out outages:

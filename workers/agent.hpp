@@ -1,19 +1,29 @@
 // Agent: the worker's engine — slots, claims, heartbeats, control, results.
 //
-// One thread per slot claims a trial when its slot is free and runs it on
-// that thread; a trial needing k slots occupies k (the claiming thread's and
-// k-1 other free ones, whose threads wait meanwhile). One heartbeat thread
-// extends the lease of every running trial each lease/3, turns the answers
-// (prune, cancel, lease lost) into the trial's stop reason, and refreshes the
-// worker registry entry. Each thread has its own store connection, of which
-// the agent uses two roles: the queue and the worker registry. A claim
-// carries the sweep's spec, parsed once per sweep (specs_), so the worker
-// never reads a sweep.
+// Threads, each with its own store connection (the agent uses two roles: the
+// queue and the worker registry):
+//  - the claimer takes trials for every free slot in one claim_batch and
+//    hands each to the slot thread that will run it (a trial needing k slots
+//    occupies k: its thread's and k-1 other free ones). When the store had
+//    less than it asked for, it blocks on the store's wake stream
+//    (wait_for_work) and claims again as soon as work is queued: no polling.
+//  - one thread per slot runs what it is handed (reports and artifacts go
+//    through its connection) and passes the result to
+//  - the completer, which sends every result waiting in one complete_batch,
+//    the attempt's log with it. A result waits for its reply under its
+//    lease: the attempt stays among the running ones (heartbeats keep its
+//    lease) until the store has answered, while its slots already take the
+//    next trial.
+//  - the heartbeat thread renews every lease held in one heartbeat_batch each
+//    lease/3, turns the answers (prune, cancel, lease lost) into the trial's
+//    stop reason, and refreshes the worker registry entry.
+// A claim carries the sweep's spec, parsed once per sweep (specs_), so the
+// worker never reads a sweep.
 //
-// Results are sent with queue.complete() unless the attempt's lease was lost
-// (a stale attempt must not report). A drain (SIGTERM) stops claiming, lets
-// running trials finish for drain_grace, then stops the rest and releases
-// their leases: the trials go back to the queue without a failed attempt.
+// Results are sent unless the attempt's lease was lost (a stale attempt must
+// not report). A drain (SIGTERM) stops claiming, lets running trials finish
+// for drain_grace, then stops the rest and releases their leases: the trials
+// go back to the queue without a failed attempt.
 //
 // Outages: while the store is unreachable, running trials keep running for up
 // to outage_grace; heartbeats resume when it is back, and results, artifacts
@@ -37,6 +47,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -65,8 +76,12 @@ struct AgentOptions {
   // file in it while it runs; at start it removes sibling directories whose
   // lock nobody holds (attempt directories of dead workers on this host).
   std::string work_root;
-  std::chrono::milliseconds idle_min{20};   // claim back-off when the queue is empty,
-  std::chrono::milliseconds idle_max{250};  // doubling from min to max
+  // An idle claimer blocks on the store's wake stream up to this long before
+  // it claims again (it wakes at once when work is queued); also how soon a
+  // stop is noticed while idle.
+  std::chrono::milliseconds idle_wait{250};
+  // The most trials one claim_batch or complete_batch carries.
+  int max_batch = 64;
   // How long running trials go on, and results are retried, while the store
   // cannot be reached (a Redis or scheduler outage).
   std::chrono::milliseconds outage_grace{std::chrono::minutes(10)};
@@ -114,12 +129,17 @@ class Agent {
   struct Running;
   class TrialReporter;
 
+  void claim_loop();
   void slot_loop(int slot);
+  void complete_loop();
   void heartbeat_loop();
   std::unique_ptr<trials::Store> connect_until_stopped(const char* role);
-  // Reserves `k` slots including `mine`; false when they are not free.
-  bool reserve(int mine, int k, std::vector<int>& out);
+  // Reserves `k` free slots (the lowest first); false when fewer are free.
+  bool reserve(int k, std::vector<int>& out);
   void release(const std::vector<int>& slots);
+  // The attempt leaves running_ (the last one wakes drain()).
+  void forget(const std::string& trial_id);
+  void notify_everyone();  // stopping or draining
   void run_trial(const trials::Claim& claim, const std::vector<int>& slots, trials::Store& conn);
   // Spec, task, executor: the attempt's result (and its log tail).
   trials::TrialResult execute(Running& run, const trials::SweepSpec& spec, trials::Store& conn,
@@ -128,9 +148,13 @@ class Agent {
   std::string make_work_dir(const trials::Trial& trial);
   // Locks work_root and removes the attempt directories of dead workers beside it.
   Status claim_work_root();
-  // Sends the result, releases the lease (stopped by a drain), or drops it (lease lost).
-  void deliver(const Running& run, const trials::TrialResult& result, const std::string& log_tail,
-               trials::Store& conn);
+  // Hands the result to the completer, releases the lease (stopped by a
+  // drain), or drops it (lease lost). True when the completer now owns it.
+  bool deliver(const std::shared_ptr<Running>& run, const trials::TrialResult& result,
+               const std::string& log_tail, trials::Store& conn);
+  // The completer's replies: stats, logs, and the attempt leaves running_.
+  void delivered(const std::shared_ptr<Running>& run, const trials::TrialResult& result,
+                 const Status& st);
   // Calls `op` again while it fails with kUnavailable, up to outage_grace
   // (sooner when a hard stop is requested).
   Status retry_through_outage(const std::function<Status()>& op);
@@ -151,17 +175,35 @@ class Agent {
   std::atomic<bool> stopping_{false};  // no more claims; executors are told to stop
   std::atomic<bool> draining_{false};  // no more claims; running trials go on
   std::atomic<bool> started_{false};
-  std::int64_t started_ms_ = 0;  // wall clock, for the registry
-  mutable std::mutex mu_;        // guards everything below
-  std::condition_variable cv_;   // slot released / stopping
+  std::int64_t started_ms_ = 0;       // wall clock, for the registry
+  mutable std::mutex mu_;             // guards everything below
+  std::condition_variable cv_;        // running_ emptied (drain), stopping (idle waits)
+  std::condition_variable claim_cv_;  // the claimer's: a slot was freed, or stopping
+  std::unique_ptr<std::condition_variable[]> slot_cv_;  // per slot: work handed, or no more
   std::vector<int> slot_owner_;  // per slot: the slot index of the thread using it, -1 free
+  // Per slot: what the claimer handed its thread to run (the trial's first
+  // slot's thread runs it), with the slots reserved for it.
+  struct Assignment {
+    trials::Claim claim;
+    std::vector<int> slots;
+  };
+  std::vector<std::optional<Assignment>> inbox_;
+  bool claiming_ = false;  // a claim_batch is in flight (its trials are not handed out yet)
   std::map<std::string, std::shared_ptr<Running>> running_;  // by trial id
+  // Results waiting for the completer, with their attempts.
+  struct Outgoing {
+    std::shared_ptr<Running> run;
+    trials::Completion completion;
+  };
+  std::vector<Outgoing> outbox_;
+  bool completer_stop_ = false;  // the other threads have ended: send what is left, then end
+  std::condition_variable outbox_cv_;
   trials::SpecCache specs_;  // each sweep's spec parsed once, the recent ones kept
   AgentStats stats_;
-  std::mutex claim_mu_;    // one claim at a time: free-slot counts stay true
   int work_lock_fd_ = -1;  // flock on work_root/.hpo-worker.lock while started
   // Heartbeat thread only: leases held but not run, first seen when (and at which attempt).
   std::map<std::string, std::pair<std::chrono::steady_clock::time_point, int>> orphan_seen_;
+  std::thread completer_;
   std::vector<std::thread> threads_;
 };
 

@@ -40,15 +40,18 @@ class Reporter {
 struct TrialTask {
   trials::Trial trial;
   const trials::SweepSpec* spec = nullptr;
-  std::vector<int> gpus;      // GPU indices of the slots (empty on CPU hosts)
-  int threads = 1;            // CPU threads this attempt may use
-  std::string work_dir;       // a fresh directory for this attempt
+  std::vector<int> gpus;  // GPU indices of the slots (empty on CPU hosts)
+  int threads = 1;        // CPU threads this attempt may use
+  std::string work_dir;   // a fresh directory for this attempt (see needs_work_dir)
 };
 
 class Executor {
  public:
   virtual ~Executor() = default;
   virtual trials::TrialResult run(const TrialTask& task, Reporter& reporter) = 0;
+  // False: run() never touches TrialTask::work_dir, and the agent makes none
+  // (a directory per attempt costs file-system work cheap trials feel).
+  virtual bool needs_work_dir() const { return true; }
 };
 
 }  // namespace hpo::workers

@@ -19,6 +19,7 @@ class SyntheticExecutor : public Executor {
   static constexpr int kCheckMs = 20;
 
   trials::TrialResult run(const TrialTask& task, Reporter& reporter) override;
+  bool needs_work_dir() const override { return false; }
 };
 
 }  // namespace hpo::workers

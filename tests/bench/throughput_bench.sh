@@ -51,12 +51,14 @@ if [[ -n $redis_pid ]] && command -v perf >/dev/null &&
   perf_pid=$!
 fi
 cmds0=$(redis_commands)
+redis0=$(cpu_ticks "${redis_pid:-0}")
 sched0=$(cpu_ticks "$SERVICE_SCHEDULER")
 work0=0
 for w in "${SERVICE_WORKERS[@]}"; do work0=$((work0 + $(cpu_ticks "$w"))); done
 service_sweep "$trials" "$concurrent"
 service_wait
 cmds1=$(redis_commands)
+redis1=$(cpu_ticks "${redis_pid:-0}")
 fsyncs=n/a
 if [[ -n ${perf_pid:-} ]]; then
   kill -INT "$perf_pid"
@@ -75,15 +77,16 @@ done | sort -n)
 pct() { awk -v p="$1" '{a[NR]=$1} END {i=int(NR*p/100); if (i<1) i=1; print a[i]}' <<<"$latencies"; }
 ticks=$(getconf CLK_TCK)
 python3 - "$trials" "$hpo_rate" "$cmds0" "$cmds1" "$sched0" "$sched1" "$work0" "$work1" "$ticks" \
-  "$(pct 50)" "$(pct 99)" "$fsyncs" <<'EOF'
+  "$(pct 50)" "$(pct 99)" "$fsyncs" "$redis0" "$redis1" <<'EOF'
 import sys
-n, rate, c0, c1, s0, s1, w0, w1, hz, p50, p99, fsyncs = sys.argv[1:]
+n, rate, c0, c1, s0, s1, w0, w1, hz, p50, p99, fsyncs, r0, r1 = sys.argv[1:]
 n = int(n)
 fs = f"{int(fsyncs) / n:.2f}" if fsyncs.isdigit() else "n/a"
 print(f"hpo:    {float(rate):8.1f} trials/s  {(int(c1) - int(c0)) / n:5.1f} Redis commands/trial  "
       f"{fs} fsyncs/trial  "
       f"scheduler {1000 * (int(s1) - int(s0)) / int(hz) / n:.3f} ms CPU/trial  "
       f"workers {1000 * (int(w1) - int(w0)) / int(hz) / n:.3f} ms CPU/trial  "
+      f"redis {1000 * (int(r1) - int(r0)) / int(hz) / n:.3f} ms CPU/trial  "
       f"claim-to-complete p50 {p50} ms p99 {p99} ms")
 EOF
 service_stop
