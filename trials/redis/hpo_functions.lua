@@ -92,16 +92,31 @@ local function hgetall(key)
   return t
 end
 
--- JSON object from `tbl` (strings, small ints) plus `raw` fields whose values
--- are already JSON text (numbers that must not go through cjson's doubles).
-local function json_obj(tbl, raw)
-  local s = cjson.encode(tbl)
-  if s == '[]' then s = '{}' end
-  for k, v in pairs(raw or {}) do
-    local sep = (s == '{}') and '' or ','
-    s = string.sub(s, 1, -2) .. sep .. cjson.encode(k) .. ':' .. v .. '}'
+-- JSON text of a string. cjson.encode costs more than the rest of a claim on
+-- the hot path, so a string with nothing to escape is quoted directly.
+local function jstr(v)
+  if not string.find(v, '[%c"\\]') then return '"' .. v .. '"' end
+  return cjson.encode(v)
+end
+
+local function jval(v)
+  local ty = type(v)
+  if ty == 'string' then return jstr(v) end
+  if ty == 'number' then
+    if v == math.floor(v) and v > -1e15 and v < 1e15 then return string.format('%d', v) end
+    return string.format('%.17g', v)
   end
-  return s
+  if ty == 'boolean' then return v and 'true' or 'false' end
+  return 'null'
+end
+
+-- JSON object from `tbl` (strings, numbers) plus `raw` fields whose values
+-- are already JSON text (numbers that must not go through a double).
+local function json_obj(tbl, raw)
+  local parts = {}
+  for k, v in pairs(tbl) do parts[#parts + 1] = jstr(k) .. ':' .. jval(v) end
+  for k, v in pairs(raw or {}) do parts[#parts + 1] = jstr(k) .. ':' .. v end
+  return '{' .. table.concat(parts, ',') .. '}'
 end
 
 local function emit(P, typ, sweep, trial, data)
@@ -147,19 +162,25 @@ local function move(P, t, to, delta)
   redis.call('HSET', P .. 'trial:' .. t.id, 'state', to)
 end
 
+-- An AttemptRecord's JSON.
+local function attempt_json(attempt, worker, started_ms, ended_ms, outcome, err)
+  return '{"attempt":' .. jval(tonumber(attempt)) .. ',"worker":' .. jstr(worker or '') ..
+         ',"started_ms":' .. jval(tonumber(started_ms) or 0) .. ',"ended_ms":' ..
+         jval(tonumber(ended_ms) or 0) .. ',"outcome":' .. jstr(outcome) .. ',"error":' ..
+         jstr(err or '') .. '}'
+end
+
 local function attempt_begin(P, t, worker, now)
-  redis.call('RPUSH', P .. 'attempts:' .. t.id, cjson.encode({
-    attempt = tonumber(t.attempt), worker = worker, started_ms = now, ended_ms = 0,
-    outcome = 'running', error = ''}))
+  redis.call('RPUSH', P .. 'attempts:' .. t.id,
+             attempt_json(t.attempt, worker, now, 0, 'running', ''))
 end
 
 -- The current attempt's record is rewritten from the trial (its attempt,
 -- worker and start are the trial's); a trial without records (written by a
 -- version that kept none) is left so.
 local function attempt_end(P, t, now, outcome, err)
-  redis.pcall('LSET', P .. 'attempts:' .. t.id, -1, cjson.encode({
-    attempt = tonumber(t.attempt), worker = t.worker, started_ms = tonumber(t.started_ms),
-    ended_ms = now, outcome = outcome, error = err or ''}))
+  redis.pcall('LSET', P .. 'attempts:' .. t.id, -1,
+              attempt_json(t.attempt, t.worker, t.started_ms, now, outcome, err))
 end
 
 local function lease_set(P, t, deadline)
@@ -407,6 +428,18 @@ local function flat(t)
   return out
 end
 
+-- What a worker needs of a claimed trial, by position (claim_batch's reply;
+-- RedisStore reads it in this order): half the strings of a flat hash.
+local kClaimFields = {'id', 'sweep', 'number', 'kind', 'params', 'state', 'attempt', 'released',
+                      'max_attempts', 'slots', 'worker', 'created_ms', 'started_ms', 'control',
+                      'extra', 'lease_deadline'}
+
+local function claim_row(t)
+  local out = {}
+  for i, f in ipairs(kClaimFields) do out[i] = t[f] or '' end
+  return out
+end
+
 -- The wake stream's newest id: a worker that found too little waits for
 -- entries after it (wait_for_work), so nothing queued after this call is missed.
 local function wake_cursor(P)
@@ -440,11 +473,21 @@ local function claim_many(P, worker, free, want, lease_ms, scan, sweeps_max)
       if #claimed >= want or free < 1 then break end
       local q = queues[i]
       if not q then
-        q = {ids = redis.call('LRANGE', P .. 'queue:' .. sid, 0, scan - 1), pos = 1, drop = {}}
+        q = {ids = {}, pos = 1, drop = {}, more = true}
         queues[i] = q
         visited = i
       end
-      while q.pos <= #q.ids do
+      while true do
+        if q.pos > #q.ids then
+          -- The queue is read in chunks about the size of what is wanted
+          -- (up to scan_max in all), not scan_max ids on every call.
+          if not q.more or #q.ids >= scan then break end
+          local chunk = math.min(scan - #q.ids, math.max(8, 2 * (want - #claimed)))
+          local got = redis.call('LRANGE', P .. 'queue:' .. sid, #q.ids, #q.ids + chunk - 1)
+          for _, id in ipairs(got) do q.ids[#q.ids + 1] = id end
+          q.more = #got == chunk
+          if #got == 0 then break end
+        end
         local tid = q.ids[q.pos]
         q.pos = q.pos + 1
         local t = hgetall(P .. 'trial:' .. tid)
@@ -494,7 +537,7 @@ local function claim_many(P, worker, free, want, lease_ms, scan, sweeps_max)
 end
 
 -- claim_batch P worker free_slots max_trials lease_ms scan_max [sweeps_max]
---   -> {{trial hash (flat)...}, {sid, spec, ...}, wake cursor}
+--   -> {{claim row (kClaimFields)...}, {sid, spec, ...}, wake cursor}
 -- The cursor is '' when max_trials were claimed, else where wait_for_work
 -- starts waiting.
 local function claim_batch(keys, a)
@@ -502,7 +545,7 @@ local function claim_batch(keys, a)
   local claimed, specs = claim_many(P, worker, tonumber(a[3]), tonumber(a[4]), tonumber(a[5]),
                                     tonumber(a[6]), tonumber(a[7] or '64'))
   local trials = {}
-  for i, t in ipairs(claimed) do trials[i] = flat(t) end
+  for i, t in ipairs(claimed) do trials[i] = claim_row(t) end
   local spec_list = {}
   for sid, spec in pairs(specs) do
     table.insert(spec_list, sid)

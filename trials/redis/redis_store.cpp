@@ -584,8 +584,17 @@ Result<Claims> RedisStore::claim_batch(const std::string& worker, int free_slots
     specs[spec_list[i].str] = spec_list[i + 1].str;
   Claims out;
   out.wake_cursor = r->elements[2].str;
-  for (const auto& flat : r->elements[0].elements) {
-    Hash h = to_hash(flat);
+  // Each claim is a row of the fields a worker needs, in this order
+  // (kClaimFields in hpo_functions.lua).
+  static constexpr const char* kClaimFields[] = {
+      "id",         "sweep",    "number",       "kind",          "params", "state",
+      "attempt",    "released", "max_attempts", "slots",         "worker", "created_ms",
+      "started_ms", "control",  "extra",        "lease_deadline"};
+  constexpr std::size_t kRow = std::size(kClaimFields);
+  for (const auto& row : r->elements[0].elements) {
+    if (row.elements.size() != kRow) return Error::internal("claim_batch: unexpected claim row");
+    Hash h;
+    for (std::size_t i = 0; i < kRow; ++i) h.emplace(kClaimFields[i], row.elements[i].str);
     auto t = trial_from_hash(h);
     if (!t) return t.error();
     std::string spec = specs.count(t->sweep_id) ? specs[t->sweep_id] : std::string();
