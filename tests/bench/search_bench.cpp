@@ -6,9 +6,14 @@
 //
 //   search_bench [--seeds N] [--budgets 30,60,100] [--functions a,b] [--samplers a,b]
 //                [--no-quality] [--no-timing] [--timing-n 100,500,1000]
+//                [--timing-reps R] [--pending K]
+//
+// --timing-reps: asks timed per size (default 5, 3 from 1,000 observations);
+// --pending: trials in flight beside the history (K Sobol points), as a
+// controller with max_concurrent K asks.
 //
 // Rows: "best\t<function>\t<sampler>\t<budget>\t<median>\t<q25>\t<q75>"
-//       "ask_ms\t<sampler>\t<dims>\t<n>\t<median wall ms>\t<median thread-CPU ms>"
+//       "ask_ms\t<sampler>\t<dims>\t<n>\t<median wall ms>\t<median thread-CPU ms>\t<p99 wall ms>\t<pending>"
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -156,7 +161,8 @@ void quality(const Problem& pr, const std::string& sampler, int seeds,
   std::fflush(stdout);
 }
 
-void timing(const std::string& sampler, const std::string& fname, const std::vector<int>& sizes) {
+void timing(const std::string& sampler, const std::string& fname, const std::vector<int>& sizes,
+            int reps_asked, int n_pending) {
   Problem pr = problem(fname);
   for (int n : sizes) {
     // History: n Sobol points of the function (what a long sweep looks like
@@ -170,19 +176,22 @@ void timing(const std::string& sampler, const std::string& fname, const std::vec
       o.value = pr.f(o.params);
       history.push_back(std::move(o));
     }
+    std::vector<Params> pending;
+    for (int k = 0; k < n_pending; ++k) pending.push_back(*init->ask({}, {}, n + k));
     auto s = make_sampler({algorithm(sampler), 5, 0}, pr.space);
     std::vector<double> ms, cpu;
-    const int reps = n >= 1000 ? 3 : 5;
+    const int reps = reps_asked > 0 ? reps_asked : (n >= 1000 ? 3 : 5);
     for (int r = 0; r < reps; ++r) {
       auto t0 = std::chrono::steady_clock::now();
       double c0 = cpu_ms();
-      auto p = s->ask(history, {}, n + r);
+      auto p = s->ask(history, pending, n + n_pending + r);
       cpu.push_back(cpu_ms() - c0);
       ms.push_back(ms_since(t0));
       if (!p) std::exit(3);
     }
-    std::printf("ask_ms\t%s\t%d\t%d\t%.3f\t%.3f\n", sampler.c_str(),
-                int(pr.space.params.size()), n, quantile(ms, 0.5), quantile(cpu, 0.5));
+    std::printf("ask_ms\t%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%d\n", sampler.c_str(),
+                int(pr.space.params.size()), n, quantile(ms, 0.5), quantile(cpu, 0.5),
+                quantile(ms, 0.99), n_pending);
     std::fflush(stdout);
   }
 }
@@ -195,6 +204,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> functions = {"branin", "hartmann6", "rosenbrock", "ackley", "mixed"};
   std::vector<std::string> samplers = {"random", "sobol", "tpe", "bayesian"};
   std::vector<int> timing_n = {100, 500, 1000};
+  int timing_reps = 0, pending = 0;
   bool do_quality = true, do_timing = true;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -213,6 +223,10 @@ int main(int argc, char** argv) {
       for (auto& b : split(next())) timing_n.push_back(std::stoi(b));
     } else if (a == "--no-quality")
       do_quality = false;
+    else if (a == "--timing-reps")
+      timing_reps = std::stoi(next());
+    else if (a == "--pending")
+      pending = std::stoi(next());
     else if (a == "--no-timing")
       do_timing = false;
     else {
@@ -227,7 +241,7 @@ int main(int argc, char** argv) {
     }
   if (do_timing) {
     for (const auto& s : samplers)
-      if (s == "bayesian" || s == "tpe") timing(s, "hartmann6", timing_n);
+      if (s == "bayesian" || s == "tpe") timing(s, "hartmann6", timing_n, timing_reps, pending);
   }
   return 0;
 }
