@@ -91,11 +91,15 @@ Result<bool> SweepController::step(trials::Store& store) {
   return false;
 }
 
-bool SweepController::finished_already(std::int64_t number) const {
+std::vector<search::Observation>::iterator SweepController::history_at(std::int64_t number) {
+  return std::lower_bound(
+      history_.begin(), history_.end(), number,
+      [](const search::Observation& o, std::int64_t n) { return o.number < n; });
+}
+
+bool SweepController::finished_already(std::int64_t number) {
   if (cancelled_.count(number)) return true;
-  auto it =
-      std::lower_bound(history_.begin(), history_.end(), number,
-                       [](const search::Observation& o, std::int64_t n) { return o.number < n; });
+  auto it = history_at(number);
   return it != history_.end() && it->number == number;
 }
 
@@ -123,10 +127,7 @@ Status SweepController::absorb(trials::Store& store, Trial t) {
     cancelled_.insert(number);
     return {};
   }
-  auto at =
-      std::lower_bound(history_.begin(), history_.end(), number,
-                       [](const search::Observation& o, std::int64_t n) { return o.number < n; });
-  history_.insert(at, observation(t, curve));
+  history_.insert(history_at(number), observation(t, curve));
   return {};
 }
 

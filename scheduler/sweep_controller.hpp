@@ -61,7 +61,9 @@ class SweepController {
   Result<bool> end_search(trials::Store& store, const trials::Sweep& sweep);
   // Folds a trial as read from the store into active_/history_.
   Status absorb(trials::Store& store, trials::Trial t);
-  bool finished_already(std::int64_t number) const;
+  // Where trial `number` is (or would go) in the history, kept by ascending number.
+  std::vector<search::Observation>::iterator history_at(std::int64_t number);
+  bool finished_already(std::int64_t number);
   search::Observation observation(const trials::Trial& t,
                                   const std::vector<search::StepValue>& curve) const;
   // Reads the reports of trial `number` stored since the last read and merges

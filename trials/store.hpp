@@ -63,6 +63,14 @@ struct NewTrial {
   std::string extra;  // opaque JSON stored with the trial
 };
 
+// A batch for TrialStore::create_trials is of one sweep and role (kInvalidArgument otherwise).
+inline Status check_new_trials(const std::vector<NewTrial>& batch) {
+  for (const auto& t : batch)
+    if (t.sweep_id != batch.front().sweep_id || t.role != batch.front().role)
+      return Error::invalid("trials", "a batch of new trials is of one sweep and role");
+  return {};
+}
+
 // What a worker sends when an attempt ends.
 struct TrialResult {
   TrialState outcome = TrialState::kCompleted;  // completed, failed, pruned or cancelled

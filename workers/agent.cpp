@@ -469,11 +469,11 @@ void Agent::claim_loop() {
     // Less than asked for: wait until something is queued after this claim
     // (at once if it already was), bounded so that a stop is noticed.
     if (!got->wake_cursor.empty() && !no_claims()) {
-      auto woken = conn->queue().wait_for_work(got->wake_cursor,
-                                               static_cast<int>(options_.idle_wait.count()));
-      if (!woken) {
+      auto waited = conn->queue().wait_for_work(got->wake_cursor,
+                                                static_cast<int>(options_.idle_wait.count()));
+      if (!waited) {
         errors.warn("waiting for work failed",
-                    {{"worker", options_.name}, {"error", woken.error().message}});
+                    {{"worker", options_.name}, {"error", waited.error().message}});
         if (!idle_wait(backoff.next())) break;
       }
     }
@@ -498,7 +498,7 @@ void Agent::slot_loop(int slot) {
       inbox_[me].reset();
     }
     if (conn) {
-      run_trial(work->claim, work->slots, *conn);
+      run_trial(work->claim, *conn);
     } else {
       forget(work->claim.trial.id);
     }
@@ -517,20 +517,11 @@ Result<std::shared_ptr<const trials::SweepSpec>> Agent::spec_for(const trials::C
   return spec;
 }
 
-void Agent::run_trial(const trials::Claim& claim, const std::vector<int>& slots,
-                      trials::Store& conn) {
+void Agent::run_trial(const trials::Claim& claim, trials::Store& conn) {
   std::shared_ptr<Running> run;
   {
     std::lock_guard lk(mu_);
-    auto it = running_.find(claim.trial.id);
-    if (it != running_.end()) run = it->second;
-  }
-  if (!run) {  // the claimer registers every attempt it hands out
-    run = std::make_shared<Running>();
-    run->trial = claim.trial;
-    run->slots = slots;
-    std::lock_guard lk(mu_);
-    running_[run->trial.id] = run;
+    run = running_.at(claim.trial.id);  // registered by the claimer when it handed it out
   }
   bool handed_on = false;
   std::string log_tail;
@@ -744,9 +735,9 @@ void Agent::delivered(const std::shared_ptr<Running>& run, const trials::TrialRe
 }
 
 void Agent::complete_loop() {
-  // Its own connection; while none can be opened results wait in the outbox.
+  // Its own connection, opened when the first result comes (it must be there
+  // to send the last ones while the agent stops).
   std::unique_ptr<trials::Store> conn;
-  Backoff reconnect(std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
   for (;;) {
     std::vector<Outgoing> batch;
     {
@@ -764,25 +755,18 @@ void Agent::complete_loop() {
     // The store away: retried through the outage like any result (sending a
     // batch again is safe: what was accepted is refused the second time).
     Result<std::vector<Status>> replies = Error::unavailable("not sent");
-    const auto give_up = Clock::now() + options_.outage_grace;
-    ThrottledLog waiting;
-    for (;;) {
+    (void)retry_through_outage([&]() -> Status {
       if (!conn) {
         auto c = connect_();
-        if (c) {
-          conn = std::move(*c);
-          reconnect.reset();
-        } else {
+        if (!c) {
           replies = c.error();
+          return c.error();
         }
+        conn = std::move(*c);
       }
-      if (conn) replies = conn->queue().complete_batch(options_.name, done);
-      if (replies || replies.error().code != ErrorCode::kUnavailable) break;
-      if (Clock::now() >= give_up || (stopping_.load() && !draining_.load())) break;
-      waiting.warn("store unreachable; retrying results",
-                   {{"worker", options_.name}, {"error", replies.error().message}});
-      std::this_thread::sleep_for(reconnect.next());  // pacing retries of a failed call
-    }
+      replies = conn->queue().complete_batch(options_.name, done);
+      return replies ? Status{} : Status(replies.error());
+    });
     for (std::size_t i = 0; i < batch.size(); ++i) {
       Status st = replies ? (*replies)[i] : Status(replies.error());
       delivered(batch[i].run, batch[i].completion.result, st);

@@ -140,7 +140,8 @@ class Agent {
   // The attempt leaves running_ (the last one wakes drain()).
   void forget(const std::string& trial_id);
   void notify_everyone();  // stopping or draining
-  void run_trial(const trials::Claim& claim, const std::vector<int>& slots, trials::Store& conn);
+  // Runs a trial the claimer handed out (and registered in running_).
+  void run_trial(const trials::Claim& claim, trials::Store& conn);
   // Spec, task, executor: the attempt's result (and its log tail).
   trials::TrialResult execute(Running& run, const trials::SweepSpec& spec, trials::Store& conn,
                               std::string& log_tail);

@@ -22,13 +22,7 @@ slots=${4:-16}
 concurrent=${5:-128}
 source tests/bench/service.sh
 
-redis_cli() {
-  local rest=${SERVICE_REDIS#redis://} auth hostport
-  auth=${rest%@*}
-  hostport=${rest##*@}
-  REDISCLI_AUTH=${auth#*:} redis-cli -h "${hostport%:*}" -p "${hostport##*:}" "$@"
-}
-used_memory() { redis_cli INFO memory | awk -F: '/^used_memory:/ {print $2+0}'; }
+used_memory() { service_redis_cli INFO memory | awk -F: '/^used_memory:/ {print $2+0}'; }
 # time_total of GET URL, 20 times: "median max" in ms
 timed() {
   for _ in $(seq 20); do curl -sf -o /dev/null -w '%{time_total}\n' "$1"; done |

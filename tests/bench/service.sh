@@ -70,6 +70,15 @@ service_trials_per_s() {
   python3 -c "print(f'{$1 / (($finished - $created) / 1000):.1f}')"
 }
 
+# service_redis_cli ARGS...: redis-cli against the embedded Redis, whose URL
+# is redis://[user:]password@host:port.
+service_redis_cli() {
+  local rest=${SERVICE_REDIS#redis://} auth hostport
+  auth=${rest%@*}
+  hostport=${rest##*@}
+  REDISCLI_AUTH=${auth#*:} redis-cli -h "${hostport%:*}" -p "${hostport##*:}" "$@"
+}
+
 service_stop() {
   kill -TERM "${SERVICE_WORKERS[@]}" "$SERVICE_SCHEDULER" 2>/dev/null || true
   wait "${SERVICE_WORKERS[@]}" "$SERVICE_SCHEDULER" 2>/dev/null || true

@@ -26,12 +26,8 @@ source tests/bench/service.sh
 cpu_ticks() {  # utime + stime of a pid, in clock ticks
   awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0
 }
-redis_commands() {  # the embedded Redis's URL is redis://[user:]password@host:port
-  local rest=${SERVICE_REDIS#redis://} auth hostport
-  auth=${rest%@*}
-  hostport=${rest##*@}
-  REDISCLI_AUTH=${auth#*:} redis-cli -h "${hostport%:*}" -p "${hostport##*:}" INFO stats |
-    awk -F: '/^total_commands_processed/ {print $2+0}'
+redis_commands() {
+  service_redis_cli INFO stats | awk -F: '/^total_commands_processed/ {print $2+0}'
 }
 
 echo "throughput_bench $(date -u '+%F %H:%M') UTC on $(nproc) cores, $(git rev-parse --short HEAD):" \

@@ -227,10 +227,8 @@ Result<std::vector<Trial>> MemoryStore::create_trials(const std::vector<NewTrial
   std::lock_guard lock(mu_);
   std::vector<Trial> out;
   if (batch.empty()) return out;
+  if (auto st = check_new_trials(batch); !st) return st.error();
   const NewTrial& first = batch.front();
-  for (const auto& nt : batch)
-    if (nt.sweep_id != first.sweep_id || nt.role != first.role)
-      return Error::invalid("trials", "a batch of new trials is of one sweep and role");
   auto it = sweeps_.find(first.sweep_id);
   if (it == sweeps_.end()) return Error::not_found("sweep " + first.sweep_id);
   Sweep& s = it->second.sweep;

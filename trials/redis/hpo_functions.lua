@@ -183,11 +183,6 @@ local function attempt_end(P, t, now, outcome, err)
               attempt_json(t.attempt, t.worker, t.started_ms, now, outcome, err))
 end
 
-local function lease_set(P, t, deadline)
-  redis.call('HSET', P .. 'trial:' .. t.id, 'lease_deadline', int(deadline))
-  redis.call('ZADD', P .. 'leases', int(deadline), t.id)
-end
-
 local function lease_drop(P, t)
   redis.call('HSET', P .. 'trial:' .. t.id, 'lease_deadline', '0')
   redis.call('ZREM', P .. 'leases', t.id)
@@ -418,16 +413,6 @@ local function migrate_shared_queue(P)
   redis.call('DEL', old)
 end
 
--- A trial table as a flat reply (field, value, ...).
-local function flat(t)
-  local out = {}
-  for k, v in pairs(t) do
-    table.insert(out, k)
-    table.insert(out, v)
-  end
-  return out
-end
-
 -- What a worker needs of a claimed trial, by position (claim_batch's reply;
 -- RedisStore reads it in this order): half the strings of a flat hash.
 local kClaimFields = {'id', 'sweep', 'number', 'kind', 'params', 'state', 'attempt', 'released',
@@ -560,10 +545,11 @@ end
 --   followed by 'sweep_spec', the sweep's spec as submitted (one trial; kept
 --   for callers of earlier versions)
 local function claim(keys, a)
-  local claimed, specs = claim_many(a[1], a[2], tonumber(a[3]), 1, tonumber(a[4]), tonumber(a[5]),
+  local P = a[1]
+  local claimed, specs = claim_many(P, a[2], tonumber(a[3]), 1, tonumber(a[4]), tonumber(a[5]),
                                     tonumber(a[6] or '64'))
   if #claimed == 0 then return false end
-  local out = flat(claimed[1])
+  local out = flatten(P .. 'trial:' .. claimed[1].id)
   table.insert(out, 'sweep_spec')
   table.insert(out, specs[claimed[1].sweep])
   return out

@@ -286,10 +286,8 @@ Status RedisStore::set_stage(const std::string& sweep_id, SweepStage from, Sweep
 
 Result<std::vector<Trial>> RedisStore::create_trials(const std::vector<NewTrial>& trials) {
   if (trials.empty()) return std::vector<Trial>{};
+  if (auto st = check_new_trials(trials); !st) return st.error();
   const NewTrial& first = trials.front();
-  for (const auto& t : trials)
-    if (t.sweep_id != first.sweep_id || t.role != first.role)
-      return Error::invalid("trials", "a batch of new trials is of one sweep and role");
   std::vector<std::string> args{first.sweep_id, to_string(first.role), std::to_string(first.number),
                                 std::to_string(first.limit), std::to_string(trials.size())};
   args.reserve(args.size() + 4 * trials.size());
