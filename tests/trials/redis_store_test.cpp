@@ -216,6 +216,39 @@ TEST(RedisStore, ASharedQueueFromAnEarlierVersionIsMigrated) {
   EXPECT_FALSE(store.claim("w", 1, 60'000)->has_value());
 }
 
+// Earlier versions recorded an attempt when it was claimed: its end rewrites
+// that record (one record per attempt, not two), and it is listed once while
+// it runs.
+TEST(RedisStore, AnAttemptRecordedAtItsClaimByAnEarlierVersionIsRewrittenAtItsEnd) {
+  const std::string prefix = unique_prefix();
+  RedisStore store(config_for(shared_server(), prefix));
+  auto sweep = store.create_sweep(NewSweep{"a", "{}", false});
+  Trial t = add(store, *sweep, 0);
+  auto c = store.claim("w", 1, 60'000);
+  ASSERT_TRUE(c.ok() && c->has_value());
+  redisContext* rc = redisConnect("127.0.0.1", shared_server().port());
+  ASSERT_TRUE(rc && !rc->err);
+  const std::string legacy = R"({"attempt":0,"worker":"w","started_ms":)" +
+                             std::to_string((*c)->trial.started_ms) +
+                             R"(,"ended_ms":0,"outcome":"running","error":""})";
+  auto* r = static_cast<redisReply*>(
+      redisCommand(rc, "RPUSH %sattempts:%s %s", prefix.c_str(), t.id.c_str(), legacy.c_str()));
+  freeReplyObject(r);
+  redisFree(rc);
+  auto running = store.get_attempts(t.id);
+  ASSERT_TRUE(running.ok()) << running.error().message;
+  ASSERT_EQ(running->size(), 1u);
+  EXPECT_EQ((*running)[0].outcome, "running");
+  TrialResult done;
+  done.value = 1;
+  ASSERT_TRUE(store.complete(t.id, 0, "w", done).ok());
+  auto ended = store.get_attempts(t.id);
+  ASSERT_EQ(ended->size(), 1u);
+  EXPECT_EQ((*ended)[0].outcome, "completed");
+  EXPECT_EQ((*ended)[0].worker, "w");
+  EXPECT_GT((*ended)[0].ended_ms, 0);
+}
+
 TEST(RedisStore, ReportsPastTheCapAreNotStored) {
   RedisStoreConfig config = config_for(shared_server(), unique_prefix());
   config.max_reports_per_trial = 3;

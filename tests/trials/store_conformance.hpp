@@ -950,6 +950,14 @@ TYPED_TEST_P(StoreConformance, HeartbeatAndCompleteBatchesFenceEachItem) {
   Trial t0 = this->add_trial(s, 0), t1 = this->add_trial(s, 1), t2 = this->add_trial(s, 2);
   auto got = this->queue().claim_batch("w1", 3, 3, TypeParam::kLeaseMs);
   ASSERT_EQ(got->claims.size(), 3u);
+  // The running attempt is listed with its worker and start.
+  auto running = this->store().get_attempts(t0.id);
+  ASSERT_TRUE(running.ok()) << running.error().message;
+  ASSERT_EQ(running->size(), 1u);
+  EXPECT_EQ((*running)[0].outcome, "running");
+  EXPECT_EQ((*running)[0].worker, "w1");
+  EXPECT_EQ((*running)[0].attempt, 0);
+  EXPECT_EQ((*running)[0].started_ms, this->store().get_trial(t0.id)->started_ms);
   ASSERT_TRUE(this->store().set_control(t1.id, Control::kPrune).ok());
   auto beats = this->queue().heartbeat_batch(
       "w1", {{t0.id, 0}, {t1.id, 0}, {t2.id, 7}, {"nope-1", 0}}, TypeParam::kLeaseMs);

@@ -26,8 +26,9 @@ Key schema (P = prefix, default "hpo:"):
   P..'seq:sweeps'            string INCR counter for that sequence
   P..'sweeps:active'         set   sids in state running
   P..'trial:'<tid>           hash  id sweep number kind params state attempt max_attempts slots
-                                   worker created_ms started_ms finished_ms value metrics error
-                                   control extra lease_deadline lease_ms released
+                                   created_ms, and once set: worker started_ms finished_ms value
+                                   metrics error control extra lease_deadline lease_ms released
+                                   (absent: empty or 0)
                                    (value: decimal text, absent when none; metrics, params: JSON;
                                    released: attempts given back without a failure, so the
                                    attempts that count against max_attempts are attempt - released)
@@ -39,7 +40,8 @@ Key schema (P = prefix, default "hpo:"):
   P..'ready:set'             set   the same sids, for membership
   P..'leases'                zset  running tids by lease deadline (ms, server time)
   P..'reports:'<tid>         list  StepReport JSON {"step":..,"time_ms":..,"metrics":{..}}
-  P..'attempts:'<tid>        list  AttemptRecord JSON, one per attempt, the last is the current
+  P..'attempts:'<tid>        list  AttemptRecord JSON, one per ended attempt (the running one is
+                                   the trial's own fields; earlier versions wrote it at the claim)
   P..'events'                stream type sweep trial data(JSON), MAXLEN ~ 100000
   P..'workers'               hash  name -> WorkerInfo JSON (without last_heartbeat_ms)
   P..'worker_hb'             hash  name -> last heartbeat ms
@@ -170,17 +172,19 @@ local function attempt_json(attempt, worker, started_ms, ended_ms, outcome, err)
          jstr(err or '') .. '}'
 end
 
-local function attempt_begin(P, t, worker, now)
-  redis.call('RPUSH', P .. 'attempts:' .. t.id,
-             attempt_json(t.attempt, worker, now, 0, 'running', ''))
-end
-
--- The current attempt's record is rewritten from the trial (its attempt,
--- worker and start are the trial's); a trial without records (written by a
--- version that kept none) is left so.
+-- An attempt's record is written when it ends, from the trial (its attempt,
+-- worker and start are the trial's): the running one is the trial itself
+-- (RedisStore::get_attempts shows it from there), so a claim writes none.
+-- Earlier versions wrote a record at the claim: the list then already holds
+-- one for this attempt, which is rewritten instead.
 local function attempt_end(P, t, now, outcome, err)
-  redis.pcall('LSET', P .. 'attempts:' .. t.id, -1,
-              attempt_json(t.attempt, t.worker, t.started_ms, now, outcome, err))
+  local key = P .. 'attempts:' .. t.id
+  local rec = attempt_json(t.attempt, t.worker, t.started_ms, now, outcome, err)
+  if redis.call('LLEN', key) > tonumber(t.attempt) then
+    redis.pcall('LSET', key, -1, rec)
+  else
+    redis.call('RPUSH', key, rec)
+  end
 end
 
 local function lease_drop(P, t)
@@ -291,7 +295,7 @@ local function fenced(P, tid, attempt, worker)
   if not t then return nil, refuse('NOT_FOUND', 'trial ' .. tid) end
   if t.state ~= 'running' or t.attempt ~= attempt or t.worker ~= worker then
     return nil, refuse('LEASE_LOST', 'trial ' .. tid .. ' is ' .. t.state .. ' at attempt ' ..
-                       t.attempt .. ' by ' .. t.worker .. '; caller has attempt ' .. attempt ..
+                       t.attempt .. ' by ' .. (t.worker or '') .. '; caller has attempt ' .. attempt ..
                        ' by ' .. worker)
   end
   return t
@@ -361,11 +365,15 @@ local function create_many(P, sid, kind, number, limit, items)
     local n = number + i - 1
     local tid = sid .. '-' .. (kind == 'member' and 'm' or '') .. int(n)
     ids[i] = tid
-    redis.call('HSET', P .. 'trial:' .. tid, 'id', tid, 'sweep', sid, 'number', int(n), 'kind',
-               kind, 'params', it[1], 'state', 'queued', 'attempt', '0', 'max_attempts', it[2],
-               'slots', it[3], 'worker', '', 'created_ms', int(now), 'started_ms', '0',
-               'finished_ms', '0', 'metrics', '{}', 'error', '', 'control', 'none', 'extra',
-               it[4], 'lease_deadline', '0', 'lease_ms', '0', 'released', '0')
+    -- Only the fields with a value: the rest (worker, started_ms, finished_ms,
+    -- value, metrics, error, control, lease_deadline, lease_ms, released,
+    -- an empty extra) read as empty or 0 until a transition sets them, and a
+    -- smaller hash is less to write to the AOF and to keep.
+    local tkey = P .. 'trial:' .. tid
+    redis.call('HSET', tkey, 'id', tid, 'sweep', sid, 'number', int(n), 'kind', kind, 'params',
+               it[1], 'state', 'queued', 'attempt', '0', 'max_attempts', it[2], 'slots', it[3],
+               'created_ms', int(now))
+    if it[4] ~= '' then redis.call('HSET', tkey, 'extra', it[4]) end
     emit(P, 'trial.queued', sid, tid, json_obj({attempt = 0, number = n, kind = kind}))
   end
   redis.call('HSET', skey, 'next_' .. kind, int(number + #items))
@@ -475,7 +483,13 @@ local function claim_many(P, worker, free, want, lease_ms, scan, sweeps_max)
         end
         local tid = q.ids[q.pos]
         q.pos = q.pos + 1
-        local t = hgetall(P .. 'trial:' .. tid)
+        -- What the claim decides on and the worker needs, not the whole hash.
+        local v = redis.call('HMGET', P .. 'trial:' .. tid, 'state', 'slots', 'sweep', 'kind',
+                             'number', 'params', 'attempt', 'released', 'max_attempts',
+                             'created_ms', 'extra')
+        local t = v[1] and {id = tid, state = v[1], slots = v[2], sweep = v[3], kind = v[4],
+                            number = v[5], params = v[6], attempt = v[7], released = v[8] or '0',
+                            max_attempts = v[9], created_ms = v[10], extra = v[11] or ''}
         if not t or t.state ~= 'queued' then
           q.drop[#q.drop + 1] = tid
         elseif tonumber(t.slots) <= free then
@@ -488,7 +502,6 @@ local function claim_many(P, worker, free, want, lease_ms, scan, sweeps_max)
                      'started_ms', t.started_ms, 'control', 'none', 'error', '', 'lease_ms',
                      t.lease_ms, 'lease_deadline', t.lease_deadline)
           redis.call('ZADD', P .. 'leases', t.lease_deadline, tid)
-          attempt_begin(P, t, worker, now)
           emit(P, 'trial.started', sid, tid,
                json_obj({worker = worker, attempt = tonumber(t.attempt)}))
           claimed[#claimed + 1] = t

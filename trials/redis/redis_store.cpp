@@ -398,15 +398,27 @@ Result<ReportPage> RedisStore::get_reports(const std::string& trial_id, std::int
 }
 
 Result<std::vector<AttemptRecord>> RedisStore::get_attempts(const std::string& trial_id) {
-  auto r = client_.command({"LRANGE", key("attempts:" + trial_id), "0", "-1"});
+  // The ended attempts are stored; the running one is the trial itself.
+  auto r = client_.pipeline(
+      {{"LRANGE", key("attempts:" + trial_id), "0", "-1"},
+       {"HMGET", key("trial:" + trial_id), "state", "attempt", "worker", "started_ms"}});
   if (!r) return r.error();
-  if (r->is_error()) return refusal(r->str);
+  const Reply& list = (*r)[0];
+  const Reply& now = (*r)[1];
+  if (list.is_error()) return refusal(list.str);
+  if (now.is_error()) return refusal(now.str);
   std::vector<AttemptRecord> out;
-  for (const auto& e : r->elements) {
+  for (const auto& e : list.elements) {
     AttemptRecord a;
     if (auto st = record::from_text(e.str, "attempt", a); !st)
       return Error::internal("bad attempt record of " + trial_id + ": " + st.error().message);
     out.push_back(std::move(a));
+  }
+  if (now.elements.size() == 4 && now.elements[0].str == "running") {
+    const int attempt = static_cast<int>(to_i64(now.elements[1].str));
+    if (out.empty() || out.back().attempt != attempt)  // earlier versions stored it at the claim
+      out.push_back(AttemptRecord{attempt, now.elements[2].str, to_i64(now.elements[3].str), 0,
+                                  "running", ""});
   }
   return out;
 }
