@@ -453,15 +453,10 @@ Response Api::list_trials(const Request& request, const std::string& sweep_id) {
   std::vector<TrialPtr> rows;
   std::int64_t total = 0;
   if (!state && field == "number" && !descending && !csv) {
-    auto r = store.track(store->trials().list_trials(sweep_id, kind, *offset, *limit));
-    if (!r) return error_response(r.error());
-    total = r->total;
-    for (auto& t : r->trials) rows.push_back(std::make_shared<const trials::Trial>(std::move(t)));
-    if (rows.empty() && *offset == 0) {
-      // An empty page: tell "no trials yet" from "no such sweep".
-      auto sweep = store.track(store->sweeps().get_sweep(sweep_id));
-      if (!sweep) return error_response(sweep.error());
-    }
+    // Only the page's range; its finished trials from the cache.
+    auto page = store.track(trial_cache_.load(*store, sweep_id, kind, *offset, *limit, &total));
+    if (!page) return error_response(page.error());
+    rows = std::move(*page);
   } else {
     // Every trial of the sweep (finished ones cached), then filter, sort and slice.
     auto all = store.track(trial_cache_.load(*store, sweep_id, kind));

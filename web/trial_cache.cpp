@@ -1,9 +1,12 @@
 #include "web/trial_cache.hpp"
 
+#include <algorithm>
+
 namespace hpo::web {
 
 Result<std::vector<TrialPtr>> TrialCache::load(trials::Store& store, const std::string& sweep_id,
-                                               trials::TrialRole role) {
+                                               trials::TrialRole role, std::int64_t offset,
+                                               std::int64_t limit, std::int64_t* total) {
   auto sweep = store.sweeps().get_sweep(sweep_id);
   if (!sweep) {
     if (sweep.error().code == ErrorCode::kNotFound) {
@@ -17,30 +20,38 @@ Result<std::vector<TrialPtr>> TrialCache::load(trials::Store& store, const std::
   }
   const std::int64_t count =
       role == trials::TrialRole::kMember ? sweep->next_member : sweep->next_number;
-  std::vector<TrialPtr> out(static_cast<std::size_t>(count));
+  if (total) *total = count;
+  // Numbers [first, last) of the sweep; out[i] is number first + i.
+  const std::int64_t first = std::clamp<std::int64_t>(offset, 0, count);
+  const std::int64_t last = first + std::clamp<std::int64_t>(limit, 0, count - first);
+  std::vector<TrialPtr> out(static_cast<std::size_t>(last - first));
+  auto at = [&](std::int64_t number) -> TrialPtr& {
+    return out[static_cast<std::size_t>(number - first)];
+  };
   {
     std::lock_guard lock(mu_);
     if (auto it = entries_.find({sweep_id, role}); it != entries_.end())
-      for (const auto& [number, t] : it->second.finished)
-        if (number < count) out[static_cast<std::size_t>(number)] = t;
+      for (auto t = it->second.finished.lower_bound(first);
+           t != it->second.finished.end() && t->first < last; ++t)
+        at(t->first) = t->second;
   }
   // Load the gaps (not finished last time) in contiguous ranges.
   std::vector<TrialPtr> newly_finished;
   constexpr std::int64_t kChunk = 1000;
-  for (std::int64_t i = 0; i < count;) {
-    if (out[static_cast<std::size_t>(i)]) {
+  for (std::int64_t i = first; i < last;) {
+    if (at(i)) {
       ++i;
       continue;
     }
     std::int64_t end = i;
-    while (end < count && !out[static_cast<std::size_t>(end)] && end - i < kChunk) ++end;
+    while (end < last && !at(end) && end - i < kChunk) ++end;
     auto page = store.trials().list_trials(sweep_id, role, i, end - i);
     if (!page) return page.error();
     for (auto& t : page->trials) {
-      if (t.number < 0 || t.number >= count) continue;
+      if (t.number < first || t.number >= last) continue;
       auto ptr = std::make_shared<const trials::Trial>(std::move(t));
       if (trials::is_finished(ptr->state)) newly_finished.push_back(ptr);
-      out[static_cast<std::size_t>(ptr->number)] = std::move(ptr);
+      at(ptr->number) = std::move(ptr);
     }
     i = end;
   }

@@ -79,6 +79,32 @@ TEST_F(TrialCacheTest, EverythingFinishedNeedsNoTrialReads) {
   EXPECT_TRUE(store_.ranges.empty());
 }
 
+// A page by number reads its own range only, and of it only what was not
+// finished last time; the total is the sweep's.
+TEST_F(TrialCacheTest, APageReadsOnlyItsRange) {
+  for (int i = 0; i < 4; ++i) finish_next(i);  // 0..3 finished, 4 and 5 queued
+  std::int64_t total = 0;
+  auto page = cache_.load(store_, sweep_, hpo::trials::TrialRole::kTrial, 2, 3, &total);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(total, 6);
+  ASSERT_EQ(page->size(), 3u);
+  EXPECT_EQ((*page)[0]->number, 2);
+  EXPECT_EQ((*page)[2]->number, 4);
+  ASSERT_EQ(store_.ranges.size(), 1u);
+  EXPECT_EQ(store_.ranges[0], std::make_pair(std::int64_t{2}, std::int64_t{3}));
+  store_.ranges.clear();
+  auto again = cache_.load(store_, sweep_, hpo::trials::TrialRole::kTrial, 2, 3);
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(store_.ranges.size(), 1u);  // only number 4, still queued
+  EXPECT_EQ(store_.ranges[0], std::make_pair(std::int64_t{4}, std::int64_t{1}));
+  EXPECT_EQ((*again)[1]->value, 3.0);
+  // Past the end: an empty page, the total still told.
+  auto past = cache_.load(store_, sweep_, hpo::trials::TrialRole::kTrial, 10, 5, &total);
+  ASSERT_TRUE(past.ok());
+  EXPECT_TRUE(past->empty());
+  EXPECT_EQ(total, 6);
+}
+
 TEST_F(TrialCacheTest, UnknownSweepIsNotFound) {
   auto r = cache_.load(store_, "nope", hpo::trials::TrialRole::kTrial);
   ASSERT_FALSE(r.ok());
