@@ -22,6 +22,7 @@
 #include "trials/spec.hpp"
 #include "web/api_errors.hpp"
 #include "web/json_codec.hpp"
+#include "web/trial_columns.hpp"
 
 namespace hpo::web {
 
@@ -429,9 +430,16 @@ Json Api::sweep_doc(const trials::Sweep& sweep) {
 Response Api::list_trials(const Request& request, const std::string& sweep_id) {
   auto offset = int_param(request, "offset", 0, 0, INT64_MAX);
   if (!offset) return error_response(offset.error());
-  const bool csv = request.query_or("format") == "csv";
-  auto limit = int_param(request, "limit", csv ? INT64_MAX : options_.default_page, 0,
-                         csv ? INT64_MAX : options_.max_page);
+  const std::string format = request.query_or("format", "json");
+  if (format != "json" && format != "csv" && format != "columns")
+    return error_response(
+        Error::invalid("format", "unknown format '" + format + "': expected json, csv or columns"));
+  const bool csv = format == "csv";
+  // CSV and columns are whole exports by default (the dashboard reads every
+  // trial of a sweep in one request); a JSON page is capped.
+  const bool whole = format != "json";
+  auto limit = int_param(request, "limit", whole ? INT64_MAX : options_.default_page, 0,
+                         whole ? INT64_MAX : options_.max_page);
   if (!limit) return error_response(limit.error());
   auto role = trials::parse_trial_role(request.query_or("kind", "trial"));
   if (!role) return error_response(Error::invalid("kind", "must be 'trial' or 'member'"));
@@ -487,6 +495,7 @@ Response Api::list_trials(const Request& request, const std::string& sweep_id) {
                            "attachment; filename=\"" + percent_encode(sweep_id) + "-trials.csv\"");
     return r;
   }
+  if (format == "columns") return json_ok(200, trials_columns(rows, total, *offset, *limit));
   Json list = Json::array();
   for (const auto& t : rows) list.push_back(to_json(*t));
   return json_ok(200, {{"trials", list}, {"total", total}, {"offset", *offset}, {"limit", *limit}});

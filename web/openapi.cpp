@@ -94,14 +94,20 @@ const char* const kOpenApi = R"json({
           "401": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}, "409": {"$ref": "#/components/responses/Error"}}}
     },
     "/api/sweeps/{id}/trials": {
-      "get": {"summary": "Trials of a sweep: paged, filtered, sorted; CSV with format=csv",
+      "get": {"summary": "Trials of a sweep: paged, filtered, sorted; CSV with format=csv; one array per field with format=columns (CSV and columns are unbounded unless limit is given)",
         "parameters": [{"$ref": "#/components/parameters/id"}, {"$ref": "#/components/parameters/offset"}, {"$ref": "#/components/parameters/limit"},
           {"name": "state", "in": "query", "schema": {"type": "string", "enum": ["queued", "running", "completed", "failed", "pruned", "cancelled"]}},
           {"name": "sort", "in": "query", "description": "[-]number | [-]value | [-]started | [-]finished | [-]metric:NAME | [-]param:NAME; '-' sorts descending; missing values last", "schema": {"type": "string", "default": "number"}},
           {"name": "kind", "in": "query", "schema": {"type": "string", "enum": ["trial", "member"], "default": "trial"}},
-          {"name": "format", "in": "query", "schema": {"type": "string", "enum": ["json", "csv"], "default": "json"}}],
+          {"name": "format", "in": "query", "schema": {"type": "string", "enum": ["json", "csv", "columns"], "default": "json"}}],
         "responses": {"200": {"description": "a page", "content": {
-            "application/json": {"schema": {"type": "object", "properties": {"trials": {"type": "array", "items": {"$ref": "#/components/schemas/Trial"}}, "total": {"type": "integer"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}}}},
+            "application/json": {"schema": {"oneOf": [
+              {"type": "object", "properties": {"trials": {"type": "array", "items": {"$ref": "#/components/schemas/Trial"}}, "total": {"type": "integer"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}}},
+              {"type": "object", "description": "format=columns: column i of every array is the page's trial i; state, worker and error hold indexes into dictionaries; params and metrics hold null where a trial has none",
+               "properties": {"total": {"type": "integer"}, "offset": {"type": "integer"}, "limit": {"type": ["integer", "null"]}, "count": {"type": "integer"},
+                 "columns": {"type": "object", "properties": {"id": {"type": "array"}, "number": {"type": "array"}, "state": {"type": "array"}, "value": {"type": "array"}, "attempt": {"type": "array"}, "worker": {"type": "array"}, "error": {"type": "array"}, "created_ms": {"type": "array"}, "started_ms": {"type": "array"}, "finished_ms": {"type": "array"}}},
+                 "dictionaries": {"type": "object", "properties": {"state": {"type": "array", "items": {"type": "string"}}, "worker": {"type": "array", "items": {"type": "string"}}, "error": {"type": "array", "items": {"type": "string"}}}},
+                 "params": {"type": "object", "additionalProperties": {"type": "array"}}, "metrics": {"type": "object", "additionalProperties": {"type": "array"}}}}]}},
             "text/csv": {"schema": {"type": "string"}}}},
           "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}}
     },

@@ -7,8 +7,10 @@
 //   2. the sweep page's first complete render in headless Chromium: from
 //      navigation start to the 'hpo-sweep-rendered' mark (header, 10,000-row
 //      table, history, parallel coordinates, scatter, importance drawn),
-//      one cold load and the median of 5 more.
-// Each figure is printed beside the budget of issue 6 (100 ms, 1.5 s) as a ratio.
+//      one cold load and the median of 5 more, with the page's own measures
+//      of each phase.
+// Each figure is printed beside its budget as a ratio: issue 6's (100 ms,
+// 1.5 s) for 10,000 trials, issue 13's 2 s for the page of a bigger sweep.
 //
 //   node tests/bench/ui_bench.mjs --scheduler BIN --worker BIN [--trials N]
 import { Cluster, launchChromium, parseArgs, until } from '../browser/harness.mjs';
@@ -73,12 +75,15 @@ try {
   browser = await launchChromium();
   const renders = [];
   const loads = [];
+  const phases = {};
   for (let i = 0; i < 6; i++) {
     const page = await browser.context.newPage();
     await page.goto(`${cluster.api}/#/sweeps/${id}`);
     await page.waitForFunction(() => document.body.dataset.sweepRendered !== undefined, null, { timeout: 60000 });
     const [data, ms] = await page.evaluate(() => ['hpo-sweep-data', 'hpo-sweep-rendered'].map((n) => performance.getEntriesByName(n)[0].startTime));
     loads.push(data);
+    for (const [name, d] of await page.evaluate(() => performance.getEntriesByType('measure').map((m) => [m.name, m.duration])))
+      (phases[name] ??= []).push(d);
     const rows = await page.evaluate(() => document.body.dataset.sweepRendered);
     if (Number(rows) !== nTrials) throw new Error(`rendered ${rows} trials`);
     renders.push(ms);
@@ -92,9 +97,16 @@ try {
   console.log(`REST page limit=100 (server mean of 20)    ${f(plain.server)} ms   100 ms   ${(plain.server / 100).toFixed(3)}`);
   console.log(`REST page sort=-value (client median)      ${f(sorted.client)} ms   100 ms   ${(sorted.client / 100).toFixed(3)}`);
   console.log(`REST page sort=-value (server mean)        ${f(sorted.server)} ms   100 ms   ${(sorted.server / 100).toFixed(3)}`);
-  console.log(`sweep page first render, cold load         ${f(renders[0])} ms  1500 ms   ${(renders[0] / 1500).toFixed(3)}`);
-  console.log(`sweep page first render, median of 5       ${f(warm)} ms  1500 ms   ${(warm / 1500).toFixed(3)}`);
-  console.log(`  of which all trial pages loaded at       ${f(warmData)} ms (median), drawing ${f(warm - warmData)} ms`);
+  // Issue 6's budget for 10,000 trials; issue 13's for 100,000.
+  const budget = nTrials > 10000 ? 2000 : 1500;
+  console.log(`sweep page first render, cold load         ${f(renders[0])} ms  ${budget} ms   ${(renders[0] / budget).toFixed(3)}`);
+  console.log(`sweep page first render, median of 5       ${f(warm)} ms  ${budget} ms   ${(warm / budget).toFixed(3)}`);
+  console.log(`  of which every trial loaded at           ${f(warmData)} ms (median), drawing ${f(warm - warmData)} ms`);
+  // The page's own measures of its first render (median of the 5): columns
+  // to trial objects, then each panel; the rest of the drawing is uPlot's and
+  // the canvases' own work before the next frame.
+  for (const [name, ds] of Object.entries(phases))
+    console.log(`  ${name.replace(/^hpo-/, '').padEnd(40)} ${f(median(ds.slice(1)))} ms`);
   console.log(`load average during the run: ${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')} (cores: ${(await import('node:os')).cpus().length})`);
 } finally {
   await browser?.close();

@@ -303,6 +303,89 @@ TEST_F(ApiTest, CsvExportNeutralisesFormulaCells) {
   EXPECT_NE(b.find(",-2.5,-3\n"), std::string::npos) << b;  // numbers untouched
 }
 
+// The columns form holds the same trials as the object form, field by field:
+// dictionary indexes resolve to the same state, worker and error; a parameter
+// a trial lacks is null; filters, sorting and paging apply as for the objects.
+TEST_F(ApiTest, ColumnsHoldTheSameTrialsAsObjects) {
+  start();
+  std::string id = submit();
+  for (int n = 0; n < 6; ++n) {
+    trials::NewTrial t;
+    t.sweep_id = id;
+    t.limit = 10;
+    t.number = n;
+    t.params = {{"x1", 0.25 * n}};
+    if (n % 2 == 0) t.params["opt"] = std::string(n == 0 ? "adam" : "sgd");
+    auto made = store_->create_trial(t);
+    ASSERT_TRUE(made.ok()) << made.error().message;
+  }
+  for (int n = 0; n < 4; ++n) {  // 0..3 finish: completed, failed, completed, failed
+    auto c = store_->claim(n % 2 ? "w-odd" : "w-even", 1, 60000);
+    ASSERT_TRUE(c.ok() && c->has_value());
+    trials::TrialResult r;
+    if (n % 2) {
+      r.outcome = trials::TrialState::kFailed;
+      r.error = "diverged at step " + std::to_string(n);
+      r.retryable = false;
+    } else {
+      r.outcome = trials::TrialState::kCompleted;
+      r.value = 10.0 - n;
+      r.metrics = {{"value", 10.0 - n}, {"acc", 0.5 + n / 10.0}};
+    }
+    ASSERT_TRUE(store_->complete((*c)->trial.id, 0, n % 2 ? "w-odd" : "w-even", r).ok());
+  }
+  auto check = [&](const std::string& query, std::size_t rows) {
+    SCOPED_TRACE(query);
+    auto objects = client_->get("/api/sweeps/" + id + "/trials?" + query);
+    auto columns = client_->get("/api/sweeps/" + id + "/trials?format=columns&" + query);
+    ASSERT_TRUE(objects.ok() && columns.ok());
+    ASSERT_EQ(columns->status, 200) << columns->body;
+    Json o = body(*objects), c = body(*columns);
+    ASSERT_EQ(o["trials"].size(), rows);
+    EXPECT_EQ(c["total"], o["total"]);
+    ASSERT_EQ(c["count"], rows);
+    const Json& col = c["columns"];
+    const Json& dict = c["dictionaries"];
+    for (std::size_t i = 0; i < rows; ++i) {
+      const Json& t = o["trials"][i];
+      EXPECT_EQ(col["id"][i], t["id"]);
+      EXPECT_EQ(col["number"][i], t["number"]);
+      EXPECT_EQ(dict["state"][col["state"][i].get<std::size_t>()], t["state"]);
+      EXPECT_EQ(dict["worker"][col["worker"][i].get<std::size_t>()], t["worker"]);
+      EXPECT_EQ(dict["error"][col["error"][i].get<std::size_t>()], t["error"]);
+      EXPECT_EQ(col["value"][i], t["value"]);
+      EXPECT_EQ(col["attempt"][i], t["attempt"]);
+      for (const char* f : {"created_ms", "started_ms", "finished_ms"}) EXPECT_EQ(col[f][i], t[f]);
+      for (const auto& [name, values] : c["params"].items())
+        EXPECT_EQ(values[i], t["params"].value(name, Json(nullptr))) << name;
+      for (const auto& [name, values] : c["metrics"].items())
+        EXPECT_EQ(values[i], t["metrics"].value(name, Json(nullptr))) << name;
+    }
+    // Every parameter and metric of the page has its column.
+    for (const auto& t : o["trials"]) {
+      for (const auto& [name, v] : t["params"].items()) EXPECT_TRUE(c["params"].contains(name));
+      for (const auto& [name, v] : t["metrics"].items()) EXPECT_TRUE(c["metrics"].contains(name));
+    }
+  };
+  check("limit=1000", 6);
+  check("sort=-value&limit=3", 3);
+  check("state=failed", 2);
+  check("offset=2&limit=3", 3);
+  // Unbounded by default, unlike a JSON page; the limit reads null then.
+  Json all = body(*client_->get("/api/sweeps/" + id + "/trials?format=columns"));
+  EXPECT_EQ(all["count"], 6);
+  EXPECT_TRUE(all["limit"].is_null());
+  EXPECT_EQ(all["params"]["opt"][1], nullptr);  // trial 1 has no opt
+  EXPECT_EQ(all["params"]["opt"][2], "sgd");
+
+  auto bad = client_->get("/api/sweeps/" + id + "/trials?format=xml");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(body(*bad)["error"]["fields"][0]["path"], "format");
+  EXPECT_NE(body(*bad)["error"]["message"].get<std::string>().find("'xml'"), std::string::npos);
+  EXPECT_EQ(client_->get("/api/sweeps/nope/trials?format=columns")->status, 404);
+}
+
 TEST_F(ApiTest, TrialDetailHasAttemptsAndReports) {
   start();
   std::string id = submit();

@@ -3,6 +3,8 @@
 // plot when the set of series changes, so live updates stay cheap.
 import uPlot from 'uplot';
 import type { Trial, Report } from '../api';
+import { fmtNum } from '../dom';
+import { argsort, occupiedCells, stairCorners } from './decimate';
 
 const kBlue = '#2563eb';
 const kOrange = '#ea580c';
@@ -42,17 +44,30 @@ const pointsOnly = (): null => null;
 
 // Scatter series for big sweeps: one Path2D of small squares, filled once.
 // uPlot's own points are arcs stroked and filled one by one, which costs
-// ~100 ms per chart at 10,000 points; this draws the same in a few ms.
+// ~100 ms per chart at 10,000 points; this draws the same in a few ms. Past
+// kThinAbove points in view, one square per square-sized cell of the plot
+// (snapped to it): a dense region is drawn once instead of thousands of times.
+const kThinAbove = 4000;
+
 function squares(sizeCssPx: number): uPlot.Series.PathBuilder {
   return (u, seriesIdx, idx0, idx1) => {
     const s = sizeCssPx * uPlot.pxRatio;
     const path = new Path2D();
     const xs = u.data[0] as number[];
     const ys = u.data[seriesIdx] as (number | null)[];
+    const px: number[] = [];
+    const py: number[] = [];
     for (let i = idx0; i <= idx1; i++) {
       const y = ys[i];
       if (y === null || y === undefined) continue;
-      path.rect(u.valToPos(xs[i], 'x', true) - s / 2, u.valToPos(y, 'y', true) - s / 2, s, s);
+      px.push(u.valToPos(xs[i], 'x', true) - s / 2);
+      py.push(u.valToPos(y, 'y', true) - s / 2);
+    }
+    if (px.length > kThinAbove) {
+      const c = occupiedCells(px, py, s);
+      for (let i = 0; i < c.x.length; i++) path.rect(c.x[i], c.y[i], s, s);
+    } else {
+      for (let i = 0; i < px.length; i++) path.rect(px[i], py[i], s, s);
     }
     return { stroke: path, fill: path, clip: undefined, flags: 0 } as unknown as uPlot.Series.Paths;
   };
@@ -65,8 +80,9 @@ function dots(label: string, size: number, big: boolean): uPlot.Series {
     : { label, stroke: kBlue, width: 0, paths: pointsOnly, points: { show: true, size, fill: kBlue } };
 }
 
-// Objective per trial number, with the best-so-far line.
-export function historyData(trials: Trial[], maximize: boolean): uPlot.AlignedData {
+// Objective per trial number, with the best-so-far line (its corners only
+// for a big sweep: the same staircase from a few points).
+export function historyData(trials: Trial[], maximize: boolean, big = false): uPlot.AlignedData {
   const sorted = trials.slice().sort((a, b) => a.number - b.number);
   const xs: number[] = [];
   const ys: (number | null)[] = [];
@@ -79,7 +95,7 @@ export function historyData(trials: Trial[], maximize: boolean): uPlot.AlignedDa
     ys.push(v);
     best.push(b);
   }
-  return [xs, ys, best];
+  return [xs, ys, big ? stairCorners(best) : best];
 }
 
 export function historyOptions(metric: string, big = false): () => uPlot.Options {
@@ -91,21 +107,33 @@ export function historyOptions(metric: string, big = false): () => uPlot.Options
     series: [
       { label: 'trial' },
       dots(metric, big ? 2.5 : 5, big),
-      { label: 'best so far', stroke: kOrange, width: 2, spanGaps: true, paths: uPlot.paths.stepped!({ align: 1 }), points: { show: false } },
+      { label: 'best so far', stroke: kOrange, width: 2, spanGaps: true, paths: uPlot.paths.stepped!({ align: 1 }), points: { show: false }, value: big ? lastCorner : undefined },
     ],
     legend: { show: true },
   });
 }
 
+// The legend's best so far under the cursor when only the corners are kept:
+// the last corner at or before it.
+function lastCorner(u: uPlot, _v: number | null, si: number, idx: number | null): string {
+  const d = u.data[si];
+  for (let i = idx ?? -1; i >= 0; i--) {
+    const v = d[i];
+    if (v !== null && v !== undefined) return fmtNum(v);
+  }
+  return '–';
+}
+
 // Objective against one parameter (categories are placed at their index).
 export function scatterData(trials: Trial[], param: string): { data: uPlot.AlignedData; categories: string[] | null } {
-  const pts: [number, number][] = [];
   const cats = new Map<string, number>();
   let numeric = true;
   for (const t of trials) {
     const p = t.params[param];
     if (p !== undefined && p !== null && typeof p !== 'number') numeric = false;
   }
+  const px: number[] = [];
+  const py: number[] = [];
   for (const t of trials) {
     if (t.state !== 'completed' || t.value === null || !Number.isFinite(t.value)) continue;
     const p = t.params[param];
@@ -117,10 +145,15 @@ export function scatterData(trials: Trial[], param: string): { data: uPlot.Align
       if (!cats.has(k)) cats.set(k, cats.size);
       x = cats.get(k)!;
     }
-    pts.push([x, t.value]);
+    px.push(x);
+    py.push(t.value);
   }
-  pts.sort((a, b) => a[0] - b[0]);
-  return { data: [pts.map((p) => p[0]), pts.map((p) => p[1])], categories: numeric ? null : [...cats.keys()] };
+  // uPlot wants x ascending.
+  const order = argsort(px);
+  const xs = new Array<number>(order.length);
+  const ys = new Array<number>(order.length);
+  for (let i = 0; i < order.length; i++) (xs[i] = px[order[i]]), (ys[i] = py[order[i]]);
+  return { data: [xs, ys], categories: numeric ? null : [...cats.keys()] };
 }
 
 export function scatterOptions(param: string, metric: string, categories: string[] | null, big = false): () => uPlot.Options {

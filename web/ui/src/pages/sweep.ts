@@ -6,9 +6,9 @@
 import { allTrials, api, ApiError, EnsembleRecord, Sweep, Trial, TrialDetail } from '../api';
 import { ensembleView } from '../ensemble';
 import { Chart, curvesData, curvesOptions, CurveTrial, historyData, historyOptions, scatterData, scatterOptions } from '../charts/plots';
-import { drawParcoords } from '../charts/parcoords';
+import { drawParcoords, kBestLines } from '../charts/parcoords';
 import { badge, fmtNum, fmtTime, h, replace } from '../dom';
-import { paramImportance } from '../importance';
+import { kImportanceSample, paramImportance } from '../importance';
 import { coalesce, subscribe } from '../live';
 import { TrialTable } from '../table';
 import { doneCount, progressBar } from './sweeps';
@@ -60,6 +60,7 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
   let ensembleRecord: EnsembleRecord | null = null;
   let ensembleNote = '';
   let rendered = false;
+  let measured = false;
 
   const head = h('div', { class: 'sweep-head' });
   const errorBox = h('p', { class: 'error', id: 'sweep-error' });
@@ -71,6 +72,8 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
   const curvesEl = h('div', { class: 'chart', id: 'chart-curves' });
   const curvesNote = h('p', { class: 'muted' });
   const importanceEl = h('div', { class: 'importance', id: 'importance' });
+  const importanceNote = h('p', { class: 'muted small', id: 'importance-note' });
+  const parcoordsNote = h('p', { class: 'muted small', id: 'parcoords-note' });
   const ensembleBody = h('div');
   const specEl = h('pre', { id: 'sweep-spec' });
   const ensemblePanel = panel('Ensemble', 'ensemble', ensembleBody);
@@ -87,8 +90,8 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
       'div',
       { class: 'panels' },
       panel('Optimisation history', 'panel-history', historyEl),
-      panel('Parameter importance', 'panel-importance', importanceEl, h('p', { class: 'muted small' }, 'fANOVA-lite: share of the objective-rank variance explained by each parameter alone (between-bin variance of per-bin means).')),
-      panel('Parallel coordinates', 'panel-parcoords', h('div', { class: 'canvas-wrap' }, parcoords)),
+      panel('Parameter importance', 'panel-importance', importanceEl, h('p', { class: 'muted small' }, 'fANOVA-lite: share of the objective-rank variance explained by each parameter alone (between-bin variance of per-bin means).'), importanceNote),
+      panel('Parallel coordinates', 'panel-parcoords', h('div', { class: 'canvas-wrap' }, parcoords), parcoordsNote),
       panel('Objective vs parameter', 'panel-scatter', h('label', null, 'Parameter ', scatterPick), scatterEl),
       panel('Intermediate values', 'panel-curves', curvesNote, curvesEl),
       ensemblePanel,
@@ -146,12 +149,22 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
     );
   }
 
+  // The first render's phases as performance measures ('hpo-draw-NAME'), for
+  // ui_bench's breakdown; later redraws are not recorded.
+  function phase<T>(name: string, fn: () => T): T {
+    if (rendered && measured) return fn();
+    const start = performance.now();
+    const out = fn();
+    performance.measure(`hpo-draw-${name}`, { start, end: performance.now() });
+    return out;
+  }
+
   function drawCharts(): void {
     if (!sweep) return;
-    const list = [...trials.values()].sort((a, b) => a.number - b.number);
+    const list = phase('order', () => [...trials.values()].sort((a, b) => a.number - b.number));
     const metric = sweep.objective.metric || 'value';
     const maximize = sweep.objective.mode === 'max';
-    history.set(`history:${list.length > 1000}`, historyOptions(metric, list.length > 1000), historyData(list, maximize));
+    phase('history', () => history.set(`history:${list.length > 1000}`, historyOptions(metric, list.length > 1000), historyData(list, maximize, list.length > 1000)));
     const params = paramNames();
     const chosen = scatterPick.value;
     if (scatterPick.options.length !== params.length || [...scatterPick.options].some((o, i) => o.value !== params[i])) {
@@ -159,12 +172,18 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
       if (params.includes(chosen)) scatterPick.value = chosen;
     }
     const param = scatterPick.value;
-    if (param) {
-      const sc = scatterData(list, param);
-      scatter.set(`scatter:${param}:${sc.categories?.join(',') ?? ''}:${list.length > 1000}`, scatterOptions(param, metric, sc.categories, list.length > 1000), sc.data);
-    }
-    drawParcoords(parcoords, list, params, metric, maximize, logParams(sweep.spec));
-    const imp = paramImportance(list, params);
+    if (param)
+      phase('scatter', () => {
+        const sc = scatterData(list, param);
+        scatter.set(`scatter:${param}:${sc.categories?.join(',') ?? ''}:${list.length > 1000}`, scatterOptions(param, metric, sc.categories, list.length > 1000), sc.data);
+      });
+    const spec = sweep.spec;
+    const drawn = phase('parcoords', () => drawParcoords(parcoords, list, params, metric, maximize, logParams(spec)));
+    parcoordsNote.textContent =
+      drawn.lines < drawn.trials ? `${drawn.lines.toLocaleString('en')} of ${drawn.trials.toLocaleString('en')} completed trials drawn: the best ${kBestLines.toLocaleString('en')} and an even sample by rank of the rest.` : '';
+    const imp = phase('importance', () => paramImportance(list, params));
+    const scored = list.filter((t) => t.value !== null && Number.isFinite(t.value)).length;
+    importanceNote.textContent = scored > kImportanceSample ? `From an even sample of ${kImportanceSample.toLocaleString('en')} of ${scored.toLocaleString('en')} trials.` : '';
     replace(
       importanceEl,
       imp.map((i) => {
@@ -247,7 +266,7 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
         // Members only exist for sweeps with an ensemble stage.
         const hasMembers = (s.next_member ?? 0) > 0 || Object.values(s.member_counts ?? {}).some((c) => c > 0);
         const [ts, ms] = await Promise.all([
-          allTrials(id, 'trial', s.next_number ?? 0),
+          allTrials(id, 'trial', first),
           hasMembers ? api.trials(id, { kind: 'member', limit: 1000 }) : Promise.resolve({ trials: [] as Trial[], total: 0 }),
         ]);
         reloadAll = false;
@@ -260,8 +279,9 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
         if (first) {
           rendered = true;
           renderHead();
-          table.setTrials([...trials.values()]);
+          phase('table', () => table.setTrials([...trials.values()]));
           drawCharts();
+          measured = true;
           // First complete render (header, table, charts) for tests and ui_bench.
           const n = trials.size;
           requestAnimationFrame(() => {
