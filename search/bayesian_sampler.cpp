@@ -132,10 +132,12 @@ Eigen::VectorXd warp_outputs(const std::vector<double>& ys) {
   return (y.array() - lo + c).log().matrix();
 }
 
-BayesianSampler::BayesianSampler(SearchSpace space, std::uint64_t seed, int n_initial)
+BayesianSampler::BayesianSampler(SearchSpace space, std::uint64_t seed, int n_initial,
+                                 int max_gp_points)
     : map_(std::move(space)),
       seed_(seed),
-      n_initial_(n_initial > 0 ? n_initial : std::max(5, map_.unit_dims() + 1)) {}
+      n_initial_(n_initial > 0 ? n_initial : std::max(5, map_.unit_dims() + 1)),
+      max_gp_points_(std::max(2, max_gp_points)) {}
 
 std::optional<Params> BayesianSampler::ask(std::span<const Observation> history,
                                            std::span<const Params> pending, std::int64_t number) {
@@ -153,9 +155,9 @@ std::optional<Params> BayesianSampler::ask(std::span<const Observation> history,
         sobol.point(static_cast<std::uint64_t>(number)).data(), p));
   }
 
-  // 2. Fit on the completed trials (a subset above kMaxGpPoints).
+  // 2. Fit on the completed trials (a subset above max_gp_points_).
   Eigen::VectorXd y_all = warp_outputs(ys);
-  auto keep = gp_subset(y_all, kMaxGpPoints);
+  auto keep = gp_subset(y_all, max_gp_points_);
   std::vector<Eigen::VectorXd> train;
   Eigen::VectorXd y(static_cast<Eigen::Index>(keep.size()));
   for (std::size_t k = 0; k < keep.size(); ++k) {

@@ -36,7 +36,10 @@ class BayesianSampler final : public Sampler {
  public:
   static constexpr int kMaxGpPoints = 300;
 
-  BayesianSampler(SearchSpace space, std::uint64_t seed, int n_initial);
+  // max_gp_points: the subset size of step 2 (search_bench compares it with
+  // an unbounded GP to measure what the subset costs in quality).
+  BayesianSampler(SearchSpace space, std::uint64_t seed, int n_initial,
+                  int max_gp_points = kMaxGpPoints);
 
   std::optional<Params> ask(std::span<const Observation> history, std::span<const Params> pending,
                             std::int64_t number) override;
@@ -47,6 +50,7 @@ class BayesianSampler final : public Sampler {
   FeatureMap map_;
   std::uint64_t seed_;
   int n_initial_;
+  int max_gp_points_;
 };
 
 }  // namespace hpo::search

@@ -8,6 +8,9 @@
 //                [--no-quality] [--no-timing] [--timing-n 100,500,1000]
 //                [--timing-reps R] [--pending K]
 //
+// A sampler "bayesian@N" is the Bayesian sampler with a GP subset of N
+// points (the default is BayesianSampler::kMaxGpPoints; a large N is the
+// unbounded GP), to measure what the subset costs in quality and time.
 // --timing-reps: asks timed per size (default 5, 3 from 1,000 observations);
 // --pending: trials in flight beside the history (K Sobol points), as a
 // controller with max_concurrent K asks.
@@ -25,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "search/bayesian_sampler.hpp"
 #include "search/rng.hpp"
 #include "search/sampler.hpp"
 #include "search/test_functions.hpp"
@@ -131,13 +135,20 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+std::unique_ptr<Sampler> sampler_named(const std::string& name, std::uint64_t seed,
+                                       const SearchSpace& space) {
+  if (name.rfind("bayesian@", 0) == 0)
+    return std::make_unique<BayesianSampler>(space, seed, 0, std::stoi(name.substr(9)));
+  return make_sampler({algorithm(name), seed, 0}, space);
+}
+
 void quality(const Problem& pr, const std::string& sampler, int seeds,
              const std::vector<int>& budgets) {
   const int max_budget = *std::max_element(budgets.begin(), budgets.end());
   std::vector<std::vector<double>> best_at(budgets.size());
   auto t0 = std::chrono::steady_clock::now();
   for (int seed = 0; seed < seeds; ++seed) {
-    auto s = make_sampler({algorithm(sampler), std::uint64_t(seed), 0}, pr.space);
+    auto s = sampler_named(sampler, std::uint64_t(seed), pr.space);
     std::vector<Observation> history;
     double best = 1e300;
     for (int t = 0; t < max_budget; ++t) {
@@ -178,7 +189,7 @@ void timing(const std::string& sampler, const std::string& fname, const std::vec
     }
     std::vector<Params> pending;
     for (int k = 0; k < n_pending; ++k) pending.push_back(*init->ask({}, {}, n + k));
-    auto s = make_sampler({algorithm(sampler), 5, 0}, pr.space);
+    auto s = sampler_named(sampler, 5, pr.space);
     std::vector<double> ms, cpu;
     const int reps = reps_asked > 0 ? reps_asked : (n >= 1000 ? 3 : 5);
     for (int r = 0; r < reps; ++r) {
@@ -241,7 +252,7 @@ int main(int argc, char** argv) {
     }
   if (do_timing) {
     for (const auto& s : samplers)
-      if (s == "bayesian" || s == "tpe") timing(s, "hartmann6", timing_n, timing_reps, pending);
+      if (s.rfind("bayesian", 0) == 0 || s == "tpe") timing(s, "hartmann6", timing_n, timing_reps, pending);
   }
   return 0;
 }

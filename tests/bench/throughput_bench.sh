@@ -66,10 +66,18 @@ work1=0
 for w in "${SERVICE_WORKERS[@]}"; do work1=$((work1 + $(cpu_ticks "$w"))); done
 hpo_rate=$(service_trials_per_s "$trials")
 # Claim-to-complete of every trial, from the trial pages (1,000 a page).
-latencies=$(for ((off = 0; off < trials; off += 1000)); do
+times=$(for ((off = 0; off < trials; off += 1000)); do
   curl -sf "$SERVICE_API/api/sweeps/$SERVICE_SWEEP/trials?offset=$off&limit=1000" |
-    jq -r '.trials[] | (.finished_ms - .started_ms)'
-done | sort -n)
+    jq -r '.trials[] | "\(.started_ms) \(.finished_ms)"'
+done)
+latencies=$(awk '{print $2 - $1}' <<<"$times" | sort -n)
+# The sweep's clock from submit to end: until the first trial starts, the
+# trials, and from the last trial's end to the sweep's.
+created_ms=$(jq '.created_ms' <<<"$SERVICE_DOC")
+ended_ms=$(jq '.finished_ms' <<<"$SERVICE_DOC")
+read -r first_start last_end < <(awk 'NR == 1 {a = $1; b = $2} {if ($1 < a) a = $1; if ($2 > b) b = $2} END {print a, b}' <<<"$times")
+echo "timeline: submit -> first start $((first_start - created_ms)) ms, trials $((last_end - first_start)) ms," \
+  "last trial -> sweep finished $((ended_ms - last_end)) ms"
 pct() { awk -v p="$1" '{a[NR]=$1} END {i=int(NR*p/100); if (i<1) i=1; print a[i]}' <<<"$latencies"; }
 ticks=$(getconf CLK_TCK)
 python3 - "$trials" "$hpo_rate" "$cmds0" "$cmds1" "$sched0" "$sched1" "$work0" "$work1" "$ticks" \
