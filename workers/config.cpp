@@ -60,6 +60,10 @@ const std::vector<Row>& rows() {
        "seconds between SIGTERM and SIGKILL when a command trial is stopped (default 5)"},
       {text_setting<WorkerConfig>("--work-dir", "HPO_WORK_DIR", nullptr, &WorkerConfig::work_dir),
        "where attempt directories go (default $HPO_HOME/work/<name>)"},
+      {text_setting<WorkerConfig>("--dataset-cache", "HPO_DATASET_CACHE", nullptr,
+                                  &WorkerConfig::dataset_cache),
+       "where decoded datasets are kept for this host's trials (default $HPO_HOME/dataset-cache; "
+       "none: off)"},
       {seconds_setting<WorkerConfig>("--wait-s", "HPO_WAIT_SCHEDULER_S", nullptr,
                                      &WorkerConfig::wait_scheduler_s),
        "without --redis: seconds to wait for a local scheduler to appear (default 60)"},
@@ -99,7 +103,8 @@ Result<WorkerConfig> load_config(const std::vector<std::string>& args, const Env
 std::string usage() {
   std::string out =
       "usage: hpo-worker [--redis URL] [--slots N] [--name NAME] [--threads T] [--lease-ms L]\n"
-      "                  [--prefix P] [--kill-grace-s S] [--work-dir DIR] [--wait-s S]\n"
+      "                  [--prefix P] [--kill-grace-s S] [--work-dir DIR] [--dataset-cache DIR]\n"
+      "                  [--wait-s S]\n"
       "                  [--drain-grace-s S] [--outage-grace-s S] [--data-root DIR]... [--help]\n\n"
       "Runs trials of hpo sweeps: claims them from the Redis queue, runs them, reports results.\n"
       "SIGTERM/SIGINT: stops claiming, lets running trials finish for --drain-grace-s, then\n"

@@ -27,6 +27,7 @@ struct WorkerConfig {
   std::string prefix = "hpo:";     // Redis key prefix
   double kill_grace_s = 5.0;       // SIGTERM -> SIGKILL grace for command trials
   std::string work_dir;            // attempt directories; empty: $HPO_HOME/work/<name>
+  std::string dataset_cache;       // decoded datasets; empty: $HPO_HOME/dataset-cache; "none": off
   double wait_scheduler_s = 60.0;  // how long to wait for a local scheduler's state file
   double drain_grace_s = 30.0;     // SIGTERM: how long running trials may still finish
   double outage_grace_s = 600.0;   // trials keep running while the store is unreachable

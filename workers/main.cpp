@@ -148,7 +148,12 @@ int main(int argc, char** argv) {
   if (data_roots.empty()) data_roots = {hpo::trials::kDefaultDataRoot, options.work_root};
 #ifdef HPO_WITH_TORCH
   // One dataset cache per process: every slot's trials read a file once.
-  auto cache = std::make_shared<hpo::workers::torch_trainer::DatasetCache>();
+  // Decoded tables also go to disk, where the trials' rank processes (and the
+  // next worker process on this host) read them instead of decoding again.
+  auto cache = std::make_shared<hpo::workers::torch_trainer::DatasetCache>(
+      8, config.dataset_cache.empty()     ? hpo::hpo_home() + "/dataset-cache"
+         : config.dataset_cache == "none" ? std::string()
+                                          : config.dataset_cache);
   hpo::workers::TorchExecutorOptions torch_options;
   torch_options.data_roots = data_roots;
   executors[hpo::trials::TrialKind::kTorch] = [cache, torch_options] {

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "core/hash.hpp"
 #include "search/rng.hpp"
 #include "search/test_functions.hpp"
 #include "workers/outcome.hpp"
@@ -20,12 +21,6 @@ namespace hpo::workers {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
 
 // Waits until `until` or a stop; returns the stop reason (kNone: time is up).
 StopReason wait_until(Clock::time_point until, const Reporter& reporter) {

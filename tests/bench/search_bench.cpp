@@ -16,13 +16,14 @@
 // controller with max_concurrent K asks.
 //
 // Rows: "best\t<function>\t<sampler>\t<budget>\t<median>\t<q25>\t<q75>"
-//       "ask_ms\t<sampler>\t<dims>\t<n>\t<median wall ms>\t<median thread-CPU ms>\t<p99 wall ms>\t<pending>"
+//       "ask_ms\t<sampler>\t<dims>\t<n>\t<median wall ms>\t<median thread-CPU ms>\t<p99 wall
+//       ms>\t<pending>"
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -252,7 +253,8 @@ int main(int argc, char** argv) {
     }
   if (do_timing) {
     for (const auto& s : samplers)
-      if (s.rfind("bayesian", 0) == 0 || s == "tpe") timing(s, "hartmann6", timing_n, timing_reps, pending);
+      if (s.rfind("bayesian", 0) == 0 || s == "tpe")
+        timing(s, "hartmann6", timing_n, timing_reps, pending);
   }
   return 0;
 }

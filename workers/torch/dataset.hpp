@@ -13,6 +13,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -86,23 +87,52 @@ struct PreparedData {
   std::vector<float> mean, inv_std;
 };
 
+// A table as bytes and back, for the on-disk cache: a header (magic, version,
+// rows, shape, names), then the targets as floats and the features as floats,
+// or as bytes when every feature is a whole number of 255ths (IDX pixels, read
+// back with the reader's own /255: the same floats), a quarter of the size.
+// decode_table checks every size against the bytes it has (a truncated or
+// foreign file is an error, never a read past the end).
+std::string encode_table(const Table& table);
+Result<Table> decode_table(std::string_view bytes);
+
 // Loaded tables, shared by the trials of a worker process. Thread-safe.
+//
+// With a `disk_dir`, each table decoded from its source files is also written
+// there (one file per table, named by a hash of the key and each source file's
+// size and modification time, written to a temporary name and renamed), and a
+// table missing from memory is read back from there before its sources: the
+// rank processes of a worker's trials, and the next worker process on the
+// host, decode a dataset once (gunzip and parse) instead of once each. A file
+// that does not decode is replaced. Nothing is ever deleted from the directory.
 class DatasetCache {
  public:
-  explicit DatasetCache(std::size_t max_entries = 8) : max_entries_(max_entries) {}
-  // Returns the cached table for `key`, or loads it with `load` (outside the lock:
-  // two slots asking at once may both read the file; the first one is kept).
+  explicit DatasetCache(std::size_t max_entries = 8, std::string disk_dir = {})
+      : max_entries_(max_entries), disk_dir_(std::move(disk_dir)) {}
+  // Returns the cached table for `key`, or reads it from the disk cache, or
+  // loads it with `load` (outside the lock: two slots asking at once may both
+  // read the file; the first one is kept). `sources`: the files `load` reads.
   template <class Load>
-  Result<std::shared_ptr<const Table>> get(const std::string& key, Load&& load);
-  std::size_t loads() const;  // how many times a table was read from files
+  Result<std::shared_ptr<const Table>> get(const std::string& key,
+                                           const std::vector<std::string>& sources, Load&& load);
+  std::size_t loads() const;       // how many times a table was read from its source files
+  std::size_t disk_reads() const;  // how many times from the disk cache
+  const std::string& disk_dir() const { return disk_dir_; }
 
  private:
   std::shared_ptr<const Table> find(const std::string& key);
-  std::shared_ptr<const Table> insert(const std::string& key, Table table);
+  std::shared_ptr<const Table> insert(const std::string& key, Table table, bool from_disk);
+  // The disk cache's file for (key, sources); empty without a disk_dir or
+  // when a source cannot be stat'ed.
+  std::string disk_path(const std::string& key, const std::vector<std::string>& sources) const;
+  std::optional<Table> read_disk(const std::string& path) const;
+  void write_disk(const std::string& path, const Table& table) const;
 
   mutable std::mutex mu_;
   std::size_t max_entries_;
+  std::string disk_dir_;
   std::size_t loads_ = 0;
+  std::size_t disk_reads_ = 0;
   std::list<std::pair<std::string, std::shared_ptr<const Table>>> entries_;  // most recent first
 };
 
@@ -127,11 +157,17 @@ Split gather(const Split& split, const std::vector<std::int64_t>& rows);
 void select_features(PreparedData& data, const std::vector<std::int64_t>& columns);
 
 template <class Load>
-Result<std::shared_ptr<const Table>> DatasetCache::get(const std::string& key, Load&& load) {
+Result<std::shared_ptr<const Table>> DatasetCache::get(const std::string& key,
+                                                       const std::vector<std::string>& sources,
+                                                       Load&& load) {
   if (auto hit = find(key)) return hit;
+  const std::string path = disk_path(key, sources);
+  if (!path.empty())
+    if (auto stored = read_disk(path)) return insert(key, std::move(*stored), true);
   Result<Table> table = load();
   if (!table) return table.error();
-  return insert(key, std::move(table).value());
+  if (!path.empty()) write_disk(path, *table);
+  return insert(key, std::move(table).value(), false);
 }
 
 }  // namespace hpo::workers::torch_trainer

@@ -50,7 +50,8 @@ std::string encode_rank_job(const RankJob& job) {
          {"store", job.store},
          {"out", job.out},
          {"timeout_ms", job.timeout_ms},
-         {"data_roots", job.data_roots}};
+         {"data_roots", job.data_roots},
+         {"dataset_cache", job.dataset_cache}};
   return j.dump();
 }
 
@@ -62,7 +63,8 @@ Result<RankJob> decode_rank_job(std::string_view text) {
                     read(*j, "threads", job.threads, "job"), read(*j, "gpus", job.gpus, "job"),
                     read(*j, "store", job.store, "job"), read(*j, "out", job.out, "job"),
                     read(*j, "timeout_ms", job.timeout_ms, "job"),
-                    read(*j, "data_roots", job.data_roots, "job")})
+                    read(*j, "data_roots", job.data_roots, "job"),
+                    read(*j, "dataset_cache", job.dataset_cache, "job")})
     if (!st) return st.error();
   const auto t = j->find("trial");
   if (t == j->end() || !t->is_object()) return Error::invalid("job.trial", "expected an object");

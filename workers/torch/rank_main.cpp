@@ -119,7 +119,8 @@ int run(const fs::path& job_path, int rank) {
   const int gpu = rank < static_cast<int>(gpus.size()) ? gpus[static_cast<std::size_t>(rank)] : -1;
 
   RankReporter reporter(rank == 0);
-  tt::DatasetCache cache;
+  // The worker's disk cache: a dataset is decoded once per host, not once per rank.
+  tt::DatasetCache cache(1, job.dataset_cache);
   auto setup = tt::setup_trial(*spec, trial, job.threads, gpu, cache, reporter, job.data_roots);
   if (!setup) {
     // The same on every rank: rank 0 says why (the trial is not retried), the others leave

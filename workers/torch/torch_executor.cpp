@@ -110,10 +110,22 @@ RankZeroResult read_rank_zero_result(const fs::path& dir, int k, bool stopped) {
   return r;
 }
 
+// first_step_ms: from the claim (the attempt's started_ms, the store's clock)
+// to the trainer's first step (this host's clock; one clock on one host, and
+// NTP-close across hosts), in place of the trainer's wall-clock stamp.
+void first_step_from_claim(trials::Metrics& metrics, std::int64_t claimed_ms) {
+  auto it = metrics.find(tt::kFirstStepUnixMs);
+  if (it == metrics.end()) return;
+  if (claimed_ms > 0)
+    metrics["first_step_ms"] = std::max(0.0, it->second - static_cast<double>(claimed_ms));
+  metrics.erase(it);
+}
+
 // The trial's result from a finished training and its artifacts.
 trials::TrialResult finish(const trials::SweepSpec& spec, tt::TrainOutput out,
                            std::vector<std::pair<std::string, std::string>> artifacts,
-                           bool failure_retryable, Reporter& reporter) {
+                           bool failure_retryable, std::int64_t claimed_ms, Reporter& reporter) {
+  first_step_from_claim(out.metrics, claimed_ms);
   switch (out.end) {
     case tt::TrainOutput::End::kStopped: {
       auto reason = reporter.stop_reason();
@@ -223,7 +235,8 @@ trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter
   auto artifacts = out.end == tt::TrainOutput::End::kCompleted
                        ? tt::artifacts_of(out)
                        : std::vector<std::pair<std::string, std::string>>{};
-  return finish(spec, std::move(out), std::move(artifacts), /*failure_retryable=*/false, reporter);
+  return finish(spec, std::move(out), std::move(artifacts), /*failure_retryable=*/false,
+                task.trial.started_ms, reporter);
 }
 
 trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter& reporter) {
@@ -253,6 +266,7 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
   job.out = dir.string();
   job.timeout_ms = options_.rank_timeout.count();
   job.data_roots = options_.data_roots;
+  job.dataset_cache = cache_->disk_dir();
   {
     std::ofstream f(dir / "job.json");
     f << tt::encode_rank_job(job);
@@ -340,7 +354,8 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
     r = read_rank_zero_result(dir, k, stop_sent);
   }
   fs::remove_all(dir, ec);
-  return finish(spec, std::move(r.out), std::move(r.artifacts), r.retryable, reporter);
+  return finish(spec, std::move(r.out), std::move(r.artifacts), r.retryable, task.trial.started_ms,
+                reporter);
 }
 
 }  // namespace hpo::workers

@@ -41,6 +41,12 @@ std::mutex& seed_mutex() {
   return mu;
 }
 
+std::int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -245,6 +251,7 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
     return false;
   };
   BlasProbe probe(layout);
+  std::int64_t first_step_unix_ms = 0;  // wall clock: the executor relates it to the claim
   for (std::int64_t epoch = 0; epoch < cfg.epochs; ++epoch) {
     const auto t0 = Clock::now();
     auto perm = torch::randperm(n, shuffle, torch::kLong).to(device);
@@ -267,6 +274,7 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
           scheduled ? learning_rate(cfg.optimizer, cfg.schedule, step, steps_per_epoch, cfg.epochs)
                     : cfg.optimizer.lr;
       if (scheduled) set_learning_rate(*optimizer, lr);
+      if (step == 0) first_step_unix_ms = unix_ms();
       model->zero_grad(/*set_to_none=*/true);
       auto out = model->forward(x.index_select(0, idx));
       auto yb = y.index_select(0, idx);
@@ -332,6 +340,8 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
   }
   result.metrics["train_samples_per_s"] = train_s > 0 ? static_cast<double>(samples) / train_s : 0;
   result.metrics["train_time_s"] = train_s;
+  if (first_step_unix_ms)
+    result.metrics[kFirstStepUnixMs] = static_cast<double>(first_step_unix_ms);
   if (data.has_test) {
     const auto xt = features_tensor(data.test, data.sample_shape).to(device);
     const auto yt = targets_tensor(data.test, classification).to(device);
@@ -414,17 +424,21 @@ ThreadLayout::~ThreadLayout() {
 
 const char* to_string(TrainOutput::End end) {
   switch (end) {
-    case TrainOutput::End::kCompleted: return "completed";
-    case TrainOutput::End::kStopped: return "stopped";
-    case TrainOutput::End::kDiverged: return "diverged";
-    case TrainOutput::End::kFailed: return "failed";
+    case TrainOutput::End::kCompleted:
+      return "completed";
+    case TrainOutput::End::kStopped:
+      return "stopped";
+    case TrainOutput::End::kDiverged:
+      return "diverged";
+    case TrainOutput::End::kFailed:
+      return "failed";
   }
   return "failed";
 }
 
 TrainOutput::End end_from_string(std::string_view text) {
-  for (auto e : {TrainOutput::End::kCompleted, TrainOutput::End::kStopped,
-                 TrainOutput::End::kDiverged})
+  for (auto e :
+       {TrainOutput::End::kCompleted, TrainOutput::End::kStopped, TrainOutput::End::kDiverged})
     if (text == to_string(e)) return e;
   return TrainOutput::End::kFailed;
 }

@@ -31,6 +31,11 @@ struct TrainOptions {
   ParallelGroup* group = nullptr;
 };
 
+// A completed training's metrics carry the wall-clock time (Unix ms) of its
+// first step under this name; the executor turns it into first_step_ms, the
+// time from the trial's claim, and drops it.
+inline constexpr const char* kFirstStepUnixMs = "first_step_unix_ms";
+
 struct TrainOutput {
   enum class End { kCompleted, kStopped, kDiverged, kFailed };
   End end = End::kCompleted;

@@ -214,6 +214,110 @@ TEST(ReadCsv, ErrorsNeverQuoteTheFilesContents) {
 // On the worker the files themselves are checked: a relative path is found
 // under a root, a symlink out of a root is refused, and a path outside every
 // root is refused with the same words whether or not the file exists.
+void expect_same_table(const Table& a, const Table& b) {
+  EXPECT_EQ(a.rows, b.rows);
+  EXPECT_EQ(a.sample_shape, b.sample_shape);
+  EXPECT_EQ(a.columns, b.columns);
+  EXPECT_EQ(a.classes, b.classes);
+  EXPECT_EQ(a.y, b.y);
+  EXPECT_EQ(a.x, b.x);  // bit for bit: the trainer must see the same floats
+}
+
+TEST(TableFile, RoundTripsPixelsAsBytesAndOtherFeaturesAsFloats) {
+  TempDir dir;
+  auto pixels = read_idx(dir.write("i", testing::idx_images(50, 10, 10)),
+                         dir.write("l", testing::idx_labels(50)));
+  ASSERT_TRUE(pixels.ok());
+  auto csv = read_csv(dir.write("t.csv", testing::blobs_csv(30, 3, true)), "label", true);
+  ASSERT_TRUE(csv.ok()) << csv.error().message;
+  for (const Table* t : {&*pixels, &*csv}) {
+    auto bytes = encode_table(*t);
+    auto back = decode_table(bytes);
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    expect_same_table(*t, *back);
+  }
+  // Pixels take a byte each, other features four.
+  EXPECT_LT(encode_table(*pixels).size(), pixels->x.size() * 2);
+  EXPECT_GE(encode_table(*csv).size(), csv->x.size() * 4);
+  EXPECT_FALSE(csv->classes.empty());
+}
+
+TEST(TableFile, TruncatedOrForeignBytesAreErrorsNotReads) {
+  TempDir dir;
+  auto t = read_csv(dir.write("t.csv", testing::blobs_csv(20, 1)), "label", true);
+  ASSERT_TRUE(t.ok());
+  const std::string bytes = encode_table(*t);
+  for (std::size_t cut :
+       {std::size_t{0}, std::size_t{5}, std::size_t{40}, bytes.size() / 2, bytes.size() - 1})
+    EXPECT_FALSE(decode_table(std::string_view(bytes).substr(0, cut)).ok()) << cut;
+  EXPECT_FALSE(decode_table(bytes + "x").ok());
+  std::string lying = bytes;
+  lying[std::string("HPO-TABLE\n").size() + 8] = '\x7f';  // rows: a huge count
+  EXPECT_FALSE(decode_table(lying).ok());
+  EXPECT_FALSE(decode_table("not a table at all").ok());
+}
+
+TEST(DatasetCache, ADecodedTableIsReadBackFromDiskByAnotherCache) {
+  TempDir dir;
+  const std::string cache_dir = dir.file("cache");
+  auto d = csv_data(dir.write("t.csv", testing::blobs_csv(120, 4)));
+  DatasetCache first(8, cache_dir);
+  auto a = prepare_data(d, trials::TorchTask::kClassification, first);
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(first.loads(), 1u);
+  EXPECT_EQ(first.disk_reads(), 0u);
+  ASSERT_EQ(std::distance(std::filesystem::directory_iterator(cache_dir),
+                          std::filesystem::directory_iterator{}),
+            1);
+  // Another process (a rank, the next worker) reads the file, not the CSV.
+  DatasetCache second(8, cache_dir);
+  auto b = prepare_data(d, trials::TorchTask::kClassification, second);
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(second.loads(), 0u);
+  EXPECT_EQ(second.disk_reads(), 1u);
+  EXPECT_EQ(a->train.x, b->train.x);
+  EXPECT_EQ(a->validation.row_ids, b->validation.row_ids);
+  // Without a disk dir nothing is read from or written to disk.
+  DatasetCache none;
+  ASSERT_TRUE(prepare_data(d, trials::TorchTask::kClassification, none).ok());
+  EXPECT_EQ(none.loads(), 1u);
+  EXPECT_EQ(none.disk_reads(), 0u);
+}
+
+TEST(DatasetCache, AChangedSourceOrABrokenFileIsDecodedAgain) {
+  TempDir dir;
+  const std::string cache_dir = dir.file("cache");
+  const std::string csv = dir.write("t.csv", testing::blobs_csv(60, 5));
+  auto d = csv_data(csv);
+  {
+    DatasetCache c(8, cache_dir);
+    ASSERT_TRUE(prepare_data(d, trials::TorchTask::kClassification, c).ok());
+  }
+  // The file changes (more rows): its size and time change, so does the cache file's name.
+  dir.write("t.csv", testing::blobs_csv(90, 5));
+  {
+    DatasetCache c(8, cache_dir);
+    auto p = prepare_data(d, trials::TorchTask::kClassification, c);
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(c.loads(), 1u);
+    EXPECT_EQ(c.disk_reads(), 0u);
+    EXPECT_EQ(p->train.rows + p->validation.rows, 90);
+  }
+  // Every cache file truncated: decoded from the CSV again, and the file replaced.
+  for (const auto& e : std::filesystem::directory_iterator(cache_dir))
+    std::filesystem::resize_file(e.path(), 30);
+  {
+    DatasetCache c(8, cache_dir);
+    auto p = prepare_data(d, trials::TorchTask::kClassification, c);
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(c.loads(), 1u);
+    EXPECT_EQ(p->train.rows + p->validation.rows, 90);
+  }
+  DatasetCache c(8, cache_dir);
+  ASSERT_TRUE(prepare_data(d, trials::TorchTask::kClassification, c).ok());
+  EXPECT_EQ(c.disk_reads(), 1u);  // the replaced file reads back
+}
+
 TEST(ConfineDataPaths, FindsRelativePathsAndRefusesEscapes) {
   TempDir root, other;
   const std::string inside = root.write("train.csv", "a,y\n1,0\n");

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Training speed where users get it (issue 14): `torch` trials submitted to
+# the real hpo-scheduler and run by an hpo-worker, their own reported
+# train_samples_per_s, beside PyTorch for Python (Debian python3-torch,
+# OPENBLAS_NUM_THREADS=1) training the same model on the same rows right
+# after, in the same run:
+#   1 slot  (the trial gets both threads)  vs one Python process, 2 threads;
+#   2 slots (1 thread each, two trials at once: the aggregate) vs two Python
+#           processes of 1 thread at once (their aggregate).
+# Also each trial's time from its claim (started_ms) to its first training
+# step (the `first_step_ms` metric; round 1's trials decode the dataset, the
+# later rounds' read the worker's dataset cache), and its wall time.
+#
+#   tests/bench/train_service_bench.sh [build] [model: mlp|cnn] [epochs] [rows] [rounds]
+#   defaults: build mlp 2 60000 3 (54,000 train rows after the 10 % validation split)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+model=${2:-mlp}
+epochs=${3:-2}
+rows=${4:-60000}
+rounds=${5:-3}
+source tests/bench/service.sh
+export OPENBLAS_NUM_THREADS=1
+data=/usr/share/datasets/fashion-mnist
+echo "train_service_bench $(date -u '+%F %H:%M') UTC on $(nproc) cores, $(git rev-parse --short HEAD):" \
+  "$model, $epochs epochs, $rows rows (90 % train), batch 128, SGD; load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# sweep_of N: N torch trials of a grid over seeds 0..N (a range needs two
+# ends), max_concurrent N.
+sweep_of() {
+  local m
+  if [[ $model == mlp ]]; then m='{type: "mlp", layers: [256, 128]}'
+  else m='{type: "cnn", channels: [32, 64], padding: "valid", pool: "last", dense: [128]}'; fi
+  jq -nc --argjson n "$1" --argjson e "$epochs" --argjson rows "$rows" --arg d "$data" "{
+    name: \"train-bench\", objective: {metric: \"val_accuracy\", mode: \"max\"},
+    parameters: {seed: {type: \"int\", min: 0, max: \$n}},
+    search: {algorithm: \"grid\", max_trials: \$n, max_concurrent: \$n},
+    trial: {kind: \"torch\", model: $m,
+      data: {format: \"idx\", train_images: (\$d + \"/train-images-idx3-ubyte.gz\"),
+             train_labels: (\$d + \"/train-labels-idx1-ubyte.gz\"), subset: \$rows},
+      optimizer: {type: \"sgd\", lr: 0.01, momentum: 0.9}, batch_size: 128, epochs: \$e,
+      seed: \"{seed}\", timeout_s: 3000}}"
+}
+
+# run_service SLOTS: one worker of SLOTS slots runs SLOTS trials at once;
+# prints "aggregate samples/s, claim->first step ms (max), wall s (max)".
+run_service() {
+  local slots=$1
+  service_start "$build" 1 "$slots"
+  trap service_stop EXIT
+  for _ in $(seq 300); do
+    n=$(curl -sf "$SERVICE_API/api/workers" | jq '.workers | length' 2>/dev/null || echo 0)
+    ((n >= 1)) && break
+    sleep 0.1
+  done
+  SERVICE_SWEEP=$(curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" -H 'Content-Type: application/json' \
+    -d "$(sweep_of "$slots")" "$SERVICE_API/api/sweeps" | jq -r .id)
+  service_wait
+  local page
+  page=$(curl -sf "$SERVICE_API/api/sweeps/$SERVICE_SWEEP/trials?limit=100")
+  if [[ $(jq '[.trials[] | select(.state == "completed")] | length' <<<"$page") != "$slots" ]]; then
+    jq -c '.trials[] | {state, error}' <<<"$page" >&2
+    return 1
+  fi
+  jq -r '[([.trials[].metrics.train_samples_per_s] | add),
+           ([.trials[].metrics.first_step_ms] | max),
+           ([.trials[] | (.finished_ms - .started_ms) / 1000] | max)] | @tsv' <<<"$page"
+  service_stop
+  trap - EXIT
+}
+
+run_python() {  # PROCS THREADS: aggregate samples/s of PROCS processes at once
+  local procs=$1 threads=$2 out
+  out=$(for _ in $(seq "$procs"); do
+    /usr/bin/python3 tests/bench/train_service_ref.py "$model" "$threads" "$epochs" &
+  done; wait)
+  awk '/^RESULT/ {s += $3} END {printf "%.1f\n", s}' <<<"$out"
+}
+
+# Rounds alternate hpo and Python so that a change of load on a shared
+# machine hits both; the table shows each round, then the medians.
+rows_out=$(mktemp)
+# One dataset cache for the whole run, as on a host that keeps its workers'
+# cache: round 1's first trials decode the data, the later ones read it back.
+HPO_DATASET_CACHE=$(mktemp -d /tmp/hpo-bench-datasets.XXXXXX)
+export HPO_DATASET_CACHE
+trap 'rm -rf "$rows_out" "$HPO_DATASET_CACHE"' EXIT
+for round in $(seq "$rounds"); do
+  for slots in 1 2; do
+    read -r hpo first wall < <(run_service "$slots")
+    threads=$((2 / slots))
+    py=$(run_python "$slots" "$threads")
+    echo "$round $slots $threads $hpo $py $first $wall" | tee -a "$rows_out" >&2
+  done
+done
+python3 - "$rows_out" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+print(f"{'configuration':<26} {'hpo samples/s':>14} {'python s/s':>11} {'ratio':>7} {'claim->1st step':>16} {'trial wall':>11}")
+for slots in ("1", "2"):
+    rs = [r for r in rows if r[1] == slots]
+    for r in rs:
+        print(f"round {r[0]}: {r[1]} slot(s) x {r[2]} thr  {float(r[4 - 1]):14.0f} {float(r[4]):11.0f} {float(r[3]) / float(r[4]):6.2f}x {float(r[5]):13.0f} ms {float(r[6]):9.1f} s")
+    med = lambda i: statistics.median(float(r[i]) for r in rs)
+    ratio = statistics.median(float(r[3]) / float(r[4]) for r in rs)
+    print(f"median  {slots} slot(s) x {rs[0][2]} thr  {med(3):14.0f} {med(4):11.0f} {ratio:6.2f}x {med(5):13.0f} ms {med(6):9.1f} s")
+PY
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
