@@ -19,8 +19,8 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,7 +55,7 @@ void close_fd(int& fd) {
 // Only async-signal-safe calls from here on: we are in a forked copy of a
 // multi-threaded process.
 [[noreturn]] void exec_child(const char* path, char* const* argv, char* const* envp,
-                             const char* cwd, int devnull, int out_fd, int err_fd, int errpipe,
+                             const char* cwd, int in_fd, int out_fd, int err_fd, int errpipe,
                              pid_t parent, std::int64_t memory_limit) {
   ::setpgid(0, 0);
   if (memory_limit > 0) {
@@ -76,7 +76,7 @@ void close_fd(int& fd) {
   dfl.sa_handler = SIG_DFL;
   for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD})
     ::sigaction(sig, &dfl, nullptr);
-  if (::dup2(devnull, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(err_fd, 2) < 0) {
+  if (::dup2(in_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(err_fd, 2) < 0) {
     int e = errno;
     (void)!::write(errpipe, &e, sizeof e);
     ::_exit(127);
@@ -171,14 +171,15 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
   envp.push_back(nullptr);
   const char* cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
 
-  int out[2] = {-1, -1}, err[2] = {-1, -1}, errpipe[2] = {-1, -1};
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, errpipe[2] = {-1, -1}, in[2] = {-1, -1};
   int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   auto cleanup = [&] {
-    for (int* fd : {&out[0], &out[1], &err[0], &err[1], &errpipe[0], &errpipe[1], &devnull})
+    for (int* fd :
+         {&out[0], &out[1], &err[0], &err[1], &errpipe[0], &errpipe[1], &in[0], &in[1], &devnull})
       close_fd(*fd);
   };
   if (devnull < 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 ||
-      ::pipe2(errpipe, O_CLOEXEC) != 0) {
+      ::pipe2(errpipe, O_CLOEXEC) != 0 || (options.stdin_pipe && ::pipe2(in, O_CLOEXEC) != 0)) {
     int e = errno;
     cleanup();
     return Error::internal(fmt::format("cannot create pipes: {}", ::strerrordesc_np(e)));
@@ -192,14 +193,16 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
     return Error::internal(fmt::format("fork failed: {}", ::strerrordesc_np(e)));
   }
   if (pid == 0)
-    exec_child(program->c_str(), argv.data(), envp.data(), cwd, devnull, out[1], err[1], errpipe[1],
-               parent, options.memory_limit_bytes);
+    exec_child(program->c_str(), argv.data(), envp.data(), cwd,
+               options.stdin_pipe ? in[0] : devnull, out[1], err[1], errpipe[1], parent,
+               options.memory_limit_bytes);
 
   ::setpgid(pid, pid);  // also in the child; whichever runs first wins the race
   close_fd(out[1]);
   close_fd(err[1]);
   close_fd(errpipe[1]);
   close_fd(devnull);
+  close_fd(in[0]);
 
   int child_errno = 0;
   ssize_t n;
@@ -211,6 +214,7 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
     ::waitpid(pid, nullptr, 0);
     close_fd(out[0]);
     close_fd(err[0]);
+    close_fd(in[1]);
     return Error::internal(
         fmt::format("cannot start '{}': {}", options.argv[0], ::strerrordesc_np(child_errno)));
   }
@@ -219,11 +223,16 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
   child.pid_ = pid;
   child.fds_[0] = out[0];
   child.fds_[1] = err[0];
+  child.stdin_fd_ = in[1];
   return child;
 }
 
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept
-    : pid_(other.pid_), status_(other.status_), drain_deadline_ms_(other.drain_deadline_ms_) {
+    : pid_(other.pid_),
+      stdin_fd_(other.stdin_fd_),
+      status_(other.status_),
+      drain_deadline_ms_(other.drain_deadline_ms_) {
+  other.stdin_fd_ = -1;
   for (int i = 0; i < 2; ++i) {
     fds_[i] = other.fds_[i];
     other.fds_[i] = -1;
@@ -243,6 +252,33 @@ ChildProcess::~ChildProcess() {
 void ChildProcess::close_pipes() {
   close_fd(fds_[0]);
   close_fd(fds_[1]);
+  close_fd(stdin_fd_);
+}
+
+Status ChildProcess::write_stdin(std::string_view bytes) {
+  if (stdin_fd_ < 0) return Error::unavailable("the child's stdin is not open");
+  while (!bytes.empty()) {
+    // SIGPIPE is ignored by the worker; a gone child is EPIPE.
+    ssize_t n = ::write(stdin_fd_, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int e = errno;
+      close_fd(stdin_fd_);
+      return Error::unavailable(fmt::format("writing to pid {}: {}", pid_, ::strerrordesc_np(e)));
+    }
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  close_fd(stdin_fd_);
+  return {};
+}
+
+Status ChildProcess::limit_memory(std::int64_t bytes) {
+  if (bytes <= 0) return {};
+  rlimit lim{static_cast<rlim_t>(bytes), static_cast<rlim_t>(bytes)};
+  if (::prlimit(pid_, RLIMIT_DATA, &lim, nullptr) != 0)
+    return Error::internal(
+        fmt::format("cannot limit pid {}'s memory: {}", pid_, ::strerrordesc_np(errno)));
+  return {};
 }
 
 void ChildProcess::signal_group(int sig) {

@@ -35,6 +35,8 @@ struct SpawnOptions {
   // reserve), so one trial that exhausts memory fails alone (its allocation
   // fails) instead of taking the host and its co-running trials with it.
   std::int64_t memory_limit_bytes = 0;
+  // The child's stdin is a pipe the parent writes once (write_stdin); else /dev/null.
+  bool stdin_pipe = false;
 };
 
 // Which pipe a chunk of output came from.
@@ -73,6 +75,15 @@ class ChildProcess {
   // Sends `sig` to the whole process group (no-op after the program ended).
   void signal_group(int sig);
 
+  // With SpawnOptions::stdin_pipe: writes `bytes` to the child's stdin and
+  // closes it (the child then reads EOF). kUnavailable when the child has
+  // gone (EPIPE) or it was already written.
+  Status write_stdin(std::string_view bytes);
+
+  // The child's RLIMIT_DATA from now on (prlimit), for a process started
+  // before its job was known; 0: no change.
+  Status limit_memory(std::int64_t bytes);
+
   // The wait status (as from waitpid) once poll() returned true.
   std::optional<int> exit_status() const { return status_; }
 
@@ -86,6 +97,7 @@ class ChildProcess {
 
   pid_t pid_ = -1;
   int fds_[2] = {-1, -1};        // stdout, stderr read ends (-1 once at EOF)
+  int stdin_fd_ = -1;            // stdin's write end (stdin_pipe), until written
   std::string partial_[2];       // bytes after the last newline, per pipe
   std::optional<int> status_;    // set once the leader was reaped
   long drain_deadline_ms_ = -1;  // after the leader exited: stop waiting for EOF at this time

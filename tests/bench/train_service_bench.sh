@@ -4,9 +4,10 @@
 # train_samples_per_s, beside PyTorch for Python (Debian python3-torch,
 # OPENBLAS_NUM_THREADS=1) training the same model on the same rows right
 # after, in the same run:
-#   1 slot  (the trial gets both threads)  vs one Python process, 2 threads;
+#   1 slot  (a trial gets both threads)  vs one Python process, 2 threads;
 #   2 slots (1 thread each, two trials at once: the aggregate) vs two Python
 #           processes of 1 thread at once (their aggregate).
+# Each configuration runs two waves of trials (a slot's first and next).
 # Also each trial's time from its claim (started_ms) to its first training
 # step (the `first_step_ms` metric; round 1's trials decode the dataset, the
 # later rounds' read the worker's dataset cache), and its wall time.
@@ -26,16 +27,16 @@ data=/usr/share/datasets/fashion-mnist
 echo "train_service_bench $(date -u '+%F %H:%M') UTC on $(nproc) cores, $(git rev-parse --short HEAD):" \
   "$model, $epochs epochs, $rows rows (90 % train), batch 128, SGD; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# sweep_of N: N torch trials of a grid over seeds 0..N (a range needs two
-# ends), max_concurrent N.
+# sweep_of N C: N torch trials of a grid over seeds 0..N (a range needs two
+# ends), max_concurrent C.
 sweep_of() {
   local m
   if [[ $model == mlp ]]; then m='{type: "mlp", layers: [256, 128]}'
   else m='{type: "cnn", channels: [32, 64], padding: "valid", pool: "last", dense: [128]}'; fi
-  jq -nc --argjson n "$1" --argjson e "$epochs" --argjson rows "$rows" --arg d "$data" "{
+  jq -nc --argjson n "$1" --argjson c "$2" --argjson e "$epochs" --argjson rows "$rows" --arg d "$data" "{
     name: \"train-bench\", objective: {metric: \"val_accuracy\", mode: \"max\"},
     parameters: {seed: {type: \"int\", min: 0, max: \$n}},
-    search: {algorithm: \"grid\", max_trials: \$n, max_concurrent: \$n},
+    search: {algorithm: \"grid\", max_trials: \$n, max_concurrent: \$c},
     trial: {kind: \"torch\", model: $m,
       data: {format: \"idx\", train_images: (\$d + \"/train-images-idx3-ubyte.gz\"),
              train_labels: (\$d + \"/train-labels-idx1-ubyte.gz\"), subset: \$rows},
@@ -43,8 +44,12 @@ sweep_of() {
       seed: \"{seed}\", timeout_s: 3000}}"
 }
 
-# run_service SLOTS: one worker of SLOTS slots runs SLOTS trials at once;
-# prints "aggregate samples/s, claim->first step ms (max), wall s (max)".
+# run_service SLOTS: one worker of SLOTS slots runs 2 x SLOTS trials, SLOTS at
+# once; prints "aggregate samples/s (SLOTS x the median trial's),
+# claim->first step ms (median of the second wave: a slot's next trial, as
+# most trials of a sweep are), wall s (median)". The first wave's trials are
+# claimed while the worker is still starting up (its processes for the
+# trials, the data when the cache is cold).
 run_service() {
   local slots=$1
   service_start "$build" 1 "$slots"
@@ -55,17 +60,19 @@ run_service() {
     sleep 0.1
   done
   SERVICE_SWEEP=$(curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" -H 'Content-Type: application/json' \
-    -d "$(sweep_of "$slots")" "$SERVICE_API/api/sweeps" | jq -r .id)
+    -d "$(sweep_of "$((2 * slots))" "$slots")" "$SERVICE_API/api/sweeps" | jq -r .id)
   service_wait
   local page
   page=$(curl -sf "$SERVICE_API/api/sweeps/$SERVICE_SWEEP/trials?limit=100")
-  if [[ $(jq '[.trials[] | select(.state == "completed")] | length' <<<"$page") != "$slots" ]]; then
+  if [[ $(jq '[.trials[] | select(.state == "completed")] | length' <<<"$page") != "$((2 * slots))" ]]; then
     jq -c '.trials[] | {state, error}' <<<"$page" >&2
     return 1
   fi
-  jq -r '[([.trials[].metrics.train_samples_per_s] | add),
-           ([.trials[].metrics.first_step_ms] | max),
-           ([.trials[] | (.finished_ms - .started_ms) / 1000] | max)] | @tsv' <<<"$page"
+  jq -r --argjson s "$slots" 'def median: sort | if length % 2 == 1 then .[length / 2 | floor]
+      else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+    [([.trials[].metrics.train_samples_per_s] | median * $s),
+     ([.trials[] | select(.number >= $s) | .metrics.first_step_ms] | median),
+     ([.trials[] | (.finished_ms - .started_ms) / 1000] | median)] | @tsv' <<<"$page"
   service_stop
   trap - EXIT
 }

@@ -41,6 +41,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/log.hpp"
 #include "trials/json_limits.hpp"
 #include "workers/child_process.hpp"
 #include "workers/command_executor.hpp"
@@ -273,12 +274,7 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
     if (!f) return failed("cannot write " + (dir / "job.json").string(), true);
   }
 
-  std::vector<std::string> env;
-  for (const auto& kv : trial_environment(current_environment()))
-    if (!kv.starts_with("OMP_NUM_THREADS=") && !kv.starts_with("OPENBLAS_NUM_THREADS="))
-      env.push_back(kv);
-  env.push_back(fmt::format("OMP_NUM_THREADS={}", std::max(1, task.threads / k)));
-  env.push_back("OPENBLAS_NUM_THREADS=1");
+  const std::vector<std::string> env = rank_environment(job.threads);
 
   std::vector<RankState> ranks(static_cast<std::size_t>(k));
   std::optional<std::string> failure;
@@ -286,11 +282,26 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
     for (auto& r : ranks)
       if (r.process && !r.done) r.process->signal_group(SIGKILL);
   };
+  // A single-rank trial takes a standby process when one with its threads waits.
+  const bool standby = k == 1 && options_.standby && options_.standby->threads() == job.threads;
   for (int r = 0; r < k; ++r) {
+    // On GPU slots the CUDA driver maps device memory into the process: no limit there.
+    const std::int64_t limit = task.gpus.empty() ? memory_limit_bytes(spec.trial.memory_gb / k) : 0;
+    if (standby)
+      if (auto ready = options_.standby->take()) {
+        auto given = ready->limit_memory(limit);
+        if (given) given = ready->write_stdin((dir / "job.json").string() + " 0\n");
+        if (given) {
+          reporter.log(fmt::format("torch: training process started ahead (pid {})", ready->pid()));
+          ranks[0].process.emplace(std::move(*ready));
+          continue;
+        }
+        log_warn("torch: a standby training process could not take its job; starting one",
+                 {{"error", given.error().message}});
+      }
     SpawnOptions rank_spawn{
         {*program, (dir / "job.json").string(), std::to_string(r)}, env, dir.string()};
-    if (task.gpus.empty())  // on GPU slots the CUDA driver maps device memory into the process
-      rank_spawn.memory_limit_bytes = memory_limit_bytes(spec.trial.memory_gb / k);
+    rank_spawn.memory_limit_bytes = limit;
     auto child = ChildProcess::spawn(rank_spawn);
     if (!child) {
       kill_all();
@@ -301,6 +312,10 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
         fmt::format("torch: data-parallel rank {} of {} started (pid {})", r, k, child->pid()));
     ranks[static_cast<std::size_t>(r)].process.emplace(std::move(child).value());
   }
+
+  // The next trial's process starts now, loading LibTorch while this one sets up: a slot's
+  // next claim then finds it ready (one started when this trial ends would still be loading).
+  if (standby) options_.standby->refill(*program, env);
 
   bool stop_sent = false;
   std::optional<Clock::time_point> kill_at;
@@ -356,6 +371,54 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
   fs::remove_all(dir, ec);
   return finish(spec, std::move(r.out), std::move(r.artifacts), r.retryable, task.trial.started_ms,
                 reporter);
+}
+
+std::vector<std::string> TorchExecutor::rank_environment(int threads) const {
+  std::vector<std::string> env;
+  for (const auto& kv : trial_environment(current_environment()))
+    if (!kv.starts_with("OMP_NUM_THREADS=") && !kv.starts_with("OPENBLAS_NUM_THREADS="))
+      env.push_back(kv);
+  env.push_back(fmt::format("OMP_NUM_THREADS={}", std::max(1, threads)));
+  env.push_back("OPENBLAS_NUM_THREADS=1");
+  return env;
+}
+
+void TorchExecutor::prestart() {
+  if (!options_.standby) return;
+  auto program = rank_program();
+  if (!program) return;
+  options_.standby->refill(*program, rank_environment(options_.standby->threads()));
+}
+
+std::optional<ChildProcess> StandbyRanks::take() {
+  std::lock_guard lock(mu_);
+  while (!ready_.empty()) {
+    ChildProcess p = std::move(ready_.back());
+    ready_.pop_back();
+    // One that has exited (killed meanwhile) is dropped; a waiting one writes nothing.
+    if (!p.poll(0, [](Stream, std::string_view) {})) return p;
+  }
+  return std::nullopt;
+}
+
+void StandbyRanks::refill(const std::string& program, const std::vector<std::string>& env) {
+  std::lock_guard lock(mu_);
+  while (ready_.size() < size_) {
+    SpawnOptions o{{program, "--standby"}, env, fs::temp_directory_path().string()};
+    o.stdin_pipe = true;
+    auto child = ChildProcess::spawn(o);
+    if (!child) {
+      log_warn("torch: cannot start a standby training process",
+               {{"error", child.error().message}});
+      return;
+    }
+    ready_.push_back(std::move(child).value());
+  }
+}
+
+std::size_t StandbyRanks::ready() {
+  std::lock_guard lock(mu_);
+  return ready_.size();
 }
 
 }  // namespace hpo::workers

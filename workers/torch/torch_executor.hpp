@@ -9,14 +9,19 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "workers/child_process.hpp"
 #include "workers/executor.hpp"
 #include "workers/torch/dataset.hpp"
 
 namespace hpo::workers {
+
+class StandbyRanks;
 
 struct TorchExecutorOptions {
   // The rank program of data-parallel trials. Empty: $HPO_TRAIN_RANK, else
@@ -34,6 +39,34 @@ struct TorchExecutorOptions {
   // hpo-worker passes its --data-root list (default: the Debian dataset
   // folder and its work dir).
   std::vector<std::string> data_roots;
+  // Rank processes started ahead of their trials, shared by the worker's
+  // executors; null: each trial starts its own.
+  std::shared_ptr<StandbyRanks> standby;
+};
+
+// Single-rank trials' processes, started ahead (hpo-train-rank --standby):
+// LibTorch takes ~0.75 s to load in a fresh process, which every trial would
+// otherwise wait for between its claim and its first step. Each one still
+// runs exactly one trial and exits; the pool keeps up to `size` waiting (one
+// per slot), started with `threads` threads, and the executor that takes one
+// starts the next at once (it loads while the trial sets up). An idle standby costs its memory
+// (LibTorch's libraries, ~100 MB) and no CPU; they die with the worker.
+// Thread-safe.
+class StandbyRanks {
+ public:
+  StandbyRanks(std::size_t size, int threads) : size_(size), threads_(threads) {}
+  int threads() const { return threads_; }
+  // A waiting process, or nullopt (none ready, or only ones that have exited).
+  std::optional<ChildProcess> take();
+  // Starts processes until `size` wait; errors are logged and leave fewer.
+  void refill(const std::string& program, const std::vector<std::string>& env);
+  std::size_t ready();
+
+ private:
+  std::mutex mu_;
+  std::size_t size_;
+  int threads_;
+  std::vector<ChildProcess> ready_;
 };
 
 // Rank 0 writes each epoch's report to stdout as this prefix and a JSON object
@@ -56,9 +89,13 @@ class TorchExecutor : public Executor {
 
   const torch_trainer::DatasetCache& cache() const { return *cache_; }
 
+  // Fills options.standby (no-op without one or without the rank program).
+  void prestart();
+
  private:
   trials::TrialResult run_parallel(const TrialTask& task, Reporter& reporter);
   Result<std::string> rank_program() const;
+  std::vector<std::string> rank_environment(int threads) const;
 
   std::shared_ptr<torch_trainer::DatasetCache> cache_;
   TorchExecutorOptions options_;

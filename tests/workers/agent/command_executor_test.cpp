@@ -310,6 +310,42 @@ TEST(ChildProcess, FindsProgramsInPathAndRejectsOthers) {
   EXPECT_FALSE(find_program("/etc/passwd", "").ok());  // not executable
 }
 
+// Reads every line of `p` until it exits (bounded by the test's own timeout).
+std::vector<std::string> lines_until_exit(ChildProcess& p) {
+  std::vector<std::string> out;
+  while (!p.poll(100, [&](Stream s, std::string_view l) {
+    if (s == Stream::kStdout) out.emplace_back(l);
+  })) {
+  }
+  return out;
+}
+
+// A process started before its job: the job arrives on stdin, its memory
+// limit after the start; writing to one that has gone is an error, not a signal.
+TEST(ChildProcess, TakesItsStdinAndItsMemoryLimitAfterTheStart) {
+  SpawnOptions o{
+      {"sh", "-c", "read job; echo \"got $job\"; ulimit -d"}, {"PATH=/bin:/usr/bin"}, ""};
+  o.stdin_pipe = true;
+  auto p = ChildProcess::spawn(o);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  ASSERT_TRUE(p->limit_memory(std::int64_t{512} << 20).ok());
+  ASSERT_TRUE(p->write_stdin("job.json 0\n").ok());
+  EXPECT_FALSE(p->write_stdin("again\n").ok());  // written once, then closed
+  auto lines = lines_until_exit(*p);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "got job.json 0");
+  EXPECT_EQ(lines[1], "524288");  // KiB
+  EXPECT_EQ(p->exit_status(), 0);
+
+  SpawnOptions quick{{"sh", "-c", "exit 0"}, {"PATH=/bin:/usr/bin"}, ""};
+  quick.stdin_pipe = true;
+  auto gone = ChildProcess::spawn(quick);
+  ASSERT_TRUE(gone.ok());
+  lines_until_exit(*gone);
+  auto st = gone->write_stdin(std::string(1 << 20, 'x'));  // past the pipe's buffer
+  EXPECT_FALSE(st.ok());
+}
+
 TEST(TrialEnvironment, KeepsTheAllowlistOnly) {
   auto env = trial_environment({"PATH=/bin", "HOME=/h", "LC_ALL=C", "CUDA_HOME=/cuda",
                                 "PYTHONPATH=/p", "HPO_REDIS=redis://:pw@h:1", "HPO_TOKEN=t",

@@ -371,6 +371,62 @@ TEST_F(IsolatedTrials, APoisonTrialFailsAloneWithItsReason) {
   EXPECT_EQ(healthy_rep.reports.size(), 20u);
 }
 
+// Trials take processes started ahead (LibTorch already loaded), the pool
+// starts the next one at once, and a trial's memory limit still reaches the
+// process it took (set after the start, with prlimit).
+TEST_F(IsolatedTrials, TrialsTakeProcessesStartedAheadAndThePoolRefills) {
+  auto pool = std::make_shared<StandbyRanks>(1, 2);
+  TorchExecutorOptions o{HPO_TRAIN_RANK_PATH, std::chrono::seconds(20), 20};
+  o.standby = pool;
+  TorchExecutor ahead{std::make_shared<DatasetCache>(), o};
+  ahead.prestart();
+  ASSERT_EQ(pool->ready(), 1u);
+  auto spec = parallel_spec(dir.write("t.csv", testing::blobs_csv(300, 1)), 3, 1);
+  for (int i = 0; i < 2; ++i) {
+    FakeReporter rep;
+    auto task = task_for(spec, params);
+    task.trial.id = "s-" + std::to_string(i);
+    task.work_dir = dir.file("");
+    auto r = ahead.run(task, rep);
+    ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+    EXPECT_EQ(rep.reports.size(), 3u);
+    EXPECT_GT(r.metrics.at("val_accuracy"), 0.9);
+    EXPECT_TRUE(rep.logged({"training process started ahead"}));
+    EXPECT_EQ(pool->ready(), 1u);  // the next one is waiting
+  }
+  auto poison = parallel_spec(dir.file("t.csv"), 3, 1,
+                              {{"model", {{"type", "mlp"}, {"layers", {30000, 30000}}}},
+                               {"resources", {{"memory_gb", 1}}}});
+  FakeReporter rep;
+  auto task = task_for(poison, params);
+  task.trial.id = "s-9";
+  task.work_dir = dir.file("");
+  auto r = ahead.run(task, rep);
+  EXPECT_TRUE(rep.logged({"training process started ahead"}));
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  const bool named =
+      r.error.find("memory") != std::string::npos || r.error.find("alloc") != std::string::npos;
+  EXPECT_TRUE(named) << r.error;
+}
+
+// A trial with other threads than the pool's starts its own process.
+TEST_F(IsolatedTrials, ATrialWithOtherThreadsStartsItsOwnProcess) {
+  auto pool = std::make_shared<StandbyRanks>(1, 1);
+  TorchExecutorOptions o{HPO_TRAIN_RANK_PATH, std::chrono::seconds(20), 20};
+  o.standby = pool;
+  TorchExecutor ahead{std::make_shared<DatasetCache>(), o};
+  ahead.prestart();
+  auto spec = parallel_spec(dir.write("t.csv", testing::blobs_csv(300, 1)), 2, 1);
+  FakeReporter rep;
+  auto task = task_for(spec, params);  // 2 threads
+  task.work_dir = dir.file("");
+  auto r = ahead.run(task, rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  EXPECT_FALSE(rep.logged({"started ahead"}));
+  EXPECT_TRUE(rep.logged({"rank 0 of 1 started (pid "}));
+  EXPECT_EQ(pool->ready(), 1u);  // still waiting for a trial of its kind
+}
+
 TEST_F(DataParallelTrials, RunsItsRanksAsProcesses) {
   auto spec = parallel_spec(dir.write("t.csv", testing::blobs_csv(300, 1)), 3);
   FakeReporter rep;
