@@ -374,12 +374,18 @@ TEST_F(IsolatedTrials, APoisonTrialFailsAloneWithItsReason) {
 // Trials take processes started ahead (LibTorch already loaded), the pool
 // starts the next one at once, and a trial's memory limit still reaches the
 // process it took (set after the start, with prlimit).
-TEST_F(IsolatedTrials, TrialsTakeProcessesStartedAheadAndThePoolRefills) {
-  auto pool = std::make_shared<StandbyRanks>(1, 2);
+// An executor whose trials take their processes from `pool` (filled here).
+TorchExecutor started_ahead(const std::shared_ptr<StandbyRanks>& pool) {
   TorchExecutorOptions o{HPO_TRAIN_RANK_PATH, std::chrono::seconds(20), 20};
   o.standby = pool;
-  TorchExecutor ahead{std::make_shared<DatasetCache>(), o};
-  ahead.prestart();
+  TorchExecutor executor{std::make_shared<DatasetCache>(), o};
+  executor.prestart();
+  return executor;
+}
+
+TEST_F(IsolatedTrials, TrialsTakeProcessesStartedAheadAndThePoolRefills) {
+  auto pool = std::make_shared<StandbyRanks>(1, 2);
+  TorchExecutor ahead = started_ahead(pool);
   ASSERT_EQ(pool->ready(), 1u);
   auto spec = parallel_spec(dir.write("t.csv", testing::blobs_csv(300, 1)), 3, 1);
   for (int i = 0; i < 2; ++i) {
@@ -412,10 +418,7 @@ TEST_F(IsolatedTrials, TrialsTakeProcessesStartedAheadAndThePoolRefills) {
 // A trial with other threads than the pool's starts its own process.
 TEST_F(IsolatedTrials, ATrialWithOtherThreadsStartsItsOwnProcess) {
   auto pool = std::make_shared<StandbyRanks>(1, 1);
-  TorchExecutorOptions o{HPO_TRAIN_RANK_PATH, std::chrono::seconds(20), 20};
-  o.standby = pool;
-  TorchExecutor ahead{std::make_shared<DatasetCache>(), o};
-  ahead.prestart();
+  TorchExecutor ahead = started_ahead(pool);
   auto spec = parallel_spec(dir.write("t.csv", testing::blobs_csv(300, 1)), 2, 1);
   FakeReporter rep;
   auto task = task_for(spec, params);  // 2 threads
