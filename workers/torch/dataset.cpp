@@ -393,7 +393,9 @@ class Writer {
     u64(s.size());
     out_ += s;
   }
-  void raw(const void* p, std::size_t n) { out_.append(static_cast<const char*>(p), n); }
+  void raw(const void* p, std::size_t n) {
+    if (n) out_.append(static_cast<const char*>(p), n);
+  }
   std::string take() { return std::move(out_); }
 
  private:
@@ -413,6 +415,7 @@ class Reader {
   }
   bool raw(void* p, std::size_t n) {
     if (n > in_.size()) return false;
+    if (n == 0) return true;  // p may be an empty vector's null data()
     std::memcpy(p, in_.data(), n);
     in_.remove_prefix(n);
     return true;
@@ -427,7 +430,11 @@ class Reader {
 bool bytes_suffice(const std::vector<float>& x) {
   for (float v : x) {
     const long q = std::lround(v * 255.0f);
-    if (q < 0 || q > 255 || static_cast<float>(q) / 255.0f != v) return false;
+    // Bit for bit (a -0.0 would come back as +0.0).
+    if (q < 0 || q > 255 ||
+        std::bit_cast<std::uint32_t>(static_cast<float>(q) / 255.0f) !=
+            std::bit_cast<std::uint32_t>(v))
+      return false;
   }
   return true;
 }
@@ -474,10 +481,14 @@ Result<Table> decode_table(std::string_view bytes) {
   std::uint64_t features = 1;
   for (std::uint64_t i = 0; i < dims; ++i) {
     std::uint64_t d = 0;
-    if (!r.u64(d) || d == 0 || d > (std::uint64_t{1} << 32)) return bad("bad sample shape");
+    if (!r.u64(d) || d == 0 || __builtin_mul_overflow(features, d, &features) ||
+        features > (std::uint64_t{1} << 40))
+      return bad("bad sample shape");
     t.sample_shape.push_back(static_cast<std::int64_t>(d));
-    features *= d;
   }
+  std::uint64_t values = 0;
+  if (rows > (std::uint64_t{1} << 40) || __builtin_mul_overflow(rows, features, &values))
+    return bad("bad row count");
   for (auto* names : {&t.columns, &t.classes}) {
     if (!r.u64(n) || n > r.left()) return bad("truncated names");
     names->resize(n);
@@ -488,7 +499,7 @@ Result<Table> decode_table(std::string_view bytes) {
   t.y.resize(n);
   r.raw(t.y.data(), n * sizeof(float));
   std::uint64_t as_bytes = 0;
-  if (!r.u64(as_bytes) || as_bytes > 1 || !r.u64(n) || n != rows * features)
+  if (!r.u64(as_bytes) || as_bytes > 1 || !r.u64(n) || n != values)
     return bad("bad feature header");
   const std::size_t width = as_bytes ? 1 : sizeof(float);
   if (n > r.left() / width || r.left() != n * width) return bad("truncated features");

@@ -236,6 +236,12 @@ TEST(TableFile, RoundTripsPixelsAsBytesAndOtherFeaturesAsFloats) {
     ASSERT_TRUE(back.ok()) << back.error().message;
     expect_same_table(*t, *back);
   }
+  // An empty table too (its vectors' data() may be null: no copy from or to them).
+  Table empty;
+  empty.sample_shape = {3};
+  auto none = decode_table(encode_table(empty));
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  expect_same_table(empty, *none);
   // Pixels take a byte each, other features four.
   EXPECT_LT(encode_table(*pixels).size(), pixels->x.size() * 2);
   EXPECT_GE(encode_table(*csv).size(), csv->x.size() * 4);
