@@ -15,10 +15,6 @@ Json number_or_null(double v) {
   return std::isfinite(v) ? Json(v) : Json(nullptr);
 }
 
-namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 Json value_to_json(const search::Value& v) {
   return std::visit(
       [](const auto& x) -> Json {
@@ -30,6 +26,10 @@ Json value_to_json(const search::Value& v) {
       },
       v);
 }
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // A record's fields through the one field reader (trials/json_fields.hpp),
 // plus the record codec's own rules: null reads as NaN for a number, as no

@@ -54,6 +54,8 @@ using Json = nlohmann::ordered_json;
 
 // The number rule above: a finite v, else null.
 Json number_or_null(double v);
+// A parameter value: numbers (non-finite ones as null), strings, bools.
+Json value_to_json(const search::Value& v);
 
 Json to_json(const search::Params& params);
 Json to_json(const Metrics& metrics);

@@ -27,17 +27,6 @@ class Dictionary {
   std::vector<std::string> words_;
 };
 
-Json param_json(const search::Value& v) {
-  return std::visit(
-      [](const auto& x) -> Json {
-        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, double>)
-          return number_or_null(x);
-        else
-          return Json(x);
-      },
-      v);
-}
-
 }  // namespace
 
 trials::record::Json trials_columns(const std::vector<std::shared_ptr<const trials::Trial>>& rows,
@@ -74,7 +63,8 @@ trials::record::Json trials_columns(const std::vector<std::shared_ptr<const tria
     finished.push_back(t.finished_ms);
     for (auto& [name, col] : params) {
       auto it = t.params.find(name);
-      col.push_back(it == t.params.end() ? Json(nullptr) : param_json(it->second));
+      col.push_back(it == t.params.end() ? Json(nullptr)
+                                         : trials::record::value_to_json(it->second));
     }
     for (auto& [name, col] : metrics) {
       auto it = t.metrics.find(name);
