@@ -289,7 +289,9 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
       out.data_parallel.average = *m == "average";
     if (auto h = rd.integer("average_every", 1, 1'000'000))
       out.data_parallel.average_every = static_cast<int>(*h);
-    rd.unknown_keys("replicas, mode, average_every");
+    if (auto b = rd.number_in("bucket_mb", 0.001, 1024)) out.data_parallel.bucket_mb = *b;
+    if (auto t = rd.one_of("transport", {"auto", "shm", "gloo"})) out.data_parallel.transport = *t;
+    rd.unknown_keys("replicas, mode, average_every, bucket_mb, transport");
   }
   if (!kind) {
     for (auto it = j->begin(); it != j->end(); ++it) r.mark_seen(it.key());

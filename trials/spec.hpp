@@ -52,6 +52,12 @@ struct DataParallel {
   int replicas = 1;
   bool average = false;   // mode: average (parameter averaging) instead of allreduce
   int average_every = 1;  // H: steps between averages
+  // mode allreduce: gradients travel in buckets of at most this size, each sent
+  // while the backward pass computes the earlier layers' (as DDP's bucket_cap_mb).
+  double bucket_mb = 0.125;
+  // How CPU ranks exchange: "shm" (a shared memory-mapped file; they are on one
+  // host), "gloo" (loopback TCP) or "auto" (shm on CPU; GPU ranks use NCCL).
+  std::string transport = "auto";
 };
 
 inline constexpr double kDefaultTimeoutS = 24 * 3600.0;

@@ -163,7 +163,9 @@ Json trial_json(const TrialRecipe& t) {
   if (t.memory_gb > 0) j["resources"]["memory_gb"] = t.memory_gb;
   j["data_parallel"] = {{"replicas", t.data_parallel.replicas},
                         {"mode", t.data_parallel.average ? "average" : "allreduce"},
-                        {"average_every", t.data_parallel.average_every}};
+                        {"average_every", t.data_parallel.average_every},
+                        {"bucket_mb", t.data_parallel.bucket_mb},
+                        {"transport", t.data_parallel.transport}};
   switch (t.kind) {
     case TrialKind::kCommand: {
       j["kind"] = "command";

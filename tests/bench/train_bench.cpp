@@ -5,9 +5,10 @@
 // train_bench.sh runs this and the Python reference side by side.
 //
 //   train_bench [threads=2] [mlp_rows=60000] [cnn_rows=6400]
-//   train_bench dp [threads=2] [rows=20000]: data-parallel scaling, k = 1 and 2
-//   ranks (TorchExecutor: hpo-train-rank processes over ProcessGroupGloo), mlp,
-//   2 epochs: samples/s and accuracy.
+//   train_bench dp [threads=2] [rows=60000] [rounds=3]: data-parallel at equal
+//   total threads (see dp_scaling), through TorchExecutor's rank processes.
+//   train_bench where [threads=2] [rows=60000] [rounds=3]: one trial on this
+//   thread and in a rank process, alternately.
 // HPO_BENCH_GPU=N trains on cuda:N (train_gpu_check.sh; needs a CUDA LibTorch).
 // Prints: RESULT <name> <samples_per_s>
 
@@ -18,10 +19,11 @@
 
 #include <filesystem>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "trials/spec.hpp"
+#include "workers/torch/blas_core.hpp"
 #include "workers/torch/model.hpp"
 #include "workers/torch/torch_executor.hpp"
 #include "workers/torch/trainer.hpp"
@@ -100,57 +102,128 @@ class LogReporter : public NullReporter {
 
 // Through the worker's real path: TorchExecutor, k = 1 trains on this thread
 // with `threads` threads, k = 2 runs two hpo-train-rank processes sharing them.
-int dp_scaling(int threads, std::int64_t rows) {
-  nlohmann::json trial = {
-      {"kind", "torch"},
-      {"model", {{"type", "mlp"}, {"layers", {256, 128}}}},
-      {"data",
-       {{"format", "idx"},
-        {"train_images", kData + "train-images-idx3-ubyte.gz"},
-        {"train_labels", kData + "train-labels-idx1-ubyte.gz"},
-        {"subset", rows},
-        {"validation_fraction", 0.1}}},
-      {"optimizer", {{"type", "sgd"}, {"lr", "{lr}"}, {"momentum", 0.9}}},
-      {"batch_size", 128},
-      {"epochs", 2}};
-  hpo::workers::TorchExecutor executor(std::make_shared<tt::DatasetCache>(),
-                                       {HPO_TRAIN_RANK_PATH});
-  for (int k : {1, 2}) {
-    trial["data_parallel"] = {{"replicas", k}};
-    nlohmann::json j = {{"name", "dp bench"},
-                        {"objective", {{"metric", "val_accuracy"}, {"mode", "max"}}},
-                        {"parameters", {{"lr", {{"type", "categorical"}, {"values", {0.01}}}}}},
-                        {"search", {{"algorithm", "grid"}, {"max_trials", 1}}},
-                        {"trial", trial}};
-    auto spec = trials::parse_spec(j.dump());
-    if (!spec) {
-      std::fprintf(stderr, "%s\n", spec.error().message.c_str());
-      return 1;
-    }
-    hpo::workers::TrialTask task;
-    task.spec = &*spec;
-    task.trial.id = "bench-" + std::to_string(k);
-    task.trial.params = {{"lr", 0.01}};
-    task.threads = threads;
-    task.work_dir = std::filesystem::temp_directory_path().string();
-    LogReporter reporter;
-    auto r = executor.run(task, reporter);
-    if (r.outcome != trials::TrialState::kCompleted) {
-      std::fprintf(stderr, "k=%d: %s\n", k, r.error.c_str());
-      return 1;
-    }
-    std::printf("RESULT dp%d_mlp_samples_per_s %.1f\n", k, r.metrics.at("train_samples_per_s"));
-    std::printf("RESULT dp%d_mlp_val_accuracy %.4f\n", k, r.metrics.at("val_accuracy"));
-    std::fflush(stdout);
+nlohmann::json mlp_trial(std::int64_t rows) {
+  return {{"kind", "torch"},
+          {"model", {{"type", "mlp"}, {"layers", {256, 128}}}},
+          {"data",
+           {{"format", "idx"},
+            {"train_images", kData + "train-images-idx3-ubyte.gz"},
+            {"train_labels", kData + "train-labels-idx1-ubyte.gz"},
+            {"subset", rows},
+            {"validation_fraction", 0.1}}},
+          {"optimizer", {{"type", "sgd"}, {"lr", "{lr}"}, {"momentum", 0.9}}},
+          {"batch_size", 128},
+          {"epochs", 2}};
+}
+
+// One trial of `trial` through `executor` with `threads`; its result.
+trials::TrialResult run_trial(hpo::workers::TorchExecutor& executor, const nlohmann::json& trial,
+                              int threads, const std::string& id) {
+  nlohmann::json j = {{"name", "bench"},
+                      {"objective", {{"metric", "val_accuracy"}, {"mode", "max"}}},
+                      {"parameters", {{"lr", {{"type", "categorical"}, {"values", {0.01}}}}}},
+                      {"search", {{"algorithm", "grid"}, {"max_trials", 1}}},
+                      {"trial", trial}};
+  auto spec = trials::parse_spec(j.dump());
+  if (!spec) {
+    trials::TrialResult r;
+    r.outcome = trials::TrialState::kFailed;
+    r.error = spec.error().message;
+    return r;
   }
+  hpo::workers::TrialTask task;
+  task.spec = &*spec;
+  task.trial.id = id;
+  task.trial.params = {{"lr", 0.01}};
+  task.threads = threads;
+  task.work_dir = std::filesystem::temp_directory_path().string();
+  LogReporter reporter;
+  return executor.run(task, reporter);
+}
+
+// The same single-rank mlp trial on this thread and in an hpo-train-rank process (the
+// worker's way), alternately `rounds` times: what the process around a trial costs. Both
+// run with this process's OpenBLAS kernels (set OPENBLAS_CORETYPE to choose them).
+int where(int threads, std::int64_t rows, int rounds) {
+  auto cache = std::make_shared<tt::DatasetCache>();
+  hpo::workers::TorchExecutorOptions inproc{HPO_TRAIN_RANK_PATH};
+  inproc.isolate = false;
+  hpo::workers::TorchExecutor here(cache, inproc), apart(cache, {HPO_TRAIN_RANK_PATH});
+  for (int i = 0; i < rounds; ++i)
+    for (auto* e : {&here, &apart}) {
+      auto r = run_trial(*e, mlp_trial(rows), threads, "where");
+      if (r.outcome != trials::TrialState::kCompleted) {
+        std::fprintf(stderr, "%s\n", r.error.c_str());
+        return 1;
+      }
+      std::printf("RESULT %s %.1f\n", e == &here ? "in_process" : "rank_process",
+                  r.metrics.at("train_samples_per_s"));
+      std::fflush(stdout);
+    }
+  return 0;
+}
+
+// The worker's executor options: trial processes get the OpenBLAS kernels hpo-worker gives.
+hpo::workers::TorchExecutorOptions worker_options() {
+  hpo::workers::TorchExecutorOptions o{HPO_TRAIN_RANK_PATH};
+  const char* user = std::getenv("OPENBLAS_CORETYPE");
+  o.blas_core = hpo::workers::blas_core_override(hpo::workers::loaded_blas_core(),
+                                                 hpo::workers::cpu_features(), user ? user : "");
+  return o;
+}
+
+// Data-parallel at equal total threads, through the worker's path (TorchExecutor:
+// hpo-train-rank processes over ProcessGroupGloo), the mlp for 2 epochs: one rank with
+// `threads` threads, then 2 ranks of threads / 2 each: gradient all-reduce through shared
+// memory (the default on CPU) and through Gloo (buckets of bucket_mb overlapping backward,
+// and one bucket: no overlap), and parameter averaging every H = 8 steps (shm, Gloo). Rounds
+// alternate the configurations. Prints per configuration and round: RESULT dp <name> <samples/s>
+// <val_accuracy> <step ms> <sync ms per step>.
+int dp_scaling(int threads, std::int64_t rows, int rounds) {
+  struct Config {
+    const char* name;
+    nlohmann::json data_parallel;
+  };
+  const std::vector<Config> configs = {
+      {"1-rank", {{"replicas", 1}}},
+      {"allreduce-shm", {{"replicas", 2}, {"mode", "allreduce"}}},
+      {"allreduce-gloo-buckets",
+       {{"replicas", 2}, {"mode", "allreduce"}, {"transport", "gloo"}, {"bucket_mb", 0.125}}},
+      {"allreduce-gloo-1-bucket",
+       {{"replicas", 2}, {"mode", "allreduce"}, {"transport", "gloo"}, {"bucket_mb", 1024}}},
+      {"average-H8-shm", {{"replicas", 2}, {"mode", "average"}, {"average_every", 8}}},
+      {"average-H8-gloo",
+       {{"replicas", 2}, {"mode", "average"}, {"average_every", 8}, {"transport", "gloo"}}}};
+  hpo::workers::TorchExecutor executor(std::make_shared<tt::DatasetCache>(), worker_options());
+  for (int round = 0; round < rounds; ++round)
+    for (const auto& c : configs) {
+      auto trial = mlp_trial(rows);
+      trial["data_parallel"] = c.data_parallel;
+      auto r = run_trial(executor, trial, threads, std::string("dp-") + c.name);
+      if (r.outcome != trials::TrialState::kCompleted) {
+        std::fprintf(stderr, "%s: %s\n", c.name, r.error.c_str());
+        return 1;
+      }
+      auto metric = [&](const char* k) {
+        auto it = r.metrics.find(k);
+        return it == r.metrics.end() ? 0.0 : it->second;
+      };
+      std::printf("RESULT dp %s %.1f %.4f %.3f %.3f\n", c.name, metric("train_samples_per_s"),
+                  metric("val_accuracy"), metric("step_ms"), metric("sync_ms_per_step"));
+      std::fflush(stdout);
+    }
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "where")
+    return where(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? std::atoll(argv[3]) : 60000,
+                 argc > 4 ? std::atoi(argv[4]) : 3);
   if (argc > 1 && std::string(argv[1]) == "dp")
-    return dp_scaling(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? std::atoll(argv[3]) : 20000);
+    return dp_scaling(argc > 2 ? std::atoi(argv[2]) : 2, argc > 3 ? std::atoll(argv[3]) : 60000,
+                      argc > 4 ? std::atoi(argv[4]) : 3);
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const std::int64_t mlp_rows = argc > 2 ? std::atoll(argv[2]) : 60000;
   const std::int64_t cnn_rows = argc > 3 ? std::atoll(argv[3]) : 6400;

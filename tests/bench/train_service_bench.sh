@@ -61,7 +61,7 @@ run_service() {
   done
   SERVICE_SWEEP=$(curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" -H 'Content-Type: application/json' \
     -d "$(sweep_of "$((2 * slots))" "$slots")" "$SERVICE_API/api/sweeps" | jq -r .id)
-  service_wait
+  service_wait 1
   local page
   page=$(curl -sf "$SERVICE_API/api/sweeps/$SERVICE_SWEEP/trials?limit=100")
   if [[ $(jq '[.trials[] | select(.state == "completed")] | length' <<<"$page") != "$((2 * slots))" ]]; then
@@ -72,15 +72,24 @@ run_service() {
       else (.[length / 2 - 1] + .[length / 2]) / 2 end;
     [([.trials[].metrics.train_samples_per_s] | median * $s),
      ([.trials[] | select(.number >= $s) | .metrics.first_step_ms] | median),
-     ([.trials[] | (.finished_ms - .started_ms) / 1000] | median)] | @tsv' <<<"$page"
+     ([.trials[] | (.finished_ms - .started_ms) / 1000] | median)] | @tsv' <<<"$page" | tr '\n' '\t'
+  # The OpenBLAS kernels the worker gave its trials' processes (blas_core.hpp), "-" if none.
+  local core
+  core=$(sed -n 's/.* OPENBLAS_CORETYPE=\([A-Za-z0-9]*\).*/\1/p' "$SERVICE_HOME"/worker-*.log | head -1)
+  echo "${core:--}"
   service_stop
   trap - EXIT
 }
 
-run_python() {  # PROCS THREADS: aggregate samples/s of PROCS processes at once
-  local procs=$1 threads=$2 out
+# run_python PROCS THREADS [CORE]: aggregate samples/s of PROCS processes at
+# once; CORE (not "-"): with OPENBLAS_CORETYPE=CORE, the kernels the worker
+# gave its trials.
+run_python() {
+  local procs=$1 threads=$2 core=${3:--} out
+  local -a env=()
+  [[ $core == - ]] || env=(OPENBLAS_CORETYPE="$core")
   out=$(for _ in $(seq "$procs"); do
-    /usr/bin/python3 tests/bench/train_service_ref.py "$model" "$threads" "$epochs" &
+    env "${env[@]}" /usr/bin/python3 tests/bench/train_service_ref.py "$model" "$threads" "$epochs" &
   done; wait)
   awk '/^RESULT/ {s += $3} END {printf "%.1f\n", s}' <<<"$out"
 }
@@ -95,22 +104,34 @@ export HPO_DATASET_CACHE
 trap 'rm -rf "$rows_out" "$HPO_DATASET_CACHE"' EXIT
 for round in $(seq "$rounds"); do
   for slots in 1 2; do
-    read -r hpo first wall < <(run_service "$slots")
+    read -r hpo first wall core < <(run_service "$slots")
     threads=$((2 / slots))
     py=$(run_python "$slots" "$threads")
-    echo "$round $slots $threads $hpo $py $first $wall" | tee -a "$rows_out" >&2
+    # Python again with the worker's kernels: what the trainer gains on the same BLAS.
+    if [[ $core == - ]]; then py_same=$py; else py_same=$(run_python "$slots" "$threads" "$core"); fi
+    echo "$round $slots $threads $hpo $py $first $wall $py_same $core" | tee -a "$rows_out" >&2
   done
 done
 python3 - "$rows_out" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
-print(f"{'configuration':<26} {'hpo samples/s':>14} {'python s/s':>11} {'ratio':>7} {'claim->1st step':>16} {'trial wall':>11}")
+# Columns: round slots threads hpo python first_step wall python_same_kernels kernels
+print(f"OpenBLAS kernels the worker gave its trials: {rows[0][8]} (python: as Debian's loads them; "
+      f"python same: with OPENBLAS_CORETYPE={rows[0][8]})")
+print(f"{'configuration':<26} {'hpo s/s':>8} {'python':>8} {'ratio':>6} {'py same':>8} {'ratio':>6}"
+      f" {'claim->1st step':>16} {'trial wall':>11}")
+def line(label, hpo, py, same, r1, r2, first, wall):
+    print(f"{label:<26} {hpo:8.0f} {py:8.0f} {r1:5.2f}x {same:8.0f} {r2:5.2f}x {first:13.0f} ms {wall:9.1f} s")
 for slots in ("1", "2"):
     rs = [r for r in rows if r[1] == slots]
     for r in rs:
-        print(f"round {r[0]}: {r[1]} slot(s) x {r[2]} thr  {float(r[4 - 1]):14.0f} {float(r[4]):11.0f} {float(r[3]) / float(r[4]):6.2f}x {float(r[5]):13.0f} ms {float(r[6]):9.1f} s")
-    med = lambda i: statistics.median(float(r[i]) for r in rs)
-    ratio = statistics.median(float(r[3]) / float(r[4]) for r in rs)
-    print(f"median  {slots} slot(s) x {rs[0][2]} thr  {med(3):14.0f} {med(4):11.0f} {ratio:6.2f}x {med(5):13.0f} ms {med(6):9.1f} s")
+        hpo, py, same = float(r[3]), float(r[4]), float(r[7])
+        line(f"round {r[0]}: {r[1]} slot(s) x {r[2]} thr", hpo, py, same, hpo / py, hpo / same,
+             float(r[5]), float(r[6]))
+    med = lambda f: statistics.median(f(r) for r in rs)
+    line(f"median  {slots} slot(s) x {rs[0][2]} thr", med(lambda r: float(r[3])),
+         med(lambda r: float(r[4])), med(lambda r: float(r[7])),
+         med(lambda r: float(r[3]) / float(r[4])), med(lambda r: float(r[3]) / float(r[7])),
+         med(lambda r: float(r[5])), med(lambda r: float(r[6])))
 PY
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -380,6 +381,10 @@ std::vector<std::string> TorchExecutor::rank_environment(int threads) const {
       env.push_back(kv);
   env.push_back(fmt::format("OMP_NUM_THREADS={}", std::max(1, threads)));
   env.push_back("OPENBLAS_NUM_THREADS=1");
+  if (!options_.blas_core.empty() &&
+      std::none_of(env.begin(), env.end(),
+                   [](const std::string& kv) { return kv.starts_with("OPENBLAS_CORETYPE="); }))
+    env.push_back("OPENBLAS_CORETYPE=" + options_.blas_core);
   return env;
 }
 

@@ -42,6 +42,9 @@ struct TorchExecutorOptions {
   // Rank processes started ahead of their trials, shared by the worker's
   // executors; null: each trial starts its own.
   std::shared_ptr<StandbyRanks> standby;
+  // OPENBLAS_CORETYPE for the trials' processes ("" none): hpo-worker sets
+  // blas_core_override() (blas_core.hpp) when OpenBLAS misjudged the CPU.
+  std::string blas_core;
 };
 
 // Single-rank trials' processes, started ahead (hpo-train-rank --standby):

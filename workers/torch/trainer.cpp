@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -218,6 +219,9 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
   for (const auto& b : model->buffers()) state.push_back(b);
   if (group) broadcast_from_root(*group, state);  // one start for every rank
   auto optimizer = make_optimizer(cfg.optimizer, model->parameters());
+  std::optional<GradientReducer> reducer;  // allreduce: gradients in buckets during backward
+  if (group && !averaging) reducer.emplace(*group, model->parameters());
+  double average_s = 0;  // average: time in the parameter averages
   at::Generator shuffle = at::detail::createCPUGenerator(options.seed ^ 0x5DEECE66DULL);
 
   const auto x = features_tensor(data.train, data.sample_shape).to(device);
@@ -282,17 +286,18 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
           classification ? torch::nn::functional::cross_entropy(out, yb) : torch::mse_loss(out, yb);
       const float value = loss.item<float>();
       pending.diverged = pending.diverged || !std::isfinite(value);
+      if (reducer) reducer->prepare(pending);
       if (!pending.diverged) loss.backward();
-      if (group && !averaging) {
-        pending = allreduce_gradients(*group, model->parameters(), pending);
-      }
+      if (reducer) pending = reducer->finish();
       if ((!group || !averaging) && stop_here(pending, epoch, b, lr, value)) return result;
       if (!pending.diverged) optimizer->step();
       loss_sum += static_cast<double>(value) * static_cast<double>(len);
       seen += len;
       ++step;
       if (averaging && step % average_every == 0) {
+        const auto a0 = Clock::now();
         pending = average_parameters(*group, state, pending);
+        average_s += seconds_since(a0);
         if (stop_here(pending, epoch, b, lr, value)) return result;
       }
     }
@@ -340,6 +345,16 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
   }
   result.metrics["train_samples_per_s"] = train_s > 0 ? static_cast<double>(samples) / train_s : 0;
   result.metrics["train_time_s"] = train_s;
+  if (step > 0) result.metrics["step_ms"] = 1000 * train_s / static_cast<double>(step);
+  // Data-parallel: what keeping the ranks in step cost each step on rank 0's critical path.
+  if (reducer && reducer->stats().steps > 0) {
+    const auto& s = reducer->stats();
+    result.metrics["sync_ms_per_step"] =
+        1000 * (s.hook_s + s.finish_s) / static_cast<double>(s.steps);
+    result.metrics["gradient_buckets"] = static_cast<double>(reducer->buckets());
+  } else if (averaging && step > 0) {
+    result.metrics["sync_ms_per_step"] = 1000 * average_s / static_cast<double>(step);
+  }
   if (first_step_unix_ms)
     result.metrics[kFirstStepUnixMs] = static_cast<double>(first_step_unix_ms);
   if (data.has_test) {

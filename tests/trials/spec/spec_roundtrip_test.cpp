@@ -139,6 +139,8 @@ std::vector<std::string> differences(const SweepSpec& a, const SweepSpec& b) {
   HPO_EQ(trial.data_parallel.replicas);
   HPO_EQ(trial.data_parallel.average);
   HPO_EQ(trial.data_parallel.average_every);
+  HPO_EQ(trial.data_parallel.bucket_mb);
+  HPO_EQ(trial.data_parallel.transport);
   HPO_EQ(ensemble.has_value());
   if (a.ensemble && b.ensemble) {
     HPO_EQ(ensemble->members);
@@ -379,8 +381,8 @@ std::vector<Case> cases() {
                 "resources": {"gpus": 2, "memory_gb": 0.0625}})"),
        {R"("timeout_s":0.0)", R"("max_attempts":100)",
         R"("resources":{"gpus":2,"memory_gb":0.0625})",
-        R"("data_parallel":{"average_every":1,"mode":"allreduce","replicas":1})", R"("env":{})",
-        R"("cwd":"")"}},
+        R"("data_parallel":{"average_every":1,"bucket_mb":0.125,"mode":"allreduce","replicas":1,"transport":"auto"})",
+        R"("env":{})", R"("cwd":"")"}},
       {"command_default_limits",
        spec(R"({"n": {"type": "int", "min": 1, "max": 4}})",
             R"({"kind": "command", "argv": ["f"], "resources": {"gpus": 0}})"),
@@ -498,12 +500,12 @@ std::vector<Case> cases() {
             torch(std::string(kCsv) +
                   R"(, "data_parallel": {"replicas": 4, "mode": "average", "average_every": 8},
                   "resources": {"gpus": 1, "memory_gb": 65536}, "max_attempts": 1, "timeout_s": 2592000)")),
-       {R"("data_parallel":{"average_every":8,"mode":"average","replicas":4})",
+       {R"("data_parallel":{"average_every":8,"bucket_mb":0.125,"mode":"average","replicas":4,"transport":"auto"})",
         R"("resources":{"gpus":1,"memory_gb":65536.0})", R"("max_attempts":1,)",
         R"("timeout_s":2592000.0)"}},
       {"torch_data_parallel_allreduce",
        spec(R"({})", torch(std::string(kCsv) + R"(, "data_parallel": {"replicas": 2})")),
-       {R"("data_parallel":{"average_every":1,"mode":"allreduce","replicas":2})"}},
+       {R"("data_parallel":{"average_every":1,"bucket_mb":0.125,"mode":"allreduce","replicas":2,"transport":"auto"})"}},
       // Ensemble.
       {"ensemble_defaults",
        spec(R"({})", torch(kCsv), R"({"max_trials": 5})", R"(, "ensemble": {})"),
@@ -580,7 +582,7 @@ TEST(SpecRoundTrip, CanonicalFormOfAMinimalSpec) {
       R"("parameters":{"n":{"log":false,"max":2,"min":0,"type":"int"}},)"
       R"("search":{"algorithm":"random","max_concurrent":1,"max_trials":2,"n_initial":0,"seed":0},)"
       R"("trial":{"argv":["run","{n}"],"cwd":"",)"
-      R"("data_parallel":{"average_every":1,"mode":"allreduce","replicas":1},"env":{},)"
+      R"("data_parallel":{"average_every":1,"bucket_mb":0.125,"mode":"allreduce","replicas":1,"transport":"auto"},"env":{},)"
       R"("kind":"command","max_attempts":3,"resources":{"gpus":0},"timeout_s":86400.0}})");
 }
 

@@ -351,6 +351,21 @@ TEST(Spec, SlotsFromGpusAndReplicas) {
   EXPECT_EQ(r->trial.slots(), 2);
   EXPECT_TRUE(r->trial.data_parallel.average);
   EXPECT_EQ(r->trial.data_parallel.average_every, 4);
+  EXPECT_EQ(r->trial.data_parallel.bucket_mb, 0.125);  // the default
+}
+
+TEST(Spec, GradientBucketsHaveAPositiveBoundedSize) {
+  auto s = valid_spec();
+  s["trial"] = {{"kind", "torch"},
+                {"data", {{"format", "csv"}, {"train", "t.csv"}, {"target", "y"}}}};
+  s["trial"]["data_parallel"] = {{"replicas", 2}, {"bucket_mb", 4}};
+  auto r = parse_spec(s.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->trial.data_parallel.bucket_mb, 4);
+  for (double bad : {0.0, -1.0, 2048.0}) {
+    s["trial"]["data_parallel"]["bucket_mb"] = bad;
+    EXPECT_TRUE(has_error(s, "trial.data_parallel.bucket_mb", "")) << bad;
+  }
 }
 
 TEST(RenderArgv, ReplacesPlaceholdersVerbatimWithoutShell) {

@@ -1,6 +1,8 @@
 // The collectives of data-parallel training (trainer.cpp, data_parallel.cpp)
 // with k = 2 ranks as threads of this process, each with its own ParallelGroup
-// (ProcessGroupGloo over loopback, FileStore rendezvous): the code the
+// (FileStore rendezvous; sums through shared memory, and through
+// ProcessGroupGloo over loopback in gradient buckets: every test runs on both
+// transports): the code the
 // hpo-train-rank processes run, with the ranks' outputs side by side in memory
 // so their parameters can be compared. The processes themselves are tested in
 // training_test.cpp (DataParallelTrials) and tests/e2e/data_parallel_e2e_test.cpp.
@@ -22,7 +24,7 @@ using testing::TempDir;
 
 const std::string kFashion = "/usr/share/datasets/fashion-mnist/";
 
-class DataParallel : public ::testing::Test {
+class DataParallel : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (!std::filesystem::exists(kFashion + "train-images-idx3-ubyte.gz"))
@@ -60,7 +62,10 @@ class DataParallel : public ::testing::Test {
         auto c = cfg;
         auto& rank = ranks[static_cast<std::size_t>(r)];
         if (tweak) tweak(r, c, rank.reporter);
-        auto group = ParallelGroup::connect({r, world, store, average, every, timeout});
+        RankConfig rc{r, world, store, average, every, timeout};
+        rc.transport = GetParam();
+        rc.bucket_mb = 0.1;  // Gloo: the mlp's 784x64 weights in a bucket, the rest in others
+        auto group = ParallelGroup::connect(rc);
         ASSERT_TRUE(group.ok()) << group.error().message;
         TrainOptions o;
         o.threads = 1;
@@ -79,13 +84,18 @@ class DataParallel : public ::testing::Test {
   int runs = 0;
 };
 
-TEST_F(DataParallel, AllreduceKeepsRanksIdenticalAndMatchesOneRank) {
+TEST_P(DataParallel, AllreduceKeepsRanksIdenticalAndMatchesOneRank) {
   auto two = run(2, false);
   ASSERT_EQ(two[0].out.end, TrainOutput::End::kCompleted) << two[0].out.error;
   ASSERT_EQ(two[1].out.end, TrainOutput::End::kCompleted) << two[1].out.error;
   EXPECT_EQ(two[0].out.model_bytes, two[1].out.model_bytes);  // identical parameters
   EXPECT_EQ(two[0].reporter.reports.size(), 2u);              // rank 0 reports
   EXPECT_TRUE(two[1].reporter.reports.empty());
+  // What keeping in step cost, and in how many all-reduces a step: one through shared memory,
+  // a bucket per 0.1 MB (started during backward) through Gloo.
+  EXPECT_GT(two[0].out.metrics.at("sync_ms_per_step"), 0);
+  EXPECT_GT(two[0].out.metrics.at("step_ms"), two[0].out.metrics.at("sync_ms_per_step"));
+  EXPECT_EQ(two[0].out.metrics.at("gradient_buckets"), GetParam() == "gloo" ? 2 : 1);
   auto one = run(1, false);
   ASSERT_EQ(one[0].out.end, TrainOutput::End::kCompleted) << one[0].out.error;
   const double a2 = two[0].out.metrics.at("val_accuracy"),
@@ -94,7 +104,7 @@ TEST_F(DataParallel, AllreduceKeepsRanksIdenticalAndMatchesOneRank) {
   EXPECT_NEAR(a2, a1, 0.01);
 }
 
-TEST_F(DataParallel, ParameterAveragingTrains) {
+TEST_P(DataParallel, ParameterAveragingTrains) {
   auto two = run(2, true, 4);
   ASSERT_EQ(two[0].out.end, TrainOutput::End::kCompleted) << two[0].out.error;
   ASSERT_EQ(two[1].out.end, TrainOutput::End::kCompleted) << two[1].out.error;
@@ -102,7 +112,7 @@ TEST_F(DataParallel, ParameterAveragingTrains) {
   EXPECT_GT(two[0].out.metrics.at("val_accuracy"), 0.6);
 }
 
-TEST_F(DataParallel, RankZerosPruneStopsEveryRank) {
+TEST_P(DataParallel, RankZerosPruneStopsEveryRank) {
   cfg.epochs = 50;
   auto two = run(2, false, 1, [](int r, auto&, FakeReporter& rep) {
     if (r == 0) rep.stop_after_reports = 1;
@@ -111,7 +121,7 @@ TEST_F(DataParallel, RankZerosPruneStopsEveryRank) {
   EXPECT_EQ(two[1].out.end, TrainOutput::End::kStopped);
 }
 
-TEST_F(DataParallel, ALostRankFailsTheOthersWithinTheTimeout) {
+TEST_P(DataParallel, ALostRankFailsTheOthersWithinTheTimeout) {
   auto two = run(
       2, false, 1,
       [](int r, trials::ResolvedTorchConfig& c, FakeReporter&) {
@@ -121,6 +131,9 @@ TEST_F(DataParallel, ALostRankFailsTheOthersWithinTheTimeout) {
   EXPECT_EQ(two[0].out.end, TrainOutput::End::kFailed);
   EXPECT_FALSE(two[0].out.error.empty());  // the rank timeout (3 s) ended it, not the epochs
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, DataParallel, ::testing::Values("shm", "gloo"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace hpo::workers::torch_trainer

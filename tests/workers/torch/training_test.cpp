@@ -14,6 +14,7 @@
 #include "ensemble/bagging.hpp"
 #include "ensemble/bagging_json.hpp"
 #include "tests/workers/torch/test_files.hpp"
+#include "workers/torch/blas_core.hpp"
 #include "workers/torch/predictions.hpp"
 #include "workers/torch/torch_executor.hpp"
 
@@ -320,16 +321,21 @@ class DataParallelTrials : public TorchTraining {
 // Single-replica trials in the worker's default: a process of their own.
 class IsolatedTrials : public TorchTraining {
  protected:
+  // A single-replica trial of `epochs` epochs on 300 blobs rows through `executor`.
+  trials::TrialResult run_blobs(TorchExecutor& executor, int epochs, FakeReporter& rep) {
+    auto spec = parallel_spec(dir.write("t.csv", testing::blobs_csv(300, 1)), epochs, 1);
+    auto task = task_for(spec, params);
+    task.work_dir = dir.file("");
+    return executor.run(task, rep);
+  }
+
   TorchExecutor isolated{std::make_shared<DatasetCache>(),
                          TorchExecutorOptions{HPO_TRAIN_RANK_PATH, std::chrono::seconds(20), 20}};
 };
 
 TEST_F(IsolatedTrials, ATrialTrainsInAProcessOfItsOwn) {
-  auto spec = parallel_spec(dir.write("t.csv", testing::blobs_csv(300, 1)), 3, 1);
   FakeReporter rep;
-  auto task = task_for(spec, params);
-  task.work_dir = dir.file("");
-  auto r = isolated.run(task, rep);
+  auto r = run_blobs(isolated, 3, rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
   EXPECT_EQ(rep.reports.size(), 3u);
   EXPECT_GT(r.metrics.at("val_accuracy"), 0.9);
@@ -428,6 +434,22 @@ TEST_F(IsolatedTrials, ATrialWithOtherThreadsStartsItsOwnProcess) {
   EXPECT_FALSE(rep.logged({"started ahead"}));
   EXPECT_TRUE(rep.logged({"rank 0 of 1 started (pid "}));
   EXPECT_EQ(pool->ready(), 1u);  // still waiting for a trial of its kind
+}
+
+// The executor's OPENBLAS_CORETYPE reaches the trial's process, whose OpenBLAS loads those
+// kernels (the process logs which), and the process trains with them.
+TEST_F(IsolatedTrials, TheTrialsProcessLoadsTheKernelsItIsGiven) {
+  const auto core = hpo::workers::best_blas_core(hpo::workers::cpu_features());
+  if (core.empty() || hpo::workers::loaded_blas_core().empty())
+    GTEST_SKIP() << "no AVX or no OpenBLAS here";
+  TorchExecutorOptions o{HPO_TRAIN_RANK_PATH, std::chrono::seconds(20), 20};
+  o.blas_core = core;
+  TorchExecutor executor{std::make_shared<DatasetCache>(), o};
+  FakeReporter rep;
+  auto r = run_blobs(executor, 2, rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  EXPECT_GT(r.metrics.at("val_accuracy"), 0.9);
+  EXPECT_TRUE(rep.logged({"torch: OpenBLAS kernels " + core})) << core;
 }
 
 TEST_F(DataParallelTrials, RunsItsRanksAsProcesses) {
