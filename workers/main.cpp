@@ -158,13 +158,11 @@ int main(int argc, char** argv) {
   hpo::workers::TorchExecutorOptions torch_options;
   torch_options.data_roots = data_roots;
   {  // OpenBLAS's kernels for the trials' processes (blas_core.hpp)
-    const char* user = std::getenv("OPENBLAS_CORETYPE");
-    const auto loaded = hpo::workers::loaded_blas_core();
-    torch_options.blas_core =
-        hpo::workers::blas_core_override(loaded, hpo::workers::cpu_features(), user ? user : "");
+    torch_options.blas_core = hpo::workers::trial_blas_core();
     if (!torch_options.blas_core.empty())
       hpo::log_info("OpenBLAS chose generic kernels for this CPU; trials get others",
-                    {{"loaded", loaded}, {"OPENBLAS_CORETYPE", torch_options.blas_core}});
+                    {{"loaded", hpo::workers::loaded_blas_core()},
+                     {"OPENBLAS_CORETYPE", torch_options.blas_core}});
   }
   // One training process per slot started ahead of its trial (LibTorch loads in ~0.75 s).
   torch_options.standby = std::make_shared<hpo::workers::StandbyRanks>(

@@ -166,9 +166,7 @@ int where(int threads, std::int64_t rows, int rounds) {
 // The worker's executor options: trial processes get the OpenBLAS kernels hpo-worker gives.
 hpo::workers::TorchExecutorOptions worker_options() {
   hpo::workers::TorchExecutorOptions o{HPO_TRAIN_RANK_PATH};
-  const char* user = std::getenv("OPENBLAS_CORETYPE");
-  o.blas_core = hpo::workers::blas_core_override(hpo::workers::loaded_blas_core(),
-                                                 hpo::workers::cpu_features(), user ? user : "");
+  o.blas_core = hpo::workers::trial_blas_core();
   return o;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdlib>
 #include <string_view>
 
 namespace hpo::workers {
@@ -59,6 +60,11 @@ std::string loaded_blas_core() {
   if (!fn) return "";
   const char* name = fn();
   return name ? std::string(name) : std::string();
+}
+
+std::string trial_blas_core() {
+  const char* user = std::getenv("OPENBLAS_CORETYPE");
+  return blas_core_override(loaded_blas_core(), cpu_features(), user ? user : "");
 }
 
 }  // namespace hpo::workers

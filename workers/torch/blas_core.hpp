@@ -41,4 +41,7 @@ std::string blas_core_override(const std::string& loaded, const CpuFeatures& cpu
 // The kernels the OpenBLAS loaded in this process uses ("" without OpenBLAS).
 std::string loaded_blas_core();
 
+// blas_core_override() for this process: its OpenBLAS, its CPU, its environment.
+std::string trial_blas_core();
+
 }  // namespace hpo::workers
