@@ -1,4 +1,18 @@
+// evaluate_ensemble: score every model, then fit, cross-validate and choose
+// among the candidates (see evaluate.hpp). A candidate is a fit procedure: given
+// the library's predictions on some rows, it returns a fitted combiner over a
+// subset of the models (its inputs); the same procedure serves each fold and the
+// final refit on every row.
 #include "ensemble/evaluate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "ensemble/rng.hpp"
 
 namespace hpo::ensemble {
 
@@ -9,41 +23,302 @@ double rank_score(const Scores& s) {
   return s.accuracy ? *s.accuracy : -s.mse.value_or(0);
 }
 
+Matrix take_rows(const Matrix& m, const std::vector<std::int64_t>& rows) {
+  Matrix out(static_cast<std::int64_t>(rows.size()), m.cols);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    std::copy(m.row(rows[i]), m.row(rows[i]) + m.cols, out.row(static_cast<std::int64_t>(i)));
+  return out;
+}
+
+// Per-row loss: -ln p[label] (clipped as log_loss), or the mean squared error over outputs.
+std::vector<double> row_losses(const Matrix& p, const Targets& t) {
+  std::vector<double> out(static_cast<std::size_t>(p.rows));
+  for (std::int64_t r = 0; r < p.rows; ++r) {
+    if (t.classification()) {
+      double q = p(r, t.labels[static_cast<std::size_t>(r)]);
+      out[static_cast<std::size_t>(r)] = -std::log(std::clamp(q, kLogLossEps, 1.0));
+    } else {
+      double s = 0;
+      for (std::int64_t c = 0; c < p.cols; ++c) {
+        double d = p(r, c) - t.values(r, c);
+        s += d * d;
+      }
+      out[static_cast<std::size_t>(r)] = s / static_cast<double>(p.cols);
+    }
+  }
+  return out;
+}
+
+double mean(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+struct Fitted {
+  std::unique_ptr<Combiner> combiner;
+  std::vector<int> inputs;  // library models the combiner combines, in its member order
+  std::string detail;
+};
+using FitProcedure = std::function<Result<Fitted>(const std::vector<Matrix>&, const Targets&)>;
+
+Result<Matrix> predict_with(const Fitted& f, const std::vector<Matrix>& library) {
+  std::vector<Matrix> in;
+  in.reserve(f.inputs.size());
+  for (int m : f.inputs) in.push_back(library[static_cast<std::size_t>(m)]);
+  return combine(*f.combiner, in);
+}
+
+std::vector<int> all_models(std::size_t n) {
+  std::vector<int> v(n);
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+// Models ordered by their loss on these rows, lowest first (ties: lower index).
+std::vector<int> by_loss(const std::vector<Matrix>& library, const Targets& t) {
+  std::vector<double> l(library.size());
+  for (std::size_t m = 0; m < library.size(); ++m) l[m] = loss(library[m], t, Loss::kAuto);
+  auto order = all_models(library.size());
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return l[static_cast<std::size_t>(a)] < l[static_cast<std::size_t>(b)];
+  });
+  return order;
+}
+
+Result<Fitted> fit_on(std::unique_ptr<Combiner> c, std::vector<int> inputs,
+                      const std::vector<Matrix>& library, const Targets& t, std::string detail) {
+  std::vector<Matrix> in;
+  for (int m : inputs) in.push_back(library[static_cast<std::size_t>(m)]);
+  if (auto st = c->fit(in, t); !st.ok()) return st.error();
+  return Fitted{std::move(c), std::move(inputs), std::move(detail)};
+}
+
+struct Candidate {
+  std::string name;
+  FitProcedure fit;
+};
+
 }  // namespace
 
 Result<Evaluation> evaluate_ensemble(const trials::EnsembleRecipe& recipe,
                                      const EvaluationInput& input) {
-  Evaluation ev;
-  ev.combiner = make_combiner(recipe);
-  if (auto st = ev.combiner->fit(input.validation, input.validation_targets); !st.ok())
-    return st.error();
-  ev.weights = ev.combiner->weights();
+  using Choose = trials::EnsembleRecipe::Choose;
+  using Combine = trials::EnsembleRecipe::Combine;
+  const auto& library = input.validation;
+  const Targets& vt = input.validation_targets;
+  if (auto st = check_predictions(library, &vt); !st.ok()) return st.error();
+  const std::size_t n_models = library.size();
+  const std::size_t n_members =
+      input.member_models == 0 ? n_models : std::min(input.member_models, n_models);
   const bool with_test = !input.test.empty();
   if (with_test) {
-    if (input.test.size() != input.validation.size())
+    if (input.test.size() != n_models)
       return Error::invalid("test", "expected test predictions of every model");
     if (auto st = check_predictions(input.test, &input.test_targets); !st.ok()) return st.error();
   }
+  const bool classification = vt.classification();
 
-  ev.models.resize(input.validation.size());
-  for (std::size_t m = 0; m < input.validation.size(); ++m) {
-    ev.models[m].validation = score(input.validation[m], input.validation_targets);
+  Evaluation ev;
+  ev.models.resize(n_models);
+  for (std::size_t m = 0; m < n_models; ++m) {
+    ev.models[m].validation = score(library[m], vt);
     if (with_test) ev.models[m].test = score(input.test[m], input.test_targets);
     if (rank_score(ev.models[m].validation) > rank_score(ev.models[ev.best_model].validation))
       ev.best_model = static_cast<int>(m);
   }
 
-  auto val = combine(*ev.combiner, input.validation);
-  if (!val.ok()) return val.error();
-  ev.ensemble.validation = score(*val, input.validation_targets);
-  if (with_test) {
-    auto test = combine(*ev.combiner, input.test);
-    if (!test.ok()) return test.error();
-    ev.ensemble.test = score(*test, input.test_targets);
+  // The candidates, in tie-break order.
+  std::vector<Candidate> candidates;
+  candidates.push_back({"best_single", [&](const std::vector<Matrix>& lib, const Targets& t) {
+                          int best = by_loss(lib, t).front();
+                          return fit_on(
+                              std::make_unique<WeightedMeanCombiner>(std::vector<double>{1.0}),
+                              {best}, lib, t, fmt::format("model {}", best));
+                        }});
+  candidates.push_back({"bagged", [&](const std::vector<Matrix>& lib, const Targets& t) {
+                          std::vector<int> members(n_members);
+                          std::iota(members.begin(), members.end(), 0);
+                          return fit_on(make_combiner(recipe), std::move(members), lib, t,
+                                        fmt::format("{} over {} bagged members",
+                                                    trials::to_string(recipe.combine), n_members));
+                        }});
+  SelectionOptions sel;
+  if (recipe.combine == Combine::kSelection) {
+    sel.rounds = recipe.selection_rounds;
+    sel.init = recipe.selection_init;
+  }
+  candidates.push_back(
+      {"selection", [&, sel](const std::vector<Matrix>& lib, const Targets& t) {
+         return fit_on(
+             std::make_unique<WeightedMeanCombiner>(WeightedMeanCombiner::Rule::kSelection, sel),
+             all_models(lib.size()), lib, t,
+             fmt::format("{} rounds over {} models", sel.rounds, lib.size()));
+       }});
+  const bool can_stack = vt.rows() >= kMinCrossValidationRows;
+  if (can_stack)
+    candidates.push_back({"stacking", [&](const std::vector<Matrix>& lib, const Targets& t) {
+                            auto order = by_loss(lib, t);
+                            if (order.size() > static_cast<std::size_t>(kMaxStackingInputs))
+                              order.resize(kMaxStackingInputs);
+                            std::sort(order.begin(), order.end());
+                            auto c = std::make_unique<StackingCombiner>();
+                            auto* raw = c.get();
+                            auto f = fit_on(std::move(c), order, lib, t, "");
+                            if (f)
+                              f->detail = fmt::format("{} over the {} best models, lambda {}",
+                                                      classification ? "log-linear pool" : "ridge",
+                                                      order.size(), raw->model().lambda);
+                            return f;
+                          }});
+
+  // Folds: a shuffled assignment of the validation rows.
+  const std::int64_t n_rows = vt.rows();
+  const bool cross_validate = n_rows >= kMinCrossValidationRows;
+  const int folds = cross_validate ? kCrossValidationFolds : 1;
+  std::vector<int> fold_of(static_cast<std::size_t>(n_rows));
+  {
+    std::vector<std::int64_t> perm(static_cast<std::size_t>(n_rows));
+    std::iota(perm.begin(), perm.end(), 0);
+    Rng rng(input.seed ^ 0xC3A5C85C97CB3127ULL);
+    for (std::size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[rng.below(i)]);
+    for (std::size_t i = 0; i < perm.size(); ++i)
+      fold_of[static_cast<std::size_t>(perm[i])] =
+          static_cast<int>(i % static_cast<std::size_t>(folds));
   }
 
+  std::vector<std::vector<double>> per_row(candidates.size());
+  std::vector<Fitted> finals(candidates.size());
+  for (std::size_t c = 0; c < candidates.size(); ++c) {
+    CandidateSummary s;
+    s.name = candidates[c].name;
+    s.cross_validated = cross_validate;
+    Matrix oof(n_rows, library.front().cols);
+    if (cross_validate) {
+      for (int f = 0; f < folds; ++f) {
+        std::vector<std::int64_t> train, held;
+        for (std::int64_t r = 0; r < n_rows; ++r)
+          (fold_of[static_cast<std::size_t>(r)] == f ? held : train).push_back(r);
+        std::vector<Matrix> ltrain, lheld;
+        for (const auto& p : library) {
+          ltrain.push_back(take_rows(p, train));
+          lheld.push_back(take_rows(p, held));
+        }
+        auto fitted = candidates[c].fit(ltrain, vt.subset(train));
+        if (!fitted) return fitted.error();
+        auto pred = predict_with(*fitted, lheld);
+        if (!pred) return pred.error();
+        for (std::size_t i = 0; i < held.size(); ++i)
+          std::copy(pred->row(static_cast<std::int64_t>(i)),
+                    pred->row(static_cast<std::int64_t>(i)) + pred->cols, oof.row(held[i]));
+      }
+    }
+    auto final_fit = candidates[c].fit(library, vt);
+    if (!final_fit) return final_fit.error();
+    auto val = predict_with(*final_fit, library);
+    if (!val) return val.error();
+    if (!cross_validate) oof = *val;
+    per_row[c] = row_losses(oof, vt);
+    s.cv_loss = mean(per_row[c]);
+    if (classification) s.cv_accuracy = accuracy(oof, vt.labels);
+    s.detail = final_fit->detail;
+    s.scores.validation = score(*val, vt);
+    if (with_test) {
+      std::vector<Matrix> test_in;
+      for (int m : final_fit->inputs) test_in.push_back(input.test[static_cast<std::size_t>(m)]);
+      auto test = combine(*final_fit->combiner, test_in);
+      if (!test) return test.error();
+      s.scores.test = score(*test, input.test_targets);
+    }
+    s.weights.assign(n_models, 0.0);
+    auto w = final_fit->combiner->weights();
+    if (w.empty())
+      w.assign(final_fit->inputs.size(), 1.0 / static_cast<double>(final_fit->inputs.size()));
+    for (std::size_t i = 0; i < final_fit->inputs.size(); ++i)
+      s.weights[static_cast<std::size_t>(final_fit->inputs[i])] = w[i];
+    ev.candidates.push_back(std::move(s));
+    finals[c] = std::move(*final_fit);
+  }
+
+  // The choice.
+  int chosen = 0;
+  if (recipe.choose == Choose::kAuto) {
+    for (std::size_t c = 1; c < ev.candidates.size(); ++c)
+      if (ev.candidates[c].cv_loss < ev.candidates[static_cast<std::size_t>(chosen)].cv_loss)
+        chosen = static_cast<int>(c);
+  } else {
+    const char* want = trials::to_string(recipe.choose);
+    auto it = std::find_if(ev.candidates.begin(), ev.candidates.end(),
+                           [&](const CandidateSummary& s) { return s.name == want; });
+    if (it == ev.candidates.end())
+      return Error::invalid("ensemble.choose",
+                            fmt::format("{} needs at least {} validation rows, got {}", want,
+                                        kMinCrossValidationRows, n_rows));
+    chosen = static_cast<int>(it - ev.candidates.begin());
+  }
+  ev.chosen = chosen;
+  const auto& pick = ev.candidates[static_cast<std::size_t>(chosen)];
+  ev.method = pick.name;
+  ev.weights = pick.weights;
+  ev.ensemble = pick.scores;
+  if (pick.name == "bagged") {
+    ev.combine = recipe.combine;
+  } else if (pick.name == "selection") {
+    ev.combine = Combine::kSelection;
+  } else {
+    ev.combine = classification ? Combine::kSoftVote : Combine::kMean;
+  }
+  if (pick.name == "stacking") {
+    auto model =
+        static_cast<const StackingCombiner&>(*finals[static_cast<std::size_t>(chosen)].combiner)
+            .model();
+    model.coefficients = pick.weights;  // over every model, 0 for those not stacked
+    ev.stacking = model;
+    ev.combiner = std::make_unique<StackingCombiner>(std::move(model));
+  } else if (pick.name == "bagged" &&
+             (recipe.combine == Combine::kHardVote || recipe.combine == Combine::kMedian)) {
+    ev.combiner = std::move(finals[static_cast<std::size_t>(chosen)].combiner);
+  } else {
+    ev.combiner = std::make_unique<WeightedMeanCombiner>(pick.weights);
+  }
+
+  // Can the validation rows tell the choice from the runner-up?
+  if (!cross_validate)
+    ev.warnings.push_back(fmt::format(
+        "{} validation rows: too few to cross-validate the candidates; they were compared "
+        "on the rows they were fitted on",
+        n_rows));
+  if (ev.candidates.size() > 1 && n_rows > 1) {
+    // The question that matters: is the combination really better than the
+    // best single model (or, when that is the choice, than the runner-up)?
+    std::size_t runner = 0;  // best_single
+    if (chosen == 0) {
+      runner = 1;
+      for (std::size_t c = 1; c < ev.candidates.size(); ++c)
+        if (ev.candidates[c].cv_loss < ev.candidates[runner].cv_loss) runner = c;
+    }
+    std::vector<double> d(static_cast<std::size_t>(n_rows));
+    for (std::size_t r = 0; r < d.size(); ++r)
+      d[r] = per_row[runner][r] - per_row[static_cast<std::size_t>(chosen)][r];
+    const double md = mean(d);
+    double var = 0;
+    for (double x : d) var += (x - md) * (x - md);
+    const double se =
+        std::sqrt(var / static_cast<double>(d.size() - 1) / static_cast<double>(d.size()));
+    if (std::abs(md) <= 2 * se)
+      ev.warnings.push_back(fmt::format(
+          "the {} validation rows cannot tell {} (cv loss {:.4g}) from {} (cv loss {:.4g}) "
+          "apart: the difference {:.3g} is within two standard errors ({:.3g}); a larger "
+          "validation set would make the choice reliable",
+          n_rows, pick.name, pick.cv_loss, ev.candidates[runner].name,
+          ev.candidates[runner].cv_loss, md, 2 * se));
+  }
+
+  // The random-forest out-of-bag estimate of the bagged combination.
   if (!input.oob.empty()) {
-    auto est = oob_estimate(*ev.combiner, input.oob, input.train_targets);
+    std::vector<Matrix> member_val(library.begin(),
+                                   library.begin() + static_cast<std::ptrdiff_t>(n_members));
+    auto bagged = make_combiner(recipe);
+    if (auto st = bagged->fit(member_val, vt); !st.ok()) return st.error();
+    auto est = oob_estimate(*bagged, input.oob, input.train_targets);
     if (!est.ok()) return est.error();
     ev.oob = OobSummary{est->rows_total, est->rows_covered, est->scores};
   }

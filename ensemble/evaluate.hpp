@@ -2,6 +2,23 @@
 // validation predictions, then score every model, the best single one and the
 // ensemble on validation and test, and the ensemble's out-of-bag estimate.
 //
+// The ensemble returned is one of four candidates, never just the bagged one:
+//   best_single  the model with the lowest validation loss
+//   bagged       the recipe's `combine` rule over the bagged members
+//   selection    Caruana's ensemble selection over every model (members and trials)
+//   stacking     a regularised linear meta-model (stacking.hpp) over the best
+//                kMaxStackingInputs models
+// Each is fitted and scored by k-fold cross-validation over the validation rows
+// (k = 5; the procedure, e.g. which model is best or which weights selection
+// picks, is refitted on each fold's other rows), and the one with the lowest
+// out-of-fold loss (log-loss, or MSE for regression; ties to the earlier in the
+// list above) is refitted on every validation row and returned — unless the
+// recipe's `choose` names one. A warning is recorded when the validation rows
+// cannot tell the chosen one from the best single model (or, when that is the
+// choice, from the runner-up): the paired difference of their out-of-fold
+// per-row losses is within two standard errors; or when they are too few to
+// cross-validate.
+//
 // The scheduler gathers the predictions (from the members' reports) and calls
 // this once; what comes back goes into the manifest and the sweep's record, so
 // the scheduler holds no ensemble arithmetic of its own.
@@ -9,12 +26,14 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/result.hpp"
 #include "ensemble/combiners.hpp"
 #include "ensemble/manifest.hpp"
 #include "ensemble/metrics.hpp"
+#include "ensemble/stacking.hpp"
 #include "trials/recipe/ensemble_recipe.hpp"
 
 namespace hpo::ensemble {
@@ -26,16 +45,41 @@ struct EvaluationInput {
   Targets test_targets;
   std::vector<MemberOob> oob;  // bagged members' OOB predictions; empty: no OOB estimate
   Targets train_targets;       // needed with `oob`
+  // Models [0, member_models) are the bagged members, the rest search trials;
+  // 0 = every model is a member.
+  std::size_t member_models = 0;
+  std::uint64_t seed = 0;  // the cross-validation folds' shuffle
+};
+
+inline constexpr int kCrossValidationFolds = 5;
+inline constexpr int kMaxStackingInputs = 16;
+// Fewer validation rows than this: no cross-validation, candidates compared in-sample.
+inline constexpr std::int64_t kMinCrossValidationRows = 20;
+
+struct CandidateSummary {
+  std::string name;    // best_single | bagged | selection | stacking
+  std::string detail;  // which model, rule or penalty
+  bool cross_validated = false;
+  double cv_loss = 0;                 // out-of-fold (or in-sample) validation loss
+  std::optional<double> cv_accuracy;  // out-of-fold accuracy, classification
+  MetricSummary scores;               // refitted on every validation row
+  std::vector<double> weights;        // per model; stacking: the meta-model's coefficients
 };
 
 struct Evaluation {
-  std::unique_ptr<Combiner> combiner;  // fitted
-  std::vector<double> weights;         // per model
-  std::vector<MetricSummary> models;   // per model
+  std::unique_ptr<Combiner> combiner;  // the chosen candidate, fitted on every validation row
+  std::vector<double> weights;         // per model: the chosen candidate's
+  std::string method;                  // the chosen candidate's name
+  trials::EnsembleRecipe::Combine combine = trials::EnsembleRecipe::Combine::kSoftVote;
+  std::optional<StackingModel> stacking;  // method "stacking"
+  std::vector<CandidateSummary> candidates;
+  int chosen = 0;  // index into candidates
+  std::vector<std::string> warnings;
+  std::vector<MetricSummary> models;  // per model
   int best_model =
       0;  // best single model by validation accuracy (regression: MSE); lowest index on ties
-  MetricSummary ensemble;
-  std::optional<OobSummary> oob;
+  MetricSummary ensemble;         // the chosen candidate's scores
+  std::optional<OobSummary> oob;  // of the bagged combination
 };
 
 Result<Evaluation> evaluate_ensemble(const trials::EnsembleRecipe& recipe,

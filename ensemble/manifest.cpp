@@ -5,12 +5,14 @@
 // bagging_json.hpp) so there is one JSON form for each.
 #include "ensemble/manifest.hpp"
 
+#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "ensemble/bagging_json.hpp"
+#include "ensemble/stacking.hpp"
 #include "trials/json_fields.hpp"
 #include "trials/json_limits.hpp"
 #include "trials/spec.hpp"
@@ -65,7 +67,7 @@ MetricSummary read_summary(trials::FieldReader& r, std::vector<FieldError>& erro
   return m;
 }
 
-void read_member(const json& j, const std::string& path, ManifestMember& m,
+void read_member(const json& j, const std::string& path, ManifestMember& m, bool stacking,
                  std::vector<FieldError>& errors) {
   trials::FieldReader r(j, path, errors, kRules);
   if (!j.is_object()) return r.expected(path, "an object", j);
@@ -97,7 +99,7 @@ void read_member(const json& j, const std::string& path, ManifestMember& m,
     if (!good) r.expected(r.at("features"), "an array of feature indices >= 0", *f);
   }
   if (auto weight = r.number("weight", true)) {
-    if (*weight >= 0)
+    if (*weight >= 0 || stacking)
       m.weight = *weight;
     else
       r.error(r.at("weight"), fmt::format("must be >= 0, got {}", *weight));
@@ -130,10 +132,12 @@ std::string manifest_to_json(const EnsembleManifest& manifest) {
       {"n_features", manifest.n_features},
       {"n_outputs", manifest.n_outputs},
       {"combine", trials::to_string(manifest.combine)},
+      {"method", manifest.method},
       {"members", std::move(members)},
       {"ensemble", summary_to_json(manifest.ensemble_metrics)},
       {"best_single", summary_to_json(manifest.best_single_metrics)}};
   j["best_single"]["trial_id"] = manifest.best_single_trial_id;
+  if (manifest.method == "stacking") j["stacking"] = {{"intercept", manifest.stacking_intercept}};
   if (manifest.oob)
     j["oob"] = {{"rows_total", manifest.oob->rows_total},
                 {"rows_covered", manifest.oob->rows_covered},
@@ -160,13 +164,28 @@ Result<EnsembleManifest> manifest_from_json(std::string_view json_text) {
   if (auto n = r.integer("n_outputs", 0, kMaxInt, true)) m.n_outputs = *n;
   if (auto c = r.one_of("combine", trials::combine_names(), true))
     m.combine = *trials::parse_combine(*c);
+  // Absent in manifests written before the stage chose among candidates: bagged.
+  if (auto method = r.one_of("method", {"best_single", "bagged", "selection", "stacking"}))
+    m.method = *method;
+  const bool stacking = m.method == "stacking";
+  if (stacking) {
+    const json* st = r.object("stacking", true);
+    auto rs = child(r, st, "stacking", errors);
+    if (const json* b = rs.array("intercept", true)) {
+      for (const auto& v : *b)
+        if (v.is_number() && std::isfinite(v.get<double>()))
+          m.stacking_intercept.push_back(v.get<double>());
+        else
+          rs.expected(rs.at("intercept"), "an array of numbers", *b);
+    }
+  }
   const json* members = r.array("members", true);
   if (members && members->empty())
     r.error(r.at("members"), "must not be empty");
   else if (members)
     for (std::size_t i = 0; i < members->size() && r.ok(); ++i)
       read_member((*members)[i], trials::FieldReader::item(r.at("members"), i),
-                  m.members.emplace_back(), errors);
+                  m.members.emplace_back(), stacking, errors);
   auto re = child(r, r.object("ensemble"), "ensemble", errors);
   m.ensemble_metrics = read_summary(re, errors);
   if (const json* best = r.object("best_single")) {
@@ -188,6 +207,13 @@ Result<EnsembleManifest> manifest_from_json(std::string_view json_text) {
 
 std::unique_ptr<Combiner> combiner_for(const EnsembleManifest& manifest) {
   using C = trials::EnsembleRecipe::Combine;
+  if (manifest.method == "stacking") {
+    StackingModel model;
+    model.regression = manifest.task == Targets::Task::kRegression;
+    for (const auto& m : manifest.members) model.coefficients.push_back(m.weight);
+    model.intercept = manifest.stacking_intercept;
+    return std::make_unique<StackingCombiner>(std::move(model));
+  }
   if (manifest.combine == C::kHardVote || manifest.combine == C::kMedian) {
     trials::EnsembleRecipe recipe;
     recipe.combine = manifest.combine;

@@ -41,8 +41,8 @@ struct ManifestMember {
   search::Params params;
   std::optional<MemberSpec> bagging;   // bagged members: seed and fractions (rebuilds the plan)
   std::vector<std::int64_t> features;  // feature columns it was trained on; empty = all
-  double weight = 0;                   // in the combination; weights sum to 1
-  std::string artifact;                // model file, relative to the manifest's directory
+  double weight = 0;     // in the combination; weights sum to 1 (stacking: a coefficient, any sign)
+  std::string artifact;  // model file, relative to the manifest's directory
   MetricSummary metrics;
 };
 
@@ -59,6 +59,11 @@ struct EnsembleManifest {
   std::int64_t n_features = 0;  // flattened input features the members expect
   std::int64_t n_outputs = 0;   // classes (classification) or outputs (regression)
   trials::EnsembleRecipe::Combine combine = trials::EnsembleRecipe::Combine::kSoftVote;
+  // The candidate the stage chose (ensemble/evaluate.hpp): best_single, bagged,
+  // selection (weights as `combine` says) or stacking (members' weights are the
+  // meta-model's coefficients, with `stacking_intercept`; see stacking.hpp).
+  std::string method = "bagged";
+  std::vector<double> stacking_intercept;
   std::vector<ManifestMember> members;
   MetricSummary ensemble_metrics;
   std::string best_single_trial_id;  // the best single model, for the comparison

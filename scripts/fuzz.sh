@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${HPO_FUZZ_BUILD_DIR:-build-fuzz}
 each=${HPO_FUZZ_SECONDS:-60}
-if (($# > 0)); then targets=("$@"); else targets=(spec http metric_line dataset); fi
+if (($# > 0)); then targets=("$@"); else targets=(spec http metric_line dataset predictions); fi
 
 if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
   CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DHPO_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -21,7 +21,7 @@ fi
 cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
 
 declare -A dict=([spec]=json.dict [metric_line]=json.dict [http]=http.dict)
-declare -A max_len=([spec]=65536 [http]=65536 [metric_line]=4096 [dataset]=16384)
+declare -A max_len=([spec]=65536 [http]=65536 [metric_line]=4096 [dataset]=16384 [predictions]=8192)
 summary=()
 status=0
 for t in "${targets[@]}"; do

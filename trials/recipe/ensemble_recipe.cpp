@@ -73,6 +73,13 @@ const char* to_string(EnsembleRecipe::Combine c) {
   return i < kCombineNames.size() ? kCombineNames[i] : "?";
 }
 
+constexpr std::array<const char*, 5> kChooseNames = {"auto", "best_single", "bagged", "selection",
+                                                     "stacking"};
+
+const char* to_string(EnsembleRecipe::Choose c) {
+  return kChooseNames[static_cast<std::size_t>(c)];
+}
+
 std::optional<EnsembleRecipe::Combine> parse_combine(std::string_view s) {
   for (std::size_t i = 0; i < kCombineNames.size(); ++i)
     if (s == kCombineNames[i]) return static_cast<Combine>(i);
@@ -96,6 +103,9 @@ void parse_ensemble_recipe(const Json& j, const std::string& path, EnsembleRecip
   if (const Json* v = r.get("max_features")) read_max_features(r, *v, out.max_features);
   auto combine = r.one_of("combine", kCombineNames);
   if (combine) out.combine = *parse_combine(*combine);
+  if (auto choose = r.one_of("choose", kChooseNames))
+    for (std::size_t i = 0; i < kChooseNames.size(); ++i)
+      if (*choose == kChooseNames[i]) out.choose = static_cast<EnsembleRecipe::Choose>(i);
   if (const Json* v = r.get("seed")) read_seed(r, *v, out.seed);
   assign(r.integer("selection_rounds", 1, EnsembleRecipe::kMaxSelectionRounds),
          out.selection_rounds);
@@ -103,8 +113,8 @@ void parse_ensemble_recipe(const Json& j, const std::string& path, EnsembleRecip
   if (auto v = r.integer("epochs", 1, EnsembleRecipe::kMaxEpochs)) out.epochs = *v;
   if (auto v = r.integer("subset", 0, std::int64_t{1} << 40)) out.subset = *v;
   r.unknown_keys(
-      "members, base, bootstrap, sample_fraction, max_features, combine, seed, selection_rounds, "
-      "selection_init, epochs, subset");
+      "members, base, bootstrap, sample_fraction, max_features, combine, choose, seed, "
+      "selection_rounds, selection_init, epochs, subset");
 
   // Cross-field checks; a field that failed to parse is already reported and not checked again.
   const bool has_selection_keys = j.contains("selection_rounds") || j.contains("selection_init");

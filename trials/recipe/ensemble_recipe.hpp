@@ -4,7 +4,8 @@
 //   "ensemble": {"members": 8, "base": "best" | {"top_k": 3}, "bootstrap": true,
 //                "sample_fraction": 1.0, "max_features": 1.0,
 //                "combine": "hard_vote" | "soft_vote" | "mean" | "median" | "weighted" |
-//                "selection", "seed": 0, "selection_rounds": 50, "selection_init": 1,
+//                "selection", "choose": "auto" | "best_single" | "bagged" | "selection" |
+//                "stacking", "seed": 0, "selection_rounds": 50, "selection_init": 1,
 //                "epochs": 8, "subset": 0}
 // Parsed once here; the scheduler and ensemble/ only ever see the struct.
 #pragma once
@@ -30,6 +31,9 @@ struct EnsembleRecipe {
   };
   // How member predictions become the ensemble's prediction (ensemble/combiners.hpp).
   enum class Combine { kHardVote, kSoftVote, kMean, kMedian, kWeighted, kSelection };
+  // Which candidate the stage returns (ensemble/evaluate.hpp): the one with the lowest
+  // cross-validated validation loss (auto), or the one named.
+  enum class Choose { kAuto, kBestSingle, kBagged, kSelection, kStacking };
 
   static constexpr int kMaxMembers = 1000;
   static constexpr int kMaxSelectionRounds = 10000;
@@ -43,7 +47,8 @@ struct EnsembleRecipe {
   // of the features (floor, at least 1); an integer > 1 is an absolute count (capped at the
   // number of features). 1.0 = every feature (no subspace).
   double max_features = 1.0;
-  Combine combine = Combine::kSoftVote;
+  Combine combine = Combine::kSoftVote;  // how the bagged members are combined
+  Choose choose = Choose::kAuto;
   std::uint64_t seed = 0;     // ensemble seed; member seeds are derived from it and the index
   int selection_rounds = 50;  // combine == kSelection: greedy rounds (Caruana et al.)
   int selection_init = 1;     // combine == kSelection: start from the N best models, [0, rounds]
@@ -56,6 +61,7 @@ struct EnsembleRecipe {
 };
 
 const char* to_string(EnsembleRecipe::Combine c);  // "hard_vote", "soft_vote", ...
+const char* to_string(EnsembleRecipe::Choose c);   // "auto", "best_single", "bagged", ...
 std::optional<EnsembleRecipe::Combine> parse_combine(std::string_view s);
 std::span<const char* const> combine_names();  // every rule's name, in the enum's order
 

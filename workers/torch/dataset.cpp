@@ -27,6 +27,7 @@
 
 #include "core/hash.hpp"
 #include "core/log.hpp"
+#include "core/text.hpp"
 #include "ensemble/rng.hpp"
 #include "trials/data_roots.hpp"
 
@@ -144,18 +145,10 @@ void split_csv(std::string_view line, std::vector<std::string_view>& out, std::s
   }
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
+using hpo::trim_field;
 
 bool parse_float(std::string_view s, float& out) {
-  s = trim(s);
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size() && !s.empty() && std::isfinite(out);
+  return hpo::parse_field(s, out) && std::isfinite(out);
 }
 
 std::int64_t Table::features() const {
@@ -216,14 +209,14 @@ Result<Table> parse_csv(std::string_view text, const std::string& path, const st
     std::string_view line = all.substr(0, nl);
     all.remove_prefix(nl == std::string_view::npos ? all.size() : nl + 1);
     ++line_no;
-    if (trim(line).empty()) continue;
+    if (trim_field(line).empty()) continue;
     split_csv(line, fields, scratch);
     auto where = [&] { return "'" + path + "' line " + std::to_string(line_no); };
     if (header) {
       header = false;
       ncols = fields.size();
       for (std::size_t c = 0; c < fields.size(); ++c) {
-        std::string name(trim(fields[c]));
+        std::string name(trim_field(fields[c]));
         if (name == target && target_col >= 0)
           return data_error("'" + path + "' has the target column '" + target + "' twice");
         if (name == target)
@@ -252,7 +245,7 @@ Result<Table> parse_csv(std::string_view text, const std::string& path, const st
       }
       t.x.push_back(v);
     }
-    std::string_view tv = trim(fields[static_cast<std::size_t>(target_col)]);
+    std::string_view tv = trim_field(fields[static_cast<std::size_t>(target_col)]);
     if (classification) {
       target_text.emplace_back(tv);
       target_line.push_back(line_no);

@@ -45,8 +45,7 @@ Result<std::vector<std::int64_t>> idx_dims(const std::string& bytes, const std::
 // One CSV line (RFC 4180 quotes, no embedded newlines) into `out`; quoted fields are
 // unescaped into `scratch`, which the views may point into.
 void split_csv(std::string_view line, std::vector<std::string_view>& out, std::string& scratch);
-std::string_view trim(std::string_view s);         // spaces, tabs, a trailing \r
-bool parse_float(std::string_view s, float& out);  // finite numbers only, after trim()
+bool parse_float(std::string_view s, float& out);  // finite numbers only, after hpo::trim_field()
 
 // IDX image + label files (magic 0x0803 / 0x0801, unsigned bytes), pixels / 255.
 Result<Table> read_idx(const std::string& images_path, const std::string& labels_path);

@@ -21,6 +21,7 @@
 
 #include <torch/torch.h>
 
+#include "core/text.hpp"
 #include "ensemble/manifest.hpp"
 #include "trials/artifacts.hpp"
 #include "trials/spec.hpp"
@@ -66,7 +67,7 @@ Input read_csv_input(const std::string& path, const std::string& text, const std
   if (!std::getline(in, line)) throw Failure{path + ": empty file, expected a CSV header row"};
   tt::split_csv(line, cells, scratch);
   std::vector<std::string> header;
-  for (auto c : cells) header.emplace_back(tt::trim(c));
+  for (auto c : cells) header.emplace_back(hpo::trim_field(c));
   int target_col = -1;
   for (std::size_t c = 0; c < header.size(); ++c)
     if (header[c] == target) target_col = static_cast<int>(c);
@@ -76,7 +77,7 @@ Input read_csv_input(const std::string& path, const std::string& text, const std
   std::int64_t line_no = 1;
   while (std::getline(in, line)) {
     ++line_no;
-    if (tt::trim(line).empty()) continue;
+    if (hpo::trim_field(line).empty()) continue;
     tt::split_csv(line, cells, scratch);
     if (cells.size() != header.size())
       throw Failure{fmt::format("{}:{}: {} fields, the header has {}", path, line_no, cells.size(),
