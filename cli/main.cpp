@@ -248,8 +248,20 @@ std::string progress_line(const record::SweepDocument& d, double elapsed) {
   std::string eta = "--:--";
   if (done > 0 && total > done) eta = fmt_duration(elapsed / done * (total - done));
   if (done >= total) eta = "00:00";
-  return fmt::format("[{}] {}/{} done | {} running | {} failed | best {} | {} elapsed | ETA {}",
-                     bar, done, total, c.running, c.failed, best, fmt_duration(elapsed), eta);
+  // The member stage, once it has begun: its own count (before " | best", so a
+  // non-terminal prints a new line when it moves).
+  std::string members;
+  if (d.members_requested > 0 && d.sweep.stage != hpo::trials::SweepStage::kSearch) {
+    const auto& m = d.sweep.member_counts;
+    members = fmt::format(" | members {}/{} done, {} running, {} failed", m.finished(),
+                          d.members_requested, m.running, m.failed);
+    if (d.sweep.stage == hpo::trials::SweepStage::kEnsemble && m.active() == 0 &&
+        m.finished() >= d.members_requested)
+      members += ", combining";
+  }
+  return fmt::format("[{}] {}/{} done | {} running | {} failed{} | best {} | {} elapsed | ETA {}",
+                     bar, done, total, c.running, c.failed, members, best, fmt_duration(elapsed),
+                     eta);
 }
 
 int follow(Client& client, const std::string& id, bool json) {

@@ -1,8 +1,8 @@
 // How the ensemble stage steps (see ensemble_stage.hpp for why it is safe to
 // repeat):
 //
-//  1. The sweep must train torch trials: only they store the validation and
-//     test predictions the combiners work on; anything else fails the sweep.
+//  1. The sweep's trials must store predictions (torch, or command with
+//     trial.data; parse_spec refuses anything else): anything else fails it.
 //  2. The completed search trials are ranked (objective, ties to the lower
 //     number). Member i trains with the best one's parameters (base best) or
 //     the (i mod K)-th best's (base top_k K); its `extra` holds its bagging
@@ -11,9 +11,10 @@
 //     search.max_concurrent active ones. kConflict on create means someone
 //     else moved next_member on: the next step looks again.
 //  4. When all exist and none is active: the completed members' predictions
-//     (and, for combine "selection", every completed search trial's) are
-//     loaded, checked for alignment (same rows of the same file), evaluated by
-//     ensemble::evaluate_ensemble, and the record and manifest are stored.
+//     and every completed search trial's (for selection, stacking and the best
+//     single model) are loaded, checked for alignment (same rows of the same
+//     file), evaluated by ensemble::evaluate_ensemble (which chooses among the
+//     candidates), and the record and manifest are stored.
 //     No completed member at all fails the sweep with the reason.
 #include "scheduler/ensemble_stage.hpp"
 
@@ -35,6 +36,9 @@ namespace {
 
 using Json = nlohmann::json;
 using trials::Trial;
+
+// Search trials (best first) whose predictions join the members' as candidate models.
+constexpr std::size_t kMaxLibraryTrials = 50;
 using trials::TrialState;
 
 // One model the ensemble may combine: a completed member or search trial.
@@ -123,10 +127,13 @@ Result<bool> EnsembleStage::fail(trials::Store& store, const std::string& reason
 }
 
 Result<bool> EnsembleStage::step(trials::Store& store, const trials::Sweep& sweep) {
-  if (spec_.trial.kind != trials::TrialKind::kTorch)
+  // parse_spec refuses an ensemble of trials that store no predictions; a spec
+  // stored by an older version might still hold one.
+  if (spec_.trial.kind == trials::TrialKind::kSynthetic ||
+      (spec_.trial.kind == trials::TrialKind::kCommand && !spec_.trial.command.data))
     return fail(store,
-                "the ensemble stage needs trials of kind \"torch\": only they store the "
-                "validation and test predictions the members are combined from");
+                "the ensemble stage needs trials that store predictions: kind torch, or kind "
+                "command with trial.data");
   if (!ranked_)
     if (auto st = load_configs(store); !st) return st.error();
   if (ranked_->empty() && !spec_.space.params.empty())
@@ -247,9 +254,20 @@ Result<bool> EnsembleStage::combine(trials::Store& store) {
                                    "validation predictions",
                                    completed_members));
   }
-  if (recipe.combine == trials::EnsembleRecipe::Combine::kSelection)
-    for (const auto& t : *ranked_)
-      if (auto st = add(t); !st) return st.error();
+  // The best completed search trials that stored predictions are candidate
+  // models too: for selection, stacking and the best single model. Bounded, so
+  // a sweep of many thousand trials does not load every prediction file.
+  std::size_t library_trials = 0;
+  std::int64_t beyond_library = 0;
+  for (const auto& t : *ranked_) {
+    if (library_trials == kMaxLibraryTrials) {
+      ++beyond_library;
+      continue;
+    }
+    const std::size_t before = models.size();
+    if (auto st = add(t); !st) return st.error();
+    library_trials += models.size() - before;
+  }
 
   // Test scores only when every model predicted the same test rows.
   bool with_test = true;
@@ -263,6 +281,8 @@ Result<bool> EnsembleStage::combine(trials::Store& store) {
     input.validation.push_back(m.validation.values);
     if (with_test) input.test.push_back(m.test->values);
   }
+  input.member_models = member_models;
+  input.seed = recipe.seed;
   auto oob = load_oob(store, models, member_models, input);
   if (!oob) return oob.error();
   auto eval = ensemble::evaluate_ensemble(recipe, input);
@@ -272,7 +292,11 @@ Result<bool> EnsembleStage::combine(trials::Store& store) {
   manifest.sweep_id = sweep_id_;
   manifest.task = input.validation_targets.task;
   manifest.n_outputs = models.front().validation.values.cols;
-  manifest.combine = recipe.combine;
+  manifest.combine = eval->combine;
+  manifest.method = eval->method;
+  if (eval->stacking) manifest.stacking_intercept = eval->stacking->intercept;
+  if (spec_.trial.kind == trials::TrialKind::kCommand && spec_.trial.command.data)
+    manifest.n_features = spec_.trial.command.data->features;
   for (std::size_t i = 0; i < models.size(); ++i) {
     const Trial& t = *models[i].trial;
     ensemble::ManifestMember mm;
@@ -282,6 +306,17 @@ Result<bool> EnsembleStage::combine(trials::Store& store) {
     if (t.role == trials::TrialRole::kMember)
       if (auto spec = ensemble::member_spec_from_json(t.extra); spec) mm.bagging = *spec;
     mm.weight = eval->weights[i];
+    // A member's plan summary: the data's width and its feature subset.
+    if (t.role == trials::TrialRole::kMember) {
+      auto plan = store.artifacts().get_artifact(t.id, trials::artifact::kBaggingPlan);
+      if (!plan) return plan.error();
+      if (*plan && !(*plan)->empty())
+        if (auto summary = ensemble::plan_summary_from_json(**plan)) {
+          if (manifest.n_features == 0) manifest.n_features = summary->n_features;
+          if (static_cast<std::int64_t>(summary->features.size()) < summary->n_features)
+            mm.features = summary->features;
+        }
+    }
     mm.artifact = t.id + "/model.pt";
     mm.metrics = eval->models[i];
     manifest.members.push_back(std::move(mm));
@@ -296,10 +331,34 @@ Result<bool> EnsembleStage::combine(trials::Store& store) {
   Json record = Json::parse(ensemble::manifest_to_json(manifest));
   std::vector<ensemble::MetricSummary> member_metrics(eval->models.begin(),
                                                       eval->models.begin() + member_models);
+  // The candidates the stage chose among, and why.
+  Json candidates = Json::array();
+  for (const auto& c : eval->candidates) {
+    Json jc{{"name", c.name},
+            {"detail", c.detail},
+            {"cross_validated", c.cross_validated},
+            {"cv_loss", c.cv_loss},
+            {"validation", ensemble::scores_to_json(c.scores.validation)},
+            {"test", ensemble::scores_to_json(c.scores.test)}};
+    if (c.cv_accuracy) jc["cv_accuracy"] = *c.cv_accuracy;
+    Json weights = Json::object();
+    for (std::size_t i = 0; i < c.weights.size(); ++i)
+      if (c.weights[i] != 0) weights[models[i].trial->id] = c.weights[i];
+    if (c.name == "best_single" && weights.size() == 1)  // name the model, not its index
+      jc["detail"] = "the lowest validation loss: " + weights.begin().key();
+    jc["weights"] = std::move(weights);
+    candidates.push_back(std::move(jc));
+  }
+  record["candidates"] = std::move(candidates);
+  record["chosen"] = eval->method;
+  record["choose"] = trials::to_string(recipe.choose);
+  record["warnings"] = eval->warnings;
   record["members_requested"] = recipe.members;
   record["members_completed"] = completed_members;
   record["members_failed"] = std::move(failed);
   record["not_used"] = std::move(not_used);
+  // Completed search trials past the best kMaxLibraryTrials: not loaded at all.
+  record["search_trials_not_considered"] = beyond_library;
   record["mean_member"] = {{"validation", Json::object()}, {"test", Json::object()}};
   for (bool test : {false, true}) {
     ensemble::Scores s;
@@ -309,8 +368,9 @@ Result<bool> EnsembleStage::combine(trials::Store& store) {
     record["mean_member"][test ? "test" : "validation"] = ensemble::scores_to_json(s);
   }
 
-  // The manifest keeps only the models with a weight (selection may skip some).
-  std::erase_if(manifest.members, [](const auto& m) { return m.weight <= 0; });
+  // The manifest keeps only the models with a weight (selection may skip some;
+  // a stacking coefficient may be negative).
+  std::erase_if(manifest.members, [](const auto& m) { return m.weight == 0; });
   auto& records = store.artifacts();
   if (auto st = records.put_sweep_record(sweep_id_, kEnsembleRecordArtifact, record.dump(2)); !st)
     return st.error();
@@ -325,6 +385,7 @@ Result<bool> EnsembleStage::combine(trials::Store& store) {
   log_info("ensemble stored", {{"sweep", sweep_id_},
                                {"models", std::to_string(models.size())},
                                {"combine", trials::to_string(recipe.combine)},
+                               {"chosen", eval->method},
                                {"val_accuracy", acc(eval->ensemble.validation)},
                                {"test_accuracy", acc(eval->ensemble.test)},
                                {"best_single", manifest.best_single_trial_id}});

@@ -52,6 +52,10 @@ Result<bool> SweepController::step(trials::Store& store) {
   }
 
   if (sweep->stage == trials::SweepStage::kSearch) {
+    // An ensemble-only sweep (no parameters: plain bagging of one fixed
+    // configuration) has nothing to search; its members are the whole sweep.
+    if (spec_.ensemble && spec_.space.params.empty() && sweep->next_number == 0)
+      return end_search(store, *sweep);
     if (auto st = refresh(store); !st) return st.error();
     if (pruner_)
       if (auto st = prune_running(store); !st) return st.error();

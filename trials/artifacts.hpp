@@ -7,11 +7,18 @@ namespace hpo::trials::artifact {
 
 // A torch trial's (workers/torch): the trained module, and its predictions on
 // the validation and test rows (and, for an ensemble member, its out-of-bag
-// training rows) in ensemble/prediction_file.hpp's format.
+// training rows) in ensemble/prediction_file.hpp's format. A command trial's
+// predictions become the same three artifacts (workers/command_outputs.hpp).
 inline constexpr char kModel[] = "model.pt";
 inline constexpr char kValPredictions[] = "val_predictions";
 inline constexpr char kTestPredictions[] = "test_predictions";
 inline constexpr char kOobPredictions[] = "oob_predictions";
+// An ensemble member's plan summary (ensemble/bagging_json.hpp: data shape and
+// feature subset, without the row lists), written by the torch and command workers.
+inline constexpr char kBaggingPlan[] = "bagging.json";
+// A command trial's own files from $HPO_OUTPUT_DIR (models, plots) are kept as
+// "output.<file name>".
+inline constexpr char kOutputPrefix[] = "output.";
 // Every attempt's: the tail of its output (stdout lines that are not metrics, and stderr).
 inline constexpr char kLog[] = "log.txt";
 // The ensemble stage's, records of the sweep itself: the record the API serves

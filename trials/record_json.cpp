@@ -151,6 +151,7 @@ Json to_json(const BestTrial& b) {
 Json to_json(const Sweep& s, const SweepSpec* typed) {
   const std::string metric = typed ? typed->objective.metric : "";
   const std::int64_t max_trials = typed ? typed->search.max_trials : 0;
+  const std::int64_t members = typed && typed->ensemble ? typed->ensemble->members : 0;
   Json spec = Json::parse(s.spec_json, nullptr, false);
   if (spec.is_discarded()) spec = nullptr;
   return {{"id", s.id},
@@ -162,6 +163,7 @@ Json to_json(const Sweep& s, const SweepSpec* typed) {
           {"member_counts", to_json(s.member_counts)},
           {"best", s.best ? to_json(*s.best) : Json(nullptr)},
           {"max_trials", max_trials},
+          {"members_requested", members},
           {"next_number", s.next_number},
           {"next_member", s.next_member},
           {"created_ms", s.created_ms},
@@ -340,6 +342,7 @@ Status from_json(const Json& j, SweepDocument& out) {
     if (auto s = obj.status(); !s) return s;
   }
   r.integer("max_trials", out.max_trials, false);
+  r.integer("members_requested", out.members_requested, false);
   return r.status();
 }
 

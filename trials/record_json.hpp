@@ -89,6 +89,7 @@ struct SweepDocument {
   Sweep sweep;
   std::string metric;
   std::int64_t max_trials = 0;
+  std::int64_t members_requested = 0;  // the ensemble stage's members; 0 without one
 };
 Status from_json(const Json& j, SweepDocument& out);
 

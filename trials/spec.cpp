@@ -269,6 +269,23 @@ void check_placeholders(const std::string& arg, const std::string& path,
   }
 }
 
+void parse_command_data(const Json& j, CommandRecipe& out, std::vector<FieldError>& errors) {
+  Reader r(j, "trial.data", errors);
+  constexpr std::int64_t kMaxRows = std::int64_t{1} << 31;
+  CommandData d;
+  auto task = r.one_of("task", {"classification", "regression"}, true);
+  d.regression = task && *task == "regression";
+  if (auto c = r.integer("classes", 2, 100'000, task && !d.regression)) d.classes = *c;
+  if (d.regression && j.contains("classes"))
+    r.error("trial.data.classes", "applies to task classification only");
+  if (auto n = r.integer("train_rows", 1, kMaxRows, true)) d.train_rows = *n;
+  if (auto n = r.integer("validation_rows", 1, kMaxRows, true)) d.validation_rows = *n;
+  if (auto n = r.integer("test_rows", 0, kMaxRows)) d.test_rows = *n;
+  if (auto n = r.integer("features", 1, std::int64_t{1} << 24, true)) d.features = *n;
+  r.unknown_keys("task, classes, train_rows, validation_rows, test_rows, features");
+  out.data = d;
+}
+
 void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& out,
                  std::vector<FieldError>& errors) {
   if (!j) return;
@@ -327,7 +344,8 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
       }
     }
     if (auto cwd = r.string("cwd")) out.command.cwd = *cwd;
-    r.unknown_keys("kind, argv, env, cwd, timeout_s, max_attempts, resources, data_parallel");
+    if (const Json* data = r.object("data")) parse_command_data(*data, out.command, errors);
+    r.unknown_keys("kind, argv, env, cwd, data, timeout_s, max_attempts, resources, data_parallel");
   } else if (*kind == "synthetic") {
     out.kind = TrialKind::kSynthetic;
     auto fn = r.one_of("function", {"noop", "branin", "hartmann6", "rosenbrock", "ackley"}, true);
@@ -468,12 +486,19 @@ Result<SweepSpec> parse_spec(std::string_view json_text) {
   if (const Json* ens = r.get("ensemble")) {
     EnsembleRecipe recipe;
     parse_ensemble_recipe(nlohmann::json::parse(ens->dump()), "ensemble", recipe, errors);
-    if (spec.trial.kind != TrialKind::kTorch) {
-      // Refused now rather than after the whole search: only the built-in
-      // trainer stores the predictions the ensemble stage combines.
+    // Refused now rather than after the whole search: the stage combines the
+    // predictions that the built-in trainer, or a command trial told the shape
+    // of its data, stores.
+    if (spec.trial.kind == TrialKind::kSynthetic)
       errors.push_back({"ensemble",
-                        "applies to trials of kind torch only (the members' "
-                        "predictions come from the built-in trainer)"});
+                        "needs trials that predict: kind torch, or kind command with "
+                        "trial.data (synthetic trials store no predictions)"});
+    else if (spec.trial.kind == TrialKind::kCommand && !spec.trial.command.data)
+      errors.push_back({"ensemble",
+                        "a command trial's ensemble needs trial.data: the task, classes, "
+                        "train_rows, validation_rows and features its prediction files "
+                        "(HPO_OUTPUT_DIR) are checked against"});
+    if (spec.trial.kind != TrialKind::kTorch) {
       for (const char* key : {"epochs", "subset"})
         if (ens->contains(key))
           errors.push_back(

@@ -31,11 +31,24 @@ struct SearchConfig {
   std::int64_t max_concurrent = 1;
 };
 
+// trial.data of kind "command": the shape of the user's own data, which its
+// prediction files are checked against and ensemble members' bagging plans are
+// drawn for (see ensemble/prediction_reader.hpp).
+struct CommandData {
+  bool regression = false;      // task: classification | regression
+  std::int64_t classes = 0;     // classification: K >= 2
+  std::int64_t train_rows = 0;  // rows a member's bootstrap is drawn from
+  std::int64_t validation_rows = 0;
+  std::int64_t test_rows = 0;  // 0: no test set
+  std::int64_t features = 0;   // columns a member's feature subset is drawn from
+};
+
 // kind "command": argv template, `{name}` replaced by the parameter's value.
 struct CommandRecipe {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;  // extra environment
   std::string cwd;                                       // empty: the worker's
+  std::optional<CommandData> data;  // absent: the program writes no predictions
 };
 
 // kind "synthetic": a built-in test function computed in the worker.

@@ -174,6 +174,15 @@ Json trial_json(const TrialRecipe& t) {
       for (const auto& [name, value] : t.command.env) env[name] = value;
       j["env"] = std::move(env);
       j["cwd"] = t.command.cwd;
+      if (const auto& d = t.command.data) {
+        Json data = {{"task", d->regression ? "regression" : "classification"},
+                     {"train_rows", d->train_rows},
+                     {"validation_rows", d->validation_rows},
+                     {"test_rows", d->test_rows},
+                     {"features", d->features}};
+        if (!d->regression) data["classes"] = d->classes;
+        j["data"] = std::move(data);
+      }
       break;
     }
     case TrialKind::kSynthetic:
@@ -206,6 +215,7 @@ Json ensemble_json(const EnsembleRecipe& e) {
   j["sample_fraction"] = e.sample_fraction;
   j["max_features"] = e.max_features;
   j["combine"] = to_string(e.combine);
+  j["choose"] = to_string(e.choose);
   j["seed"] = e.seed;
   // The parser refuses selection_* under any other combine.
   if (e.combine == EnsembleRecipe::Combine::kSelection) {

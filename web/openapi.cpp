@@ -40,7 +40,7 @@ const char* const kOpenApi = R"json({
         "counts": {"$ref": "#/components/schemas/Counts"},
         "member_counts": {"$ref": "#/components/schemas/Counts"},
         "best": {"type": "object", "nullable": true, "properties": {"trial_id": {"type": "string"}, "number": {"type": "integer"}, "params": {"$ref": "#/components/schemas/Params"}, "value": {"type": "number"}}},
-        "max_trials": {"type": "integer"}, "next_number": {"type": "integer"}, "next_member": {"type": "integer"},
+        "max_trials": {"type": "integer"}, "members_requested": {"type": "integer"}, "next_number": {"type": "integer"}, "next_member": {"type": "integer"},
         "created_ms": {"type": "integer"}, "finished_ms": {"type": "integer"}, "error": {"type": "string"},
         "spec": {"type": "object", "description": "the spec as submitted (its keys in the order written)"}}},
       "Trial": {"type": "object", "required": ["id", "number", "state", "params", "value", "attempt", "worker"], "properties": {

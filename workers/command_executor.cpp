@@ -20,12 +20,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ensemble/bagging_json.hpp"
 #include "trials/json_limits.hpp"
 #include "workers/child_process.hpp"
+#include "workers/command_outputs.hpp"
 #include "workers/outcome.hpp"
 
 extern char** environ;
@@ -125,6 +129,13 @@ CommandExecutor::CommandExecutor(CommandOptions options) : options_(std::move(op
   if (options_.poll_ms <= 0) options_.poll_ms = 50;
 }
 
+std::string output_dir(const std::string& work_dir) {
+  return (std::filesystem::path(work_dir) / "output").string();
+}
+std::string bagging_file(const std::string& work_dir) {
+  return (std::filesystem::path(work_dir) / "bagging.json").string();
+}
+
 std::vector<std::string> CommandExecutor::child_env(const TrialTask& task) const {
   std::vector<std::pair<std::string, std::string>> vars;
   auto set = [&vars](const std::string& key, std::string value) {
@@ -151,7 +162,15 @@ std::vector<std::string> CommandExecutor::child_env(const TrialTask& task) const
   set("HPO_TRIAL_NUMBER", std::to_string(t.number));
   set("HPO_ATTEMPT", std::to_string(t.attempt));
   set("HPO_THREADS", std::to_string(task.threads));
-  if (!task.work_dir.empty()) set("HPO_WORK_DIR", task.work_dir);
+  if (!task.work_dir.empty()) {
+    set("HPO_WORK_DIR", task.work_dir);
+    set("HPO_OUTPUT_DIR", output_dir(task.work_dir));
+  }
+  if (t.role == trials::TrialRole::kMember && !task.work_dir.empty()) {
+    set("HPO_BAGGING_FILE", bagging_file(task.work_dir));
+    if (auto spec = ensemble::member_spec_from_json(t.extra))
+      set("HPO_MEMBER_INDEX", std::to_string(spec->member_index));
+  }
   // No slot GPUs (a CPU host, or a CPU-only trial): hide every GPU so a trial
   // never lands on a device another slot owns.
   set("CUDA_VISIBLE_DEVICES", child_visible_devices(task.gpus, parent_visible));
@@ -166,6 +185,25 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
   const auto& recipe = task.spec->trial.command;
   const std::string& objective = task.spec->objective.metric;
   const double timeout_s = task.spec->trial.timeout_s;
+
+  // The output folder, and a member's bagging plan for the program to read.
+  std::optional<ensemble::BaggingPlan> plan;
+  if (!task.work_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(output_dir(task.work_dir), ec);
+    if (ec) return failed_result("could not create HPO_OUTPUT_DIR: " + ec.message(), true);
+    if (task.trial.role == trials::TrialRole::kMember && recipe.data) {
+      auto p = command_member_plan(task.trial, *recipe.data);
+      if (!p) return failed_result(p.error().message, false);
+      plan = std::move(*p);
+      std::ofstream f(bagging_file(task.work_dir), std::ios::trunc);
+      f << ensemble::bagging_file_json(*plan);
+      if (!f.flush()) return failed_result("could not write HPO_BAGGING_FILE", true);
+      reporter.log(fmt::format("[hpo] ensemble member {}: {} bootstrap rows, {} of {} features",
+                               plan->member_index, plan->rows.size(), plan->features.size(),
+                               plan->n_features));
+    }
+  }
 
   SpawnOptions spawn;
   spawn.argv = trials::render_argv(recipe.argv, task.trial.params);
@@ -260,6 +298,20 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
     value = it->second;
   } else {
     return failed_result(fmt::format("trial reported no value for metric {}", objective), false);
+  }
+  // What it wrote: predictions checked against trial.data, other files kept.
+  if (!task.work_dir.empty()) {
+    auto outputs = collect_outputs(output_dir(task.work_dir), recipe.data ? &*recipe.data : nullptr,
+                                   plan ? &*plan : nullptr);
+    if (!outputs) {
+      auto failed = failed_result(outputs.error().message, false);
+      failed.metrics = final ? *final : last;
+      return failed;
+    }
+    for (const auto& note : outputs->notes) reporter.log(note);
+    for (const auto& [name, bytes] : outputs->artifacts)
+      if (auto st = reporter.put_artifact(name, bytes); !st)
+        return failed_result(fmt::format("storing {} failed: {}", name, st.error().message), true);
   }
   trials::TrialResult result;
   result.outcome = trials::TrialState::kCompleted;

@@ -52,6 +52,11 @@ class CommandExecutor : public Executor {
   CommandOptions options_;
 };
 
+// Where a command attempt writes its outputs (HPO_OUTPUT_DIR) and finds its
+// bagging plan (HPO_BAGGING_FILE), inside the attempt's work directory.
+std::string output_dir(const std::string& work_dir);
+std::string bagging_file(const std::string& work_dir);
+
 // The environment of this process as "KEY=VALUE" strings.
 std::vector<std::string> current_environment();
 

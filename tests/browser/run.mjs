@@ -4,7 +4,8 @@
 //
 //   node tests/browser/run.mjs --scheduler BIN --worker BIN [--artifacts DIR]
 import path from 'node:path';
-import { Cluster, launchChromium, parseArgs, syntheticSpec } from './harness.mjs';
+import fs from 'node:fs';
+import { Cluster, launchChromium, parseArgs, repoRoot, syntheticSpec, until } from './harness.mjs';
 
 const opts = parseArgs(process.argv.slice(2));
 const kWait = 20000;
@@ -40,6 +41,24 @@ async function paintedPixels(page, selector) {
     }
     return total;
   }, selector);
+}
+
+// Three noisy Gaussian classes in 4 features (2 informative), target last: the
+// data of the Python command sweep. A fixed LCG, so every run sees the same rows.
+function writeTabular(dir, sizes) {
+  fs.mkdirSync(dir, { recursive: true });
+  let state = 12345;
+  const uniform = () => ((state = (state * 1103515245 + 12345) % 2147483648) + 0.5) / 2147483648;
+  const gauss = () => Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
+  for (const [part, rows] of Object.entries(sizes)) {
+    const lines = ['f0,f1,f2,f3,y'];
+    for (let r = 0; r < rows; r++) {
+      const y = r % 3;
+      const x = [0, 1, 2, 3].map((f) => (f < 2 ? Math.cos(2.1 * y + f) * 1.2 : 0) + gauss());
+      lines.push(`${x.map((v) => v.toFixed(5)).join(',')},${y}`);
+    }
+    fs.writeFileSync(path.join(dir, `${part}.csv`), lines.join('\n') + '\n');
+  }
 }
 
 const cluster = new Cluster(opts);
@@ -138,47 +157,47 @@ try {
     await shot('04-trial');
   });
 
-  await check('ensemble panel: members vs ensemble vs best single (ensemble API mocked: no torch here)', async () => {
-    // Synthetic trials cannot have an ensemble stage (it needs torch
-    // predictions), so this check feeds the page a recorded-shape member list
-    // and ensemble record through request interception; the rest is real.
-    const member = (n, acc) => ({
-      id: `${sweepId}-m${n}`, sweep_id: sweepId, number: n, kind: 'member', state: 'completed', params: { x1: 1, x2: 2 },
-      value: acc, attempt: 0, max_attempts: 1, slots: 1, worker: 'browser-w0', metrics: { accuracy: acc }, error: '',
-      control: 'none', created_ms: 0, started_ms: 0, finished_ms: 0, extra: null,
-    });
-    const members = [member(0, 0.81), member(1, 0.83), member(2, 0.8)];
-    const scores = (acc) => ({ validation: { accuracy: acc, log_loss: 0.5 }, test: { accuracy: acc, log_loss: 0.52 } });
-    const record = {
-      task: 'classification', combine: 'soft_vote', members_requested: 3, members_completed: 3, members_failed: [],
-      members: members.map((m) => ({ trial_id: m.id, kind: 'member', weight: 1 / 3, metrics: scores(m.value) })),
-      ensemble: scores(0.86), best_single: { ...scores(0.84), trial_id: `${sweepId}-0` }, mean_member: scores(0.813),
-      oob: { rows_total: 100, rows_covered: 97, scores: { accuracy: 0.85 } },
+  await check('ensemble panel: a real ensemble of a Python command sweep, its candidates and the choice', async () => {
+    // A real sweep end to end: examples/python/softmax_trial.py (standard library
+    // only) searched, then 3 bagged members; the record is the scheduler's own.
+    const data = path.join(cluster.home, 'ens');
+    writeTabular(data, { train: 300, validation: 120, test: 120 });
+    const spec = {
+      name: 'browser-ensemble',
+      objective: { metric: 'val_loss', mode: 'min' },
+      parameters: { lr: { type: 'float', min: 0.01, max: 0.3, log: true } },
+      search: { algorithm: 'random', max_trials: 3, max_concurrent: 3, seed: 1 },
+      trial: {
+        kind: 'command',
+        argv: ['/usr/bin/python3', path.join(repoRoot, 'examples/python/softmax_trial.py'),
+          `${data}/train.csv`, `${data}/validation.csv`, `${data}/test.csv`, '3', '4'],
+        data: { task: 'classification', classes: 3, train_rows: 300, validation_rows: 120, test_rows: 120, features: 4 },
+        timeout_s: 60,
+      },
+      ensemble: { members: 3, max_features: 0.75, seed: 2 },
     };
-    const isSweep = (u) => u.pathname === `/api/sweeps/${sweepId}`;
-    const isMembers = (u) => u.pathname === `/api/sweeps/${sweepId}/trials` && u.searchParams.get('kind') === 'member';
-    const isRecord = (u) => u.pathname === `/api/sweeps/${sweepId}/ensemble`;
-    await page.route(isSweep, async (route) => {
-      const res = await route.fetch();
-      const doc = await res.json();
-      doc.next_member = 3;
-      doc.member_counts.completed = 3;
-      await route.fulfill({ response: res, json: doc });
-    });
-    await page.route(isMembers, (route) => route.fulfill({ json: { trials: members, total: 3, offset: 0, limit: 1000 } }));
-    await page.route(isRecord, (route) => route.fulfill({ json: record }));
-    try {
-      await page.goto(`${base}/#/sweeps/${encodeURIComponent(sweepId)}`);
-      await page.locator('#ensemble-compare').waitFor();
-      assert(await page.locator('#ensemble').isVisible(), 'panel hidden');
-      assert((await page.locator('#ensemble-compare tbody tr').count()) === 4, 'ensemble/best/mean/oob rows');
-      assert((await page.locator('#ensemble-bars .imp-row').count()) === 6, 'bars: ensemble, best, mean + 3 members');
-      assert((await page.locator('#ensemble-members tbody tr').count()) === 3, 'member rows');
-      await page.locator('#ensemble').screenshot({ path: path.join(opts.artifacts, '05b-ensemble.png') });
-    } finally {
-      await page.unrouteAll();
-    }
-    await page.reload();
+    const { id } = await cluster.post('/api/sweeps', spec);
+    await until('the ensemble sweep finishes', async () => {
+      const s = await cluster.get(`/api/sweeps/${id}`);
+      if (s.state === 'failed' || s.state === 'cancelled') throw new Error(`sweep ${s.state}: ${s.error}`);
+      return s.state === 'finished';
+    }, 90000, 250);
+    const record = await cluster.get(`/api/sweeps/${id}/ensemble`);
+    await page.goto(`${base}/#/sweeps/${encodeURIComponent(id)}`);
+    await page.locator('#ensemble-candidates').waitFor();
+    assert(await page.locator('#ensemble').isVisible(), 'panel hidden');
+    assert((await page.locator('#ensemble-candidates tbody tr').count()) === record.candidates.length, 'one row per candidate');
+    const chosen = page.locator('#ensemble-candidates tbody tr.chosen');
+    assert((await chosen.count()) === 1, 'exactly one chosen candidate');
+    assert((await chosen.locator('th').textContent()).startsWith(record.chosen), `chosen row is not ${record.chosen}`);
+    assert((await page.locator('#ensemble-choice').textContent()).includes(record.chosen), 'the choice is stated');
+    assert((await page.locator('#ensemble-compare tbody tr').count()) === 4, 'ensemble/best/mean/oob rows');
+    assert((await page.locator('#ensemble-members tbody tr').count()) === 3, 'member rows');
+    assert((await page.locator('#ensemble-models tbody tr').count()) === record.members.length, 'model rows (members + trials)');
+    const features = await page.locator('#ensemble-models tbody tr td.features').allTextContents();
+    assert(features.filter((f) => f === '3 of 4').length === 3, `member feature subsets: ${features}`);
+    await page.locator('#ensemble').screenshot({ path: path.join(opts.artifacts, '05b-ensemble.png') });
+    await page.goto(`${base}/#/sweeps/${encodeURIComponent(sweepId)}`);
     await page.waitForFunction(() => document.body.dataset.sweepRendered !== undefined);
     assert(await page.locator('#ensemble').isHidden(), 'the ensemble panel shows for a sweep without members');
   });

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ensemble/bagging.hpp"
+#include "ensemble/bagging_json.hpp"
 #include "ensemble/manifest.hpp"
 #include "ensemble/prediction_file.hpp"
 #include "ensemble/rng.hpp"
@@ -29,7 +30,10 @@ using Json = nlohmann::json;
 
 constexpr int kRows = 200, kClasses = 3;
 
-Json torch_spec(int members, const Json& base, const std::string& combine = "soft_vote") {
+// choose "bagged": the stage returns the bagged combination (what most tests
+// here look at); the candidates are tested with "auto".
+Json torch_spec(int members, const Json& base, const std::string& combine = "soft_vote",
+                const std::string& choose = "bagged") {
   return {
       {"name", "ens"},
       {"objective", {{"metric", "val_accuracy"}, {"mode", "max"}}},
@@ -41,7 +45,12 @@ Json torch_spec(int members, const Json& base, const std::string& combine = "sof
         {"data", {{"format", "csv"}, {"train", "/nonexistent.csv"}, {"target", "y"}}},
         {"optimizer", {{"lr", "{lr}"}}},
         {"max_attempts", 3}}},
-      {"ensemble", {{"members", members}, {"base", base}, {"combine", combine}, {"seed", 42}}}};
+      {"ensemble",
+       {{"members", members},
+        {"base", base},
+        {"combine", combine},
+        {"choose", choose},
+        {"seed", 42}}}};
 }
 
 std::vector<int> labels() {
@@ -90,7 +99,8 @@ struct Fixture : testing::SweepFixture {
 trials::TrialResult train(MemoryStore& store, const trials::Trial& t) {
   trials::TrialResult r;
   r.outcome = trials::TrialState::kCompleted;
-  r.value = std::get<double>(t.params.at("lr"));
+  // An ensemble-only sweep's members have no parameters.
+  r.value = t.params.count("lr") ? std::get<double>(t.params.at("lr")) : 0.5;
   r.metrics["val_accuracy"] = *r.value;
   std::uint64_t seed = t.role == hpo::trials::TrialRole::kMember ? 1000 + t.number : t.number;
   EXPECT_TRUE(
@@ -150,9 +160,14 @@ TEST(EnsembleStage, TopKMembersGetParamsSeedsAndTheRecordIsStored) {
   ASSERT_TRUE(rec.is_object());
   EXPECT_EQ(rec["combine"], "soft_vote");
   EXPECT_EQ(rec["members_completed"], 5);
-  ASSERT_EQ(rec["members"].size(), 5u);
+  EXPECT_EQ(rec["chosen"], "bagged");
+  ASSERT_EQ(rec["members"].size(), 9u);  // 5 members + 4 search trials (weight 0)
   double weights = 0, mean_test = 0;
   for (const auto& m : rec["members"]) {
+    if (m["kind"] == "trial") {
+      EXPECT_EQ(m["weight"].get<double>(), 0.0);
+      continue;
+    }
     weights += m["weight"].get<double>();
     mean_test += m["metrics"]["test"]["accuracy"].get<double>() / 5;
     EXPECT_EQ(m["kind"], "member");
@@ -172,6 +187,85 @@ TEST(EnsembleStage, TopKMembersGetParamsSeedsAndTheRecordIsStored) {
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
   EXPECT_EQ(parsed->members.size(), 5u);
   ASSERT_TRUE(parsed->members[0].bagging.has_value());
+}
+
+// choose "auto": every candidate is cross-validated and recorded, the lowest
+// loss wins, the manifest is the winner's; members' plan summaries fill the
+// data's width and their feature subsets.
+TEST(EnsembleStage, TheStageChoosesAmongCandidatesAndRecordsThem) {
+  Json j = torch_spec(4, "best", "soft_vote", "auto");
+  j["ensemble"]["max_features"] = 0.5;
+  Fixture f(j);
+  run_to_end(f, [&](const trials::Trial& t) {
+    auto r = train(f.store, t);
+    if (t.role == hpo::trials::TrialRole::kMember) {
+      auto spec = ensemble::member_spec_from_json(t.extra);
+      EXPECT_TRUE(spec.ok());
+      auto plan = ensemble::plan_member(*spec, 120, 8);
+      EXPECT_TRUE(f.store
+                      .put_artifact(t.id, t.attempt, t.worker, "bagging.json",
+                                    ensemble::plan_summary_json(plan))
+                      .ok());
+    } else if (t.number == 2) {  // one search trial is much better than the rest
+      ensemble::PredictionFile good;
+      good.values = ensemble::Matrix(kRows, kClasses, 0.025f);
+      for (int r = 0; r < kRows; ++r) {
+        good.values(r, r % kClasses) = 0.95f;
+        good.labels.push_back(static_cast<float>(r % kClasses));
+        good.row_ids.push_back(r);
+      }
+      for (const char* name : {"val_predictions", "test_predictions"})
+        EXPECT_TRUE(f.store
+                        .put_artifact(t.id, t.attempt, t.worker, name,
+                                      ensemble::encode_prediction_file(good))
+                        .ok());
+    }
+    return r;
+  });
+  ASSERT_EQ(f.sweep().state, trials::SweepState::kFinished) << f.sweep().error;
+  Json rec = f.record();
+  ASSERT_EQ(rec["candidates"].size(), 4u) << rec.dump(2);
+  std::vector<std::string> names;
+  std::string lowest;
+  double lowest_loss = 1e300;
+  for (const auto& c : rec["candidates"]) {
+    names.push_back(c["name"]);
+    if (c["cv_loss"].get<double>() < lowest_loss) lowest_loss = c["cv_loss"], lowest = c["name"];
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"best_single", "bagged", "selection", "stacking"}));
+  EXPECT_EQ(rec["chosen"], lowest);
+  EXPECT_NE(rec["chosen"], "bagged");  // the perfect search trial beats 70%-right members
+  EXPECT_EQ(rec["method"], rec["chosen"]);
+  EXPECT_EQ(rec["choose"], "auto");
+  EXPECT_TRUE(rec["warnings"].is_array());
+  EXPECT_EQ(rec["n_features"], 8);
+  for (const auto& m : rec["members"]) {
+    if (m["kind"] == "member") {
+      EXPECT_EQ(m["features"].size(), 4u) << m.dump();
+    }
+  }
+  EXPECT_GE(rec["ensemble"]["test"]["accuracy"].get<double>(), 0.99);
+  auto manifest = f.store.get_sweep_artifact(f.sweep_id, kEnsembleManifestArtifact);
+  ASSERT_TRUE(manifest.ok() && *manifest);
+  auto parsed = ensemble::manifest_from_json(**manifest);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(parsed->method, rec["chosen"].get<std::string>());
+  for (const auto& m : parsed->members) EXPECT_NE(m.weight, 0.0) << m.trial_id;
+}
+
+// An ensemble-only sweep (no parameters): no search trial, the members are the sweep.
+TEST(EnsembleStage, AnEnsembleOnlySweepRunsNoSearchTrials) {
+  Json j = torch_spec(3, "best");
+  j["parameters"] = Json::object();
+  j["trial"]["optimizer"]["lr"] = 0.01;
+  Fixture f(j);
+  run_to_end(f, [&](const trials::Trial& t) { return train(f.store, t); });
+  auto s = f.sweep();
+  ASSERT_EQ(s.state, trials::SweepState::kFinished) << s.error;
+  EXPECT_EQ(s.next_number, 0);
+  EXPECT_EQ(s.counts.finished(), 0);
+  EXPECT_EQ(s.member_counts.completed, 3);
+  EXPECT_EQ(f.record()["members_completed"], 3);
 }
 
 TEST(EnsembleStage, BaseBestGivesEveryMemberTheBestParams) {

@@ -32,4 +32,22 @@ inline void write_tabular_csv(const std::string& path, int rows, std::uint32_t s
   }
 }
 
+// A small regression problem: 6 features, y = sin(2 x0) + x1 x2 / 2 + x3 + noise (sd 0.3);
+// columns f0..f5 and the target y.
+inline constexpr int kRegressionFeatures = 6;
+
+inline void write_regression_csv(const std::string& path, int rows, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> x(0.0, 1.0), noise(0.0, 0.3);
+  std::ofstream out(path);
+  for (int f = 0; f < kRegressionFeatures; ++f) out << "f" << f << ",";
+  out << "y\n";
+  for (int r = 0; r < rows; ++r) {
+    double v[kRegressionFeatures];
+    for (double& f : v) f = x(rng);
+    for (double f : v) out << f << ",";
+    out << std::sin(2 * v[0]) + v[1] * v[2] / 2 + v[3] + noise(rng) << "\n";
+  }
+}
+
 }  // namespace hpo::testing

@@ -166,7 +166,7 @@ int run(const fs::path& job_path, int rank) {
   }
   std::vector<std::string> names;
   if (out.end == tt::TrainOutput::End::kCompleted) {
-    for (auto& [name, bytes] : tt::artifacts_of(out)) {
+    for (auto& [name, bytes] : tt::artifacts_of(out, setup->plan_summary)) {
       if (!write_file(out_dir / name, bytes))
         return write_result("failed", "cannot write " + (out_dir / name).string(), true,
                             out.metrics, {});

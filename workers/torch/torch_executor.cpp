@@ -235,7 +235,7 @@ trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter
       setup->options.gpu >= 0 ? fmt::format(", gpu {}", setup->options.gpu) : ""));
   auto out = tt::train_model(setup->config, setup->data, setup->options, reporter);
   auto artifacts = out.end == tt::TrainOutput::End::kCompleted
-                       ? tt::artifacts_of(out)
+                       ? tt::artifacts_of(out, setup->plan_summary)
                        : std::vector<std::pair<std::string, std::string>>{};
   return finish(spec, std::move(out), std::move(artifacts), /*failure_retryable=*/false,
                 task.trial.started_ms, reporter);

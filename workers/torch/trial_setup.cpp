@@ -12,9 +12,10 @@ namespace {
 // An ensemble member trains on its bagging plan's rows (and feature subset for
 // tabular data); its seed comes from the plan, so every member differs.
 Status apply_member_plan(const ensemble::MemberSpec& spec, PreparedData& data,
-                         TrainOptions& options, Reporter& reporter) {
+                         TrainOptions& options, std::string& summary, Reporter& reporter) {
   const std::int64_t features = data.sample_shape.size() == 1 ? data.sample_shape[0] : 1;
   auto plan = ensemble::plan_member(spec, data.train.rows, features);
+  summary = ensemble::plan_summary_json(plan);
   data.oob = gather(data.train, plan.oob_rows);
   data.oob.row_ids = plan.oob_rows;  // training-row indices, as the OOB estimate expects
   data.has_oob = true;
@@ -60,13 +61,17 @@ Result<TrialSetup> setup_trial(const trials::SweepSpec& spec, const trials::Tria
   setup.options.gpu = gpu;
   setup.options.seed = static_cast<std::uint64_t>(setup.config.seed);
   if (member)
-    if (auto st = apply_member_plan(*member, setup.data, setup.options, reporter); !st)
+    if (auto st =
+            apply_member_plan(*member, setup.data, setup.options, setup.plan_summary, reporter);
+        !st)
       return st.error();
   return setup;
 }
 
-std::vector<std::pair<std::string, std::string>> artifacts_of(TrainOutput& out) {
+std::vector<std::pair<std::string, std::string>> artifacts_of(TrainOutput& out,
+                                                              const std::string& plan_summary) {
   std::vector<std::pair<std::string, std::string>> artifacts;
+  if (!plan_summary.empty()) artifacts.emplace_back(trials::artifact::kBaggingPlan, plan_summary);
   if (!out.model_bytes.empty())
     artifacts.emplace_back(trials::artifact::kModel, std::move(out.model_bytes));
   artifacts.emplace_back(trials::artifact::kValPredictions,

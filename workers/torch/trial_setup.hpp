@@ -22,6 +22,9 @@ struct TrialSetup {
   trials::ResolvedTorchConfig config;
   PreparedData data;
   TrainOptions options;
+  // An ensemble member's plan summary (ensemble/bagging_json.hpp), stored as
+  // its "bagging.json" artifact; empty for a search trial.
+  std::string plan_summary;
 };
 
 // Everything a user can get wrong (a parameter value the recipe cannot use, a
@@ -35,6 +38,7 @@ Result<TrialSetup> setup_trial(const trials::SweepSpec& spec, const trials::Tria
 // The artifacts of a completed training, as stored with the trial: "model.pt",
 // "val_predictions", "test_predictions" and (members) "oob_predictions"; the
 // ones the training did not produce are left out. Moves the model bytes out.
-std::vector<std::pair<std::string, std::string>> artifacts_of(TrainOutput& out);
+std::vector<std::pair<std::string, std::string>> artifacts_of(TrainOutput& out,
+                                                              const std::string& plan_summary = {});
 
 }  // namespace hpo::workers::torch_trainer

@@ -82,6 +82,15 @@ std::vector<std::string> differences(const SweepSpec& a, const SweepSpec& b) {
   HPO_EQ(trial.command.argv);
   HPO_EQ(trial.command.env);
   HPO_EQ(trial.command.cwd);
+  HPO_EQ(trial.command.data.has_value());
+  if (a.trial.command.data && b.trial.command.data) {
+    HPO_EQ(trial.command.data->regression);
+    HPO_EQ(trial.command.data->classes);
+    HPO_EQ(trial.command.data->train_rows);
+    HPO_EQ(trial.command.data->validation_rows);
+    HPO_EQ(trial.command.data->test_rows);
+    HPO_EQ(trial.command.data->features);
+  }
   HPO_EQ(trial.synthetic.function);
   HPO_EQ(trial.synthetic.sleep_s);
   HPO_EQ(trial.synthetic.noise);
@@ -151,6 +160,7 @@ std::vector<std::string> differences(const SweepSpec& a, const SweepSpec& b) {
     HPO_EQ(ensemble->max_features);
     HPO_EQ(ensemble->combine);
     HPO_EQ(ensemble->seed);
+    HPO_EQ(ensemble->choose);
     HPO_EQ(ensemble->selection_rounds);
     HPO_EQ(ensemble->selection_init);
     HPO_EQ(ensemble->epochs);
@@ -271,6 +281,21 @@ std::vector<Case> cases() {
        spec(R"({"lr": {"type": "float", "min": 1e-5, "max": 0.1, "log": true}})",
             R"({"kind": "command", "argv": ["train", "--lr={lr}"]})"),
        {R"("lr":{"log":true,"max":0.1,"min":1e-05,"type":"float"})"}},
+      {"command_data_and_ensemble",
+       spec(R"({"k": {"type": "int", "min": 1, "max": 9}})",
+            R"({"kind": "command", "argv": ["f", "{k}"], "data": {"task": "classification",
+                "classes": 3, "train_rows": 800, "validation_rows": 200, "test_rows": 100,
+                "features": 12}})",
+            R"({"max_trials": 5})",
+            R"(, "ensemble": {"members": 4, "max_features": 0.5, "choose": "stacking"})"),
+       {R"("data":{"classes":3,"features":12,"task":"classification","test_rows":100,)"
+        R"("train_rows":800,"validation_rows":200})"}},
+      {"command_data_regression",
+       spec(R"({"k": {"type": "int", "min": 1, "max": 9}})",
+            R"({"kind": "command", "argv": ["f", "{k}"], "data": {"task": "regression",
+                "train_rows": 80, "validation_rows": 20, "features": 3}})"),
+       {R"("task":"regression")"},
+       {"\"classes\""}},
       {"float_step_and_extreme_doubles",
        spec(R"({"x": {"type": "float", "min": 0.1, "max": 0.7, "step": 0.1},
                 "y": {"type": "float", "min": 5e-324, "max": 1e150},
@@ -509,7 +534,7 @@ std::vector<Case> cases() {
       // Ensemble.
       {"ensemble_defaults",
        spec(R"({})", torch(kCsv), R"({"max_trials": 5})", R"(, "ensemble": {})"),
-       {R"("ensemble":{"base":"best","bootstrap":true,"combine":"soft_vote","max_features":1.0,)"
+       {R"("ensemble":{"base":"best","bootstrap":true,"choose":"auto","combine":"soft_vote","max_features":1.0,)"
         R"("members":8,"sample_fraction":1.0,"seed":0})"},
        {"selection_rounds", "top_k"}},
       {"ensemble_top_k_selection",
@@ -518,7 +543,7 @@ std::vector<Case> cases() {
            R"(, "ensemble": {"members": 1000, "base": {"top_k": 3}, "bootstrap": false, "sample_fraction": 0.5,
                               "max_features": 3, "combine": "selection", "seed": 18446744073709551615,
                               "selection_rounds": 20, "selection_init": 20, "epochs": 5, "subset": 0})"),
-       {R"("ensemble":{"base":{"top_k":3},"bootstrap":false,"combine":"selection","epochs":5,)"
+       {R"("ensemble":{"base":{"top_k":3},"bootstrap":false,"choose":"auto","combine":"selection","epochs":5,)"
         R"("max_features":3.0,"members":1000,"sample_fraction":0.5,"seed":18446744073709551615,)"
         R"("selection_init":20,"selection_rounds":20,"subset":0})"}},
       {"ensemble_weighted_subspace",

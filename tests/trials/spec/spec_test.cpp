@@ -238,7 +238,46 @@ TEST(Spec, EnsembleMemberBudgetIsForTorchTrialsOnly) {
   spec["ensemble"] = {{"members", 4}, {"epochs", 5}};
   EXPECT_TRUE(has_error(spec, "ensemble.epochs", "kind torch only"));
   spec["ensemble"].erase("epochs");
-  EXPECT_TRUE(has_error(spec, "ensemble", "kind torch only"));  // the section itself, too
+  // The section itself needs the data's shape from a command trial.
+  EXPECT_TRUE(has_error(spec, "ensemble", "needs trial.data"));
+}
+
+// A command trial that says what its data looks like can be ensembled; the
+// description is checked field by field.
+TEST(Spec, CommandTrialDataDescription) {
+  auto s = valid_spec();  // kind command
+  s["ensemble"] = {{"members", 4}, {"max_features", 0.5}};
+  s["trial"]["data"] = {{"task", "classification"}, {"classes", 3},     {"train_rows", 800},
+                        {"validation_rows", 200},   {"test_rows", 100}, {"features", 12}};
+  auto r = parse_spec(s.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r->trial.command.data.has_value());
+  EXPECT_FALSE(r->trial.command.data->regression);
+  EXPECT_EQ(r->trial.command.data->classes, 3);
+  EXPECT_EQ(r->trial.command.data->train_rows, 800);
+  EXPECT_EQ(r->trial.command.data->validation_rows, 200);
+  EXPECT_EQ(r->trial.command.data->test_rows, 100);
+  EXPECT_EQ(r->trial.command.data->features, 12);
+  ASSERT_TRUE(r->ensemble.has_value());
+
+  auto bad = s;
+  bad["trial"]["data"].erase("classes");
+  EXPECT_TRUE(has_error(bad, "trial.data.classes"));
+  bad = s;
+  bad["trial"]["data"]["task"] = "regression";
+  EXPECT_TRUE(has_error(bad, "trial.data.classes", "classification only"));
+  bad = s;
+  bad["trial"]["data"]["validation_rows"] = 0;
+  EXPECT_TRUE(has_error(bad, "trial.data.validation_rows", "out of range"));
+  bad = s;
+  bad["trial"]["data"]["task"] = "ranking";
+  EXPECT_TRUE(has_error(bad, "trial.data.task", "ranking"));
+  bad = s;
+  bad["trial"]["data"]["rows"] = 5;
+  EXPECT_TRUE(has_error(bad, "trial.data.rows"));
+  bad = s;
+  bad["trial"]["data"].erase("features");
+  EXPECT_TRUE(has_error(bad, "trial.data.features"));
 }
 
 TEST(Spec, AllErrorsAreReportedAtOnce) {
@@ -335,7 +374,7 @@ TEST(Spec, IntegersPastInt64AreRefusedNotWrapped) {
 TEST(Spec, SectionsTheKindCannotRunAreRefused) {
   auto s = valid_spec();  // kind command
   s["ensemble"] = {{"members", 4}};
-  EXPECT_TRUE(has_error(s, "ensemble", "kind torch only"));
+  EXPECT_TRUE(has_error(s, "ensemble", "needs trial.data"));
   s.erase("ensemble");
   s["trial"]["data_parallel"] = {{"replicas", 2}};
   EXPECT_TRUE(has_error(s, "trial.data_parallel", "kind torch only"));

@@ -10,6 +10,9 @@
 #include <fstream>
 #include <thread>
 
+#include "ensemble/bagging.hpp"
+#include "ensemble/bagging_json.hpp"
+#include "ensemble/prediction_file.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/workers/agent/test_util.hpp"
 #include "workers/child_process.hpp"
@@ -300,6 +303,115 @@ exec sleep 1000
   runner.join();
   EXPECT_EQ(r.outcome, trials::TrialState::kPruned);
   EXPECT_TRUE(no_children_left());
+}
+
+// --- predictions and files from $HPO_OUTPUT_DIR ------------------------------
+
+trials::SweepSpec predicting_spec(const std::string& script) {
+  auto spec = command_spec({script});
+  trials::CommandData data;
+  data.classes = 2;
+  data.train_rows = 6;
+  data.validation_rows = 3;
+  data.test_rows = 2;
+  data.features = 4;
+  spec.trial.command.data = data;
+  return spec;
+}
+
+// Runs the task in a fresh attempt directory `name` under `dir`, as the agent does.
+trials::TrialResult run_in_work_dir(TrialTask task, const TempDir& dir, const std::string& name,
+                                    RecordingReporter& rep) {
+  task.work_dir = dir.file(name);
+  std::filesystem::create_directories(task.work_dir);
+  return CommandExecutor(fast_options()).run(task, rep);
+}
+
+TEST(CommandOutputs, PredictionsBecomeArtifactsAndOtherFilesAreKept) {
+  TempDir dir;
+  auto script = dir.script("train.sh", R"(
+cd "$HPO_OUTPUT_DIR" || exit 3
+printf 'row_id,target,p0,p1\n2,1,0.2,0.8\n0,0,0.9,0.1\n1,1,0.4,0.6\n' > validation.csv
+printf 'row_id,target,p0,p1\n0,1,0.3,0.7\n1,0,0.5,0.5\n' > test.csv
+echo weights > model.txt
+mkdir sub
+echo 'hpo-metric {"final": true, "loss": 0.3}'
+)");
+  auto spec = predicting_spec(script);
+  RecordingReporter rep;
+  auto r = run_in_work_dir(make_task(spec), dir, "attempt", rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  ASSERT_TRUE(rep.artifacts.count("val_predictions"));
+  auto val = ensemble::decode_prediction_file(rep.artifacts["val_predictions"]);
+  ASSERT_TRUE(val.ok()) << val.error().message;
+  EXPECT_EQ(val->row_ids, (std::vector<std::int64_t>{0, 1, 2}));
+  EXPECT_FLOAT_EQ(val->values(2, 1), 0.8f);
+  ASSERT_TRUE(rep.artifacts.count("test_predictions"));
+  EXPECT_EQ(rep.artifacts["output.model.txt"], "weights\n");
+  EXPECT_FALSE(rep.artifacts.count("oob_predictions"));
+  EXPECT_FALSE(rep.artifacts.count("bagging.json"));  // a search trial has no plan
+}
+
+TEST(CommandOutputs, AMalformedFileFailsTheAttemptNamingLineAndColumn) {
+  TempDir dir;
+  auto script = dir.script("train.sh", R"(
+printf 'row_id,target,p0,p1\n0,0,0.9,0.1\n1,1,0.4,oops\n2,0,1,0\n' > "$HPO_OUTPUT_DIR/validation.csv"
+echo 'hpo-metric {"final": true, "loss": 0.3}'
+)");
+  auto spec = predicting_spec(script);
+  RecordingReporter rep;
+  auto r = run_in_work_dir(make_task(spec), dir, "attempt", rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_FALSE(r.retryable);
+  EXPECT_NE(r.error.find("validation.csv:3:4: expected a number, got \"oops\""), std::string::npos)
+      << r.error;
+  EXPECT_TRUE(rep.artifacts.empty());
+}
+
+TEST(CommandOutputs, AMemberReadsItsPlanAndPredictsItsOutOfBagRows) {
+  TempDir dir;
+  auto spec = predicting_spec("");
+  trials::EnsembleRecipe recipe;
+  recipe.max_features = 0.5;
+  auto member = ensemble::member_spec(recipe, 2);
+  auto plan = ensemble::plan_member(member, 6, 4);
+  ASSERT_FALSE(plan.oob_rows.empty());
+  std::string oob = "row_id,target,p0,p1\n";
+  for (auto r : plan.oob_rows) oob += std::to_string(r) + ",1,0.25,0.75\n";
+  auto script = dir.script("member.sh", R"(
+cd "$HPO_OUTPUT_DIR" || exit 3
+cp "$HPO_BAGGING_FILE" plan.json
+echo "$HPO_MEMBER_INDEX" > index.txt
+printf 'row_id,target,p0,p1\n0,0,1,0\n1,1,0,1\n2,0,1,0\n' > validation.csv
+printf 'row_id,target,p0,p1\n0,0,1,0\n1,1,0,1\n' > test.csv
+printf ')" + oob + R"(' > oob.csv
+echo 'hpo-metric {"final": true, "loss": 0.1}'
+)");
+  spec.trial.command.argv = {script};
+  auto task = make_task(spec);
+  task.trial.role = trials::TrialRole::kMember;
+  task.trial.extra = ensemble::member_spec_to_json(member);
+  RecordingReporter rep;
+  auto r = run_in_work_dir(task, dir, "attempt", rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  EXPECT_EQ(rep.artifacts["output.plan.json"], ensemble::bagging_file_json(plan));
+  EXPECT_EQ(rep.artifacts["output.index.txt"], "2\n");
+  auto o = ensemble::decode_prediction_file(rep.artifacts["oob_predictions"]);
+  ASSERT_TRUE(o.ok()) << o.error().message;
+  EXPECT_EQ(o->row_ids, plan.oob_rows);
+  auto summary = ensemble::plan_summary_from_json(rep.artifacts["bagging.json"]);
+  ASSERT_TRUE(summary.ok()) << summary.error().message;
+  EXPECT_EQ(summary->n_features, 4);
+  EXPECT_EQ(summary->features, plan.features);
+  EXPECT_EQ(summary->features.size(), 2u);
+
+  // The same member without its validation predictions fails, saying what is missing.
+  auto lazy = dir.script("lazy.sh", R"(echo 'hpo-metric {"final": true, "loss": 0.1}')");
+  spec.trial.command.argv = {lazy};
+  RecordingReporter rep2;
+  auto r2 = run_in_work_dir(task, dir, "attempt2", rep2);
+  EXPECT_EQ(r2.outcome, trials::TrialState::kFailed);
+  EXPECT_NE(r2.error.find("wrote no validation predictions"), std::string::npos) << r2.error;
 }
 
 TEST(ChildProcess, FindsProgramsInPathAndRejectsOthers) {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -28,7 +29,11 @@ class RecordingReporter : public Reporter {
     std::lock_guard lk(mu_);
     lines.emplace_back(line);
   }
-  Status put_artifact(const std::string&, const std::string&) override { return {}; }
+  Status put_artifact(const std::string& name, const std::string& bytes) override {
+    std::lock_guard lk(mu_);
+    artifacts[name] = bytes;
+    return {};
+  }
 
   std::vector<std::pair<std::int64_t, trials::Metrics>> reports_copy() {
     std::lock_guard lk(mu_);
@@ -38,6 +43,7 @@ class RecordingReporter : public Reporter {
   std::atomic<StopReason> stop{StopReason::kNone};
   std::vector<std::pair<std::int64_t, trials::Metrics>> reports;
   std::vector<std::string> lines;
+  std::map<std::string, std::string> artifacts;
 
  private:
   std::mutex mu_;

@@ -110,10 +110,27 @@ export interface ScoreSummary {
   test?: Scores;
 }
 
+export interface EnsembleCandidate {
+  name: string;
+  detail?: string;
+  cross_validated?: boolean;
+  cv_loss?: number;
+  cv_accuracy?: number;
+  validation?: Scores;
+  test?: Scores;
+  weights?: Record<string, number>;
+}
+
 export interface EnsembleRecord {
   task?: string;
   combine?: string;
-  members?: { trial_id: string; kind: string; weight: number; params?: Params; metrics?: ScoreSummary }[];
+  method?: string;
+  chosen?: string;
+  choose?: string;
+  n_features?: number;
+  candidates?: EnsembleCandidate[];
+  warnings?: string[];
+  members?: { trial_id: string; kind: string; weight: number; features?: number[]; params?: Params; metrics?: ScoreSummary }[];
   ensemble?: ScoreSummary;
   best_single?: ScoreSummary & { trial_id?: string };
   mean_member?: ScoreSummary;

@@ -3,7 +3,7 @@
 // compared with the best single trial and the mean member, each member's
 // scores and weight, and the member trials while they run. Shown only for
 // sweeps that have member trials.
-import type { EnsembleRecord, Scores, ScoreSummary, Trial } from './api';
+import type { EnsembleCandidate, EnsembleRecord, Scores, ScoreSummary, Trial } from './api';
 import { badge, fmtNum, fmtValue, h } from './dom';
 
 const kMetricOrder: (keyof Scores)[] = ['accuracy', 'log_loss', 'rmse', 'mse'];
@@ -46,12 +46,51 @@ function bars(rec: EnsembleRecord, metric: keyof Scores): HTMLElement {
   );
 }
 
+// The candidates the stage chose among (best single, bagged, selection,
+// stacking): cross-validated loss first, the chosen one marked.
+function candidatesView(record: EnsembleRecord, metrics: (keyof Scores)[]): Node[] {
+  const cands: EnsembleCandidate[] = record.candidates ?? [];
+  if (!cands.length) return [];
+  const cv = cands.some((c) => c.cross_validated);
+  const how = record.choose && record.choose !== 'auto' ? `named by the spec (choose: ${record.choose})` : `the lowest ${cv ? 'cross-validated' : 'validation'} loss`;
+  const out: Node[] = [h('p', { id: 'ensemble-choice' }, 'Chosen: ', h('strong', null, record.chosen ?? '?'), ` — ${how}.`)];
+  if (record.warnings?.length) out.push(h('ul', { id: 'ensemble-warnings', class: 'warn' }, record.warnings.map((w) => h('li', null, w))));
+  out.push(
+    h(
+      'table',
+      { class: 'grid', id: 'ensemble-candidates' },
+      h(
+        'thead',
+        null,
+        h('tr', null, h('th', null, 'Candidate'), h('th', null, 'cv loss'), h('th', null, 'cv accuracy'), ...metrics.map((m) => h('th', null, `test ${m}`)), h('th', null, 'How')),
+      ),
+      h(
+        'tbody',
+        null,
+        cands.map((c) =>
+          h(
+            'tr',
+            { class: c.name === record.chosen ? 'chosen' : '' },
+            h('th', null, c.name, c.name === record.chosen ? h('span', { class: 'badge st-completed' }, 'chosen') : ''),
+            h('td', { class: 'num' }, fmtNum(c.cv_loss, 4)),
+            h('td', { class: 'num' }, fmtNum(c.cv_accuracy, 4)),
+            ...metrics.map((m) => h('td', { class: 'num' }, fmtNum(c.test?.[m]))),
+            h('td', { class: 'muted small' }, c.detail ?? ''),
+          ),
+        ),
+      ),
+    ),
+  );
+  return out;
+}
+
 export function ensembleView(members: Trial[], record: EnsembleRecord | null, note: string): Node[] {
   const out: Node[] = [];
   const done = members.filter((m) => m.state === 'completed').length;
   out.push(h('p', null, `${members.length} member trials, ${done} completed. `, record ? `Combine: ${record.combine ?? '?'}.` : note));
   if (record) {
     const metrics = metricsOf(record);
+    out.push(...candidatesView(record, metrics));
     const head = h(
       'thead',
       null,
@@ -74,7 +113,7 @@ export function ensembleView(members: Trial[], record: EnsembleRecord | null, no
         h(
           'table',
           { class: 'grid', id: 'ensemble-models' },
-          h('thead', null, h('tr', null, h('th', null, 'Model'), h('th', null, 'Kind'), h('th', null, 'Weight'), ...metrics.map((m) => h('th', null, `test ${m}`)))),
+          h('thead', null, h('tr', null, h('th', null, 'Model'), h('th', null, 'Kind'), h('th', null, 'Weight'), h('th', null, 'Features'), ...metrics.map((m) => h('th', null, `test ${m}`)))),
           h(
             'tbody',
             null,
@@ -85,6 +124,7 @@ export function ensembleView(members: Trial[], record: EnsembleRecord | null, no
                 h('td', null, h('a', { href: `#/trials/${encodeURIComponent(m.trial_id)}` }, m.trial_id)),
                 h('td', null, m.kind),
                 h('td', { class: 'num' }, fmtNum(m.weight, 3)),
+                h('td', { class: 'features' }, m.features?.length ? `${m.features.length} of ${record.n_features || '?'}` : 'all'),
                 ...metrics.map((k) => h('td', { class: 'num' }, fmtNum(m.metrics?.test?.[k]))),
               ),
             ),
