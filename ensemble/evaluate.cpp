@@ -128,12 +128,18 @@ Result<Evaluation> evaluate_ensemble(const trials::EnsembleRecipe& recipe,
 
   // The candidates, in tie-break order.
   std::vector<Candidate> candidates;
-  candidates.push_back({"best_single", [&](const std::vector<Matrix>& lib, const Targets& t) {
-                          int best = by_loss(lib, t).front();
-                          return fit_on(
-                              std::make_unique<WeightedMeanCombiner>(std::vector<double>{1.0}),
-                              {best}, lib, t, fmt::format("model {}", best));
-                        }});
+  // The best single model is the best search trial (bagged members train on a
+  // bootstrap of the rows: one scoring lower on the validation rows than the
+  // configuration it copies is luck); an ensemble-only sweep's best member.
+  candidates.push_back(
+      {"best_single", [&](const std::vector<Matrix>& lib, const Targets& t) {
+         int best = -1;
+         for (int m : by_loss(lib, t))
+           if (best < 0 && (static_cast<std::size_t>(m) >= n_members || n_members == lib.size()))
+             best = m;
+         return fit_on(std::make_unique<WeightedMeanCombiner>(std::vector<double>{1.0}), {best},
+                       lib, t, fmt::format("model {}", best));
+       }});
   candidates.push_back({"bagged", [&](const std::vector<Matrix>& lib, const Targets& t) {
                           std::vector<int> members(n_members);
                           std::iota(members.begin(), members.end(), 0);
@@ -239,11 +245,37 @@ Result<Evaluation> evaluate_ensemble(const trials::EnsembleRecipe& recipe,
   }
 
   // The choice.
+  // Paired out-of-fold per-row loss differences of candidate c against
+  // candidate `ref`: their mean (positive: c is better) and its standard error.
+  auto advantage = [&](std::size_t c, std::size_t ref) {
+    const std::size_t n = per_row[c].size();
+    double md = 0;
+    for (std::size_t r = 0; r < n; ++r) md += per_row[ref][r] - per_row[c][r];
+    md /= static_cast<double>(std::max<std::size_t>(n, 1));
+    double var = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+      const double x = per_row[ref][r] - per_row[c][r] - md;
+      var += x * x;
+    }
+    const double se =
+        n > 1 ? std::sqrt(var / static_cast<double>(n - 1) / static_cast<double>(n)) : 0.0;
+    return std::pair{md, se};
+  };
   int chosen = 0;
+  int lowest = 0;  // the lowest cv loss, whether or not it clears the bar
+  for (std::size_t c = 1; c < ev.candidates.size(); ++c)
+    if (ev.candidates[c].cv_loss < ev.candidates[static_cast<std::size_t>(lowest)].cv_loss)
+      lowest = static_cast<int>(c);
   if (recipe.choose == Choose::kAuto) {
-    for (std::size_t c = 1; c < ev.candidates.size(); ++c)
-      if (ev.candidates[c].cv_loss < ev.candidates[static_cast<std::size_t>(chosen)].cv_loss)
+    // A combination replaces the best single model only when its advantage is
+    // more than one standard error (cross-validated); then the lowest loss
+    // among those that clear it wins.
+    for (std::size_t c = 1; c < ev.candidates.size(); ++c) {
+      auto [md, se] = advantage(c, 0);
+      if (md > se && (chosen == 0 || ev.candidates[c].cv_loss <
+                                         ev.candidates[static_cast<std::size_t>(chosen)].cv_loss))
         chosen = static_cast<int>(c);
+    }
   } else {
     const char* want = trials::to_string(recipe.choose);
     auto it = std::find_if(ev.candidates.begin(), ev.candidates.end(),
@@ -288,28 +320,25 @@ Result<Evaluation> evaluate_ensemble(const trials::EnsembleRecipe& recipe,
         n_rows));
   if (ev.candidates.size() > 1 && n_rows > 1) {
     // The question that matters: is the combination really better than the
-    // best single model (or, when that is the choice, than the runner-up)?
-    std::size_t runner = 0;  // best_single
-    if (chosen == 0) {
-      runner = 1;
-      for (std::size_t c = 1; c < ev.candidates.size(); ++c)
-        if (ev.candidates[c].cv_loss < ev.candidates[runner].cv_loss) runner = c;
-    }
-    std::vector<double> d(static_cast<std::size_t>(n_rows));
-    for (std::size_t r = 0; r < d.size(); ++r)
-      d[r] = per_row[runner][r] - per_row[static_cast<std::size_t>(chosen)][r];
-    const double md = mean(d);
-    double var = 0;
-    for (double x : d) var += (x - md) * (x - md);
-    const double se =
-        std::sqrt(var / static_cast<double>(d.size() - 1) / static_cast<double>(d.size()));
-    if (std::abs(md) <= 2 * se)
+    // best single model? When the best single model is the choice, against the
+    // lowest-loss combination.
+    const std::size_t other = chosen == 0 ? static_cast<std::size_t>(lowest == 0 ? 1 : lowest)
+                                          : static_cast<std::size_t>(chosen);
+    auto [md, se] = advantage(other, 0);
+    const auto& c = ev.candidates[other];
+    const auto& b = ev.candidates[0];
+    if (chosen == 0 && md > 0 && recipe.choose == Choose::kAuto)
       ev.warnings.push_back(fmt::format(
-          "the {} validation rows cannot tell {} (cv loss {:.4g}) from {} (cv loss {:.4g}) "
-          "apart: the difference {:.3g} is within two standard errors ({:.3g}); a larger "
+          "kept the best single model: {} has a lower cv loss ({:.4g} against {:.4g}) but its "
+          "advantage {:.3g} is within one standard error ({:.3g}) over the {} validation rows; "
+          "a larger validation set would tell",
+          c.name, c.cv_loss, b.cv_loss, md, se, n_rows));
+    else if (chosen != 0 && std::abs(md) <= 2 * se)
+      ev.warnings.push_back(fmt::format(
+          "the {} validation rows cannot tell {} (cv loss {:.4g}) from best_single (cv loss "
+          "{:.4g}) apart: the difference {:.3g} is within two standard errors ({:.3g}); a larger "
           "validation set would make the choice reliable",
-          n_rows, pick.name, pick.cv_loss, ev.candidates[runner].name,
-          ev.candidates[runner].cv_loss, md, 2 * se));
+          n_rows, c.name, c.cv_loss, b.cv_loss, md, 2 * se));
   }
 
   // The random-forest out-of-bag estimate of the bagged combination.

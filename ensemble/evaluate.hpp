@@ -3,25 +3,22 @@
 // ensemble on validation and test, and the ensemble's out-of-bag estimate.
 //
 // The ensemble returned is one of four candidates, never just the bagged one:
-//   best_single  the model with the lowest validation loss
+//   best_single  the search trial with the lowest validation loss
 //   bagged       the recipe's `combine` rule over the bagged members
 //   selection    Caruana's ensemble selection over every model (members and trials)
 //   stacking     a regularised linear meta-model (stacking.hpp) over the best
 //                kMaxStackingInputs models
 // Each is fitted and scored by k-fold cross-validation over the validation rows
 // (k = 5; the procedure, e.g. which model is best or which weights selection
-// picks, is refitted on each fold's other rows), and the one with the lowest
-// out-of-fold loss (log-loss, or MSE for regression; ties to the earlier in the
-// list above) is refitted on every validation row and returned — unless the
-// recipe's `choose` names one. A warning is recorded when the validation rows
-// cannot tell the chosen one from the best single model (or, when that is the
-// choice, from the runner-up): the paired difference of their out-of-fold
-// per-row losses is within two standard errors; or when they are too few to
-// cross-validate.
-//
-// The scheduler gathers the predictions (from the members' reports) and calls
-// this once; what comes back goes into the manifest and the sweep's record, so
-// the scheduler holds no ensemble arithmetic of its own.
+// picks, is refitted on each fold's other rows). The best single model is the
+// best search trial (members only in an ensemble-only sweep), and a combination
+// replaces it only when its paired out-of-fold advantage (per-row losses:
+// log-loss, or squared error for regression) is more than one standard error;
+// among those, the lowest out-of-fold loss wins. The winner is refitted on
+// every validation row and returned — unless the recipe's `choose` names one.
+// A warning is recorded when the best single model was kept although a
+// combination scored a lower loss, when the chosen combination's advantage is
+// within two standard errors, or when the rows are too few to cross-validate.
 #pragma once
 
 #include <memory>

@@ -291,7 +291,7 @@ TEST(EnsembleEndToEnd, APythonCommandSweepBecomesAnEnsemble) {
   ASSERT_TRUE(rec.contains("oob")) << rec.dump(2);  // every member predicted its out-of-bag rows
   EXPECT_GT(rec["oob"]["rows_covered"].get<int>(), 1000);
 
-  // The candidates and the choice: the lowest cross-validated loss wins.
+  // The candidates and the choice.
   ASSERT_EQ(rec["candidates"].size(), 4u) << rec.dump(2);
   const std::string chosen = rec["chosen"];
   double lowest = 1e300, chosen_loss = -1, chosen_test = -1;
@@ -303,7 +303,12 @@ TEST(EnsembleEndToEnd, APythonCommandSweepBecomesAnEnsemble) {
       chosen_test = cand["test"]["accuracy"].get<double>();
     }
   }
-  EXPECT_EQ(chosen_loss, lowest) << rec["candidates"].dump(2);
+  // The lowest cross-validated loss wins, unless its advantage over the best
+  // single model is within one standard error (then that is kept, with a warning).
+  if (chosen_loss != lowest) {
+    EXPECT_EQ(chosen, "best_single") << rec["candidates"].dump(2);
+    ASSERT_FALSE(rec["warnings"].empty()) << rec.dump(2);
+  }
   EXPECT_EQ(chosen_test, rec["ensemble"]["test"]["accuracy"].get<double>());
   // Not worse on the held-out rows than the model the search found best (the
   // trial with the lowest val_loss): within 3 of 400 test rows.
