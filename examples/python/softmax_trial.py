@@ -12,7 +12,9 @@ It shows the whole protocol a user's own program follows:
   files        anything else written to $HPO_OUTPUT_DIR is kept (model.json here)
 
 The model is multinomial logistic regression trained by SGD on standardised
-features. Usage:
+features, the step lr / (1 + decay * (epoch - 1)) with decay from $SOFTMAX_DECAY
+(0.5; 0 keeps the step constant, and the final weights noisy: a high-variance
+learner, the kind bagging helps most). Usage:
   softmax_trial.py TRAIN.csv VALIDATION.csv TEST.csv CLASSES [EPOCHS]
 Each CSV has a header and the target as its last column.
 """
@@ -51,6 +53,7 @@ def main():
     classes = int(classes)
     params = json.loads(os.environ.get("HPO_PARAMS", "{}"))
     lr, l2 = float(params.get("lr", 0.1)), float(params.get("l2", 1e-4))
+    decay = float(os.environ.get("SOFTMAX_DECAY", "0.5"))
     x_train, y_train = read_csv(train_path)
     x_val, y_val = read_csv(val_path)
     x_test, y_test = read_csv(test_path)
@@ -83,7 +86,7 @@ def main():
     order = list(rows)
     for epoch in range(1, epochs + 1):
         rng.shuffle(order)
-        step = lr / (1 + 0.5 * (epoch - 1))
+        step = lr / (1 + decay * (epoch - 1))
         for i in order:
             p = predict(w, b, xs[i])
             for c in range(classes):
