@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -65,10 +66,15 @@ std::string expected_rows(const PredictionShape& shape) {
                      shape.rows_field.empty() ? "" : " (" + shape.rows_field + ")");
 }
 
+// Stored as float32: a double past ±FLT_MAX would become infinite.
+bool fits_float(double v) {
+  return std::isfinite(v) && std::abs(v) <= std::numeric_limits<float>::max();
+}
+
 // Checks one row's target and values (the values are renormalised in place).
 Status check_row(RawRow& r, const PredictionShape& shape, const std::string& target_file) {
-  if (!std::isfinite(r.target))
-    return bad(fmt::format("{}: the target must be a finite number",
+  if (!fits_float(r.target))
+    return bad(fmt::format("{}: the target must be a finite number within float range (±3.4e38)",
                            r.origin.csv ? r.origin.at(2) : target_file));
   if (!shape.regression) {
     if (r.target != std::floor(r.target) || r.target < 0 ||
@@ -91,8 +97,8 @@ Status check_row(RawRow& r, const PredictionShape& shape, const std::string& tar
     for (double& p : r.values) p = std::clamp(p, 0.0, 1.0) / sum;
   } else {
     for (std::size_t c = 0; c < r.values.size(); ++c)
-      if (!std::isfinite(r.values[c]))
-        return bad(fmt::format("{}: expected a finite predicted value, got {}",
+      if (!fits_float(r.values[c]))
+        return bad(fmt::format("{}: expected a finite predicted value within float range, got {}",
                                r.origin.at(static_cast<int>(c) + 3), r.values[c]));
   }
   return {};

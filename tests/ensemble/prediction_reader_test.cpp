@@ -45,6 +45,13 @@ TEST(PredictionCsv, RegressionValues) {
   EXPECT_NE(error_of(read_prediction_csv("row_id,target,value\n0,1,nan\n1,1,2\n", "test.csv", s))
                 .find("test.csv:2:3: expected a finite predicted value"),
             std::string::npos);
+  // Finite as a double but not as the float32 the artifact stores (found by the fuzzer).
+  EXPECT_NE(error_of(read_prediction_csv("row_id,target,value\n0,1,1e39\n1,1,2\n", "test.csv", s))
+                .find("test.csv:2:3: expected a finite predicted value within float range"),
+            std::string::npos);
+  EXPECT_NE(error_of(read_prediction_csv("row_id,target,value\n0,-1e300,1\n1,1,2\n", "test.csv", s))
+                .find("test.csv:2:2: the target must be a finite number within float range"),
+            std::string::npos);
 }
 
 // Every malformed file names the file, the line and the column.
