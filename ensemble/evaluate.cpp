@@ -23,13 +23,6 @@ double rank_score(const Scores& s) {
   return s.accuracy ? *s.accuracy : -s.mse.value_or(0);
 }
 
-Matrix take_rows(const Matrix& m, const std::vector<std::int64_t>& rows) {
-  Matrix out(static_cast<std::int64_t>(rows.size()), m.cols);
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    std::copy(m.row(rows[i]), m.row(rows[i]) + m.cols, out.row(static_cast<std::int64_t>(i)));
-  return out;
-}
-
 // Per-row loss: -ln p[label] (clipped as log_loss), or the mean squared error over outputs.
 std::vector<double> row_losses(const Matrix& p, const Targets& t) {
   std::vector<double> out(static_cast<std::size_t>(p.rows));

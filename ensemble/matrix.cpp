@@ -27,6 +27,13 @@ std::vector<int> argmax_rows(const Matrix& m) {
   return out;
 }
 
+Matrix take_rows(const Matrix& m, const std::vector<std::int64_t>& rows) {
+  Matrix out(static_cast<std::int64_t>(rows.size()), m.cols);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    std::copy(m.row(rows[i]), m.row(rows[i]) + m.cols, out.row(static_cast<std::int64_t>(i)));
+  return out;
+}
+
 Targets Targets::subset(const std::vector<std::int64_t>& rows) const {
   Targets out;
   out.task = task;

@@ -33,6 +33,9 @@ struct Matrix {
 std::vector<int> argmax_rows(const Matrix& m);
 int argmax(const float* values, std::int64_t n);
 
+// The given rows of `m`, in that order (a fold of a cross-validation).
+Matrix take_rows(const Matrix& m, const std::vector<std::int64_t>& rows);
+
 // What the predictions are scored against.
 struct Targets {
   enum class Task { kClassification, kRegression };

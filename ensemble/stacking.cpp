@@ -169,13 +169,6 @@ Matrix predict(const StackingModel& model, const std::vector<Matrix>& p) {
   return combine(c, p).value();
 }
 
-Matrix take_rows(const Matrix& m, const std::vector<std::int64_t>& rows) {
-  Matrix out(static_cast<std::int64_t>(rows.size()), m.cols);
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    std::copy(m.row(rows[i]), m.row(rows[i]) + m.cols, out.row(static_cast<std::int64_t>(i)));
-  return out;
-}
-
 }  // namespace
 
 std::span<const double> stacking_lambdas(bool regression) {
