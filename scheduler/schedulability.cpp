@@ -10,16 +10,20 @@
 
 namespace hpo::scheduler {
 
-std::string unschedulable_reason(int slots, const std::vector<trials::WorkerInfo>& workers) {
+std::string unschedulable_reason(const trials::ResourceRequest& request,
+                                 const std::vector<trials::WorkerInfo>& workers) {
   if (workers.empty()) return "";
-  const auto largest =
-      std::max_element(workers.begin(), workers.end(),
-                       [](const auto& a, const auto& b) { return a.slots < b.slots; });
-  if (slots <= largest->slots) return "";
-  return fmt::format(
-      "each trial needs {} slots (resources.gpus / data_parallel.replicas); the largest of the {} "
-      "registered workers ({}) has {}",
-      slots, workers.size(), largest->name, largest->slots);
+  constexpr std::size_t kNamed = 4;
+  std::vector<std::string> why;
+  for (const auto& w : workers) {
+    std::string r = trials::never_fits(request, trials::idle_offer(w));
+    if (r.empty()) return "";
+    if (why.size() < kNamed) why.push_back(fmt::format("{}: {}", w.name, r));
+  }
+  std::string out = fmt::format("none of the {} registered workers can run its trials: {}",
+                                workers.size(), fmt::join(why, "; "));
+  if (workers.size() > kNamed) out += fmt::format("; and {} more", workers.size() - kNamed);
+  return out;
 }
 
 SchedulabilityWatch::SchedulabilityWatch(StoreFactory stores, std::chrono::milliseconds period,
@@ -39,15 +43,15 @@ void SchedulabilityWatch::run_once(trials::SweepStore& sweeps, trials::WorkerReg
   auto ids = sweeps.active_sweeps();
   if (!workers || !ids) return;  // the store is away: next round
   std::set<std::string> active(ids->begin(), ids->end());
-  std::erase_if(slots_, [&](const auto& e) { return !active.count(e.first); });
+  std::erase_if(requests_, [&](const auto& e) { return !active.count(e.first); });
   for (const auto& id : *ids) {
     auto sweep = sweeps.get_sweep(id);
     if (!sweep) continue;
-    auto it = slots_.find(id);
-    if (it == slots_.end()) {
+    auto it = requests_.find(id);
+    if (it == requests_.end()) {
       auto spec = specs_->get(id, sweep->spec_json);
       if (!spec) continue;  // the controller fails such a sweep
-      it = slots_.emplace(id, (*spec)->trial.slots()).first;
+      it = requests_.emplace(id, trials::request_for((*spec)->trial)).first;
     }
     std::string reason = unschedulable_reason(it->second, *workers);
     if (reason == sweep->unschedulable) continue;

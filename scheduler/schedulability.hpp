@@ -1,8 +1,9 @@
 // SchedulabilityWatch: says which sweeps no registered worker can run.
 //
 // Every period it reads the live workers and the active sweeps; a sweep whose
-// trials need more slots than the largest live worker has is marked
-// unschedulable with the reason (SweepStore::set_unschedulable), which parks
+// trials' request (trials/placement.hpp: slots, GPUs of a model and memory,
+// torch/CUDA, cores, memory, labels) no live worker could meet even idle is
+// marked unschedulable with each worker's reason (SweepStore::set_unschedulable), which parks
 // its queued trials out of the shared queue so they never stand in front of
 // other sweeps; once a big enough worker registers, the mark is cleared and
 // the trials return to the head of the queue. With no live worker at all
@@ -20,9 +21,10 @@
 
 namespace hpo::scheduler {
 
-// The verdict for a sweep whose trials need `slots`, given the live workers:
-// "" when one of them can run it.
-std::string unschedulable_reason(int slots, const std::vector<trials::WorkerInfo>& workers);
+// The verdict for a sweep whose trials ask `request`, given the live workers:
+// "" when one of them can run it (or there are none yet), else why each cannot.
+std::string unschedulable_reason(const trials::ResourceRequest& request,
+                                 const std::vector<trials::WorkerInfo>& workers);
 
 class SchedulabilityWatch {
  public:
@@ -36,7 +38,7 @@ class SchedulabilityWatch {
   void run_once(trials::SweepStore& sweeps, trials::WorkerRegistry& workers);
 
  private:
-  std::map<std::string, int> slots_;  // per active sweep: the slots one trial needs
+  std::map<std::string, trials::ResourceRequest> requests_;  // per active sweep
   std::shared_ptr<trials::SpecCache> specs_;
   Periodic periodic_;
 };

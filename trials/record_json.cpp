@@ -60,6 +60,10 @@ class Reader {
       out = *d;
     }
   }
+  void boolean(const char* key, bool& out) {
+    if (auto v = fields_.boolean(key)) out = *v;
+  }
+  void mark_seen(const char* key) { fields_.mark_seen(key); }
   // Null or absent: no value.
   void optional_number(const char* key, std::optional<double>& out) { out = fields_.number(key); }
   template <class T>
@@ -224,7 +228,12 @@ Json to_json(const WorkerInfo& w) {
           {"trials", w.trials},
           {"gpus", gpus},
           {"last_heartbeat_ms", w.last_heartbeat_ms},
-          {"started_ms", w.started_ms}};
+          {"started_ms", w.started_ms},
+          {"torch", w.torch},
+          {"cuda", w.cuda},
+          {"cpus", w.cpus},
+          {"memory_gb", w.memory_gb},
+          {"labels", w.labels}};
 }
 
 Json to_json(const Event& e) {
@@ -422,6 +431,15 @@ Status from_json(const Json& j, WorkerInfo& out) {
   r.list("gpus", out.gpus, false);
   r.integer("last_heartbeat_ms", out.last_heartbeat_ms, false);
   r.integer("started_ms", out.started_ms, false);
+  r.boolean("torch", out.torch);
+  r.boolean("cuda", out.cuda);
+  r.number("cpus", out.cpus, false);
+  r.number("memory_gb", out.memory_gb, false);
+  if (const Json* l = r.raw("labels"); l && l->is_object()) {
+    r.mark_seen("labels");
+    for (auto it = l->begin(); it != l->end(); ++it)
+      if (it.value().is_string()) out.labels[it.key()] = it.value().get<std::string>();
+  }
   return r.status();
 }
 

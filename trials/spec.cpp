@@ -19,6 +19,7 @@
 #include "search/test_functions.hpp"
 #include "trials/json_fields.hpp"
 #include "trials/json_limits.hpp"
+#include "trials/placement.hpp"
 
 namespace hpo::trials {
 
@@ -297,7 +298,33 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
     Reader rr(*res, "trial.resources", errors);
     if (auto g = rr.integer("gpus", 0, 64)) out.gpus = static_cast<int>(*g);
     if (auto m = rr.number_in("memory_gb", 0.0625, 65536)) out.memory_gb = *m;
-    rr.unknown_keys("gpus, memory_gb");
+    if (auto m = rr.number_in("gpu_memory_gb", 0.0625, 65536)) out.gpu_memory_gb = *m;
+    if (auto m = rr.string("gpu_model")) {
+      if (m->empty() || m->size() > 100)
+        rr.error("trial.resources.gpu_model", "expected 1 to 100 characters");
+      else
+        out.gpu_model = *m;
+    }
+    if (auto c = rr.number_in("cpus", 0.01, 4096)) out.cpus = *c;
+    if (const Json* labels = rr.array("labels")) {
+      if (labels->size() > 32) rr.error("trial.resources.labels", "at most 32 labels");
+      for (std::size_t i = 0; i < labels->size() && i < 32; ++i) {
+        std::string p = Reader::item("trial.resources.labels", i);
+        if (!(*labels)[i].is_string()) {
+          rr.expected(p, "a string \"key\" or \"key=value\"", (*labels)[i]);
+          continue;
+        }
+        auto label = parse_label((*labels)[i].get<std::string>());
+        if (!label) {
+          rr.error(p, label.error().message);
+          continue;
+        }
+        out.labels.push_back((*labels)[i].get<std::string>());
+      }
+    }
+    if ((out.gpu_memory_gb > 0 || !out.gpu_model.empty()) && out.gpus == 0)
+      rr.error("trial.resources.gpus", "gpu_memory_gb and gpu_model need gpus of at least 1");
+    rr.unknown_keys("gpus, memory_gb, gpu_memory_gb, gpu_model, cpus, labels");
   }
   if (const Json* dp = r.object("data_parallel")) {
     Reader rd(*dp, "trial.data_parallel", errors);

@@ -161,6 +161,11 @@ Json trial_json(const TrialRecipe& t) {
   j["resources"] = {{"gpus", t.gpus}};
   // The parser takes memory_gb in [0.0625, 65536]; the default 0 (no cap) is its absence.
   if (t.memory_gb > 0) j["resources"]["memory_gb"] = t.memory_gb;
+  // Placement fields, like memory_gb, are absent at their defaults.
+  if (t.gpu_memory_gb > 0) j["resources"]["gpu_memory_gb"] = t.gpu_memory_gb;
+  if (!t.gpu_model.empty()) j["resources"]["gpu_model"] = t.gpu_model;
+  if (t.cpus > 0) j["resources"]["cpus"] = t.cpus;
+  if (!t.labels.empty()) j["resources"]["labels"] = t.labels;
   j["data_parallel"] = {{"replicas", t.data_parallel.replicas},
                         {"mode", t.data_parallel.average ? "average" : "allreduce"},
                         {"average_every", t.data_parallel.average_every},

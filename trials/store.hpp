@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "trials/placement.hpp"
 #include "trials/trial.hpp"
 
 namespace hpo::trials {
@@ -50,6 +51,9 @@ struct NewSweep {
   // first sweep's id instead of creating another; with another spec, kConflict.
   std::string idempotency_key;
   std::int64_t idempotency_ttl_s = 86400;
+  // What its trials ask of a worker (request_for(spec.trial)); a claim takes
+  // a trial only when its worker's offer fits it. Default: slots only.
+  ResourceRequest needs;
 };
 
 struct NewTrial {
@@ -256,14 +260,31 @@ class ArtifactStore {
 class TrialQueue {
  public:
   virtual ~TrialQueue() = default;
-  // Worker: takes up to max_trials queued trials needing at most `free_slots`
-  // slots in all and leases each for lease_ms, in one step. Fair across
-  // sweeps (round robin, one trial per sweep per round); within a sweep the
-  // oldest that fit. Fewer than asked (maybe none): the reply's wake_cursor
-  // is where wait_for_work waits for more.
-  virtual Result<Claims> claim_batch(const std::string& worker, int free_slots, int max_trials,
+  // Worker: takes up to max_trials queued trials whose sweeps' requests fit
+  // what `offer` has free (trials/placement.hpp; the trials taken are
+  // subtracted as it goes) and leases each for lease_ms, in one step. Fair
+  // across sweeps (round robin, one trial per sweep per round); within a
+  // sweep the oldest that fit. A queued trial that would fit the worker idle
+  // but not now is reserved for it: until that trial fits (and is taken), is
+  // gone, or the reservation lapses (the worker stopped claiming), this
+  // worker's claims take nothing else, so a wide trial cannot starve behind
+  // narrow ones. At most one worker reserves a trial. Fewer than asked (maybe
+  // none): the reply's wake_cursor is where wait_for_work waits for more.
+  virtual Result<Claims> claim_batch(const std::string& worker, const Offer& offer, int max_trials,
                                      std::int64_t lease_ms) = 0;
+  // A worker that offers only `free_slots` (slots_only_offer).
+  Result<Claims> claim_batch(const std::string& worker, int free_slots, int max_trials,
+                             std::int64_t lease_ms) {
+    return claim_batch(worker, slots_only_offer(free_slots), max_trials, lease_ms);
+  }
   // One trial: a batch of one. nullopt when nothing fits.
+  Result<std::optional<Claim>> claim(const std::string& worker, const Offer& offer,
+                                     std::int64_t lease_ms) {
+    auto got = claim_batch(worker, offer, 1, lease_ms);
+    if (!got) return got.error();
+    if (got->claims.empty()) return std::optional<Claim>{};
+    return std::optional<Claim>{std::move(got->claims.front())};
+  }
   Result<std::optional<Claim>> claim(const std::string& worker, int free_slots,
                                      std::int64_t lease_ms) {
     auto got = claim_batch(worker, free_slots, 1, lease_ms);

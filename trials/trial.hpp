@@ -138,10 +138,17 @@ struct WorkerInfo {
   std::string host;
   int slots = 1;
   int busy_slots = 0;
-  std::vector<std::string> trials;  // trial ids running now
-  std::vector<GpuInfo> gpus;
+  std::vector<std::string> trials;     // trial ids running now
+  std::vector<GpuInfo> gpus;           // slot i owns gpus[i] (the first slots are the GPU slots)
   std::int64_t last_heartbeat_ms = 0;  // filled by the store
   std::int64_t started_ms = 0;
+  // What it can run (trials/placement.hpp): torch trials, on CUDA; the cores
+  // and memory it shares among its trials' requests (0: not counted); labels.
+  bool torch = false;
+  bool cuda = false;
+  double cpus = 0;
+  double memory_gb = 0;
+  std::map<std::string, std::string> labels;
 };
 
 // An entry of the event stream (for the dashboard and for waking controllers).

@@ -375,6 +375,7 @@ Response Api::create_sweep(const Request& request) {
   // Stored as submitted: the order of its parameters is meaningful (grid
   // order, conditional parents), so the text is not re-serialised.
   trials::NewSweep sweep{spec->name, request.body, spec->objective.maximize};
+  sweep.needs = trials::request_for(spec->trial);
   sweep.idempotency_key = request.header("idempotency-key");
   constexpr std::size_t kMaxKey = 200;
   const bool key_ok = sweep.idempotency_key.size() <= kMaxKey &&

@@ -63,7 +63,10 @@ const char* const kOpenApi = R"json({
         "name": {"type": "string"}, "host": {"type": "string"}, "slots": {"type": "integer"}, "busy_slots": {"type": "integer"},
         "trials": {"type": "array", "items": {"type": "string"}},
         "gpus": {"type": "array", "items": {"type": "object", "properties": {"index": {"type": "integer"}, "name": {"type": "string"}, "memory_total_mb": {"type": "integer"}, "memory_used_mb": {"type": "integer"}, "utilization_pct": {"type": "integer"}}}},
-        "last_heartbeat_ms": {"type": "integer"}, "started_ms": {"type": "integer"}}}
+        "last_heartbeat_ms": {"type": "integer"}, "started_ms": {"type": "integer"},
+        "torch": {"type": "boolean", "description": "runs torch trials"}, "cuda": {"type": "boolean", "description": "runs torch trials on its GPUs"},
+        "cpus": {"type": "number", "description": "cores its trials' resources.cpus share (0: not counted)"}, "memory_gb": {"type": "number"},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}
     },
     "responses": {
       "Error": {"description": "an error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <deque>
 #include <filesystem>
 #include <optional>
@@ -118,6 +119,7 @@ std::string safe_dir_name(std::string s) {
 struct Agent::Running {
   trials::Trial trial;  // as claimed: id, sweep, attempt
   std::vector<int> slots;
+  trials::ResourceRequest request;  // what it was claimed with (its cores and memory are taken)
   std::atomic<StopReason> stop{StopReason::kNone};
   std::atomic<bool> delivering{false};             // its result is with the completer
   Clock::time_point last_lease_ok = Clock::now();  // heartbeat thread only
@@ -384,13 +386,56 @@ std::unique_ptr<trials::Store> Agent::connect_until_stopped(const char* role) {
   return nullptr;
 }
 
-bool Agent::reserve(int k, std::vector<int>& out) {
+bool Agent::reserve(const trials::ResourceRequest& request, std::vector<int>& out) {
   out.clear();
-  for (int i = 0; i < options_.slots && static_cast<int>(out.size()) < k; ++i)
-    if (slot_owner_[static_cast<std::size_t>(i)] < 0) out.push_back(i);
+  const int k = std::max(1, request.slots);
+  const int n_gpu = std::min(options_.slots, static_cast<int>(options_.gpu_slots.size()));
+  auto is_free = [&](int i) { return slot_owner_[static_cast<std::size_t>(i)] < 0; };
+  auto want = [&](int i) {
+    if (static_cast<int>(out.size()) < k && is_free(i)) out.push_back(i);
+  };
+  if (request.gpus > 0) {
+    for (int i = 0; i < n_gpu; ++i)
+      if (trials::gpu_matches(request, options_.gpu_slots[static_cast<std::size_t>(i)])) want(i);
+  } else {
+    for (int i = n_gpu; i < options_.slots; ++i) want(i);
+    for (int i = n_gpu - 1; i >= 0; --i) want(i);
+  }
   if (static_cast<int>(out.size()) < k) return false;
+  std::sort(out.begin(), out.end());
   for (int s : out) slot_owner_[static_cast<std::size_t>(s)] = out.front();
   return true;
+}
+
+trials::Offer Agent::offer_locked() const {
+  trials::Offer o;
+  o.total_slots = options_.slots;
+  o.torch = executors_.count(trials::TrialKind::kTorch) > 0;
+  o.cuda = options_.cuda;
+  o.labels = options_.labels;
+  const int n_gpu = std::min(options_.slots, static_cast<int>(options_.gpu_slots.size()));
+  for (int i = 0; i < options_.slots; ++i) {
+    const bool free = slot_owner_[static_cast<std::size_t>(i)] < 0;
+    o.slots += free;
+    if (i < n_gpu) {
+      o.all_gpus.push_back(options_.gpu_slots[static_cast<std::size_t>(i)]);
+      if (free) o.gpus.push_back(options_.gpu_slots[static_cast<std::size_t>(i)]);
+    }
+  }
+  double cpus = 0, memory = 0;
+  for (const auto& [id, run] : running_) {
+    cpus += run->request.cpus;
+    memory += run->request.memory_gb;
+  }
+  if (options_.cpus > 0) {
+    o.total_cpus = options_.cpus;
+    o.cpus = std::max(0.0, options_.cpus - cpus);
+  }
+  if (options_.memory_gb > 0) {
+    o.total_memory_gb = options_.memory_gb;
+    o.memory_gb = std::max(0.0, options_.memory_gb - memory);
+  }
+  return o;
 }
 
 void Agent::release(const std::vector<int>& slots) {
@@ -421,36 +466,47 @@ void Agent::claim_loop() {
     return static_cast<int>(std::count(slot_owner_.begin(), slot_owner_.end(), -1));
   };
   while (!no_claims()) {
-    int free = 0;
+    trials::Offer offer;
     {
       std::unique_lock lk(mu_);
       claim_cv_.wait(lk, [&] { return no_claims() || free_slots() > 0; });
       if (no_claims()) break;
-      free = free_slots();
+      offer = offer_locked();
       claiming_ = true;
     }
-    auto got = conn->queue().claim_batch(options_.name, free, std::min(free, options_.max_batch),
+    const int free = offer.slots;
+    auto got = conn->queue().claim_batch(options_.name, offer, std::min(free, options_.max_batch),
                                          options_.lease_ms);
+    // What each claim asks (its sweep's spec, parsed once per sweep).
+    std::vector<trials::ResourceRequest> requests;
+    if (got)
+      for (const auto& claim : got->claims) {
+        auto spec = spec_for(claim);
+        trials::ResourceRequest r =
+            spec ? trials::request_for((*spec)->trial) : trials::ResourceRequest{};
+        r.slots = std::max(1, claim.trial.slots);
+        requests.push_back(std::move(r));
+      }
     std::vector<int> woken;  // the slot threads handed a trial
+    std::vector<trials::Claim> misfits;
     {
       std::lock_guard lk(mu_);
       claiming_ = false;
       if (got) {
-        for (auto& claim : got->claims) {
+        for (std::size_t c = 0; c < got->claims.size(); ++c) {
+          auto& claim = got->claims[c];
           ++stats_.claimed;
           std::vector<int> slots;
-          if (!reserve(std::max(1, claim.trial.slots), slots)) {
-            // Cannot happen (only this thread takes slots, and it asked for at
-            // most `free`); leave the attempt to lease expiry rather than overcommit.
-            log_warn("claimed a trial that does not fit; left to lease expiry",
-                     trial_fields(claim.trial, options_.name,
-                                  {{"slots", std::to_string(claim.trial.slots)},
-                                   {"free", std::to_string(free)}}));
+          if (!reserve(requests[c], slots)) {
+            // Only when the slots the store counted differ from the free ones
+            // here (another version's claim): give it back rather than overcommit.
+            misfits.push_back(std::move(claim));
             continue;
           }
           auto run = std::make_shared<Running>();
           run->trial = claim.trial;
           run->slots = slots;
+          run->request = requests[c];
           running_[run->trial.id] = run;
           inbox_[static_cast<std::size_t>(slots.front())] = Assignment{std::move(claim), slots};
           woken.push_back(slots.front());
@@ -458,6 +514,15 @@ void Agent::claim_loop() {
       }
     }
     for (int w : woken) slot_cv_[static_cast<std::size_t>(w)].notify_one();
+    for (const auto& claim : misfits) {
+      auto st = conn->queue().release(claim.trial.id, claim.trial.attempt, options_.name,
+                                      "claimed a trial that does not fit the free slots");
+      log_warn("claimed a trial that does not fit; released",
+               trial_fields(claim.trial, options_.name,
+                            {{"slots", std::to_string(claim.trial.slots)},
+                             {"free", std::to_string(free)},
+                             {"released", st ? "yes" : st.error().message}}));
+    }
     if (no_claims())  // slot threads wait for the claim in flight before they end
       for (int i = 0; i < options_.slots; ++i) slot_cv_[static_cast<std::size_t>(i)].notify_all();
     if (!got) {
@@ -555,7 +620,8 @@ trials::TrialResult Agent::execute(Running& run, const trials::SweepSpec& sp, tr
   for (int s : run.slots)
     if (static_cast<std::size_t>(s) < options_.slot_gpus.size())
       task.gpus.push_back(options_.slot_gpus[static_cast<std::size_t>(s)]);
-  task.threads = options_.threads_per_slot * static_cast<int>(run.slots.size());
+  task.threads = std::max(options_.threads_per_slot * static_cast<int>(run.slots.size()),
+                          static_cast<int>(std::ceil(run.request.cpus)));
   std::optional<Clock::time_point> deadline;
   if (sp.trial.timeout_s > 0)
     deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -827,7 +893,18 @@ Status Agent::heartbeat_once(trials::Store& conn, std::int64_t interval_ms) {
   info.name = options_.name;
   info.host = options_.host;
   info.slots = options_.slots;
-  if (gpus_) info.gpus = gpus_->snapshot();
+  if (gpus_ && gpus_->available()) {
+    info.gpus = gpus_->snapshot();
+  } else {  // GPUs given on the command line (--fake-gpus)
+    for (std::size_t i = 0; i < options_.gpu_slots.size(); ++i)
+      info.gpus.push_back(trials::GpuInfo{static_cast<int>(i), options_.gpu_slots[i].model,
+                                          options_.gpu_slots[i].memory_mb, 0, 0});
+  }
+  info.torch = executors_.count(trials::TrialKind::kTorch) > 0;
+  info.cuda = options_.cuda;
+  info.cpus = options_.cpus;
+  info.memory_gb = options_.memory_gb;
+  info.labels = options_.labels;
   info.started_ms = started_ms_;
   return conn.workers().put_worker(info, 3 * interval_ms);
 }

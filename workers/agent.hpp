@@ -71,6 +71,15 @@ struct AgentOptions {
   int slots = 1;
   std::vector<int> slot_gpus;  // GPU ordinal of slot i; shorter than `slots`: CPU slots
   int threads_per_slot = 1;    // CPU threads per occupied slot
+  // What the worker offers beyond slots (trials/placement.hpp): slot i owns
+  // the GPU gpu_slots[i] (as slot_gpus[i]); torch trials when the executors
+  // have kind torch, on GPUs when `cuda`; cores and memory its trials'
+  // resources.cpus / memory_gb share (0: not counted); labels.
+  std::vector<trials::GpuSlot> gpu_slots;
+  bool cuda = false;
+  double cpus = 0;
+  double memory_gb = 0;
+  std::map<std::string, std::string> labels;
   std::int64_t lease_ms = 30000;
   // Attempt directories go under it (empty: none made). The agent holds a lock
   // file in it while it runs; at start it removes sibling directories whose
@@ -134,8 +143,12 @@ class Agent {
   void complete_loop();
   void heartbeat_loop();
   std::unique_ptr<trials::Store> connect_until_stopped(const char* role);
-  // Reserves `k` free slots (the lowest first); false when fewer are free.
-  bool reserve(int k, std::vector<int>& out);
+  // Takes free slots for a claimed request as the store's claim counted
+  // them: GPU requests the lowest free matching GPU slots; others CPU slots
+  // first, then the highest free GPU slots. False when they are not free.
+  bool reserve(const trials::ResourceRequest& request, std::vector<int>& out);
+  // What this worker has free now and what it is (the claim's offer).
+  trials::Offer offer_locked() const;
   void release(const std::vector<int>& slots);
   // The attempt leaves running_ (the last one wakes drain()).
   void forget(const std::string& trial_id);

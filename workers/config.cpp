@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/settings.hpp"
+#include "trials/placement.hpp"
 
 namespace hpo::workers {
 namespace {
@@ -85,6 +86,45 @@ const std::vector<Row>& rows() {
         [](WorkerConfig& c) { c.data_roots.clear(); }, ':'},
        "a folder dataset files of torch trials may come from; repeatable (env: colon-separated). "
        "Default: /usr/share/datasets and the work dir; `--data-root /` confines nothing"},
+      {{"--label", "HPO_LABELS", nullptr, SettingKind::kList,
+        [](WorkerConfig& c, const std::string& w, const std::string& text) -> Status {
+          auto label = trials::parse_label(text);
+          if (!label) return Error::invalid(w, label.error().message);
+          c.labels[label->first] = label->second;
+          return {};
+        },
+        [](WorkerConfig& c) { c.labels.clear(); }, ','},
+       "a label trials may ask for in resources.labels (key or key=value); repeatable (env: "
+       "comma-separated)"},
+      {{"--cpus", "HPO_CPUS", nullptr, SettingKind::kValue,
+        [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
+          double n = 0;
+          if (auto st = parse_setting_number(w, v, 0.01, 1e6, n); !st) return st;
+          c.cpus = n;
+          return {};
+        }},
+       "cores the trials' resources.cpus share; default: the host's"},
+      {{"--memory-gb", "HPO_MEMORY_GB", nullptr, SettingKind::kValue,
+        [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
+          double n = 0;
+          if (auto st = parse_setting_number(w, v, 0.01, 1e9, n); !st) return st;
+          c.memory_gb = n;
+          return {};
+        }},
+       "memory (GB) the trials' resources.memory_gb share; default: the host's"},
+      {{"--fake-gpus", "HPO_FAKE_GPUS", nullptr, SettingKind::kList,
+        [](WorkerConfig& c, const std::string& w, const std::string& text) -> Status {
+          auto colon = text.rfind(':');
+          double gb = 0;
+          if (colon == std::string::npos || colon == 0 ||
+              !parse_setting_number(w, text.substr(colon + 1), 0.0625, 1e6, gb))
+            return Error::invalid(w, fmt::format("'{}': expected MODEL:GB, e.g. A100:80", text));
+          c.fake_gpus.push_back({text.substr(0, colon), gb});
+          return {};
+        },
+        [](WorkerConfig& c) { c.fake_gpus.clear(); }, ','},
+       "offer these GPUs instead of NVML's (MODEL:GB, comma-separated; for tests: trials see "
+       "CUDA_VISIBLE_DEVICES of devices that do not exist)"},
   };
   return kRows;
 }
@@ -105,7 +145,9 @@ std::string usage() {
       "usage: hpo-worker [--redis URL] [--slots N] [--name NAME] [--threads T] [--lease-ms L]\n"
       "                  [--prefix P] [--kill-grace-s S] [--work-dir DIR] [--dataset-cache DIR]\n"
       "                  [--wait-s S]\n"
-      "                  [--drain-grace-s S] [--outage-grace-s S] [--data-root DIR]... [--help]\n\n"
+      "                  [--drain-grace-s S] [--outage-grace-s S] [--data-root DIR]...\n"
+      "                  [--label K[=V]]... [--cpus N] [--memory-gb G] [--fake-gpus M:GB,...]\n"
+      "                  [--help]\n\n"
       "Runs trials of hpo sweeps: claims them from the Redis queue, runs them, reports results.\n"
       "SIGTERM/SIGINT: stops claiming, lets running trials finish for --drain-grace-s, then\n"
       "stops the rest and releases them to the queue (no attempt is counted) and exits 0.\n"

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,17 @@ struct WorkerConfig {
   // Folders torch trials may read data from (--data-root); empty: the Debian
   // dataset folder and the work dir (main fills them in).
   std::vector<std::string> data_roots;
+  // Placement (trials/placement.hpp): labels trials may ask for, the cores and
+  // memory the worker's trials' requests share (unset: the host's), and GPUs
+  // to offer instead of NVML's (tests, hosts NVML cannot see).
+  std::map<std::string, std::string> labels;
+  std::optional<double> cpus;
+  std::optional<double> memory_gb;
+  struct FakeGpu {
+    std::string model;
+    double memory_gb = 0;
+  };
+  std::vector<FakeGpu> fake_gpus;
   bool help = false;
 };
 

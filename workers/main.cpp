@@ -31,6 +31,7 @@
 #ifdef HPO_WITH_TORCH
 #include "workers/torch/blas_core.hpp"
 #include "workers/torch/torch_executor.hpp"
+#include "workers/torch/trainer.hpp"
 #endif
 
 namespace {
@@ -120,8 +121,14 @@ int main(int argc, char** argv) {
   }
 
   hpo::workers::GpuInventory gpus;
-  const int gpu_count = gpus.count();
   hpo::workers::AgentOptions options;
+  if (config.fake_gpus.empty()) {
+    for (const auto& g : gpus.snapshot()) options.gpu_slots.push_back({g.name, g.memory_total_mb});
+  } else {
+    for (const auto& g : config.fake_gpus)
+      options.gpu_slots.push_back({g.model, static_cast<std::int64_t>(g.memory_gb * 1024)});
+  }
+  const int gpu_count = static_cast<int>(options.gpu_slots.size());
   options.host = host_name();
   options.name =
       config.name.empty() ? options.host + "-" + std::to_string(::getpid()) : config.name;
@@ -130,6 +137,15 @@ int main(int argc, char** argv) {
   for (int i = 0; i < std::min(options.slots, gpu_count); ++i) options.slot_gpus.push_back(i);
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   options.threads_per_slot = config.threads.value_or(std::max(1, cores / options.slots));
+  options.cpus = config.cpus.value_or(cores);
+  {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    const double host_gb = pages > 0 && page > 0
+                               ? static_cast<double>(pages) * static_cast<double>(page) / (1 << 30)
+                               : 0;
+    options.memory_gb = config.memory_gb.value_or(host_gb);
+  }
+  options.labels = config.labels;
   options.lease_ms = config.lease_ms;
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000)); };
   options.drain_grace = ms(config.drain_grace_s);
@@ -171,6 +187,8 @@ int main(int argc, char** argv) {
   executors[hpo::trials::TrialKind::kTorch] = [cache, torch_options] {
     return std::make_unique<hpo::workers::TorchExecutor>(cache, torch_options);
   };
+  // Torch trials on GPUs need real devices: fake ones are for other kinds' placement.
+  options.cuda = hpo::workers::torch_trainer::cuda_available() && config.fake_gpus.empty();
 #endif
 
   hpo::log_info("worker configured",
@@ -179,7 +197,8 @@ int main(int argc, char** argv) {
                  {"prefix", config.prefix},
                  {"work_dir", options.work_root},
                  {"data_roots", fmt::format("{}", fmt::join(data_roots, ":"))}});
-  hpo::workers::Agent agent(options, connect, std::move(executors), &gpus);
+  hpo::workers::Agent agent(options, connect, std::move(executors),
+                            config.fake_gpus.empty() ? &gpus : nullptr);
   if (auto st = agent.start(); !st) {
     std::fprintf(stderr, "hpo-worker: %s\n", st.error().message.c_str());
     return 1;

@@ -568,10 +568,12 @@ TEST(Chaos, UnschedulableTrialsNeverBlockAnotherSweep) {
   Process status({kBin + "/cli/hpo", "--server", pool.api_url(), "status", blocked}, {},
                  pool.ledger_path() + ".status.log");
   EXPECT_EQ(status.wait(30s), 0);
-  EXPECT_NE(status.log().find("unschedulable: each trial needs 2 slots"), std::string::npos)
+  EXPECT_NE(status.log().find("unschedulable: none of the 1 registered workers"), std::string::npos)
       << status.log();
-  // A worker big enough arrives: the parked trials run.
-  pool.start_worker("w2", 2);
+  EXPECT_NE(status.log().find("w1: a trial needs 2 slots"), std::string::npos) << status.log();
+  // A worker big enough, with two GPUs (fake ones: the trials only read
+  // CUDA_VISIBLE_DEVICES), arrives: the parked trials run.
+  pool.start_worker("w2", 2, {"--fake-gpus", "L4:24,L4:24"});
   ASSERT_TRUE(wait_for([&] { return pool.sweep(blocked)["counts"]["completed"] > 0; }, 60s))
       << pool.logs();
   EXPECT_EQ(pool.sweep(blocked).value("unschedulable", "x"), "");

@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -158,6 +159,57 @@ TEST(EndToEnd, ThirtyCommandTrialsOnTwoWorkersWithTwoSlots) {
   EXPECT_NE(detail["log_tail"].get<std::string>().find("toy trial " + first + " starting"),
             std::string::npos)
       << detail["log_tail"];
+}
+
+// Placement with the real binaries: a GPU request lands only on the worker
+// with matching GPUs (fake ones: toy_trial only reads CUDA_VISIBLE_DEVICES), a
+// labelled one only on the worker with the label, and a request no worker can
+// meet is reported on the sweep with each worker's reason.
+TEST(EndToEnd, TrialsLandOnlyOnWorkersThatFitTheirRequest) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  c.start_worker("cpu", 2, 1500, {"--label", "zone=a"});
+  c.start_worker(
+      "gpu", 2, 1500,
+      {"--fake-gpus", "NVIDIA A100-SXM4-80GB:80,NVIDIA A100-SXM4-80GB:80", "--label", "zone=b"});
+  Json gpu = command_spec(6, 50);
+  gpu["trial"]["resources"] = {{"gpus", 1}, {"gpu_model", "a100"}, {"gpu_memory_gb", 40}};
+  Json zoned = command_spec(6, 50);
+  zoned["trial"]["resources"] = {{"labels", {"zone=a"}}};
+  Json never = command_spec(2, 50);
+  never["trial"]["resources"] = {{"gpus", 1}, {"gpu_model", "H100"}};
+  const std::string gpu_id = submit(c, gpu), zoned_id = submit(c, zoned),
+                    never_id = submit(c, never);
+  for (const auto& [id, worker, devices] :
+       {std::tuple{gpu_id, "gpu", std::set<std::string>{"[0]", "[1]"}},
+        std::tuple{zoned_id, "cpu", std::set<std::string>{"[]"}}}) {
+    Json sweep = c.wait_finished(id, 120s);
+    check_sweep(c, id, 6, sweep);
+    Json page = c.get("/api/sweeps/" + id + "/trials?limit=100");
+    for (const auto& t : page["trials"]) {
+      EXPECT_EQ(t["worker"], worker) << t.dump();
+      const std::string tid = t["id"].get<std::string>();
+      const std::string log = c.get("/api/trials/" + tid)["log_tail"].get<std::string>();
+      const std::string mark = "toy trial " + tid + " devices ";
+      auto at = log.find(mark);
+      ASSERT_NE(at, std::string::npos) << log;
+      const std::string got = log.substr(at + mark.size(), log.find('\n', at) - at - mark.size());
+      EXPECT_TRUE(devices.count(got)) << tid << " ran with CUDA_VISIBLE_DEVICES " << got;
+    }
+  }
+  Json unmet;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        unmet = c.get("/api/sweeps/" + never_id);
+        return unmet.is_object() && !unmet.value("unschedulable", "").empty();
+      },
+      60s))
+      << unmet.dump() << c.logs();
+  const std::string why = unmet["unschedulable"].get<std::string>();
+  EXPECT_NE(why.find("gpu: a trial needs 1 GPU slot of model 'H100'"), std::string::npos) << why;
+  EXPECT_NE(why.find("cpu: a trial needs 1 GPU slot"), std::string::npos) << why;
+  EXPECT_EQ(unmet["counts"]["running"].get<int>(), 0);
+  EXPECT_EQ(unmet["counts"]["completed"].get<int>(), 0);
 }
 
 TEST(EndToEnd, KillDashNineOfAWorkerLosesNothing) {

@@ -16,10 +16,14 @@ int main(int argc, char** argv) {
   bool fail = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a.rfind("--x=", 0) == 0) x = std::strtod(a.c_str() + 4, nullptr);
-    else if (a.rfind("--y=", 0) == 0) y = std::strtod(a.c_str() + 4, nullptr);
-    else if (a.rfind("--sleep-ms=", 0) == 0) sleep_ms = std::atoi(a.c_str() + 11);
-    else if (a == "--fail") fail = true;
+    if (a.rfind("--x=", 0) == 0)
+      x = std::strtod(a.c_str() + 4, nullptr);
+    else if (a.rfind("--y=", 0) == 0)
+      y = std::strtod(a.c_str() + 4, nullptr);
+    else if (a.rfind("--sleep-ms=", 0) == 0)
+      sleep_ms = std::atoi(a.c_str() + 11);
+    else if (a == "--fail")
+      fail = true;
   }
   const char* params = std::getenv("HPO_PARAMS");
   const char* trial = std::getenv("HPO_TRIAL_ID");
@@ -28,6 +32,8 @@ int main(int argc, char** argv) {
     return 3;
   }
   std::printf("toy trial %s starting with %s\n", trial, params);
+  const char* devices = std::getenv("CUDA_VISIBLE_DEVICES");
+  std::printf("toy trial %s devices [%s]\n", trial, devices ? devices : "unset");
   double value = (x - 1) * (x - 1) + (y + 2) * (y + 2) + 0.5;
   for (int step = 1; step <= 2; ++step) {
     std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms / 2));  // simulated work

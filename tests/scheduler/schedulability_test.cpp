@@ -16,13 +16,40 @@ trials::WorkerInfo worker(const std::string& name, int slots) {
   return w;
 }
 
-TEST(Schedulability, ReasonNamesTheNeedAndTheLargestWorker) {
-  EXPECT_EQ(unschedulable_reason(4, {}), "");  // no pool yet: no verdict
-  EXPECT_EQ(unschedulable_reason(2, {worker("a", 1), worker("b", 2)}), "");
-  auto r = unschedulable_reason(4, {worker("a", 1), worker("b", 2)});
-  EXPECT_NE(r.find("needs 4 slots"), std::string::npos) << r;
-  EXPECT_NE(r.find("(b) has 2"), std::string::npos) << r;
-  EXPECT_NE(r.find("2 registered workers"), std::string::npos) << r;
+TEST(Schedulability, ReasonNamesWhatEachWorkerLacks) {
+  trials::ResourceRequest four;
+  four.slots = 4;
+  EXPECT_EQ(unschedulable_reason(four, {}), "");  // no pool yet: no verdict
+  trials::ResourceRequest two;
+  two.slots = 2;
+  EXPECT_EQ(unschedulable_reason(two, {worker("a", 1), worker("b", 2)}), "");
+  auto r = unschedulable_reason(four, {worker("a", 1), worker("b", 2)});
+  EXPECT_NE(r.find("none of the 2 registered workers"), std::string::npos) << r;
+  EXPECT_NE(r.find("b: a trial needs 4 slots"), std::string::npos) << r;
+  EXPECT_NE(r.find("the worker has 2"), std::string::npos) << r;
+
+  trials::ResourceRequest gpu;
+  gpu.gpus = 1;
+  gpu.gpu_model = "A100";
+  trials::WorkerInfo t4 = worker("t4", 2);
+  t4.gpus = {trials::GpuInfo{0, "Tesla T4", 15360, 0, 0}};
+  trials::WorkerInfo zoned = worker("zoned", 8);
+  zoned.labels = {{"zone", "b"}};
+  r = unschedulable_reason(gpu, {t4, zoned});
+  EXPECT_NE(r.find("t4: a trial needs 1 GPU slot of model 'A100'"), std::string::npos) << r;
+  EXPECT_NE(r.find("the worker has Tesla T4 15 GB"), std::string::npos) << r;
+  EXPECT_NE(r.find("zoned: a trial needs 1 GPU slot"), std::string::npos) << r;
+  trials::ResourceRequest labelled;
+  labelled.labels = {"zone=a"};
+  r = unschedulable_reason(labelled, {zoned});
+  EXPECT_NE(r.find("zoned: a trial needs label 'zone=a'"), std::string::npos) << r;
+  zoned.labels["zone"] = "a";
+  EXPECT_EQ(unschedulable_reason(labelled, {zoned}), "");
+  trials::ResourceRequest torch;
+  torch.torch = true;
+  EXPECT_NE(unschedulable_reason(torch, {zoned}).find("runs no torch trials"), std::string::npos);
+  zoned.torch = true;
+  EXPECT_EQ(unschedulable_reason(torch, {zoned}), "");
 }
 
 TEST(Schedulability, ParksASweepUntilABigEnoughWorkerRegisters) {
@@ -45,9 +72,12 @@ TEST(Schedulability, ParksASweepUntilABigEnoughWorkerRegisters) {
   EXPECT_EQ(store.get_sweep(*id)->unschedulable, "");  // no worker: no verdict
   ASSERT_TRUE(store.put_worker(worker("small", 2), 60'000).ok());
   watch.run_once(store, store);
-  EXPECT_NE(store.get_sweep(*id)->unschedulable.find("needs 3 slots"), std::string::npos);
+  EXPECT_NE(store.get_sweep(*id)->unschedulable.find("a trial needs 3 slots"), std::string::npos)
+      << store.get_sweep(*id)->unschedulable;
   EXPECT_FALSE(store.claim("small", 8, 1000)->has_value());
-  ASSERT_TRUE(store.put_worker(worker("big", 4), 60'000).ok());
+  trials::WorkerInfo big = worker("big", 4);
+  for (int i = 0; i < 4; ++i) big.gpus.push_back(trials::GpuInfo{i, "NVIDIA L4", 24576, 0, 0});
+  ASSERT_TRUE(store.put_worker(big, 60'000).ok());
   watch.run_once(store, store);
   EXPECT_EQ(store.get_sweep(*id)->unschedulable, "");
   EXPECT_TRUE(store.claim("big", 4, 1000)->has_value());

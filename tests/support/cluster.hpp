@@ -76,12 +76,21 @@ class Cluster {
     api_->set_token(state["token"].get<std::string>());
   }
 
-  Process& start_worker(const std::string& name, int slots, int lease_ms = 1500) {
-    workers_.push_back(std::make_unique<Process>(
-        std::vector<std::string>{kBinaryDir + "/workers/hpo-worker", "--name", name, "--slots",
-                                 std::to_string(slots), "--lease-ms", std::to_string(lease_ms),
-                                 "--kill-grace-s", "1", "--data-root", home_},
-        env(), home_ + "/worker-" + name + ".log"));
+  Process& start_worker(const std::string& name, int slots, int lease_ms = 1500,
+                        const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv{kBinaryDir + "/workers/hpo-worker",
+                                  "--name",
+                                  name,
+                                  "--slots",
+                                  std::to_string(slots),
+                                  "--lease-ms",
+                                  std::to_string(lease_ms),
+                                  "--kill-grace-s",
+                                  "1",
+                                  "--data-root",
+                                  home_};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    workers_.push_back(std::make_unique<Process>(argv, env(), home_ + "/worker-" + name + ".log"));
     return *workers_.back();
   }
 

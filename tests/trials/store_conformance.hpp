@@ -272,6 +272,120 @@ TYPED_TEST_P(StoreConformance, ClaimTakesOnlyWhatFits) {
   EXPECT_EQ(c2.trial.slots, 4);
 }
 
+// Placement: a claim takes only trials whose sweep's request the offer meets
+// (GPU model and memory, torch, cores, labels), and GPU and CPU requests share
+// one offer the way the agent then picks its slots.
+TYPED_TEST_P(StoreConformance, ClaimsTakeOnlyTrialsTheOfferFits) {
+  auto sweep_with = [&](const ResourceRequest& needs) {
+    NewSweep ns{"placed", "{}", false};
+    ns.needs = needs;
+    auto id = this->store().create_sweep(ns);
+    EXPECT_TRUE(id.ok());
+    return id.ok() ? *id : "";
+  };
+  ResourceRequest a100;
+  a100.slots = a100.gpus = 1;
+  a100.gpu_model = "a100";
+  a100.gpu_memory_gb = 40;
+  ResourceRequest zoned;
+  zoned.labels = {"zone=a"};
+  zoned.cpus = 4;
+  ResourceRequest torch;
+  torch.torch = true;
+  Trial g = this->add_trial(sweep_with(a100), 0);
+  Trial z = this->add_trial(sweep_with(zoned), 0);
+  Trial t = this->add_trial(sweep_with(torch), 0);
+
+  Offer cpu_host;  // two CPU slots, no torch, zone b, 8 cores
+  cpu_host.slots = cpu_host.total_slots = 2;
+  cpu_host.cpus = cpu_host.total_cpus = 8;
+  cpu_host.labels = {{"zone", "b"}};
+  auto none = this->queue().claim_batch("cpu", cpu_host, 8, TypeParam::kLeaseMs);
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_TRUE(none->claims.empty());
+
+  Offer t4_host = cpu_host;  // a T4 is not an A100
+  t4_host.gpus = t4_host.all_gpus = {GpuSlot{"tesla t4", 15360}, GpuSlot{"tesla t4", 15360}};
+  t4_host.labels = {{"zone", "a"}};
+  t4_host.cpus = 3;  // 5 of its 8 cores promised to running trials
+  EXPECT_TRUE(this->queue().claim_batch("t4", t4_host, 8, TypeParam::kLeaseMs)->claims.empty());
+  t4_host.cpus = 4;
+  t4_host.torch = true;
+  auto got = this->queue().claim_batch("t4", t4_host, 8, TypeParam::kLeaseMs);
+  ASSERT_TRUE(got.ok());
+  std::set<std::string> ids;
+  for (const auto& c : got->claims) ids.insert(c.trial.id);
+  EXPECT_EQ(ids, (std::set<std::string>{z.id, t.id}));
+
+  Offer a100_host;  // one A100 slot and one CPU slot
+  a100_host.slots = a100_host.total_slots = 2;
+  a100_host.gpus = a100_host.all_gpus = {GpuSlot{"nvidia a100-sxm4-80gb", 81920}};
+  auto gpu = this->queue().claim_batch("a100", a100_host, 8, TypeParam::kLeaseMs);
+  ASSERT_TRUE(gpu.ok());
+  ASSERT_EQ(gpu->claims.size(), 1u);
+  EXPECT_EQ(gpu->claims[0].trial.id, g.id);
+
+  // A CPU trial first takes the CPU slot, so a GPU trial after it in the same
+  // batch still finds the GPU; with only a GPU slot free it takes that one.
+  std::string cpu_sweep = sweep_with(ResourceRequest{});
+  std::string gpu_sweep = sweep_with(a100);
+  this->add_trial(cpu_sweep, 0);
+  this->add_trial(gpu_sweep, 0);
+  auto both = this->queue().claim_batch("a100b", a100_host, 8, TypeParam::kLeaseMs);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->claims.size(), 2u);
+  this->add_trial(cpu_sweep, 1);
+  this->add_trial(gpu_sweep, 1);
+  Offer one_gpu = a100_host;
+  one_gpu.slots = 1;  // the CPU slot is busy
+  auto one = this->queue().claim_batch("a100c", one_gpu, 8, TypeParam::kLeaseMs);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->claims.size(), 1u);  // whichever came first used the only slot
+}
+
+// A trial wider than the room a busy worker has is passed over while narrow
+// ones fill the gap, but only a few times: then the worker reserves it, takes
+// nothing else, and runs it as soon as its room frees. Another worker is not
+// held up by that reservation.
+TYPED_TEST_P(StoreConformance, AWideTrialPassedOverIsReservedAndNotStarved) {
+  std::string wide_sweep = this->new_sweep(false, "wide");
+  std::string narrow_sweep = this->new_sweep(false, "narrow");
+  Trial wide = this->add_trial(wide_sweep, 0, 1, 2);
+  for (int i = 0; i < 8; ++i) this->add_trial(narrow_sweep, i);
+  Offer busy;  // 2 slots, one busy
+  busy.total_slots = 2;
+  busy.slots = 1;
+  std::vector<std::string> taken;
+  for (int round = 0; round < 4; ++round) {
+    auto got = this->queue().claim_batch("w", busy, 1, TypeParam::kLeaseMs);
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    for (const auto& c : got->claims) {
+      taken.push_back(c.trial.sweep_id);
+      EXPECT_EQ(c.trial.sweep_id, narrow_sweep);
+    }
+  }
+  // Passed over twice (narrow trials filled the gap), reserved on the third.
+  EXPECT_EQ(taken.size(), 2u);
+  // Another worker with one slot in all cannot run the wide trial: it is not
+  // held up by the reservation and takes narrow ones.
+  auto other = this->queue().claim_batch("small", slots_only_offer(1), 1, TypeParam::kLeaseMs);
+  ASSERT_TRUE(other.ok());
+  ASSERT_EQ(other->claims.size(), 1u);
+  EXPECT_EQ(other->claims[0].trial.sweep_id, narrow_sweep);
+  // Room for it: the reserved trial comes first.
+  Offer idle = busy;
+  idle.slots = 2;
+  auto got = this->queue().claim_batch("w", idle, 1, TypeParam::kLeaseMs);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->claims.size(), 1u);
+  EXPECT_EQ(got->claims[0].trial.id, wide.id);
+  // The reservation ended with the claim: narrow trials flow again.
+  got = this->queue().claim_batch("w", busy, 1, TypeParam::kLeaseMs);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->claims.size(), 1u);
+  EXPECT_EQ(got->claims[0].trial.sweep_id, narrow_sweep);
+}
+
 TYPED_TEST_P(StoreConformance, StaleAttemptIsFencedOff) {
   std::string s = this->new_sweep();
   Trial t = this->add_trial(s, 0, 3);
@@ -1044,6 +1158,7 @@ REGISTER_TYPED_TEST_SUITE_P(
     UnschedulableSweepsStandAside, ClaimsTakeTurnsAcrossSweeps, ReportsArePagedInTheOrderStored,
     ABatchOfReportsIsStoredInOrderWithOneEvent, CreateTrialsIsOneCompareAndSet,
     ClaimBatchTakesWhatFitsRoundRobin, WaitForWorkWakesOnWorkQueuedAfterTheClaim,
-    HeartbeatAndCompleteBatchesFenceEachItem, EventBoundsAreTheOldestAndNewestIds);
+    HeartbeatAndCompleteBatchesFenceEachItem, EventBoundsAreTheOldestAndNewestIds,
+    ClaimsTakeOnlyTrialsTheOfferFits, AWideTrialPassedOverIsReservedAndNotStarved);
 
 }  // namespace hpo::trials::conformance

@@ -127,6 +127,7 @@ Result<std::string> MemoryStore::create_sweep(const NewSweep& sweep) {
   rec.sweep.spec_json = sweep.spec_json;
   rec.sweep.maximize = sweep.maximize;
   rec.sweep.created_ms = now();
+  rec.needs = sweep.needs;
   rec.seq = ++sweep_seq_;
   sweeps_.emplace(id, std::move(rec));
   if (!sweep.idempotency_key.empty())
@@ -528,22 +529,82 @@ void MemoryStore::enqueue(const std::string& sweep, const std::string& trial, bo
   wake();
 }
 
-// Round robin over the ready sweeps, one trial per sweep per round, as the
-// Redis claim_batch does.
-Result<Claims> MemoryStore::claim_batch(const std::string& worker, int free_slots, int max_trials,
-                                        std::int64_t lease_ms) {
+// Claims that pass a trial over for want of room before it is reserved (as in
+// hpo_functions.lua).
+constexpr int kReserveAfter = 3;
+
+// Round robin over the ready sweeps, one trial per sweep per round, with
+// placement and reservations, as the Redis claim_batch does.
+Result<Claims> MemoryStore::claim_batch(const std::string& worker, const Offer& offer_in,
+                                        int max_trials, std::int64_t lease_ms) {
   std::lock_guard lock(mu_);
   Claims out;
+  Offer offer = offer_in;
+  const std::int64_t t_now = now();
+  const std::int64_t hold_ms = std::max<std::int64_t>(2000, lease_ms);
+  auto needs_of = [&](const std::string& sweep) {
+    auto s = sweeps_.find(sweep);
+    return s == sweeps_.end() ? ResourceRequest{} : s->second.needs;
+  };
+  // The request with the trial's own slot count (as the Lua reads the trial's 'slots').
+  auto request = [&](const Trial& t) {
+    ResourceRequest r = needs_of(t.sweep_id);
+    r.slots = t.slots;
+    return r;
+  };
+  auto lease = [&](Trial& t, TrialRec& rec) {
+    move(t, TrialState::kRunning);
+    t.worker = worker;
+    t.started_ms = t_now;
+    t.control = Control::kNone;
+    t.error.clear();
+    rec.lease_deadline = t_now + lease_ms;
+    rec.lease_ms = lease_ms;
+    rec.attempts.push_back(AttemptRecord{t.attempt, worker, t_now, 0, "running", ""});
+    emit("trial.started", t.sweep_id, t.id,
+         Json{{"worker", worker}, {"attempt", t.attempt}}.dump());
+    auto owner = sweeps_.find(t.sweep_id);
+    out.claims.push_back(
+        Claim{t, rec.lease_deadline, owner == sweeps_.end() ? "" : owner->second.sweep.spec_json});
+  };
+  auto live = [&](auto& map, const std::string& k) {
+    auto it = map.find(k);
+    if (it != map.end() && it->second.second <= t_now) it = (map.erase(it), map.end());
+    return it;
+  };
+  if (max_trials < 1 || offer.slots < 1) return out;
+  // A reservation this worker holds first (see store.hpp).
+  if (auto mine = live(reserving_, worker); mine != reserving_.end()) {
+    const std::string tid = mine->second.first;
+    auto rec = trials_.find(tid);
+    auto by = live(reserve_, tid);
+    const bool ours = by != reserve_.end() && by->second.first == worker;
+    if (rec == trials_.end() || rec->second.trial.state != TrialState::kQueued || !ours) {
+      reserving_.erase(worker);
+      if (ours) reserve_.erase(tid);
+    } else if (!take(request(rec->second.trial), offer)) {
+      mine->second.second = by->second.second = t_now + hold_ms;
+      out.wake_cursor = std::to_string(wake_seq_);
+      return out;
+    } else {
+      reserving_.erase(worker);
+      reserve_.erase(tid);
+      auto& q = queues_[rec->second.trial.sweep_id];
+      q.erase(std::remove(q.begin(), q.end(), tid), q.end());
+      if (q.empty()) unready(rec->second.trial.sweep_id);
+      lease(rec->second.trial, rec->second);
+    }
+  }
   const std::size_t n_sweeps = std::min<std::size_t>(64, ready_.size());
   std::vector<std::string> order(ready_.begin(), ready_.begin() + static_cast<long>(n_sweeps));
   std::size_t visited = 0;
-  std::set<std::string> emptied;
-  const std::int64_t t_now = now();
+  bool reserved = false;
+  std::set<std::string> passed;  // sweeps whose first trial passed over was counted
   for (bool took = true;
-       took && static_cast<int>(out.claims.size()) < max_trials && free_slots > 0;) {
+       took && !reserved && static_cast<int>(out.claims.size()) < max_trials && offer.slots > 0;) {
     took = false;
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      if (static_cast<int>(out.claims.size()) >= max_trials || free_slots < 1) break;
+    for (std::size_t i = 0; i < order.size() && !reserved; ++i) {
+      if (static_cast<int>(out.claims.size()) >= max_trials || offer.slots < 1) break;
       visited = std::max(visited, i + 1);
       auto& q = queues_[order[i]];
       for (auto it = q.begin(); it != q.end();) {
@@ -553,27 +614,26 @@ Result<Claims> MemoryStore::claim_batch(const std::string& worker, int free_slot
           continue;
         }
         Trial& t = rec->second.trial;
-        if (t.slots > free_slots) {
-          ++it;
-          continue;
+        const ResourceRequest r = request(t);
+        if (take(r, offer)) {
+          q.erase(it);
+          lease(t, rec->second);
+          took = true;
+          break;
         }
-        q.erase(it);
-        free_slots -= t.slots;
-        move(t, TrialState::kRunning);
-        t.worker = worker;
-        t.started_ms = t_now;
-        t.control = Control::kNone;
-        t.error.clear();
-        rec->second.lease_deadline = t_now + lease_ms;
-        rec->second.lease_ms = lease_ms;
-        rec->second.attempts.push_back(AttemptRecord{t.attempt, worker, t_now, 0, "running", ""});
-        emit("trial.started", t.sweep_id, t.id,
-             Json{{"worker", worker}, {"attempt", t.attempt}}.dump());
-        auto owner = sweeps_.find(order[i]);
-        out.claims.push_back(Claim{t, rec->second.lease_deadline,
-                                   owner == sweeps_.end() ? "" : owner->second.sweep.spec_json});
-        took = true;
-        break;
+        // Only the first trial passed over in a sweep counts a skip.
+        const bool first_passed = passed.insert(order[i]).second;
+        if (first_passed && fits_idle(r, offer) && ++rec->second.skipped >= kReserveAfter) {
+          auto by = live(reserve_, t.id);
+          if (by == reserve_.end() || by->second.first == worker ||
+              live(reserving_, by->second.first) == reserving_.end()) {
+            reserve_[t.id] = {worker, t_now + hold_ms};
+            reserving_[worker] = {t.id, t_now + hold_ms};
+            reserved = true;
+            break;
+          }
+        }
+        ++it;
       }
     }
   }

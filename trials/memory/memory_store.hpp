@@ -75,7 +75,9 @@ class MemoryStore : public AllRoles {
                                                         const std::string& name) override;
 
   // TrialQueue
-  Result<Claims> claim_batch(const std::string& worker, int free_slots, int max_trials,
+  using TrialQueue::claim;
+  using TrialQueue::claim_batch;
+  Result<Claims> claim_batch(const std::string& worker, const Offer& offer, int max_trials,
                              std::int64_t lease_ms) override;
   // Waits on a condition variable for real time (the injected clock is not involved).
   Result<bool> wait_for_work(const std::string& cursor, int block_ms) override;
@@ -101,11 +103,13 @@ class MemoryStore : public AllRoles {
     std::int64_t lease_ms = 0;        // the current attempt's lease length
     std::vector<StepReport> reports;
     std::vector<AttemptRecord> attempts;
+    int skipped = 0;  // claims that passed it over for want of room
   };
   struct SweepRec {
     Sweep sweep;
     std::int64_t seq = 0;
     std::vector<std::string> trials, members;  // ids by number
+    ResourceRequest needs;
   };
   struct WorkerRec {
     WorkerInfo info;
@@ -146,6 +150,8 @@ class MemoryStore : public AllRoles {
   std::map<std::string, std::string> artifacts_;  // "<trial>\n<name>" -> bytes
   std::map<std::string, std::map<std::string, std::string>> sweep_artifacts_;  // sweep -> name
   std::map<std::string, std::pair<std::string, std::int64_t>> idempotency_;  // key -> sweep, expiry
+  // Reservations (TrialQueue::claim_batch): trial -> (worker, expiry), worker -> (trial, expiry).
+  std::map<std::string, std::pair<std::string, std::int64_t>> reserve_, reserving_;
   std::int64_t last_reap_ms_ = 0;
   bool extended_last_reap_ = false;  // the previous reap extended leases: this one may not
   std::vector<Event> events_;

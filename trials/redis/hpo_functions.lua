@@ -20,6 +20,7 @@ NOT_FOUND, CONFLICT, LEASE_LOST, INVALID; anything else is a bug (kInternal).
 Key schema (P = prefix, default "hpo:"):
   P..'sweep:'<sid>           hash  id name state spec maximize(0|1) created_ms finished_ms
                                    stage error next_trial next_member
+                                   needs (what its trials ask of a worker: placement below)
                                    '<kind>.<state>' counters (kind trial|member, state queued..cancelled)
                                    best_trial best_number best_params best_value (kind trial only)
   P..'sweeps'                zset  sid by creation sequence (newest = highest score)
@@ -52,6 +53,8 @@ Key schema (P = prefix, default "hpo:"):
                                    manifest; earlier versions kept these with member 0)
   P..'sweep_artifacts:'<sid> set   the names of the sweep's own records (for delete_sweep)
   P..'reaper:last_ms'        string server time of the last reap: a longer gap is an outage
+  P..'reserve:'<tid>         string the worker that reserved this queued trial (expires)
+  P..'reserving:'<worker>    string the trial this worker reserved (expires): see claim_many
   P..'idem:'<key>            string sweep id created with that Idempotency-Key (with a TTL)
   P..'wake'                  stream one entry per call that made trials claimable (MAXLEN ~ 100):
                                    idle workers block on it (XREAD) from the cursor their last
@@ -305,7 +308,7 @@ local function flatten(key)
   return redis.call('HGETALL', key)
 end
 
--- create_sweep P id name spec maximize [idem_key idem_ttl_s] -> sweep id
+-- create_sweep P id name spec maximize [idem_key idem_ttl_s needs_json] -> sweep id
 -- With an Idempotency-Key: a key already used for a sweep that still exists
 -- returns that sweep (the same spec) or refuses (another spec), so a client
 -- that retries a submit whose reply it lost gets the first sweep back.
@@ -328,7 +331,7 @@ local function create_sweep(keys, a)
   local now = now_ms()
   redis.call('HSET', skey, 'id', id, 'name', a[3], 'spec', a[4], 'maximize', a[5], 'state',
              'running', 'stage', 'search', 'created_ms', int(now), 'finished_ms', '0',
-             'next_trial', '0', 'next_member', '0', 'error', '')
+             'next_trial', '0', 'next_member', '0', 'error', '', 'needs', a[8] or '')
   for _, kind in ipairs({'trial', 'member'}) do
     for _, s in ipairs(kTrialStates) do redis.call('HSET', skey, kind .. '.' .. s, '0') end
   end
@@ -441,35 +444,200 @@ local function wake_cursor(P)
   return last[1][1]
 end
 
--- Takes up to `want` queued trials needing at most `free` slots in all and
--- leases them to `worker`: a list of trial tables (running now) with the
--- sweeps' specs by id. Fair across sweeps: it goes round the ready sweeps
--- (at most sweeps_max of them, in the claims' round-robin order) taking one
--- trial per sweep per round, and the sweeps it visited move to the back of
--- 'ready'. In each sweep it takes the oldest queued trials that fit among the
--- first scan_max of its queue; ids no longer queued (cancelled while waiting)
--- are dropped on the way, and a sweep whose queue is empty leaves 'ready'.
-local function claim_many(P, worker, free, want, lease_ms, scan, sweeps_max)
+-- Placement (trials/placement.hpp has the rules; these mirror fits_now/take).
+-- `o` is the claiming worker's offer (to_json(Offer)): what it has free now
+-- (slots, gpus, cpus, memory_gb; cpus/memory < 0: not counted) and what it is
+-- (total_slots, all_gpus, total_cpus, total_memory_gb, torch, cuda, labels).
+-- `need` is the sweep's request (to_json(ResourceRequest), field 'needs' of
+-- the sweep; sweeps stored before requests existed have none: {}).
+local function gpu_ok(need, g)
+  if need.gpu_mb and (g.mb or 0) < need.gpu_mb then return false end
+  if need.gpu_model and not string.find(g.model or '', need.gpu_model, 1, true) then
+    return false
+  end
+  return true
+end
+
+local function count_gpus(need, list)
+  local n = 0
+  for _, g in ipairs(list) do if gpu_ok(need, g) then n = n + 1 end end
+  return n
+end
+
+local function labels_ok(need, labels)
+  for _, want in ipairs(need.labels or {}) do
+    local eq = string.find(want, '=', 1, true)
+    if eq then
+      if labels[string.sub(want, 1, eq - 1)] ~= string.sub(want, eq + 1) then return false end
+    elseif labels[want] == nil then
+      return false
+    end
+  end
+  return true
+end
+
+local function kinds_ok(need, o)
+  if need.torch and not o.torch then return false end
+  if need.torch and (need.gpus or 0) > 0 and not o.cuda then return false end
+  return labels_ok(need, o.labels or {})
+end
+
+local function amounts_ok(need, slots, free_slots, gpus, cpus, mem)
+  if slots > free_slots then return false end
+  if (need.gpus or 0) > 0 and count_gpus(need, gpus) < slots then return false end
+  if need.cpus and cpus >= 0 and need.cpus > cpus + 1e-9 then return false end
+  if need.memory_gb and mem >= 0 and need.memory_gb > mem + 1e-9 then return false end
+  return true
+end
+
+local function fits_now(need, slots, o)
+  return kinds_ok(need, o) and amounts_ok(need, slots, o.slots, o.gpus, o.cpus, o.memory_gb)
+end
+
+-- Could it fit once the worker is idle? (Then a worker short of room now may reserve it.)
+local function fits_idle(need, slots, o)
+  return kinds_ok(need, o) and
+           amounts_ok(need, slots, o.total_slots, o.all_gpus, o.total_cpus, o.total_memory_gb)
+end
+
+local function take(need, slots, o)
+  local cpu_free = o.slots - #o.gpus
+  o.slots = o.slots - slots
+  if (need.gpus or 0) == 0 then  -- slots without a GPU first, then the last GPU slots
+    for _ = 1, math.min(#o.gpus, math.max(0, slots - cpu_free)) do table.remove(o.gpus) end
+  else
+    local left, kept = slots, {}
+    for _, g in ipairs(o.gpus) do
+      if left > 0 and gpu_ok(need, g) then left = left - 1 else kept[#kept + 1] = g end
+    end
+    o.gpus = kept
+  end
+  if need.cpus and o.cpus >= 0 then o.cpus = o.cpus - need.cpus end
+  if need.memory_gb and o.memory_gb >= 0 then o.memory_gb = o.memory_gb - need.memory_gb end
+end
+
+-- The offer of a caller that sends only a free-slot count (earlier versions, tests).
+local function parse_offer(text)
+  if string.sub(text, 1, 1) == '{' then
+    local o = cjson.decode(text)
+    o.gpus, o.all_gpus, o.labels = o.gpus or {}, o.all_gpus or {}, o.labels or {}
+    return o
+  end
+  local n = tonumber(text)
+  return {slots = n, gpus = {}, cpus = -1, memory_gb = -1, total_slots = n, all_gpus = {},
+          total_cpus = -1, total_memory_gb = -1, torch = true, cuda = false, labels = {}}
+end
+
+local function needs_of(P, sid, cache)
+  local need = cache[sid]
+  if need then return need end
+  local text = redis.call('HGET', P .. 'sweep:' .. sid, 'needs')
+  need = (text and text ~= '') and cjson.decode(text) or {}
+  cache[sid] = need
+  return need
+end
+
+-- Reservations keep a wide trial from starving behind a stream of narrow
+-- ones: a worker that could run the head of a sweep's queue once idle, but is
+-- short of room now, reserves it (P..'reserve:'<tid> -> worker, and
+-- P..'reserving:'<worker> -> tid, both expiring after reserve_ms unless
+-- renewed) and claims nothing else until that trial fits, or is gone, or
+-- another worker took it. At most one worker reserves a trial. Field
+-- 'skipped' of a trial counts the claims that passed it over for want of room.
+-- A trial is reserved once claims have passed it over kReserveAfter times for
+-- want of room (until then smaller trials behind it may fill the gap).
+local kReserveAfter = 3
+local function reserve_ms(lease_ms) return math.max(2000, lease_ms) end
+
+-- The trial `t` (the fields claim_many reads) becomes running, leased to `worker`.
+local function lease_to(P, t, worker, now, lease_ms, delta)
+  move_counts(P, t, 'running', delta)
+  t.worker, t.started_ms, t.control, t.error = worker, int(now), 'none', ''
+  t.lease_ms, t.lease_deadline = int(lease_ms), int(now + lease_ms)
+  redis.call('HSET', P .. 'trial:' .. t.id, 'state', 'running', 'worker', worker, 'started_ms',
+             t.started_ms, 'control', 'none', 'error', '', 'lease_ms', t.lease_ms,
+             'lease_deadline', t.lease_deadline)
+  redis.call('ZADD', P .. 'leases', t.lease_deadline, t.id)
+  emit(P, 'trial.started', t.sweep, t.id, json_obj({worker = worker, attempt = tonumber(t.attempt)}))
+end
+
+local function claim_fields(P, tid)
+  local v = redis.call('HMGET', P .. 'trial:' .. tid, 'state', 'slots', 'sweep', 'kind', 'number',
+                       'params', 'attempt', 'released', 'max_attempts', 'created_ms', 'extra')
+  if not v[1] then return nil end
+  return {id = tid, state = v[1], slots = v[2], sweep = v[3], kind = v[4], number = v[5],
+          params = v[6], attempt = v[7], released = v[8] or '0', max_attempts = v[9],
+          created_ms = v[10], extra = v[11] or ''}
+end
+
+-- A reservation this worker holds: nil when it holds none (or it ended), else
+-- true after claiming the reserved trial into `claimed` (it fit), false when
+-- it still does not fit (the reservation is renewed; nothing else is claimed).
+local function honour_reservation(P, worker, o, lease_ms, now, cache, claimed, specs, delta)
+  local rkey = P .. 'reserving:' .. worker
+  local tid = redis.call('GET', rkey)
+  if not tid then return nil end
+  local t = claim_fields(P, tid)
+  local mine = redis.call('GET', P .. 'reserve:' .. tid) == worker
+  if not t or t.state ~= 'queued' or not mine then
+    redis.call('DEL', rkey)
+    if mine then redis.call('DEL', P .. 'reserve:' .. tid) end
+    return nil
+  end
+  local need = needs_of(P, t.sweep, cache)
+  if not fits_now(need, tonumber(t.slots), o) then
+    redis.call('PEXPIRE', rkey, reserve_ms(lease_ms))
+    redis.call('PEXPIRE', P .. 'reserve:' .. tid, reserve_ms(lease_ms))
+    return false
+  end
+  redis.call('DEL', rkey, P .. 'reserve:' .. tid)
+  take(need, tonumber(t.slots), o)
+  lease_to(P, t, worker, now, lease_ms, delta)
+  local qkey = P .. 'queue:' .. t.sweep
+  redis.call('LREM', qkey, 1, tid)
+  if redis.call('LLEN', qkey) == 0 then unready(P, t.sweep) end
+  claimed[#claimed + 1] = t
+  specs[t.sweep] = redis.call('HGET', P .. 'sweep:' .. t.sweep, 'spec') or ''
+  return true
+end
+
+-- Takes up to `want` queued trials that fit the offer `o` (free slots, GPUs,
+-- cores, memory, kinds, labels; see above) and leases them to `worker`: a
+-- list of trial tables (running now) with the sweeps' specs by id. Fair across
+-- sweeps: it goes round the ready sweeps (at most sweeps_max of them, in the
+-- claims' round-robin order) taking one trial per sweep per round, and the
+-- sweeps it visited move to the back of 'ready'. In each sweep it takes the
+-- oldest queued trials that fit among the first scan_max of its queue; ids no
+-- longer queued (cancelled while waiting) are dropped on the way, and a sweep
+-- whose queue is empty leaves 'ready'. A trial that would fit the worker idle
+-- but not now, passed over kReserveAfter times, is reserved (above), and the
+-- claim ends there.
+local function claim_many(P, worker, o, want, lease_ms, scan, sweeps_max)
   if redis.call('EXISTS', P .. 'queue') == 1 then migrate_shared_queue(P) end
-  local ready = P .. 'ready'
-  local order = redis.call('LRANGE', ready, 0, sweeps_max - 1)
   local claimed, specs = {}, {}
-  if #order == 0 or want < 1 or free < 1 then return claimed, specs end
+  if want < 1 or o.slots < 1 then return claimed, specs end
   local now = now_ms()
   local delta = {}
+  local cache = {}  -- the visited sweeps' requests
+  local held = honour_reservation(P, worker, o, lease_ms, now, cache, claimed, specs, delta)
+  if held == false then return claimed, specs end
+  local ready = P .. 'ready'
+  local order = redis.call('LRANGE', ready, 0, sweeps_max - 1)
   local queues = {}  -- per visited sweep: its scanned ids, next position, ids to drop
   local visited = 0
   local took = true
-  while took and #claimed < want and free > 0 do
+  local reserved = false
+  while took and not reserved and #claimed < want and o.slots > 0 do
     took = false
     for i, sid in ipairs(order) do
-      if #claimed >= want or free < 1 then break end
+      if #claimed >= want or o.slots < 1 or reserved then break end
       local q = queues[i]
       if not q then
         q = {ids = {}, pos = 1, drop = {}, more = true}
         queues[i] = q
         visited = i
       end
+      local need = needs_of(P, sid, cache)
       while true do
         if q.pos > #q.ids then
           -- The queue is read in chunks about the size of what is wanted
@@ -484,30 +652,30 @@ local function claim_many(P, worker, free, want, lease_ms, scan, sweeps_max)
         local tid = q.ids[q.pos]
         q.pos = q.pos + 1
         -- What the claim decides on and the worker needs, not the whole hash.
-        local v = redis.call('HMGET', P .. 'trial:' .. tid, 'state', 'slots', 'sweep', 'kind',
-                             'number', 'params', 'attempt', 'released', 'max_attempts',
-                             'created_ms', 'extra')
-        local t = v[1] and {id = tid, state = v[1], slots = v[2], sweep = v[3], kind = v[4],
-                            number = v[5], params = v[6], attempt = v[7], released = v[8] or '0',
-                            max_attempts = v[9], created_ms = v[10], extra = v[11] or ''}
+        local t = claim_fields(P, tid)
         if not t or t.state ~= 'queued' then
           q.drop[#q.drop + 1] = tid
-        elseif tonumber(t.slots) <= free then
+        elseif fits_now(need, tonumber(t.slots), o) then
           q.drop[#q.drop + 1] = tid
-          free = free - tonumber(t.slots)
-          move_counts(P, t, 'running', delta)
-          t.worker, t.started_ms, t.control, t.error = worker, int(now), 'none', ''
-          t.lease_ms, t.lease_deadline = int(lease_ms), int(now + lease_ms)
-          redis.call('HSET', P .. 'trial:' .. tid, 'state', 'running', 'worker', worker,
-                     'started_ms', t.started_ms, 'control', 'none', 'error', '', 'lease_ms',
-                     t.lease_ms, 'lease_deadline', t.lease_deadline)
-          redis.call('ZADD', P .. 'leases', t.lease_deadline, tid)
-          emit(P, 'trial.started', sid, tid,
-               json_obj({worker = worker, attempt = tonumber(t.attempt)}))
+          take(need, tonumber(t.slots), o)
+          lease_to(P, t, worker, now, lease_ms, delta)
           claimed[#claimed + 1] = t
           if not specs[sid] then specs[sid] = redis.call('HGET', P .. 'sweep:' .. sid, 'spec') or '' end
           took = true
           break
+        elseif not q.passed and fits_idle(need, tonumber(t.slots), o) and
+                 redis.call('HINCRBY', P .. 'trial:' .. tid, 'skipped', 1) >= kReserveAfter then
+          local rkey = P .. 'reserve:' .. tid
+          local by = redis.call('GET', rkey)
+          q.passed = true
+          if not by or by == worker or redis.call('EXISTS', P .. 'reserving:' .. by) == 0 then
+            redis.call('SET', rkey, worker, 'PX', reserve_ms(lease_ms))
+            redis.call('SET', P .. 'reserving:' .. worker, tid, 'PX', reserve_ms(lease_ms))
+            reserved = true
+            break
+          end
+        else
+          q.passed = true  -- only the first trial passed over in a sweep counts a skip
         end
       end
     end
@@ -526,7 +694,7 @@ local function claim_many(P, worker, free, want, lease_ms, scan, sweeps_max)
     end
     if prefix > 0 then
       redis.call('LTRIM', qkey, prefix, -1)
-    else
+    elseif #q.drop > 0 then
       for _, tid in ipairs(q.drop) do redis.call('LREM', qkey, 1, tid) end
     end
     if redis.call('LLEN', qkey) == 0 then unready(P, order[i]) end
@@ -540,7 +708,7 @@ end
 -- starts waiting.
 local function claim_batch(keys, a)
   local P, worker = a[1], a[2]
-  local claimed, specs = claim_many(P, worker, tonumber(a[3]), tonumber(a[4]), tonumber(a[5]),
+  local claimed, specs = claim_many(P, worker, parse_offer(a[3]), tonumber(a[4]), tonumber(a[5]),
                                     tonumber(a[6]), tonumber(a[7] or '64'))
   local trials = {}
   for i, t in ipairs(claimed) do trials[i] = claim_row(t) end
@@ -559,8 +727,8 @@ end
 --   for callers of earlier versions)
 local function claim(keys, a)
   local P = a[1]
-  local claimed, specs = claim_many(P, a[2], tonumber(a[3]), 1, tonumber(a[4]), tonumber(a[5]),
-                                    tonumber(a[6] or '64'))
+  local claimed, specs = claim_many(P, a[2], parse_offer(a[3]), 1, tonumber(a[4]),
+                                    tonumber(a[5]), tonumber(a[6] or '64'))
   if #claimed == 0 then return false end
   local out = flatten(P .. 'trial:' .. claimed[1].id)
   table.insert(out, 'sweep_spec')

@@ -220,10 +220,10 @@ Result<Reply> RedisStore::fcall(const std::string& name, std::vector<std::string
 Result<std::string> RedisStore::create_sweep(const NewSweep& sweep) {
   for (int tries = 0; tries < 8; ++tries) {
     std::string id = random_sweep_id();
-    auto r =
-        fcall("create_sweep",
-              {id, sweep.name, sweep.spec_json, sweep.maximize ? "1" : "0", sweep.idempotency_key,
-               std::to_string(std::max<std::int64_t>(1, sweep.idempotency_ttl_s))});
+    auto r = fcall(
+        "create_sweep",
+        {id, sweep.name, sweep.spec_json, sweep.maximize ? "1" : "0", sweep.idempotency_key,
+         std::to_string(std::max<std::int64_t>(1, sweep.idempotency_ttl_s)), to_json(sweep.needs)});
     if (r) return r->str;  // ours, or the first sweep made with the same idempotency key
     // Only a taken id is worth another random one.
     if (r.error().code != ErrorCode::kConflict || r.error().message.rfind("sweep id ", 0) != 0)
@@ -582,9 +582,9 @@ static Result<std::string> item_result(const Reply& r) {
   return r.str;
 }
 
-Result<Claims> RedisStore::claim_batch(const std::string& worker, int free_slots, int max_trials,
-                                       std::int64_t lease_ms) {
-  auto r = fcall("claim_batch", {worker, std::to_string(free_slots), std::to_string(max_trials),
+Result<Claims> RedisStore::claim_batch(const std::string& worker, const Offer& offer,
+                                       int max_trials, std::int64_t lease_ms) {
+  auto r = fcall("claim_batch", {worker, to_json(offer), std::to_string(max_trials),
                                  std::to_string(lease_ms), std::to_string(config_.claim_scan)});
   if (!r) return r.error();
   if (r->elements.size() < 3) return Error::internal("claim_batch: unexpected reply");

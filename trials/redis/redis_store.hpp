@@ -85,7 +85,9 @@ class RedisStore final : public AllRoles {
                                                         const std::string& name) override;
 
   // TrialQueue
-  Result<Claims> claim_batch(const std::string& worker, int free_slots, int max_trials,
+  using TrialQueue::claim;
+  using TrialQueue::claim_batch;
+  Result<Claims> claim_batch(const std::string& worker, const Offer& offer, int max_trials,
                              std::int64_t lease_ms) override;
   Result<bool> wait_for_work(const std::string& cursor, int block_ms) override;
   Result<std::vector<Result<Control>>> heartbeat_batch(const std::string& worker,

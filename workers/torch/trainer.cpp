@@ -473,4 +473,8 @@ TrainOutput train_model(const trials::ResolvedTorchConfig& config, const Prepare
   }
 }
 
+bool cuda_available() {
+  return torch::cuda::is_available();
+}
+
 }  // namespace hpo::workers::torch_trainer

@@ -89,4 +89,7 @@ class ThreadLayout {
 TrainOutput train_model(const trials::ResolvedTorchConfig& config, const PreparedData& data,
                         const TrainOptions& options, Reporter& reporter);
 
+// Whether this LibTorch runs on CUDA devices here (a CUDA build and a driver).
+bool cuda_available();
+
 }  // namespace hpo::workers::torch_trainer

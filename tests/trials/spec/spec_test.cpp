@@ -103,8 +103,8 @@ TEST(Spec, UnknownKeysAtEveryLevel) {
   s["search"]["max_trial"] = 3;
   EXPECT_TRUE(has_error(s, "search.max_trial", "unknown key"));
   s = valid_spec();
-  s["trial"]["resources"]["cpus"] = 3;
-  EXPECT_TRUE(has_error(s, "trial.resources.cpus", "unknown key"));
+  s["trial"]["resources"]["cpu"] = 3;
+  EXPECT_TRUE(has_error(s, "trial.resources.cpu", "unknown key"));
 }
 
 TEST(Spec, WrongTypesNameTheValue) {
@@ -391,6 +391,32 @@ TEST(Spec, SlotsFromGpusAndReplicas) {
   EXPECT_TRUE(r->trial.data_parallel.average);
   EXPECT_EQ(r->trial.data_parallel.average_every, 4);
   EXPECT_EQ(r->trial.data_parallel.bucket_mb, 0.125);  // the default
+}
+
+TEST(Spec, PlacementRequestsAreCheckedFieldByField) {
+  Json s = valid_spec();
+  s["trial"]["resources"] = Json::parse(R"({"gpus": 2, "gpu_memory_gb": 40, "gpu_model": "A100",
+                                           "cpus": 4, "labels": ["zone=a", "fast-disk"]})");
+  auto r = parse_spec(s.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->trial.gpu_model, "A100");
+  EXPECT_DOUBLE_EQ(r->trial.gpu_memory_gb, 40);
+  EXPECT_DOUBLE_EQ(r->trial.cpus, 4);
+  EXPECT_EQ(r->trial.labels, (std::vector<std::string>{"zone=a", "fast-disk"}));
+
+  s["trial"]["resources"] = Json::parse(R"({"gpus": 0, "gpu_model": "A100"})");
+  EXPECT_TRUE(has_error(s, "trial.resources.gpus", "need gpus of at least 1"));
+  s["trial"]["resources"] = Json::parse(R"({"labels": ["zone=a", "bad key", 3]})");
+  EXPECT_TRUE(has_error(s, "trial.resources.labels[1]", "letters, digits"));
+  EXPECT_TRUE(has_error(s, "trial.resources.labels[2]", "expected a string"));
+  s["trial"]["resources"] = Json::parse(R"({"labels": "zone=a"})");
+  EXPECT_TRUE(has_error(s, "trial.resources.labels", "expected an array"));
+  s["trial"]["resources"] = Json::parse(R"({"cpus": 0})");
+  EXPECT_TRUE(has_error(s, "trial.resources.cpus"));
+  s["trial"]["resources"] = Json::parse(R"({"gpus": 1, "gpu_model": ""})");
+  EXPECT_TRUE(has_error(s, "trial.resources.gpu_model", "1 to 100 characters"));
+  s["trial"]["resources"] = Json::parse(R"({"gpu": 1})");
+  EXPECT_TRUE(has_error(s, "trial.resources.gpu", "unknown key"));
 }
 
 TEST(Spec, GradientBucketsHaveAPositiveBoundedSize) {

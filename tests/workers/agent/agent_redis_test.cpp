@@ -36,9 +36,9 @@ class SwallowingConnection final : public trials::Store, public trials::TrialQue
   trials::EventLog& events() override { return *impl_; }
   trials::ArtifactStore& artifacts() override { return *impl_; }
 
-  Result<trials::Claims> claim_batch(const std::string& w, int free, int max_trials,
-                                     std::int64_t lease_ms) override {
-    auto c = impl_->claim_batch(w, free, max_trials, lease_ms);
+  Result<trials::Claims> claim_batch(const std::string& w, const trials::Offer& offer,
+                                     int max_trials, std::int64_t lease_ms) override {
+    auto c = impl_->claim_batch(w, offer, max_trials, lease_ms);
     // As a store whose functions an older hpo reloaded would answer.
     if (c.ok() && strip_spec_.load())
       for (auto& claim : c->claims) claim.spec_json.clear();

@@ -1,0 +1,243 @@
+#include "trials/placement.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "trials/spec.hpp"
+#include "trials/trial.hpp"
+
+namespace hpo::trials {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool label_ok(const std::map<std::string, std::string>& have, const std::string& want) {
+  auto eq = want.find('=');
+  auto it = have.find(want.substr(0, eq));
+  return it != have.end() && (eq == std::string::npos || it->second == want.substr(eq + 1));
+}
+
+int matching(const ResourceRequest& r, const std::vector<GpuSlot>& gpus) {
+  return static_cast<int>(
+      std::count_if(gpus.begin(), gpus.end(), [&](const GpuSlot& g) { return gpu_matches(r, g); }));
+}
+
+std::string gpu_wanted(const ResourceRequest& r) {
+  std::string s = fmt::format("{} GPU slot{}", r.slots, r.slots == 1 ? "" : "s");
+  if (!r.gpu_model.empty()) s += fmt::format(" of model '{}' (resources.gpu_model)", r.gpu_model);
+  if (r.gpu_memory_gb > 0)
+    s += fmt::format(" with at least {:g} GB (resources.gpu_memory_gb)", r.gpu_memory_gb);
+  return s;
+}
+
+std::string gpus_had(const std::vector<GpuSlot>& gpus) {
+  if (gpus.empty()) return "none";
+  std::vector<std::string> each;
+  for (const auto& g : gpus)
+    each.push_back(fmt::format("{} {:.0f} GB", g.model, static_cast<double>(g.memory_mb) / 1024));
+  return fmt::format("{}", fmt::join(each, ", "));
+}
+
+}  // namespace
+
+ResourceRequest request_for(const TrialRecipe& recipe) {
+  ResourceRequest r;
+  r.slots = recipe.slots();
+  r.gpus = recipe.gpus;
+  r.gpu_memory_gb = recipe.gpu_memory_gb;
+  r.gpu_model = recipe.gpu_model;
+  r.cpus = recipe.cpus;
+  r.memory_gb = recipe.memory_gb;
+  r.torch = recipe.kind == TrialKind::kTorch;
+  r.labels = recipe.labels;
+  return r;
+}
+
+Offer slots_only_offer(int free) {
+  Offer o;
+  o.slots = o.total_slots = free;
+  o.torch = true;
+  return o;
+}
+
+bool gpu_matches(const ResourceRequest& r, const GpuSlot& g) {
+  if (r.gpu_memory_gb > 0 && static_cast<double>(g.memory_mb) < r.gpu_memory_gb * 1024)
+    return false;
+  return r.gpu_model.empty() || lower(g.model).find(lower(r.gpu_model)) != std::string::npos;
+}
+
+bool fits_now(const ResourceRequest& r, const Offer& o) {
+  if (r.slots > o.slots) return false;
+  if (r.torch && !o.torch) return false;
+  if (r.torch && r.gpus > 0 && !o.cuda) return false;
+  if (r.gpus > 0 && matching(r, o.gpus) < r.slots) return false;
+  if (r.cpus > 0 && o.cpus >= 0 && r.cpus > o.cpus + 1e-9) return false;
+  if (r.memory_gb > 0 && o.memory_gb >= 0 && r.memory_gb > o.memory_gb + 1e-9) return false;
+  return std::all_of(r.labels.begin(), r.labels.end(),
+                     [&](const std::string& l) { return label_ok(o.labels, l); });
+}
+
+bool fits_idle(const ResourceRequest& r, const Offer& o) {
+  Offer idle = o;
+  idle.slots = o.total_slots;
+  idle.gpus = o.all_gpus;
+  idle.cpus = o.total_cpus;
+  idle.memory_gb = o.total_memory_gb;
+  return fits_now(r, idle);
+}
+
+bool take(const ResourceRequest& r, Offer& o) {
+  if (!fits_now(r, o)) return false;
+  const int cpu_slots_free = o.slots - static_cast<int>(o.gpus.size());
+  o.slots -= r.slots;
+  if (r.gpus == 0) {  // CPU slots first, then the last GPU slots
+    const auto from_gpus = static_cast<std::size_t>(
+        std::clamp(r.slots - cpu_slots_free, 0, static_cast<int>(o.gpus.size())));
+    o.gpus.resize(o.gpus.size() - from_gpus);
+  } else {
+    int left = r.slots;
+    for (auto it = o.gpus.begin(); it != o.gpus.end() && left > 0;) {
+      if (gpu_matches(r, *it)) {
+        it = o.gpus.erase(it);
+        --left;
+      } else {
+        ++it;
+      }
+    }
+  }
+  if (r.cpus > 0 && o.cpus >= 0) o.cpus -= r.cpus;
+  if (r.memory_gb > 0 && o.memory_gb >= 0) o.memory_gb -= r.memory_gb;
+  return true;
+}
+
+std::string never_fits(const ResourceRequest& r, const Offer& o) {
+  if (r.torch && !o.torch) return "runs no torch trials (hpo-worker built without LibTorch)";
+  if (r.torch && r.gpus > 0 && !o.cuda)
+    return "has no CUDA LibTorch for a torch trial on GPUs (resources.gpus)";
+  if (r.slots > o.total_slots)
+    return fmt::format(
+        "a trial needs {} slots (resources.gpus / data_parallel.replicas), the worker has {}",
+        r.slots, o.total_slots);
+  if (r.gpus > 0 && matching(r, o.all_gpus) < r.slots)
+    return fmt::format("a trial needs {}, the worker has {}", gpu_wanted(r), gpus_had(o.all_gpus));
+  if (r.cpus > 0 && o.total_cpus >= 0 && r.cpus > o.total_cpus + 1e-9)
+    return fmt::format("a trial needs {:g} cpus (resources.cpus), the worker has {:g}", r.cpus,
+                       o.total_cpus);
+  if (r.memory_gb > 0 && o.total_memory_gb >= 0 && r.memory_gb > o.total_memory_gb + 1e-9)
+    return fmt::format(
+        "a trial needs {:g} GB of memory (resources.memory_gb), the worker has {:.1f}", r.memory_gb,
+        o.total_memory_gb);
+  for (const auto& l : r.labels)
+    if (!label_ok(o.labels, l)) {
+      auto it = o.labels.find(l.substr(0, l.find('=')));
+      return it == o.labels.end()
+                 ? fmt::format(
+                       "a trial needs label '{}' (resources.labels), the worker has no '{}'", l,
+                       l.substr(0, l.find('=')))
+                 : fmt::format(
+                       "a trial needs label '{}' (resources.labels), the worker has '{}={}'", l,
+                       it->first, it->second);
+    }
+  return "";
+}
+
+Offer idle_offer(const WorkerInfo& w) {
+  Offer o;
+  o.slots = o.total_slots = w.slots;
+  for (const auto& g : w.gpus)
+    if (static_cast<int>(o.all_gpus.size()) < w.slots)
+      o.all_gpus.push_back({g.name, g.memory_total_mb});
+  o.gpus = o.all_gpus;
+  o.cpus = o.total_cpus = w.cpus > 0 ? w.cpus : -1;
+  o.memory_gb = o.total_memory_gb = w.memory_gb > 0 ? w.memory_gb : -1;
+  o.torch = w.torch;
+  o.cuda = w.cuda;
+  o.labels = w.labels;
+  return o;
+}
+
+Result<std::pair<std::string, std::string>> parse_label(std::string_view text) {
+  auto eq = text.find('=');
+  std::string key(text.substr(0, eq));
+  std::string value(eq == std::string_view::npos ? std::string_view() : text.substr(eq + 1));
+  if (key.empty() || key.size() > 63)
+    return Error::invalid("label", fmt::format("'{}': expected key or key=value with a key of 1 "
+                                               "to 63 characters",
+                                               text.substr(0, 80)));
+  for (unsigned char c : key)
+    if (!(std::isalnum(c) || c == '.' || c == '_' || c == '-' || c == '/'))
+      return Error::invalid("label", fmt::format("'{}': the key may hold letters, digits and . _ "
+                                                 "- / only",
+                                                 text.substr(0, 80)));
+  if (value.size() > 255)
+    return Error::invalid("label", fmt::format("'{}...': the value is longer than 255 characters",
+                                               text.substr(0, 40)));
+  for (unsigned char c : value)
+    if (c < 0x20 || c == 0x7f)
+      return Error::invalid("label", "the value holds a control character");
+  return std::pair{std::move(key), std::move(value)};
+}
+
+std::string to_json(const ResourceRequest& r) {
+  Json j{{"slots", r.slots}, {"gpus", r.gpus}, {"torch", r.torch}};
+  if (r.gpu_memory_gb > 0) j["gpu_mb"] = r.gpu_memory_gb * 1024;
+  if (!r.gpu_model.empty()) j["gpu_model"] = lower(r.gpu_model);
+  if (r.cpus > 0) j["cpus"] = r.cpus;
+  if (r.memory_gb > 0) j["memory_gb"] = r.memory_gb;
+  j["labels"] = Json::array();
+  for (const auto& l : r.labels) j["labels"].push_back(l);
+  return j.dump();
+}
+
+Result<ResourceRequest> request_from_json(std::string_view text) {
+  auto j = Json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Error::invalid("needs", "not a JSON object");
+  ResourceRequest r;
+  try {
+    r.slots = j.value("slots", 1);
+    r.gpus = j.value("gpus", 0);
+    r.gpu_memory_gb = j.value("gpu_mb", 0.0) / 1024;
+    r.gpu_model = j.value("gpu_model", std::string());
+    r.cpus = j.value("cpus", 0.0);
+    r.memory_gb = j.value("memory_gb", 0.0);
+    r.torch = j.value("torch", false);
+    if (j.contains("labels"))
+      for (const auto& l : j.at("labels")) r.labels.push_back(l.get<std::string>());
+  } catch (const Json::exception& e) {
+    return Error::invalid("needs", e.what());
+  }
+  return r;
+}
+
+std::string to_json(const Offer& o) {
+  auto gpus = [](const std::vector<GpuSlot>& list) {
+    Json a = Json::array();
+    for (const auto& g : list) a.push_back(Json{{"model", lower(g.model)}, {"mb", g.memory_mb}});
+    return a;
+  };
+  Json labels = Json::object();
+  for (const auto& [k, v] : o.labels) labels[k] = v;
+  return Json{{"slots", o.slots},
+              {"gpus", gpus(o.gpus)},
+              {"cpus", o.cpus},
+              {"memory_gb", o.memory_gb},
+              {"total_slots", o.total_slots},
+              {"all_gpus", gpus(o.all_gpus)},
+              {"total_cpus", o.total_cpus},
+              {"total_memory_gb", o.total_memory_gb},
+              {"torch", o.torch},
+              {"cuda", o.cuda},
+              {"labels", labels}}
+      .dump();
+}
+
+}  // namespace hpo::trials

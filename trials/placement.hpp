@@ -1,0 +1,105 @@
+// Placement: what one attempt of a sweep's trials asks of a worker
+// (ResourceRequest, from the trial recipe) and what a worker offers (Offer:
+// what it is, and what it has free at the moment it claims).
+//
+// The store's claim takes a trial only when its request fits the claiming
+// worker's offer; hpo_functions.lua mirrors fits_now() and take() (the store
+// conformance tests run both). The scheduler reports a sweep whose request no
+// live worker could ever meet (never_fits), with each worker's reason.
+//
+// Rules:
+//  - slots: the attempt takes that many of the worker's slots;
+//  - gpus > 0: every slot it takes is a GPU slot whose GPU matches gpu_model
+//    (a case-insensitive substring of the device name, "A100") and has at
+//    least gpu_memory_gb of memory; a torch trial on GPUs also needs a
+//    CUDA-capable LibTorch on the worker;
+//  - torch: the worker runs LibTorch trials (hpo-worker built with LibTorch);
+//  - cpus, memory_gb: at most what the worker has not promised to its
+//    running trials (a worker that does not count them offers -1: no limit);
+//  - labels: "key" needs the worker to carry that label, "key=value" that
+//    value.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace hpo::trials {
+
+struct TrialRecipe;
+
+struct ResourceRequest {
+  int slots = 1;
+  int gpus = 0;
+  double gpu_memory_gb = 0;
+  std::string gpu_model;
+  double cpus = 0;
+  double memory_gb = 0;
+  bool torch = false;
+  std::vector<std::string> labels;  // "key" or "key=value"
+  bool operator==(const ResourceRequest&) const = default;
+};
+
+// What a sweep's trials (and its ensemble members) ask of a worker.
+ResourceRequest request_for(const TrialRecipe& recipe);
+
+struct GpuSlot {
+  std::string model;  // the device name as NVML gives it ("NVIDIA A100-SXM4-80GB")
+  std::int64_t memory_mb = 0;
+  bool operator==(const GpuSlot&) const = default;
+};
+
+struct Offer {
+  // What is free now (a claim subtracts what it takes).
+  int slots = 0;
+  std::vector<GpuSlot> gpus;  // the free slots that own a GPU, lowest slot first
+  double cpus = -1;           // < 0: not counted
+  double memory_gb = -1;      // < 0: not counted
+  // What the worker is, idle (a reservation is only made for what could fit).
+  int total_slots = 0;
+  std::vector<GpuSlot> all_gpus;
+  double total_cpus = -1;
+  double total_memory_gb = -1;
+  bool torch = false;
+  bool cuda = false;
+  std::map<std::string, std::string> labels;  // a label without a value maps to ""
+};
+
+// An offer of `free` slots and nothing else known (callers of the slot-count
+// claim): torch trials allowed, no GPUs, cpus and memory not counted.
+Offer slots_only_offer(int free);
+
+// True when a GPU slot can serve the request's GPUs.
+bool gpu_matches(const ResourceRequest& request, const GpuSlot& gpu);
+// Whether the request fits what the offer has free now.
+bool fits_now(const ResourceRequest& request, const Offer& offer);
+// Whether it would fit the worker with nothing running (the offer's totals).
+bool fits_idle(const ResourceRequest& request, const Offer& offer);
+// fits_now, and then subtracts what the attempt takes: a GPU request the
+// first matching GPU slots; any other the slots without a GPU first, then the
+// last GPU slots (the agent picks its slots the same way).
+bool take(const ResourceRequest& request, Offer& offer);
+// "" when the worker could run the request once idle; else why not, naming
+// the field ("needs 2 GPU slots matching resources.gpu_model 'A100'; has 1").
+std::string never_fits(const ResourceRequest& request, const Offer& offer);
+
+// What a registered worker is, idle (WorkerInfo as its heartbeat wrote it:
+// its first gpus.size() slots are GPU slots).
+struct WorkerInfo;
+Offer idle_offer(const WorkerInfo& worker);
+
+// "key=value" / "key" -> (key, value or ""); kInvalidArgument for an empty key
+// or characters outside [A-Za-z0-9._/-] in the key, control characters anywhere.
+Result<std::pair<std::string, std::string>> parse_label(std::string_view text);
+
+// JSON forms: the request as the store keeps it with the sweep, and the offer
+// a claim carries (hpo_functions.lua reads both).
+std::string to_json(const ResourceRequest& request);
+Result<ResourceRequest> request_from_json(std::string_view text);
+std::string to_json(const Offer& offer);
+
+}  // namespace hpo::trials
