@@ -19,6 +19,10 @@ inline constexpr char kBaggingPlan[] = "bagging.json";
 // A command trial's own files from $HPO_OUTPUT_DIR (models, plots) are kept as
 // "output.<file name>".
 inline constexpr char kOutputPrefix[] = "output.";
+// The latest checkpoint of a trial (a torch trial's: its trainer's state at an
+// epoch's end or where a drain stopped it; trainer.hpp). Written by the
+// running attempt, fenced like every artifact; the next attempt resumes from it.
+inline constexpr char kCheckpoint[] = "checkpoint";
 // Every attempt's: the tail of its output (stdout lines that are not metrics, and stderr).
 inline constexpr char kLog[] = "log.txt";
 // The ensemble stage's, records of the sweep itself: the record the API serves

@@ -120,6 +120,7 @@ struct Agent::Running {
   trials::Trial trial;  // as claimed: id, sweep, attempt
   std::vector<int> slots;
   trials::ResourceRequest request;  // what it was claimed with (its cores and memory are taken)
+  std::atomic<bool> checkpoints{false};  // its executor checkpoints on a kShutdown stop
   std::atomic<StopReason> stop{StopReason::kNone};
   std::atomic<bool> delivering{false};             // its result is with the completer
   Clock::time_point last_lease_ok = Clock::now();  // heartbeat thread only
@@ -198,6 +199,16 @@ class Agent::TrialReporter : public Reporter {
       return conn_.queue().put_artifact(run_.trial.id, run_.trial.attempt, agent_.options_.name,
                                         name, bytes);
     });
+  }
+
+  Result<std::optional<std::string>> get_artifact(const std::string& name) override {
+    std::lock_guard lk(mu_);
+    Result<std::optional<std::string>> got = std::optional<std::string>{};
+    (void)agent_.retry_through_outage([&]() -> Status {
+      got = conn_.artifacts().get_artifact(run_.trial.id, name);
+      return got ? Status{} : Status(got.error());
+    });
+    return got;
   }
 
   std::string log_tail() {
@@ -308,6 +319,9 @@ void Agent::drain(const std::function<bool()>& until_stopped) {
   {
     std::lock_guard lk(mu_);
     draining_ = true;
+    // Trials that checkpoint stop now, keeping their progress for the next attempt.
+    for (auto& [id, run] : running_)
+      if (run->checkpoints.load()) run->set_stop(StopReason::kShutdown);
   }
   notify_everyone();
   log_info("worker draining",
@@ -646,6 +660,8 @@ trials::TrialResult Agent::execute(Running& run, const trials::SweepSpec& sp, tr
     try {
       auto executor = factory->second();
       if (executor->needs_work_dir()) task.work_dir = make_work_dir(trial);
+      run.checkpoints = executor->checkpoints();
+      if (run.checkpoints && draining_.load()) run.set_stop(StopReason::kShutdown);
       result = executor->run(task, reporter);
     } catch (const std::exception& e) {  // the one boundary for executors' exceptions
       result = failed_result(fmt::format("executor error: {}", e.what()), true);
@@ -743,8 +759,10 @@ bool Agent::deliver(const std::shared_ptr<Running>& run, const trials::TrialResu
     ++stats_.dropped;
     return false;
   }
-  if (stopping_.load() && result.outcome != trials::TrialState::kCompleted) {
-    // We stopped it (drain, shutdown): give it back without counting a failure.
+  if ((stopping_.load() || stop == StopReason::kShutdown) &&
+      result.outcome != trials::TrialState::kCompleted) {
+    // We stopped it (drain, shutdown, a checkpoint on a drain): give it back
+    // without counting a failure.
     if (!log_tail.empty())
       (void)retry_through_outage([&] {
         return conn.queue().put_artifact(trial.id, trial.attempt, options_.name,

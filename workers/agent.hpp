@@ -126,9 +126,10 @@ class Agent {
   void request_stop();
   // request_stop() and join every thread: returns once every executor returned.
   void stop();
-  // Graceful stop: no more claims; running trials get options().drain_grace to
-  // finish (`until_stopped` ends the wait early, e.g. a second signal), then
-  // stop(). Returns once every thread has ended.
+  // Graceful stop: no more claims; trials whose executor checkpoints stop at
+  // once with a checkpoint and are released; the others get
+  // options().drain_grace to finish (`until_stopped` ends the wait early, e.g.
+  // a second signal), then stop(). Returns once every thread has ended.
   void drain(const std::function<bool()>& until_stopped = {});
 
   AgentStats stats() const;

@@ -112,6 +112,10 @@ const std::vector<Row>& rows() {
           return {};
         }},
        "memory (GB) the trials' resources.memory_gb share; default: the host's"},
+      {text_setting<WorkerConfig>("--notice-file", "HPO_NOTICE_FILE", nullptr,
+                                  &WorkerConfig::notice_file),
+       "a termination notice: when this file appears the worker drains as on SIGTERM (trials "
+       "that checkpoint stop at once and are released)"},
       {{"--fake-gpus", "HPO_FAKE_GPUS", nullptr, SettingKind::kList,
         [](WorkerConfig& c, const std::string& w, const std::string& text) -> Status {
           auto colon = text.rfind(':');
@@ -147,6 +151,7 @@ std::string usage() {
       "                  [--wait-s S]\n"
       "                  [--drain-grace-s S] [--outage-grace-s S] [--data-root DIR]...\n"
       "                  [--label K[=V]]... [--cpus N] [--memory-gb G] [--fake-gpus M:GB,...]\n"
+      "                  [--notice-file PATH]\n"
       "                  [--help]\n\n"
       "Runs trials of hpo sweeps: claims them from the Redis queue, runs them, reports results.\n"
       "SIGTERM/SIGINT: stops claiming, lets running trials finish for --drain-grace-s, then\n"

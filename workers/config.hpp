@@ -46,6 +46,9 @@ struct WorkerConfig {
     double memory_gb = 0;
   };
   std::vector<FakeGpu> fake_gpus;
+  // A termination notice: when this file appears (a cloud's preemption
+  // notice, written by whatever watches for it) the worker drains as on SIGTERM.
+  std::string notice_file;
   bool help = false;
 };
 

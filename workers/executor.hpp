@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,12 @@ class Reporter {
   virtual void log(std::string_view line) = 0;
   // Stores a binary artifact (model, predictions) with the trial.
   virtual Status put_artifact(const std::string& name, const std::string& bytes) = 0;
+  // An artifact of the trial as stored (by this or an earlier attempt: the
+  // checkpoint a retried attempt resumes from); nullopt when there is none.
+  virtual Result<std::optional<std::string>> get_artifact(const std::string& name) {
+    (void)name;
+    return std::optional<std::string>{};
+  }
 };
 
 struct TrialTask {
@@ -52,6 +59,10 @@ class Executor {
   // False: run() never touches TrialTask::work_dir, and the agent makes none
   // (a directory per attempt costs file-system work cheap trials feel).
   virtual bool needs_work_dir() const { return true; }
+  // True: a stop with StopReason::kShutdown checkpoints the attempt (kept as
+  // artifact "checkpoint", which the next attempt resumes from), so a drain
+  // or preemption stops it at once instead of waiting for it to finish.
+  virtual bool checkpoints() const { return false; }
 };
 
 }  // namespace hpo::workers

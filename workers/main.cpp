@@ -2,11 +2,13 @@
 // connection factory, the executors per trial kind, signals.
 //
 // SIGTERM/SIGINT are blocked in every thread and taken with sigwait here, so
-// no handler runs in the middle of the agent's work. On either: the agent stops
-// claiming and drains — running trials may finish for --drain-grace-s (a second
-// signal ends that at once), then the rest are told to stop (command trials get
-// SIGTERM, then SIGKILL after --kill-grace-s) and released back to the queue
-// without counting a failed attempt — and the process exits 0.
+// no handler runs in the middle of the agent's work. On either (or when the
+// --notice-file appears): the agent stops claiming and drains — trials that
+// checkpoint (torch) stop at once with a checkpoint and are released; the
+// others may finish for --drain-grace-s (a second signal ends that at once),
+// then are told to stop (command trials get SIGTERM, then SIGKILL after
+// --kill-grace-s) and released back to the queue without counting a failed
+// attempt — and the process exits 0.
 #include <signal.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -204,10 +207,18 @@ int main(int argc, char** argv) {
     return 1;
   }
   int sig = 0;
-  while (!(sig = wait_signal(signals, 1000))) {
+  bool noticed = false;
+  while (!(sig = wait_signal(signals, config.notice_file.empty() ? 1000 : 250))) {
+    std::error_code ec;
+    if (!config.notice_file.empty() && std::filesystem::exists(config.notice_file, ec)) {
+      noticed = true;
+      break;
+    }
   }
-  hpo::log_info("worker stopping",
-                {{"worker", options.name}, {"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  hpo::log_info("worker stopping", {{"worker", options.name},
+                                    {"signal", noticed ? "notice file " + config.notice_file
+                                               : sig == SIGTERM ? std::string("SIGTERM")
+                                                                : std::string("SIGINT")}});
   agent.drain([&] { return wait_signal(signals, 0) != 0; });
   return 0;
 }

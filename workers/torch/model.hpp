@@ -22,6 +22,8 @@ class SeededDropoutImpl : public torch::nn::Module {
  public:
   SeededDropoutImpl(double p, std::uint64_t seed);
   torch::Tensor forward(const torch::Tensor& x);
+  // Its generator (a checkpoint saves and restores its state).
+  at::Generator& generator() { return generator_; }
 
  private:
   double p_;

@@ -51,7 +51,8 @@ std::string encode_rank_job(const RankJob& job) {
          {"out", job.out},
          {"timeout_ms", job.timeout_ms},
          {"data_roots", job.data_roots},
-         {"dataset_cache", job.dataset_cache}};
+         {"dataset_cache", job.dataset_cache},
+         {"resume", job.resume}};
   return j.dump();
 }
 
@@ -59,12 +60,13 @@ Result<RankJob> decode_rank_job(std::string_view text) {
   auto j = object_of(text, "job");
   if (!j) return j.error();
   RankJob job;
-  for (Status st : {read(*j, "spec", job.spec, "job"), read(*j, "world", job.world, "job"),
-                    read(*j, "threads", job.threads, "job"), read(*j, "gpus", job.gpus, "job"),
-                    read(*j, "store", job.store, "job"), read(*j, "out", job.out, "job"),
-                    read(*j, "timeout_ms", job.timeout_ms, "job"),
-                    read(*j, "data_roots", job.data_roots, "job"),
-                    read(*j, "dataset_cache", job.dataset_cache, "job")})
+  for (Status st :
+       {read(*j, "spec", job.spec, "job"), read(*j, "world", job.world, "job"),
+        read(*j, "threads", job.threads, "job"), read(*j, "gpus", job.gpus, "job"),
+        read(*j, "store", job.store, "job"), read(*j, "out", job.out, "job"),
+        read(*j, "timeout_ms", job.timeout_ms, "job"),
+        read(*j, "data_roots", job.data_roots, "job"),
+        read(*j, "dataset_cache", job.dataset_cache, "job"), read(*j, "resume", job.resume, "job")})
     if (!st) return st.error();
   const auto t = j->find("trial");
   if (t == j->end() || !t->is_object()) return Error::invalid("job.trial", "expected an object");

@@ -25,6 +25,7 @@ struct RankJob {
   std::int64_t timeout_ms = 60000;      // a collective slower than this fails the attempt
   std::vector<std::string> data_roots;  // the worker's data roots (trials/data_roots.hpp)
   std::string dataset_cache;            // the worker's on-disk dataset cache; empty: none
+  std::string resume;  // a checkpoint file to continue from (trainer.hpp); empty: from the start
 };
 
 struct RankResult {

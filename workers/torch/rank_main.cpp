@@ -9,7 +9,10 @@
 // as `hpo-rank-report {json}` on stdout and, at the end, writes the artifacts
 // and result.json (end, error, retryable, metrics, artifacts) into the
 // directory. SIGTERM or SIGINT asks the rank to stop: the trainer stops at the
-// next batch, together with its peers. The rank dies with its worker
+// next batch, together with its peers. Rank 0 leaves a checkpoint in
+// checkpoint.pt after every epoch but the last (`hpo-rank-checkpoint E B` on
+// stdout says so); SIGUSR1 asks for one where it stops (a single rank; a drain),
+// and a job's `resume` file is the checkpoint every rank starts from. The rank dies with its worker
 // (PR_SET_PDEATHSIG).
 //
 // Exit status: 0 when rank 0 wrote its result (whatever the training's end) or
@@ -46,9 +49,11 @@ using Json = nlohmann::json;
 using hpo::workers::StopReason;
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_checkpoint{false};  // SIGUSR1: checkpoint, then stop (a drain)
 static_assert(std::atomic<bool>::is_always_lock_free);
 
-extern "C" void on_stop_signal(int) {
+extern "C" void on_stop_signal(int sig) {
+  if (sig == SIGUSR1) g_checkpoint.store(true, std::memory_order_relaxed);
   g_stop.store(true, std::memory_order_relaxed);
 }
 
@@ -64,7 +69,9 @@ class RankReporter : public hpo::workers::Reporter {
     return !g_stop.load(std::memory_order_relaxed);
   }
   StopReason stop_reason() const override {
-    return g_stop.load(std::memory_order_relaxed) ? StopReason::kPruned : StopReason::kNone;
+    if (!g_stop.load(std::memory_order_relaxed)) return StopReason::kNone;
+    return g_checkpoint.load(std::memory_order_relaxed) ? StopReason::kShutdown
+                                                        : StopReason::kPruned;
   }
   void log(std::string_view line) override {
     if (talks_) std::cout << line << std::endl;
@@ -158,6 +165,25 @@ int run(const fs::path& job_path, int rank) {
   }
   setup->options.group = group.get();
   setup->options.keep_artifacts = rank == 0;
+  if (!job.resume.empty()) {  // every rank starts from the same checkpoint
+    std::ifstream f(job.resume, std::ios::binary);
+    std::stringstream bytes;
+    bytes << f.rdbuf();
+    if (!f) {
+      std::cerr << "hpo-train-rank " << rank << ": cannot read the checkpoint " << job.resume
+                << "\n";
+      return 3;
+    }
+    setup->options.resume = bytes.str();
+  }
+  if (rank == 0)
+    setup->options.checkpoint = [&](const std::string& bytes, std::int64_t epoch,
+                                    std::int64_t batch) {
+      if (write_file(out_dir / hpo::workers::kRankCheckpointFile, bytes))
+        std::cout << hpo::workers::kRankCheckpointPrefix << epoch << " " << batch << std::endl;
+      else
+        std::cerr << "hpo-train-rank: cannot write the checkpoint\n";
+    };
   auto out = tt::train_model(setup->config, setup->data, setup->options, reporter);
   if (rank != 0) {
     if (out.end != tt::TrainOutput::End::kFailed) return 0;
@@ -202,6 +228,7 @@ int main(int argc, char** argv) {
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGUSR1, &sa, nullptr);
   std::string job_path = standby ? "" : argv[1];
   std::string rank_text = standby ? "" : argv[2];
   if (standby) {

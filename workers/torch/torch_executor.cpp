@@ -43,6 +43,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/log.hpp"
+#include "trials/artifacts.hpp"
 #include "trials/json_limits.hpp"
 #include "workers/child_process.hpp"
 #include "workers/command_executor.hpp"
@@ -174,8 +175,39 @@ struct RankState {
   TailBuffer stderr_tail{kStderrTail};
 };
 
-// Rank 0's stdout line: a report or a log line. Returns false when the trial must stop.
-bool relay_rank0_line(std::string_view line, Reporter& reporter) {
+// The checkpoint an earlier attempt left (nullopt: none, or the store would
+// not say: then the attempt starts afresh, which is never wrong).
+std::optional<std::string> stored_checkpoint(Reporter& reporter) {
+  auto got = reporter.get_artifact(trials::artifact::kCheckpoint);
+  if (!got) {
+    reporter.log("torch: cannot read the trial's checkpoint (" + got.error().message +
+                 "); starting from the first epoch");
+    return std::nullopt;
+  }
+  return std::move(*got);
+}
+
+void store_checkpoint(Reporter& reporter, const std::string& bytes, std::int64_t epoch,
+                      std::int64_t batch) {
+  auto st = reporter.put_artifact(trials::artifact::kCheckpoint, bytes);
+  if (!st)
+    reporter.log(fmt::format("torch: the checkpoint of epoch {} was not stored: {}", epoch + 1,
+                             st.error().message));
+  else if (batch > 0)
+    reporter.log(fmt::format("torch: checkpoint stored at epoch {}, batch {} ({} bytes)", epoch + 1,
+                             batch + 1, bytes.size()));
+}
+
+// Rank 0's stdout line: a report, a checkpoint it left in `dir`, or a log
+// line. Returns false when the trial must stop.
+bool relay_rank0_line(std::string_view line, Reporter& reporter, const fs::path& dir) {
+  if (line.starts_with(kRankCheckpointPrefix)) {
+    std::int64_t epoch = 0, batch = 0;
+    std::istringstream(std::string(line.substr(kRankCheckpointPrefix.size()))) >> epoch >> batch;
+    if (auto bytes = read_file(dir / kRankCheckpointFile))
+      store_checkpoint(reporter, *bytes, epoch, batch);
+    return true;
+  }
   if (!line.starts_with(kRankReportPrefix)) {
     reporter.log(line);
     return true;
@@ -233,6 +265,11 @@ trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter
       "torch: {} train / {} validation / {} test rows, {} threads{}", setup->data.train.rows,
       setup->data.validation.rows, setup->data.test.rows, setup->options.threads,
       setup->options.gpu >= 0 ? fmt::format(", gpu {}", setup->options.gpu) : ""));
+  if (auto checkpoint = stored_checkpoint(reporter)) setup->options.resume = std::move(*checkpoint);
+  setup->options.checkpoint = [&reporter](const std::string& bytes, std::int64_t epoch,
+                                          std::int64_t batch) {
+    store_checkpoint(reporter, bytes, epoch, batch);
+  };
   auto out = tt::train_model(setup->config, setup->data, setup->options, reporter);
   auto artifacts = out.end == tt::TrainOutput::End::kCompleted
                        ? tt::artifacts_of(out, setup->plan_summary)
@@ -269,6 +306,12 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
   job.timeout_ms = options_.rank_timeout.count();
   job.data_roots = options_.data_roots;
   job.dataset_cache = cache_->disk_dir();
+  if (auto checkpoint = stored_checkpoint(reporter)) {
+    job.resume = (dir / "resume.pt").string();
+    std::ofstream f(job.resume, std::ios::binary);
+    f.write(checkpoint->data(), static_cast<std::streamsize>(checkpoint->size()));
+    if (!f) return failed("cannot write " + job.resume, true);
+  }
   {
     std::ofstream f(dir / "job.json");
     f << tt::encode_rank_job(job);
@@ -328,8 +371,10 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
   auto request_stop = [&] {
     if (stop_sent) return;
     stop_sent = true;
+    // A drain asks for a checkpoint where the training stops (a single rank saves one).
+    const int sig = reporter.stop_reason() == StopReason::kShutdown ? SIGUSR1 : SIGTERM;
     for (auto& r : ranks)
-      if (r.process && !r.done) r.process->signal_group(SIGTERM);
+      if (r.process && !r.done) r.process->signal_group(sig);
     auto at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                  std::chrono::duration<double>(kStopGraceS));
     kill_at = kill_at ? std::min(*kill_at, at) : at;
@@ -341,7 +386,7 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
       if (!rank.process || rank.done) continue;
       rank.done = rank.process->poll(wait_ms, [&](Stream s, std::string_view line) {
         if (s == Stream::kStderr) return rank.stderr_tail.add(line);
-        if (r == 0 && !relay_rank0_line(line, reporter)) request_stop();
+        if (r == 0 && !relay_rank0_line(line, reporter, dir)) request_stop();
       });
       if (!rank.done) continue;
       const int status = rank.process->exit_status().value_or(0);

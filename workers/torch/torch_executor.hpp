@@ -75,6 +75,11 @@ class StandbyRanks {
 // Rank 0 writes each epoch's report to stdout as this prefix and a JSON object
 // {"step": N, "metrics": {...}}.
 inline constexpr std::string_view kRankReportPrefix = "hpo-rank-report ";
+// ... and this line when it has left a checkpoint in checkpoint.pt of its
+// directory: "hpo-rank-checkpoint EPOCH BATCH". SIGUSR1 asks a rank to
+// checkpoint and stop (a drain); SIGTERM only to stop.
+inline constexpr std::string_view kRankCheckpointPrefix = "hpo-rank-checkpoint ";
+inline constexpr char kRankCheckpointFile[] = "checkpoint.pt";
 
 class TorchExecutor : public Executor {
  public:
@@ -89,6 +94,10 @@ class TorchExecutor : public Executor {
   // Bad configs, data errors and NaN losses fail the trial without a retry; a
   // lost data-parallel rank fails it with a retry.
   trials::TrialResult run(const TrialTask& task, Reporter& reporter) override;
+  // After every epoch but the last, and when a drain stops it (kShutdown), the
+  // trainer's state is stored as artifact "checkpoint"; an attempt that finds
+  // one resumes from it.
+  bool checkpoints() const override { return true; }
 
   const torch_trainer::DatasetCache& cache() const { return *cache_; }
 

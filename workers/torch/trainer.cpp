@@ -27,6 +27,7 @@
 #include <sstream>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "workers/torch/model.hpp"
@@ -184,6 +185,90 @@ class BlasProbe {
   Clock::duration many_{};
 };
 
+// A checkpoint: everything the loop needs to go on from a batch boundary as
+// if it had never stopped — the model's parameters and buffers, the
+// optimiser's state, where it was (epoch, next batch, step, the epoch's
+// permutation and running loss), and both generators (shuffling, and the
+// global one dropout draws from).
+struct Resume {
+  std::int64_t epoch = 0, batch = 0, step = 0, seen = 0;
+  double loss_sum = 0;
+  torch::Tensor perm;  // defined when it stopped inside an epoch
+};
+
+// The model's dropout layers' generators, in order.
+std::vector<at::Generator*> dropout_generators(torch::nn::Sequential& model) {
+  std::vector<at::Generator*> out;
+  for (const auto& m : model->modules(/*include_self=*/false))
+    if (auto* d = m->as<SeededDropoutImpl>()) out.push_back(&d->generator());
+  return out;
+}
+
+std::string save_checkpoint(torch::nn::Sequential& model, torch::optim::Optimizer& optimizer,
+                            const Resume& at, at::Generator& shuffle) {
+  torch::serialize::OutputArchive archive, model_archive, optimizer_archive;
+  model->save(model_archive);
+  optimizer.save(optimizer_archive);
+  archive.write("model", model_archive);
+  archive.write("optimizer", optimizer_archive);
+  archive.write("position", torch::tensor({at.epoch, at.batch, at.step, at.seen}, torch::kLong));
+  archive.write("loss_sum", torch::tensor({at.loss_sum}, torch::kDouble));
+  if (at.perm.defined()) archive.write("perm", at.perm.to(torch::kCPU));
+  archive.write("shuffle_rng", shuffle.get_state());
+  const auto dropouts = dropout_generators(model);
+  for (std::size_t i = 0; i < dropouts.size(); ++i)
+    archive.write("dropout_rng." + std::to_string(i), dropouts[i]->get_state());
+  {
+    std::lock_guard lock(seed_mutex());
+    archive.write("global_rng", at::detail::getDefaultCPUGenerator().get_state());
+  }
+  std::ostringstream out;
+  archive.save_to(out);
+  return out.str();
+}
+
+Result<Resume> load_checkpoint(const std::string& bytes, torch::nn::Sequential& model,
+                               torch::optim::Optimizer& optimizer, at::Generator& shuffle,
+                               const torch::Device& device) {
+  try {
+    std::istringstream in(bytes);
+    torch::serialize::InputArchive archive, model_archive, optimizer_archive;
+    archive.load_from(in, device);
+    archive.read("model", model_archive);
+    model->load(model_archive);
+    archive.read("optimizer", optimizer_archive);
+    optimizer.load(optimizer_archive);
+    torch::Tensor position, loss_sum, rng, global_rng;
+    archive.read("position", position);
+    archive.read("loss_sum", loss_sum);
+    archive.read("shuffle_rng", rng);
+    archive.read("global_rng", global_rng);
+    position = position.to(torch::kCPU);
+    Resume r;
+    r.epoch = position[0].item<std::int64_t>();
+    r.batch = position[1].item<std::int64_t>();
+    r.step = position[2].item<std::int64_t>();
+    r.seen = position[3].item<std::int64_t>();
+    r.loss_sum = loss_sum.to(torch::kCPU)[0].item<double>();
+    if (archive.try_read("perm", r.perm)) r.perm = r.perm.to(torch::kCPU);
+    shuffle.set_state(rng.to(torch::kCPU));
+    const auto dropouts = dropout_generators(model);
+    for (std::size_t i = 0; i < dropouts.size(); ++i) {
+      torch::Tensor state;
+      archive.read("dropout_rng." + std::to_string(i), state);
+      dropouts[i]->set_state(state.to(torch::kCPU));
+    }
+    {
+      std::lock_guard lock(seed_mutex());
+      at::Generator global = at::detail::getDefaultCPUGenerator();  // a handle to the one generator
+      global.set_state(global_rng.to(torch::kCPU));
+    }
+    return r;
+  } catch (const std::exception& e) {
+    return Error::invalid("checkpoint", std::string("does not load into this model: ") + e.what());
+  }
+}
+
 TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedData& data,
                        const TrainOptions& options, Reporter& reporter) {
   TrainOutput result;
@@ -223,6 +308,18 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
   if (group && !averaging) reducer.emplace(*group, model->parameters());
   double average_s = 0;  // average: time in the parameter averages
   at::Generator shuffle = at::detail::createCPUGenerator(options.seed ^ 0x5DEECE66DULL);
+  Resume resume;
+  if (!options.resume.empty()) {
+    auto loaded = load_checkpoint(options.resume, model, *optimizer, shuffle, device);
+    if (!loaded) {
+      result.end = TrainOutput::End::kFailed;
+      result.error = loaded.error().message;
+      return result;
+    }
+    resume = std::move(*loaded);
+    reporter.log(fmt::format("torch: resuming from a checkpoint at epoch {}, batch {}",
+                             resume.epoch + 1, resume.batch + 1));
+  }
 
   const auto x = features_tensor(data.train, data.sample_shape).to(device);
   const auto y = targets_tensor(data.train, classification).to(device);
@@ -234,7 +331,7 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
   const bool scheduled =
       cfg.schedule.type != trials::ScheduleType::kConstant || cfg.schedule.warmup_epochs > 0;
 
-  std::int64_t step = 0, samples = 0;
+  std::int64_t step = resume.step, samples = 0;
   double train_s = 0;
   Eval val;
   SyncFlags pending;  // data-parallel: flags waiting for the next collective
@@ -256,15 +353,22 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
   };
   BlasProbe probe(layout);
   std::int64_t first_step_unix_ms = 0;  // wall clock: the executor relates it to the claim
-  for (std::int64_t epoch = 0; epoch < cfg.epochs; ++epoch) {
+  for (std::int64_t epoch = resume.epoch; epoch < cfg.epochs; ++epoch) {
     const auto t0 = Clock::now();
-    auto perm = torch::randperm(n, shuffle, torch::kLong).to(device);
-    double loss_sum = 0;
-    std::int64_t seen = 0;
-    for (std::int64_t b = 0; b < steps_per_epoch; ++b) {
+    const bool resumed_inside = epoch == resume.epoch && resume.perm.defined();
+    auto perm = resumed_inside ? resume.perm.to(device)
+                               : torch::randperm(n, shuffle, torch::kLong).to(device);
+    double loss_sum = resumed_inside ? resume.loss_sum : 0;
+    std::int64_t seen = resumed_inside ? resume.seen : 0;
+    for (std::int64_t b = resumed_inside ? resume.batch : 0; b < steps_per_epoch; ++b) {
       probe.at_step(b);
       pending.stop = pending.stop || reporter.should_stop();
       if (!group && pending.stop) {
+        // Drained or preempted: what it did so far is kept for the next attempt.
+        if (options.checkpoint && reporter.stop_reason() == StopReason::kShutdown)
+          options.checkpoint(save_checkpoint(model, *optimizer,
+                                             Resume{epoch, b, step, seen, loss_sum, perm}, shuffle),
+                             epoch, b);
         result.end = TrainOutput::End::kStopped;
         return result;
       }
@@ -327,6 +431,10 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
                      std::to_string(epoch + 1);
       return result;
     }
+    if (options.checkpoint && !last)
+      options.checkpoint(
+          save_checkpoint(model, *optimizer, Resume{epoch + 1, 0, step, 0, 0, {}}, shuffle),
+          epoch + 1, 0);
     if (!reporter.report(epoch + 1, m) || reporter.should_stop()) {
       pending.stop = true;  // data-parallel: the others hear it in the next collective
       if (!group || last) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,16 @@ struct TrainOptions {
   // Stored in model.pt next to the weights, for whoever predicts with it later.
   std::vector<std::int64_t> feature_index;  // the member's feature subset (empty: all)
   std::int64_t input_features = 0;          // features of the input before the subset
+  // Checkpoints (trainer.cpp): `resume` is a checkpoint to continue from
+  // (empty: start afresh); `checkpoint`, when set, is called with one after
+  // every epoch but the last (every rank has the same state to save: rank 0
+  // calls it) and, in a single-process training, when a stop with reason
+  // kShutdown (drain, preemption) ends it between two batches. A resumed
+  // training reaches the metrics of an uninterrupted one, bit for bit on CPU
+  // with one thread per process (more threads: as reproducible as an
+  // uninterrupted run, whose BLAS thread probe is timed).
+  std::string resume;
+  std::function<void(const std::string& bytes, std::int64_t epoch, std::int64_t batch)> checkpoint;
   // Data-parallel: this rank's group (not owned); null for a single process.
   // Rank 0 evaluates, reports and returns the artifacts; other ranks return
   // End::kCompleted with no metrics (and model_bytes, to compare ranks).

@@ -98,20 +98,31 @@ class FakeReporter : public Reporter {
     reports.emplace_back(step, m);
     if (on_report) on_report(step);
     if (stop_after_reports > 0 && static_cast<int>(reports.size()) >= stop_after_reports)
-      stopped = StopReason::kPruned;
+      stopped = stop_with;
     return stopped == StopReason::kNone;
   }
   // `checks` counts the calls until the stop turned (not the ones after it).
   StopReason stop_reason() const override {
     if (stopped != StopReason::kNone) return stopped;
     ++checks;
-    if (stop_after_checks > 0 && checks >= stop_after_checks) stopped = StopReason::kPruned;
+    if (stop_after_checks > 0 && checks >= stop_after_checks) stopped = stop_with;
     return stopped;
   }
   void log(std::string_view line) override { logs.emplace_back(line); }
   Status put_artifact(const std::string& name, const std::string& bytes) override {
     artifacts.emplace_back(name, bytes);
     return {};
+  }
+  // The last one stored under `name` (a checkpoint an earlier attempt left).
+  Result<std::optional<std::string>> get_artifact(const std::string& name) override {
+    for (auto it = artifacts.rbegin(); it != artifacts.rend(); ++it)
+      if (it->first == name) return std::optional<std::string>{it->second};
+    return std::optional<std::string>{};
+  }
+  int count(const std::string& name) const {
+    int n = 0;
+    for (const auto& a : artifacts) n += a.first == name;
+    return n;
   }
   // Whether some log line contains every one of `fragments`.
   bool logged(std::initializer_list<std::string_view> fragments) const {
@@ -134,6 +145,7 @@ class FakeReporter : public Reporter {
   std::function<void(std::int64_t)> on_report;  // called with each report's step
   int stop_after_checks = 0;
   int stop_after_reports = 0;
+  StopReason stop_with = StopReason::kPruned;  // the reason those stops give
   mutable int checks = 0;
   mutable StopReason stopped = StopReason::kNone;
 };

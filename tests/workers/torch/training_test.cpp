@@ -124,6 +124,49 @@ TEST_F(TorchTraining, IsReproducibleWithASeed) {
   EXPECT_NE(rc.metrics.at("val_loss"), ra.metrics.at("val_loss"));
 }
 
+// A drain stops a training between two batches with a checkpoint (after the
+// one of every finished epoch); the next attempt resumes from it and ends bit
+// for bit where an uninterrupted training ends: metrics and predictions (one
+// thread; dropout and momentum included, whose state the checkpoint carries).
+TEST_F(TorchTraining, AResumedTrainingEndsBitForBitAsAnUninterruptedOne) {
+  auto trial = blobs_trial(dir.write("t.csv", testing::blobs_csv(400, 1)));
+  trial["epochs"] = 4;
+  auto spec = spec_for(trial);
+  auto task = task_for(spec, params);
+  task.threads = 1;
+  FakeReporter whole;
+  auto uninterrupted = executor.run(task, whole);
+  ASSERT_EQ(uninterrupted.outcome, trials::TrialState::kCompleted) << uninterrupted.error;
+  EXPECT_EQ(whole.count("checkpoint"), 3);  // after epochs 1, 2 and 3
+  // 300 training rows in batches of 16: 19 a epoch; stop in the second one.
+  for (int checks : {25, 19 + 19 + 1}) {
+    FakeReporter first;
+    first.stop_with = StopReason::kShutdown;
+    first.stop_after_checks = checks;
+    auto stopped = executor.run(task, first);
+    ASSERT_EQ(stopped.outcome, trials::TrialState::kFailed);
+    EXPECT_TRUE(stopped.retryable);
+    ASSERT_NE(first.artifact("checkpoint"), nullptr);
+    EXPECT_EQ(first.artifact("val_predictions"), nullptr);
+    FakeReporter second;
+    second.artifacts = {{"checkpoint", *first.get_artifact("checkpoint").value()}};
+    auto resumed = executor.run(task, second);
+    ASSERT_EQ(resumed.outcome, trials::TrialState::kCompleted) << resumed.error;
+    EXPECT_TRUE(second.logged({"resuming from a checkpoint"}));
+    EXPECT_LT(second.reports.size(), whole.reports.size());  // the earlier epochs were not redone
+    EXPECT_EQ(resumed.metrics.at("val_loss"), uninterrupted.metrics.at("val_loss")) << checks;
+    EXPECT_EQ(resumed.metrics.at("train_loss"), uninterrupted.metrics.at("train_loss")) << checks;
+    EXPECT_EQ(*second.artifact("val_predictions"), *whole.artifact("val_predictions")) << checks;
+    EXPECT_EQ(*second.artifact("model.pt"), *whole.artifact("model.pt")) << checks;
+  }
+  // A checkpoint that is not one fails the attempt with the reason, not the worker.
+  FakeReporter garbage;
+  garbage.artifacts = {{"checkpoint", "not a checkpoint"}};
+  auto bad = executor.run(task, garbage);
+  EXPECT_EQ(bad.outcome, trials::TrialState::kFailed);
+  EXPECT_NE(bad.error.find("checkpoint"), std::string::npos) << bad.error;
+}
+
 // Dropout masks come from the trial's seed alone: two trials training at the same
 // time in one process (two slots) give exactly what each gives alone.
 TEST_F(TorchTraining, ConcurrentTrialsWithDropoutStayReproducible) {
@@ -344,6 +387,35 @@ TEST_F(IsolatedTrials, ATrialTrainsInAProcessOfItsOwn) {
   ASSERT_GT(p0, 0);
   EXPECT_NE(p0, ::getpid());
   EXPECT_NE(::kill(p0, 0), 0);  // reaped
+}
+
+// The worker's path: the rank process leaves its checkpoints for the executor
+// to store, stops with one on SIGUSR1 (a drain), and the next attempt's
+// process resumes from the stored one and ends where an uninterrupted run does.
+TEST_F(IsolatedTrials, ADrainedTrialResumesInTheNextAttemptsProcess) {
+  auto spec = parallel_spec(dir.write("t.csv", testing::blobs_csv(2000, 1)), 40, 1);
+  auto task = task_for(spec, params);
+  task.threads = 1;
+  task.work_dir = dir.file("");
+  FakeReporter whole;
+  auto uninterrupted = isolated.run(task, whole);
+  ASSERT_EQ(uninterrupted.outcome, trials::TrialState::kCompleted) << uninterrupted.error;
+  EXPECT_EQ(whole.count("checkpoint"), 39);
+  FakeReporter first;
+  first.on_report = [&](std::int64_t step) {
+    if (step == 2) first.stopped = StopReason::kShutdown;  // the drain begins
+  };
+  auto stopped = isolated.run(task, first);
+  ASSERT_EQ(stopped.outcome, trials::TrialState::kFailed) << "finished before the drain reached it";
+  EXPECT_TRUE(stopped.retryable);
+  ASSERT_GE(first.count("checkpoint"), 2);
+  FakeReporter second;
+  second.artifacts = {{"checkpoint", *first.get_artifact("checkpoint").value()}};
+  auto resumed = isolated.run(task, second);
+  ASSERT_EQ(resumed.outcome, trials::TrialState::kCompleted) << resumed.error;
+  EXPECT_TRUE(second.logged({"resuming from a checkpoint"}));
+  EXPECT_EQ(resumed.metrics.at("val_loss"), uninterrupted.metrics.at("val_loss"));
+  EXPECT_EQ(*second.artifact("val_predictions"), *whole.artifact("val_predictions"));
 }
 
 // A poison trial (a model far beyond its memory limit) fails alone, with the
