@@ -27,7 +27,9 @@
 #include <nlohmann/json.hpp>
 
 #include "ensemble/bagging_json.hpp"
+#include "trials/artifacts.hpp"
 #include "trials/json_limits.hpp"
+#include "workers/checkpoint_dir.hpp"
 #include "workers/child_process.hpp"
 #include "workers/command_outputs.hpp"
 #include "workers/outcome.hpp"
@@ -129,8 +131,37 @@ CommandExecutor::CommandExecutor(CommandOptions options) : options_(std::move(op
   if (options_.poll_ms <= 0) options_.poll_ms = 50;
 }
 
+namespace {
+
+constexpr std::string_view kCheckpointLine = "hpo-checkpoint";
+
+bool is_checkpoint_line(std::string_view line) {
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+  return line == kCheckpointLine;
+}
+
+// The program says its checkpoint folder is complete: it becomes the trial's
+// artifact "checkpoint" (fenced: a stale attempt's is refused).
+void store_checkpoint_dir(const std::string& dir, Reporter& reporter) {
+  auto packed = pack_dir(dir);
+  if (!packed) {
+    reporter.log("[hpo] checkpoint not stored: " + packed.error().message);
+    return;
+  }
+  for (const auto& s : packed->skipped) reporter.log("[hpo] checkpoint leaves out " + s);
+  auto st = reporter.put_artifact(trials::artifact::kCheckpoint, packed->bytes);
+  reporter.log(st ? fmt::format("[hpo] checkpoint stored: {} files, {} bytes", packed->files,
+                                packed->bytes.size())
+                  : "[hpo] checkpoint not stored: " + st.error().message);
+}
+
+}  // namespace
+
 std::string output_dir(const std::string& work_dir) {
   return (std::filesystem::path(work_dir) / "output").string();
+}
+std::string checkpoint_dir(const std::string& work_dir) {
+  return (std::filesystem::path(work_dir) / "checkpoint").string();
 }
 std::string bagging_file(const std::string& work_dir) {
   return (std::filesystem::path(work_dir) / "bagging.json").string();
@@ -165,6 +196,7 @@ std::vector<std::string> CommandExecutor::child_env(const TrialTask& task) const
   if (!task.work_dir.empty()) {
     set("HPO_WORK_DIR", task.work_dir);
     set("HPO_OUTPUT_DIR", output_dir(task.work_dir));
+    set("HPO_CHECKPOINT_DIR", checkpoint_dir(task.work_dir));
   }
   if (t.role == trials::TrialRole::kMember && !task.work_dir.empty()) {
     set("HPO_BAGGING_FILE", bagging_file(task.work_dir));
@@ -192,6 +224,20 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
     std::error_code ec;
     std::filesystem::create_directories(output_dir(task.work_dir), ec);
     if (ec) return failed_result("could not create HPO_OUTPUT_DIR: " + ec.message(), true);
+    std::filesystem::create_directories(checkpoint_dir(task.work_dir), ec);
+    if (ec) return failed_result("could not create HPO_CHECKPOINT_DIR: " + ec.message(), true);
+    // An earlier attempt's checkpoint: the program finds it where it left it.
+    if (auto stored = reporter.get_artifact(trials::artifact::kCheckpoint); !stored) {
+      reporter.log("[hpo] cannot read the trial's checkpoint (" + stored.error().message +
+                   "); HPO_CHECKPOINT_DIR starts empty");
+    } else if (*stored) {
+      auto files = unpack_dir(**stored, checkpoint_dir(task.work_dir));
+      reporter.log(files ? fmt::format("[hpo] resuming: {} files of the last checkpoint are in "
+                                       "HPO_CHECKPOINT_DIR",
+                                       *files)
+                         : "[hpo] the stored checkpoint does not unpack (" + files.error().message +
+                               "); HPO_CHECKPOINT_DIR starts empty");
+    }
     if (task.trial.role == trials::TrialRole::kMember && recipe.data) {
       auto p = command_member_plan(task.trial, *recipe.data);
       if (!p) return failed_result(p.error().message, false);
@@ -226,6 +272,10 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
     if (stream == Stream::kStderr) {
       stderr_tail.add(line);
       reporter.log(line);
+      return;
+    }
+    if (!task.work_dir.empty() && is_checkpoint_line(line)) {
+      store_checkpoint_dir(checkpoint_dir(task.work_dir), reporter);
       return;
     }
     auto metric = parse_metric_line(line);

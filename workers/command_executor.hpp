@@ -55,6 +55,10 @@ class CommandExecutor : public Executor {
 // Where a command attempt writes its outputs (HPO_OUTPUT_DIR) and finds its
 // bagging plan (HPO_BAGGING_FILE), inside the attempt's work directory.
 std::string output_dir(const std::string& work_dir);
+// ... and keeps its checkpoint (HPO_CHECKPOINT_DIR): a stdout line
+// `hpo-checkpoint` says the folder is complete, and it is stored as artifact
+// "checkpoint" (workers/checkpoint_dir.hpp); the next attempt finds it there.
+std::string checkpoint_dir(const std::string& work_dir);
 std::string bagging_file(const std::string& work_dir);
 
 // The environment of this process as "KEY=VALUE" strings.

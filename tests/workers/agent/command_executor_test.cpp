@@ -15,6 +15,7 @@
 #include "ensemble/prediction_file.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/workers/agent/test_util.hpp"
+#include "workers/checkpoint_dir.hpp"
 #include "workers/child_process.hpp"
 #include "workers/command_executor.hpp"
 
@@ -325,6 +326,76 @@ trials::TrialResult run_in_work_dir(TrialTask task, const TempDir& dir, const st
   task.work_dir = dir.file(name);
   std::filesystem::create_directories(task.work_dir);
   return CommandExecutor(fast_options()).run(task, rep);
+}
+
+// HPO_CHECKPOINT_DIR: what the program keeps there is stored each time it
+// prints `hpo-checkpoint`; an attempt that dies, retried, finds the last one
+// there and goes on from it.
+TEST(CommandCheckpoints, ARetriedAttemptFindsTheLastCheckpointAndGoesOn) {
+  TempDir dir;
+  auto script = dir.script("count.sh", R"(
+n=0
+[ -f "$HPO_CHECKPOINT_DIR/state/n" ] && n=$(cat "$HPO_CHECKPOINT_DIR/state/n")
+echo "starting at $n"
+while [ "$n" -lt 5 ]; do
+  n=$((n + 1))
+  mkdir -p "$HPO_CHECKPOINT_DIR/state"
+  echo "$n" > "$HPO_CHECKPOINT_DIR/state/n"
+  echo hpo-checkpoint
+  printf 'hpo-metric {"step": %s, "loss": %s}\n' "$n" "$n"
+  if [ "$n" -eq 3 ] && [ "$HPO_ATTEMPT" = 0 ]; then echo "dying" >&2; exit 1; fi
+done
+echo 'hpo-metric {"final": true, "loss": 5}'
+)");
+  auto spec = command_spec({script});
+  RecordingReporter rep;
+  auto task = make_task(spec);
+  task.trial.attempt = 0;
+  auto r = run_in_work_dir(task, dir, "a0", rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_TRUE(r.retryable);
+  ASSERT_TRUE(rep.artifacts.count("checkpoint"));
+  EXPECT_EQ(rep.puts["checkpoint"], 3);
+  rep.reports.clear();
+  task.trial.attempt = 1;
+  r = run_in_work_dir(task, dir, "a1", rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  EXPECT_EQ(r.value, 5);
+  ASSERT_EQ(rep.reports.size(), 2u) << ::testing::PrintToString(rep.lines);  // 1 to 3 not redone
+  EXPECT_EQ(rep.reports[0].first, 4);
+  bool said = false, started = false;
+  for (const auto& l : rep.lines) {
+    said = said || l.find("[hpo] resuming: 1 files") != std::string::npos;
+    started = started || l == "starting at 3";
+  }
+  EXPECT_TRUE(said);
+  EXPECT_TRUE(started);
+}
+
+TEST(CommandCheckpoints, PackedFoldersKeepRegularFilesAndRefuseEscapes) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.file("ck/a/b"));
+  std::ofstream(dir.file("ck/a/b/w.bin"), std::ios::binary) << std::string("x\0y\n", 4);
+  std::ofstream(dir.file("ck/top.txt")) << "top";
+  std::filesystem::create_symlink("/etc/passwd", dir.file("ck/link"));
+  auto packed = pack_dir(dir.file("ck"));
+  ASSERT_TRUE(packed.ok()) << packed.error().message;
+  EXPECT_EQ(packed->files, 2u);
+  ASSERT_EQ(packed->skipped.size(), 1u);
+  EXPECT_NE(packed->skipped[0].find("link (a symbolic link)"), std::string::npos);
+  std::filesystem::create_directories(dir.file("out"));
+  auto n = unpack_dir(packed->bytes, dir.file("out"));
+  ASSERT_TRUE(n.ok()) << n.error().message;
+  EXPECT_EQ(*n, 2u);
+  EXPECT_EQ(read_file(dir.file("out/a/b/w.bin")), std::string("x\0y\n", 4));
+  EXPECT_EQ(read_file(dir.file("out/top.txt")), "top");
+  for (const std::string bad :
+       {"not a pack", "hpo-checkpoint-dir 1\n3 ../evil\nabc", "hpo-checkpoint-dir 1\n3 /etc/x\nabc",
+        "hpo-checkpoint-dir 1\n99 short\nabc", "hpo-checkpoint-dir 1\nx y\n"}) {
+    auto r = unpack_dir(bad, dir.file("out"));
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/evil"));
 }
 
 TEST(CommandOutputs, PredictionsBecomeArtifactsAndOtherFilesAreKept) {

@@ -32,8 +32,16 @@ class RecordingReporter : public Reporter {
   Status put_artifact(const std::string& name, const std::string& bytes) override {
     std::lock_guard lk(mu_);
     artifacts[name] = bytes;
+    ++puts[name];
     return {};
   }
+  Result<std::optional<std::string>> get_artifact(const std::string& name) override {
+    std::lock_guard lk(mu_);
+    auto it = artifacts.find(name);
+    if (it == artifacts.end()) return std::optional<std::string>{};
+    return std::optional<std::string>{it->second};
+  }
+  std::map<std::string, int> puts;  // how many times each name was stored
 
   std::vector<std::pair<std::int64_t, trials::Metrics>> reports_copy() {
     std::lock_guard lk(mu_);
