@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/e2e/preemption_check.hpp"
 #include "tests/support/cluster.hpp"
 #include "tests/support/tabular.hpp"
 
@@ -137,77 +138,17 @@ TEST(DataParallelEndToEnd, AKilledRankFailsTheAttemptAndTheRetryCompletes) {
   EXPECT_NE(::kill(survivor, 0), 0);
 }
 
-// Preemption: a worker whose termination notice arrives (its --notice-file
-// appears) mid-trial checkpoints the torch trial and releases it without
-// counting a failure; another worker resumes it from that checkpoint, and it
-// ends with exactly the metrics of the same trial run without interruption.
+// Preemption on one host (tests/e2e/preemption_check.hpp has what must hold):
+// the notice file of the worker that runs the torch trial appears mid-trial.
 TEST(DataParallelEndToEnd, APreemptedTrialResumesElsewhereAndEndsAsIfUninterrupted) {
   Cluster c;
   ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
   const std::string notice = c.home() + "/termination-notice";
   auto& spot = c.start_worker("spot", 1, 3000, {"--threads", "1", "--notice-file", notice});
-  const std::string train = c.home() + "/train.csv";
-  hpo::testing::write_tabular_csv(train, 3000, 3);
-  Json spec = parallel_spec(train);
-  spec["trial"].erase("data_parallel");
-  spec["trial"]["epochs"] = 40;
-  auto submit = [&](const std::string& name) {
-    spec["name"] = name;
-    auto r = c.api().post("/api/sweeps", spec.dump());
-    EXPECT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : "");
-    return r.ok() ? Json::parse(r->body).value("id", "") : "";
-  };
-  const std::string id = submit("preempted");
-  const std::string trial = id + "-0";
-  Json detail;
-  ASSERT_TRUE(wait_for(
-      [&] {
-        detail = c.get("/api/trials/" + trial);
-        return detail.is_object() && detail["reports"].size() >= 3;
-      },
-      120s))
-      << detail.dump() << c.logs();
-  const auto noticed = std::chrono::steady_clock::now();
-  std::ofstream(notice) << "terminate\n";
-  ASSERT_EQ(spot.wait(60s), 0) << c.logs();
-  detail = c.get("/api/trials/" + trial);
-  ASSERT_EQ(detail["state"], "queued") << detail.dump(2);
-  ASSERT_EQ(detail["attempts"].size(), 1u) << detail.dump(2);
-  EXPECT_EQ(detail["attempts"][0]["outcome"], "released") << detail.dump(2);
-  const std::size_t reports_before = detail["reports"].size();
-
-  c.start_worker("steady", 1, 3000, {"--threads", "1"});
-  ASSERT_TRUE(wait_for(
-      [&] {
-        detail = c.get("/api/trials/" + trial);
-        return detail.is_object() && detail["reports"].size() > reports_before;
-      },
-      120s))
-      << c.logs();
-  const double resume_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - noticed).count();
-  Json sweep = c.wait_finished(id, 240s);
-  ASSERT_EQ(sweep.value("state", ""), "finished") << sweep.dump(2) << c.logs();
-  detail = c.get("/api/trials/" + trial);
-  EXPECT_EQ(detail["state"], "completed") << detail.dump(2);
-  EXPECT_EQ(detail["attempt"].get<int>(), 1);
-  EXPECT_NE(detail["log_tail"].get<std::string>().find("resuming from a checkpoint"),
-            std::string::npos)
-      << detail["log_tail"];
-  // The first epoch the second attempt reports is past the ones the first did.
-  EXPECT_GT(detail["reports"][reports_before]["step"].get<int>(), 1) << detail.dump(2);
-
-  const std::string again = submit("uninterrupted");
-  Json reference = c.wait_finished(again, 240s);
-  ASSERT_EQ(reference.value("state", ""), "finished") << c.logs();
-  Json ref = c.get("/api/trials/" + again + "-0");
-  EXPECT_EQ(ref["attempt"].get<int>(), 0);
-  for (const char* m : {"val_loss", "val_accuracy", "train_loss"})
-    EXPECT_EQ(detail["metrics"][m].get<double>(), ref["metrics"][m].get<double>()) << m;
-  std::printf(
-      "preemption: notice to the next attempt's first report in %.1f s (a worker started "
-      "after the first exited)\n",
-      resume_s);
+  const double s = check_preempted_trial_resumes(c, notice, spot, [&] {
+    c.start_worker("steady", 1, 3000, {"--threads", "1"});
+  });
+  std::printf("preemption: notice to the next attempt's first report in %.1f s\n", s);
 }
 
 }  // namespace

@@ -60,12 +60,18 @@ class Cluster {
     return {{"HPO_HOME", home_}, {"HPO_LOG_LEVEL", "info"}};
   }
 
-  void start_scheduler() {
+  // `extra` flags, e.g. --redis URL for an external Redis instead of the embedded one.
+  void start_scheduler(const std::vector<std::string>& extra = {}) {
     std::filesystem::remove(home_ + "/scheduler.json");
-    scheduler_ = std::make_unique<Process>(
-        std::vector<std::string>{kBinaryDir + "/scheduler/hpo-scheduler", "--listen", "127.0.0.1:0",
-                                 "--reaper-ms", "200", "--data-root", home_},
-        env(), home_ + "/scheduler.log");
+    std::vector<std::string> argv{kBinaryDir + "/scheduler/hpo-scheduler",
+                                  "--listen",
+                                  "127.0.0.1:0",
+                                  "--reaper-ms",
+                                  "200",
+                                  "--data-root",
+                                  home_};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    scheduler_ = std::make_unique<Process>(argv, env(), home_ + "/scheduler.log");
     ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(home_ + "/scheduler.json"); },
                          std::chrono::seconds(30)))
         << read_file(home_ + "/scheduler.log");
@@ -76,8 +82,12 @@ class Cluster {
     api_->set_token(state["token"].get<std::string>());
   }
 
+  // `prefix` runs it through another program (a test host: ip netns exec NS);
+  // `more_env` overrides the cluster's environment (its own HPO_HOME).
   Process& start_worker(const std::string& name, int slots, int lease_ms = 1500,
-                        const std::vector<std::string>& extra = {}) {
+                        const std::vector<std::string>& extra = {},
+                        const std::vector<std::string>& prefix = {},
+                        const std::vector<std::pair<std::string, std::string>>& more_env = {}) {
     std::vector<std::string> argv{kBinaryDir + "/workers/hpo-worker",
                                   "--name",
                                   name,
@@ -90,7 +100,11 @@ class Cluster {
                                   "--data-root",
                                   home_};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    workers_.push_back(std::make_unique<Process>(argv, env(), home_ + "/worker-" + name + ".log"));
+    argv.insert(argv.begin(), prefix.begin(), prefix.end());
+    auto environment = env();
+    environment.insert(environment.end(), more_env.begin(), more_env.end());
+    workers_.push_back(
+        std::make_unique<Process>(argv, environment, home_ + "/worker-" + name + ".log"));
     return *workers_.back();
   }
 

@@ -40,7 +40,8 @@ bool wait_for(Pred pred, std::chrono::milliseconds timeout = std::chrono::second
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // poll interval, not a wait for an outcome
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(5));  // poll interval, not a wait for an outcome
   }
   return pred();
 }
@@ -49,8 +50,7 @@ bool wait_for(Pred pred, std::chrono::milliseconds timeout = std::chrono::second
 // time (an injected outage), never to wait for an outcome.
 inline void let_time_pass(std::chrono::milliseconds d) {
   auto until = std::chrono::steady_clock::now() + d;
-  wait_for([&] { return std::chrono::steady_clock::now() >= until; },
-           d + std::chrono::seconds(1));
+  wait_for([&] { return std::chrono::steady_clock::now() >= until; }, d + std::chrono::seconds(1));
 }
 
 class RedisServer {
@@ -102,8 +102,8 @@ class RedisServer {
       pid_ = ::fork();
       if (pid_ == 0) {
         ::execlp("redis-server", "redis-server", "--port", port_s.c_str(), "--bind", "127.0.0.1",
-                 "--dir", dir_.c_str(), "--appendonly", "yes", "--appendfsync", "always",
-                 "--save", "", "--logfile", (dir_ + "/redis.log").c_str(), "--daemonize", "no",
+                 "--dir", dir_.c_str(), "--appendonly", "yes", "--appendfsync", "always", "--save",
+                 "", "--logfile", (dir_ + "/redis.log").c_str(), "--daemonize", "no",
                  static_cast<char*>(nullptr));
         ::_exit(127);
       }
