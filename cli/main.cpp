@@ -455,12 +455,15 @@ int cmd_workers(Client& client, const Options& o) {
   }
   auto workers = decode_list<hpo::trials::WorkerInfo>(*r, "workers", code);
   if (!workers) return code;
-  std::printf("%-20s %-16s %-7s %-6s %s\n", "NAME", "HOST", "SLOTS", "BUSY", "TRIALS");
+  std::printf("%-20s %-16s %-7s %-6s %-30s %s\n", "NAME", "HOST", "SLOTS", "BUSY", "LABELS",
+              "TRIALS");
   for (const auto& w : *workers) {
-    std::string trials;
+    std::string trials, labels;
     for (const auto& t : w.trials) trials += (trials.empty() ? "" : ",") + t;
-    std::printf("%-20s %-16s %-7d %-6d %s\n", w.name.c_str(), w.host.c_str(), w.slots, w.busy_slots,
-                trials.c_str());
+    for (const auto& [k, v] : w.labels)
+      labels += (labels.empty() ? "" : ",") + (v.empty() ? k : k + "=" + v);
+    std::printf("%-20s %-16s %-7d %-6d %-30s %s\n", w.name.c_str(), w.host.c_str(), w.slots,
+                w.busy_slots, labels.empty() ? "-" : labels.c_str(), trials.c_str());
   }
   return kOk;
 }

@@ -206,6 +206,8 @@ try {
     await page.goto(`${base}/#/workers`);
     await page.locator('#workers tbody tr').first().waitFor();
     assert((await page.locator('#workers tbody tr td').first().textContent()) === 'browser-w0', 'worker name');
+    const offered = await page.locator('#workers tbody tr td.offers').first().textContent();
+    assert(offered.includes('fast-disk, zone=a') && offered.includes('cpus'), `offers: ${offered}`);
     await shot('05-workers');
   });
 

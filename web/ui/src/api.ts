@@ -101,6 +101,12 @@ export interface Worker {
   gpus: Gpu[];
   last_heartbeat_ms: number;
   started_ms: number;
+  // What it offers to trials' resources requests (trials/placement.hpp).
+  torch?: boolean;
+  cuda?: boolean;
+  cpus?: number;
+  memory_gb?: number;
+  labels?: Record<string, string>;
 }
 
 // Scores of one model on the validation and test rows (scheduler/ensemble_stage.cpp).

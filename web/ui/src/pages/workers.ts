@@ -1,4 +1,5 @@
-// Workers: host, slots, busy slots, GPUs, current trials, last heartbeat.
+// Workers: host, slots, busy slots, GPUs, what they offer (torch, cores,
+// memory, labels), current trials, last heartbeat.
 // Re-read on worker events and on trial start/finish (which change busy slots).
 import { api, Worker } from '../api';
 import { agoEl, h, replace } from '../dom';
@@ -13,13 +14,24 @@ function gpus(w: Worker): Node | string {
   );
 }
 
+// What placement matches trials' resources against: torch (on CUDA), cores, memory, labels.
+export function offers(w: Worker): string {
+  const parts: string[] = [];
+  parts.push(w.torch ? (w.cuda ? 'torch on CUDA' : 'torch (CPU)') : 'no torch');
+  if (w.cpus) parts.push(`${w.cpus} cpus`);
+  if (w.memory_gb) parts.push(`${w.memory_gb.toFixed(1)} GB`);
+  const labels = Object.entries(w.labels ?? {}).map(([k, v]) => (v ? `${k}=${v}` : k));
+  if (labels.length) parts.push(labels.join(', '));
+  return parts.join(' · ');
+}
+
 export function mountWorkers(root: HTMLElement): () => void {
   const body = h('tbody');
   const msg = h('p', { class: 'muted' }, 'Loading…');
   root.append(
     h('h1', null, 'Workers'),
     msg,
-    h('table', { class: 'grid', id: 'workers' }, h('thead', null, h('tr', null, ['Name', 'Host', 'Slots', 'Busy', 'GPUs', 'Current trials', 'Last heartbeat', 'Started'].map((c) => h('th', null, c)))), body),
+    h('table', { class: 'grid', id: 'workers' }, h('thead', null, h('tr', null, ['Name', 'Host', 'Slots', 'Busy', 'GPUs', 'Offers', 'Current trials', 'Last heartbeat', 'Started'].map((c) => h('th', null, c)))), body),
   );
   const refresh = coalesce(async () => {
     const { workers } = await api.workers();
@@ -35,6 +47,7 @@ export function mountWorkers(root: HTMLElement): () => void {
           h('td', { class: 'num' }, String(w.slots)),
           h('td', { class: 'num' }, String(w.busy_slots)),
           h('td', null, gpus(w)),
+          h('td', { class: 'offers' }, offers(w)),
           h('td', null, w.trials.length ? w.trials.flatMap((t, i) => [i ? ', ' : '', h('a', { href: `#/trials/${encodeURIComponent(t)}` }, t)]) : '–'),
           h('td', null, agoEl(w.last_heartbeat_ms)),
           h('td', null, agoEl(w.started_ms)),
