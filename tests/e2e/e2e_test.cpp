@@ -67,11 +67,7 @@ double expected_value(const Json& params) {
 }
 
 std::string submit(Cluster& c, const Json& spec) {
-  auto r = c.api().post("/api/sweeps", spec.dump());
-  EXPECT_TRUE(r.ok());
-  if (!r.ok()) return "";
-  EXPECT_EQ(r->status, 201) << r->body;
-  return Json::parse(r->body).value("id", "");
+  return c.submit(spec);
 }
 
 // Every trial completed once with the value its params imply; best is the minimum.
@@ -197,14 +193,8 @@ TEST(EndToEnd, TrialsLandOnlyOnWorkersThatFitTheirRequest) {
       EXPECT_TRUE(devices.count(got)) << tid << " ran with CUDA_VISIBLE_DEVICES " << got;
     }
   }
-  Json unmet;
-  ASSERT_TRUE(wait_for(
-      [&] {
-        unmet = c.get("/api/sweeps/" + never_id);
-        return unmet.is_object() && !unmet.value("unschedulable", "").empty();
-      },
-      60s))
-      << unmet.dump() << c.logs();
+  Json unmet = c.wait_unschedulable(never_id, 60s);
+  ASSERT_FALSE(unmet.value("unschedulable", "").empty()) << unmet.dump() << c.logs();
   const std::string why = unmet["unschedulable"].get<std::string>();
   EXPECT_NE(why.find("gpu: a trial needs 1 GPU slot of model 'H100'"), std::string::npos) << why;
   EXPECT_NE(why.find("cpu: a trial needs 1 GPU slot"), std::string::npos) << why;

@@ -118,14 +118,10 @@ TEST(HostsEndToEnd, TrialsLandOnTheHostThatFitsAndAnUnmeetableRequestIsReported)
       {"--fake-gpus", "NVIDIA A100-SXM4-80GB:80,NVIDIA A100-SXM4-80GB:80", "--label", "zone=a"});
   pool.start_worker(2, "cpu-host", 2, {"--label", "zone=b"});
   auto& c = pool.cluster();
-  auto submit = [&](const Json& spec) {
-    auto r = c.api().post("/api/sweeps", spec.dump());
-    EXPECT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : r.error().message);
-    return r.ok() && r->status == 201 ? Json::parse(r->body).value("id", "") : "";
-  };
-  const std::string gpu = submit(toy_spec(6, {{"gpus", 1}, {"gpu_model", "A100"}}));
-  const std::string zoned = submit(toy_spec(6, {{"labels", {"zone=b"}}}));
-  const std::string never = submit(toy_spec(2, {{"labels", {"zone=c"}}}));
+
+  const std::string gpu = c.submit(toy_spec(6, {{"gpus", 1}, {"gpu_model", "A100"}}));
+  const std::string zoned = c.submit(toy_spec(6, {{"labels", {"zone=b"}}}));
+  const std::string never = c.submit(toy_spec(2, {{"labels", {"zone=c"}}}));
   for (const auto& [id, host] : {std::pair{gpu, "gpu-host"}, std::pair{zoned, "cpu-host"}}) {
     Json sweep = c.wait_finished(id, 120s);
     ASSERT_EQ(sweep.value("state", ""), "finished") << sweep.dump(2) << c.logs();
@@ -133,14 +129,8 @@ TEST(HostsEndToEnd, TrialsLandOnTheHostThatFitsAndAnUnmeetableRequestIsReported)
     for (const auto& t : c.get("/api/sweeps/" + id + "/trials?limit=100")["trials"])
       EXPECT_EQ(t["worker"], host) << t.dump();
   }
-  Json unmet;
-  ASSERT_TRUE(wait_for(
-      [&] {
-        unmet = c.get("/api/sweeps/" + never);
-        return unmet.is_object() && !unmet.value("unschedulable", "").empty();
-      },
-      60s))
-      << unmet.dump() << c.logs();
+  Json unmet = c.wait_unschedulable(never, 60s);
+  ASSERT_FALSE(unmet.value("unschedulable", "").empty()) << unmet.dump() << c.logs();
   const std::string why = unmet["unschedulable"].get<std::string>();
   EXPECT_NE(why.find("gpu-host: a trial needs label 'zone=c'"), std::string::npos) << why;
   EXPECT_NE(why.find("cpu-host: a trial needs label 'zone=c'"), std::string::npos) << why;

@@ -48,10 +48,9 @@ inline double check_preempted_trial_resumes(hpo::testing::Cluster& c, const std:
         {"max_attempts", 2}}}};
   auto submit = [&](const std::string& name) {
     spec["name"] = name;
-    auto r = c.api().post("/api/sweeps", spec.dump());
-    EXPECT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : "");
-    return r.ok() && r->status == 201 ? Json::parse(r->body).value("id", "") : "";
+    return c.submit(spec);
   };
+
   const std::string id = submit("preempted");
   const std::string trial = id + "-0";
   Json detail;

@@ -119,6 +119,26 @@ class Cluster {
     return Json::parse(r->body, nullptr, false);
   }
 
+  // Submits over REST (a failure is a test failure); the new sweep's id, "" when refused.
+  std::string submit(const Json& spec) {
+    auto r = api_->post("/api/sweeps", spec.dump());
+    EXPECT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : r.error().message);
+    return r.ok() && r->status == 201 ? Json::parse(r->body).value("id", "") : "";
+  }
+
+  // Waits until the scheduler has marked the sweep unschedulable; returns its
+  // document (its "unschedulable" is empty when that did not happen in time).
+  Json wait_unschedulable(const std::string& id, std::chrono::seconds timeout) {
+    Json sweep;
+    wait_for(
+        [&] {
+          sweep = get("/api/sweeps/" + id);
+          return sweep.is_object() && !sweep.value("unschedulable", "").empty();
+        },
+        timeout);
+    return sweep;
+  }
+
   // Waits until the sweep leaves state running; returns its document.
   Json wait_finished(const std::string& id, std::chrono::seconds timeout) {
     Json sweep;
