@@ -16,9 +16,23 @@ std::string unschedulable_reason(const trials::ResourceRequest& request,
   constexpr std::size_t kNamed = 4;
   std::vector<std::string> why;
   for (const auto& w : workers) {
-    std::string r = trials::never_fits(request, trials::idle_offer(w));
-    if (r.empty()) return "";
-    if (why.size() < kNamed) why.push_back(fmt::format("{}: {}", w.name, r));
+    trials::ResourceRequest whole = request;
+    if (request.ranks > 1) whole.per_host = 0;  // what stops even one rank, named per worker
+    std::string r = trials::never_fits(request.ranks > 1 ? trials::rank_request(whole) : request,
+                                       trials::idle_offer(w));
+    if (r.empty() && request.ranks <= 1) return "";
+    if (!r.empty() && why.size() < kNamed) why.push_back(fmt::format("{}: {}", w.name, r));
+  }
+  if (request.ranks > 1) {
+    // A data-parallel trial's ranks may span workers (trials/placement.hpp, "Gangs").
+    std::vector<std::pair<std::string, trials::Offer>> pool;
+    for (const auto& w : workers) pool.emplace_back(w.name, trials::idle_offer(w));
+    std::string gang = trials::gang_never_fits(request, pool);
+    if (gang.empty()) return "";
+    std::string out = fmt::format("none of the {} registered workers can run its trials: {}",
+                                  workers.size(), gang);
+    if (!why.empty()) out += fmt::format("; {}", fmt::join(why, "; "));
+    return out;
   }
   std::string out = fmt::format("none of the {} registered workers can run its trials: {}",
                                 workers.size(), fmt::join(why, "; "));

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "trials/spec.hpp"
@@ -59,7 +60,63 @@ ResourceRequest request_for(const TrialRecipe& recipe) {
   r.memory_gb = recipe.memory_gb;
   r.torch = recipe.kind == TrialKind::kTorch;
   r.labels = recipe.labels;
+  r.ranks = recipe.data_parallel.replicas;
+  r.per_host = recipe.data_parallel.per_host;
   return r;
+}
+
+ResourceRequest rank_request(const ResourceRequest& r) {
+  ResourceRequest one = r;
+  const int k = std::max(1, r.ranks);
+  one.slots = 1;
+  one.gpus = r.gpus > 0 ? 1 : 0;
+  one.cpus = r.cpus / k;
+  one.memory_gb = r.memory_gb / k;
+  one.ranks = 1;
+  one.per_host = 0;
+  return one;
+}
+
+int ranks_fitting_idle(const ResourceRequest& r, const Offer& o) {
+  const ResourceRequest one = rank_request(r);
+  Offer idle = o;
+  idle.slots = o.total_slots;
+  idle.gpus = o.all_gpus;
+  idle.cpus = o.total_cpus;
+  idle.memory_gb = o.total_memory_gb;
+  int n = 0;
+  while (n < 4096 && take(one, idle)) ++n;
+  return n;
+}
+
+std::string gang_never_fits(const ResourceRequest& r,
+                            const std::vector<std::pair<std::string, Offer>>& workers) {
+  const int k = std::max(1, r.ranks);
+  if (r.per_host == 0)
+    for (const auto& [name, o] : workers)
+      if (fits_idle(r, o)) return "";
+  int ranks = 0, hosts = 0;
+  std::vector<std::string> have;
+  for (const auto& [name, o] : workers) {
+    const int n = ranks_fitting_idle(r, o);
+    if (n > 0 && have.size() < 4) have.push_back(fmt::format("{} {}", name, n));
+    ranks += n;
+    hosts += r.per_host > 0 && n >= r.per_host;
+  }
+  const std::string where = have.empty() ? "none" : fmt::format("{}", fmt::join(have, ", "));
+  if (r.per_host > 0) {
+    const int needed = k / r.per_host;
+    if (hosts >= needed) return "";
+    return fmt::format(
+        "its {} data-parallel ranks need {} workers with {} free slots each that fit a rank "
+        "(data_parallel.per_host); {} of the {} registered workers have that (ranks that fit: {})",
+        k, needed, r.per_host, hosts, workers.size(), where);
+  }
+  if (ranks >= k) return "";
+  return fmt::format(
+      "its {} data-parallel ranks need {} slots that fit a rank, across workers; the {} "
+      "registered workers have {} (ranks that fit: {})",
+      k, k, workers.size(), ranks, where);
 }
 
 Offer slots_only_offer(int free) {
@@ -195,6 +252,8 @@ std::string to_json(const ResourceRequest& r) {
   if (r.memory_gb > 0) j["memory_gb"] = r.memory_gb;
   j["labels"] = Json::array();
   for (const auto& l : r.labels) j["labels"].push_back(l);
+  if (r.ranks > 1) j["ranks"] = r.ranks;
+  if (r.per_host > 0) j["per_host"] = r.per_host;
   return j.dump();
 }
 
@@ -210,10 +269,54 @@ Result<ResourceRequest> request_from_json(std::string_view text) {
     r.cpus = j.value("cpus", 0.0);
     r.memory_gb = j.value("memory_gb", 0.0);
     r.torch = j.value("torch", false);
+    r.ranks = j.value("ranks", 1);
+    r.per_host = j.value("per_host", 0);
     if (j.contains("labels"))
       for (const auto& l : j.at("labels")) r.labels.push_back(l.get<std::string>());
   } catch (const Json::exception& e) {
     return Error::invalid("needs", e.what());
+  }
+  return r;
+}
+
+Result<GangLayout> gang_from_json(std::string_view text) {
+  auto j = Json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Error::invalid("gang", "not a JSON object");
+  GangLayout g;
+  try {
+    g.world = j.at("world").get<int>();
+    for (const auto& p : j.at("ranks"))
+      g.parts.push_back(
+          {p.at("worker").get<std::string>(), p.at("first").get<int>(), p.at("count").get<int>()});
+  } catch (const Json::exception& e) {
+    return Error::invalid("gang", e.what());
+  }
+  if (g.parts.empty() || g.world < 1) return Error::invalid("gang", "no ranks");
+  return g;
+}
+
+Result<RankShare> rank_share_from_json(std::string_view text) {
+  auto j = Json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Error::invalid("rank share", "not a JSON object");
+  RankShare r;
+  try {
+    auto& t = r.trial;
+    t.id = j.at("trial").get<std::string>();
+    t.sweep_id = j.at("sweep").get<std::string>();
+    t.attempt = j.at("attempt").get<int>();
+    t.number = j.value("number", std::int64_t{0});
+    t.role = parse_trial_role(j.value("kind", "trial")).value_or(TrialRole::kTrial);
+    t.state = TrialState::kRunning;
+    t.extra = j.value("extra", std::string());
+    auto params = params_from_json(j.value("params", std::string("{}")));
+    if (!params) return params.error();
+    t.params = std::move(params).value();
+    r.first = j.at("first").get<int>();
+    r.count = j.at("count").get<int>();
+    r.world = j.at("world").get<int>();
+    r.leader = j.at("leader").get<std::string>();
+  } catch (const Json::exception& e) {
+    return Error::invalid("rank share", e.what());
   }
   return r;
 }

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "trials/trial.hpp"
 
 namespace hpo::trials {
 
@@ -41,6 +42,10 @@ struct ResourceRequest {
   double memory_gb = 0;
   bool torch = false;
   std::vector<std::string> labels;  // "key" or "key=value"
+  // A data-parallel trial's ranks (data_parallel.replicas) and per_host (0:
+  // any split). See "Gangs" below.
+  int ranks = 1;
+  int per_host = 0;
   bool operator==(const ResourceRequest&) const = default;
 };
 
@@ -87,9 +92,44 @@ bool take(const ResourceRequest& request, Offer& offer);
 // the field ("needs 2 GPU slots matching resources.gpu_model 'A100'; has 1").
 std::string never_fits(const ResourceRequest& request, const Offer& offer);
 
+// Gangs: a data-parallel trial (ranks k > 1) runs on one worker when one can
+// hold it (slots as above); else, or when per_host m is set, its ranks are
+// placed across workers together or not at all: rank 0 on the claiming worker
+// (the leader, which holds the lease), the rest on the other live workers
+// that fit most ranks, exactly m on each with per_host. Each rank takes one
+// slot (a GPU slot for a GPU trial) and its 1/k share of cpus and memory_gb.
+ResourceRequest rank_request(const ResourceRequest& request);
+// How many of the request's ranks the offer could hold once idle.
+int ranks_fitting_idle(const ResourceRequest& request, const Offer& offer);
+// "" when the workers (idle offers) could run the gang together; else why not.
+std::string gang_never_fits(const ResourceRequest& request,
+                            const std::vector<std::pair<std::string, Offer>>& workers);
+
+// A gang attempt's layout (Trial::gang): which worker runs which ranks.
+struct GangLayout {
+  struct Part {
+    std::string worker;
+    int first = 0;  // its ranks are first .. first + count - 1
+    int count = 0;
+  };
+  int world = 0;
+  std::vector<Part> parts;  // the leader's first
+};
+Result<GangLayout> gang_from_json(std::string_view text);
+
+// A follower's share of a gang, as its claim hands it over (Claims::ranks).
+struct RankShare {
+  Trial trial;  // id, sweep, number, kind, params, extra, attempt (running)
+  int first = 0;
+  int count = 0;
+  int world = 0;
+  std::string leader;     // the worker that holds the trial's lease (and rank 0)
+  std::string spec_json;  // the sweep's spec, as in a Claim
+};
+Result<RankShare> rank_share_from_json(std::string_view text);
+
 // What a registered worker is, idle (WorkerInfo as its heartbeat wrote it:
 // its first gpus.size() slots are GPU slots).
-struct WorkerInfo;
 Offer idle_offer(const WorkerInfo& worker);
 
 // "key=value" / "key" -> (key, value or ""); kInvalidArgument for an empty key

@@ -180,6 +180,9 @@ Json to_json(const Sweep& s, const SweepSpec* typed) {
 Json to_json(const Trial& t) {
   Json extra = t.extra.empty() ? Json(nullptr) : Json::parse(t.extra, nullptr, false);
   if (extra.is_discarded()) extra = t.extra;
+  // A data-parallel attempt across workers: which ranks run where.
+  Json gang = t.gang.empty() ? Json(nullptr) : Json::parse(t.gang, nullptr, false);
+  if (gang.is_discarded()) gang = nullptr;
   return {{"id", t.id},
           {"sweep_id", t.sweep_id},
           {"number", t.number},
@@ -198,7 +201,8 @@ Json to_json(const Trial& t) {
           {"created_ms", t.created_ms},
           {"started_ms", t.started_ms},
           {"finished_ms", t.finished_ms},
-          {"extra", extra}};
+          {"extra", extra},
+          {"gang", gang}};
 }
 
 Json to_json(const AttemptRecord& a) {

@@ -335,7 +335,15 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
       out.data_parallel.average_every = static_cast<int>(*h);
     if (auto b = rd.number_in("bucket_mb", 0.001, 1024)) out.data_parallel.bucket_mb = *b;
     if (auto t = rd.one_of("transport", {"auto", "shm", "gloo"})) out.data_parallel.transport = *t;
-    rd.unknown_keys("replicas, mode, average_every, bucket_mb, transport");
+    if (auto m = rd.integer("per_host", 1, 64)) {
+      out.data_parallel.per_host = static_cast<int>(*m);
+      if (out.data_parallel.replicas % out.data_parallel.per_host != 0)
+        rd.error(rd.at("per_host"),
+                 fmt::format("{} does not divide replicas ({}): every worker of the "
+                             "trial runs the same number of ranks",
+                             *m, out.data_parallel.replicas));
+    }
+    rd.unknown_keys("replicas, mode, average_every, bucket_mb, transport, per_host");
   }
   if (!kind) {
     for (auto it = j->begin(); it != j->end(); ++it) r.mark_seen(it.key());

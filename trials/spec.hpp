@@ -71,6 +71,9 @@ struct DataParallel {
   // How CPU ranks exchange: "shm" (a shared memory-mapped file; they are on one
   // host), "gloo" (loopback TCP) or "auto" (shm on CPU; GPU ranks use NCCL).
   std::string transport = "auto";
+  // Ranks per worker when the trial's ranks span workers (trials/placement.hpp,
+  // "Gangs"); 0: any split, all on one worker when one can hold them.
+  int per_host = 0;
 };
 
 inline constexpr double kDefaultTimeoutS = 24 * 3600.0;

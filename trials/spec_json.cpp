@@ -171,6 +171,7 @@ Json trial_json(const TrialRecipe& t) {
                         {"average_every", t.data_parallel.average_every},
                         {"bucket_mb", t.data_parallel.bucket_mb},
                         {"transport", t.data_parallel.transport}};
+  if (t.data_parallel.per_host > 0) j["data_parallel"]["per_host"] = t.data_parallel.per_host;
   switch (t.kind) {
     case TrialKind::kCommand: {
       j["kind"] = "command";

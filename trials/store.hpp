@@ -104,6 +104,9 @@ struct HeldLease {
 struct Claims {
   std::vector<Claim> claims;
   std::string wake_cursor;
+  // Shares of gang trials other workers lead that this worker's free slots
+  // were promised to (placement.hpp, "Gangs"): taken before any claim.
+  std::vector<RankShare> ranks;
 };
 
 // One ended attempt, as complete_batch takes it.
@@ -292,6 +295,20 @@ class TrialQueue {
     if (got->claims.empty()) return std::optional<Claim>{};
     return std::optional<Claim>{std::move(got->claims.front())};
   }
+  // Gang follower, every lease/3: renews its rank lease for the attempt it
+  // runs ranks of; false when that attempt is no longer the trial's running
+  // one (its ranks stop). The leader's heartbeat fails the attempt (retried as
+  // a whole) once a follower's rank lease lapsed.
+  virtual Result<bool> rank_heartbeat(const std::string& trial_id, int attempt,
+                                      const std::string& worker, std::int64_t lease_ms) = 0;
+  // Gang leader: where rank 0's c10d store listens ("host:port"), fenced like
+  // a report; kept for ttl_ms.
+  virtual Status publish_rendezvous(const std::string& trial_id, int attempt,
+                                    const std::string& worker, const std::string& address,
+                                    std::int64_t ttl_ms) = 0;
+  // Gang follower: that address once published (nullopt until then).
+  virtual Result<std::optional<std::string>> rendezvous(const std::string& trial_id,
+                                                        int attempt) = 0;
   // Worker: blocks until trials were queued (or made claimable) after the
   // claim that returned `cursor` (true), or block_ms passed (false); either
   // way the caller claims again. Returns at once when that happened already.

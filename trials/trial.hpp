@@ -84,6 +84,10 @@ struct Trial {
   std::string error;            // why it failed / was pruned / cancelled
   Control control = Control::kNone;
   std::string extra;  // role-specific JSON (ensemble member seeds), opaque to the store
+  // A data-parallel attempt whose ranks span workers: its layout as the claim
+  // placed it, JSON {"world": k, "ranks": [{"worker", "first", "count"}, ...]}
+  // (the first entry is this lease holder's); empty otherwise.
+  std::string gang;
 };
 
 // One intermediate report of a running trial.

@@ -52,7 +52,10 @@ const char* const kOpenApi = R"json({
         "worker": {"type": "string"}, "metrics": {"$ref": "#/components/schemas/Metrics"}, "error": {"type": "string"},
         "control": {"type": "string", "enum": ["none", "prune", "cancel"]},
         "created_ms": {"type": "integer"}, "started_ms": {"type": "integer"}, "finished_ms": {"type": "integer"},
-        "extra": {"nullable": true}}},
+        "extra": {"nullable": true},
+        "gang": {"type": "object", "nullable": true, "description": "a data-parallel attempt whose ranks span workers: world and, per worker, its ranks", "properties": {
+          "world": {"type": "integer"}, "ranks": {"type": "array", "items": {"type": "object", "properties": {
+            "worker": {"type": "string"}, "first": {"type": "integer"}, "count": {"type": "integer"}}}}}}}},
       "TrialDetail": {"allOf": [{"$ref": "#/components/schemas/Trial"}, {"type": "object", "properties": {
         "attempts": {"type": "array", "items": {"type": "object", "properties": {"attempt": {"type": "integer"}, "worker": {"type": "string"}, "started_ms": {"type": "integer"}, "ended_ms": {"type": "integer"}, "outcome": {"type": "string"}, "error": {"type": "string"}}}},
         "reports": {"type": "array", "items": {"type": "object", "properties": {"step": {"type": "integer"}, "metrics": {"$ref": "#/components/schemas/Metrics"}, "time_ms": {"type": "integer"}}}},

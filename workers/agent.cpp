@@ -53,6 +53,8 @@ constexpr double kReportsPerSecond = 50;  // then at most this many per second
 // heartbeat sends what a trial that went quiet still holds.
 constexpr std::size_t kReportBatch = 64;
 constexpr auto kReportLinger = std::chrono::milliseconds(100);
+// How long a gang's rendezvous address is kept (longer than any rank waits for it).
+constexpr std::int64_t kRendezvousTtlMs = 3'600'000;
 
 const char* kind_name(trials::TrialKind k) {
   switch (k) {
@@ -135,6 +137,17 @@ struct Agent::Running {
   }
 };
 
+// A gang follower's share running here: what the heartbeat renews.
+struct Agent::ShareRun {
+  trials::RankShare share;
+  trials::ResourceRequest request;  // all its ranks' (cores and memory are taken)
+  std::atomic<bool> stale{false};   // the attempt is over (fence) or its rank lease is gone
+  Clock::time_point last_ok = Clock::now();  // heartbeat thread only
+  std::string key() const {
+    return fmt::format("{}:{}:{}", share.trial.id, share.trial.attempt, share.first);
+  }
+};
+
 // The executor's window on the agent: reports go through the slot thread's
 // connection (guarded: an executor may report from a helper thread).
 class Agent::TrialReporter : public Reporter {
@@ -209,6 +222,14 @@ class Agent::TrialReporter : public Reporter {
       return got ? Status{} : Status(got.error());
     });
     return got;
+  }
+
+  Status publish_rendezvous(const std::string& address) override {
+    std::lock_guard lk(mu_);
+    return agent_.retry_through_outage([&] {
+      return conn_.queue().publish_rendezvous(run_.trial.id, run_.trial.attempt,
+                                              agent_.options_.name, address, kRendezvousTtlMs);
+    });
   }
 
   std::string log_tail() {
@@ -441,6 +462,10 @@ trials::Offer Agent::offer_locked() const {
     cpus += run->request.cpus;
     memory += run->request.memory_gb;
   }
+  for (const auto& [key, share] : shares_) {
+    cpus += share->request.cpus;
+    memory += share->request.memory_gb;
+  }
   if (options_.cpus > 0) {
     o.total_cpus = options_.cpus;
     o.cpus = std::max(0.0, options_.cpus - cpus);
@@ -501,11 +526,48 @@ void Agent::claim_loop() {
         r.slots = std::max(1, claim.trial.slots);
         requests.push_back(std::move(r));
       }
+    // The gang shares promised to this worker's slots (placed by other workers' claims).
+    std::vector<std::pair<std::shared_ptr<ShareRun>, std::shared_ptr<const trials::SweepSpec>>>
+        shares;
+    if (got)
+      for (auto& share : got->ranks) {
+        auto run = std::make_shared<ShareRun>();
+        run->share = std::move(share);
+        auto spec = specs_.get(run->share.trial.sweep_id, run->share.spec_json);
+        if (!spec) {
+          log_warn(
+              "a gang share's sweep spec does not parse; its ranks do not start",
+              trial_fields(run->share.trial, options_.name, {{"error", spec.error().message}}));
+          continue;
+        }
+        trials::ResourceRequest all = trials::request_for((*spec)->trial);
+        run->request = trials::rank_request(all);
+        run->request.slots = run->share.count;
+        run->request.cpus *= run->share.count;
+        run->request.memory_gb *= run->share.count;
+        shares.emplace_back(std::move(run), std::move(*spec));
+      }
     std::vector<int> woken;  // the slot threads handed a trial
     std::vector<trials::Claim> misfits;
     {
       std::lock_guard lk(mu_);
       claiming_ = false;
+      for (auto& [run, spec] : shares) {
+        std::vector<int> slots;
+        if (!reserve(run->request, slots)) {  // the leader's heartbeat fails the attempt
+          log_warn("a gang share does not fit the free slots; its ranks do not start",
+                   trial_fields(run->share.trial, options_.name,
+                                {{"ranks", std::to_string(run->share.count)}}));
+          continue;
+        }
+        shares_[run->key()] = run;
+        trials::Claim carrier;
+        carrier.trial = run->share.trial;
+        carrier.spec_json = run->share.spec_json;
+        inbox_[static_cast<std::size_t>(slots.front())] =
+            Assignment{std::move(carrier), slots, run};
+        woken.push_back(slots.front());
+      }
       if (got) {
         for (std::size_t c = 0; c < got->claims.size(); ++c) {
           auto& claim = got->claims[c];
@@ -576,13 +638,93 @@ void Agent::slot_loop(int slot) {
       work = std::move(inbox_[me]);
       inbox_[me].reset();
     }
-    if (conn) {
+    if (work->share) {
+      if (conn) run_share(work->share, work->slots, *conn);
+      std::lock_guard lk(mu_);
+      shares_.erase(work->share->key());
+    } else if (conn) {
       run_trial(work->claim, *conn);
     } else {
       forget(work->claim.trial.id);
     }
     release(work->slots);
   }
+}
+
+namespace {
+
+// A follower's window on the agent while its ranks run.
+class ShareControl : public RankControl {
+ public:
+  ShareControl(const std::atomic<bool>& stale, const std::atomic<bool>& stopping,
+               trials::Store& conn, const trials::Trial& trial, std::string worker)
+      : stale_(stale),
+        stopping_(stopping),
+        conn_(conn),
+        trial_(trial),
+        worker_(std::move(worker)) {}
+  bool should_stop() const override { return stale_.load() || stopping_.load(); }
+  Result<std::optional<std::string>> rendezvous() override {
+    return conn_.queue().rendezvous(trial_.id, trial_.attempt);
+  }
+  Result<std::optional<std::string>> get_artifact(const std::string& name) override {
+    return conn_.artifacts().get_artifact(trial_.id, name);
+  }
+  void log(std::string_view line) override {
+    log_info("gang ranks", trial_fields(trial_, worker_, {{"line", std::string(line)}}));
+  }
+
+ private:
+  const std::atomic<bool>& stale_;
+  const std::atomic<bool>& stopping_;
+  trials::Store& conn_;
+  const trials::Trial& trial_;
+  std::string worker_;
+};
+
+}  // namespace
+
+void Agent::run_share(const std::shared_ptr<ShareRun>& run, const std::vector<int>& slots,
+                      trials::Store& conn) {
+  const auto& share = run->share;
+  auto spec = specs_.get(share.trial.sweep_id, share.spec_json);
+  auto factory = spec ? executors_.find((*spec)->trial.kind) : executors_.end();
+  if (!spec || factory == executors_.end() || !factory->second) {
+    log_warn("this worker cannot run the gang's ranks", trial_fields(share.trial, options_.name));
+    return;
+  }
+  RankTask task;
+  task.trial = share.trial;
+  task.spec = spec->get();
+  task.first = share.first;
+  task.count = share.count;
+  task.world = share.world;
+  for (int s : slots)
+    if (static_cast<std::size_t>(s) < options_.slot_gpus.size())
+      task.gpus.push_back(options_.slot_gpus[static_cast<std::size_t>(s)]);
+  task.threads = std::max(options_.threads_per_slot * static_cast<int>(slots.size()),
+                          static_cast<int>(std::ceil(run->request.cpus)));
+  task.address = options_.address;
+  log_info("gang ranks started",
+           trial_fields(share.trial, options_.name,
+                        {{"ranks", fmt::format("{}-{} of {}", share.first,
+                                               share.first + share.count - 1, share.world)},
+                         {"leader", share.leader}}));
+  Status st;
+  try {
+    auto executor = factory->second();
+    if (executor->needs_work_dir()) task.work_dir = make_work_dir(share.trial);
+    ShareControl control(run->stale, stopping_, conn, share.trial, options_.name);
+    st = executor->run_ranks(task, control);
+    if (!task.work_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(task.work_dir, ec);
+    }
+  } catch (const std::exception& e) {
+    st = Error::internal(std::string("executor error: ") + e.what());
+  }
+  log_info("gang ranks ended",
+           trial_fields(share.trial, options_.name, {{"ok", st ? "yes" : st.error().message}}));
 }
 
 Result<std::shared_ptr<const trials::SweepSpec>> Agent::spec_for(const trials::Claim& claim) {
@@ -636,6 +778,7 @@ trials::TrialResult Agent::execute(Running& run, const trials::SweepSpec& sp, tr
       task.gpus.push_back(options_.slot_gpus[static_cast<std::size_t>(s)]);
   task.threads = std::max(options_.threads_per_slot * static_cast<int>(run.slots.size()),
                           static_cast<int>(std::ceil(run.request.cpus)));
+  task.address = options_.address;
   std::optional<Clock::time_point> deadline;
   if (sp.trial.timeout_s > 0)
     deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -906,6 +1049,22 @@ Status Agent::heartbeat_once(trials::Store& conn, std::int64_t interval_ms) {
       log_warn("lease presumed lost",
                trial_fields(t, options_.name, {{"error", c.error().message}}));
       r->set_stop(StopReason::kLeaseLost);
+    }
+  }
+  // Gang shares: each rank lease renewed on its own (few per worker).
+  std::vector<std::shared_ptr<ShareRun>> shares;
+  {
+    std::lock_guard lk(mu_);
+    for (const auto& [key, share] : shares_) shares.push_back(share);
+  }
+  for (const auto& share : shares) {
+    const auto& t = share->share.trial;
+    auto ok = conn.queue().rank_heartbeat(t.id, t.attempt, options_.name, options_.lease_ms);
+    if (ok && *ok) {
+      share->last_ok = Clock::now();
+    } else if (ok || Clock::now() - share->last_ok > options_.outage_grace) {
+      if (!share->stale.exchange(true))
+        log_info("gang attempt over; its ranks here stop", trial_fields(t, options_.name));
     }
   }
   info.name = options_.name;

@@ -80,6 +80,9 @@ struct AgentOptions {
   double cpus = 0;
   double memory_gb = 0;
   std::map<std::string, std::string> labels;
+  // This host's address the pool's other hosts reach (TrialTask::address);
+  // empty: loopback.
+  std::string address;
   std::int64_t lease_ms = 30000;
   // Attempt directories go under it (empty: none made). The agent holds a lock
   // file in it while it runs; at start it removes sibling directories whose
@@ -137,9 +140,13 @@ class Agent {
 
  private:
   struct Running;
+  struct ShareRun;
   class TrialReporter;
 
   void claim_loop();
+  // Runs a gang follower's ranks (handed out like a trial) until they end.
+  void run_share(const std::shared_ptr<ShareRun>& share, const std::vector<int>& slots,
+                 trials::Store& conn);
   void slot_loop(int slot);
   void complete_loop();
   void heartbeat_loop();
@@ -201,7 +208,11 @@ class Agent {
   struct Assignment {
     trials::Claim claim;
     std::vector<int> slots;
+    std::shared_ptr<ShareRun> share;  // set: a gang follower's ranks, not a claim
   };
+  // Gang follower shares running here, by "<trial>:<attempt>:<first>": the
+  // heartbeat renews their rank leases and marks the stale ones.
+  std::map<std::string, std::shared_ptr<ShareRun>> shares_;
   std::vector<std::optional<Assignment>> inbox_;
   bool claiming_ = false;  // a claim_batch is in flight (its trials are not handed out yet)
   std::map<std::string, std::shared_ptr<Running>> running_;  // by trial id

@@ -116,6 +116,10 @@ const std::vector<Row>& rows() {
                                   &WorkerConfig::notice_file),
        "a termination notice: when this file appears the worker drains as on SIGTERM (trials "
        "that checkpoint stop at once and are released)"},
+      {text_setting<WorkerConfig>("--address", "HPO_WORKER_ADDRESS", nullptr,
+                                  &WorkerConfig::address),
+       "this host's address other hosts reach: the ranks of data-parallel trials that span "
+       "workers listen there; default: the local address of the route to Redis"},
       {{"--fake-gpus", "HPO_FAKE_GPUS", nullptr, SettingKind::kList,
         [](WorkerConfig& c, const std::string& w, const std::string& text) -> Status {
           auto colon = text.rfind(':');
@@ -151,7 +155,7 @@ std::string usage() {
       "                  [--wait-s S]\n"
       "                  [--drain-grace-s S] [--outage-grace-s S] [--data-root DIR]...\n"
       "                  [--label K[=V]]... [--cpus N] [--memory-gb G] [--fake-gpus M:GB,...]\n"
-      "                  [--notice-file PATH]\n"
+      "                  [--notice-file PATH] [--address HOST]\n"
       "                  [--help]\n\n"
       "Runs trials of hpo sweeps: claims them from the Redis queue, runs them, reports results.\n"
       "SIGTERM/SIGINT: stops claiming, lets running trials finish for --drain-grace-s, then\n"

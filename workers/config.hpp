@@ -49,6 +49,9 @@ struct WorkerConfig {
   // A termination notice: when this file appears (a cloud's preemption
   // notice, written by whatever watches for it) the worker drains as on SIGTERM.
   std::string notice_file;
+  // This host's address the pool's other hosts reach (a gang's ranks listen
+  // there); empty: the local address of the route to Redis.
+  std::string address;
   bool help = false;
 };
 

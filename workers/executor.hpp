@@ -42,6 +42,12 @@ class Reporter {
     (void)name;
     return std::optional<std::string>{};
   }
+  // A gang's leader (rank 0 on this worker): where rank 0's c10d store
+  // listens, for the followers' ranks (TrialQueue::publish_rendezvous).
+  virtual Status publish_rendezvous(const std::string& address) {
+    (void)address;
+    return Error::unavailable("this reporter cannot publish a rendezvous");
+  }
 };
 
 struct TrialTask {
@@ -50,6 +56,36 @@ struct TrialTask {
   std::vector<int> gpus;  // GPU indices of the slots (empty on CPU hosts)
   int threads = 1;        // CPU threads this attempt may use
   std::string work_dir;   // a fresh directory for this attempt (see needs_work_dir)
+  // This host's address the pool's other hosts reach (the ranks of a gang
+  // listen there); empty: loopback only.
+  std::string address;
+};
+
+// A follower's share of a gang trial another worker leads
+// (trials/placement.hpp, "Gangs"): ranks first .. first + count - 1 of world.
+struct RankTask {
+  trials::Trial trial;
+  const trials::SweepSpec* spec = nullptr;
+  int first = 0;
+  int count = 0;
+  int world = 0;
+  std::vector<int> gpus;  // the slots' GPUs, one per rank (empty on CPU hosts)
+  int threads = 1;        // CPU threads for all of them
+  std::string work_dir;
+  std::string address;  // as TrialTask::address
+};
+
+// What a follower's ranks need of the agent while they run.
+class RankControl {
+ public:
+  virtual ~RankControl() = default;
+  // The attempt is over (the store's fence, a lost lease) or the worker stops.
+  virtual bool should_stop() const = 0;
+  // The leader's rendezvous address once it is published.
+  virtual Result<std::optional<std::string>> rendezvous() = 0;
+  // An artifact of the trial as stored (the checkpoint the attempt resumes from).
+  virtual Result<std::optional<std::string>> get_artifact(const std::string& name) = 0;
+  virtual void log(std::string_view line) = 0;
 };
 
 class Executor {
@@ -63,6 +99,13 @@ class Executor {
   // artifact "checkpoint", which the next attempt resumes from), so a drain
   // or preemption stops it at once instead of waiting for it to finish.
   virtual bool checkpoints() const { return false; }
+  // Runs a follower's ranks until they end or control says stop; ok when
+  // they ended cleanly. Executors of kinds without gangs refuse.
+  virtual Status run_ranks(const RankTask& task, RankControl& control) {
+    (void)task;
+    (void)control;
+    return Error::unavailable("this worker's executor runs no data-parallel ranks");
+  }
 };
 
 }  // namespace hpo::workers

@@ -30,6 +30,7 @@
 #include "workers/agent.hpp"
 #include "workers/config.hpp"
 #include "workers/gpu_inventory.hpp"
+#include "workers/host_address.hpp"
 
 #ifdef HPO_WITH_TORCH
 #include "workers/torch/blas_core.hpp"
@@ -149,6 +150,9 @@ int main(int argc, char** argv) {
     options.memory_gb = config.memory_gb.value_or(host_gb);
   }
   options.labels = config.labels;
+  options.address = config.address;
+  if (options.address.empty() && parsed_url->unix_path.empty())
+    options.address = hpo::workers::address_towards(parsed_url->host, parsed_url->port);
   options.lease_ms = config.lease_ms;
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000)); };
   options.drain_grace = ms(config.drain_grace_s);

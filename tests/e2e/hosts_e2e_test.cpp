@@ -9,9 +9,12 @@
 // host, resumes from its checkpoint and ends exactly as an uninterrupted run.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +25,7 @@
 #include "tests/support/cluster.hpp"
 #include "tests/support/hosts.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/tabular.hpp"
 #include "web/http_client.hpp"
 
 namespace hpo::e2e {
@@ -37,6 +41,7 @@ using namespace std::chrono_literals;
 const std::string kBin = HPO_BINARY_DIR;
 constexpr int kRedisPort = 6390;
 constexpr char kPassword[] = "test-bridge-secret";
+constexpr char kDatasets[] = "/usr/share/datasets";  // Debian's dataset packages
 
 // Redis and the scheduler on the control host (this thread goes there too),
 // workers on hosts of their own, each with its own HPO_HOME as on a machine
@@ -71,14 +76,15 @@ class HostPool {
         [&] { return read_file(home + "/redis.log").find("Ready to accept") != std::string::npos; },
         30s))
         << read_file(home + "/redis.log");
-    ASSERT_NO_FATAL_FAILURE(cluster_->start_scheduler({"--redis", redis_url()}));
+    ASSERT_NO_FATAL_FAILURE(
+        cluster_->start_scheduler({"--redis", redis_url(), "--data-root", kDatasets}));
   }
 
   Process& start_worker(int host, const std::string& name, int slots,
                         std::vector<std::string> extra = {}) {
     const std::string host_home = fmt::format("{}/host{}", cluster_->home(), host);
     std::filesystem::create_directories(host_home);
-    extra.insert(extra.begin(), {"--redis", redis_url()});
+    extra.insert(extra.begin(), {"--redis", redis_url(), "--data-root", kDatasets});
     return cluster_->start_worker(name, slots, 3000, extra, hosts_.on(host),
                                   {{"HPO_HOME", host_home}});
   }
@@ -150,6 +156,153 @@ TEST(HostsEndToEnd, APreemptedTrialMovesToAnotherHostAndEndsAsIfUninterrupted) {
   });
   std::printf("preemption across hosts: notice on host 1 to the first report on host 2 in %.1f s\n",
               s);
+}
+
+const std::string kFashion = "/usr/share/datasets/fashion-mnist/";
+
+// A torch trial of `replicas` ranks on Fashion-MNIST (12,000 training images,
+// a quarter of them for validation); per_host 2 puts two on each host (a
+// gang of 4 over 2 hosts x 2 slots).
+Json gang_spec(const std::string& name, int replicas, const std::string& mode, int epochs,
+               int per_host = 2) {
+  Json spec = {{"name", name},
+               {"objective", {{"metric", "val_accuracy"}, {"mode", "max"}}},
+               {"parameters", {{"lr", {{"type", "categorical"}, {"values", {0.003}}}}}},
+               {"search", {{"algorithm", "grid"}, {"max_trials", 1}}},
+               {"trial",
+                {{"kind", "torch"},
+                 {"task", "classification"},
+                 {"model", {{"type", "mlp"}, {"hidden", 64}, {"depth", 1}}},
+                 {"data",
+                  {{"format", "idx"},
+                   {"train_images", kFashion + "train-images-idx3-ubyte.gz"},
+                   {"train_labels", kFashion + "train-labels-idx1-ubyte.gz"},
+                   {"subset", 12000},
+                   {"validation_fraction", 0.25}}},
+                 {"optimizer", {{"type", "adam"}, {"lr", "{lr}"}}},
+                 {"batch_size", 64},
+                 {"epochs", epochs},
+                 {"timeout_s", 600},
+                 {"max_attempts", 3}}}};
+  if (replicas > 1)
+    spec["trial"]["data_parallel"] = {
+        {"replicas", replicas}, {"per_host", per_host}, {"mode", mode}, {"average_every", 4}};
+  return spec;
+}
+
+#define SKIP_WITHOUT_FASHION_MNIST()                                       \
+  if (!std::filesystem::exists(kFashion + "train-images-idx3-ubyte.gz")) { \
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";              \
+  }
+
+// Where the attempt's ranks ran: "worker:count" by worker name, joined by
+// spaces, after the world size ("4 = left:2 right:2"); the ranks must be
+// numbered from 0 without a gap, the lease holder's first.
+std::string layout_of(const Json& trial) {
+  if (!trial.contains("gang") || !trial["gang"].is_object()) return "no gang";
+  const Json& g = trial["gang"];
+  std::map<std::string, int> parts;
+  int next = 0;
+  for (const auto& p : g["ranks"]) {
+    if (p["first"].get<int>() != next) return "ranks out of order: " + g.dump();
+    next += p["count"].get<int>();
+    parts[p["worker"].get<std::string>()] = p["count"].get<int>();
+  }
+  if (g["ranks"].empty() || g["ranks"][0]["worker"] != trial["worker"])
+    return "rank 0 is not on the lease holder: " + trial.dump();
+  std::string out = std::to_string(g["world"].get<int>()) + " =";
+  for (const auto& [w, n] : parts) out += fmt::format(" {}:{}", w, n);
+  return out;
+}
+
+// A gang across hosts: 4 ranks, 2 on each host, rendezvous through rank 0's
+// TCPStore (its address published in Redis), Gloo over the bridge. Both modes
+// reach the accuracy one rank reaches on the same data, within a point.
+TEST(HostsEndToEnd, AFourRankGangOverTwoHostsTrainsAsOneRankDoesInBothModes) {
+  SKIP_WITHOUT_NAMESPACES();
+  SKIP_WITHOUT_FASHION_MNIST();
+  HostPool pool(2);
+  ASSERT_NO_FATAL_FAILURE(pool.start());
+  pool.start_worker(1, "left", 2, {"--threads", "1"});
+  pool.start_worker(2, "right", 2, {"--threads", "1"});
+  auto& c = pool.cluster();
+
+  auto run = [&](const Json& spec) {
+    const std::string id = c.submit(spec);
+    Json sweep = c.wait_finished(id, 300s);
+    EXPECT_EQ(sweep.value("state", ""), "finished") << sweep.dump(2) << c.logs();
+    Json t = c.get("/api/trials/" + id + "-0");
+    EXPECT_EQ(t.value("state", ""), "completed") << t.dump(2) << c.logs();
+    return t;
+  };
+  const Json one = run(gang_spec("one rank", 1, "allreduce", 4));
+  const double want = one["metrics"].value("val_accuracy", 0.0);
+  EXPECT_GT(want, 0.75) << one.dump(2);  // chance: 0.1
+  for (const char* mode : {"allreduce", "average"}) {
+    const Json t = run(gang_spec(std::string("gang ") + mode, 4, mode, 4));
+    EXPECT_EQ(layout_of(t), "4 = left:2 right:2") << t.dump(2);
+    EXPECT_EQ(t["attempt"].get<int>(), 0) << t.dump(2);
+    const double got = t["metrics"].value("val_accuracy", 0.0);
+    EXPECT_NEAR(got, want, 0.01) << mode << "\n" << t.dump(2);
+    std::printf("gang over 2 hosts, %s: val_accuracy %.4f (1 rank %.4f), %.0f samples/s\n", mode,
+                got, want, t["metrics"].value("train_samples_per_s", 0.0));
+  }
+  // One rank on each host: the figures for 1, 2 and 4 ranks (all on this machine's cores).
+  const Json two = run(gang_spec("gang of 2", 2, "allreduce", 4, 1));
+  EXPECT_EQ(layout_of(two), "2 = left:1 right:1") << two.dump(2);
+  EXPECT_NEAR(two["metrics"].value("val_accuracy", 0.0), want, 0.01) << two.dump(2);
+  std::printf("samples/s, allreduce: 1 rank %.0f; 2 ranks over 2 hosts %.0f\n",
+              one["metrics"].value("train_samples_per_s", 0.0),
+              two["metrics"].value("train_samples_per_s", 0.0));
+}
+
+// kill -9 of one host's worker mid-trial: its ranks die with it, the attempt
+// stops on every rank (rank 0's collective fails at once, the rank lease
+// would lapse otherwise), and the retry, placed on the hosts live then,
+// resumes from the epoch checkpoint and completes.
+TEST(HostsEndToEnd, KillingOneHostsWorkerStopsTheGangAndTheRetryResumesFromItsCheckpoint) {
+  SKIP_WITHOUT_NAMESPACES();
+  SKIP_WITHOUT_FASHION_MNIST();
+  HostPool pool(2);
+  ASSERT_NO_FATAL_FAILURE(pool.start());
+  pool.start_worker(1, "left", 2, {"--threads", "1"});
+  auto& right = pool.start_worker(2, "right", 2, {"--threads", "1"});
+  auto& c = pool.cluster();
+  const std::string id = c.submit(gang_spec("gang killed", 4, "allreduce", 12));
+  const std::string trial = id + "-0";
+  Json detail;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        detail = c.get("/api/trials/" + trial);
+        return detail.is_object() && detail["reports"].size() > 2;
+      },
+      180s))
+      << c.logs();
+  EXPECT_EQ(layout_of(detail), "4 = left:2 right:2") << detail.dump(2);
+  right.kill(SIGKILL);
+  ASSERT_TRUE(wait_for(
+      [&] {
+        detail = c.get("/api/trials/" + trial);
+        return detail.is_object() && detail.value("attempt", 0) >= 1;
+      },
+      120s))
+      << c.logs();
+  const std::size_t before = detail["reports"].size();
+  pool.start_worker(2, "right-again", 2, {"--threads", "1"});
+  Json sweep = c.wait_finished(id, 300s);
+  ASSERT_EQ(sweep.value("state", ""), "finished") << sweep.dump(2) << c.logs();
+  detail = c.get("/api/trials/" + trial);
+  EXPECT_EQ(detail["state"], "completed") << detail.dump(2);
+  EXPECT_EQ(detail["attempt"].get<int>(), 1) << detail.dump(2);
+  EXPECT_EQ(layout_of(detail), "4 = left:2 right-again:2") << detail.dump(2);
+  ASSERT_GE(detail["attempts"].size(), 2u) << detail.dump(2);
+  EXPECT_NE(detail["attempts"][0]["outcome"], "completed") << detail.dump(2);
+  EXPECT_NE(detail.value("log_tail", "").find("resuming from a checkpoint"), std::string::npos)
+      << detail["log_tail"];
+  ASSERT_GT(detail["reports"].size(), before) << detail.dump(2);
+  EXPECT_GT(detail["reports"][before].value("step", 0), 1) << detail.dump(2);
+  EXPECT_GT(detail["metrics"].value("val_accuracy", 0.0), 0.75) << detail.dump(2);
+  std::printf("gang attempt 0 ended: %s\n", detail["attempts"][0].dump().c_str());
 }
 
 }  // namespace

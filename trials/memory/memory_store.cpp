@@ -655,6 +655,34 @@ Result<bool> MemoryStore::wait_for_work(const std::string& cursor, int block_ms)
                            [&] { return wake_seq_ > seen; });
 }
 
+// One process: no gang is ever placed here (its workers share one host), but a
+// follower's calls are answered as the Redis store answers them.
+Result<bool> MemoryStore::rank_heartbeat(const std::string& trial_id, int attempt,
+                                         const std::string&, std::int64_t) {
+  std::lock_guard lock(mu_);
+  auto it = trials_.find(trial_id);
+  return it != trials_.end() && it->second.trial.state == TrialState::kRunning &&
+         it->second.trial.attempt == attempt;
+}
+
+Status MemoryStore::publish_rendezvous(const std::string& trial_id, int attempt,
+                                       const std::string& worker, const std::string& address,
+                                       std::int64_t) {
+  std::lock_guard lock(mu_);
+  auto r = fenced(trial_id, attempt, worker);
+  if (!r) return r.error();
+  rendezvous_[fmt::format("{}:{}", trial_id, attempt)] = address;
+  return {};
+}
+
+Result<std::optional<std::string>> MemoryStore::rendezvous(const std::string& trial_id,
+                                                           int attempt) {
+  std::lock_guard lock(mu_);
+  auto it = rendezvous_.find(fmt::format("{}:{}", trial_id, attempt));
+  if (it == rendezvous_.end()) return std::optional<std::string>{};
+  return std::optional<std::string>{it->second};
+}
+
 Result<MemoryStore::TrialRec*> MemoryStore::fenced(const std::string& trial_id, int attempt,
                                                    const std::string& worker) {
   auto it = trials_.find(trial_id);

@@ -81,6 +81,11 @@ class MemoryStore : public AllRoles {
                              std::int64_t lease_ms) override;
   // Waits on a condition variable for real time (the injected clock is not involved).
   Result<bool> wait_for_work(const std::string& cursor, int block_ms) override;
+  Result<bool> rank_heartbeat(const std::string& trial_id, int attempt, const std::string& worker,
+                              std::int64_t lease_ms) override;
+  Status publish_rendezvous(const std::string& trial_id, int attempt, const std::string& worker,
+                            const std::string& address, std::int64_t ttl_ms) override;
+  Result<std::optional<std::string>> rendezvous(const std::string& trial_id, int attempt) override;
   Result<std::vector<Result<Control>>> heartbeat_batch(const std::string& worker,
                                                        const std::vector<HeldLease>& leases,
                                                        std::int64_t lease_ms) override;
@@ -152,6 +157,7 @@ class MemoryStore : public AllRoles {
   std::map<std::string, std::pair<std::string, std::int64_t>> idempotency_;  // key -> sweep, expiry
   // Reservations (TrialQueue::claim_batch): trial -> (worker, expiry), worker -> (trial, expiry).
   std::map<std::string, std::pair<std::string, std::int64_t>> reserve_, reserving_;
+  std::map<std::string, std::string> rendezvous_;  // "<trial>:<attempt>" -> address
   std::int64_t last_reap_ms_ = 0;
   bool extended_last_reap_ = false;  // the previous reap extended leases: this one may not
   std::vector<Event> events_;

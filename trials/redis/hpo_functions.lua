@@ -56,6 +56,12 @@ Key schema (P = prefix, default "hpo:"):
   P..'reserve:'<tid>         string the worker that reserved this queued trial (expires)
   P..'reserving:'<worker>    string the trial this worker reserved (expires): see claim_many
   P..'idem:'<key>            string sweep id created with that Idempotency-Key (with a TTL)
+  P..'offers'                hash  worker -> what it had free after its last claim (offer JSON)
+  P..'ranks:'<worker>        list  gang shares placed on this worker, waiting for its next claim
+  P..'rank_lease:'<tid>':'<attempt>':'<worker> string a gang follower's rank lease (expires)
+  P..'rendezvous:'<tid>':'<attempt> string rank 0's c10d TCPStore address (expires)
+  (trial fields 'gang': the running attempt's layout across workers, JSON; 'reserved_for':
+   the workers a gang reservation holds)
   P..'wake'                  stream one entry per call that made trials claimable (MAXLEN ~ 100):
                                    idle workers block on it (XREAD) from the cursor their last
                                    claim returned, so they wake as soon as work is queued
@@ -428,7 +434,7 @@ end
 -- RedisStore reads it in this order): half the strings of a flat hash.
 local kClaimFields = {'id', 'sweep', 'number', 'kind', 'params', 'state', 'attempt', 'released',
                       'max_attempts', 'slots', 'worker', 'created_ms', 'started_ms', 'control',
-                      'extra', 'lease_deadline'}
+                      'extra', 'lease_deadline', 'gang'}
 
 local function claim_row(t)
   local out = {}
@@ -549,6 +555,106 @@ end
 local kReserveAfter = 3
 local function reserve_ms(lease_ms) return math.max(2000, lease_ms) end
 
+-- Gangs: a data-parallel trial (need.ranks = k > 1) whose ranks span workers
+-- (trials/placement.hpp has the rules). Every claim records what the claiming
+-- worker still has free after it (P..'offers', worker -> offer JSON), so a
+-- claim can place a gang on the claimer (rank 0, the leader, which holds the
+-- trial's lease) and on other live workers' free slots at once, or not at all.
+-- The followers' shares wait in P..'ranks:'<worker> (JSON {trial, sweep,
+-- attempt, number, kind, params, extra, first, count, world, leader}) and are handed out by the
+-- follower's next claim, ahead of anything else, from the slots the record
+-- promised (the worker's free slots only grow between its claims; its claims
+-- alone take them). Each follower renews a rank lease
+-- (P..'rank_lease:'<tid>':'<attempt>':'<worker>, rank_heartbeat) fenced by the
+-- trial's attempt; the leader's heartbeat fails the attempt as a whole once a
+-- follower's rank lease has lapsed, and the ranks of a stale attempt stop.
+-- Rank 0 publishes its c10d TCPStore address in
+-- P..'rendezvous:'<tid>':'<attempt>, the others join it.
+
+-- What one rank asks: one slot (a GPU one for a GPU trial), its share of the cores and memory.
+local function rank_need(need)
+  local k = need.ranks or 1
+  return {slots = 1, gpus = ((need.gpus or 0) > 0) and 1 or 0, gpu_mb = need.gpu_mb,
+          gpu_model = need.gpu_model, cpus = need.cpus and need.cpus / k,
+          memory_gb = need.memory_gb and need.memory_gb / k, torch = need.torch,
+          labels = need.labels}
+end
+
+local function is_gang(need) return (need.ranks or 1) > 1 end
+
+-- How many ranks of the request fit offer `o`, now or once idle.
+local function ranks_fitting(rn, o, idle)
+  if not kinds_ok(rn, o) then return 0 end
+  local slots, gpus, cpus, mem = o.slots, o.gpus, o.cpus, o.memory_gb
+  if idle then slots, gpus, cpus, mem = o.total_slots, o.all_gpus, o.total_cpus, o.total_memory_gb end
+  local n = slots or 0
+  if (rn.gpus or 0) > 0 then n = math.min(n, count_gpus(rn, gpus or {})) end
+  if rn.cpus and (cpus or -1) >= 0 then n = math.min(n, math.floor(cpus / rn.cpus + 1e-9)) end
+  if rn.memory_gb and (mem or -1) >= 0 then n = math.min(n, math.floor(mem / rn.memory_gb + 1e-9)) end
+  return math.max(0, n)
+end
+
+-- The live workers' recorded offers but `worker`'s, each {worker, offer}:
+-- those holding a reservation for another trial than `tid` are left out.
+local function other_offers(P, worker, tid)
+  local out = {}
+  local all = redis.call('HGETALL', P .. 'offers')
+  for i = 1, #all, 2 do
+    local w = all[i]
+    if w ~= worker then
+      if redis.call('EXISTS', P .. 'worker:' .. w .. ':alive') == 0 then
+        redis.call('HDEL', P .. 'offers', w)
+      else
+        local held = redis.call('GET', P .. 'reserving:' .. w)
+        if not held or held == tid then out[#out + 1] = {worker = w, offer = parse_offer(all[i + 1])} end
+      end
+    end
+  end
+  return out
+end
+
+-- Whether a live worker other than `worker` could hold all of it once idle
+-- (then the trial waits for it rather than spreading over several).
+local function another_holds_whole(P, worker, need, tid, slots)
+  for _, c in ipairs(other_offers(P, worker, tid)) do
+    if fits_idle(need, slots, c.offer) then return true end
+  end
+  return false
+end
+
+-- Where the gang's ranks go: {{worker, count, offer}, ...}, the claimer first
+-- (rank 0), then the other workers that fit most ranks (by name among equals)
+-- until all k have a slot; per_host m: exactly m on each; nil when they do not
+-- all fit (now, or once idle when `idle`).
+local function gang_plan(P, worker, o, need, tid, idle)
+  local k, m = need.ranks, need.per_host
+  local rn = rank_need(need)
+  local function share(n, left)
+    if m then return (n >= m and left >= m) and m or 0 end
+    return math.min(n, left)
+  end
+  local first = share(ranks_fitting(rn, o, idle), k)
+  if first < 1 then return nil end
+  local plan, left = {{worker = worker, count = first, offer = o}}, k - first
+  if left == 0 then return plan end
+  local others = other_offers(P, worker, tid)
+  for _, c in ipairs(others) do c.fit = ranks_fitting(rn, c.offer, idle) end
+  table.sort(others, function(a, b)
+    if a.fit ~= b.fit then return a.fit > b.fit end
+    return a.worker < b.worker
+  end)
+  for _, c in ipairs(others) do
+    if left == 0 then break end
+    local n = share(c.fit, left)
+    if n > 0 then
+      plan[#plan + 1] = {worker = c.worker, count = n, offer = c.offer}
+      left = left - n
+    end
+  end
+  if left > 0 then return nil end
+  return plan
+end
+
 -- The trial `t` (the fields claim_many reads) becomes running, leased to `worker`.
 local function lease_to(P, t, worker, now, lease_ms, delta)
   move_counts(P, t, 'running', delta)
@@ -556,9 +662,61 @@ local function lease_to(P, t, worker, now, lease_ms, delta)
   t.lease_ms, t.lease_deadline = int(lease_ms), int(now + lease_ms)
   redis.call('HSET', P .. 'trial:' .. t.id, 'state', 'running', 'worker', worker, 'started_ms',
              t.started_ms, 'control', 'none', 'error', '', 'lease_ms', t.lease_ms,
-             'lease_deadline', t.lease_deadline)
+             'lease_deadline', t.lease_deadline, 'gang', '')
   redis.call('ZADD', P .. 'leases', t.lease_deadline, t.id)
   emit(P, 'trial.started', t.sweep, t.id, json_obj({worker = worker, attempt = tonumber(t.attempt)}))
+end
+
+-- Leases the gang trial `t` to the plan's first worker and hands the other
+-- workers their shares (P..'ranks:'<worker>), their recorded offers reduced
+-- by what their ranks take. The claim row's 'slots' becomes the leader's own
+-- share and its 'gang' the layout {world, ranks = {{worker, first, count}}}.
+local function place_gang(P, t, need, plan, now, lease_ms, delta)
+  local rn = rank_need(need)
+  local layout, first = {}, 0
+  for i, p in ipairs(plan) do
+    for _ = 1, p.count do take(rn, 1, p.offer) end
+    layout[i] = {worker = p.worker, first = first, count = p.count}
+    first = first + p.count
+  end
+  local leader = plan[1].worker
+  lease_to(P, t, leader, now, lease_ms, delta)
+  t.gang = cjson.encode({world = first, ranks = layout})
+  t.slots = int(plan[1].count)
+  redis.call('HSET', P .. 'trial:' .. t.id, 'gang', t.gang)
+  for i = 2, #plan do
+    local p = plan[i]
+    redis.call('HSET', P .. 'offers', p.worker, cjson.encode(p.offer))
+    redis.call('RPUSH', P .. 'ranks:' .. p.worker,
+               cjson.encode({trial = t.id, sweep = t.sweep, attempt = tonumber(t.attempt),
+                             number = tonumber(t.number), kind = t.kind, params = t.params,
+                             extra = t.extra, first = layout[i].first, count = p.count,
+                             world = first, leader = leader}))
+    -- Until it first renews it, the follower's rank lease is the claim's.
+    redis.call('SET', P .. 'rank_lease:' .. t.id .. ':' .. t.attempt .. ':' .. p.worker, '1',
+               'PX', int(lease_ms))
+  end
+  wake_pending = true  -- idle followers wake and pick their shares up at once
+end
+
+-- A follower's claim first takes the gang shares waiting for it (those of
+-- attempts still running), out of its offer: {{share table, spec}, ...}.
+local function take_ranks(P, worker, o, cache)
+  local key = P .. 'ranks:' .. worker
+  local waiting = redis.call('LRANGE', key, 0, -1)
+  if #waiting == 0 then return {} end
+  redis.call('DEL', key)
+  local out = {}
+  for _, text in ipairs(waiting) do
+    local r = cjson.decode(text)
+    local st = redis.call('HMGET', P .. 'trial:' .. r.trial, 'state', 'attempt')
+    if st[1] == 'running' and tonumber(st[2]) == r.attempt then
+      local rn = rank_need(needs_of(P, r.sweep, cache))
+      for _ = 1, r.count do take(rn, 1, o) end
+      out[#out + 1] = {text, redis.call('HGET', P .. 'sweep:' .. r.sweep, 'spec') or ''}
+    end
+  end
+  return out
 end
 
 local function claim_fields(P, tid)
@@ -578,21 +736,51 @@ local function honour_reservation(P, worker, o, lease_ms, now, cache, claimed, s
   local tid = redis.call('GET', rkey)
   if not tid then return nil end
   local t = claim_fields(P, tid)
-  local mine = redis.call('GET', P .. 'reserve:' .. tid) == worker
+  local owner = redis.call('GET', P .. 'reserve:' .. tid)
+  local mine = owner == worker
+  local need = t and needs_of(P, t.sweep, cache)
+  if t and t.state == 'queued' and owner and not mine and is_gang(need) then
+    return false  -- held for the gang another worker reserved: its ranks may need our slots
+  end
   if not t or t.state ~= 'queued' or not mine then
     redis.call('DEL', rkey)
     if mine then redis.call('DEL', P .. 'reserve:' .. tid) end
     return nil
   end
-  local need = needs_of(P, t.sweep, cache)
-  if not fits_now(need, tonumber(t.slots), o) then
+  local gang = is_gang(need) and (need.per_host or not fits_idle(need, tonumber(t.slots), o))
+  if gang then
+    local plan = gang_plan(P, worker, o, need, tid, false)
+    local held = cjson.decode(redis.call('HGET', P .. 'trial:' .. tid, 'reserved_for') or '[]')
+    if not plan then
+      for _, w in ipairs(held) do
+        if redis.call('GET', P .. 'reserving:' .. w) == tid then
+          redis.call('PEXPIRE', P .. 'reserving:' .. w, reserve_ms(lease_ms))
+        end
+      end
+      redis.call('PEXPIRE', rkey, reserve_ms(lease_ms))
+      redis.call('PEXPIRE', P .. 'reserve:' .. tid, reserve_ms(lease_ms))
+      return false
+    end
+    for _, w in ipairs(held) do
+      if redis.call('GET', P .. 'reserving:' .. w) == tid then redis.call('DEL', P .. 'reserving:' .. w) end
+    end
+    redis.call('DEL', rkey, P .. 'reserve:' .. tid)
+    redis.call('HDEL', P .. 'trial:' .. tid, 'reserved_for')
+    if #plan == 1 then
+      take(need, tonumber(t.slots), o)
+      lease_to(P, t, worker, now, lease_ms, delta)
+    else
+      place_gang(P, t, need, plan, now, lease_ms, delta)
+    end
+  elseif not fits_now(need, tonumber(t.slots), o) then
     redis.call('PEXPIRE', rkey, reserve_ms(lease_ms))
     redis.call('PEXPIRE', P .. 'reserve:' .. tid, reserve_ms(lease_ms))
     return false
+  else
+    redis.call('DEL', rkey, P .. 'reserve:' .. tid)
+    take(need, tonumber(t.slots), o)
+    lease_to(P, t, worker, now, lease_ms, delta)
   end
-  redis.call('DEL', rkey, P .. 'reserve:' .. tid)
-  take(need, tonumber(t.slots), o)
-  lease_to(P, t, worker, now, lease_ms, delta)
   local qkey = P .. 'queue:' .. t.sweep
   redis.call('LREM', qkey, 1, tid)
   if redis.call('LLEN', qkey) == 0 then unready(P, t.sweep) end
@@ -615,12 +803,22 @@ end
 local function claim_many(P, worker, o, want, lease_ms, scan, sweeps_max)
   if redis.call('EXISTS', P .. 'queue') == 1 then migrate_shared_queue(P) end
   local claimed, specs = {}, {}
-  if want < 1 or o.slots < 1 then return claimed, specs end
+  local cache = {}  -- the visited sweeps' requests
+  local ranks = take_ranks(P, worker, o, cache)
+  -- What is left after this claim, for the gangs other workers place (below).
+  local function record() redis.call('HSET', P .. 'offers', worker, cjson.encode(o)) end
+  if want < 1 or o.slots < 1 then
+    record()
+    return claimed, specs, ranks
+  end
   local now = now_ms()
   local delta = {}
-  local cache = {}  -- the visited sweeps' requests
   local held = honour_reservation(P, worker, o, lease_ms, now, cache, claimed, specs, delta)
-  if held == false then return claimed, specs end
+  if held == false then
+    apply_counts(P, delta)
+    record()
+    return claimed, specs, ranks
+  end
   local ready = P .. 'ready'
   local order = redis.call('LRANGE', ready, 0, sweeps_max - 1)
   local queues = {}  -- per visited sweep: its scanned ids, next position, ids to drop
@@ -655,7 +853,7 @@ local function claim_many(P, worker, o, want, lease_ms, scan, sweeps_max)
         local t = claim_fields(P, tid)
         if not t or t.state ~= 'queued' then
           q.drop[#q.drop + 1] = tid
-        elseif fits_now(need, tonumber(t.slots), o) then
+        elseif fits_now(need, tonumber(t.slots), o) and not need.per_host then
           q.drop[#q.drop + 1] = tid
           take(need, tonumber(t.slots), o)
           lease_to(P, t, worker, now, lease_ms, delta)
@@ -663,6 +861,49 @@ local function claim_many(P, worker, o, want, lease_ms, scan, sweeps_max)
           if not specs[sid] then specs[sid] = redis.call('HGET', P .. 'sweep:' .. sid, 'spec') or '' end
           took = true
           break
+        elseif is_gang(need) and (need.per_host or (not fits_idle(need, tonumber(t.slots), o) and
+                 not another_holds_whole(P, worker, need, tid, tonumber(t.slots)))) then
+          -- Wider than any one worker (or per_host): across workers, as a gang or not at all.
+          local plan = gang_plan(P, worker, o, need, tid, false)
+          if plan then
+            q.drop[#q.drop + 1] = tid
+            if #plan == 1 then
+              take(need, tonumber(t.slots), o)
+              lease_to(P, t, worker, now, lease_ms, delta)
+            else
+              place_gang(P, t, need, plan, now, lease_ms, delta)
+            end
+            claimed[#claimed + 1] = t
+            if not specs[sid] then specs[sid] = redis.call('HGET', P .. 'sweep:' .. sid, 'spec') or '' end
+            took = true
+            break
+          end
+          local idle_plan = not q.passed and gang_plan(P, worker, o, need, tid, true)
+          if idle_plan and redis.call('HINCRBY', P .. 'trial:' .. tid, 'skipped', 1) >= kReserveAfter then
+            q.passed = true
+            local rkey = P .. 'reserve:' .. tid
+            local by = redis.call('GET', rkey)
+            if not by or by == worker or redis.call('EXISTS', P .. 'reserving:' .. by) == 0 then
+              -- The gang's leader-to-be and the workers of its plan hold their slots for it.
+              local ttl = reserve_ms(lease_ms)
+              local held = {}
+              redis.call('SET', rkey, worker, 'PX', ttl)
+              redis.call('SET', P .. 'reserving:' .. worker, tid, 'PX', ttl)
+              for i = 2, #idle_plan do
+                local w = idle_plan[i].worker
+                if redis.call('SET', P .. 'reserving:' .. w, tid, 'PX', ttl, 'NX') then
+                  held[#held + 1] = w
+                elseif redis.call('GET', P .. 'reserving:' .. w) == tid then
+                  held[#held + 1] = w
+                end
+              end
+              redis.call('HSET', P .. 'trial:' .. tid, 'reserved_for', cjson.encode(held))
+              reserved = true
+              break
+            end
+          else
+            q.passed = true
+          end
         elseif not q.passed and fits_idle(need, tonumber(t.slots), o) and
                  redis.call('HINCRBY', P .. 'trial:' .. tid, 'skipped', 1) >= kReserveAfter then
           local rkey = P .. 'reserve:' .. tid
@@ -699,7 +940,8 @@ local function claim_many(P, worker, o, want, lease_ms, scan, sweeps_max)
     end
     if redis.call('LLEN', qkey) == 0 then unready(P, order[i]) end
   end
-  return claimed, specs
+  record()
+  return claimed, specs, ranks
 end
 
 -- claim_batch P worker free_slots max_trials lease_ms scan_max [sweeps_max]
@@ -708,8 +950,8 @@ end
 -- starts waiting.
 local function claim_batch(keys, a)
   local P, worker = a[1], a[2]
-  local claimed, specs = claim_many(P, worker, parse_offer(a[3]), tonumber(a[4]), tonumber(a[5]),
-                                    tonumber(a[6]), tonumber(a[7] or '64'))
+  local claimed, specs, ranks = claim_many(P, worker, parse_offer(a[3]), tonumber(a[4]),
+                                           tonumber(a[5]), tonumber(a[6]), tonumber(a[7] or '64'))
   local trials = {}
   for i, t in ipairs(claimed) do trials[i] = claim_row(t) end
   local spec_list = {}
@@ -719,7 +961,9 @@ local function claim_batch(keys, a)
   end
   local cursor = ''
   if #claimed < tonumber(a[4]) then cursor = wake_cursor(P) end
-  return {trials, spec_list, cursor}
+  local shares = {}
+  for i, r in ipairs(ranks) do shares[i] = r end
+  return {trials, spec_list, cursor, shares}
 end
 
 -- claim P worker free_slots lease_ms scan_max [sweeps_max] -> nil | trial hash (flat)
@@ -737,15 +981,54 @@ local function claim(keys, a)
 end
 
 
+-- The running attempt of trial `t` (a full hash) ends without a result
+-- (`outcome`, `reason`): re-queued while attempts remain, else failed.
+local function expire(P, t, now, outcome, reason, final)
+  lease_drop(P, t)
+  attempt_end(P, t, now, outcome, reason)
+  local verdict = stop_verdict(P, t)  -- the pruner or the user had already given up on it
+  local attempts = failures_after(t)
+  if verdict then
+    finish(P, t, now, verdict, nil, nil, reason)
+  elseif attempts < tonumber(t.max_attempts) then
+    requeue(P, t, reason)
+  else
+    finish(P, t, now, 'failed', nil, nil, (final or reason) .. ' after ' .. int(attempts) .. ' attempts')
+  end
+end
+
+-- A gang's follower whose rank lease lapsed (nil: none), once the claim's
+-- first lease is over. `gang` is the trial's layout.
+local function lost_rank(P, tid, attempt, gang)
+  local g = cjson.decode(gang)
+  for i = 2, #g.ranks do
+    local w = g.ranks[i].worker
+    if redis.call('EXISTS', P .. 'rank_lease:' .. tid .. ':' .. attempt .. ':' .. w) == 0 then
+      return g.ranks[i]
+    end
+  end
+  return nil
+end
+
 -- Renews one lease -> the trial's control, or a refusal.
 local function renew(P, tid, attempt, worker, lease_ms, now)
   local tkey = P .. 'trial:' .. tid
-  local ts = redis.call('HMGET', tkey, 'state', 'attempt', 'worker', 'control', 'lease_ms')
+  local ts = redis.call('HMGET', tkey, 'state', 'attempt', 'worker', 'control', 'lease_ms', 'gang')
   if not ts[1] then return nil, refuse('NOT_FOUND', 'trial ' .. tid) end
   if ts[1] ~= 'running' or ts[2] ~= attempt or ts[3] ~= worker then
     return nil, refuse('LEASE_LOST', 'trial ' .. tid .. ' is ' .. ts[1] .. ' at attempt ' ..
                        tostring(ts[2]) .. ' by ' .. tostring(ts[3]) .. '; caller has attempt ' ..
                        attempt .. ' by ' .. worker)
+  end
+  if ts[6] and ts[6] ~= '' then
+    local lost = lost_rank(P, tid, attempt, ts[6])
+    if lost then  -- a follower is gone: the attempt ends on every rank and is retried whole
+      local reason = 'data-parallel ranks ' .. int(lost.first) .. '-' ..
+                       int(lost.first + lost.count - 1) .. ' on worker ' .. lost.worker ..
+                       ' lost (rank lease expired)'
+      expire(P, hgetall(tkey), now, 'rank_lost', reason)
+      return nil, refuse('LEASE_LOST', 'trial ' .. tid .. ': ' .. reason)
+    end
   end
   local deadline = int(now + tonumber(lease_ms))
   redis.call('ZADD', P .. 'leases', deadline, tid)
@@ -909,19 +1192,7 @@ local function reap(keys, a)
     local t = hgetall(P .. 'trial:' .. tid)
     if t and t.state == 'running' then
       handled = handled + 1
-      redis.call('HSET', P .. 'trial:' .. tid, 'lease_deadline', '0')
-      local reason = 'lease of worker ' .. t.worker .. ' expired'
-      attempt_end(P, t, now, 'lease_expired', reason)
-      local verdict = stop_verdict(P, t)  -- the pruner or the user had already given up on it
-      local attempts = failures_after(t)
-      if verdict then
-        finish(P, t, now, verdict, nil, nil, reason)
-      elseif attempts < tonumber(t.max_attempts) then
-        requeue(P, t, reason)
-      else
-        finish(P, t, now, 'failed', nil, nil,
-               'lease expired after ' .. int(attempts) .. ' attempts')
-      end
+      expire(P, t, now, 'lease_expired', 'lease of worker ' .. t.worker .. ' expired', 'lease expired')
     end
   end
   return handled
@@ -1156,6 +1427,32 @@ local function set_unschedulable(keys, a)
   return 1
 end
 
+-- rank_heartbeat P tid attempt worker lease_ms -> 1 | 0
+-- A gang follower renews its rank lease while the attempt it runs ranks of is
+-- the trial's running one (1); 0: that attempt is over, its ranks stop.
+local function rank_heartbeat(keys, a)
+  local P, tid, attempt, worker = a[1], a[2], a[3], a[4]
+  local st = redis.call('HMGET', P .. 'trial:' .. tid, 'state', 'attempt')
+  if st[1] ~= 'running' or st[2] ~= attempt then return 0 end
+  redis.call('SET', P .. 'rank_lease:' .. tid .. ':' .. attempt .. ':' .. worker, '1', 'PX', a[5])
+  return 1
+end
+
+-- publish_rendezvous P tid attempt worker address ttl_ms -> 1
+-- The leader (the lease holder) says where its ranks' c10d store listens.
+local function publish_rendezvous(keys, a)
+  local P = a[1]
+  local t, err = fenced(P, a[2], a[3], a[4])
+  if not t then return err end
+  redis.call('SET', P .. 'rendezvous:' .. a[2] .. ':' .. a[3], a[5], 'PX', a[6])
+  return 1
+end
+
+-- rendezvous P tid attempt -> address | false
+local function rendezvous(keys, a)
+  return redis.call('GET', a[1] .. 'rendezvous:' .. a[2] .. ':' .. a[3])
+end
+
 -- put_worker P name info_json ttl_ms -> 1
 local function put_worker(keys, a)
   local P, name = a[1], a[2]
@@ -1227,5 +1524,8 @@ register('finish_sweep', finish_sweep)
 register('set_stage', set_stage)
 register('set_control', set_control)
 register('put_worker', put_worker)
+register('rank_heartbeat', rank_heartbeat)
+register('publish_rendezvous', publish_rendezvous)
+register('rendezvous', rendezvous)
 register('set_unschedulable', set_unschedulable)
 register('list_workers', list_workers)

@@ -96,6 +96,7 @@ Result<Trial> trial_from_hash(const Hash& h) {
   t.error = get(h, "error");
   t.control = control_of(h);
   t.extra = get(h, "extra");
+  t.gang = get(h, "gang");
   return t;
 }
 
@@ -597,9 +598,9 @@ Result<Claims> RedisStore::claim_batch(const std::string& worker, const Offer& o
   // Each claim is a row of the fields a worker needs, in this order
   // (kClaimFields in hpo_functions.lua).
   static constexpr const char* kClaimFields[] = {
-      "id",         "sweep",    "number",       "kind",          "params", "state",
-      "attempt",    "released", "max_attempts", "slots",         "worker", "created_ms",
-      "started_ms", "control",  "extra",        "lease_deadline"};
+      "id",         "sweep",    "number",       "kind",           "params", "state",
+      "attempt",    "released", "max_attempts", "slots",          "worker", "created_ms",
+      "started_ms", "control",  "extra",        "lease_deadline", "gang"};
   constexpr std::size_t kRow = std::size(kClaimFields);
   for (const auto& row : r->elements[0].elements) {
     if (row.elements.size() != kRow) return Error::internal("claim_batch: unexpected claim row");
@@ -610,7 +611,40 @@ Result<Claims> RedisStore::claim_batch(const std::string& worker, const Offer& o
     std::string spec = specs.count(t->sweep_id) ? specs[t->sweep_id] : std::string();
     out.claims.push_back(Claim{std::move(*t), to_i64(get(h, "lease_deadline")), std::move(spec)});
   }
+  if (r->elements.size() > 3)
+    for (const auto& share : r->elements[3].elements) {
+      if (share.elements.size() != 2) return Error::internal("claim_batch: unexpected rank share");
+      auto s = rank_share_from_json(share.elements[0].str);
+      if (!s) return s.error();
+      s->spec_json = share.elements[1].str;
+      out.ranks.push_back(std::move(*s));
+    }
   return out;
+}
+
+Result<bool> RedisStore::rank_heartbeat(const std::string& trial_id, int attempt,
+                                        const std::string& worker, std::int64_t lease_ms) {
+  auto r = fcall("rank_heartbeat",
+                 {trial_id, std::to_string(attempt), worker, std::to_string(lease_ms)});
+  if (!r) return r.error();
+  return r->integer == 1;
+}
+
+Status RedisStore::publish_rendezvous(const std::string& trial_id, int attempt,
+                                      const std::string& worker, const std::string& address,
+                                      std::int64_t ttl_ms) {
+  auto r = fcall("publish_rendezvous",
+                 {trial_id, std::to_string(attempt), worker, address, std::to_string(ttl_ms)});
+  if (!r) return r.error();
+  return {};
+}
+
+Result<std::optional<std::string>> RedisStore::rendezvous(const std::string& trial_id,
+                                                          int attempt) {
+  auto r = fcall("rendezvous", {trial_id, std::to_string(attempt)});
+  if (!r) return r.error();
+  if (r->is_nil() || r->str.empty()) return std::optional<std::string>{};
+  return std::optional<std::string>{r->str};
 }
 
 Result<bool> RedisStore::wait_for_work(const std::string& cursor, int block_ms) {

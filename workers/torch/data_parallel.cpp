@@ -11,8 +11,11 @@
 #include <mutex>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef USE_C10D_NCCL  // a CUDA LibTorch (workers/torch/CMakeLists.txt defines it there)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -31,6 +34,8 @@ struct ParallelGroup::Impl {
 };
 
 namespace {
+
+constexpr char kTcpScheme[] = "tcp://";
 
 // Floats per chunk of the shared all-reduce: (world + 1) x 16 MB of file, of which a
 // collective touches only what it sends.
@@ -57,7 +62,25 @@ Result<std::unique_ptr<ParallelGroup>> ParallelGroup::connect(const RankConfig& 
   try {
     auto impl = std::make_unique<Impl>();
     impl->config = config;
-    impl->store = c10::make_intrusive<c10d::FileStore>(config.store_path, config.world);
+    const bool tcp = config.store_path.starts_with(kTcpScheme);
+    if (tcp) {
+      const std::string where = config.store_path.substr(std::size(kTcpScheme) - 1);
+      const auto colon = where.rfind(':');
+      if (colon == std::string::npos)
+        return Error::invalid("store", "expected tcp://HOST:PORT, got " + config.store_path);
+      c10d::TCPStoreOptions o;
+      o.port = static_cast<std::uint16_t>(std::stoi(where.substr(colon + 1)));
+      o.isServer = config.rank == 0;
+      o.numWorkers = static_cast<std::size_t>(config.world);
+      o.waitWorkers = false;  // the process group's own rendezvous waits for them
+      o.timeout = config.timeout;
+      auto store = c10::make_intrusive<c10d::TCPStore>(where.substr(0, colon), o);
+      if (config.rank == 0 && config.on_store)
+        config.on_store(fmt::format("{}:{}", where.substr(0, colon), store->getPort()));
+      impl->store = store;
+    } else {
+      impl->store = c10::make_intrusive<c10d::FileStore>(config.store_path, config.world);
+    }
     impl->store->setTimeout(config.timeout);
     if (config.gpu >= 0) {
 #ifdef USE_C10D_NCCL
@@ -71,11 +94,13 @@ Result<std::unique_ptr<ParallelGroup>> ParallelGroup::connect(const RankConfig& 
       // No NCCL in this LibTorch: Gloo over host memory (the buffers go through the CPU).
     }
     auto options = c10d::ProcessGroupGloo::Options::create(config.timeout);
-    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(
+        config.address.empty() ? "127.0.0.1" : config.address));
     options->threads = 1;
     impl->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, config.rank, config.world,
                                                            options);
-    if (config.transport != "gloo" && config.world > 1) {
+    // Shared memory joins the ranks of one host; a gang across hosts talks Gloo only.
+    if (config.transport != "gloo" && config.world > 1 && !tcp) {
       // Beside the store: the attempt directory, removed with it whatever becomes of the ranks.
       auto shm = ShmAllreduce::open(config.store_path + ".shm", config.rank, config.world,
                                     kShmCapacity, config.timeout);

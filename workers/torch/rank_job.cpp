@@ -46,8 +46,10 @@ std::string encode_rank_job(const RankJob& job) {
            {"extra", t.extra}}},
          {"world", job.world},
          {"threads", job.threads},
+         {"first_rank", job.first_rank},
          {"gpus", job.gpus},
          {"store", job.store},
+         {"address", job.address},
          {"out", job.out},
          {"timeout_ms", job.timeout_ms},
          {"data_roots", job.data_roots},
@@ -63,6 +65,7 @@ Result<RankJob> decode_rank_job(std::string_view text) {
   for (Status st :
        {read(*j, "spec", job.spec, "job"), read(*j, "world", job.world, "job"),
         read(*j, "threads", job.threads, "job"), read(*j, "gpus", job.gpus, "job"),
+        read(*j, "first_rank", job.first_rank, "job"), read(*j, "address", job.address, "job"),
         read(*j, "store", job.store, "job"), read(*j, "out", job.out, "job"),
         read(*j, "timeout_ms", job.timeout_ms, "job"),
         read(*j, "data_roots", job.data_roots, "job"),

@@ -19,8 +19,10 @@ struct RankJob {
   trials::Trial trial;                  // id, sweep_id, kind, attempt, params, extra
   int world = 1;                        // ranks in all
   int threads = 1;                      // CPU threads per rank
-  std::vector<int> gpus;                // rank r uses gpus[r] when there is one
-  std::string store;                    // the c10d FileStore path (rendezvous)
+  int first_rank = 0;                   // the lowest rank this host runs (a gang's share)
+  std::vector<int> gpus;                // rank r uses gpus[r - first_rank] when there is one
+  std::string store;                    // the rendezvous: FileStore path or tcp://HOST:PORT
+  std::string address;                  // this host's address for Gloo (empty: loopback)
   std::string out;                      // where rank 0 leaves result.json and artifacts
   std::int64_t timeout_ms = 60000;      // a collective slower than this fails the attempt
   std::vector<std::string> data_roots;  // the worker's data roots (trials/data_roots.hpp)

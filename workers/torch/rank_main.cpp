@@ -8,7 +8,9 @@
 // shard of every global batch (trainer.cpp). Rank 0 prints each epoch's report
 // as `hpo-rank-report {json}` on stdout and, at the end, writes the artifacts
 // and result.json (end, error, retryable, metrics, artifacts) into the
-// directory. SIGTERM or SIGINT asks the rank to stop: the trainer stops at the
+// directory. A gang's rank 0 (ranks on several hosts) starts the c10d
+// TCPStore on a free port and says where as `hpo-rank-store HOST:PORT` on
+// stdout before the group forms. SIGTERM or SIGINT asks the rank to stop: the trainer stops at the
 // next batch, together with its peers. Rank 0 leaves a checkpoint in
 // checkpoint.pt after every epoch but the last (`hpo-rank-checkpoint E B` on
 // stdout says so); SIGUSR1 asks for one where it stops (a single rank; a drain),
@@ -125,7 +127,10 @@ int run(const fs::path& job_path, int rank) {
   }
   const hpo::trials::Trial& trial = job.trial;
   const auto& gpus = job.gpus;
-  const int gpu = rank < static_cast<int>(gpus.size()) ? gpus[static_cast<std::size_t>(rank)] : -1;
+  const int local = rank - job.first_rank;  // this host's ranks are first_rank, first_rank + 1, ...
+  const int gpu = local >= 0 && local < static_cast<int>(gpus.size())
+                      ? gpus[static_cast<std::size_t>(local)]
+                      : -1;
 
   RankReporter reporter(rank == 0);
   // The worker's disk cache: a dataset is decoded once per host, not once per rank. The whole
@@ -153,10 +158,22 @@ int run(const fs::path& job_path, int rank) {
   const auto& dp = spec->trial.data_parallel;
   std::unique_ptr<tt::ParallelGroup> group;  // none for a single-process trial
   if (world > 1) {
-    auto g = tt::ParallelGroup::connect(
-        {rank, world, job.store.empty() ? (out_dir / "c10d-store").string() : job.store, dp.average,
-         dp.average_every, std::chrono::milliseconds(job.timeout_ms), gpu, dp.bucket_mb,
-         dp.transport});
+    tt::RankConfig rc;
+    rc.rank = rank;
+    rc.world = world;
+    rc.store_path = job.store.empty() ? (out_dir / "c10d-store").string() : job.store;
+    rc.address = job.address;
+    // A gang's rank 0 tells its worker where its store listens (the worker publishes it).
+    rc.on_store = [](const std::string& where) {
+      std::cout << hpo::workers::kRankStorePrefix << where << std::endl;
+    };
+    rc.average = dp.average;
+    rc.average_every = dp.average_every;
+    rc.timeout = std::chrono::milliseconds(job.timeout_ms);
+    rc.gpu = gpu;
+    rc.bucket_mb = dp.bucket_mb;
+    rc.transport = dp.transport;
+    auto g = tt::ParallelGroup::connect(rc);
     if (!g) {
       std::cerr << "hpo-train-rank " << rank << ": " << g.error().message << "\n";
       return 3;

@@ -38,6 +38,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -45,6 +46,7 @@
 #include "core/log.hpp"
 #include "trials/artifacts.hpp"
 #include "trials/json_limits.hpp"
+#include "trials/placement.hpp"
 #include "workers/child_process.hpp"
 #include "workers/command_executor.hpp"
 #include "workers/outcome.hpp"
@@ -280,8 +282,16 @@ trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter
 
 trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter& reporter) {
   const auto& spec = *task.spec;
-  const auto& dp = spec.trial.data_parallel;
-  const int k = dp.replicas;
+  // A gang (ranks on several workers): this worker runs ranks 0 .. n-1 of world.
+  std::optional<trials::GangLayout> gang;
+  if (!task.trial.gang.empty()) {
+    auto g = trials::gang_from_json(task.trial.gang);
+    if (!g) return failed("the claim's gang layout: " + g.error().message, true);
+    gang = std::move(*g);
+  }
+  const int world = gang ? gang->world : spec.trial.data_parallel.replicas;
+  const int k = gang ? gang->parts.front().count : world;  // the ranks that run here
+  const std::string address = task.address.empty() ? "127.0.0.1" : task.address;
   if (spec.source.empty())
     return failed("data-parallel trial: the sweep spec's JSON text is not available");
   auto program = rank_program();
@@ -298,10 +308,11 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
   tt::RankJob job;
   job.spec = spec.source;
   job.trial = task.trial;
-  job.world = k;
+  job.world = world;
   job.threads = std::max(1, task.threads / k);
   job.gpus = task.gpus;
-  job.store = (dir / "c10d-store").string();
+  job.store = gang ? fmt::format("tcp://{}:0", address) : (dir / "c10d-store").string();
+  if (gang) job.address = address;
   job.out = dir.string();
   job.timeout_ms = options_.rank_timeout.count();
   job.data_roots = options_.data_roots;
@@ -328,9 +339,51 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
   };
   // A single-rank trial takes a standby process when one with its threads waits.
   const bool standby = k == 1 && options_.standby && options_.standby->threads() == job.threads;
-  for (int r = 0; r < k; ++r) {
-    // On GPU slots the CUDA driver maps device memory into the process: no limit there.
-    const std::int64_t limit = task.gpus.empty() ? memory_limit_bytes(spec.trial.memory_gb / k) : 0;
+  // On GPU slots the CUDA driver maps device memory into the process: no limit there.
+  const std::int64_t limit =
+      task.gpus.empty() ? memory_limit_bytes(spec.trial.memory_gb / world) : 0;
+  auto spawn_rank = [&](int r, const fs::path& job_file) {
+    SpawnOptions rank_spawn{{*program, job_file.string(), std::to_string(r)}, env, dir.string()};
+    rank_spawn.memory_limit_bytes = limit;
+    auto child = ChildProcess::spawn(rank_spawn);
+    if (!child) {
+      kill_all();
+      failure = fmt::format("data-parallel rank {} of {}: {}", r, world, child.error().message);
+      return false;
+    }
+    reporter.log(
+        fmt::format("torch: data-parallel rank {} of {} started (pid {})", r, world, child->pid()));
+    ranks[static_cast<std::size_t>(r)].process.emplace(std::move(child).value());
+    return true;
+  };
+  // A gang's rank 0 starts first: its peers here and on the other workers join
+  // the store it opens, once its address is known (published for them).
+  std::optional<std::string> store_at;
+  bool peers_started = false;
+  auto start_peers = [&](const std::string& where) {
+    auto st = reporter.publish_rendezvous(where);
+    if (!st) {
+      failure = "publishing the rendezvous " + where + ": " + st.error().message;
+      kill_all();
+      return;
+    }
+    reporter.log(
+        fmt::format("torch: gang of {} ranks ({} here): rank 0's store at {}", world, k, where));
+    tt::RankJob peers = job;
+    peers.store = "tcp://" + where;
+    const fs::path peers_file = dir / "job-peers.json";
+    {
+      std::ofstream f(peers_file);
+      f << tt::encode_rank_job(peers);
+      if (!f) {
+        failure = "cannot write " + peers_file.string();
+        kill_all();
+        return;
+      }
+    }
+    for (int r = 1; r < k && !failure; ++r) spawn_rank(r, peers_file);
+  };
+  for (int r = 0; r < (gang ? 1 : k); ++r) {
     if (standby)
       if (auto ready = options_.standby->take()) {
         auto given = ready->limit_memory(limit);
@@ -343,18 +396,7 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
         log_warn("torch: a standby training process could not take its job; starting one",
                  {{"error", given.error().message}});
       }
-    SpawnOptions rank_spawn{
-        {*program, (dir / "job.json").string(), std::to_string(r)}, env, dir.string()};
-    rank_spawn.memory_limit_bytes = limit;
-    auto child = ChildProcess::spawn(rank_spawn);
-    if (!child) {
-      kill_all();
-      failure = fmt::format("data-parallel rank {} of {}: {}", r, k, child.error().message);
-      break;
-    }
-    reporter.log(
-        fmt::format("torch: data-parallel rank {} of {} started (pid {})", r, k, child->pid()));
-    ranks[static_cast<std::size_t>(r)].process.emplace(std::move(child).value());
+    if (!spawn_rank(r, dir / "job.json")) break;
   }
 
   // The next trial's process starts now, loading LibTorch while this one sets up: a slot's
@@ -386,16 +428,24 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
       if (!rank.process || rank.done) continue;
       rank.done = rank.process->poll(wait_ms, [&](Stream s, std::string_view line) {
         if (s == Stream::kStderr) return rank.stderr_tail.add(line);
+        if (r == 0 && gang && !store_at && line.starts_with(kRankStorePrefix)) {
+          store_at = std::string(line.substr(kRankStorePrefix.size()));
+          return;
+        }
         if (r == 0 && !relay_rank0_line(line, reporter, dir)) request_stop();
       });
+      if (r == 0 && store_at && !peers_started && !failure && !stop_sent) {
+        peers_started = true;
+        start_peers(*store_at);
+      }
       if (!rank.done) continue;
       const int status = rank.process->exit_status().value_or(0);
       const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
       if (!clean && !failure && !stop_sent) {
-        failure = k == 1 ? fmt::format("the training process {}",
-                                       describe_exit(status, spec.trial.memory_gb))
-                         : fmt::format("data-parallel rank {} of {} {}", r, k,
-                                       describe_exit(status, spec.trial.memory_gb / k));
+        failure = world == 1 ? fmt::format("the training process {}",
+                                           describe_exit(status, spec.trial.memory_gb))
+                             : fmt::format("data-parallel rank {} of {} {}", r, world,
+                                           describe_exit(status, spec.trial.memory_gb / world));
         if (auto why = rank.stderr_tail.last_line(); !why.empty()) *failure += ": " + why;
         kill_all();  // its peers would only wait for it
       }
@@ -412,11 +462,135 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
     r.out.end = tt::TrainOutput::End::kFailed;
     r.out.error = *failure;
   } else {
-    r = read_rank_zero_result(dir, k, stop_sent);
+    r = read_rank_zero_result(dir, world, stop_sent);
   }
   fs::remove_all(dir, ec);
   return finish(spec, std::move(r.out), std::move(r.artifacts), r.retryable, task.trial.started_ms,
                 reporter);
+}
+
+Status TorchExecutor::run_ranks(const RankTask& task, RankControl& control) {
+  if (!task.spec || task.spec->source.empty())
+    return Error::invalid("spec", "a gang's ranks need the sweep spec's JSON text");
+  const auto& spec = *task.spec;
+  auto program = rank_program();
+  if (!program) return program.error();
+  const std::string tag =
+      fmt::format("ranks {}-{} of {}", task.first, task.first + task.count - 1, task.world);
+  // The leader publishes its store's address once its rank 0 is up.
+  const auto rendezvous_by = Clock::now() + options_.rank_timeout;
+  std::string where;
+  for (;;) {
+    if (control.should_stop()) return Error::lease_lost(tag + ": stopped before the rendezvous");
+    auto got = control.rendezvous();
+    if (got && *got) {
+      where = **got;
+      break;
+    }
+    if (Clock::now() > rendezvous_by)
+      return Error::unavailable(tag + ": the leader published no rendezvous in time");
+    std::this_thread::sleep_for(std::chrono::milliseconds(options_.poll_ms));
+  }
+
+  std::error_code ec;
+  const fs::path base = task.work_dir.empty() ? fs::temp_directory_path() : fs::path(task.work_dir);
+  const fs::path dir = base / fmt::format("gang-{}-{}-{}-{}", task.trial.id, task.trial.attempt,
+                                          task.first, ::getpid());
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir, ec);
+  if (ec)
+    return Error::unavailable(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  struct Cleanup {
+    fs::path dir;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(dir, e);
+    }
+  } cleanup{dir};
+
+  tt::RankJob job;
+  job.spec = spec.source;
+  job.trial = task.trial;
+  job.world = task.world;
+  job.first_rank = task.first;
+  job.threads = std::max(1, task.threads / std::max(1, task.count));
+  job.gpus = task.gpus;
+  job.store = "tcp://" + where;
+  job.address = task.address.empty() ? "127.0.0.1" : task.address;
+  job.out = dir.string();
+  job.timeout_ms = options_.rank_timeout.count();
+  job.data_roots = options_.data_roots;
+  job.dataset_cache = cache_->disk_dir();
+  if (auto got = control.get_artifact(trials::artifact::kCheckpoint); got && *got) {
+    job.resume = (dir / "resume.pt").string();
+    std::ofstream f(job.resume, std::ios::binary);
+    f.write((*got)->data(), static_cast<std::streamsize>((*got)->size()));
+    if (!f) return Error::unavailable("cannot write " + job.resume);
+  } else if (!got) {
+    // Rank 0 resumes from what it reads; a rank that started afresh would disagree.
+    return Error::unavailable(tag + ": cannot read the trial's checkpoint: " + got.error().message);
+  }
+  {
+    std::ofstream f(dir / "job.json");
+    f << tt::encode_rank_job(job);
+    if (!f) return Error::unavailable("cannot write " + (dir / "job.json").string());
+  }
+  const auto env = rank_environment(job.threads);
+  const std::int64_t limit =
+      task.gpus.empty() ? memory_limit_bytes(spec.trial.memory_gb / task.world) : 0;
+  std::vector<RankState> ranks(static_cast<std::size_t>(task.count));
+  std::optional<std::string> failure;
+  auto kill_all = [&] {
+    for (auto& r : ranks)
+      if (r.process && !r.done) r.process->signal_group(SIGKILL);
+  };
+  for (int i = 0; i < task.count; ++i) {
+    SpawnOptions o{
+        {*program, (dir / "job.json").string(), std::to_string(task.first + i)}, env, dir.string()};
+    o.memory_limit_bytes = limit;
+    auto child = ChildProcess::spawn(o);
+    if (!child) {
+      kill_all();
+      failure = fmt::format("rank {}: {}", task.first + i, child.error().message);
+      break;
+    }
+    control.log(fmt::format("torch: data-parallel rank {} of {} started (pid {}), rendezvous {}",
+                            task.first + i, task.world, child->pid(), where));
+    ranks[static_cast<std::size_t>(i)].process.emplace(std::move(child).value());
+  }
+  bool stop_sent = false;
+  auto alive = [&] {
+    int n = 0;
+    for (const auto& r : ranks) n += r.process && !r.done;
+    return n;
+  };
+  while (alive() > 0) {
+    const int wait_ms = std::max(1, options_.poll_ms / alive());
+    for (int i = 0; i < task.count; ++i) {
+      auto& rank = ranks[static_cast<std::size_t>(i)];
+      if (!rank.process || rank.done) continue;
+      rank.done = rank.process->poll(wait_ms, [&](Stream s, std::string_view line) {
+        if (s == Stream::kStderr) rank.stderr_tail.add(line);
+      });
+      if (!rank.done) continue;
+      const int status = rank.process->exit_status().value_or(0);
+      if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !failure && !stop_sent) {
+        failure = fmt::format("rank {} {}", task.first + i,
+                              describe_exit(status, spec.trial.memory_gb / task.world));
+        if (auto why = rank.stderr_tail.last_line(); !why.empty()) *failure += ": " + why;
+        kill_all();
+      }
+    }
+    if (!stop_sent && control.should_stop()) {
+      // Killed, not asked: a rank asked to stop would stop the whole gang as if
+      // rank 0 had been pruned, while a lost peer fails the attempt, which is retried.
+      stop_sent = true;
+      kill_all();
+    }
+  }
+  if (failure) return Error::unavailable(tag + ": " + *failure);
+  if (stop_sent) return Error::lease_lost(tag + ": stopped");
+  return Status{};
 }
 
 std::vector<std::string> TorchExecutor::rank_environment(int threads) const {

@@ -80,6 +80,8 @@ inline constexpr std::string_view kRankReportPrefix = "hpo-rank-report ";
 // checkpoint and stop (a drain); SIGTERM only to stop.
 inline constexpr std::string_view kRankCheckpointPrefix = "hpo-rank-checkpoint ";
 inline constexpr char kRankCheckpointFile[] = "checkpoint.pt";
+// A gang's rank 0: "hpo-rank-store HOST:PORT", where its c10d TCPStore listens.
+inline constexpr std::string_view kRankStorePrefix = "hpo-rank-store ";
 
 class TorchExecutor : public Executor {
  public:
@@ -98,6 +100,10 @@ class TorchExecutor : public Executor {
   // trainer's state is stored as artifact "checkpoint"; an attempt that finds
   // one resumes from it.
   bool checkpoints() const override { return true; }
+  // A gang follower's ranks: they join the leader's rendezvous once it is
+  // published, start from the trial's checkpoint when it has one, and stop
+  // when control says so or any of them fails (then all of them).
+  Status run_ranks(const RankTask& task, RankControl& control) override;
 
   const torch_trainer::DatasetCache& cache() const { return *cache_; }
 

@@ -74,6 +74,17 @@ class SwallowingConnection final : public trials::Store, public trials::TrialQue
     return impl_->worker_leases(w);
   }
   Result<int> reap(int max, std::int64_t outage_ms) override { return impl_->reap(max, outage_ms); }
+  Result<bool> rank_heartbeat(const std::string& t, int a, const std::string& w,
+                              std::int64_t lease_ms) override {
+    return impl_->rank_heartbeat(t, a, w, lease_ms);
+  }
+  Status publish_rendezvous(const std::string& t, int a, const std::string& w,
+                            const std::string& address, std::int64_t ttl_ms) override {
+    return impl_->publish_rendezvous(t, a, w, address, ttl_ms);
+  }
+  Result<std::optional<std::string>> rendezvous(const std::string& t, int a) override {
+    return impl_->rendezvous(t, a);
+  }
 
  private:
   std::unique_ptr<RedisStore> impl_;
