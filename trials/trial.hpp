@@ -59,8 +59,8 @@ struct AttemptRecord {
   std::string worker;
   std::int64_t started_ms = 0;
   std::int64_t ended_ms = 0;  // 0 while running
-  std::string outcome;        // "running", "completed", "failed", "pruned", "lease_expired",
-                              // "released", "cancelled"
+  std::string outcome;  // "running", "completed", "failed", "pruned", "lease_expired", "rank_lost",
+                        // "released", "cancelled"
   std::string error;
 };
 

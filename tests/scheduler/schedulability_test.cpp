@@ -52,6 +52,27 @@ TEST(Schedulability, ReasonNamesWhatEachWorkerLacks) {
   EXPECT_EQ(unschedulable_reason(torch, {zoned}), "");
 }
 
+// A data-parallel trial's ranks may span workers: 4 ranks fit two 2-slot
+// workers; per_host 3 needs workers of 3 slots; the reason counts what fits.
+TEST(Schedulability, AGangIsSchedulableWhenThePoolCanHoldItsRanks) {
+  trials::ResourceRequest gang;
+  gang.slots = 4;
+  gang.ranks = 4;
+  EXPECT_EQ(unschedulable_reason(gang, {worker("a", 2), worker("b", 2)}), "");
+  auto r = unschedulable_reason(gang, {worker("a", 2), worker("b", 1)});
+  EXPECT_NE(r.find("its 4 data-parallel ranks need 4 slots"), std::string::npos) << r;
+  EXPECT_NE(r.find("have 3 (ranks that fit: a 2, b 1)"), std::string::npos) << r;
+  gang.per_host = 2;
+  EXPECT_EQ(unschedulable_reason(gang, {worker("a", 2), worker("b", 2)}), "");
+  r = unschedulable_reason(gang, {worker("a", 2), worker("b", 1), worker("c", 1)});
+  EXPECT_NE(r.find("need 2 workers with 2 free slots each"), std::string::npos) << r;
+  EXPECT_NE(r.find("1 of the 3 registered workers have that"), std::string::npos) << r;
+  gang.torch = true;  // what stops every rank is named per worker
+  auto t = worker("a", 2);
+  r = unschedulable_reason(gang, {t, worker("b", 2)});
+  EXPECT_NE(r.find("a: runs no torch trials"), std::string::npos) << r;
+}
+
 TEST(Schedulability, ParksASweepUntilABigEnoughWorkerRegisters) {
   trials::memory::MemoryStore store;
   const std::string spec = R"({"name": "big",

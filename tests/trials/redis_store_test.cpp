@@ -289,5 +289,170 @@ TEST(RedisStore, BlockingReadWakesOnNewEvent) {
   EXPECT_TRUE(got.load());
 }
 
+// A sweep whose trials are gangs of `ranks`, `per_host` on each worker.
+NewSweep gang_sweep(int ranks, int per_host) {
+  NewSweep ns{"gang", R"({"name":"gang"})", false};
+  ns.needs.slots = ranks;
+  ns.needs.ranks = ranks;
+  ns.needs.per_host = per_host;
+  return ns;
+}
+
+// Gangs (trials/placement.hpp): a 4-rank trial, 2 per host, on two 2-slot
+// workers. The claimer leads with ranks 0-1; the other worker's next claim
+// hands it ranks 2-3 before anything else; the follower's rank lease keeps
+// the leader's lease, and once it lapses the leader's heartbeat fails the
+// attempt, which is queued again whole.
+TEST(RedisStore, AGangIsPlacedAcrossWorkersTogetherAndFailsWholeWhenAFollowerIsLost) {
+  const std::string prefix = unique_prefix();
+  RedisStore store(config_for(shared_server(), prefix));
+  auto sweep = store.create_sweep(gang_sweep(4, 2));
+  ASSERT_TRUE(sweep.ok()) << sweep.error().message;
+  NewTrial nt;
+  nt.sweep_id = *sweep;
+  nt.limit = 10;
+  nt.slots = 4;
+  nt.max_attempts = 3;
+  nt.params = {{"lr", 0.1}};
+  ASSERT_TRUE(store.create_trial(nt).ok());
+  for (const char* w : {"a", "b"}) {
+    WorkerInfo info;
+    info.name = w;
+    info.slots = 2;
+    ASSERT_TRUE(store.put_worker(info, 60000).ok());
+  }
+  const Offer two = slots_only_offer(2);
+  constexpr std::int64_t kLease = 400;
+
+  // b alone: a has recorded no offer yet, so the gang does not fit; nothing
+  // is claimed, and b's offer (two free slots) is recorded.
+  auto got = store.claim_batch("b", two, 2, kLease);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_TRUE(got->claims.empty());
+  // a's claim places the gang: a leads, b follows.
+  got = store.claim_batch("a", two, 2, kLease);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->claims.size(), 1u);
+  const Trial led = got->claims[0].trial;  // a copy: `got` is reused
+  EXPECT_EQ(led.slots, 2);  // the leader's own share
+  auto layout = gang_from_json(led.gang);
+  ASSERT_TRUE(layout.ok()) << led.gang;
+  EXPECT_EQ(layout->world, 4);
+  ASSERT_EQ(layout->parts.size(), 2u);
+  EXPECT_EQ(layout->parts[0].worker, "a");
+  EXPECT_EQ(layout->parts[1].worker, "b");
+  EXPECT_EQ(layout->parts[1].first, 2);
+  EXPECT_EQ(layout->parts[1].count, 2);
+  EXPECT_EQ(store.get_trial(led.id)->gang, led.gang);
+
+  // b's next claim: its share first; its two slots are then taken.
+  got = store.claim_batch("b", two, 2, kLease);
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(got->claims.empty());
+  ASSERT_EQ(got->ranks.size(), 1u);
+  const RankShare share = got->ranks[0];
+  EXPECT_EQ(share.trial.id, led.id);
+  EXPECT_EQ(share.trial.attempt, 0);
+  EXPECT_EQ(share.trial.params.at("lr"), search::Value(0.1));
+  EXPECT_EQ(share.first, 2);
+  EXPECT_EQ(share.count, 2);
+  EXPECT_EQ(share.world, 4);
+  EXPECT_EQ(share.leader, "a");
+  // Handed out once.
+  EXPECT_TRUE(store.claim_batch("b", two, 2, kLease)->ranks.empty());
+
+  // The rendezvous: only the lease holder publishes; the follower reads it.
+  EXPECT_EQ(store.publish_rendezvous(led.id, 0, "b", "10.0.0.2:1", 60000).error().code,
+            ErrorCode::kLeaseLost);
+  ASSERT_TRUE(store.publish_rendezvous(led.id, 0, "a", "10.0.0.1:29500", 60000).ok());
+  EXPECT_EQ(store.rendezvous(led.id, 0)->value_or(""), "10.0.0.1:29500");
+  EXPECT_FALSE(store.rendezvous(led.id, 1)->has_value());
+
+  // While b renews its rank lease, a's heartbeat holds.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(*store.rank_heartbeat(led.id, 0, "b", kLease));
+    ASSERT_TRUE(store.heartbeat(led.id, 0, "a", kLease).ok());
+    hpo::testing::let_time_pass(std::chrono::milliseconds(kLease / 2));
+  }
+  // b goes silent: once its rank lease lapsed, a's heartbeat is refused and
+  // the attempt is over everywhere (b's renewal says so too).
+  Result<Control> beat = Control::kNone;
+  ASSERT_TRUE(hpo::testing::wait_for(
+      [&] {
+        beat = store.heartbeat(led.id, 0, "a", kLease);
+        return !beat.ok();
+      },
+      std::chrono::seconds(10)));
+  EXPECT_EQ(beat.error().code, ErrorCode::kLeaseLost);
+  EXPECT_NE(beat.error().message.find("ranks 2-3 on worker b lost"), std::string::npos)
+      << beat.error().message;
+  auto after = store.get_trial(led.id);
+  EXPECT_EQ(after->state, TrialState::kQueued);
+  EXPECT_EQ(after->attempt, 1);
+  EXPECT_FALSE(*store.rank_heartbeat(led.id, 0, "b", kLease));
+  auto attempts = store.get_attempts(led.id);
+  ASSERT_TRUE(attempts.ok());
+  ASSERT_EQ(attempts->size(), 1u);
+  EXPECT_EQ((*attempts)[0].outcome, "rank_lost");
+}
+
+// A worker alone cannot run a gang with per_host, and the gang reserves the
+// workers of its plan: once passed over, b's claims take nothing else until
+// the gang is placed, so narrow trials do not starve it.
+TEST(RedisStore, AGangPassedOverReservesTheWorkersOfItsPlan) {
+  const std::string prefix = unique_prefix();
+  RedisStore store(config_for(shared_server(), prefix));
+  auto gang_id = store.create_sweep(gang_sweep(2, 1));
+  auto narrow_id = store.create_sweep(NewSweep{"narrow", R"({"name":"narrow"})", false});
+  ASSERT_TRUE(gang_id.ok() && narrow_id.ok());
+  NewTrial wide;
+  wide.sweep_id = *gang_id;
+  wide.limit = 10;
+  wide.slots = 2;
+  ASSERT_TRUE(store.create_trial(wide).ok());
+  for (int i = 0; i < 20; ++i) add(store, *narrow_id, i);
+  for (const char* w : {"a", "b"}) {
+    WorkerInfo info;
+    info.name = w;
+    info.slots = 1;
+    ASSERT_TRUE(store.put_worker(info, 60000).ok());
+  }
+  constexpr std::int64_t kLease = 60000;
+  Offer busy = slots_only_offer(1);  // b is busy: 1 slot in all, none free
+  busy.slots = 0;
+  ASSERT_TRUE(store.claim_batch("b", busy, 1, kLease).ok());  // records b's offer
+  // a claims while b is busy: narrow trials fill a twice, then a reserves the
+  // gang, for itself and for b.
+  int narrow = 0, rounds = 0;
+  for (; rounds < 6; ++rounds) {
+    auto got = store.claim_batch("a", slots_only_offer(1), 1, kLease);
+    ASSERT_TRUE(got.ok());
+    if (got->claims.empty()) break;
+    ++narrow;
+    EXPECT_EQ(got->claims[0].trial.sweep_id, *narrow_id);
+    ASSERT_TRUE(store
+                    .complete(got->claims[0].trial.id, got->claims[0].trial.attempt, "a",
+                              TrialResult{TrialState::kCompleted, 1.0, {}, ""})
+                    .ok());
+  }
+  EXPECT_EQ(narrow, 2);
+  // b frees its slot: it is held for the gang, so it takes no narrow trial...
+  auto got = store.claim_batch("b", slots_only_offer(1), 1, kLease);
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(got->claims.empty());
+  // ... and a's next claim places the gang over a and b.
+  got = store.claim_batch("a", slots_only_offer(1), 1, kLease);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->claims.size(), 1u);
+  EXPECT_EQ(got->claims[0].trial.sweep_id, *gang_id);
+  auto layout = gang_from_json(got->claims[0].trial.gang);
+  ASSERT_TRUE(layout.ok());
+  EXPECT_EQ(layout->parts.size(), 2u);
+  got = store.claim_batch("b", slots_only_offer(1), 1, kLease);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->ranks.size(), 1u);
+  EXPECT_TRUE(got->claims.empty());  // its one slot went to its share
+}
+
 }  // namespace
 }  // namespace hpo::trials::conformance

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trials/placement.hpp"
 #include "trials/spec.hpp"
 
 namespace hpo::trials {
@@ -391,6 +392,24 @@ TEST(Spec, SlotsFromGpusAndReplicas) {
   EXPECT_TRUE(r->trial.data_parallel.average);
   EXPECT_EQ(r->trial.data_parallel.average_every, 4);
   EXPECT_EQ(r->trial.data_parallel.bucket_mb, 0.125);  // the default
+}
+
+TEST(Spec, PerHostMustDivideTheReplicas) {
+  auto s = valid_spec();
+  s["trial"] = {{"kind", "torch"},
+                {"data", {{"format", "csv"}, {"train", "t.csv"}, {"target", "y"}}}};
+  s["trial"]["data_parallel"] = {{"replicas", 4}, {"per_host", 2}};
+  auto r = parse_spec(s.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->trial.data_parallel.per_host, 2);
+  auto need = request_for(r->trial);
+  EXPECT_EQ(need.ranks, 4);
+  EXPECT_EQ(need.per_host, 2);
+  EXPECT_EQ(request_from_json(to_json(need))->per_host, 2);  // as the store keeps it
+  s["trial"]["data_parallel"]["per_host"] = 3;
+  EXPECT_TRUE(has_error(s, "trial.data_parallel.per_host", "3 does not divide replicas (4)"));
+  s["trial"]["data_parallel"]["per_host"] = 0;
+  EXPECT_TRUE(has_error(s, "trial.data_parallel.per_host"));
 }
 
 TEST(Spec, PlacementRequestsAreCheckedFieldByField) {
