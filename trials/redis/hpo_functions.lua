@@ -555,6 +555,7 @@ end
 local kReserveAfter = 3
 local function reserve_ms(lease_ms) return math.max(2000, lease_ms) end
 
+-- @split@ (functions.cmake cuts the embedded text here: C++ string literals stay under 64 KB)
 -- Gangs: a data-parallel trial (need.ranks = k > 1) whose ranks span workers
 -- (trials/placement.hpp has the rules). Every claim records what the claiming
 -- worker still has free after it (P..'offers', worker -> offer JSON), so a

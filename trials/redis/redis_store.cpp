@@ -192,10 +192,10 @@ Status RedisStore::load_functions(RedisClient& c) {
   for (const auto& lib : list->elements) {
     for (size_t i = 0; i + 1 < lib.elements.size(); i += 2) {
       const Reply& field = lib.elements[i];
-      if (field.str == "library_code" && lib.elements[i + 1].str == kFunctionsLua) return {};
+      if (field.str == "library_code" && lib.elements[i + 1].str == functions_lua()) return {};
     }
   }
-  auto load = c.command({"FUNCTION", "LOAD", "REPLACE", kFunctionsLua});
+  auto load = c.command({"FUNCTION", "LOAD", "REPLACE", functions_lua()});
   if (!load) return load.error();
   if (load->is_error()) return refusal(load->str);
   return {};
@@ -603,9 +603,12 @@ Result<Claims> RedisStore::claim_batch(const std::string& worker, const Offer& o
       "started_ms", "control",  "extra",        "lease_deadline", "gang"};
   constexpr std::size_t kRow = std::size(kClaimFields);
   for (const auto& row : r->elements[0].elements) {
-    if (row.elements.size() != kRow) return Error::internal("claim_batch: unexpected claim row");
+    // Functions of the version before gangs send rows without the last field ('gang').
+    if (row.elements.size() != kRow && row.elements.size() != kRow - 1)
+      return Error::internal("claim_batch: unexpected claim row");
     Hash h;
-    for (std::size_t i = 0; i < kRow; ++i) h.emplace(kClaimFields[i], row.elements[i].str);
+    for (std::size_t i = 0; i < row.elements.size(); ++i)
+      h.emplace(kClaimFields[i], row.elements[i].str);
     auto t = trial_from_hash(h);
     if (!t) return t.error();
     std::string spec = specs.count(t->sweep_id) ? specs[t->sweep_id] : std::string();
