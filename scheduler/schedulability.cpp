@@ -16,9 +16,8 @@ std::string unschedulable_reason(const trials::ResourceRequest& request,
   constexpr std::size_t kNamed = 4;
   std::vector<std::string> why;
   for (const auto& w : workers) {
-    trials::ResourceRequest whole = request;
-    if (request.ranks > 1) whole.per_host = 0;  // what stops even one rank, named per worker
-    std::string r = trials::never_fits(request.ranks > 1 ? trials::rank_request(whole) : request,
+    // For a data-parallel trial: what stops even one rank, named per worker.
+    std::string r = trials::never_fits(request.ranks > 1 ? trials::rank_request(request) : request,
                                        trials::idle_offer(w));
     if (r.empty() && request.ranks <= 1) return "";
     if (!r.empty() && why.size() < kNamed) why.push_back(fmt::format("{}: {}", w.name, r));

@@ -672,7 +672,13 @@ end
 -- workers their shares (P..'ranks:'<worker>), their recorded offers reduced
 -- by what their ranks take. The claim row's 'slots' becomes the leader's own
 -- share and its 'gang' the layout {world, ranks = {{worker, first, count}}}.
+-- A plan of one worker (the whole trial fits it) is a plain claim out of its offer.
 local function place_gang(P, t, need, plan, now, lease_ms, delta)
+  if #plan == 1 then
+    take(need, tonumber(t.slots), plan[1].offer)
+    lease_to(P, t, plan[1].worker, now, lease_ms, delta)
+    return
+  end
   local rn = rank_need(need)
   local layout, first = {}, 0
   for i, p in ipairs(plan) do
@@ -767,12 +773,7 @@ local function honour_reservation(P, worker, o, lease_ms, now, cache, claimed, s
     end
     redis.call('DEL', rkey, P .. 'reserve:' .. tid)
     redis.call('HDEL', P .. 'trial:' .. tid, 'reserved_for')
-    if #plan == 1 then
-      take(need, tonumber(t.slots), o)
-      lease_to(P, t, worker, now, lease_ms, delta)
-    else
-      place_gang(P, t, need, plan, now, lease_ms, delta)
-    end
+    place_gang(P, t, need, plan, now, lease_ms, delta)
   elseif not fits_now(need, tonumber(t.slots), o) then
     redis.call('PEXPIRE', rkey, reserve_ms(lease_ms))
     redis.call('PEXPIRE', P .. 'reserve:' .. tid, reserve_ms(lease_ms))
@@ -868,12 +869,7 @@ local function claim_many(P, worker, o, want, lease_ms, scan, sweeps_max)
           local plan = gang_plan(P, worker, o, need, tid, false)
           if plan then
             q.drop[#q.drop + 1] = tid
-            if #plan == 1 then
-              take(need, tonumber(t.slots), o)
-              lease_to(P, t, worker, now, lease_ms, delta)
-            else
-              place_gang(P, t, need, plan, now, lease_ms, delta)
-            end
+            place_gang(P, t, need, plan, now, lease_ms, delta)
             claimed[#claimed + 1] = t
             if not specs[sid] then specs[sid] = redis.call('HGET', P .. 'sweep:' .. sid, 'spec') or '' end
             took = true

@@ -230,6 +230,155 @@ bool relay_rank0_line(std::string_view line, Reporter& reporter, const fs::path&
   return reporter.report(j["step"].get<std::int64_t>(), metrics);
 }
 
+// The rank processes this worker runs for one attempt (all of a trial's
+// ranks, or a gang's share of them: global ranks first .. first + count - 1
+// of world), started from job files, polled in turn and killed together.
+// The first rank that exits uncleanly while they are not being stopped is
+// the failure; its peers are killed at once (they would only wait for it).
+class RankGroup {
+ public:
+  RankGroup(std::string program, std::vector<std::string> env, fs::path dir,
+            std::int64_t memory_limit, int first, int count, int world, double memory_gb_per_rank)
+      : program_(std::move(program)),
+        env_(std::move(env)),
+        dir_(std::move(dir)),
+        memory_limit_(memory_limit),
+        first_(first),
+        world_(world),
+        memory_gb_per_rank_(memory_gb_per_rank),
+        ranks_(static_cast<std::size_t>(std::max(1, count))) {}
+
+  // Starts local rank i on `job_file`: its pid, or nullopt with the failure set.
+  std::optional<int> spawn(int i, const fs::path& job_file) {
+    SpawnOptions o{{program_, job_file.string(), std::to_string(first_ + i)}, env_, dir_.string()};
+    o.memory_limit_bytes = memory_limit_;
+    auto child = ChildProcess::spawn(o);
+    if (!child) {
+      fail(fmt::format("data-parallel rank {} of {}: {}", first_ + i, world_,
+                       child.error().message));
+      return std::nullopt;
+    }
+    const int pid = child->pid();
+    ranks_[static_cast<std::size_t>(i)].process.emplace(std::move(child).value());
+    return pid;
+  }
+  // A process started ahead (a standby) becomes local rank i.
+  void adopt(int i, ChildProcess p) {
+    ranks_[static_cast<std::size_t>(i)].process.emplace(std::move(p));
+  }
+
+  void signal_all(int sig) {
+    for (auto& r : ranks_)
+      if (r.process && !r.done) r.process->signal_group(sig);
+  }
+  void kill_all() { signal_all(SIGKILL); }
+  // Records the attempt's failure (the first one counts) and kills the ranks.
+  void fail(std::string why) {
+    if (!failure) failure = std::move(why);
+    kill_all();
+  }
+  int alive() const {
+    int n = 0;
+    for (const auto& r : ranks_) n += r.process && !r.done;
+    return n;
+  }
+
+  // One round over the live ranks, each polled for its share of poll_ms: the
+  // stdout lines go to on_line(i, line), and after(i, exited) follows each poll.
+  template <typename OnLine, typename After>
+  void poll_round(int poll_ms, bool stopping, OnLine&& on_line, After&& after) {
+    const int wait_ms = std::max(1, poll_ms / std::max(1, alive()));
+    for (std::size_t i = 0; i < ranks_.size(); ++i) {
+      auto& rank = ranks_[i];
+      if (!rank.process || rank.done) continue;
+      rank.done = rank.process->poll(wait_ms, [&](Stream s, std::string_view line) {
+        if (s == Stream::kStderr) return rank.stderr_tail.add(line);
+        on_line(static_cast<int>(i), line);
+      });
+      if (rank.done) {
+        const int status = rank.process->exit_status().value_or(0);
+        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !failure && !stopping) {
+          std::string why = world_ == 1 ? fmt::format("the training process {}",
+                                                      describe_exit(status, memory_gb_per_rank_))
+                                        : fmt::format("data-parallel rank {} of {} {}",
+                                                      first_ + static_cast<int>(i), world_,
+                                                      describe_exit(status, memory_gb_per_rank_));
+          if (auto last = rank.stderr_tail.last_line(); !last.empty()) why += ": " + last;
+          fail(std::move(why));
+        }
+      }
+      after(static_cast<int>(i), rank.done);
+    }
+  }
+
+  std::optional<std::string> failure;
+
+ private:
+  std::string program_;
+  std::vector<std::string> env_;
+  fs::path dir_;
+  std::int64_t memory_limit_;
+  int first_, world_;
+  double memory_gb_per_rank_;
+  std::vector<RankState> ranks_;
+};
+
+// A fresh attempt directory `base`/`name`, removed with its contents when the
+// guard goes.
+struct AttemptDir {
+  fs::path path;
+  AttemptDir(const AttemptDir&) = delete;
+  AttemptDir& operator=(const AttemptDir&) = delete;
+  explicit AttemptDir(fs::path p) : path(std::move(p)) {}
+  ~AttemptDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+Status make_attempt_dir(const fs::path& dir) {
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  fs::create_directories(dir, ec);
+  if (ec)
+    return Error::unavailable(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  return Status{};
+}
+
+// The checkpoint bytes the ranks resume from, written as dir/resume.pt.
+Status write_resume(tt::RankJob& job, const fs::path& dir, const std::string& bytes) {
+  job.resume = (dir / "resume.pt").string();
+  std::ofstream f(job.resume, std::ios::binary);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) return Error::unavailable("cannot write " + job.resume);
+  return Status{};
+}
+
+Status write_job(const tt::RankJob& job, const fs::path& file) {
+  std::ofstream f(file);
+  f << tt::encode_rank_job(job);
+  if (!f) return Error::unavailable("cannot write " + file.string());
+  return Status{};
+}
+
+// What every rank's job holds; the caller adds the store, its address, the
+// first rank and the resume point.
+tt::RankJob base_job(const trials::SweepSpec& spec, const trials::Trial& trial, int world,
+                     int threads, std::vector<int> gpus, const fs::path& dir,
+                     const TorchExecutorOptions& options, const tt::DatasetCache& cache) {
+  tt::RankJob job;
+  job.spec = spec.source;
+  job.trial = trial;
+  job.world = world;
+  job.threads = threads;
+  job.gpus = std::move(gpus);
+  job.out = dir.string();
+  job.timeout_ms = options.rank_timeout.count();
+  job.data_roots = options.data_roots;
+  job.dataset_cache = cache.disk_dir();
+  return job;
+}
+
 }  // namespace
 
 TorchExecutor::TorchExecutor() : TorchExecutor(std::make_shared<tt::DatasetCache>()) {}
@@ -297,106 +446,63 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
   auto program = rank_program();
   if (!program) return failed(program.error().message, /*retryable=*/true);  // another worker may
 
-  std::error_code ec;
   const fs::path base = task.work_dir.empty() ? fs::temp_directory_path() : fs::path(task.work_dir);
-  const fs::path dir =
-      base / fmt::format("ranks-{}-{}-{}", task.trial.id, task.trial.attempt, ::getpid());
-  fs::remove_all(dir, ec);
-  fs::create_directories(dir, ec);
-  if (ec) return failed(fmt::format("cannot create {}: {}", dir.string(), ec.message()), true);
+  const AttemptDir dir(
+      base / fmt::format("ranks-{}-{}-{}", task.trial.id, task.trial.attempt, ::getpid()));
+  if (auto st = make_attempt_dir(dir.path); !st) return failed(st.error().message, true);
 
-  tt::RankJob job;
-  job.spec = spec.source;
-  job.trial = task.trial;
-  job.world = world;
-  job.threads = std::max(1, task.threads / k);
-  job.gpus = task.gpus;
-  job.store = gang ? fmt::format("tcp://{}:0", address) : (dir / "c10d-store").string();
+  tt::RankJob job = base_job(spec, task.trial, world, std::max(1, task.threads / k), task.gpus,
+                             dir.path, options_, *cache_);
+  job.store = gang ? fmt::format("tcp://{}:0", address) : (dir.path / "c10d-store").string();
   if (gang) job.address = address;
-  job.out = dir.string();
-  job.timeout_ms = options_.rank_timeout.count();
-  job.data_roots = options_.data_roots;
-  job.dataset_cache = cache_->disk_dir();
-  if (auto checkpoint = stored_checkpoint(reporter)) {
-    job.resume = (dir / "resume.pt").string();
-    std::ofstream f(job.resume, std::ios::binary);
-    f.write(checkpoint->data(), static_cast<std::streamsize>(checkpoint->size()));
-    if (!f) return failed("cannot write " + job.resume, true);
-  }
-  {
-    std::ofstream f(dir / "job.json");
-    f << tt::encode_rank_job(job);
-    if (!f) return failed("cannot write " + (dir / "job.json").string(), true);
-  }
+  if (auto checkpoint = stored_checkpoint(reporter))
+    if (auto st = write_resume(job, dir.path, *checkpoint); !st)
+      return failed(st.error().message, true);
+  if (auto st = write_job(job, dir.path / "job.json"); !st) return failed(st.error().message, true);
 
   const std::vector<std::string> env = rank_environment(job.threads);
-
-  std::vector<RankState> ranks(static_cast<std::size_t>(k));
-  std::optional<std::string> failure;
-  auto kill_all = [&] {
-    for (auto& r : ranks)
-      if (r.process && !r.done) r.process->signal_group(SIGKILL);
-  };
   // A single-rank trial takes a standby process when one with its threads waits.
   const bool standby = k == 1 && options_.standby && options_.standby->threads() == job.threads;
   // On GPU slots the CUDA driver maps device memory into the process: no limit there.
   const std::int64_t limit =
       task.gpus.empty() ? memory_limit_bytes(spec.trial.memory_gb / world) : 0;
+  RankGroup ranks(*program, env, dir.path, limit, 0, k, world, spec.trial.memory_gb / world);
   auto spawn_rank = [&](int r, const fs::path& job_file) {
-    SpawnOptions rank_spawn{{*program, job_file.string(), std::to_string(r)}, env, dir.string()};
-    rank_spawn.memory_limit_bytes = limit;
-    auto child = ChildProcess::spawn(rank_spawn);
-    if (!child) {
-      kill_all();
-      failure = fmt::format("data-parallel rank {} of {}: {}", r, world, child.error().message);
-      return false;
-    }
-    reporter.log(
-        fmt::format("torch: data-parallel rank {} of {} started (pid {})", r, world, child->pid()));
-    ranks[static_cast<std::size_t>(r)].process.emplace(std::move(child).value());
-    return true;
+    auto pid = ranks.spawn(r, job_file);
+    if (pid)
+      reporter.log(
+          fmt::format("torch: data-parallel rank {} of {} started (pid {})", r, world, *pid));
+    return pid.has_value();
   };
   // A gang's rank 0 starts first: its peers here and on the other workers join
   // the store it opens, once its address is known (published for them).
   std::optional<std::string> store_at;
   bool peers_started = false;
   auto start_peers = [&](const std::string& where) {
-    auto st = reporter.publish_rendezvous(where);
-    if (!st) {
-      failure = "publishing the rendezvous " + where + ": " + st.error().message;
-      kill_all();
-      return;
-    }
+    if (auto st = reporter.publish_rendezvous(where); !st)
+      return ranks.fail("publishing the rendezvous " + where + ": " + st.error().message);
     reporter.log(
         fmt::format("torch: gang of {} ranks ({} here): rank 0's store at {}", world, k, where));
     tt::RankJob peers = job;
     peers.store = "tcp://" + where;
-    const fs::path peers_file = dir / "job-peers.json";
-    {
-      std::ofstream f(peers_file);
-      f << tt::encode_rank_job(peers);
-      if (!f) {
-        failure = "cannot write " + peers_file.string();
-        kill_all();
-        return;
-      }
-    }
-    for (int r = 1; r < k && !failure; ++r) spawn_rank(r, peers_file);
+    const fs::path peers_file = dir.path / "job-peers.json";
+    if (auto st = write_job(peers, peers_file); !st) return ranks.fail(st.error().message);
+    for (int r = 1; r < k && !ranks.failure; ++r) spawn_rank(r, peers_file);
   };
   for (int r = 0; r < (gang ? 1 : k); ++r) {
     if (standby)
       if (auto ready = options_.standby->take()) {
         auto given = ready->limit_memory(limit);
-        if (given) given = ready->write_stdin((dir / "job.json").string() + " 0\n");
+        if (given) given = ready->write_stdin((dir.path / "job.json").string() + " 0\n");
         if (given) {
           reporter.log(fmt::format("torch: training process started ahead (pid {})", ready->pid()));
-          ranks[0].process.emplace(std::move(*ready));
+          ranks.adopt(0, std::move(*ready));
           continue;
         }
         log_warn("torch: a standby training process could not take its job; starting one",
                  {{"error", given.error().message}});
       }
-    if (!spawn_rank(r, dir / "job.json")) break;
+    if (!spawn_rank(r, dir.path / "job.json")) break;
   }
 
   // The next trial's process starts now, loading LibTorch while this one sets up: a slot's
@@ -405,66 +511,48 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
 
   bool stop_sent = false;
   std::optional<Clock::time_point> kill_at;
-  auto alive = [&] {
-    int n = 0;
-    for (const auto& r : ranks) n += r.process && !r.done;
-    return n;
+  auto grace = [] {
+    return Clock::now() +
+           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kStopGraceS));
   };
   auto request_stop = [&] {
     if (stop_sent) return;
     stop_sent = true;
     // A drain asks for a checkpoint where the training stops (a single rank saves one).
-    const int sig = reporter.stop_reason() == StopReason::kShutdown ? SIGUSR1 : SIGTERM;
-    for (auto& r : ranks)
-      if (r.process && !r.done) r.process->signal_group(sig);
-    auto at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                 std::chrono::duration<double>(kStopGraceS));
-    kill_at = kill_at ? std::min(*kill_at, at) : at;
+    ranks.signal_all(reporter.stop_reason() == StopReason::kShutdown ? SIGUSR1 : SIGTERM);
+    kill_at = kill_at ? std::min(*kill_at, grace()) : grace();
   };
-  while (alive() > 0) {
-    const int wait_ms = std::max(1, options_.poll_ms / alive());
-    for (int r = 0; r < k; ++r) {
-      auto& rank = ranks[static_cast<std::size_t>(r)];
-      if (!rank.process || rank.done) continue;
-      rank.done = rank.process->poll(wait_ms, [&](Stream s, std::string_view line) {
-        if (s == Stream::kStderr) return rank.stderr_tail.add(line);
-        if (r == 0 && gang && !store_at && line.starts_with(kRankStorePrefix)) {
-          store_at = std::string(line.substr(kRankStorePrefix.size()));
-          return;
-        }
-        if (r == 0 && !relay_rank0_line(line, reporter, dir)) request_stop();
-      });
-      if (r == 0 && store_at && !peers_started && !failure && !stop_sent) {
-        peers_started = true;
-        start_peers(*store_at);
-      }
-      if (!rank.done) continue;
-      const int status = rank.process->exit_status().value_or(0);
-      const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!clean && !failure && !stop_sent) {
-        failure = world == 1 ? fmt::format("the training process {}",
-                                           describe_exit(status, spec.trial.memory_gb))
-                             : fmt::format("data-parallel rank {} of {} {}", r, world,
-                                           describe_exit(status, spec.trial.memory_gb / world));
-        if (auto why = rank.stderr_tail.last_line(); !why.empty()) *failure += ": " + why;
-        kill_all();  // its peers would only wait for it
-      }
-      if (r == 0 && !kill_at)  // rank 0 is the last to finish; the others follow at once
-        kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(kStopGraceS));
-    }
+  while (ranks.alive() > 0) {
+    ranks.poll_round(
+        options_.poll_ms, stop_sent,
+        [&](int r, std::string_view line) {
+          if (r != 0) return;
+          if (gang && !store_at && line.starts_with(kRankStorePrefix)) {
+            store_at = std::string(line.substr(kRankStorePrefix.size()));
+            return;
+          }
+          if (!relay_rank0_line(line, reporter, dir.path)) request_stop();
+        },
+        [&](int r, bool exited) {
+          if (r != 0) return;
+          if (store_at && !peers_started && !ranks.failure && !stop_sent) {
+            peers_started = true;
+            start_peers(*store_at);
+          }
+          // Rank 0 is the last to finish; the others follow at once.
+          if (exited && !kill_at) kill_at = grace();
+        });
     if (reporter.should_stop()) request_stop();
-    if (kill_at && Clock::now() > *kill_at) kill_all();
+    if (kill_at && Clock::now() > *kill_at) ranks.kill_all();
   }
 
   RankZeroResult r;
-  if (failure) {
+  if (ranks.failure) {
     r.out.end = tt::TrainOutput::End::kFailed;
-    r.out.error = *failure;
+    r.out.error = *ranks.failure;
   } else {
-    r = read_rank_zero_result(dir, world, stop_sent);
+    r = read_rank_zero_result(dir.path, world, stop_sent);
   }
-  fs::remove_all(dir, ec);
   return finish(spec, std::move(r.out), std::move(r.artifacts), r.retryable, task.trial.started_ms,
                 reporter);
 }
@@ -477,7 +565,8 @@ Status TorchExecutor::run_ranks(const RankTask& task, RankControl& control) {
   if (!program) return program.error();
   const std::string tag =
       fmt::format("ranks {}-{} of {}", task.first, task.first + task.count - 1, task.world);
-  // The leader publishes its store's address once its rank 0 is up.
+  // The leader publishes its store's address once its rank 0 is up: a short
+  // poll of one key (bounded by rank_timeout, and the share's stop flag).
   const auto rendezvous_by = Clock::now() + options_.rank_timeout;
   std::string where;
   for (;;) {
@@ -492,103 +581,47 @@ Status TorchExecutor::run_ranks(const RankTask& task, RankControl& control) {
     std::this_thread::sleep_for(std::chrono::milliseconds(options_.poll_ms));
   }
 
-  std::error_code ec;
   const fs::path base = task.work_dir.empty() ? fs::temp_directory_path() : fs::path(task.work_dir);
-  const fs::path dir = base / fmt::format("gang-{}-{}-{}-{}", task.trial.id, task.trial.attempt,
-                                          task.first, ::getpid());
-  fs::remove_all(dir, ec);
-  fs::create_directories(dir, ec);
-  if (ec)
-    return Error::unavailable(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
-  struct Cleanup {
-    fs::path dir;
-    ~Cleanup() {
-      std::error_code e;
-      fs::remove_all(dir, e);
-    }
-  } cleanup{dir};
+  const AttemptDir dir(base / fmt::format("gang-{}-{}-{}-{}", task.trial.id, task.trial.attempt,
+                                          task.first, ::getpid()));
+  if (auto st = make_attempt_dir(dir.path); !st) return st;
 
-  tt::RankJob job;
-  job.spec = spec.source;
-  job.trial = task.trial;
-  job.world = task.world;
+  tt::RankJob job =
+      base_job(spec, task.trial, task.world, std::max(1, task.threads / std::max(1, task.count)),
+               task.gpus, dir.path, options_, *cache_);
   job.first_rank = task.first;
-  job.threads = std::max(1, task.threads / std::max(1, task.count));
-  job.gpus = task.gpus;
   job.store = "tcp://" + where;
   job.address = task.address.empty() ? "127.0.0.1" : task.address;
-  job.out = dir.string();
-  job.timeout_ms = options_.rank_timeout.count();
-  job.data_roots = options_.data_roots;
-  job.dataset_cache = cache_->disk_dir();
-  if (auto got = control.get_artifact(trials::artifact::kCheckpoint); got && *got) {
-    job.resume = (dir / "resume.pt").string();
-    std::ofstream f(job.resume, std::ios::binary);
-    f.write((*got)->data(), static_cast<std::streamsize>((*got)->size()));
-    if (!f) return Error::unavailable("cannot write " + job.resume);
-  } else if (!got) {
+  if (auto got = control.get_artifact(trials::artifact::kCheckpoint); !got) {
     // Rank 0 resumes from what it reads; a rank that started afresh would disagree.
     return Error::unavailable(tag + ": cannot read the trial's checkpoint: " + got.error().message);
+  } else if (*got) {
+    if (auto st = write_resume(job, dir.path, **got); !st) return st;
   }
-  {
-    std::ofstream f(dir / "job.json");
-    f << tt::encode_rank_job(job);
-    if (!f) return Error::unavailable("cannot write " + (dir / "job.json").string());
-  }
-  const auto env = rank_environment(job.threads);
+  if (auto st = write_job(job, dir.path / "job.json"); !st) return st;
+
   const std::int64_t limit =
       task.gpus.empty() ? memory_limit_bytes(spec.trial.memory_gb / task.world) : 0;
-  std::vector<RankState> ranks(static_cast<std::size_t>(task.count));
-  std::optional<std::string> failure;
-  auto kill_all = [&] {
-    for (auto& r : ranks)
-      if (r.process && !r.done) r.process->signal_group(SIGKILL);
-  };
+  RankGroup ranks(*program, rank_environment(job.threads), dir.path, limit, task.first, task.count,
+                  task.world, spec.trial.memory_gb / task.world);
   for (int i = 0; i < task.count; ++i) {
-    SpawnOptions o{
-        {*program, (dir / "job.json").string(), std::to_string(task.first + i)}, env, dir.string()};
-    o.memory_limit_bytes = limit;
-    auto child = ChildProcess::spawn(o);
-    if (!child) {
-      kill_all();
-      failure = fmt::format("rank {}: {}", task.first + i, child.error().message);
-      break;
-    }
+    auto pid = ranks.spawn(i, dir.path / "job.json");
+    if (!pid) break;
     control.log(fmt::format("torch: data-parallel rank {} of {} started (pid {}), rendezvous {}",
-                            task.first + i, task.world, child->pid(), where));
-    ranks[static_cast<std::size_t>(i)].process.emplace(std::move(child).value());
+                            task.first + i, task.world, *pid, where));
   }
   bool stop_sent = false;
-  auto alive = [&] {
-    int n = 0;
-    for (const auto& r : ranks) n += r.process && !r.done;
-    return n;
-  };
-  while (alive() > 0) {
-    const int wait_ms = std::max(1, options_.poll_ms / alive());
-    for (int i = 0; i < task.count; ++i) {
-      auto& rank = ranks[static_cast<std::size_t>(i)];
-      if (!rank.process || rank.done) continue;
-      rank.done = rank.process->poll(wait_ms, [&](Stream s, std::string_view line) {
-        if (s == Stream::kStderr) rank.stderr_tail.add(line);
-      });
-      if (!rank.done) continue;
-      const int status = rank.process->exit_status().value_or(0);
-      if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) && !failure && !stop_sent) {
-        failure = fmt::format("rank {} {}", task.first + i,
-                              describe_exit(status, spec.trial.memory_gb / task.world));
-        if (auto why = rank.stderr_tail.last_line(); !why.empty()) *failure += ": " + why;
-        kill_all();
-      }
-    }
+  while (ranks.alive() > 0) {
+    ranks.poll_round(
+        options_.poll_ms, stop_sent, [](int, std::string_view) {}, [](int, bool) {});
     if (!stop_sent && control.should_stop()) {
       // Killed, not asked: a rank asked to stop would stop the whole gang as if
       // rank 0 had been pruned, while a lost peer fails the attempt, which is retried.
       stop_sent = true;
-      kill_all();
+      ranks.kill_all();
     }
   }
-  if (failure) return Error::unavailable(tag + ": " + *failure);
+  if (ranks.failure) return Error::unavailable(tag + ": " + *ranks.failure);
   if (stop_sent) return Error::lease_lost(tag + ": stopped");
   return Status{};
 }
