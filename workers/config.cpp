@@ -7,6 +7,7 @@
 
 #include "core/settings.hpp"
 #include "trials/placement.hpp"
+#include "workers/termination_notice.hpp"
 
 namespace hpo::workers {
 namespace {
@@ -116,6 +117,29 @@ const std::vector<Row>& rows() {
                                   &WorkerConfig::notice_file),
        "a termination notice: when this file appears the worker drains as on SIGTERM (trials "
        "that checkpoint stop at once and are released)"},
+      {{"--notice-url", "HPO_NOTICE_URL", nullptr, SettingKind::kValue,
+        [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
+          if (auto u = parse_notice_url(v); !u) return Error::invalid(w, u.error().message);
+          c.notice_url = v;
+          return {};
+        }},
+       "a termination notice polled every --notice-poll-s: a cloud's instance-metadata URL "
+       "(http://...) "
+       "whose 200 answer says the host is going (AWS spot instance-action, GCP preempted, "
+       "Azure scheduledevents); the worker then drains as on SIGTERM"},
+      {seconds_setting<WorkerConfig>("--notice-poll-s", "HPO_NOTICE_POLL_S", nullptr,
+                                     &WorkerConfig::notice_poll_s),
+       "seconds between two polls of --notice-url (default 1; the clouds give 30 s to 2 min)"},
+      {{"--notice-header", "HPO_NOTICE_HEADERS", nullptr, SettingKind::kList,
+        [](WorkerConfig& c, const std::string& w, const std::string& text) -> Status {
+          auto h = parse_notice_header(text);
+          if (!h) return Error::invalid(w, h.error().message);
+          c.notice_headers.push_back(std::move(*h));
+          return {};
+        },
+        [](WorkerConfig& c) { c.notice_headers.clear(); }, ','},
+       "a header sent with each poll of --notice-url ('Metadata-Flavor: Google' on GCP, "
+       "'Metadata: true' on Azure); repeatable (env: comma-separated)"},
       {text_setting<WorkerConfig>("--address", "HPO_WORKER_ADDRESS", nullptr,
                                   &WorkerConfig::address),
        "this host's address other hosts reach: the ranks of data-parallel trials that span "
@@ -155,7 +179,9 @@ std::string usage() {
       "                  [--wait-s S]\n"
       "                  [--drain-grace-s S] [--outage-grace-s S] [--data-root DIR]...\n"
       "                  [--label K[=V]]... [--cpus N] [--memory-gb G] [--fake-gpus M:GB,...]\n"
-      "                  [--notice-file PATH] [--address HOST]\n"
+      "                  [--notice-file PATH] [--notice-url URL] [--notice-poll-s S]\n"
+      "                  [--notice-header H]...\n"
+      "                  [--address HOST]\n"
       "                  [--help]\n\n"
       "Runs trials of hpo sweeps: claims them from the Redis queue, runs them, reports results.\n"
       "SIGTERM/SIGINT: stops claiming, lets running trials finish for --drain-grace-s, then\n"

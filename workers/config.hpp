@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/result.hpp"
@@ -49,6 +50,11 @@ struct WorkerConfig {
   // A termination notice: when this file appears (a cloud's preemption
   // notice, written by whatever watches for it) the worker drains as on SIGTERM.
   std::string notice_file;
+  // Or a cloud's instance-metadata URL, polled (workers/termination_notice.hpp),
+  // with the headers it needs.
+  std::string notice_url;
+  std::vector<std::pair<std::string, std::string>> notice_headers;
+  double notice_poll_s = 1.0;  // between two polls of the URL
   // This host's address the pool's other hosts reach (a gang's ranks listen
   // there); empty: the local address of the route to Redis.
   std::string address;

@@ -3,8 +3,8 @@
 //
 // SIGTERM/SIGINT are blocked in every thread and taken with sigwait here, so
 // no handler runs in the middle of the agent's work. On either (or when the
-// --notice-file appears): the agent stops claiming and drains — trials that
-// checkpoint (torch) stop at once with a checkpoint and are released; the
+// --notice-file appears, or the --notice-url says the host is going): the agent stops claiming and
+// drains — trials that checkpoint (torch) stop at once with a checkpoint and are released; the
 // others may finish for --drain-grace-s (a second signal ends that at once),
 // then are told to stop (command trials get SIGTERM, then SIGKILL after
 // --kill-grace-s) and released back to the queue without counting a failed
@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -31,6 +32,7 @@
 #include "workers/config.hpp"
 #include "workers/gpu_inventory.hpp"
 #include "workers/host_address.hpp"
+#include "workers/termination_notice.hpp"
 
 #ifdef HPO_WITH_TORCH
 #include "workers/torch/blas_core.hpp"
@@ -213,16 +215,22 @@ int main(int argc, char** argv) {
     return 1;
   }
   int sig = 0;
-  bool noticed = false;
-  while (!(sig = wait_signal(signals, config.notice_file.empty() ? 1000 : 250))) {
-    std::error_code ec;
-    if (!config.notice_file.empty() && std::filesystem::exists(config.notice_file, ec)) {
-      noticed = true;
-      break;
-    }
+  std::string noticed;
+  hpo::workers::NoticeWatch notice(config.notice_file, config.notice_url, config.notice_headers);
+  // A file is cheap to look for (every 250 ms); a metadata URL is asked every --notice-poll-s.
+  const auto url_period = std::chrono::milliseconds(
+      std::max<std::int64_t>(10, static_cast<std::int64_t>(config.notice_poll_s * 1000)));
+  const int period_ms = static_cast<int>(
+      config.notice_file.empty() ? std::min<std::int64_t>(1000, url_period.count()) : 250);
+  auto next_url_poll = std::chrono::steady_clock::now();
+  while (!(sig = wait_signal(signals, period_ms))) {
+    if (!notice.enabled()) continue;
+    const bool ask_url = std::chrono::steady_clock::now() >= next_url_poll;
+    if (ask_url) next_url_poll = std::chrono::steady_clock::now() + url_period;
+    if (noticed = notice.check(ask_url); !noticed.empty()) break;
   }
   hpo::log_info("worker stopping", {{"worker", options.name},
-                                    {"signal", noticed ? "notice file " + config.notice_file
+                                    {"signal", !noticed.empty() ? noticed
                                                : sig == SIGTERM ? std::string("SIGTERM")
                                                                 : std::string("SIGINT")}});
   agent.drain([&] { return wait_signal(signals, 0) != 0; });

@@ -10,6 +10,7 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -17,11 +18,13 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/e2e/preemption_check.hpp"
 #include "tests/support/cluster.hpp"
 #include "tests/support/tabular.hpp"
+#include "web/http_server.hpp"
 
 namespace hpo::e2e {
 namespace {
@@ -145,10 +148,45 @@ TEST(DataParallelEndToEnd, APreemptedTrialResumesElsewhereAndEndsAsIfUninterrupt
   ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
   const std::string notice = c.home() + "/termination-notice";
   auto& spot = c.start_worker("spot", 1, 3000, {"--threads", "1", "--notice-file", notice});
-  const double s = check_preempted_trial_resumes(c, notice, spot, [&] {
-    c.start_worker("steady", 1, 3000, {"--threads", "1"});
-  });
+  const double s = check_preempted_trial_resumes(
+      c, [&] { std::ofstream(notice) << "terminate\n"; }, spot,
+      [&] {
+        c.start_worker("steady", 1, 3000, {"--threads", "1"});
+      });
   std::printf("preemption: notice to the next attempt's first report in %.1f s\n", s);
+}
+
+// The same, the notice from a cloud's metadata endpoint (AWS's spot
+// instance-action, served here by the test): 404 until the stop is scheduled,
+// then 200 with the action.
+TEST(DataParallelEndToEnd, ANoticeFromTheMetadataUrlPreemptsTheTrialAsTheFileDoes) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  const std::string path = "/latest/meta-data/spot/instance-action";
+  std::atomic<bool> scheduled{false};
+  std::atomic<int> polls{0};
+  web::ServerOptions o;
+  o.port = 0;
+  o.handler_threads = 1;
+  web::HttpServer metadata(o, [&](const web::Request& r) {
+    if (r.path != path) return web::Response::text(404, "not found");
+    ++polls;
+    if (!scheduled) return web::Response::text(404, "not found");
+    return web::Response::json(200, R"({"action": "terminate", "time": "2026-12-02T21:00:00Z"})");
+  });
+  ASSERT_TRUE(metadata.start());
+  const std::string url = fmt::format("http://127.0.0.1:{}{}", metadata.port(), path);
+  auto& spot = c.start_worker("spot", 1, 3000,
+                              {"--threads", "1", "--notice-url", url, "--notice-poll-s", "0.05"});
+  const double s = check_preempted_trial_resumes(
+      c, [&] { scheduled = true; }, spot,
+      [&] {
+        c.start_worker("steady", 1, 3000, {"--threads", "1"});
+      });
+  EXPECT_GT(polls.load(), 1);  // asked while no stop was scheduled, and then once it was
+  EXPECT_NE(c.logs().find("notice URL " + url + " answered 200"), std::string::npos) << c.logs();
+  std::printf(
+      "preemption by the metadata URL: notice to the next attempt's first report in %.1f s\n", s);
 }
 
 }  // namespace

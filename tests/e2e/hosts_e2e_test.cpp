@@ -151,9 +151,11 @@ TEST(HostsEndToEnd, APreemptedTrialMovesToAnotherHostAndEndsAsIfUninterrupted) {
   auto& c = pool.cluster();
   const std::string notice = c.home() + "/host1-notice";
   auto& spot = pool.start_worker(1, "spot", 1, {"--threads", "1", "--notice-file", notice});
-  const double s = check_preempted_trial_resumes(c, notice, spot, [&] {
-    pool.start_worker(2, "steady", 1, {"--threads", "1"});
-  });
+  const double s = check_preempted_trial_resumes(
+      c, [&] { std::ofstream(notice) << "terminate\n"; }, spot,
+      [&] {
+        pool.start_worker(2, "steady", 1, {"--threads", "1"});
+      });
   std::printf("preemption across hosts: notice on host 1 to the first report on host 2 in %.1f s\n",
               s);
 }

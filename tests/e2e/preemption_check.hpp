@@ -1,6 +1,6 @@
 // The preemption scenario, shared by the one-host and the test-hosts end-to-end
-// tests: a torch trial starts on the only worker (`spot`, started with
-// --notice-file `notice`); after three epochs the notice appears; the worker
+// tests: a torch trial starts on the only worker (`spot`, started with a
+// notice file or URL); after three epochs `give_notice` gives the notice; the worker
 // must stop it with a checkpoint, release it (no failure counted) and exit 0;
 // the worker `start_steady` then starts must resume it from the checkpoint;
 // and it must end with exactly the metrics of the same trial run again without
@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
 #include <functional>
 #include <string>
 
@@ -22,7 +21,8 @@
 
 namespace hpo::e2e {
 
-inline double check_preempted_trial_resumes(hpo::testing::Cluster& c, const std::string& notice,
+inline double check_preempted_trial_resumes(hpo::testing::Cluster& c,
+                                            const std::function<void()>& give_notice,
                                             hpo::testing::Process& spot,
                                             const std::function<void()>& start_steady) {
   using Json = nlohmann::json;
@@ -64,7 +64,7 @@ inline double check_preempted_trial_resumes(hpo::testing::Cluster& c, const std:
   };
   EXPECT_TRUE(reports_past(2)) << c.logs();
   const auto noticed = std::chrono::steady_clock::now();
-  std::ofstream(notice) << "terminate\n";
+  give_notice();
   EXPECT_EQ(spot.wait(60s), 0) << c.logs();
   detail = c.get("/api/trials/" + trial);
   EXPECT_EQ(detail["state"], "queued") << detail.dump(2);

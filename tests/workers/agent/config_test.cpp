@@ -27,6 +27,24 @@ TEST(WorkerConfig, DefaultsWhenNothingIsGiven) {
   EXPECT_DOUBLE_EQ(c->kill_grace_s, 5.0);
 }
 
+TEST(WorkerConfig, ANoticeUrlAndItsHeadersAreCheckedWhenRead) {
+  auto c = load_config({"--notice-url", "http://169.254.169.254/metadata/scheduledevents",
+                        "--notice-header", "Metadata: true"},
+                       env_of({}));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->notice_url, "http://169.254.169.254/metadata/scheduledevents");
+  ASSERT_EQ(c->notice_headers.size(), 1u);
+  EXPECT_EQ(c->notice_headers[0].first, "Metadata");
+  EXPECT_EQ(c->notice_headers[0].second, "true");
+  auto tls = load_config({"--notice-url", "https://169.254.169.254/"}, env_of({}));
+  ASSERT_FALSE(tls.ok());
+  EXPECT_NE(tls.error().message.find("--notice-url"), std::string::npos) << tls.error().message;
+  EXPECT_NE(tls.error().message.find("https://169.254.169.254/"), std::string::npos);
+  auto header = load_config({}, env_of({{"HPO_NOTICE_HEADERS", "Metadata-Flavor"}}));
+  ASSERT_FALSE(header.ok());
+  EXPECT_NE(header.error().message.find("Metadata-Flavor"), std::string::npos);
+}
+
 TEST(WorkerConfig, EnvironmentOverridesDefaultsAndFlagsOverrideEnvironment) {
   auto env =
       env_of({{"HPO_REDIS", "redis://env:1"}, {"HPO_SLOTS", "3"}, {"HPO_WORKER_NAME", "w-env"}});
