@@ -301,6 +301,12 @@ class TrialQueue {
   // a whole) once a follower's rank lease lapsed.
   virtual Result<bool> rank_heartbeat(const std::string& trial_id, int attempt,
                                       const std::string& worker, std::int64_t lease_ms) = 0;
+  // Gang follower whose worker drains: asks the attempt's leader (through the
+  // trial's control, kRelease) to stop the whole gang as a drain does and
+  // release the trial without counting a failure. False when this worker
+  // holds no rank lease of that attempt (over, or not its share).
+  virtual Result<bool> release_gang(const std::string& trial_id, int attempt,
+                                    const std::string& worker) = 0;
   // Gang leader: where rank 0's c10d store listens ("host:port"), fenced like
   // a report; kept for ttl_ms.
   virtual Status publish_rendezvous(const std::string& trial_id, int attempt,

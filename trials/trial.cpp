@@ -52,6 +52,8 @@ const char* to_string(Control c) {
       return "prune";
     case Control::kCancel:
       return "cancel";
+    case Control::kRelease:
+      return "release";
   }
   return "none";
 }
@@ -75,7 +77,7 @@ const char* to_string(SweepStage s) {
 }
 
 std::optional<Control> parse_control(std::string_view s) {
-  for (auto v : {Control::kNone, Control::kPrune, Control::kCancel})
+  for (auto v : {Control::kNone, Control::kPrune, Control::kCancel, Control::kRelease})
     if (s == to_string(v)) return v;
   return std::nullopt;
 }

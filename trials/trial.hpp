@@ -37,11 +37,13 @@ enum class SweepStage { kSearch, kEnsemble, kDone };
 enum class TrialRole { kTrial, kMember };
 
 // What the scheduler asks a running trial to do; returned by heartbeats and reports.
-enum class Control { kNone, kPrune, kCancel };
+// kRelease: a gang follower's worker is draining (its termination notice): the
+// leader stops the attempt as its own drain would and releases it, no failure counted.
+enum class Control { kNone, kPrune, kCancel, kRelease };
 
 const char* to_string(TrialState s);
 const char* to_string(SweepState s);
-const char* to_string(Control c);  // "none", "prune", "cancel"
+const char* to_string(Control c);  // "none", "prune", "cancel", "release"
 std::optional<Control> parse_control(std::string_view s);
 const char* to_string(SweepStage s);  // "search", "ensemble", "done"
 std::optional<SweepStage> parse_sweep_stage(std::string_view s);

@@ -50,7 +50,7 @@ const char* const kOpenApi = R"json({
         "params": {"$ref": "#/components/schemas/Params"}, "value": {"type": "number", "nullable": true},
         "attempt": {"type": "integer"}, "max_attempts": {"type": "integer"}, "slots": {"type": "integer"},
         "worker": {"type": "string"}, "metrics": {"$ref": "#/components/schemas/Metrics"}, "error": {"type": "string"},
-        "control": {"type": "string", "enum": ["none", "prune", "cancel"]},
+        "control": {"type": "string", "enum": ["none", "prune", "cancel", "release"]},
         "created_ms": {"type": "integer"}, "started_ms": {"type": "integer"}, "finished_ms": {"type": "integer"},
         "extra": {"nullable": true},
         "gang": {"type": "object", "nullable": true, "description": "a data-parallel attempt whose ranks span workers: world and, per worker, its ranks", "properties": {

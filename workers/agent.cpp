@@ -74,6 +74,8 @@ StopReason stop_for(trials::Control c) {
       return StopReason::kPruned;
     case trials::Control::kCancel:
       return StopReason::kCancelled;
+    case trials::Control::kRelease:  // as our own drain: checkpoint, stop, release
+      return StopReason::kShutdown;
     case trials::Control::kNone:
       break;
   }
@@ -143,6 +145,7 @@ struct Agent::ShareRun {
   trials::ResourceRequest request;  // all its ranks' (cores and memory are taken)
   std::atomic<bool> stale{false};   // the attempt is over (fence) or its rank lease is gone
   Clock::time_point last_ok = Clock::now();  // heartbeat thread only
+  bool release_asked = false;                // draining: the leader was asked (heartbeat thread)
   std::string key() const {
     return fmt::format("{}:{}:{}", share.trial.id, share.trial.attempt, share.first);
   }
@@ -340,6 +343,7 @@ void Agent::drain(const std::function<bool()>& until_stopped) {
   {
     std::lock_guard lk(mu_);
     draining_ = true;
+    heartbeat_now_ = true;  // gang shares ask their leaders to release at once
     // Trials that checkpoint stop now, keeping their progress for the next attempt.
     for (auto& [id, run] : running_)
       if (run->checkpoints.load()) run->set_stop(StopReason::kShutdown);
@@ -350,10 +354,12 @@ void Agent::drain(const std::function<bool()>& until_stopped) {
   auto deadline = Clock::now() + options_.drain_grace;
   for (;;) {
     {
+      // Gang shares run until their leader stops the gang (asked by the heartbeat).
       std::unique_lock lk(mu_);
-      if (running_.empty()) break;
-      cv_.wait_for(lk, std::chrono::milliseconds(100), [this] { return running_.empty(); });
-      if (running_.empty()) break;
+      auto idle = [this] { return running_.empty() && shares_.empty(); };
+      if (idle()) break;
+      cv_.wait_for(lk, std::chrono::milliseconds(100), idle);
+      if (idle()) break;
     }
     if (Clock::now() >= deadline || (until_stopped && until_stopped())) break;
   }
@@ -642,6 +648,7 @@ void Agent::slot_loop(int slot) {
       if (conn) run_share(work->share, work->slots, *conn);
       std::lock_guard lk(mu_);
       shares_.erase(work->share->key());
+      cv_.notify_all();  // a drain waits for the shares too
     } else if (conn) {
       run_trial(work->claim, *conn);
     } else {
@@ -1060,6 +1067,15 @@ Status Agent::heartbeat_once(trials::Store& conn, std::int64_t interval_ms) {
   for (const auto& share : shares) {
     const auto& t = share->share.trial;
     auto ok = conn.queue().rank_heartbeat(t.id, t.attempt, options_.name, options_.lease_ms);
+    if (ok && *ok && draining_.load() && !share->release_asked) {
+      // Our notice: the whole gang stops together at the leader's word (with a
+      // checkpoint, released, no failure counted); killing our ranks would fail it.
+      auto asked = conn.queue().release_gang(t.id, t.attempt, options_.name);
+      share->release_asked = asked.ok();
+      if (asked.ok())
+        log_info("gang release asked of its leader",
+                 trial_fields(t, options_.name, {{"leader", share->share.leader}}));
+    }
     if (ok && *ok) {
       share->last_ok = Clock::now();
     } else if (ok || Clock::now() - share->last_ok > options_.outage_grace) {
@@ -1138,7 +1154,13 @@ void Agent::heartbeat_loop() {
                   {{"worker", options_.name}, {"error", st.error().message}});
     else
       release_orphans(*conn);
-  } while (idle_wait(std::chrono::milliseconds(interval)));
+  } while ([&] {
+    std::unique_lock lk(mu_);
+    cv_.wait_for(lk, std::chrono::milliseconds(interval),
+                 [this] { return stopping_.load() || heartbeat_now_; });
+    heartbeat_now_ = false;
+    return !stopping_.load();
+  }());
 }
 
 }  // namespace hpo::workers

@@ -196,6 +196,7 @@ class Agent {
 
   std::atomic<bool> stopping_{false};  // no more claims; executors are told to stop
   std::atomic<bool> draining_{false};  // no more claims; running trials go on
+  bool heartbeat_now_ = false;         // under mu_: the heartbeat thread runs a round at once
   std::atomic<bool> started_{false};
   std::int64_t started_ms_ = 0;       // wall clock, for the registry
   mutable std::mutex mu_;             // guards everything below

@@ -258,6 +258,38 @@ TEST(HostsEndToEnd, AFourRankGangOverTwoHostsTrainsAsOneRankDoesInBothModes) {
               two["metrics"].value("train_samples_per_s", 0.0));
 }
 
+// Waits (bounded) until the trial has reported three epochs; `detail` is its last read.
+bool running_past_two_epochs(hpo::testing::Cluster& c, const std::string& trial, Json& detail) {
+  return wait_for(
+      [&] {
+        detail = c.get("/api/trials/" + trial);
+        return detail.is_object() && detail["reports"].size() > 2;
+      },
+      180s);
+}
+
+// The gang's retry once host 2 has a worker again ("right-again"): placed
+// over both hosts, it resumes from the epoch checkpoint (its first report,
+// the one after the `before` the first attempt made, is past epoch 1) and
+// completes. Returns the trial's detail.
+Json retry_resumes(HostPool& pool, const std::string& id, std::size_t before) {
+  auto& c = pool.cluster();
+  pool.start_worker(2, "right-again", 2, {"--threads", "1"});
+  Json sweep = c.wait_finished(id, 300s);
+  EXPECT_EQ(sweep.value("state", ""), "finished") << sweep.dump(2) << c.logs();
+  Json detail = c.get("/api/trials/" + id + "-0");
+  EXPECT_EQ(detail["state"], "completed") << detail.dump(2);
+  EXPECT_EQ(layout_of(detail), "4 = left:2 right-again:2") << detail.dump(2);
+  EXPECT_NE(detail.value("log_tail", "").find("resuming from a checkpoint"), std::string::npos)
+      << detail["log_tail"];
+  EXPECT_GT(detail["reports"].size(), before) << detail.dump(2);
+  if (detail["reports"].size() > before) {
+    EXPECT_GT(detail["reports"][before].value("step", 0), 1) << detail.dump(2);
+  }
+  EXPECT_GT(detail["metrics"].value("val_accuracy", 0.0), 0.75) << detail.dump(2);
+  return detail;
+}
+
 // kill -9 of one host's worker mid-trial: its ranks die with it, the attempt
 // stops on every rank (rank 0's collective fails at once, the rank lease
 // would lapse otherwise), and the retry, placed on the hosts live then,
@@ -273,13 +305,7 @@ TEST(HostsEndToEnd, KillingOneHostsWorkerStopsTheGangAndTheRetryResumesFromItsCh
   const std::string id = c.submit(gang_spec("gang killed", 4, "allreduce", 12));
   const std::string trial = id + "-0";
   Json detail;
-  ASSERT_TRUE(wait_for(
-      [&] {
-        detail = c.get("/api/trials/" + trial);
-        return detail.is_object() && detail["reports"].size() > 2;
-      },
-      180s))
-      << c.logs();
+  ASSERT_TRUE(running_past_two_epochs(c, trial, detail)) << c.logs();
   EXPECT_EQ(layout_of(detail), "4 = left:2 right:2") << detail.dump(2);
   right.kill(SIGKILL);
   ASSERT_TRUE(wait_for(
@@ -289,22 +315,39 @@ TEST(HostsEndToEnd, KillingOneHostsWorkerStopsTheGangAndTheRetryResumesFromItsCh
       },
       120s))
       << c.logs();
-  const std::size_t before = detail["reports"].size();
-  pool.start_worker(2, "right-again", 2, {"--threads", "1"});
-  Json sweep = c.wait_finished(id, 300s);
-  ASSERT_EQ(sweep.value("state", ""), "finished") << sweep.dump(2) << c.logs();
-  detail = c.get("/api/trials/" + trial);
-  EXPECT_EQ(detail["state"], "completed") << detail.dump(2);
+  ASSERT_NO_FATAL_FAILURE(detail = retry_resumes(pool, id, detail["reports"].size()));
   EXPECT_EQ(detail["attempt"].get<int>(), 1) << detail.dump(2);
-  EXPECT_EQ(layout_of(detail), "4 = left:2 right-again:2") << detail.dump(2);
   ASSERT_GE(detail["attempts"].size(), 2u) << detail.dump(2);
   EXPECT_NE(detail["attempts"][0]["outcome"], "completed") << detail.dump(2);
-  EXPECT_NE(detail.value("log_tail", "").find("resuming from a checkpoint"), std::string::npos)
-      << detail["log_tail"];
-  ASSERT_GT(detail["reports"].size(), before) << detail.dump(2);
-  EXPECT_GT(detail["reports"][before].value("step", 0), 1) << detail.dump(2);
-  EXPECT_GT(detail["metrics"].value("val_accuracy", 0.0), 0.75) << detail.dump(2);
   std::printf("gang attempt 0 ended: %s\n", detail["attempts"][0].dump().c_str());
+}
+
+// A termination notice on a follower's host: the follower asks the leader to
+// release the attempt, the gang stops together, the trial goes back to the
+// queue without a failure counted (outcome "released"), and the retry on the
+// hosts live then resumes from the epoch checkpoint and completes.
+TEST(HostsEndToEnd, ANoticeOnAFollowersHostReleasesTheGangWithoutAFailure) {
+  SKIP_WITHOUT_NAMESPACES();
+  SKIP_WITHOUT_FASHION_MNIST();
+  HostPool pool(2);
+  ASSERT_NO_FATAL_FAILURE(pool.start());
+  auto& c = pool.cluster();
+  const std::string notice = c.home() + "/right-notice";
+  pool.start_worker(1, "left", 2, {"--threads", "1"});
+  auto& right = pool.start_worker(2, "right", 2, {"--threads", "1", "--notice-file", notice});
+  const std::string id = c.submit(gang_spec("gang noticed", 4, "allreduce", 12));
+  const std::string trial = id + "-0";
+  Json detail;
+  ASSERT_TRUE(running_past_two_epochs(c, trial, detail)) << c.logs();
+  EXPECT_EQ(layout_of(detail), "4 = left:2 right:2") << detail.dump(2);
+  std::ofstream(notice) << "terminate\n";
+  EXPECT_EQ(right.wait(120s), 0) << c.logs();
+  detail = c.get("/api/trials/" + trial);
+  EXPECT_EQ(detail["state"], "queued") << detail.dump(2);  // left alone cannot hold 4 ranks
+  ASSERT_EQ(detail["attempts"].size(), 1u) << detail.dump(2);
+  EXPECT_EQ(detail["attempts"][0]["outcome"], "released") << detail.dump(2);
+  ASSERT_NO_FATAL_FAILURE(detail = retry_resumes(pool, id, detail["reports"].size()));
+  for (const auto& a : detail["attempts"]) EXPECT_NE(a["outcome"], "failed") << detail.dump(2);
 }
 
 }  // namespace

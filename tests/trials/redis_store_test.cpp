@@ -301,8 +301,8 @@ NewSweep gang_sweep(int ranks, int per_host) {
 // Gangs (trials/placement.hpp): a 4-rank trial, 2 per host, on two 2-slot
 // workers. The claimer leads with ranks 0-1; the other worker's next claim
 // hands it ranks 2-3 before anything else; the follower's rank lease keeps
-// the leader's lease, and once it lapses the leader's heartbeat fails the
-// attempt, which is queued again whole.
+// the leader's lease; a draining follower asks the leader to release; once it lapses the leader's
+// heartbeat fails the attempt, which is queued again whole.
 TEST(RedisStore, AGangIsPlacedAcrossWorkersTogetherAndFailsWholeWhenAFollowerIsLost) {
   const std::string prefix = unique_prefix();
   RedisStore store(config_for(shared_server(), prefix));
@@ -334,7 +334,7 @@ TEST(RedisStore, AGangIsPlacedAcrossWorkersTogetherAndFailsWholeWhenAFollowerIsL
   ASSERT_TRUE(got.ok());
   ASSERT_EQ(got->claims.size(), 1u);
   const Trial led = got->claims[0].trial;  // a copy: `got` is reused
-  EXPECT_EQ(led.slots, 2);  // the leader's own share
+  EXPECT_EQ(led.slots, 2);                 // the leader's own share
   auto layout = gang_from_json(led.gang);
   ASSERT_TRUE(layout.ok()) << led.gang;
   EXPECT_EQ(layout->world, 4);
@@ -374,6 +374,15 @@ TEST(RedisStore, AGangIsPlacedAcrossWorkersTogetherAndFailsWholeWhenAFollowerIsL
     ASSERT_TRUE(store.heartbeat(led.id, 0, "a", kLease).ok());
     hpo::testing::let_time_pass(std::chrono::milliseconds(kLease / 2));
   }
+  // b drains (its notice): it asks the leader, through the trial's control,
+  // to stop the gang and release it; only a worker with a rank lease of the
+  // running attempt may.
+  EXPECT_FALSE(*store.release_gang(led.id, 0, "c"));
+  EXPECT_FALSE(*store.release_gang(led.id, 1, "b"));
+  ASSERT_TRUE(*store.release_gang(led.id, 0, "b"));
+  EXPECT_EQ(*store.heartbeat(led.id, 0, "a", kLease), Control::kRelease);
+  EXPECT_EQ(store.get_trial(led.id)->control, Control::kRelease);
+
   // b goes silent: once its rank lease lapsed, a's heartbeat is refused and
   // the attempt is over everywhere (b's renewal says so too).
   Result<Control> beat = Control::kNone;

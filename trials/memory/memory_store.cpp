@@ -665,6 +665,10 @@ Result<bool> MemoryStore::rank_heartbeat(const std::string& trial_id, int attemp
          it->second.trial.attempt == attempt;
 }
 
+Result<bool> MemoryStore::release_gang(const std::string&, int, const std::string&) {
+  return false;  // no gang is placed here, so no worker holds a share of one
+}
+
 Status MemoryStore::publish_rendezvous(const std::string& trial_id, int attempt,
                                        const std::string& worker, const std::string& address,
                                        std::int64_t) {

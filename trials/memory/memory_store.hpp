@@ -81,6 +81,8 @@ class MemoryStore : public AllRoles {
                              std::int64_t lease_ms) override;
   // Waits on a condition variable for real time (the injected clock is not involved).
   Result<bool> wait_for_work(const std::string& cursor, int block_ms) override;
+  Result<bool> release_gang(const std::string& trial_id, int attempt,
+                            const std::string& worker) override;
   Result<bool> rank_heartbeat(const std::string& trial_id, int attempt, const std::string& worker,
                               std::int64_t lease_ms) override;
   Status publish_rendezvous(const std::string& trial_id, int attempt, const std::string& worker,

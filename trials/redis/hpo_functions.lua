@@ -1435,6 +1435,27 @@ local function rank_heartbeat(keys, a)
   return 1
 end
 
+-- release_gang P tid attempt worker -> 1 | 0
+-- A follower whose worker drains: the attempt's control becomes 'release'
+-- (unless a stop is asked already), which the leader hears on its next
+-- heartbeat or report and handles as its own drain (the gang stops together,
+-- the trial is released, no failure counted). 0 when `worker` holds no rank
+-- lease of that running attempt.
+local function release_gang(keys, a)
+  local P, tid, attempt, worker = a[1], a[2], a[3], a[4]
+  if redis.call('EXISTS', P .. 'rank_lease:' .. tid .. ':' .. attempt .. ':' .. worker) == 0 then
+    return 0
+  end
+  local tkey = P .. 'trial:' .. tid
+  local st = redis.call('HMGET', tkey, 'state', 'attempt', 'control', 'sweep')
+  if st[1] ~= 'running' or st[2] ~= attempt then return 0 end
+  if (st[3] or 'none') == 'none' then
+    redis.call('HSET', tkey, 'control', 'release')
+    emit(P, 'trial.release_requested', st[4], tid, json_obj({worker = worker, attempt = tonumber(attempt)}))
+  end
+  return 1
+end
+
 -- publish_rendezvous P tid attempt worker address ttl_ms -> 1
 -- The leader (the lease holder) says where its ranks' c10d store listens.
 local function publish_rendezvous(keys, a)
@@ -1522,6 +1543,7 @@ register('set_stage', set_stage)
 register('set_control', set_control)
 register('put_worker', put_worker)
 register('rank_heartbeat', rank_heartbeat)
+register('release_gang', release_gang)
 register('publish_rendezvous', publish_rendezvous)
 register('rendezvous', rendezvous)
 register('set_unschedulable', set_unschedulable)

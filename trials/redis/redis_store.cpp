@@ -633,6 +633,13 @@ Result<bool> RedisStore::rank_heartbeat(const std::string& trial_id, int attempt
   return r->integer == 1;
 }
 
+Result<bool> RedisStore::release_gang(const std::string& trial_id, int attempt,
+                                      const std::string& worker) {
+  auto r = fcall("release_gang", {trial_id, std::to_string(attempt), worker});
+  if (!r) return r.error();
+  return r->integer == 1;
+}
+
 Status RedisStore::publish_rendezvous(const std::string& trial_id, int attempt,
                                       const std::string& worker, const std::string& address,
                                       std::int64_t ttl_ms) {

@@ -90,6 +90,8 @@ class RedisStore final : public AllRoles {
   Result<Claims> claim_batch(const std::string& worker, const Offer& offer, int max_trials,
                              std::int64_t lease_ms) override;
   Result<bool> wait_for_work(const std::string& cursor, int block_ms) override;
+  Result<bool> release_gang(const std::string& trial_id, int attempt,
+                            const std::string& worker) override;
   Result<bool> rank_heartbeat(const std::string& trial_id, int attempt, const std::string& worker,
                               std::int64_t lease_ms) override;
   Status publish_rendezvous(const std::string& trial_id, int attempt, const std::string& worker,

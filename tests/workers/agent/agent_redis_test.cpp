@@ -78,6 +78,9 @@ class SwallowingConnection final : public trials::Store, public trials::TrialQue
                               std::int64_t lease_ms) override {
     return impl_->rank_heartbeat(t, a, w, lease_ms);
   }
+  Result<bool> release_gang(const std::string& t, int a, const std::string& w) override {
+    return impl_->release_gang(t, a, w);
+  }
   Status publish_rendezvous(const std::string& t, int a, const std::string& w,
                             const std::string& address, std::int64_t ttl_ms) override {
     return impl_->publish_rendezvous(t, a, w, address, ttl_ms);
