@@ -11,6 +11,7 @@ pkgs=(g++ cmake make pkg-config git ca-certificates
       dataset-fashion-mnist
       chromium
       systemd         # systemd-analyze verify, for the units the deploy test checks (PID 1 may be anything)
+      libyaml-cpp-dev # the deploy test reads the Kubernetes manifests
       clang libclang-rt-14-dev)  # the fuzz build (scripts/fuzz.sh): libFuzzer, ASan, UBSan
 if [[ "${1:-}" == "--bench" ]]; then
   pkgs+=(python3-optuna python3-redis python3-torch python3-sklearn python3-numpy)

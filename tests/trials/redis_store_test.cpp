@@ -5,6 +5,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -170,6 +172,52 @@ TEST(RedisStore, SelectsTheDatabaseOfTheUrl) {
   EXPECT_EQ(in0->integer, 0);
   ASSERT_TRUE(db0.command({"SELECT", "5"}).ok());
   EXPECT_EQ(db0.command({"EXISTS", store.prefix() + "sweep:" + *id})->integer, 1);
+}
+
+// Upgrades: a process whose functions are older than the server's is refused
+// with both versions named and leaves the newer functions in place; one whose
+// functions are newer (or a library from before versions) replaces them.
+TEST(RedisStore, AnOlderProgramIsRefusedByNewerFunctionsAndNeverReplacesThem) {
+  RedisServer own;  // its own server: the test replaces the library
+  const std::string& ours = redis::functions_code();
+  const int mine = redis::functions_version(ours);
+  ASSERT_GE(mine, 2);
+  EXPECT_EQ(redis::functions_version("#!lua name=hpo_v1\n--[[ before versions ]]\n"), 1);
+  const std::string tag = "-- hpo-functions-version: " + std::to_string(mine);
+  ASSERT_NE(ours.find(tag), std::string::npos);
+  auto with_version = [&](const std::string& line) {
+    std::string text = ours;
+    text.replace(text.find(tag), tag.size(), line);
+    return text;
+  };
+  auto held = [&](redis::RedisClient& c) {
+    auto list = c.command({"FUNCTION", "LIST", "LIBRARYNAME", "hpo_v1", "WITHCODE"});
+    for (const auto& lib : list->elements)
+      for (size_t i = 0; i + 1 < lib.elements.size(); i += 2)
+        if (lib.elements[i].str == "library_code") return lib.elements[i + 1].str;
+    return std::string();
+  };
+  redis::RedisClient admin(config_for(own, "").url);
+
+  // A newer hpo loaded its functions.
+  const std::string newer = with_version("-- hpo-functions-version: " + std::to_string(mine + 1));
+  ASSERT_FALSE(admin.command({"FUNCTION", "LOAD", "REPLACE", newer})->is_error());
+  RedisStore old(config_for(own, unique_prefix()));
+  auto r = old.create_sweep(NewSweep{"from an old worker", "{}", false});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kConflict);
+  EXPECT_NE(r.error().message.find(
+                fmt::format("functions version {}, newer than this program's {}", mine + 1, mine)),
+            std::string::npos)
+      << r.error().message;
+  EXPECT_EQ(held(admin), newer);
+
+  // A library from before versions (or an older one) is replaced.
+  ASSERT_FALSE(admin.command({"FUNCTION", "LOAD", "REPLACE", with_version("--")})->is_error());
+  RedisStore current(config_for(own, unique_prefix()));
+  auto id = current.create_sweep(NewSweep{"from this version", "{}", false});
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  EXPECT_EQ(held(admin), ours);
 }
 
 TEST(RedisStore, UserDataIsNeverAFormatString) {

@@ -1,4 +1,5 @@
 #!lua name=hpo_v1
+-- hpo-functions-version: 2
 --[[
 hpo's atomic state transitions, one Redis Functions library (Redis >= 7).
 
@@ -9,7 +10,13 @@ atomically inside the server, and all times come from the server's clock
 (TIME), so lease deadlines do not depend on the callers' clocks.
 
 This file is the single source: CMake embeds it into the C++ (redis_store.cpp)
-and RedisStore loads it with FUNCTION LOAD REPLACE on every (re)connection.
+and RedisStore loads it with FUNCTION LOAD REPLACE on a (re)connection when
+the server holds other code, unless the server's library is of a newer
+version (the line `hpo-functions-version: N` above): a process older than the
+one that loaded them is refused, never lets them go back. Raise N with every
+change that an older caller or an older library could not work with (a
+function's arguments or reply, a key's meaning); version 1 is every library
+before the line existed.
 
 Calling convention: FCALL <name> 0 <prefix> <args...>. The keys are derived
 from the prefix inside the functions (a trial's sweep, the queue's entries are

@@ -183,16 +183,36 @@ std::string RedisStore::key(std::string_view suffix) const {
   return config_.prefix + std::string(suffix);
 }
 
-// Loads the library unless the server already holds this exact code, so that a
-// reconnect does not append another copy of the library to the AOF.
+const std::string& functions_code() { return functions_lua(); }
+
+int functions_version(std::string_view code) {
+  constexpr std::string_view kTag = "-- hpo-functions-version: ";
+  const auto at = code.find(kTag);
+  if (at == std::string_view::npos || at > 256) return 1;  // before versions were written
+  return std::atoi(std::string(code.substr(at + kTag.size(), 12)).c_str());
+}
+
+// Loads the library unless the server already holds this exact code (so that
+// a reconnect does not append another copy of the library to the AOF), and
+// never over a newer version's: an hpo older than the one that loaded them
+// is refused with both versions named, and the server keeps the newer ones.
 Status RedisStore::load_functions(RedisClient& c) {
   auto list = c.command({"FUNCTION", "LIST", "LIBRARYNAME", kFunctionsLibraryName, "WITHCODE"});
   if (!list) return list.error();
   if (list->is_error()) return refusal(list->str);
+  const int mine = functions_version(functions_lua());
   for (const auto& lib : list->elements) {
     for (size_t i = 0; i + 1 < lib.elements.size(); i += 2) {
       const Reply& field = lib.elements[i];
-      if (field.str == "library_code" && lib.elements[i + 1].str == functions_lua()) return {};
+      if (field.str != "library_code") continue;
+      const std::string& held = lib.elements[i + 1].str;
+      if (held == functions_lua()) return {};
+      if (const int theirs = functions_version(held); theirs > mine)
+        return Error::conflict(fmt::format(
+            "the Redis at {} holds hpo's functions version {}, newer than this program's {}: "
+            "upgrade this program to the hpo release the scheduler runs (it does not replace "
+            "newer functions)",
+            config_.url.to_string(), theirs, mine));
     }
   }
   auto load = c.command({"FUNCTION", "LOAD", "REPLACE", functions_lua()});

@@ -24,6 +24,12 @@
 
 namespace hpo::trials::redis {
 
+// The version a Functions library's text declares (`-- hpo-functions-version: N`
+// near its top; 1 for a library written before the line existed).
+int functions_version(std::string_view library_code);
+// The text of the library this program loads (hpo_functions.lua).
+const std::string& functions_code();
+
 struct RedisStoreConfig {
   RedisUrl url;
   std::string prefix = "hpo:";
