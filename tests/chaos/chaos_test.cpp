@@ -31,6 +31,7 @@
 
 #include "tests/support/cluster.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/redis_sentinel.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/tabular.hpp"
 #include "trials/redis/redis_store.hpp"
@@ -96,7 +97,8 @@ Ledger read_ledger(const std::string& path) {
 // REST API, an admin connection to Redis, and the trials' ledger.
 class Pool {
  public:
-  explicit Pool(bool external_redis) {
+  // `redis_url`: a Redis the scenario runs itself (a Sentinel deployment).
+  explicit Pool(bool external_redis, std::string redis_url = "") : external_url_(redis_url) {
     char tmpl[] = "/tmp/hpo-chaos-XXXXXX";
     home_ = ::mkdtemp(tmpl);
     if (external_redis) redis_ = std::make_unique<RedisServer>();
@@ -118,6 +120,7 @@ class Pool {
     return {{"HPO_HOME", home_}, {"HPO_LOG_LEVEL", "info"}};
   }
   std::string ledger_path() const { return home_ + "/ledger"; }
+  const std::string& home() const { return home_; }
   Ledger ledger() const { return read_ledger(ledger_path()); }
   RedisServer& redis() { return *redis_; }
   Process& scheduler() { return *scheduler_; }
@@ -132,6 +135,7 @@ class Pool {
                                   "--data-root",
                                   home_};
     if (redis_) argv.insert(argv.end(), {"--redis", redis_->url()});
+    if (!external_url_.empty()) argv.insert(argv.end(), {"--redis", external_url_});
     scheduler_ = std::make_unique<Process>(argv, env(), home_ + "/scheduler.log");
     ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(home_ + "/scheduler.json"); }, 30s))
         << read_file(home_ + "/scheduler.log");
@@ -229,6 +233,7 @@ class Pool {
   }
 
  private:
+  std::string external_url_;
   std::string home_;
   std::unique_ptr<RedisServer> redis_;
   std::unique_ptr<Process> scheduler_;
@@ -604,6 +609,67 @@ TEST(Chaos, ASubmitRetriedAfterALostReplyCreatesOneSweep) {
   EXPECT_NE(submit.log().find((*list)[0].id), std::string::npos) << submit.log();
   std::printf("chaos: submit during a Redis freeze, retried by the CLI: %zu sweep(s)\n",
               list->size());
+}
+
+// 8. Redis behind Sentinel (a primary, a replica, three Sentinels): kill -9 of
+// the primary while trials run and a user submits. The scheduler and the
+// workers follow the failover by themselves; the killed node comes back (as
+// systemd would restart it) and the Sentinels make it the new replica. Every
+// acknowledged sweep is there and every trial ended exactly once.
+TEST(Chaos, KillDashNineOfTheRedisPrimaryBehindSentinelLosesNothing) {
+  hpo::testing::SentinelCluster redis;
+  ASSERT_TRUE(wait_for([&] { return redis.ready(); }, 60s)) << redis.logs();
+  Pool pool(/*external_redis=*/false, redis.url());
+  pool.start_scheduler();
+  pool.start_worker("w1", 2);
+  pool.start_worker("w2", 2);
+  constexpr int kTrials = 12;
+  std::string first = pool.submit(pool.spec(kTrials, 4, 6, 250, 1));
+  ASSERT_FALSE(first.empty());
+  auto ended_runs = [&] {
+    int n = 0;
+    for (const auto& [t, runs] : pool.ledger())
+      for (const auto& r : runs) n += r.ended;
+    return n;
+  };
+  ASSERT_TRUE(wait_for([&] { return ended_runs() >= 2 && pool.running_runs() >= 2; }, 60s))
+      << pool.logs();
+
+  const int killed = redis.kill_primary();
+  // A user submits while there is no primary: the CLI retries until a 2xx.
+  const std::string second_spec = pool.ledger_path() + ".second.json";
+  std::ofstream(second_spec) << pool.spec(4, 2, 2, 100, 1).dump();
+  Process submit({kBin + "/cli/hpo", "--server", pool.api_url(), "--token", pool.token(), "submit",
+                  second_spec},
+                 {}, pool.ledger_path() + ".submit.log");
+  ASSERT_TRUE(wait_for([&] { return redis.primary_index() == 1 - killed; }, 60s)) << redis.logs();
+  redis.node(killed).restart();
+  ASSERT_TRUE(wait_for([&] { return redis.ready(); }, 60s)) << redis.logs();
+  ASSERT_EQ(submit.wait(120s), 0) << submit.log() << pool.logs();
+  const std::size_t acknowledged = 2;  // `first`, and the CLI's exit 0
+
+  ASSERT_TRUE(pool.wait_finished(first, 120s)) << pool.logs();
+  auto list = pool.admin().list_sweeps(0, 100);
+  ASSERT_TRUE(list.ok()) << list.error().message;
+  ASSERT_EQ(list->size(), 2u) << submit.log();
+  std::string second = (*list)[0].id == first ? (*list)[1].id : (*list)[0].id;
+  EXPECT_NE(submit.log().find(second), std::string::npos) << submit.log();
+  ASSERT_TRUE(pool.wait_finished(second, 120s)) << pool.logs();
+  EXPECT_EQ(pool.sweep(first)["state"], "finished");
+  EXPECT_EQ(pool.sweep(second)["state"], "finished");
+  auto a = check(pool, first, kTrials, /*nothing_burned=*/true);
+  auto b = check(pool, second, 4, /*nothing_burned=*/true);
+  EXPECT_EQ(a.completed, kTrials);
+  EXPECT_EQ(b.completed, 4);
+  // Both programs noticed the new primary themselves.
+  EXPECT_NE(read_file(pool.home() + "/scheduler.log").find("following a Redis failover"),
+            std::string::npos);
+  print("kill -9 of the Redis primary behind Sentinel, the sweep running", a);
+  print("a sweep submitted while the primary was down", b);
+  std::printf(
+      "chaos: Sentinel failover: primary %d killed, %d promoted; %zu sweeps acknowledged, %zu "
+      "found\n",
+      redis.node(killed).port(), redis.node(1 - killed).port(), acknowledged, list->size());
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace hpo::testing {
 
@@ -55,7 +56,8 @@ inline void let_time_pass(std::chrono::milliseconds d) {
 
 class RedisServer {
  public:
-  RedisServer() {
+  // `extra`: more redis-server arguments (e.g. {"--replicaof", "127.0.0.1", "6379"}).
+  explicit RedisServer(std::vector<std::string> extra = {}) : extra_(std::move(extra)) {
     char tmpl[] = "/tmp/hpo-redis-XXXXXX";
     dir_ = ::mkdtemp(tmpl);
     start();
@@ -101,10 +103,28 @@ class RedisServer {
       std::string port_s = std::to_string(port_);
       pid_ = ::fork();
       if (pid_ == 0) {
-        ::execlp("redis-server", "redis-server", "--port", port_s.c_str(), "--bind", "127.0.0.1",
-                 "--dir", dir_.c_str(), "--appendonly", "yes", "--appendfsync", "always", "--save",
-                 "", "--logfile", (dir_ + "/redis.log").c_str(), "--daemonize", "no",
-                 static_cast<char*>(nullptr));
+        std::vector<std::string> args{"redis-server",
+                                      "--port",
+                                      port_s,
+                                      "--bind",
+                                      "127.0.0.1",
+                                      "--dir",
+                                      dir_,
+                                      "--appendonly",
+                                      "yes",
+                                      "--appendfsync",
+                                      "always",
+                                      "--save",
+                                      "",
+                                      "--logfile",
+                                      dir_ + "/redis.log",
+                                      "--daemonize",
+                                      "no"};
+        args.insert(args.end(), extra_.begin(), extra_.end());
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        ::execvp("redis-server", argv.data());
         ::_exit(127);
       }
       if (wait_for([&] { return ping(); }, std::chrono::seconds(10))) return;
@@ -127,6 +147,7 @@ class RedisServer {
     return ok;
   }
 
+  std::vector<std::string> extra_;
   std::string dir_;
   int port_ = 0;
   pid_t pid_ = -1;

@@ -41,6 +41,59 @@ TEST(RedisUrl, UnixSocket) {
   EXPECT_EQ(u->db, 3);
 }
 
+TEST(RedisUrl, SentinelsAndThePrimarysName) {
+  auto u = RedisUrl::parse("redis-sentinel://:pw@10.0.0.1:26380,sentinel-b,[::1]:7000/mymaster/2");
+  ASSERT_TRUE(u.ok()) << u.error().message;
+  ASSERT_TRUE(u->sentinel());
+  ASSERT_EQ(u->sentinels.size(), 3u);
+  EXPECT_EQ(u->sentinels[0].host, "10.0.0.1");
+  EXPECT_EQ(u->sentinels[0].port, 26380);
+  EXPECT_EQ(u->sentinels[1].host, "sentinel-b");
+  EXPECT_EQ(u->sentinels[1].port, 26379);  // Sentinel's default port
+  EXPECT_EQ(u->sentinels[2].host, "::1");
+  EXPECT_EQ(u->sentinels[2].port, 7000);
+  EXPECT_EQ(u->primary_name, "mymaster");
+  EXPECT_EQ(u->db, 2);
+  EXPECT_EQ(u->password, "pw");
+  EXPECT_EQ(u->wait_replicas, 1);  // acknowledged writes wait for a replica by default
+  EXPECT_EQ(u->to_string(),
+            "redis-sentinel://***@10.0.0.1:26380,sentinel-b:26379,[::1]:7000/mymaster/2");
+
+  auto q = RedisUrl::parse("redis-sentinel://s1/mymaster?replicas=2&replica_timeout_ms=500");
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  EXPECT_EQ(q->wait_replicas, 2);
+  EXPECT_EQ(q->replica_timeout_ms, 500);
+  auto off = RedisUrl::parse("redis-sentinel://s1/mymaster?replicas=0");
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->wait_replicas, 0);
+  auto plain = RedisUrl::parse("redis://h:1/3?replicas=1");
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_FALSE(plain->sentinel());
+  EXPECT_EQ(plain->db, 3);
+  EXPECT_EQ(plain->wait_replicas, 1);
+  EXPECT_EQ(RedisUrl::parse("redis://h")->wait_replicas, 0);
+}
+
+TEST(RedisUrl, ABadSentinelUrlSaysWhatIsWrong) {
+  struct Case {
+    const char* url;
+    const char* says;
+  };
+  for (const Case& c : {Case{"redis-sentinel://s1:26379", "primary's name"},
+                        Case{"redis-sentinel://s1,/m", "Sentinel 2: missing host"},
+                        Case{"redis-sentinel://s1:0/m", "Sentinel 1: bad port '0'"},
+                        Case{"redis-sentinel://s1/m/x", "database number"},
+                        Case{"redis-sentinel://s1/m?replicas=-1", "replicas=-1"},
+                        Case{"redis-sentinel://s1/m?wait=1", "wait=1"},
+                        Case{"redis://h?replica_timeout_ms=0", "replica_timeout_ms=0"}}) {
+    auto u = RedisUrl::parse(c.url);
+    ASSERT_FALSE(u.ok()) << c.url;
+    EXPECT_EQ(u.error().code, ErrorCode::kInvalidArgument) << c.url;
+    EXPECT_NE(u.error().message.find(c.says), std::string::npos)
+        << c.url << ": " << u.error().message;
+  }
+}
+
 TEST(RedisUrl, RejectsGarbage) {
   for (const char* bad : {"", "http://x:1", "redis://", "redis://h:0", "redis://h:99999",
                           "redis://h:12x", "redis://h:1/abc", "unix://relative", "redis://[::1"}) {

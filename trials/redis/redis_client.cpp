@@ -87,9 +87,74 @@ struct ArgvView {
 
 }  // namespace
 
+namespace {
+
+// host[:port] or [v6]:port; `why` is set on failure.
+bool parse_endpoint(std::string_view hostport, int default_port, RedisUrl::Endpoint& out,
+                    std::string& why) {
+  std::string_view port;
+  if (hostport.starts_with("[")) {  // [::1]:6379
+    auto close = hostport.find(']');
+    if (close == std::string_view::npos) {
+      why = "unclosed '['";
+      return false;
+    }
+    out.host = std::string(hostport.substr(1, close - 1));
+    std::string_view after = hostport.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') {
+        why = "expected ':' after ']'";
+        return false;
+      }
+      port = after.substr(1);
+    }
+  } else {
+    auto colon = hostport.find(':');
+    out.host = std::string(hostport.substr(0, colon));
+    if (colon != std::string_view::npos) port = hostport.substr(colon + 1);
+  }
+  out.port = default_port;
+  if (out.host.empty()) {
+    why = "missing host";
+    return false;
+  }
+  if (!port.empty() && (!parse_int(port, out.port) || out.port <= 0 || out.port > 65535)) {
+    why = "bad port '" + std::string(port) + "'";
+    return false;
+  }
+  return true;
+}
+
+// replicas=N&replica_timeout_ms=T
+bool parse_query(std::string_view query, RedisUrl& out, std::string& why) {
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    std::string_view item = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    auto eq = item.find('=');
+    std::string_view name = item.substr(0, eq);
+    std::string_view value =
+        eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1);
+    int v = 0;
+    if (name == "replicas" && parse_int(value, v) && v >= 0 && v <= 16) {
+      out.wait_replicas = v;
+    } else if (name == "replica_timeout_ms" && parse_int(value, v) && v > 0 && v <= 600000) {
+      out.replica_timeout_ms = v;
+    } else {
+      why = "bad query parameter '" + std::string(item) +
+            "' (expected replicas=0..16 or replica_timeout_ms=1..600000)";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 Result<RedisUrl> RedisUrl::parse(std::string_view url) {
   RedisUrl out;
-  constexpr std::string_view kUnix = "unix://", kRedis = "redis://";
+  constexpr std::string_view kUnix = "unix://", kRedis = "redis://",
+                             kSentinel = "redis-sentinel://";
   if (url.starts_with(kUnix)) {
     std::string_view rest = url.substr(kUnix.size());
     auto q = rest.find('?');
@@ -103,8 +168,18 @@ Result<RedisUrl> RedisUrl::parse(std::string_view url) {
     }
     return out;
   }
-  if (!url.starts_with(kRedis)) return bad_url(url, "expected redis:// or unix://");
-  std::string_view rest = url.substr(kRedis.size());
+  const bool sentinel = url.starts_with(kSentinel);
+  if (!sentinel && !url.starts_with(kRedis))
+    return bad_url(url, "expected redis://, redis-sentinel:// or unix://");
+  std::string_view rest = url.substr(sentinel ? kSentinel.size() : kRedis.size());
+  std::string why;
+  if (auto q = rest.find('?'); q != std::string_view::npos) {
+    if (sentinel) out.wait_replicas = 1;
+    if (!parse_query(rest.substr(q + 1), out, why)) return bad_url(url, why);
+    rest = rest.substr(0, q);
+  } else if (sentinel) {
+    out.wait_replicas = 1;
+  }
   if (auto at = rest.rfind('@'); at != std::string_view::npos) {
     std::string_view userinfo = rest.substr(0, at);
     rest = rest.substr(at + 1);
@@ -115,31 +190,39 @@ Result<RedisUrl> RedisUrl::parse(std::string_view url) {
       out.password = percent_decode(userinfo);  // redis://secret@host
     }
   }
-  std::string_view hostport = rest;
+  std::string_view hosts = rest, path;
   if (auto slash = rest.find('/'); slash != std::string_view::npos) {
-    hostport = rest.substr(0, slash);
-    std::string_view db = rest.substr(slash + 1);
-    if (!db.empty() && (!parse_int(db, out.db) || out.db < 0))
-      return bad_url(url, "the path must be a database number");
+    hosts = rest.substr(0, slash);
+    path = rest.substr(slash + 1);
   }
-  std::string_view port;
-  if (hostport.starts_with("[")) {  // [::1]:6379
-    auto close = hostport.find(']');
-    if (close == std::string_view::npos) return bad_url(url, "unclosed '['");
-    out.host = std::string(hostport.substr(1, close - 1));
-    std::string_view after = hostport.substr(close + 1);
-    if (!after.empty()) {
-      if (after[0] != ':') return bad_url(url, "expected ':' after ']'");
-      port = after.substr(1);
-    }
-  } else {
-    auto colon = hostport.find(':');
-    out.host = std::string(hostport.substr(0, colon));
-    if (colon != std::string_view::npos) port = hostport.substr(colon + 1);
+  if (sentinel) {
+    // path: primary-name[/db]
+    auto slash = path.find('/');
+    out.primary_name = std::string(path.substr(0, slash));
+    if (out.primary_name.empty())
+      return bad_url(url, "expected the primary's name after the Sentinels: /mymaster");
+    path = slash == std::string_view::npos ? std::string_view{} : path.substr(slash + 1);
   }
-  if (out.host.empty()) return bad_url(url, "missing host");
-  if (!port.empty() && (!parse_int(port, out.port) || out.port <= 0 || out.port > 65535))
-    return bad_url(url, "bad port");
+  if (!path.empty() && (!parse_int(path, out.db) || out.db < 0))
+    return bad_url(url, "the path must be a database number");
+  if (!sentinel) {
+    Endpoint e;
+    if (!parse_endpoint(hosts, 6379, e, why)) return bad_url(url, why);
+    out.host = e.host;
+    out.port = e.port;
+    return out;
+  }
+  while (true) {
+    auto comma = hosts.find(',');
+    Endpoint e;
+    if (!parse_endpoint(hosts.substr(0, comma), 26379, e, why))
+      return bad_url(url, "Sentinel " + std::to_string(out.sentinels.size() + 1) + ": " + why);
+    out.sentinels.push_back(std::move(e));
+    if (comma == std::string_view::npos) break;
+    hosts = hosts.substr(comma + 1);
+  }
+  out.host.clear();  // where the primary is, the Sentinels say
+  out.port = 0;
   return out;
 }
 
@@ -147,9 +230,16 @@ std::string RedisUrl::to_string() const {
   std::string db_part = db ? std::to_string(db) : "";
   if (!unix_path.empty()) return "unix://" + unix_path + (db ? "?db=" + db_part : "");
   std::string auth = password.empty() ? "" : (user.empty() ? "***@" : user + ":***@");
-  bool v6 = host.find(':') != std::string::npos;
-  return "redis://" + auth + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) +
-         (db ? "/" + db_part : "");
+  auto endpoint = [](const std::string& h, int p) {
+    bool v6 = h.find(':') != std::string::npos;
+    return (v6 ? "[" + h + "]" : h) + ":" + std::to_string(p);
+  };
+  if (sentinel()) {
+    std::string hosts;
+    for (const auto& s : sentinels) hosts += (hosts.empty() ? "" : ",") + endpoint(s.host, s.port);
+    return "redis-sentinel://" + auth + hosts + "/" + primary_name + (db ? "/" + db_part : "");
+  }
+  return "redis://" + auth + endpoint(host, port) + (db ? "/" + db_part : "");
 }
 
 RedisClient::RedisClient(RedisUrl url, RedisClientOptions options)
@@ -185,11 +275,24 @@ Status RedisClient::ensure_connected() {
     return Error::unavailable("redis " + url_.to_string() + " unavailable; next try in " +
                               std::to_string(left.count()) + " ms");
   }
+  RedisUrl::Endpoint at{url_.host, url_.port};
+  if (url_.sentinel()) {
+    auto primary = ask_sentinels();
+    if (!primary) return fail(primary.error().message);
+    at = *primary;
+  }
+  std::string node = url_.unix_path.empty() ? at.host + ":" + std::to_string(at.port) : "";
+  if (url_.sentinel() && !node_.empty() && node != node_)
+    log_warn("following a Redis failover: the Sentinels name a new primary",
+             {{"redis", url_.to_string()}, {"was", node_}, {"now", node}});
+  node_ = node;
   timeval tv = to_timeval(options_.connect_timeout);
-  ctx_ = url_.unix_path.empty() ? redisConnectWithTimeout(url_.host.c_str(), url_.port, tv)
+  ctx_ = url_.unix_path.empty() ? redisConnectWithTimeout(at.host.c_str(), at.port, tv)
                                 : redisConnectUnixWithTimeout(url_.unix_path.c_str(), tv);
   if (!ctx_) return fail("cannot allocate a context");
-  if (ctx_->err) return fail(std::string("connect: ") + ctx_->errstr);
+  if (ctx_->err)
+    return fail("connect" + (url_.sentinel() ? " to " + node_ : std::string()) + ": " +
+                ctx_->errstr);
   if (auto s = set_timeout(options_.command_timeout); !s) return s;
 
   auto init = [&](const std::vector<std::string>& argv, const char* what) -> Status {
@@ -206,6 +309,9 @@ Status RedisClient::ensure_connected() {
   }
   if (url_.db != 0) {
     if (auto s = init({"SELECT", std::to_string(url_.db)}, "SELECT"); !s) return s;
+  }
+  if (url_.sentinel()) {
+    if (auto s = check_primary(); !s) return s;
   }
   if (on_connect_ && !in_on_connect_) {
     in_on_connect_ = true;
@@ -236,6 +342,7 @@ Result<Reply> RedisClient::command(const std::vector<std::string>& argv,
   }
   Reply out = convert(r);
   freeReplyObject(r);
+  if (demoted(out)) return fail(out.str);
   if (custom) {
     if (auto s = set_timeout(options_.command_timeout); !s) return s.error();
   }
@@ -260,7 +367,78 @@ Result<std::vector<Reply>> RedisClient::pipeline(
     out.push_back(convert(r));
     freeReplyObject(r);
   }
+  for (const auto& r : out)
+    if (demoted(r)) return fail(r.str);
   return out;
+}
+
+Result<int> RedisClient::wait_replicas(int replicas, std::chrono::milliseconds timeout) {
+  auto r = command({"WAIT", std::to_string(replicas), std::to_string(timeout.count())},
+                   timeout + options_.command_timeout);
+  if (!r) return r.error();
+  if (r->type != Reply::Type::kInteger)
+    return Error::internal("WAIT: unexpected reply " + (r->is_error() ? r->str : ""));
+  return static_cast<int>(r->integer);
+}
+
+bool RedisClient::demoted(const Reply& r) const {
+  return url_.sentinel() && r.is_error() && r.str.rfind("READONLY", 0) == 0;
+}
+
+Result<RedisUrl::Endpoint> RedisClient::ask_sentinels() {
+  const auto timeout =
+      to_timeval(std::min(options_.connect_timeout, std::chrono::milliseconds{1000}));
+  std::string errors;
+  for (std::size_t i = 0; i < url_.sentinels.size(); ++i) {
+    const std::size_t k = (next_sentinel_ + i) % url_.sentinels.size();
+    const auto& s = url_.sentinels[k];
+    const std::string name = s.host + ":" + std::to_string(s.port);
+    redisContext* c = redisConnectWithTimeout(s.host.c_str(), s.port, timeout);
+    std::string why;
+    if (!c || c->err) {
+      why = c ? c->errstr : "cannot allocate a context";
+    } else if (redisSetTimeout(c, timeout) != REDIS_OK) {
+      why = "cannot set timeout";
+    } else {
+      const char* argv[] = {"SENTINEL", "get-master-addr-by-name", url_.primary_name.c_str()};
+      const size_t len[] = {8, 23, url_.primary_name.size()};
+      auto* r = static_cast<redisReply*>(redisCommandArgv(c, 3, argv, len));
+      if (!r) {
+        why = c->errstr[0] ? c->errstr : "no reply";
+      } else {
+        Reply reply = convert(r);
+        freeReplyObject(r);
+        int port = 0;
+        if (reply.is_error()) {
+          why = reply.str;
+        } else if (!reply.is_array() || reply.elements.size() != 2) {
+          why = "does not know a primary named '" + url_.primary_name + "'";
+        } else if (!parse_int(reply.elements[1].str, port) || port <= 0 || port > 65535) {
+          why = "named a bad port '" + reply.elements[1].str + "'";
+        } else {
+          redisFree(c);
+          next_sentinel_ = k;
+          return RedisUrl::Endpoint{reply.elements[0].str, port};
+        }
+      }
+    }
+    if (c) redisFree(c);
+    errors += (errors.empty() ? "" : "; ") + ("Sentinel " + name + ": " + why);
+  }
+  return Error::unavailable("no Sentinel named the primary '" + url_.primary_name + "' (" + errors +
+                            ")");
+}
+
+Status RedisClient::check_primary() {
+  auto r = command({"ROLE"});
+  if (!r) return r.error();
+  if (r->is_error()) return fail("ROLE: " + r->str);
+  const std::string role = r->is_array() && !r->elements.empty() ? r->elements[0].str : "";
+  if (role != "master")
+    return fail("the node the Sentinels named (" + node_ + ") is a " +
+                (role.empty() ? std::string("node of unknown role") : role) +
+                ", not the primary: a failover is under way");
+  return {};
 }
 
 }  // namespace hpo::trials::redis

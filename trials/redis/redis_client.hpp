@@ -29,14 +29,36 @@ struct redisContext;
 
 namespace hpo::trials::redis {
 
-// redis://[user:pass@]host[:port][/db]  or  unix:///path/to/socket[?db=N]
+// redis://[user:pass@]host[:port][/db][?query]
+// unix:///path/to/socket[?db=N]
+// redis-sentinel://[user:pass@]host[:port][,host[:port]...]/primary-name[/db][?query]
+//
+// A Sentinel URL names the Sentinels (port 26379 by default) and the name of
+// the primary they watch: the client asks them where the primary is on every
+// connect, checks that the node it reached really is the primary (ROLE), and
+// drops a connection whose node was demoted (READONLY), so it follows a
+// failover by itself. The user and password are the data nodes'; the
+// Sentinels are asked without AUTH.
+//
+// query: replicas=N (WAIT for N replicas before a write is acknowledged; 1 by
+// default for Sentinel URLs, else 0) and replica_timeout_ms=T (2000).
 struct RedisUrl {
+  struct Endpoint {
+    std::string host;
+    int port = 0;
+  };
   std::string host = "127.0.0.1";
   int port = 6379;
   std::string unix_path;  // non-empty: connect over a unix socket
   std::string user;       // empty: AUTH with the password only
   std::string password;   // empty: no AUTH
   int db = 0;
+  std::vector<Endpoint> sentinels;  // non-empty: ask these where `primary_name` is
+  std::string primary_name;
+  int wait_replicas = 0;  // acknowledged writes wait for this many replicas
+  int replica_timeout_ms = 2000;
+
+  bool sentinel() const { return !sentinels.empty(); }
 
   static Result<RedisUrl> parse(std::string_view url);
   std::string to_string() const;  // without the password
@@ -84,7 +106,14 @@ class RedisClient {
   // Several commands in one round trip (not a transaction).
   Result<std::vector<Reply>> pipeline(const std::vector<std::vector<std::string>>& commands);
 
+  // WAIT: how many replicas confirmed every write of this connection so far,
+  // waiting at most `timeout` for `replicas` of them.
+  Result<int> wait_replicas(int replicas, std::chrono::milliseconds timeout);
+
   bool connected() const { return ctx_ != nullptr; }
+  // The node this client is connected to (host:port), or was last; for a
+  // Sentinel URL the primary the Sentinels named.
+  const std::string& node() const { return node_; }
   // Drops the connection (tests; also used after a connection-level error).
   void disconnect();
   const RedisUrl& url() const { return url_; }
@@ -93,6 +122,13 @@ class RedisClient {
   Status ensure_connected();
   Error fail(const std::string& what);  // drops the context, schedules back-off
   Status set_timeout(std::chrono::milliseconds t);
+  // Asks the Sentinels in turn where the primary is.
+  Result<RedisUrl::Endpoint> ask_sentinels();
+  Status check_primary();              // ROLE says master
+  bool demoted(const Reply& r) const;  // a READONLY error on a Sentinel URL
+
+  std::size_t next_sentinel_ = 0;  // the one that answered last is asked first
+  std::string node_;
 
   RedisUrl url_;
   RedisClientOptions options_;

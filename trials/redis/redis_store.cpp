@@ -183,7 +183,9 @@ std::string RedisStore::key(std::string_view suffix) const {
   return config_.prefix + std::string(suffix);
 }
 
-const std::string& functions_code() { return functions_lua(); }
+const std::string& functions_code() {
+  return functions_lua();
+}
 
 int functions_version(std::string_view code) {
   constexpr std::string_view kTag = "-- hpo-functions-version: ";
@@ -221,6 +223,20 @@ Status RedisStore::load_functions(RedisClient& c) {
   return {};
 }
 
+Status RedisStore::replicated(const std::string& what) {
+  const int want = config_.url.wait_replicas;
+  if (want <= 0) return {};
+  const std::chrono::milliseconds timeout{config_.url.replica_timeout_ms};
+  auto got = client_.wait_replicas(want, timeout);
+  if (!got) return got.error();
+  if (*got >= want) return {};
+  return Error::unavailable(fmt::format(
+      "{} reached the Redis primary {} but only {} of {} replicas confirmed it within {} ms, so a "
+      "failover could lose it; retry (a submit with the same Idempotency-Key makes no second "
+      "sweep)",
+      what, client_.node(), *got, want, timeout.count()));
+}
+
 Result<Reply> RedisStore::fcall(const std::string& name, std::vector<std::string> args) {
   std::vector<std::string> argv;
   argv.reserve(args.size() + 4);
@@ -245,7 +261,10 @@ Result<std::string> RedisStore::create_sweep(const NewSweep& sweep) {
         "create_sweep",
         {id, sweep.name, sweep.spec_json, sweep.maximize ? "1" : "0", sweep.idempotency_key,
          std::to_string(std::max<std::int64_t>(1, sweep.idempotency_ttl_s)), to_json(sweep.needs)});
-    if (r) return r->str;  // ours, or the first sweep made with the same idempotency key
+    if (r) {  // ours, or the first sweep made with the same idempotency key
+      if (auto st = replicated("sweep " + r->str); !st) return st.error();
+      return r->str;
+    }
     // Only a taken id is worth another random one.
     if (r.error().code != ErrorCode::kConflict || r.error().message.rfind("sweep id ", 0) != 0)
       return r.error();
@@ -298,7 +317,8 @@ Status RedisStore::finish_sweep(const std::string& sweep_id, SweepState state,
 }
 
 Status RedisStore::cancel_sweep(const std::string& sweep_id) {
-  return expect_ok(fcall("cancel_sweep", {sweep_id}));
+  if (auto st = expect_ok(fcall("cancel_sweep", {sweep_id})); !st) return st;
+  return replicated("the cancel of sweep " + sweep_id);
 }
 
 Status RedisStore::set_stage(const std::string& sweep_id, SweepStage from, SweepStage to) {
@@ -445,7 +465,8 @@ Result<std::vector<AttemptRecord>> RedisStore::get_attempts(const std::string& t
 }
 
 Status RedisStore::set_control(const std::string& trial_id, Control control) {
-  return expect_ok(fcall("set_control", {trial_id, to_string(control)}));
+  if (auto st = expect_ok(fcall("set_control", {trial_id, to_string(control)})); !st) return st;
+  return replicated("the " + std::string(to_string(control)) + " of trial " + trial_id);
 }
 
 Status RedisStore::set_unschedulable(const std::string& sweep_id, const std::string& reason) {
@@ -457,7 +478,7 @@ Status RedisStore::delete_sweep(const std::string& sweep_id) {
   for (;;) {
     auto r = fcall("delete_sweep", {sweep_id, "500"});
     if (!r) return r.error();
-    if (r->integer == 0) return {};
+    if (r->integer == 0) return replicated("the deletion of sweep " + sweep_id);
   }
 }
 
@@ -753,6 +774,8 @@ Result<std::vector<Status>> RedisStore::complete_batch(const std::string& worker
   }
   auto r = fcall("complete_batch", std::move(args));
   if (!r) return r.error();
+  // Sent again after a shortfall, what was accepted is refused the second time.
+  if (auto st = replicated(fmt::format("{} results", done.size())); !st) return st.error();
   if (r->elements.size() != done.size()) return Error::internal("complete_batch: unexpected reply");
   out.reserve(done.size());
   for (std::size_t i = 0; i < done.size(); ++i) {
@@ -774,13 +797,20 @@ Result<std::vector<Status>> RedisStore::complete_batch(const std::string& worker
 
 Status RedisStore::release(const std::string& trial_id, int attempt, const std::string& worker,
                            const std::string& reason) {
-  return expect_ok(fcall("release", {trial_id, std::to_string(attempt), worker, reason}));
+  if (auto st = expect_ok(fcall("release", {trial_id, std::to_string(attempt), worker, reason}));
+      !st)
+    return st;
+  return replicated("the release of trial " + trial_id);
 }
 
 Status RedisStore::put_artifact(const std::string& trial_id, int attempt, const std::string& worker,
                                 const std::string& name, const std::string& bytes) {
   if (auto st = check_artifact_size(trial_id, name, bytes); !st) return st;
-  return expect_ok(fcall("put_artifact", {trial_id, std::to_string(attempt), worker, name, bytes}));
+  if (auto st = expect_ok(
+          fcall("put_artifact", {trial_id, std::to_string(attempt), worker, name, bytes}));
+      !st)
+    return st;
+  return replicated("artifact " + name + " of trial " + trial_id);
 }
 
 Result<std::vector<HeldLease>> RedisStore::worker_leases(const std::string& worker) {

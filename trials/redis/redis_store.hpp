@@ -128,6 +128,11 @@ class RedisStore final : public AllRoles {
   // LEASE_LOST, INVALID) becomes its ErrorCode.
   Result<Reply> fcall(const std::string& name, std::vector<std::string> args);
   Status load_functions(RedisClient& client);
+  // For writes acknowledged to someone (a user's submit, a worker's result):
+  // WAIT until the URL's `replicas` have them, so a failover cannot lose
+  // them. Fewer in time: kUnavailable naming `what` (the write is on the
+  // primary; the caller retries it, which every such write allows).
+  Status replicated(const std::string& what);
   std::string key(std::string_view suffix) const;
 
   RedisStoreConfig config_;
