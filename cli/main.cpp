@@ -73,6 +73,8 @@ flags:
   --server URL   the scheduler [HPO_SERVER] (default: the local scheduler from
                  $HPO_HOME/scheduler.json, else http://127.0.0.1:8080)
   --token T      API token for submit/cancel [HPO_TOKEN] (default: from scheduler.json)
+  --ca-file F    an https:// scheduler: trust the PEM CA certificate(s) in F instead of
+                 the system's [HPO_CA_FILE] (default for the local scheduler: its own)
   --json         print the API's JSON documents instead of text
   --help         this text
 
@@ -83,6 +85,7 @@ sweep cancelled, 4 server unreachable or failing, 5 not found, 6 unauthorized
 struct Options {
   std::string server;
   std::string token;
+  std::string ca_file;
   bool json = false;
   std::vector<std::string> args;  // the command and its arguments
 };
@@ -631,7 +634,9 @@ int main(int argc, char** argv) {
       o.server = *v;
     else if (auto t = value("--token"))
       o.token = *t;
-    else if (a == "--server" || a == "--token")
+    else if (auto c = value("--ca-file"))
+      o.ca_file = *c;
+    else if (a == "--server" || a == "--token" || a == "--ca-file")
       return fail(kUsage, a + " needs a value");
     else
       o.args.push_back(a);
@@ -641,13 +646,17 @@ int main(int argc, char** argv) {
     return kUsage;
   }
   auto local = hpo::read_local_state();
+  if (const char* env = std::getenv("HPO_CA_FILE"); o.ca_file.empty() && env && *env)
+    o.ca_file = env;
   if (o.server.empty()) {
-    if (const char* env = std::getenv("HPO_SERVER"); env && *env)
+    if (const char* env = std::getenv("HPO_SERVER"); env && *env) {
       o.server = env;
-    else if (local && !local->api.empty())
+    } else if (local && !local->api.empty()) {
       o.server = local->api;
-    else
+      if (o.ca_file.empty()) o.ca_file = local->ca_file;
+    } else {
       o.server = "http://127.0.0.1:8080";
+    }
   }
   if (o.token.empty()) {
     if (const char* env = std::getenv("HPO_TOKEN"); env && *env)
@@ -658,6 +667,7 @@ int main(int argc, char** argv) {
   auto url = hpo::web::parse_http_url(o.server);
   if (!url) return fail(kUsage, "bad --server: " + url.error().message);
   Client client(*url, o.token);
+  if (!o.ca_file.empty()) client.http.set_ca_file(o.ca_file);
   const std::string& cmd = o.args[0];
   if (cmd == "submit") return cmd_submit(client, o);
   if (cmd == "status") return cmd_status(client, o);

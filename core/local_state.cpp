@@ -38,6 +38,7 @@ Result<LocalState> read_local_state() {
   s.redis = j.value("redis", "");
   s.api = j.value("api", "");
   s.token = j.value("token", "");
+  s.ca_file = j.value("ca_file", "");
   s.pid = j.value("pid", 0L);
   return s;
 }
@@ -49,6 +50,7 @@ Status write_local_state(const LocalState& state) {
   std::string tmp = path + ".tmp." + std::to_string(state.pid);
   nlohmann::json j = {
       {"redis", state.redis}, {"api", state.api}, {"token", state.token}, {"pid", state.pid}};
+  if (!state.ca_file.empty()) j["ca_file"] = state.ca_file;
   {
     std::ofstream out(tmp, std::ios::trunc);
     if (!out) return Error::unavailable("cannot write " + tmp);

@@ -2,7 +2,8 @@
 // on the same machine without any flags.
 //
 // `hpo-scheduler` writes $HPO_HOME/scheduler.json (HPO_HOME defaults to
-// $HOME/.hpo) once it serves: {"redis": URL, "api": URL, "token": T, "pid": N}.
+// $HOME/.hpo) once it serves: {"redis": URL, "api": URL, "token": T, "pid": N}
+// (and "ca_file" when the API speaks HTTPS).
 // The file is written to a temporary name and renamed (readers never see half
 // a file) with mode 0600, since it holds the API token. It is removed on a
 // clean exit; a stale file from a killed scheduler is simply overwritten.
@@ -19,6 +20,7 @@ struct LocalState {
   std::string api;    // http://127.0.0.1:8080
   std::string token;  // bearer token for mutating API calls
   long pid = 0;
+  std::string ca_file;  // an https:// API: the certificate a local client trusts
 };
 
 // $HPO_HOME, else $HOME/.hpo, else ./.hpo

@@ -34,6 +34,9 @@ the environment over --config, --config over the defaults):
                          (visible in `ps`: prefer --token-file or HPO_TOKEN)
   --token-file FILE      read the token from FILE [HPO_TOKEN_FILE]
                          (no token given: a random one is generated and printed)
+  --tls-cert FILE        serve the API and dashboard over HTTPS with this PEM
+                         certificate chain (the server's first) [HPO_TLS_CERT]
+  --tls-key FILE         ... and this PEM private key (mode 0600) [HPO_TLS_KEY]
   --auth-reads           reads need the token too (default: only mutating calls on
                          loopback; reads too when listening beyond it) [HPO_AUTH_READS=1]
   --public-reads         beyond loopback, let reads go without the token
@@ -93,6 +96,8 @@ const std::vector<S>& settings() {
       text_setting<Config>("--prefix", "HPO_PREFIX", "prefix", &Config::prefix),
       text_setting<Config>("--token", "HPO_TOKEN", "token", &Config::token),
       text_setting<Config>("--token-file", "HPO_TOKEN_FILE", "token_file", &Config::token_file),
+      text_setting<Config>("--tls-cert", "HPO_TLS_CERT", "tls_cert", &Config::tls_cert_file),
+      text_setting<Config>("--tls-key", "HPO_TLS_KEY", "tls_key", &Config::tls_key_file),
       switch_setting<Config>("--auth-reads", "HPO_AUTH_READS", "auth_reads", &Config::auth_reads),
       switch_setting<Config>("--public-reads", "HPO_PUBLIC_READS", "public_reads",
                              &Config::public_reads),
@@ -160,6 +165,18 @@ Result<SchedulerConfig> load_scheduler_config(int argc, char** argv) {
     c.allowed_hosts.push_back(c.listen_host);  // a name, or an IP (which passes anyway)
   }
   if (c.data_dir.empty()) c.data_dir = hpo_home() + "/data";
+  if (c.tls_cert_file.empty() != c.tls_key_file.empty())
+    return Error::invalid(c.tls_cert_file.empty() ? "--tls-cert" : "--tls-key",
+                          "HTTPS needs both --tls-cert and --tls-key");
+  if (!c.tls_key_file.empty()) {
+    struct stat st {};
+    if (::stat(c.tls_key_file.c_str(), &st) != 0)
+      return Error::invalid("--tls-key", c.tls_key_file + " does not exist");
+    if ((st.st_mode & 077) != 0)
+      return Error::invalid("--tls-key",
+                            fmt::format("{} is readable by other users (mode {:o}); chmod 600 it",
+                                        c.tls_key_file, st.st_mode & 0777));
+  }
   if (!c.token_file.empty() && c.token.empty()) {
     struct stat st {};
     if (::stat(c.token_file.c_str(), &st) == 0 && (st.st_mode & 077) != 0)

@@ -19,6 +19,9 @@ struct SchedulerConfig {
   std::string prefix = "hpo:";  // Redis key prefix
   std::string token;            // API bearer token; empty: a random one is generated
   std::string token_file;       // read the token from this file
+  // HTTPS for the API and dashboard: a PEM certificate chain and its key.
+  std::string tls_cert_file;
+  std::string tls_key_file;
   // Reads (GET) need the token too. Default: only when listening beyond
   // loopback; --public-reads keeps them open there (a trusted network).
   bool auth_reads = false;

@@ -179,6 +179,8 @@ int run(const scheduler::SchedulerConfig& config) {
   server_options.host = config.listen_host;
   server_options.port = config.listen_port;
   server_options.handler_threads = config.handler_threads;
+  server_options.tls_cert_file = config.tls_cert_file;
+  server_options.tls_key_file = config.tls_key_file;
   web::HttpServer server(server_options, api.handler());
 
   loop.start();
@@ -198,8 +200,15 @@ int run(const scheduler::SchedulerConfig& config) {
     return 1;
   }
   std::string host = config.listen_host == "0.0.0.0" ? "127.0.0.1" : config.listen_host;
-  std::string api_url = fmt::format("http://{}:{}", host, server.port());
-  LocalState state{redis_url, api_url, token, static_cast<long>(::getpid())};
+  const bool tls = !config.tls_cert_file.empty();
+  std::string api_url = fmt::format("{}://{}:{}", tls ? "https" : "http", host, server.port());
+  LocalState state{redis_url, api_url, token, static_cast<long>(::getpid()),
+                   tls ? config.tls_cert_file : ""};
+  if (!tls && !(host == "127.0.0.1" || host == "::1" || host == "localhost"))
+    log_warn(
+        "the API listens beyond loopback without TLS: the token and every sweep cross the network "
+        "in clear text; give --tls-cert and --tls-key",
+        {{"listen", fmt::format("{}:{}", config.listen_host, server.port())}});
   if (auto st = write_local_state(state); !st)
     log_warn("cannot write the local state file", {{"error", st.error().message}});
   log_info("scheduler ready",

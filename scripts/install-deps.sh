@@ -6,6 +6,7 @@ set -euo pipefail
 pkgs=(g++ cmake make pkg-config git ca-certificates
       libboost-dev libhiredis-dev redis-server nlohmann-json3-dev libfmt-dev libgtest-dev
       libeigen3-dev zlib1g-dev
+      libssl-dev openssl  # HTTPS of the API (Boost.Asio over OpenSSL); the TLS tests make certificates
       python3         # the Python command trials of the tests and examples (standard library only)
       redis-sentinel  # the Sentinel failover tests (a primary, a replica, three Sentinels)
       libtorch-dev libgloo-dev libopenblas0-pthread

@@ -3,9 +3,13 @@
 #include <array>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include "web/http_message.hpp"
 
@@ -42,6 +46,111 @@ beast::error_code connect(net::io_context& ioc, beast::tcp_stream& stream, const
   return out;
 }
 
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// One connection, over TCP or over TLS on TCP; `with` runs an operation on
+// whichever it is.
+struct Connection {
+  std::optional<beast::tcp_stream> plain;
+  std::optional<TlsStream> tls;
+
+  bool open() const { return plain || tls; }
+  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+  template <class F>
+  void with(F&& f) {
+    if (tls)
+      f(*tls);
+    else
+      f(*plain);
+  }
+  void drop() {
+    if (open()) {
+      beast::error_code ec;
+      lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+      lowest().socket().close(ec);
+    }
+    plain.reset();
+    tls.reset();
+  }
+};
+
+// Why a TLS handshake failed, in words a user can act on. `name_mismatch`:
+// the chain was trusted but the certificate does not name `host`.
+std::string handshake_failure(TlsStream& stream, const std::string& host, bool name_mismatch,
+                              const beast::error_code& ec) {
+  if (name_mismatch)
+    return "the scheduler's certificate does not name '" + host +
+           "' (its subjectAltName): connect by a name or address it names";
+  const long verify = SSL_get_verify_result(stream.native_handle());
+  if (verify != X509_V_OK)
+    return fmt::format(
+        "the scheduler's certificate is not trusted ({}): pass --ca-file with the CA that signed "
+        "it (for a self-signed certificate, the certificate itself) [HPO_CA_FILE]",
+        X509_verify_cert_error_string(verify));
+  return ec.message() + " (is the server speaking HTTPS?)";
+}
+
+// Connects `conn` to host:port, with TLS (verified against `ctx`) when
+// `ctx` is given. Runs `ioc` until done; kUnavailable on failure.
+Status open_connection(net::io_context& ioc, Connection& conn, const std::string& host, int port,
+                       net::ssl::context* ctx, std::chrono::milliseconds timeout) {
+  const std::string where = host + ":" + std::to_string(port);
+  beast::tcp_stream tcp_stream(ioc);
+  if (auto ec = connect(ioc, tcp_stream, host, port, timeout))
+    return transport_error("connect to " + where, ec);
+  if (!ctx) {
+    conn.plain.emplace(std::move(tcp_stream));
+    return {};
+  }
+  conn.tls.emplace(std::move(tcp_stream), *ctx);
+  beast::error_code addr_ec;
+  net::ip::make_address(host, addr_ec);
+  if (addr_ec)  // a name: send it (SNI) for servers with several certificates
+    SSL_set_tlsext_host_name(conn.tls->native_handle(), host.c_str());
+  conn.tls->set_verify_mode(net::ssl::verify_peer);
+  bool name_mismatch = false;
+  conn.tls->set_verify_callback([&name_mismatch, check = net::ssl::host_name_verification(host)](
+                                    bool preverified, net::ssl::verify_context& vc) {
+    const bool ok = check(preverified, vc);
+    if (preverified && !ok) name_mismatch = true;  // trusted, but for another name
+    return ok;
+  });
+  beast::error_code ec = net::error::would_block;
+  conn.lowest().expires_after(timeout);
+  conn.tls->async_handshake(net::ssl::stream_base::client, [&](beast::error_code e) { ec = e; });
+  ioc.restart();
+  ioc.run();
+  if (ec) {
+    std::string why = handshake_failure(*conn.tls, host, name_mismatch, ec);
+    conn.drop();
+    return Error::unavailable("TLS handshake with " + where + " failed: " + why);
+  }
+  return {};
+}
+
+// The client side of TLS: verify peers against `ca_file`, or the system's CAs.
+Result<std::unique_ptr<net::ssl::context>> client_context(const std::string& ca_file) {
+  auto ctx = std::make_unique<net::ssl::context>(net::ssl::context::tls_client);
+  ctx->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                   net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                   net::ssl::context::no_tlsv1_1);
+  beast::error_code ec;
+  if (ca_file.empty()) {
+    ctx->set_default_verify_paths(ec);
+  } else {
+    ctx->load_verify_file(ca_file, ec);
+    // Like curl: a certificate the user names is trusted as an anchor even
+    // when it is not a self-signed root (an intermediate, the server's own).
+    X509_STORE_set_flags(SSL_CTX_get_cert_store(ctx->native_handle()), X509_V_FLAG_PARTIAL_CHAIN);
+  }
+  if (ec)
+    return Error::invalid(
+        "--ca-file", "cannot read CA certificates from " +
+                         (ca_file.empty() ? std::string("the system's store") : ca_file) + ": " +
+                         ec.message());
+  return ctx;
+}
+
 ClientResponse to_client(http::response<http::string_body>&& res) {
   ClientResponse out;
   out.status = static_cast<int>(res.result_int());
@@ -61,10 +170,16 @@ std::string ClientResponse::header(const std::string& lower_name) const {
 Result<HttpUrl> parse_http_url(std::string_view url) {
   HttpUrl out;
   std::string_view rest = url;
-  if (rest.rfind("http://", 0) == 0)
+  if (rest.rfind("http://", 0) == 0) {
     rest.remove_prefix(7);
-  else if (rest.find("://") != std::string_view::npos)
-    return Error::invalid("server", "only http:// URLs are supported: '" + std::string(url) + "'");
+  } else if (rest.rfind("https://", 0) == 0) {
+    rest.remove_prefix(8);
+    out.tls = true;
+    out.port = 443;
+  } else if (rest.find("://") != std::string_view::npos) {
+    return Error::invalid(
+        "server", "only http:// and https:// URLs are supported: '" + std::string(url) + "'");
+  }
   auto slash = rest.find('/');
   std::string_view hostport = rest.substr(0, slash);
   if (slash != std::string_view::npos) {
@@ -99,19 +214,17 @@ struct HttpClient::Impl {
   std::string host;
   int port = 0;
   std::string base;
+  bool tls = false;
+  std::string ca_file;
   std::chrono::milliseconds timeout;
   std::string token;
   net::io_context ioc;
-  std::optional<beast::tcp_stream> stream;
+  std::unique_ptr<net::ssl::context> ctx;  // made at the first TLS connect
+  Connection conn;
   beast::flat_buffer buffer;
 
   void drop() {
-    if (stream) {
-      beast::error_code ec;
-      stream->socket().shutdown(tcp::socket::shutdown_both, ec);
-      stream->socket().close(ec);
-    }
-    stream.reset();
+    conn.drop();
     buffer.clear();
   }
 };
@@ -126,6 +239,7 @@ HttpClient::HttpClient(std::string host, int port, std::chrono::milliseconds tim
 HttpClient::HttpClient(const HttpUrl& url, std::chrono::milliseconds timeout)
     : HttpClient(url.host, url.port, timeout) {
   impl_->base = url.base;
+  impl_->tls = url.tls;
 }
 
 HttpClient::~HttpClient() {
@@ -136,6 +250,11 @@ HttpClient& HttpClient::operator=(HttpClient&&) noexcept = default;
 
 void HttpClient::set_token(std::string token) {
   impl_->token = std::move(token);
+}
+void HttpClient::set_ca_file(std::string path) {
+  impl_->ca_file = std::move(path);
+  impl_->ctx.reset();
+  impl_->drop();
 }
 void HttpClient::set_timeout(std::chrono::milliseconds timeout) {
   impl_->timeout = timeout;
@@ -149,12 +268,17 @@ Result<ClientResponse> HttpClient::request(const std::string& method, const std:
                                            const std::map<std::string, std::string>& headers) {
   auto& im = *impl_;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    bool reused = im.stream.has_value();
-    if (!im.stream) {
-      im.stream.emplace(im.ioc);
-      if (auto ec = connect(im.ioc, *im.stream, im.host, im.port, im.timeout)) {
+    bool reused = im.conn.open();
+    if (!im.conn.open()) {
+      if (im.tls && !im.ctx) {
+        auto ctx = client_context(im.ca_file);
+        if (!ctx) return ctx.error();
+        im.ctx = std::move(*ctx);
+      }
+      if (auto st = open_connection(im.ioc, im.conn, im.host, im.port, im.ctx.get(), im.timeout);
+          !st) {
         im.drop();
-        return transport_error("connect to " + im.host + ":" + std::to_string(im.port), ec);
+        return st.error();
       }
     }
     http::request<http::string_body> req{http::string_to_verb(method), im.base + target, 11};
@@ -172,12 +296,14 @@ Result<ClientResponse> HttpClient::request(const std::string& method, const std:
     http::response_parser<http::string_body> parser;
     parser.body_limit(std::uint64_t{1} << 30);
     beast::error_code write_ec = net::error::would_block, read_ec = net::error::would_block;
-    im.stream->expires_after(im.timeout);
-    http::async_write(*im.stream, req, [&](beast::error_code ec, std::size_t) {
-      write_ec = ec;
-      if (ec) return;
-      http::async_read(*im.stream, im.buffer, parser,
-                       [&](beast::error_code ec2, std::size_t) { read_ec = ec2; });
+    im.conn.lowest().expires_after(im.timeout);
+    im.conn.with([&](auto& stream) {
+      http::async_write(stream, req, [&](beast::error_code ec, std::size_t) {
+        write_ec = ec;
+        if (ec) return;
+        http::async_read(stream, im.buffer, parser,
+                         [&](beast::error_code ec2, std::size_t) { read_ec = ec2; });
+      });
     });
     im.ioc.restart();
     im.ioc.run();
@@ -185,7 +311,8 @@ Result<ClientResponse> HttpClient::request(const std::string& method, const std:
     if (ec) {
       bool stale = reused && attempt == 0 && !parser.got_some() &&
                    (ec == http::error::end_of_stream || ec == net::error::connection_reset ||
-                    ec == net::error::broken_pipe || ec == net::error::eof);
+                    ec == net::error::broken_pipe || ec == net::error::eof ||
+                    ec == net::ssl::error::stream_truncated);
       im.drop();
       if (stale) continue;  // the server closed the idle connection: once more, fresh
       return transport_error(method + " " + target, ec);
@@ -204,8 +331,10 @@ Result<ClientResponse> HttpClient::request(const std::string& method, const std:
 struct SseClient::Impl {
   std::string host;
   int port = 0;
+  std::string ca_file;
+  bool tls = false;
   net::io_context ioc;
-  std::optional<beast::tcp_stream> stream;
+  Connection conn;
   beast::flat_buffer buffer;
   std::array<char, 8192> chunk{};
 };
@@ -219,13 +348,13 @@ SseClient::~SseClient() {
   close();
 }
 
+void SseClient::use_tls(std::string ca_file) {
+  impl_->tls = true;
+  impl_->ca_file = std::move(ca_file);
+}
+
 void SseClient::close() {
-  if (impl_->stream) {
-    beast::error_code ec;
-    impl_->stream->socket().shutdown(tcp::socket::shutdown_both, ec);
-    impl_->stream->socket().close(ec);
-    impl_->stream.reset();
-  }
+  impl_->conn.drop();
 }
 
 Result<ClientResponse> SseClient::open(const std::string& target,
@@ -235,10 +364,15 @@ Result<ClientResponse> SseClient::open(const std::string& target,
   pending_.clear();
   im.buffer.clear();
   const auto timeout = std::chrono::milliseconds(10000);
-  im.stream.emplace(im.ioc);
-  if (auto ec = connect(im.ioc, *im.stream, im.host, im.port, timeout)) {
+  std::unique_ptr<net::ssl::context> ctx;
+  if (im.tls) {
+    auto made = client_context(im.ca_file);
+    if (!made) return made.error();
+    ctx = std::move(*made);
+  }
+  if (auto st = open_connection(im.ioc, im.conn, im.host, im.port, ctx.get(), timeout); !st) {
     close();
-    return transport_error("connect", ec);
+    return st.error();
   }
   http::request<http::empty_body> req{http::verb::get, target, 11};
   req.set(http::field::host, im.host + ":" + std::to_string(im.port));
@@ -246,12 +380,14 @@ Result<ClientResponse> SseClient::open(const std::string& target,
   for (const auto& [k, v] : headers) req.set(k, v);
   http::response_parser<http::string_body> parser;
   beast::error_code ec = net::error::would_block;
-  im.stream->expires_after(timeout);
-  http::async_write(*im.stream, req, [&](beast::error_code e, std::size_t) {
-    ec = e;
-    if (e) return;
-    http::async_read_header(*im.stream, im.buffer, parser,
-                            [&](beast::error_code e2, std::size_t) { ec = e2; });
+  im.conn.lowest().expires_after(timeout);
+  im.conn.with([&](auto& stream) {
+    http::async_write(stream, req, [&](beast::error_code e, std::size_t) {
+      ec = e;
+      if (e) return;
+      http::async_read_header(stream, im.buffer, parser,
+                              [&](beast::error_code e2, std::size_t) { ec = e2; });
+    });
   });
   im.ioc.restart();
   im.ioc.run();
@@ -261,15 +397,17 @@ Result<ClientResponse> SseClient::open(const std::string& target,
   }
   if (parser.get().result_int() != 200) {
     ec = net::error::would_block;
-    http::async_read(*im.stream, im.buffer, parser,
-                     [&](beast::error_code e, std::size_t) { ec = e; });
+    im.conn.with([&](auto& stream) {
+      http::async_read(stream, im.buffer, parser,
+                       [&](beast::error_code e, std::size_t) { ec = e; });
+    });
     im.ioc.restart();
     im.ioc.run();
     auto out = to_client(parser.release());
     close();
     return out;
   }
-  im.stream->expires_never();
+  im.conn.lowest().expires_never();
   ClientResponse out;
   out.status = 200;
   for (const auto& f : parser.get())
@@ -316,21 +454,22 @@ Result<std::optional<SseEvent>> SseClient::next(std::chrono::milliseconds timeou
       if (ev.type.empty()) ev.type = "message";
       return std::optional<SseEvent>(std::move(ev));
     }
-    if (!im.stream) return Error::unavailable("stream closed");
+    if (!im.conn.open()) return Error::unavailable("stream closed");
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return std::optional<SseEvent>();
     beast::error_code ec = net::error::would_block;
     std::size_t n = 0;
-    im.stream->socket().async_read_some(net::buffer(im.chunk),
-                                        [&](beast::error_code e, std::size_t got) {
-                                          ec = e;
-                                          n = got;
-                                        });
+    im.conn.with([&](auto& stream) {
+      stream.async_read_some(net::buffer(im.chunk), [&](beast::error_code e, std::size_t got) {
+        ec = e;
+        n = got;
+      });
+    });
     im.ioc.restart();
     im.ioc.run_for(deadline - now);
     if (ec == net::error::would_block) {  // timed out: cancel, keep the connection
       beast::error_code ignored;
-      im.stream->socket().cancel(ignored);
+      im.conn.lowest().socket().cancel(ignored);
       im.ioc.restart();
       im.ioc.run();
       pending_.append(im.chunk.data(), n);

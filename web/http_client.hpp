@@ -5,7 +5,9 @@
 // operations on a private io_context, so the tcp_stream's timer can abort a
 // connect, write or read that takes longer than the timeout (Beast's blocking
 // calls have no deadline). One connection is kept alive between calls and
-// re-opened once when the server closed it in the meantime.
+// re-opened once when the server closed it in the meantime. https:// URLs
+// speak TLS (Boost.Asio over OpenSSL) and verify the server's certificate and
+// its name; a failed verification says what to do.
 //
 // SseClient reads a server-sent-events stream event by event.
 // Neither class is thread-safe; use one per thread.
@@ -29,11 +31,13 @@ struct ClientResponse {
   std::string header(const std::string& lower_name) const;
 };
 
-// "http://host:port[/base]" or "host:port". The default port is 80.
+// "http://host:port[/base]", "https://host:port[/base]" or "host:port". The
+// default port is 80 (443 for https).
 struct HttpUrl {
   std::string host;
   int port = 80;
   std::string base;  // path prefix without a trailing '/', usually ""
+  bool tls = false;  // https://
 };
 Result<HttpUrl> parse_http_url(std::string_view url);
 
@@ -49,6 +53,9 @@ class HttpClient {
 
   // Sent as `Authorization: Bearer <token>` with every request when not empty.
   void set_token(std::string token);
+  // https:// URLs: verify the server's certificate against the PEM CA
+  // certificates in `path` instead of the system's store.
+  void set_ca_file(std::string path);
   void set_timeout(std::chrono::milliseconds timeout);
 
   // Any status is a response; errors are transport failures: kUnavailable
@@ -77,6 +84,8 @@ class SseClient {
  public:
   SseClient(std::string host, int port);
   ~SseClient();
+  // Speak HTTPS, verifying the server against `ca_file` (empty: the system's CAs).
+  void use_tls(std::string ca_file);
 
   // Connects and sends GET target; returns the response status and headers
   // (a non-200 response's body is in `body`).

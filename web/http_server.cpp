@@ -23,12 +23,14 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include "web/api_errors.hpp"
 #include "web/event_hub.hpp"
@@ -42,7 +44,13 @@ using tcp = net::ip::tcp;
 
 namespace {
 
-class Session;
+// A connection the server can ask to stop: a Session, or a TlsDetector that
+// has not yet seen the client's first bytes.
+class Conn {
+ public:
+  virtual ~Conn() = default;
+  virtual void shutdown() = 0;
+};
 
 // Shared by the acceptor and every session. Members are destroyed in reverse
 // order: the io_context (and the sessions its queued handlers hold) goes before
@@ -53,10 +61,12 @@ struct ServerState {
   std::mutex mu;
   std::condition_variable cv;
   std::size_t live = 0;  // sessions alive
-  std::vector<std::weak_ptr<Session>> sessions;
+  std::vector<std::weak_ptr<Conn>> sessions;
   bool stopping = false;
   // Requests posted to the handler pool and not finished yet (queued or running).
   std::atomic<std::size_t> in_handlers{0};
+  // Set when the server speaks TLS (ServerOptions::tls_cert_file).
+  std::optional<net::ssl::context> tls;
   net::io_context ioc;
   net::thread_pool pool;
   // The probes' own lane (ServerOptions::probe_paths): one thread, never
@@ -79,6 +89,29 @@ struct ServerState {
     }
   }
 };
+
+// One connection counted in ServerState::live, from the accept to the end of
+// whichever object serves it last (a TlsDetector hands it to its Session).
+class LiveSlot {
+ public:
+  explicit LiveSlot(ServerState* st) : st_(st) {}
+  ~LiveSlot() {
+    std::lock_guard lock(st_->mu);
+    --st_->live;
+    st_->cv.notify_all();
+  }
+  LiveSlot(const LiveSlot&) = delete;
+  LiveSlot& operator=(const LiveSlot&) = delete;
+
+ private:
+  ServerState* st_;
+};
+
+void remember(ServerState* st, const std::shared_ptr<Conn>& conn) {
+  std::lock_guard lock(st->mu);
+  std::erase_if(st->sessions, [](const auto& w) { return w.expired(); });
+  st->sessions.push_back(conn);
+}
 
 bool is_http_error(const beast::error_code& ec) {
   return &ec.category() == &http::make_error_code(http::error::bad_target).category();
@@ -111,26 +144,38 @@ http::response<http::string_body> to_beast(Response&& r, unsigned version, bool 
   return res;
 }
 
-class Session : public std::enable_shared_from_this<Session> {
+// Stream: beast::tcp_stream (plain HTTP) or ssl_stream<tcp_stream> (HTTPS).
+template <class Stream>
+class Session : public Conn, public std::enable_shared_from_this<Session<Stream>> {
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+  using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
+
  public:
-  Session(tcp::socket&& socket, ServerState* st)
-      : stream_(std::move(socket)), st_(st), keepalive_(stream_.get_executor()) {
+  // `buffer`: bytes already read from the connection (the TLS detector's).
+  Session(Stream&& stream, beast::flat_buffer buffer, ServerState* st,
+          std::unique_ptr<LiveSlot> live)
+      : stream_(std::move(stream)),
+        st_(st),
+        live_(std::move(live)),
+        buffer_(std::move(buffer)),
+        keepalive_(stream_.get_executor()) {
     beast::error_code ec;
-    auto ep = stream_.socket().remote_endpoint(ec);
+    auto ep = lowest().socket().remote_endpoint(ec);
     if (!ec) remote_ = ep.address().to_string() + ":" + std::to_string(ep.port());
-  }
-  ~Session() {
-    std::lock_guard lock(st_->mu);
-    --st_->live;
-    st_->cv.notify_all();
   }
 
   void run() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if constexpr (kTls) {
+        self->handshake();
+      } else {
+        self->do_read();
+      }
+    });
   }
 
   // Server stop: finish what is in flight, then close.
-  void shutdown() {
+  void shutdown() override {
     net::post(stream_.get_executor(), [self = shared_from_this()] {
       self->stopping_ = true;
       if (self->sse_ || (self->pending_.empty() && !self->writing_)) self->close();
@@ -144,16 +189,37 @@ class Session : public std::enable_shared_from_this<Session> {
     std::optional<Response> response;
   };
 
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+
+  // TLS: the handshake, within the read deadline, before the first request. A
+  // client that fails it (a bad certificate on its side, plain bytes) is closed.
+  void handshake() {
+    if constexpr (kTls) {
+      lowest().expires_after(st_->opts.read_timeout);
+      reading_ = true;
+      stream_.async_handshake(net::ssl::stream_base::server, buffer_.data(),
+                              [self = shared_from_this()](beast::error_code ec, std::size_t used) {
+                                self->reading_ = false;
+                                if (ec) {
+                                  self->tls_broken_ = true;
+                                  return self->close();
+                                }
+                                self->buffer_.consume(used);
+                                self->do_read();
+                              });
+    }
+  }
+
   void do_read() {
     if (reading_ || read_closed_ || closed_ || stopping_ || sse_) return;
     if (pending_.size() >= st_->opts.max_pipelined) return;  // resumed by on_write
     parser_.emplace();
     parser_->body_limit(st_->opts.body_limit);
     parser_->header_limit(st_->opts.header_limit);
-    stream_.expires_after(st_->opts.read_timeout);
+    lowest().expires_after(st_->opts.read_timeout);
     reading_ = true;
     http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session::on_read, shared_from_this()));
+                     beast::bind_front_handler(&Session<Stream>::on_read, shared_from_this()));
   }
 
   void on_read(beast::error_code ec, std::size_t) {
@@ -253,10 +319,10 @@ class Session : public std::enable_shared_from_this<Session> {
         to_beast(std::move(*front.response), front.version, keep_alive));
     out_ = msg;
     writing_ = true;
-    stream_.expires_after(st_->opts.write_timeout);
+    lowest().expires_after(st_->opts.write_timeout);
     http::async_write(
         stream_, *msg,
-        beast::bind_front_handler(&Session::on_write, shared_from_this(), keep_alive));
+        beast::bind_front_handler(&Session<Stream>::on_write, shared_from_this(), keep_alive));
   }
 
   void on_write(bool keep_alive, beast::error_code ec, std::size_t) {
@@ -280,9 +346,10 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void linger_close() {
+    if constexpr (kTls) return close();  // the TLS close_notify ends it
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.expires_after(std::chrono::seconds(2));
+    lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
+    lowest().expires_after(std::chrono::seconds(2));
     drain();
   }
   void drain() {
@@ -298,9 +365,23 @@ class Session : public std::enable_shared_from_this<Session> {
     closed_ = true;
     keepalive_.cancel();
     if (sub_) sub_->close();
+    if constexpr (kTls) {
+      // A TLS close_notify, so that the client can tell the end of a stream
+      // from a truncation; only when no read or write is in flight on it.
+      if (!tls_broken_ && !reading_ && !writing_) {
+        lowest().expires_after(std::chrono::seconds(2));
+        stream_.async_shutdown(
+            [self = shared_from_this()](beast::error_code) { self->close_socket(); });
+        return;
+      }
+    }
+    close_socket();
+  }
+
+  void close_socket() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream_.socket().close(ec);
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
+    lowest().socket().close(ec);
   }
 
   // --- server-sent events ---------------------------------------------------
@@ -309,7 +390,7 @@ class Session : public std::enable_shared_from_this<Session> {
     sse_ = true;
     if (reading_) {  // a pipelined read: nothing more is read on a stream
       beast::error_code ec;
-      stream_.socket().cancel(ec);
+      lowest().socket().cancel(ec);
     }
     sub_ = std::move(res.stream);
     sse_out_ = std::move(res.body);
@@ -323,7 +404,7 @@ class Session : public std::enable_shared_from_this<Session> {
     sse_header_.keep_alive(false);  // the body ends when the connection does
     sse_sr_.emplace(sse_header_);
     writing_ = true;
-    stream_.expires_after(st_->opts.write_timeout);
+    lowest().expires_after(st_->opts.write_timeout);
     http::async_write_header(stream_, *sse_sr_,
                              [self = shared_from_this()](beast::error_code ec, std::size_t) {
                                self->writing_ = false;
@@ -352,7 +433,7 @@ class Session : public std::enable_shared_from_this<Session> {
     sse_buf_ = std::move(data);
     sse_end_ = batch.closed;
     writing_ = true;
-    stream_.expires_after(st_->opts.write_timeout);
+    lowest().expires_after(st_->opts.write_timeout);
     net::async_write(stream_, net::buffer(sse_buf_),
                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
                        self->writing_ = false;
@@ -370,10 +451,12 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   ServerState* st_;
+  std::unique_ptr<LiveSlot> live_;
   std::string remote_;
   beast::flat_buffer buffer_;
+  bool tls_broken_ = false;  // the handshake failed: no close_notify to send
   std::optional<http::request_parser<http::string_body>> parser_;
   std::deque<Slot> pending_;  // in request order; front is written next
   std::uint64_t first_seq_ = 0, next_seq_ = 0;
@@ -391,6 +474,65 @@ class Session : public std::enable_shared_from_this<Session> {
   net::steady_timer keepalive_;
 };
 
+// On an HTTPS port: reads the client's first bytes. A TLS ClientHello goes on
+// to a Session over TLS; anything else (plain HTTP to the HTTPS port) gets a
+// plain 400 that says so, instead of a handshake error the user cannot read.
+class TlsDetector : public Conn, public std::enable_shared_from_this<TlsDetector> {
+ public:
+  TlsDetector(tcp::socket&& socket, ServerState* st, std::unique_ptr<LiveSlot> live)
+      : stream_(std::move(socket)), st_(st), live_(std::move(live)) {}
+
+  void run() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      self->stream_.expires_after(self->st_->opts.read_timeout);
+      beast::async_detect_ssl(self->stream_, self->buffer_,
+                              beast::bind_front_handler(&TlsDetector::on_detect, self));
+    });
+  }
+
+  void shutdown() override {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      beast::error_code ec;
+      self->stream_.socket().close(ec);
+    });
+  }
+
+ private:
+  void on_detect(beast::error_code ec, bool tls) {
+    if (ec) {
+      beast::error_code ignored;
+      stream_.socket().close(ignored);
+      return;
+    }
+    if (tls) {
+      auto session = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+          beast::ssl_stream<beast::tcp_stream>(std::move(stream_), *st_->tls), std::move(buffer_),
+          st_, std::move(live_));
+      remember(st_, session);
+      session->run();
+      return;
+    }
+    static const std::string kPlain = [] {
+      const std::string body =
+          R"({"error":{"code":"bad_request","fields":[],"message":"this server speaks HTTPS: use an https:// URL"}})";
+      return "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    }();
+    stream_.expires_after(st_->opts.write_timeout);
+    net::async_write(stream_, net::buffer(kPlain),
+                     [self = shared_from_this()](beast::error_code, std::size_t) {
+                       beast::error_code ignored;
+                       self->stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+                       self->stream_.socket().close(ignored);
+                     });
+  }
+
+  beast::tcp_stream stream_;
+  ServerState* st_;
+  std::unique_ptr<LiveSlot> live_;
+  beast::flat_buffer buffer_;
+};
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -400,6 +542,36 @@ struct HttpServer::Impl {
   std::vector<std::thread> threads;
   int port = 0;
   bool started = false, stopped = false;
+
+  // TLS 1.2 and newer with the certificate chain and key of ServerOptions.
+  Status load_tls() {
+    const auto& o = st->opts;
+    if (o.tls_cert_file.empty() && o.tls_key_file.empty()) return {};
+    if (o.tls_cert_file.empty() || o.tls_key_file.empty())
+      return Error::invalid(o.tls_cert_file.empty() ? "--tls-cert" : "--tls-key",
+                            "TLS needs both --tls-cert and --tls-key");
+    net::ssl::context ctx(net::ssl::context::tls_server);
+    ctx.set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                    net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                    net::ssl::context::no_tlsv1_1 | net::ssl::context::single_dh_use);
+    beast::error_code ec;
+    ctx.use_certificate_chain_file(o.tls_cert_file, ec);
+    if (ec)
+      return Error::invalid("--tls-cert", "cannot load a PEM certificate chain from " +
+                                              o.tls_cert_file + ": " + ec.message());
+    ctx.use_private_key_file(o.tls_key_file, net::ssl::context::pem, ec);
+    if (ec && ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == X509_R_KEY_VALUES_MISMATCH)
+      return Error::invalid(
+          "--tls-key", o.tls_key_file + " is not the key of the certificate in " + o.tls_cert_file);
+    if (ec)
+      return Error::invalid("--tls-key", "cannot load a PEM private key from " + o.tls_key_file +
+                                             ": " + ec.message());
+    if (SSL_CTX_check_private_key(ctx.native_handle()) != 1)
+      return Error::invalid(
+          "--tls-key", o.tls_key_file + " is not the key of the certificate in " + o.tls_cert_file);
+    st->tls.emplace(std::move(ctx));
+    return {};
+  }
 
   void do_accept() {
     acceptor->async_accept(net::make_strand(st->ioc), [this](beast::error_code ec,
@@ -414,7 +586,6 @@ struct HttpServer::Impl {
         });
         return;
       }
-      std::shared_ptr<Session> session;
       {
         std::lock_guard lock(st->mu);
         if (st->stopping) return;
@@ -429,18 +600,25 @@ struct HttpServer::Impl {
           }();
           beast::error_code wec;
           socket.non_blocking(true, wec);
-          net::write(socket, net::buffer(kBusy), wec);
+          if (!st->tls) net::write(socket, net::buffer(kBusy), wec);  // TLS: just close
           socket.shutdown(tcp::socket::shutdown_both, wec);
           socket.close(wec);
           do_accept();
           return;
         }
-        session = std::make_shared<Session>(std::move(socket), st.get());
         ++st->live;
-        std::erase_if(st->sessions, [](const auto& w) { return w.expired(); });
-        st->sessions.push_back(session);
       }
-      session->run();
+      auto live = std::make_unique<LiveSlot>(st.get());
+      if (st->tls) {
+        auto detector = std::make_shared<TlsDetector>(std::move(socket), st.get(), std::move(live));
+        remember(st.get(), detector);
+        detector->run();
+      } else {
+        auto session = std::make_shared<Session<beast::tcp_stream>>(
+            beast::tcp_stream(std::move(socket)), beast::flat_buffer{}, st.get(), std::move(live));
+        remember(st.get(), session);
+        session->run();
+      }
       do_accept();
     });
   }
@@ -457,6 +635,7 @@ HttpServer::~HttpServer() {
 Status HttpServer::start() {
   auto& im = *impl_;
   if (im.started) return Error::conflict("server already started");
+  if (auto st = im.load_tls(); !st) return st;
   beast::error_code ec;
   auto address = net::ip::make_address(im.st->opts.host, ec);
   if (ec) return Error::invalid("listen", "bad address '" + im.st->opts.host + "'");
@@ -494,7 +673,7 @@ void HttpServer::stop() {
   if (!im.started || im.stopped) return;
   im.stopped = true;
   auto& st = *im.st;
-  std::vector<std::shared_ptr<Session>> sessions;
+  std::vector<std::shared_ptr<Conn>> sessions;
   {
     std::lock_guard lock(st.mu);
     st.stopping = true;

@@ -18,6 +18,10 @@
 // stream (see event_hub.hpp); a keep-alive comment is written every
 // `sse_keepalive` so that dead peers are noticed.
 //
+// TLS (ServerOptions::tls_cert_file): every connection is first sniffed for a
+// TLS ClientHello, then handshaken (within read_timeout) and served as above
+// over Boost.Asio's OpenSSL stream; it ends with a close_notify.
+//
 // stop(): stop accepting, let in-flight requests finish and their responses be
 // written (up to `shutdown_timeout`), close idle and streaming connections,
 // join every thread. The destructor calls stop().
@@ -56,6 +60,11 @@ struct ServerOptions {
   // GET paths answered on a lane of their own (one thread), outside the
   // handler queue and its cap: health probes that must answer under any load.
   std::vector<std::string> probe_paths = {"/healthz"};
+  // HTTPS: a PEM certificate chain (the server's certificate first) and its
+  // PEM private key; both empty: plain HTTP. On an HTTPS port a plain HTTP
+  // request is answered 400 ("this server speaks HTTPS").
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class HttpServer {
@@ -66,7 +75,8 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   // Binds, listens and starts the threads. kUnavailable when the address
-  // cannot be bound (in use, bad host).
+  // cannot be bound (in use, bad host); kInvalidArgument naming --tls-cert or
+  // --tls-key when the certificate or key cannot be loaded.
   Status start();
   // The bound port (the real one when options.port was 0); 0 before start().
   int port() const;

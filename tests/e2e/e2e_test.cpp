@@ -26,6 +26,7 @@
 #include "tests/support/cluster.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
+#include "tests/support/tls_certs.hpp"
 #include "trials/redis/redis_client.hpp"
 #include "web/http_client.hpp"
 
@@ -416,6 +417,65 @@ TEST(EndToEnd, CliSubmitFollowStatusAndExitCodes) {
   EXPECT_NE(del.log().find("deleted " + id), std::string::npos) << del.log();
   EXPECT_TRUE(c.get("/api/sweeps/" + id).is_null());
   EXPECT_TRUE(c.get("/api/trials/" + id + "-0").is_null());
+}
+
+// HTTPS: the scheduler serves the API and the dashboard with --tls-cert and
+// --tls-key; the local CLI finds the URL and the certificate to trust in
+// scheduler.json; a remote CLI needs --ca-file, and without it is refused with
+// what to pass. A key other users can read is refused at start.
+TEST(EndToEnd, HttpsApiDashboardAndCliVerifyTheCertificate) {
+  hpo::testing::TestCerts certs;
+  ASSERT_TRUE(certs.ok()) << certs.log();
+  {
+    Cluster loose;
+    std::filesystem::copy_file(certs.key(), loose.home() + "/loose.key");
+    std::filesystem::permissions(loose.home() + "/loose.key",
+                                 std::filesystem::perms::owner_read |
+                                     std::filesystem::perms::group_read |
+                                     std::filesystem::perms::others_read);
+    Process refused({kBin + "/scheduler/hpo-scheduler", "--listen", "127.0.0.1:0", "--tls-cert",
+                     certs.cert(), "--tls-key", loose.home() + "/loose.key"},
+                    loose.env(), loose.home() + "/refused.log");
+    EXPECT_NE(refused.wait(30s), 0);
+    EXPECT_NE(refused.log().find("readable by other users"), std::string::npos) << refused.log();
+  }
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(
+      c.start_scheduler({"--tls-cert", certs.cert(), "--tls-key", certs.key()}));
+  auto state = Json::parse(read_file(c.home() + "/scheduler.json"));
+  const std::string api = state["api"].get<std::string>();
+  ASSERT_EQ(api.rfind("https://127.0.0.1:", 0), 0u) << api;
+  c.start_worker("a", 2);
+  // The dashboard over HTTPS.
+  auto page = c.api().get("/");
+  ASSERT_TRUE(page.ok()) << page.error().message;
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->body.find("<html"), std::string::npos);
+
+  // The local CLI: URL and certificate from scheduler.json.
+  std::string spec_path = c.home() + "/spec.json";
+  std::ofstream(spec_path) << command_spec(4, 0).dump(2);
+  Process submit({kBin + "/cli/hpo", "submit", spec_path, "--follow"}, c.env(),
+                 c.home() + "/cli.log");
+  EXPECT_EQ(submit.wait(120s), 0) << submit.log() << c.logs();
+  EXPECT_NE(submit.log().find("4/4 done"), std::string::npos) << submit.log();
+
+  // A remote CLI (no scheduler.json): refused without the CA, served with it.
+  const std::vector<std::pair<std::string, std::string>> remote_env = {
+      {"HPO_HOME", c.home() + "/elsewhere"}, {"HPO_TOKEN", state["token"].get<std::string>()}};
+  Process untrusted({kBin + "/cli/hpo", "--server", api, "status"}, remote_env,
+                    c.home() + "/untrusted.log");
+  EXPECT_EQ(untrusted.wait(30s), 4) << untrusted.log();
+  EXPECT_NE(untrusted.log().find("--ca-file"), std::string::npos) << untrusted.log();
+  Process trusted({kBin + "/cli/hpo", "--server", api, "--ca-file", certs.ca(), "status"},
+                  remote_env, c.home() + "/trusted.log");
+  EXPECT_EQ(trusted.wait(30s), 0) << trusted.log();
+  EXPECT_NE(trusted.log().find("finished"), std::string::npos) << trusted.log();
+  // Plain HTTP to the HTTPS port is told what to use.
+  Process plain({kBin + "/cli/hpo", "--server", "http" + api.substr(5), "status"}, remote_env,
+                c.home() + "/plain.log");
+  EXPECT_EQ(plain.wait(30s), 2) << plain.log();
+  EXPECT_NE(plain.log().find("speaks HTTPS"), std::string::npos) << plain.log();
 }
 
 }  // namespace

@@ -80,6 +80,7 @@ class Cluster {
     ASSERT_TRUE(url.ok());
     api_ = std::make_unique<web::HttpClient>(*url, std::chrono::seconds(10));
     api_->set_token(state["token"].get<std::string>());
+    if (state.contains("ca_file")) api_->set_ca_file(state["ca_file"].get<std::string>());
   }
 
   // `prefix` runs it through another program (a test host: ip netns exec NS);

@@ -73,7 +73,16 @@ TEST(HttpUrl, ParsesTheForms) {
   EXPECT_EQ(c->host, "::1");
   EXPECT_EQ(c->port, 81);
   EXPECT_EQ(parse_http_url("http://example.org")->port, 80);
-  EXPECT_FALSE(parse_http_url("https://x:1").ok());
+  auto d = parse_http_url("https://sched.example/hpo");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->tls);
+  EXPECT_EQ(d->port, 443);
+  EXPECT_EQ(d->base, "/hpo");
+  EXPECT_FALSE(a->tls);
+  EXPECT_EQ(parse_http_url("https://x:8443")->port, 8443);
+  auto bad = parse_http_url("ftp://x:1");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("http:// and https://"), std::string::npos);
   EXPECT_FALSE(parse_http_url("x:notaport").ok());
   EXPECT_FALSE(parse_http_url("x:70000").ok());
 }
