@@ -178,7 +178,9 @@ class Session : public Conn, public std::enable_shared_from_this<Session<Stream>
   void shutdown() override {
     net::post(stream_.get_executor(), [self = shared_from_this()] {
       self->stopping_ = true;
-      if (self->sse_ || (self->pending_.empty() && !self->writing_)) self->close();
+      // A write in flight ends first (its completion sees stopping_ and
+      // closes), so that a TLS stream ends with a close_notify after it.
+      if ((self->sse_ || self->pending_.empty()) && !self->writing_) self->close();
     });
   }
 
@@ -408,7 +410,7 @@ class Session : public Conn, public std::enable_shared_from_this<Session<Stream>
     http::async_write_header(stream_, *sse_sr_,
                              [self = shared_from_this()](beast::error_code ec, std::size_t) {
                                self->writing_ = false;
-                               if (ec || self->closed_) return self->close();
+                               if (ec || self->closed_ || self->stopping_) return self->close();
                                self->pending_.clear();
                                std::weak_ptr<Session> weak = self;
                                auto exec = self->stream_.get_executor();
