@@ -1,5 +1,6 @@
 #include "scheduler/config.hpp"
 
+#include "trials/artifact_dir.hpp"
 #include "trials/data_roots.hpp"
 
 #include <sys/stat.h>
@@ -34,6 +35,10 @@ the environment over --config, --config over the defaults):
                          (visible in `ps`: prefer --token-file or HPO_TOKEN)
   --token-file FILE      read the token from FILE [HPO_TOKEN_FILE]
                          (no token given: a random one is generated and printed)
+  --artifacts DIR        keep trials' artifacts (models, checkpoints, predictions)
+                         as files in DIR, a folder every worker mounts (NFS,
+                         Lustre, a bucket); Redis keeps only references. Workers
+                         without --artifacts use it at the same path [HPO_ARTIFACTS]
   --tls-cert FILE        serve the API and dashboard over HTTPS with this PEM
                          certificate chain (the server's first) [HPO_TLS_CERT]
   --tls-key FILE         ... and this PEM private key (mode 0600) [HPO_TLS_KEY]
@@ -97,6 +102,12 @@ const std::vector<S>& settings() {
       text_setting<Config>("--token", "HPO_TOKEN", "token", &Config::token),
       text_setting<Config>("--token-file", "HPO_TOKEN_FILE", "token_file", &Config::token_file),
       text_setting<Config>("--tls-cert", "HPO_TLS_CERT", "tls_cert", &Config::tls_cert_file),
+      {"--artifacts", "HPO_ARTIFACTS", "artifacts", SettingKind::kValue,
+       [](Config& c, const std::string& origin, const std::string& v) -> Status {
+         if (auto st = trials::check_artifact_root(origin, v); !st) return st;
+         c.artifacts = v;
+         return {};
+       }},
       text_setting<Config>("--tls-key", "HPO_TLS_KEY", "tls_key", &Config::tls_key_file),
       switch_setting<Config>("--auth-reads", "HPO_AUTH_READS", "auth_reads", &Config::auth_reads),
       switch_setting<Config>("--public-reads", "HPO_PUBLIC_READS", "public_reads",

@@ -21,6 +21,9 @@ struct SchedulerConfig {
   std::string token_file;       // read the token from this file
   // HTTPS for the API and dashboard: a PEM certificate chain and its key.
   std::string tls_cert_file;
+  // Trials' artifact bytes go to files in this folder (shared with every
+  // worker) instead of Redis; empty: Redis.
+  std::string artifacts;
   std::string tls_key_file;
   // Reads (GET) need the token too. Default: only when listening beyond
   // loopback; --public-reads keeps them open there (a trusted network).

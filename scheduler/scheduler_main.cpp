@@ -103,6 +103,7 @@ int run(const scheduler::SchedulerConfig& config) {
   trials::redis::RedisStoreConfig store_config;
   store_config.url = *url;
   store_config.prefix = config.prefix;
+  store_config.artifact_dir = config.artifacts;
   auto make_store = [store_config] {
     return std::make_unique<trials::redis::RedisStore>(store_config);
   };
@@ -111,6 +112,11 @@ int run(const scheduler::SchedulerConfig& config) {
     auto probe = make_store();
     if (auto ids = probe->sweeps().active_sweeps(); !ids) {
       log_error("cannot reach Redis", {{"url", url->to_string()}, {"error", ids.error().message}});
+      return 1;
+    }
+    // Workers started without --artifacts use this one.
+    if (auto st = probe->announce_artifact_dir(config.artifacts); !st) {
+      log_error("cannot announce the artifact directory", {{"error", st.error().message}});
       return 1;
     }
   }

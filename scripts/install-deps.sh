@@ -9,6 +9,7 @@ pkgs=(g++ cmake make pkg-config git ca-certificates
       libssl-dev openssl  # HTTPS of the API (Boost.Asio over OpenSSL); the TLS tests make certificates
       python3         # the Python command trials of the tests and examples (standard library only)
       redis-sentinel  # the Sentinel failover tests (a primary, a replica, three Sentinels)
+      slurm-wlm munge # the Slurm deploy test (slurmctld, slurmd, munged on this machine)
       libtorch-dev libgloo-dev libopenblas0-pthread
       dataset-fashion-mnist
       chromium

@@ -387,6 +387,11 @@ void Agent::stop() {
   log_info("worker stopped", {{"worker", options_.name}});
 }
 
+bool Agent::busy() const {
+  std::lock_guard lk(mu_);
+  return claiming_ || !running_.empty() || !shares_.empty();
+}
+
 AgentStats Agent::stats() const {
   std::lock_guard lk(mu_);
   return stats_;

@@ -136,6 +136,8 @@ class Agent {
   void drain(const std::function<bool()>& until_stopped = {});
 
   AgentStats stats() const;
+  // Something runs or is being claimed: a trial, a gang's ranks, a claim call.
+  bool busy() const;
   const AgentOptions& options() const { return options_; }
 
  private:

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/settings.hpp"
+#include "trials/artifact_dir.hpp"
 #include "trials/placement.hpp"
 #include "workers/termination_notice.hpp"
 
@@ -62,6 +63,14 @@ const std::vector<Row>& rows() {
        "seconds between SIGTERM and SIGKILL when a command trial is stopped (default 5)"},
       {text_setting<WorkerConfig>("--work-dir", "HPO_WORK_DIR", nullptr, &WorkerConfig::work_dir),
        "where attempt directories go (default $HPO_HOME/work/<name>)"},
+      {{"--artifacts", "HPO_ARTIFACTS", nullptr, SettingKind::kValue,
+        [](WorkerConfig& c, const std::string& w, const std::string& dir) -> Status {
+          if (auto st = trials::check_artifact_root(w, dir); !st) return st;
+          c.artifacts = dir;
+          return {};
+        }},
+       "the shared folder for trials' artifacts as this host mounts it (default: the folder "
+       "the scheduler's --artifacts names, at the same path; none: artifacts in Redis)"},
       {text_setting<WorkerConfig>("--dataset-cache", "HPO_DATASET_CACHE", nullptr,
                                   &WorkerConfig::dataset_cache),
        "where decoded datasets are kept for this host's trials (default $HPO_HOME/dataset-cache; "
@@ -140,6 +149,10 @@ const std::vector<Row>& rows() {
         [](WorkerConfig& c) { c.notice_headers.clear(); }, ','},
        "a header sent with each poll of --notice-url ('Metadata-Flavor: Google' on GCP, "
        "'Metadata: true' on Azure); repeatable (env: comma-separated)"},
+      {seconds_setting<WorkerConfig>("--exit-when-idle-s", "HPO_EXIT_WHEN_IDLE_S", nullptr,
+                                     &WorkerConfig::exit_when_idle_s),
+       "exit (status 0) once this worker has run nothing and no sweep has been running for "
+       "that many seconds, as a batch job's worker should (Slurm); default 0: never"},
       {text_setting<WorkerConfig>("--address", "HPO_WORKER_ADDRESS", nullptr,
                                   &WorkerConfig::address),
        "this host's address other hosts reach: the ranks of data-parallel trials that span "

@@ -29,6 +29,7 @@ struct WorkerConfig {
   std::string prefix = "hpo:";     // Redis key prefix
   double kill_grace_s = 5.0;       // SIGTERM -> SIGKILL grace for command trials
   std::string work_dir;            // attempt directories; empty: $HPO_HOME/work/<name>
+  std::string artifacts;           // artifact files' folder; empty: the scheduler's, if any
   std::string dataset_cache;       // decoded datasets; empty: $HPO_HOME/dataset-cache; "none": off
   double wait_scheduler_s = 60.0;  // how long to wait for a local scheduler's state file
   double drain_grace_s = 30.0;     // SIGTERM: how long running trials may still finish
@@ -55,6 +56,9 @@ struct WorkerConfig {
   std::string notice_url;
   std::vector<std::pair<std::string, std::string>> notice_headers;
   double notice_poll_s = 1.0;  // between two polls of the URL
+  // Exit (0) once the worker has run nothing and no sweep has been running
+  // for this long: a batch job's worker ends when the work does. 0: never.
+  double exit_when_idle_s = 0;
   // This host's address the pool's other hosts reach (a gang's ranks listen
   // there); empty: the local address of the route to Redis.
   std::string address;

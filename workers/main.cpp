@@ -18,6 +18,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,6 +45,46 @@
 namespace {
 
 using hpo::workers::WorkerConfig;
+
+// --exit-when-idle-s: done() once the agent has been idle, and the store has
+// named no running sweep, for the whole period. A store it cannot reach is not
+// idleness (an outage must not end the pool's workers).
+class IdleExit {
+ public:
+  IdleExit(double seconds, hpo::trials::StoreFactory connect)
+      : period_(static_cast<std::int64_t>(seconds * 1000)), connect_(std::move(connect)) {}
+
+  bool done(bool busy) {
+    if (period_.count() <= 0) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (busy || !nothing_running()) {
+      since_.reset();
+      return false;
+    }
+    if (!since_) since_ = now;
+    return now - *since_ >= period_;
+  }
+
+ private:
+  bool nothing_running() {
+    if (!store_) {
+      auto made = connect_();
+      if (!made) return false;
+      store_ = std::move(*made);
+    }
+    auto active = store_->sweeps().active_sweeps();
+    if (!active) {
+      store_.reset();
+      return false;
+    }
+    return active->empty();
+  }
+
+  std::chrono::milliseconds period_;
+  hpo::trials::StoreFactory connect_;
+  std::unique_ptr<hpo::trials::Store> store_;
+  std::optional<std::chrono::steady_clock::time_point> since_;
+};
 
 // Waits up to `ms` for SIGTERM/SIGINT; returns the signal or 0.
 int wait_signal(const sigset_t& set, long ms) {
@@ -162,10 +204,25 @@ int main(int argc, char** argv) {
   options.work_root =
       config.work_dir.empty() ? hpo::hpo_home() + "/work/" + options.name : config.work_dir;
 
+  // Artifact files go where --artifacts says, else where the scheduler
+  // announced (asked again on every new connection: the scheduler may start later).
   hpo::trials::StoreFactory connect =
-      [url, prefix = config.prefix]() -> hpo::Result<std::unique_ptr<hpo::trials::Store>> {
-    auto store = hpo::trials::redis::RedisStore::open(url, prefix);
+      [url, prefix = config.prefix,
+       artifacts = config.artifacts]() -> hpo::Result<std::unique_ptr<hpo::trials::Store>> {
+    auto store = hpo::trials::redis::RedisStore::open(url, prefix, artifacts);
     if (!store) return store.error();
+    if (artifacts.empty()) {
+      auto announced = (*store)->announced_artifact_dir();
+      if (!announced) return announced.error();
+      if (!announced->empty()) {
+        if (auto st = hpo::trials::check_artifact_root("the scheduler's --artifacts", *announced);
+            !st)
+          return hpo::Error::unavailable(
+              st.error().message +
+              " on this host: mount it at that path, or pass --artifacts with where it is mounted");
+        (*store)->use_artifact_dir(*announced);
+      }
+    }
     return std::unique_ptr<hpo::trials::Store>(std::move(store.value()));
   };
   auto executors = hpo::workers::builtin_executors(config.kill_grace_s);
@@ -223,16 +280,22 @@ int main(int argc, char** argv) {
   const int period_ms = static_cast<int>(
       config.notice_file.empty() ? std::min<std::int64_t>(1000, url_period.count()) : 250);
   auto next_url_poll = std::chrono::steady_clock::now();
+  IdleExit idle(config.exit_when_idle_s, connect);
+  bool went_idle = false;
   while (!(sig = wait_signal(signals, period_ms))) {
+    if ((went_idle = idle.done(agent.busy()))) break;
     if (!notice.enabled()) continue;
     const bool ask_url = std::chrono::steady_clock::now() >= next_url_poll;
     if (ask_url) next_url_poll = std::chrono::steady_clock::now() + url_period;
     if (noticed = notice.check(ask_url); !noticed.empty()) break;
   }
-  hpo::log_info("worker stopping", {{"worker", options.name},
-                                    {"signal", !noticed.empty() ? noticed
-                                               : sig == SIGTERM ? std::string("SIGTERM")
-                                                                : std::string("SIGINT")}});
+  hpo::log_info("worker stopping",
+                {{"worker", options.name},
+                 {"signal", went_idle          ? fmt::format("idle for {} s: no sweep is running",
+                                                             config.exit_when_idle_s)
+                            : !noticed.empty() ? noticed
+                            : sig == SIGTERM   ? std::string("SIGTERM")
+                                               : std::string("SIGINT")}});
   agent.drain([&] { return wait_signal(signals, 0) != 0; });
   return 0;
 }

@@ -419,6 +419,21 @@ TEST(EndToEnd, CliSubmitFollowStatusAndExitCodes) {
   EXPECT_TRUE(c.get("/api/trials/" + id + "-0").is_null());
 }
 
+// --exit-when-idle-s: a worker that runs nothing while no sweep runs ends by
+// itself (exit 0), as a batch job's worker must; it does not leave while the
+// sweep still has work (it is the only worker, so the sweep could not finish).
+TEST(EndToEnd, AWorkerWithExitWhenIdleEndsOnceNoSweepRuns) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  std::string id = submit(c, command_spec(5, 200));
+  ASSERT_FALSE(id.empty());
+  Process& w = c.start_worker("batch", 1, 1500, {"--exit-when-idle-s", "1"});
+  EXPECT_EQ(w.wait(120s), 0) << c.logs();
+  Json sweep = c.wait_finished(id, 10s);
+  ASSERT_NO_FATAL_FAILURE(check_sweep(c, id, 5, sweep));
+  EXPECT_NE(w.log().find("idle for 1 s: no sweep is running"), std::string::npos) << w.log();
+}
+
 // HTTPS: the scheduler serves the API and the dashboard with --tls-cert and
 // --tls-key; the local CLI finds the URL and the certificate to trust in
 // scheduler.json; a remote CLI needs --ca-file, and without it is refused with

@@ -21,6 +21,7 @@
 
 #include "tests/support/cluster.hpp"
 #include "tests/support/tabular.hpp"
+#include "trials/redis/redis_client.hpp"
 
 namespace hpo::e2e {
 namespace {
@@ -342,9 +343,10 @@ TEST(EnsembleEndToEnd, APythonCommandSweepBecomesAnEnsemble) {
 // Regression end to end: MLP regressors searched, 4 bagged members combined by
 // median, the stage made to return the stacked (ridge) ensemble; `hpo predict`
 // on the test file reproduces the record's test MSE from the exported models.
-TEST(EnsembleEndToEnd, RegressionStackedEnsembleAndHpoPredict) {
-  Cluster c;
-  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+// The sweep's id in `id`; `scheduler_flags` for the scheduler.
+void regression_stacked_and_predict(Cluster& c, const std::vector<std::string>& scheduler_flags,
+                                    std::string& id) {
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler(scheduler_flags));
   const std::string train = c.home() + "/train.csv", test = c.home() + "/test.csv";
   write_regression_csv(train, 1600, 21);
   write_regression_csv(test, 400, 22);
@@ -361,7 +363,7 @@ TEST(EnsembleEndToEnd, RegressionStackedEnsembleAndHpoPredict) {
                  c.home() + "/follow.log");
   ASSERT_EQ(follow.wait(240s), 0) << follow.log() << c.logs();
   const std::string followed = follow.log();
-  const std::string id = followed.substr(0, followed.find('\n'));
+  id = followed.substr(0, followed.find('\n'));
   EXPECT_NE(followed.find(" running | 0 failed | members "), std::string::npos) << followed;
   EXPECT_NE(followed.find("| members 4/4 done"), std::string::npos) << followed;
   Json sweep = c.get("/api/sweeps/" + id);
@@ -403,6 +405,76 @@ TEST(EnsembleEndToEnd, RegressionStackedEnsembleAndHpoPredict) {
   }
   ASSERT_EQ(rows, 400);
   EXPECT_NEAR(se / rows, record_mse, 1e-3 * record_mse) << cli.log();
+
+  // What the sweep costs Redis (docs/operations.md sizes from this).
+  auto state = Json::parse(read_file(c.home() + "/scheduler.json"));
+  hpo::trials::redis::RedisClient redis(
+      *hpo::trials::redis::RedisUrl::parse(state["redis"].get<std::string>()));
+  auto info = redis.command({"INFO", "memory"});
+  ASSERT_TRUE(info.ok());
+  const auto at = info->str.find("used_memory:");
+  ASSERT_NE(at, std::string::npos);
+  std::printf("redis: used_memory %s bytes after 4 trials + 4 members (artifacts %s)\n",
+              info->str.substr(at + 12, info->str.find('\r', at) - at - 12).c_str(),
+              scheduler_flags.empty() ? "in Redis" : "in a folder");
+}
+
+TEST(EnsembleEndToEnd, RegressionStackedEnsembleAndHpoPredict) {
+  Cluster c;
+  std::string id;
+  regression_stacked_and_predict(c, {}, id);
+}
+
+// The same sweep with --artifacts on the scheduler only (the worker takes the
+// folder the scheduler announces): every model, checkpoint and prediction set
+// is a file in the folder, Redis holds only references to them, the ensemble
+// and `hpo predict` read them back, and `hpo delete` removes the sweep's folder.
+TEST(EnsembleEndToEnd, WithAnArtifactFolderModelsNeverPassThroughRedis) {
+  Cluster c;
+  const std::string folder = c.home() + "/shared-artifacts";
+  std::filesystem::create_directories(folder);
+  std::string id;
+  ASSERT_NO_FATAL_FAILURE(regression_stacked_and_predict(c, {"--artifacts", folder}, id));
+  ASSERT_FALSE(id.empty());
+
+  auto state = Json::parse(read_file(c.home() + "/scheduler.json"));
+  hpo::trials::redis::RedisClient redis(
+      *hpo::trials::redis::RedisUrl::parse(state["redis"].get<std::string>()));
+  std::size_t keys = 0, largest = 0;
+  std::string cursor = "0";
+  do {
+    auto r = redis.command({"SCAN", cursor, "MATCH", "hpo:artifact:" + id + "-*", "COUNT", "1000"});
+    ASSERT_TRUE(r.ok() && r->elements.size() == 2);
+    cursor = r->elements[0].str;
+    for (const auto& k : r->elements[1].elements) {
+      auto len = redis.command({"STRLEN", k.str});
+      ASSERT_TRUE(len.ok());
+      ++keys;
+      const bool log = k.str.size() >= 8 && k.str.substr(k.str.size() - 8) == ":log.txt";
+      if (!log) largest = std::max(largest, static_cast<std::size_t>(len->integer));
+    }
+  } while (cursor != "0");
+  std::size_t files = 0, models = 0;
+  std::uintmax_t bytes = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(folder + "/" + id))
+    if (e.is_regular_file()) {
+      ++files;
+      bytes += e.file_size();
+      models += e.path().filename().string().rfind("model.pt.", 0) == 0;
+    }
+  std::printf(
+      "artifact folder: %zu files, %ju bytes; Redis: %zu artifact keys, largest "
+      "non-log value %zu bytes\n",
+      files, bytes, keys, largest);
+  EXPECT_EQ(models, 8u);  // 4 search trials and 4 members
+  EXPECT_GT(keys, 0u);
+  EXPECT_LT(largest, 400u) << "an artifact's bytes are in Redis";
+  EXPECT_GT(bytes, 100'000u);
+
+  const std::string bin = hpo::testing::kBinaryDir;
+  Process del({bin + "/cli/hpo", "delete", id}, c.env(), c.home() + "/delete.log");
+  ASSERT_EQ(del.wait(60s), 0) << del.log();
+  EXPECT_FALSE(std::filesystem::exists(folder + "/" + id));
 }
 
 // The scheduler killed with -9 during the member stage: the restarted one

@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <set>
@@ -50,7 +52,23 @@ struct RedisEnv {
   void pass(std::int64_t ms) { hpo::testing::let_time_pass(std::chrono::milliseconds(ms + 20)); }
 };
 
-using Envs = ::testing::Types<RedisEnv>;
+// The same suite with trials' artifacts as files in a folder (--artifacts).
+struct RedisFilesEnv : RedisEnv {
+  static std::string folder() {
+    static const struct Folder {
+      std::string path;
+      Folder() {
+        char tmpl[] = "/tmp/hpo-artifacts-XXXXXX";
+        path = ::mkdtemp(tmpl);
+      }
+      ~Folder() { std::filesystem::remove_all(path); }
+    } dir;
+    return dir.path;
+  }
+  RedisFilesEnv() { redis_store.use_artifact_dir(folder()); }
+};
+
+using Envs = ::testing::Types<RedisEnv, RedisFilesEnv>;
 INSTANTIATE_TYPED_TEST_SUITE_P(Redis, StoreConformance, Envs);
 
 Trial add(RedisStore& store, const std::string& sweep, std::int64_t number) {
@@ -238,6 +256,106 @@ TEST(RedisStore, OversizedArtifactIsRefused) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, ErrorCode::kPayloadTooLarge);
   EXPECT_FALSE(store.get_artifact(t.id, "big")->has_value());
+}
+
+// --artifacts: the bytes are a file under DIR/<sweep>/<trial>/, Redis holds
+// only a reference; a stale attempt's write leaves no file; a replaced
+// checkpoint's file goes; a torn or changed file is an error naming it, never
+// wrong bytes; the sweep's folder goes with the sweep.
+TEST(RedisStore, WithAnArtifactFolderRedisHoldsOnlyReferences) {
+  char tmpl[] = "/tmp/hpo-artifacts-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  RedisStoreConfig config = config_for(shared_server(), unique_prefix());
+  config.artifact_dir = dir;
+  RedisStore store(config);
+  auto sweep = store.create_sweep(NewSweep{"files", "{}", false});
+  ASSERT_TRUE(sweep.ok());
+  Trial t = add(store, *sweep, 0);
+  auto claimed = store.claim_batch("w1", slots_only_offer(1), 1, 60000);
+  ASSERT_TRUE(claimed.ok() && claimed->claims.size() == 1);
+  std::string model(3 << 20, '\0');
+  for (std::size_t i = 0; i < model.size(); ++i) model[i] = static_cast<char>(i * 131 % 251);
+  ASSERT_TRUE(store.put_artifact(t.id, 0, "w1", "model.pt", model).ok());
+  auto raw = store.client().command({"GET", config.prefix + "artifact:" + t.id + ":model.pt"});
+  ASSERT_TRUE(raw.ok());
+  EXPECT_LT(raw->str.size(), 300u) << "Redis holds the bytes, not a reference";
+  EXPECT_EQ(raw->str.rfind("hpo-artifact-file/1\n", 0), 0u);
+  const std::string trial_dir = dir + "/" + *sweep + "/" + t.id;
+  auto files = [&] {
+    std::vector<std::string> out;
+    if (std::filesystem::exists(trial_dir))
+      for (const auto& e : std::filesystem::directory_iterator(trial_dir))
+        out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  ASSERT_EQ(files().size(), 1u);
+  EXPECT_EQ(files()[0].rfind("model.pt.", 0), 0u) << files()[0];
+  EXPECT_EQ(**store.get_artifact(t.id, "model.pt"), model);
+
+  // A checkpoint replaced by the next one: one file, the newest.
+  ASSERT_TRUE(store.put_artifact(t.id, 0, "w1", "checkpoint", "epoch 1").ok());
+  ASSERT_TRUE(store.put_artifact(t.id, 0, "w1", "checkpoint", "epoch 2").ok());
+  EXPECT_EQ(files().size(), 2u);
+  EXPECT_EQ(**store.get_artifact(t.id, "checkpoint"), "epoch 2");
+
+  // The lease moves on: the old attempt's write is refused and leaves nothing.
+  ASSERT_TRUE(store.release(t.id, 0, "w1", "test").ok());
+  ASSERT_TRUE(store.claim_batch("w2", slots_only_offer(1), 1, 60000).ok());
+  EXPECT_EQ(store.put_artifact(t.id, 0, "w1", "checkpoint", "stale").error().code,
+            ErrorCode::kLeaseLost);
+  EXPECT_EQ(files().size(), 2u);
+  EXPECT_EQ(**store.get_artifact(t.id, "checkpoint"), "epoch 2");
+
+  // A torn copy, then a changed one: errors that name the file.
+  const std::string model_file = trial_dir + "/" + files()[1];
+  ASSERT_EQ(files()[1].rfind("model.pt.", 0), 0u);
+  std::filesystem::resize_file(model_file, 1000);
+  auto torn = store.get_artifact(t.id, "model.pt");
+  ASSERT_FALSE(torn.ok());
+  EXPECT_NE(torn.error().message.find("is 1000 bytes, its reference says 3145728"),
+            std::string::npos)
+      << torn.error().message;
+  std::filesystem::resize_file(model_file, model.size());
+  auto changed = store.get_artifact(t.id, "model.pt");
+  ASSERT_FALSE(changed.ok());
+  EXPECT_NE(changed.error().message.find("SHA-256"), std::string::npos) << changed.error().message;
+
+  // A process without the folder is told what it lacks.
+  RedisStore without(config_for(shared_server(), config.prefix));
+  auto lacking = without.get_artifact(t.id, "checkpoint");
+  ASSERT_FALSE(lacking.ok());
+  EXPECT_NE(lacking.error().message.find("--artifacts"), std::string::npos)
+      << lacking.error().message;
+
+  // The sweep's folder goes with the sweep.
+  TrialResult done;
+  done.outcome = TrialState::kCompleted;
+  done.value = 1;
+  ASSERT_TRUE(store.complete(t.id, 1, "w2", done).ok());
+  ASSERT_TRUE(store.cancel_sweep(*sweep).ok());
+  ASSERT_TRUE(store.delete_sweep(*sweep).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir + "/" + *sweep));
+  std::filesystem::remove_all(dir);
+}
+
+// Bytes kept in Redis that look like a reference come back as they were.
+TEST(RedisStore, InlineBytesThatLookLikeAReferenceRoundTrip) {
+  RedisStore store(config_for(shared_server(), unique_prefix()));
+  auto sweep = store.create_sweep(NewSweep{"inline", "{}", false});
+  Trial t = add(store, *sweep, 0);
+  ASSERT_TRUE(store.claim_batch("w1", slots_only_offer(1), 1, 60000).ok());
+  for (std::string bytes :
+       {std::string("hpo-artifact-file/1\n{\"path\":\"x\",\"size\":1,"
+                    "\"sha256\":\"y\"}"),
+        std::string("hpo-artifact-inline/1\nabc"), std::string("hpo-artifact-")}) {
+    ASSERT_TRUE(store.put_artifact(t.id, 0, "w1", "odd", bytes).ok());
+    auto got = store.get_artifact(t.id, "odd");
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    EXPECT_EQ(**got, bytes);
+    ASSERT_TRUE(store.put_record(t.id, "rec", bytes).ok());
+    EXPECT_EQ(**store.get_artifact(t.id, "rec"), bytes);
+  }
 }
 
 // Data written by a version with one shared queue: the first claim splits it

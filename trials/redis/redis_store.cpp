@@ -168,15 +168,58 @@ RedisStore::RedisStore(RedisStoreConfig config)
       client_(config_.url, RedisClientOptions{.connect_timeout = config_.connect_timeout,
                                               .command_timeout = config_.command_timeout}) {
   client_.set_on_connect([this](RedisClient& c) { return load_functions(c); });
+  if (!config_.artifact_dir.empty()) files_.emplace(config_.artifact_dir);
 }
 
-Result<std::unique_ptr<RedisStore>> RedisStore::open(std::string_view url, std::string prefix) {
+Result<std::unique_ptr<RedisStore>> RedisStore::open(std::string_view url, std::string prefix,
+                                                     std::string artifact_dir) {
   auto parsed = RedisUrl::parse(url);
   if (!parsed) return parsed.error();
   RedisStoreConfig config;
   config.url = std::move(*parsed);
   config.prefix = std::move(prefix);
+  config.artifact_dir = std::move(artifact_dir);
   return std::make_unique<RedisStore>(std::move(config));
+}
+
+Result<std::string> RedisStore::announced_artifact_dir() {
+  auto r = client_.command({"HGET", key("deployment"), "artifact_dir"});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  return r->is_nil() ? std::string() : r->str;
+}
+
+void RedisStore::use_artifact_dir(const std::string& dir) {
+  config_.artifact_dir = dir;
+  if (dir.empty())
+    files_.reset();
+  else
+    files_.emplace(dir);
+}
+
+Status RedisStore::announce_artifact_dir(const std::string& dir) {
+  auto r = dir.empty() ? client_.command({"HDEL", key("deployment"), "artifact_dir"})
+                       : client_.command({"HSET", key("deployment"), "artifact_dir", dir});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  return {};
+}
+
+Result<std::optional<std::string>> RedisStore::resolve(Result<Reply> raw, const std::string& what) {
+  if (!raw) return raw.error();
+  if (raw->is_error()) return refusal(raw->str);
+  if (raw->is_nil()) return std::optional<std::string>{};
+  auto stored = decode_stored(std::move(raw->str));
+  if (!stored) return stored.error();
+  if (!stored->is_file) return std::optional<std::string>{std::move(stored->bytes)};
+  if (!files_)
+    return Error::internal(fmt::format(
+        "{} is a file in the pool's artifact directory ({}), and this process was not given "
+        "one: start it with --artifacts DIR (where that folder is mounted here)",
+        what, stored->path));
+  auto bytes = files_->read(*stored, what);
+  if (!bytes) return bytes.error();
+  return std::optional<std::string>{std::move(*bytes)};
 }
 
 std::string RedisStore::key(std::string_view suffix) const {
@@ -478,7 +521,12 @@ Status RedisStore::delete_sweep(const std::string& sweep_id) {
   for (;;) {
     auto r = fcall("delete_sweep", {sweep_id, "500"});
     if (!r) return r.error();
-    if (r->integer == 0) return replicated("the deletion of sweep " + sweep_id);
+    if (r->integer != 0) continue;
+    if (files_)
+      if (auto st = files_->remove_sweep(sweep_id); !st)
+        log_warn("the sweep is deleted, its artifact files not all",
+                 {{"sweep", sweep_id}, {"error", st.error().message}});
+    return replicated("the deletion of sweep " + sweep_id);
   }
 }
 
@@ -569,7 +617,7 @@ Result<EventBounds> RedisStore::event_bounds() {
 Status RedisStore::put_record(const std::string& trial_id, const std::string& name,
                               const std::string& bytes) {
   if (auto st = check_artifact_size(trial_id, name, bytes); !st) return st;
-  return expect_ok(fcall("put_record", {trial_id, name, bytes}));
+  return expect_ok(fcall("put_record", {trial_id, name, encode_inline(bytes)}));
 }
 
 Status RedisStore::check_artifact_size(const std::string& trial_id, const std::string& name,
@@ -584,17 +632,14 @@ Status RedisStore::check_artifact_size(const std::string& trial_id, const std::s
 
 Result<std::optional<std::string>> RedisStore::get_artifact(const std::string& trial_id,
                                                             const std::string& name) {
-  auto r = client_.command({"GET", key("artifact:" + trial_id + ":" + name)});
-  if (!r) return r.error();
-  if (r->is_error()) return refusal(r->str);
-  if (r->is_nil()) return std::optional<std::string>{};
-  return std::optional<std::string>{std::move(r->str)};
+  return resolve(client_.command({"GET", key("artifact:" + trial_id + ":" + name)}),
+                 "artifact " + name + " of trial " + trial_id);
 }
 
 Status RedisStore::put_sweep_record(const std::string& sweep_id, const std::string& name,
                                     const std::string& bytes) {
   if (auto st = check_artifact_size(sweep_id, name, bytes); !st) return st;
-  return expect_ok(fcall("put_sweep_record", {sweep_id, name, bytes}));
+  return expect_ok(fcall("put_sweep_record", {sweep_id, name, encode_inline(bytes)}));
 }
 
 Result<std::optional<std::string>> RedisStore::get_sweep_artifact(const std::string& sweep_id,
@@ -605,7 +650,7 @@ Result<std::optional<std::string>> RedisStore::get_sweep_artifact(const std::str
   const Reply& own = (*r)[0];
   const Reply& first_member = (*r)[1];
   if (own.is_error()) return refusal(own.str);
-  if (!own.is_nil()) return std::optional<std::string>{own.str};
+  if (!own.is_nil()) return resolve(own, "record " + name + " of sweep " + sweep_id);
   // The ensemble's records written before sweeps owned them were kept with
   // the first member (and only those: a member's own files are not the sweep's).
   const bool legacy = name == artifact::kEnsembleRecord || name == artifact::kEnsembleManifest;
@@ -770,7 +815,7 @@ Result<std::vector<Status>> RedisStore::complete_batch(const std::string& worker
     // A log over the artifact limit is kept in part (its end: the newest lines).
     const auto max =
         static_cast<std::size_t>(std::max<std::int64_t>(0, config_.max_artifact_bytes));
-    args.push_back(c.log.size() > max ? c.log.substr(c.log.size() - max) : c.log);
+    args.push_back(encode_inline(c.log.size() > max ? c.log.substr(c.log.size() - max) : c.log));
   }
   auto r = fcall("complete_batch", std::move(args));
   if (!r) return r.error();
@@ -806,10 +851,40 @@ Status RedisStore::release(const std::string& trial_id, int attempt, const std::
 Status RedisStore::put_artifact(const std::string& trial_id, int attempt, const std::string& worker,
                                 const std::string& name, const std::string& bytes) {
   if (auto st = check_artifact_size(trial_id, name, bytes); !st) return st;
-  if (auto st = expect_ok(
-          fcall("put_artifact", {trial_id, std::to_string(attempt), worker, name, bytes}));
-      !st)
+  if (!files_) {
+    if (auto st = expect_ok(fcall("put_artifact", {trial_id, std::to_string(attempt), worker, name,
+                                                   encode_inline(bytes)}));
+        !st)
+      return st;
+    return replicated("artifact " + name + " of trial " + trial_id);
+  }
+  // The bytes go to a file first; the fenced call publishes its reference.
+  const std::string artifact_key = key("artifact:" + trial_id + ":" + name);
+  auto previous = [&]() -> std::optional<StoredArtifact> {
+    auto r = client_.command({"GET", artifact_key});
+    if (!r || r->is_error() || r->is_nil()) return std::nullopt;
+    auto d = decode_stored(std::move(r->str));
+    return d ? std::optional<StoredArtifact>(std::move(*d)) : std::nullopt;
+  };
+  const auto before = previous();
+  auto reference = files_->write(trial_id, name, bytes);
+  if (!reference) return reference.error();
+  auto written = decode_stored(*reference);
+  auto st = expect_ok(
+      fcall("put_artifact", {trial_id, std::to_string(attempt), worker, name, *reference}));
+  if (!st) {
+    // Refused (a stale attempt, a finished trial): its file is not published
+    // unless it is, byte for byte, the one already referenced.
+    const ErrorCode code = st.error().code;
+    const bool refused = code == ErrorCode::kLeaseLost || code == ErrorCode::kNotFound ||
+                         code == ErrorCode::kConflict || code == ErrorCode::kInvalidArgument;
+    if (refused && written && !(before && before->is_file && before->path == written->path))
+      files_->remove(*written);
     return st;
+  }
+  // A replaced version (the previous checkpoint) is not referenced any more.
+  if (before && before->is_file && written && before->path != written->path)
+    files_->remove(*before);
   return replicated("artifact " + name + " of trial " + trial_id);
 }
 

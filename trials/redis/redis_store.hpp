@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trials/artifact_dir.hpp"
 #include "trials/redis/redis_client.hpp"
 #include "trials/store.hpp"
 
@@ -38,6 +39,11 @@ struct RedisStoreConfig {
   int claim_scan = 256;  // queue entries a claim looks at for one that fits
   std::int64_t max_artifact_bytes = std::int64_t{256} << 20;
   std::int64_t max_reports_per_trial = kMaxReportsPerTrial;  // later reports are not stored
+  // A folder on a shared file system for the bytes of trials' artifacts
+  // (trials/artifact_dir.hpp); Redis keeps only their references. Empty: the
+  // bytes are kept in Redis. Records (put_record, put_sweep_record) and logs
+  // stay in Redis either way.
+  std::string artifact_dir;
 };
 
 class RedisStore final : public AllRoles {
@@ -45,8 +51,16 @@ class RedisStore final : public AllRoles {
   explicit RedisStore(RedisStoreConfig config);
 
   // Convenience: URL text + prefix; an unparsable URL becomes kInvalidArgument.
-  static Result<std::unique_ptr<RedisStore>> open(std::string_view url,
-                                                  std::string prefix = "hpo:");
+  static Result<std::unique_ptr<RedisStore>> open(std::string_view url, std::string prefix = "hpo:",
+                                                  std::string artifact_dir = "");
+
+  // The artifact directory the scheduler announced (empty: none), so that a
+  // worker started without --artifacts uses the pool's; the scheduler
+  // announces its own at start (empty clears it).
+  Result<std::string> announced_artifact_dir();
+  Status announce_artifact_dir(const std::string& dir);
+  // Keep trials' artifact bytes in `dir` from now on (empty: in Redis).
+  void use_artifact_dir(const std::string& dir);
 
   // SweepStore
   Result<std::string> create_sweep(const NewSweep& sweep) override;
@@ -134,9 +148,13 @@ class RedisStore final : public AllRoles {
   // primary; the caller retries it, which every such write allows).
   Status replicated(const std::string& what);
   std::string key(std::string_view suffix) const;
+  // The value under an artifact key, decoded: the bytes, from the artifact
+  // directory when it is a reference. `what` names it in errors.
+  Result<std::optional<std::string>> resolve(Result<Reply> raw, const std::string& what);
 
   RedisStoreConfig config_;
   RedisClient client_;
+  std::optional<ArtifactDir> files_;  // config_.artifact_dir
 };
 
 }  // namespace hpo::trials::redis

@@ -1,0 +1,79 @@
+// Artifacts on a shared file system (`--artifacts DIR`: NFS, Lustre, a mounted
+// bucket): the bytes of a trial's artifacts live in files, Redis keeps only a
+// small reference to each, so large models and prediction sets never pass
+// through Redis memory or its AOF.
+//
+// Layout: DIR/<sweep id>/<trial id>/<name>.<sha256 of the bytes> (a retry
+// of the same write lands on the same file; two names never share one). A write goes to a
+// temporary name in the same folder, is fsync'ed and renamed into place (and
+// the folder fsync'ed), so a reader sees a whole file or none. The file is
+// published only when the store's fenced put_artifact accepts its reference:
+// a stale attempt's file is never referenced (and is removed again). A read
+// checks the file's size and SHA-256 against the reference, so a torn or
+// changed copy is an error, never wrong bytes. The sweep's folder goes with
+// the sweep (delete_sweep).
+//
+// What Redis holds under an artifact's key is encoded so that the three cases
+// cannot be confused: a reference ("hpo-artifact-file/1\n" + JSON), bytes kept
+// in Redis that happen to start with "hpo-artifact-" (escaped with
+// "hpo-artifact-inline/1\n"), or any other bytes as they are.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+
+namespace hpo::trials {
+
+// An --artifacts folder: absolute, a directory, writable by this user;
+// kInvalidArgument naming `flag` otherwise.
+Status check_artifact_root(const std::string& flag, const std::string& dir);
+
+// The SHA-256 of `bytes`, as 64 lower-case hex digits.
+std::string sha256_hex(std::string_view bytes);
+
+// What a Redis value is.
+struct StoredArtifact {
+  bool is_file = false;
+  std::string bytes;  // !is_file: the artifact itself
+  std::string path;   // is_file: relative to the artifact directory
+  std::int64_t size = 0;
+  std::string sha256;
+};
+// The Redis value for bytes kept in Redis (escaped when they could pass for a reference).
+std::string encode_inline(std::string bytes);
+// The Redis value for a file under the artifact directory.
+std::string encode_file_reference(const std::string& path, std::int64_t size,
+                                  const std::string& sha256);
+// Decodes a value written by either; a reference that does not parse is kInternal.
+Result<StoredArtifact> decode_stored(std::string value);
+
+class ArtifactDir {
+ public:
+  explicit ArtifactDir(std::string root);
+  const std::string& root() const { return root_; }
+
+  // Writes `bytes` for the trial (atomically, see above); the Redis value
+  // that refers to the file. kUnavailable when the file system refuses (full,
+  // read-only, gone), naming the path.
+  Result<std::string> write(const std::string& trial_id, const std::string& name,
+                            const std::string& bytes);
+  // The bytes a reference names, checked; kInternal naming the file when it is
+  // missing, torn or changed.
+  Result<std::string> read(const StoredArtifact& ref, const std::string& what);
+  // Removes the file a reference names (a replaced checkpoint, a refused
+  // write); missing files are fine.
+  void remove(const StoredArtifact& ref);
+  // Removes the sweep's folder and everything in it.
+  Status remove_sweep(const std::string& sweep_id);
+
+  // The sweep a trial id belongs to ("<sweep>-<n>", "<sweep>-m<n>").
+  static std::string sweep_of(const std::string& trial_id);
+
+ private:
+  std::string root_;
+};
+
+}  // namespace hpo::trials
