@@ -26,6 +26,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/log.hpp"
 
@@ -272,6 +273,37 @@ Status SweepController::prune_running(trials::Store& store) {
   return {};
 }
 
+Status SweepController::load_warm_start(trials::Store& store) {
+  std::vector<std::vector<search::PriorTrial>> sources;
+  std::size_t read = 0;
+  for (const auto& id : spec_.search.warm_start_sweeps) {
+    auto& source = sources.emplace_back();
+    constexpr std::int64_t kPage = 1000;
+    for (std::int64_t offset = 0;; offset += kPage) {
+      auto page = store.trials().list_trials(id, trials::TrialRole::kTrial, offset, kPage);
+      if (!page && page.error().code == ErrorCode::kNotFound) break;  // deleted since the submit
+      if (!page) return page.error();
+      for (const auto& t : page->trials) {
+        if (t.state != TrialState::kCompleted) continue;
+        // This sweep's objective, as the earlier trial measured it.
+        auto m = t.metrics.find(spec_.objective.metric);
+        if (m == t.metrics.end()) continue;
+        source.push_back({t.params, to_min(m->second)});
+        ++read;
+      }
+      if (page->trials.size() < static_cast<std::size_t>(kPage)) break;
+    }
+  }
+  warm_.emplace(spec_.space, sources, sampler_->initial_design());
+  log_info("warm start",
+           {{"sweep", sweep_id_},
+            {"from", fmt::format("{}", fmt::join(spec_.search.warm_start_sweeps, ","))},
+            {"completed_trials", std::to_string(read)},
+            {"used", std::to_string(warm_->usable())},
+            {"design", std::to_string(warm_->design().size())}});
+  return {};
+}
+
 Result<int> SweepController::fill_queue(trials::Store& store, const trials::Sweep& sweep) {
   // At most this many trials per create_trials call (a step tops up the
   // rest next time).
@@ -282,9 +314,14 @@ Result<int> SweepController::fill_queue(trials::Store& store, const trials::Swee
   pending.reserve(active_.size());
   for (const auto& [number, t] : active_) pending.push_back(t.params);
   std::vector<trials::NewTrial> batch;
+  if (!spec_.search.warm_start_sweeps.empty() && !warm_ && active < spec_.search.max_concurrent &&
+      next < spec_.search.max_trials)
+    if (auto st = load_warm_start(store); !st) return st.error();
   while (active < spec_.search.max_concurrent && next < spec_.search.max_trials && !exhausted_ &&
          batch.size() < kMaxBatch) {
-    auto params = sampler_->ask(history_, pending, next);
+    // With a warm start the earlier sweeps' best replace the initial design.
+    auto params = warm_ ? warm_->initial(next) : std::nullopt;
+    if (!params) params = sampler_->ask(history_, pending, next);
     if (!params) {
       exhausted_ = true;
       break;

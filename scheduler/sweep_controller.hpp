@@ -22,6 +22,7 @@
 
 #include "search/pruner.hpp"
 #include "search/sampler.hpp"
+#include "search/warm_start.hpp"
 #include "trials/spec.hpp"
 #include "trials/store.hpp"
 
@@ -70,11 +71,15 @@ class SweepController {
   // them into its curve (kept sorted by step); notes it in grown_ if any came.
   Status read_new_reports(trials::Store& store, std::int64_t number, const std::string& id);
   double to_min(double v) const { return spec_.objective.maximize ? -v : v; }
+  // search.warm_start: the earlier sweeps' completed trials, read once per
+  // controller (the sweeps are ended, so a restart reads the same).
+  Status load_warm_start(trials::Store& store);
 
   std::string sweep_id_;
   trials::SweepSpec spec_;
   std::unique_ptr<search::Sampler> sampler_;
   std::unique_ptr<search::Pruner> pruner_;
+  std::optional<search::WarmStart> warm_;
   std::unique_ptr<Stage> ensemble_;
 
   // The search's memory, kept incrementally so that a step costs what changed,

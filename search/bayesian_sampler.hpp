@@ -45,6 +45,7 @@ class BayesianSampler final : public Sampler {
                             std::int64_t number) override;
 
   int n_initial() const { return n_initial_; }
+  int initial_design() const override { return n_initial_; }
 
  private:
   FeatureMap map_;

@@ -35,11 +35,11 @@ struct StepValue {
 
 // A finished trial as the sampler sees it.
 struct Observation {
-  std::int64_t number = 0;        // the trial's 0-based number in the sweep
+  std::int64_t number = 0;  // the trial's 0-based number in the sweep
   Params params;
   TrialOutcome outcome = TrialOutcome::kCompleted;
-  std::optional<double> value;    // minimise sense; set for completed trials (and pruned: last value)
-  std::vector<StepValue> curve;   // intermediate values, ascending step
+  std::optional<double> value;  // minimise sense; set for completed trials (and pruned: last value)
+  std::vector<StepValue> curve;  // intermediate values, ascending step
 };
 
 enum class Algorithm { kGrid, kRandom, kSobol, kBayesian, kTpe };
@@ -63,6 +63,10 @@ class Sampler {
   // Returns nullopt when the sampler is exhausted (grid: every point handed out).
   virtual std::optional<Params> ask(std::span<const Observation> history,
                                     std::span<const Params> pending, std::int64_t number) = 0;
+  // Trials 0..initial_design()-1 are a model-free design (Sobol points) that
+  // a warm start may replace with earlier sweeps' best (search/warm_start.hpp);
+  // 0 for samplers without a model.
+  virtual int initial_design() const { return 0; }
 };
 
 std::unique_ptr<Sampler> make_sampler(const SamplerConfig& config, const SearchSpace& space);

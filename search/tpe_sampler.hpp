@@ -30,6 +30,7 @@ class TpeSampler final : public Sampler {
 
   std::optional<Params> ask(std::span<const Observation> history, std::span<const Params> pending,
                             std::int64_t number) override;
+  int initial_design() const override { return n_startup_; }
 
  private:
   SearchSpace space_;

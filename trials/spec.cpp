@@ -433,7 +433,39 @@ void parse_search(const Json* j, const search::SearchSpace& space, SearchConfig&
   if (auto s = r.integer("seed", 0, std::int64_t{1} << 53))
     out.sampler.seed = static_cast<std::uint64_t>(*s);
   if (auto n = r.integer("n_initial", 0, 100'000)) out.sampler.n_initial = static_cast<int>(*n);
-  r.unknown_keys("algorithm, max_trials, max_concurrent, seed, n_initial");
+  if (const Json* w = r.object("warm_start")) {
+    Reader wr(*w, r.at("warm_start"), errors);
+    if (const Json* ids = wr.array("sweeps", true)) {
+      const std::string path = wr.at("sweeps");
+      if (ids->empty() || ids->size() > 20)
+        wr.error(path, fmt::format("expected 1 to 20 sweep ids, got {}", ids->size()));
+      for (std::size_t i = 0; i < ids->size() && i < 20; ++i) {
+        const Json& id = (*ids)[i];
+        const std::string at = Reader::item(path, i);
+        const bool ok = id.is_string() && !id.get<std::string>().empty() &&
+                        id.get<std::string>().size() <= 64 &&
+                        id.get<std::string>().find_first_not_of(
+                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") ==
+                            std::string::npos;
+        if (!ok) {
+          wr.expected(at, "a sweep id", id);
+          continue;
+        }
+        if (std::find(out.warm_start_sweeps.begin(), out.warm_start_sweeps.end(),
+                      id.get<std::string>()) != out.warm_start_sweeps.end())
+          wr.error(at, "\"" + id.get<std::string>() + "\" is named twice");
+        else
+          out.warm_start_sweeps.push_back(id.get<std::string>());
+      }
+    }
+    wr.unknown_keys("sweeps");
+    if (out.sampler.algorithm != Algorithm::kBayesian && out.sampler.algorithm != Algorithm::kTpe &&
+        !out.warm_start_sweeps.empty())
+      errors.push_back({r.at("warm_start"),
+                        "only the bayesian and tpe algorithms take a warm start (it replaces their "
+                        "initial design); grid, random and sobol use no history"});
+  }
+  r.unknown_keys("algorithm, max_trials, max_concurrent, seed, n_initial, warm_start");
   if (out.sampler.algorithm == Algorithm::kGrid) {
     for (const auto& p : space.params)
       if (p.type == search::ParamType::kFloat && !p.step)

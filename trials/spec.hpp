@@ -29,6 +29,9 @@ struct SearchConfig {
   search::SamplerConfig sampler;
   std::int64_t max_trials = 10;
   std::int64_t max_concurrent = 1;
+  // search.warm_start.sweeps: ended sweeps whose completed trials seed the
+  // sampler (search/warm_start.hpp); checked to exist at submit.
+  std::vector<std::string> warm_start_sweeps;
 };
 
 // trial.data of kind "command": the shape of the user's own data, which its

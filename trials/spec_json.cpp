@@ -73,11 +73,13 @@ const char* algorithm_name(search::Algorithm a) {
 }
 
 Json search_json(const SearchConfig& s) {
-  return {{"algorithm", algorithm_name(s.sampler.algorithm)},
-          {"seed", s.sampler.seed},
-          {"n_initial", s.sampler.n_initial},
-          {"max_trials", s.max_trials},
-          {"max_concurrent", s.max_concurrent}};
+  Json j = {{"algorithm", algorithm_name(s.sampler.algorithm)},
+            {"seed", s.sampler.seed},
+            {"n_initial", s.sampler.n_initial},
+            {"max_trials", s.max_trials},
+            {"max_concurrent", s.max_concurrent}};
+  if (!s.warm_start_sweeps.empty()) j["warm_start"] = {{"sweeps", s.warm_start_sweeps}};
+  return j;
 }
 
 Json pruner_json(const search::PrunerConfig& c) {

@@ -388,6 +388,20 @@ Response Api::create_sweep(const Request& request) {
                                        kMaxKey, sweep.idempotency_key.size())));
   auto store = borrow();
   if (!store) return error_response(Error::unavailable("no store"));
+  // A warm start reads ended sweeps only: their trials no longer change, so a
+  // restarted controller seeds its sampler with exactly the same ones.
+  const auto& warm = spec->search.warm_start_sweeps;
+  for (std::size_t i = 0; i < warm.size(); ++i) {
+    const std::string path = fmt::format("search.warm_start.sweeps[{}]", i);
+    auto earlier = store.track(store->sweeps().get_sweep(warm[i]));
+    if (!earlier && earlier.error().code == ErrorCode::kNotFound)
+      return error_response(Error::invalid(path, fmt::format("no sweep \"{}\"", warm[i])));
+    if (!earlier) return error_response(earlier.error());
+    if (earlier->state == trials::SweepState::kRunning)
+      return error_response(Error::invalid(
+          path,
+          fmt::format("sweep \"{}\" is still running; a warm start reads ended sweeps", warm[i])));
+  }
   auto id = store.track(store->sweeps().create_sweep(sweep));
   if (!id) return error_response(id.error());
   const std::string name = spec->name;

@@ -419,6 +419,64 @@ TEST(EndToEnd, CliSubmitFollowStatusAndExitCodes) {
   EXPECT_TRUE(c.get("/api/trials/" + id + "-0").is_null());
 }
 
+// search.warm_start: a TPE sweep seeded with an earlier sweep's trials asks
+// other points than the same sweep cold and does not do worse; the seeding is
+// read once per controller from ended sweeps, so kill -9 of the scheduler in
+// the middle of a warm-started sweep changes none of its trials' parameters.
+TEST(EndToEnd, AWarmStartedSweepIsSeededAndSurvivesASchedulerKill) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  c.start_worker("a", 1);
+  auto tpe = [](int trials, int sleep_ms, int seed) {
+    Json s = command_spec(trials, sleep_ms);
+    s["search"]["algorithm"] = "tpe";
+    s["search"]["max_concurrent"] = 1;
+    s["search"]["seed"] = seed;
+    return s;
+  };
+  auto params_by_number = [&](const std::string& id) {
+    std::map<std::int64_t, std::string> out;
+    Json page = c.get("/api/sweeps/" + id + "/trials?limit=100");
+    for (const auto& t : page["trials"]) out[t["number"].get<std::int64_t>()] = t["params"].dump();
+    return out;
+  };
+  auto best = [&](const std::string& id) { return c.get("/api/sweeps/" + id)["best"]["value"]; };
+  const std::string earlier = submit(c, tpe(20, 0, 3));
+  ASSERT_EQ(c.wait_finished(earlier, 120s).value("state", ""), "finished") << c.logs();
+
+  Json warm_spec = tpe(12, 0, 5);
+  warm_spec["search"]["warm_start"] = {{"sweeps", {earlier}}};
+  const std::string warm = submit(c, warm_spec);
+  const std::string cold = submit(c, tpe(12, 0, 5));
+  ASSERT_EQ(c.wait_finished(warm, 120s).value("state", ""), "finished") << c.logs();
+  ASSERT_EQ(c.wait_finished(cold, 120s).value("state", ""), "finished") << c.logs();
+  EXPECT_NE(params_by_number(warm), params_by_number(cold));
+  EXPECT_LE(best(warm).get<double>(), best(cold).get<double>());
+  const std::string log = read_file(c.home() + "/scheduler.log");
+  EXPECT_NE(log.find("warm start"), std::string::npos) << log;
+  EXPECT_NE(log.find("used=20"), std::string::npos) << log;
+
+  // The same warm-started sweep again, slower, with the scheduler killed halfway.
+  Json again_spec = tpe(12, 150, 5);
+  again_spec["search"]["warm_start"] = {{"sweeps", {earlier}}};
+  const std::string again = submit(c, again_spec);
+  ASSERT_TRUE(wait_for(
+      [&] {
+        Json s = c.get("/api/sweeps/" + again);
+        return s.is_object() && s["counts"]["completed"].get<int>() >= 4;
+      },
+      60s))
+      << c.logs();
+  c.scheduler().kill(SIGKILL);
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  Json sweep = c.wait_finished(again, 120s);
+  ASSERT_EQ(sweep.value("state", ""), "finished") << c.logs();
+  EXPECT_EQ(sweep["counts"]["completed"].get<int>(), 12);
+  EXPECT_EQ(params_by_number(again), params_by_number(warm));
+  std::printf("warm start e2e: best %.4f warm, %.4f cold (12 trials each, 20 earlier)\n",
+              best(warm).get<double>(), best(cold).get<double>());
+}
+
 // --exit-when-idle-s: a worker that runs nothing while no sweep runs ends by
 // itself (exit 0), as a batch job's worker must; it does not leave while the
 // sweep still has work (it is the only worker, so the sweep could not finish).

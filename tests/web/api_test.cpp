@@ -161,6 +161,35 @@ TEST_F(ApiTest, BadSpecGets400WithTheFieldPathAndStoresNothing) {
   EXPECT_TRUE(sweeps->empty());
 }
 
+// A warm start names ended sweeps that exist; anything else is a 400 at its
+// path, and nothing is stored.
+TEST_F(ApiTest, AWarmStartFromAMissingOrRunningSweepIsRefused) {
+  start();
+  auto first = client_->post("/api/sweeps", kSpec);
+  ASSERT_TRUE(first.ok() && first->status == 201);
+  const std::string running = body(*first)["id"];
+  Json warm = Json::parse(kSpec);
+  warm["search"]["algorithm"] = "tpe";
+  warm["search"]["warm_start"] = {{"sweeps", {running}}};
+  auto r = client_->post("/api/sweeps", warm.dump());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(body(*r)["error"]["fields"][0]["path"], "search.warm_start.sweeps[0]") << r->body;
+  EXPECT_NE(r->body.find("still running"), std::string::npos) << r->body;
+  warm["search"]["warm_start"] = {{"sweeps", {running, "nosuchsweep"}}};
+  ASSERT_TRUE(store_->cancel_sweep(running).ok());
+  r = client_->post("/api/sweeps", warm.dump());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(body(*r)["error"]["fields"][0]["path"], "search.warm_start.sweeps[1]") << r->body;
+  EXPECT_EQ(body(*r)["error"]["fields"][0]["message"], "no sweep \"nosuchsweep\"") << r->body;
+  EXPECT_EQ(store_->list_sweeps(0, 10)->size(), 1u);
+  warm["search"]["warm_start"] = {{"sweeps", {running}}};
+  r = client_->post("/api/sweeps", warm.dump());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 201) << r->body;
+}
+
 TEST_F(ApiTest, UnknownIdsAre404) {
   start();
   auto a = client_->get("/api/sweeps/nope");

@@ -67,6 +67,7 @@ std::vector<std::string> differences(const SweepSpec& a, const SweepSpec& b) {
   HPO_EQ(search.sampler.algorithm);
   HPO_EQ(search.sampler.seed);
   HPO_EQ(search.sampler.n_initial);
+  HPO_EQ(search.warm_start_sweeps);
   HPO_EQ(search.max_trials);
   HPO_EQ(search.max_concurrent);
   HPO_EQ(early_stopping.has_value());
@@ -361,6 +362,10 @@ std::vector<Case> cases() {
            kBraninParams, kBranin,
            R"({"algorithm": "bayesian", "max_trials": 20, "n_initial": 7, "max_concurrent": 10000})"),
        {R"("algorithm":"bayesian")", R"("n_initial":7)", R"("max_concurrent":10000)"}},
+      {"warm_start",
+       spec(kBraninParams, kBranin,
+            R"({"algorithm": "tpe", "max_trials": 4, "warm_start": {"sweeps": ["s1", "s2"]}})"),
+       {R"("warm_start":{"sweeps":["s1","s2"]})"}},
       {"tpe",
        spec(kBraninParams, kBranin,
             R"({"algorithm": "tpe", "max_trials": 40.0, "n_initial": 100000})"),

@@ -202,6 +202,29 @@ TEST(Spec, GridNeedsDiscreteParameters) {
   EXPECT_TRUE(error_paths(s).empty());
 }
 
+TEST(Spec, WarmStartNamesEarlierSweeps) {
+  auto s = valid_spec();
+  s["search"]["algorithm"] = "bayesian";
+  s["search"]["warm_start"] = {{"sweeps", {"s1", "abc-DEF_9"}}};
+  auto ok = parse_spec(s.dump());
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->search.warm_start_sweeps, (std::vector<std::string>{"s1", "abc-DEF_9"}));
+  s["search"]["warm_start"] = {{"sweeps", Json::array()}};
+  EXPECT_TRUE(has_error(s, "search.warm_start.sweeps", "expected 1 to 20 sweep ids"));
+  s["search"]["warm_start"] = {{"sweeps", {"s1", 7, "../x", "s1"}}};
+  EXPECT_TRUE(has_error(s, "search.warm_start.sweeps[1]", "expected a sweep id"));
+  EXPECT_TRUE(has_error(s, "search.warm_start.sweeps[2]", "expected a sweep id"));
+  EXPECT_TRUE(has_error(s, "search.warm_start.sweeps[3]", "named twice"));
+  s["search"]["warm_start"] = {{"sweep", {"s1"}}};
+  EXPECT_TRUE(has_error(s, "search.warm_start.sweeps", "required"));
+  EXPECT_TRUE(has_error(s, "search.warm_start.sweep", "unknown"));
+  s["search"]["warm_start"] = {{"sweeps", {"s1"}}};
+  s["search"]["algorithm"] = "grid";
+  EXPECT_TRUE(has_error(s, "search.warm_start", "only the bayesian and tpe algorithms"));
+  s["search"]["algorithm"] = "tpe";
+  EXPECT_TRUE(error_paths(s).empty());
+}
+
 TEST(Spec, PlaceholdersMustNameParameters) {
   auto s = valid_spec();
   s["trial"]["argv"][2] = "--lr={learning_rate}";

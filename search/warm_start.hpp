@@ -1,0 +1,61 @@
+// Warm start: trials of earlier sweeps (over the same or an overlapping space)
+// seed this sweep's search.
+//
+// An earlier trial is used when its parameters fit this space: every
+// parameter this space makes active is present with a value inside its
+// bounds (on its step or int grid) or among its choices; parameters this space
+// does not have are dropped. The earlier sweeps replace the sampler's
+// model-free initial design: trial i < initial_design() of the new sweep is
+// the i-th best earlier configuration (each source ranked on its own by normal
+// scores, Φ⁻¹((rank + ½) / n), so sources on other scales interleave; a
+// configuration within 0.05 of one already chosen, in the unit cube, is
+// skipped). The model then learns from this sweep's own trials alone, so
+// values measured on another scale or a shifted task never mislead it: a
+// related earlier sweep starts the search where it ended, an unrelated one
+// costs no more than the design it replaced. Pure and deterministic: the
+// controller loads the sources once per start, and trial i's parameters
+// depend only on them and i.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "search/sampler.hpp"
+#include "search/space.hpp"
+
+namespace hpo::search {
+
+// One completed trial of an earlier sweep, value in minimise sense.
+struct PriorTrial {
+  Params params;
+  double value = 0;
+};
+
+// `params` restricted to `space`, or nullopt when it does not fit (see above).
+std::optional<Params> fit_to_space(const Params& params, const SearchSpace& space);
+
+// Φ⁻¹((rank + ½) / n) of each value (ties share their mean rank); n = values.size().
+std::vector<double> normal_scores(std::span<const double> values);
+
+class WarmStart {
+ public:
+  // `sources`: one list per earlier sweep; trials that do not fit are dropped.
+  // `initial_design`: the sampler's (Sampler::initial_design()).
+  WarmStart(const SearchSpace& space, const std::vector<std::vector<PriorTrial>>& sources,
+            int initial_design);
+
+  // Earlier trials that fit this space, over all sources.
+  std::size_t usable() const { return usable_; }
+  // The configurations that replace the initial design, in trial order.
+  const std::vector<Params>& design() const { return design_; }
+  // Trial `number`'s parameters while it is within the design; nullopt after.
+  std::optional<Params> initial(std::int64_t number) const;
+
+ private:
+  std::size_t usable_ = 0;
+  std::vector<Params> design_;
+};
+
+}  // namespace hpo::search

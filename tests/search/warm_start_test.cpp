@@ -1,0 +1,169 @@
+// Warm start (search/warm_start.hpp): which earlier trials fit a space, the
+// normal scores that make sources on other scales comparable, the history a
+// sampler gets, and that a warm-started sampler finds a shifted optimum sooner.
+#include "search/warm_start.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "search/test_functions.hpp"
+#include "tests/search/space_fixtures.hpp"
+
+namespace hpo::search {
+namespace {
+
+using testing::cat_param;
+using testing::float_param;
+using testing::int_param;
+using testing::when;
+
+SearchSpace small_space() {
+  SearchSpace s;
+  s.params.push_back(float_param("lr", 1e-4, 0.1, true));
+  s.params.push_back(int_param("layers", 1, 4));
+  s.params.push_back(cat_param("opt", {std::string("sgd"), std::string("adam")}));
+  s.params.push_back(when(float_param("momentum", 0, 0.99), "opt", {std::string("sgd")}));
+  return s;
+}
+
+TEST(WarmStart, FitToSpaceKeepsWhatFitsAndDropsTheRest) {
+  const SearchSpace s = small_space();
+  Params adam{{"lr", 0.01},
+              {"layers", std::int64_t{2}},
+              {"opt", std::string("adam")},
+              {"dropout", 0.5}};  // a parameter this space does not have
+  auto fitted = fit_to_space(adam, s);
+  ASSERT_TRUE(fitted);
+  EXPECT_EQ(fitted->size(), 3u);
+  EXPECT_FALSE(fitted->count("dropout"));
+  // An int written as a float (a CSV, another sweep's float) is taken as an int.
+  Params sgd{{"lr", 0.01}, {"layers", 3.0}, {"opt", std::string("sgd")}, {"momentum", 0.9}};
+  fitted = fit_to_space(sgd, s);
+  ASSERT_TRUE(fitted);
+  EXPECT_EQ(std::get<std::int64_t>(fitted->at("layers")), 3);
+  EXPECT_EQ(std::get<double>(fitted->at("momentum")), 0.9);
+
+  auto with = [](Params p, const std::string& k, Value v) {
+    p[k] = std::move(v);
+    return p;
+  };
+  EXPECT_FALSE(fit_to_space(with(adam, "lr", 0.5), s));                      // above max
+  EXPECT_FALSE(fit_to_space(with(adam, "layers", 2.5), s));                  // not an int
+  EXPECT_FALSE(fit_to_space(with(adam, "opt", std::string("rmsprop")), s));  // not a choice
+  EXPECT_FALSE(fit_to_space(with(adam, "lr", std::string("fast")), s));      // not a number
+  Params no_momentum = sgd;
+  no_momentum.erase("momentum");  // active under sgd, missing
+  EXPECT_FALSE(fit_to_space(no_momentum, s));
+  SearchSpace stepped;
+  auto p = float_param("x", 0, 1);
+  p.step = 0.25;
+  stepped.params.push_back(p);
+  EXPECT_TRUE(fit_to_space({{"x", 0.75}}, stepped));
+  EXPECT_FALSE(fit_to_space({{"x", 0.7}}, stepped));
+}
+
+TEST(WarmStart, NormalScoresDependOnTheOrderAlone) {
+  const std::vector<double> v{3.0, -1.0, 10.0, 3.0, 0.5};
+  auto z = normal_scores(v);
+  ASSERT_EQ(z.size(), v.size());
+  EXPECT_LT(z[1], z[4]);
+  EXPECT_LT(z[4], z[0]);
+  EXPECT_DOUBLE_EQ(z[0], z[3]);  // ties share a score
+  EXPECT_LT(z[3], z[2]);
+  EXPECT_NEAR(z[0], 0.2533471031, 1e-6);   // ranks 2 and 3 tied: Φ⁻¹((2.5 + ½) / 5)
+  EXPECT_NEAR(z[1], -z[2], 1e-9);          // symmetric
+  EXPECT_NEAR(z[1], -1.2815515655, 1e-6);  // Φ⁻¹(0.1)
+  std::vector<double> scaled;
+  for (double x : v) scaled.push_back(1000 * x - 7);
+  EXPECT_EQ(normal_scores(scaled), z);
+  EXPECT_TRUE(normal_scores(std::vector<double>{}).empty());
+  EXPECT_NEAR(normal_scores(std::vector<double>{42.0})[0], 0.0, 1e-12);
+}
+
+TEST(WarmStart, TheBestEarlierConfigurationsReplaceTheInitialDesign) {
+  SearchSpace s;
+  s.params.push_back(float_param("x", 0, 1));
+  // Two sources on very different scales, one trial that does not fit, and
+  // one configuration next to a better one.
+  std::vector<std::vector<PriorTrial>> sources = {
+      {{{{"x", 0.1}}, 1.0}, {{{"x", 0.2}}, 2.0}, {{{"x", 5.0}}, 0.0}, {{{"x", 0.11}}, 1.5}},
+      {{{{"x", 0.7}}, 1000.0}, {{{"x", 0.6}}, 3000.0}}};
+  WarmStart warm(s, sources, 3);
+  EXPECT_EQ(warm.usable(), 5u);
+  ASSERT_EQ(warm.design().size(), 3u);
+  // Each source's best first (its normal score is the lowest), then the
+  // next ranks; 0.11 sits within 0.05 of 0.1 and is skipped.
+  EXPECT_EQ(std::get<double>(warm.design()[0].at("x")), 0.1);
+  EXPECT_EQ(std::get<double>(warm.design()[1].at("x")), 0.7);
+  EXPECT_EQ(std::get<double>(warm.design()[2].at("x")), 0.6);
+  EXPECT_EQ(warm.initial(1), warm.design()[1]);
+  EXPECT_FALSE(warm.initial(3));  // past the design: the sampler's turn
+  EXPECT_FALSE(warm.initial(-1));
+  // A design longer than what fits: only what there is.
+  WarmStart small(s, {{{{{"x", 0.5}}, 1.0}}}, 10);
+  EXPECT_EQ(small.design().size(), 1u);
+  EXPECT_FALSE(small.initial(1));
+}
+
+// The objective of the benchmark family: Branin with its inputs shifted and its
+// value scaled, as a related earlier task would be.
+double shifted_branin(const Params& p, double dx, double dy, double scale) {
+  const double x1 = std::get<double>(p.at("x1")) + dx, x2 = std::get<double>(p.at("x2")) + dy;
+  return scale * branin({std::clamp(x1, -5.0, 10.0), std::clamp(x2, 0.0, 15.0)}) + 3;
+}
+
+double best_after(Sampler& sampler, const WarmStart* warm, int n,
+                  const std::function<double(const Params&)>& f) {
+  std::vector<Observation> own;
+  double best = INFINITY;
+  for (int i = 0; i < n; ++i) {
+    auto p = warm ? warm->initial(i) : std::nullopt;
+    if (!p) p = sampler.ask(own, {}, i);
+    if (!p) break;
+    Observation o;
+    o.number = i;
+    o.params = *p;
+    o.value = f(*p);
+    best = std::min(best, *o.value);
+    own.push_back(std::move(o));
+  }
+  return best;
+}
+
+TEST(WarmStart, AWarmStartedSamplerFindsARelatedOptimumSooner) {
+  const auto info = *test_function_info("branin");
+  SearchSpace s;
+  s.params.push_back(float_param("x1", info.lower[0], info.upper[0]));
+  s.params.push_back(float_param("x2", info.lower[1], info.upper[1]));
+  for (Algorithm algo : {Algorithm::kBayesian, Algorithm::kTpe}) {
+    // The earlier sweep: 40 trials of the same sampler on a shifted, scaled task.
+    auto earlier = make_sampler({algo, 7, 0}, s);
+    std::vector<Observation> past;
+    std::vector<PriorTrial> source;
+    for (int i = 0; i < 40; ++i) {
+      auto p = earlier->ask(past, {}, i);
+      ASSERT_TRUE(p);
+      const double v = shifted_branin(*p, 0.3, -0.4, 25);
+      Observation o;
+      o.number = i;
+      o.params = *p;
+      o.value = v;
+      past.push_back(o);
+      source.push_back({*p, v});
+    }
+    auto warm_sampler = make_sampler({algo, 11, 0}, s);
+    WarmStart warm(s, {source}, warm_sampler->initial_design());
+    auto task = [](const Params& p) { return shifted_branin(p, 0, 0, 1); };
+    auto cold_sampler = make_sampler({algo, 11, 0}, s);
+    const double cold = best_after(*cold_sampler, nullptr, 10, task);
+    const double warmed = best_after(*warm_sampler, &warm, 10, task);
+    std::printf("warm start, %s, 10 evaluations: cold %.4f, warm %.4f (minimum 3.3979)\n",
+                algo == Algorithm::kBayesian ? "bayesian" : "tpe", cold, warmed);
+    EXPECT_LT(warmed, cold);
+  }
+}
+
+}  // namespace
+}  // namespace hpo::search
