@@ -14,22 +14,10 @@
 namespace hpo::search {
 namespace {
 
-using testing::cat_param;
 using testing::float_param;
-using testing::int_param;
-using testing::when;
-
-SearchSpace small_space() {
-  SearchSpace s;
-  s.params.push_back(float_param("lr", 1e-4, 0.1, true));
-  s.params.push_back(int_param("layers", 1, 4));
-  s.params.push_back(cat_param("opt", {std::string("sgd"), std::string("adam")}));
-  s.params.push_back(when(float_param("momentum", 0, 0.99), "opt", {std::string("sgd")}));
-  return s;
-}
 
 TEST(WarmStart, FitToSpaceKeepsWhatFitsAndDropsTheRest) {
-  const SearchSpace s = small_space();
+  const SearchSpace s = testing::mixed_space();
   Params adam{{"lr", 0.01},
               {"layers", std::int64_t{2}},
               {"opt", std::string("adam")},
