@@ -16,6 +16,7 @@
 
 #include "tests/support/cluster.hpp"
 #include "tests/support/slurm_cluster.hpp"
+#include "tests/support/toy_spec.hpp"
 
 namespace hpo::deploy {
 namespace {
@@ -31,23 +32,9 @@ const std::string kBin = HPO_BINARY_DIR;
 const std::string kScript = std::string(HPO_SOURCE_DIR) + "/deploy/slurm/hpo-workers.sbatch";
 
 Json toy_spec(int trials, int sleep_ms, int concurrent) {
-  return {{"name", "slurm toy"},
-          {"objective", {{"metric", "value"}, {"mode", "min"}}},
-          {"parameters",
-           {{"x", {{"type", "float"}, {"min", -3.0}, {"max", 3.0}}},
-            {"y", {{"type", "int"}, {"min", -4}, {"max", 2}}}}},
-          {"search",
-           {{"algorithm", "random"},
-            {"max_trials", trials},
-            {"max_concurrent", concurrent},
-            {"seed", 5}}},
-          {"trial",
-           {{"kind", "command"},
-            {"argv",
-             {kBin + "/tests/e2e/toy_trial", "--x={x}", "--y={y}",
-              "--sleep-ms=" + std::to_string(sleep_ms)}},
-            {"max_attempts", 3},
-            {"timeout_s", 120}}}};
+  Json spec = hpo::testing::toy_command_spec(trials, sleep_ms);
+  spec["search"]["max_concurrent"] = concurrent;
+  return spec;
 }
 
 // sbatch arguments for `tasks` array tasks of the shipped script on this

@@ -27,6 +27,7 @@
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/tls_certs.hpp"
+#include "tests/support/toy_spec.hpp"
 #include "trials/redis/redis_client.hpp"
 #include "web/http_client.hpp"
 
@@ -43,22 +44,7 @@ using namespace std::chrono_literals;
 const std::string kBin = HPO_BINARY_DIR;
 
 Json command_spec(int trials, int sleep_ms) {
-  Json spec = {
-      {"name", "e2e toy"},
-      {"objective", {{"metric", "value"}, {"mode", "min"}}},
-      {"parameters",
-       {{"x", {{"type", "float"}, {"min", -3.0}, {"max", 3.0}}},
-        {"y", {{"type", "int"}, {"min", -4}, {"max", 2}}}}},
-      {"search",
-       {{"algorithm", "random"}, {"max_trials", trials}, {"max_concurrent", 4}, {"seed", 11}}},
-      {"trial",
-       {{"kind", "command"},
-        {"argv",
-         {kBin + "/tests/e2e/toy_trial", "--x={x}", "--y={y}",
-          "--sleep-ms=" + std::to_string(sleep_ms)}},
-        {"max_attempts", 5},
-        {"timeout_s", 60}}}};
-  return spec;
+  return hpo::testing::toy_command_spec(trials, sleep_ms);
 }
 
 double expected_value(const Json& params) {
