@@ -87,6 +87,19 @@ Status parse_host_port(const std::string& text, const std::string& flag, std::st
 
 namespace {
 
+// A secret's file (the API token, the TLS key) must not be readable by other
+// users; `must_exist`: a missing file is an error here rather than later.
+Status check_private_file(const char* flag, const std::string& path, bool must_exist) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return must_exist ? Error::invalid(flag, path + " does not exist") : Status{};
+  if ((st.st_mode & 077) != 0)
+    return Error::invalid(
+        flag, fmt::format("{} is readable by other users (mode {:o}); chmod 600 it", path,
+                          st.st_mode & 0777));
+  return {};
+}
+
 using Config = SchedulerConfig;
 using S = Setting<Config>;
 
@@ -179,21 +192,10 @@ Result<SchedulerConfig> load_scheduler_config(int argc, char** argv) {
   if (c.tls_cert_file.empty() != c.tls_key_file.empty())
     return Error::invalid(c.tls_cert_file.empty() ? "--tls-cert" : "--tls-key",
                           "HTTPS needs both --tls-cert and --tls-key");
-  if (!c.tls_key_file.empty()) {
-    struct stat st {};
-    if (::stat(c.tls_key_file.c_str(), &st) != 0)
-      return Error::invalid("--tls-key", c.tls_key_file + " does not exist");
-    if ((st.st_mode & 077) != 0)
-      return Error::invalid("--tls-key",
-                            fmt::format("{} is readable by other users (mode {:o}); chmod 600 it",
-                                        c.tls_key_file, st.st_mode & 0777));
-  }
+  if (!c.tls_key_file.empty())
+    if (auto st = check_private_file("--tls-key", c.tls_key_file, true); !st) return st.error();
   if (!c.token_file.empty() && c.token.empty()) {
-    struct stat st {};
-    if (::stat(c.token_file.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
-      return Error::invalid("--token-file",
-                            fmt::format("{} is readable by other users (mode {:o}); chmod 600 it",
-                                        c.token_file, st.st_mode & 0777));
+    if (auto st = check_private_file("--token-file", c.token_file, false); !st) return st.error();
     std::ifstream in(c.token_file);
     if (!in || !std::getline(in, c.token) || c.token.empty())
       return Error::invalid("--token-file", "cannot read a token from " + c.token_file);
