@@ -31,6 +31,7 @@
 #include "core/backoff.hpp"
 #include "core/local_state.hpp"
 #include "trials/artifacts.hpp"
+#include "trials/json_limits.hpp"
 #include "trials/record_json.hpp"
 #include "web/http_client.hpp"
 
@@ -57,6 +58,9 @@ commands:
   status [ID]                   one sweep (state, counts, best trial), or all sweeps
   trials ID [--csv] [--state S] [--kind trial|member] [--limit N] [--offset N]
                                 the sweep's search trials, or its ensemble members
+  import SPEC.json TRIALS.csv   store past trials (the CSV `trials --csv` writes, checked
+                                against the spec they were run with) as an ended sweep;
+                                prints its id, which search.warm_start.sweeps can name
   workers                       the live workers
   cancel ID                     cancel a sweep (queued trials are dropped, running
                                 ones are stopped)
@@ -311,6 +315,61 @@ int follow(Client& client, const std::string& id, bool json) {
   }
 }
 
+// POSTs `body` (JSON) to `path` until it is answered, retrying a lost reply or
+// a 5xx with one Idempotency-Key for every try, so a retry gets what the first
+// try created, not a second one. The reply's document, or nullopt with `code`.
+std::optional<Json> post_idempotent(Client& client, const std::string& path,
+                                    const std::string& body, const char* what, int& code) {
+  const std::string key = random_key();
+  const auto give_up = std::chrono::steady_clock::now() + kSubmitRetryFor;
+  hpo::Backoff backoff(std::chrono::milliseconds(250), std::chrono::milliseconds(4000));
+  for (;;) {
+    auto resp = client.http.request(
+        "POST", path, body, {{"Content-Type", "application/json"}, {"Idempotency-Key", key}});
+    const bool retry = !resp || resp->status >= 500;
+    const auto wait = backoff.next();
+    if (!retry || std::chrono::steady_clock::now() + wait >= give_up)
+      return client.interpret(resp, code);
+    std::fprintf(
+        stderr, "hpo: %s: %s; retrying\n", what,
+        resp ? fmt::format("HTTP {}", resp->status).c_str() : resp.error().message.c_str());
+    std::this_thread::sleep_for(wait);  // pacing the retries of a failed request
+  }
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int cmd_import(Client& client, const Options& o) {
+  if (o.args.size() != 3) return fail(kUsage, "usage: hpo import SPEC.json TRIALS.csv");
+  auto spec_text = read_file(o.args[1]);
+  if (!spec_text) return fail(kUsage, "cannot read " + o.args[1]);
+  auto csv = read_file(o.args[2]);
+  if (!csv) return fail(kUsage, "cannot read " + o.args[2]);
+  if (auto st = hpo::trials::check_json_depth(*spec_text, o.args[1]); !st)
+    return fail(kUsage, st.error().message);
+  Json spec = Json::parse(*spec_text, nullptr, false);
+  if (spec.is_discarded() || !spec.is_object())
+    return fail(kUsage, o.args[1] + ": not a JSON object (expected the sweep spec)");
+  Json body = Json::object();
+  body["spec"] = std::move(spec);
+  body["csv"] = std::move(*csv);
+  int code = 0;
+  auto r = post_idempotent(client, "/api/sweeps/import", record::dump(body), "import", code);
+  if (!r) return code;
+  if (o.json)
+    std::printf("%s\n", r->dump().c_str());
+  else
+    std::printf("%s\n", r->value("id", "").c_str());
+  std::fflush(stdout);
+  return kOk;
+}
+
 int cmd_submit(Client& client, const Options& o) {
   std::string path;
   bool do_follow = false;
@@ -327,29 +386,9 @@ int cmd_submit(Client& client, const Options& o) {
   if (!in) return fail(kUsage, "cannot read " + path);
   std::stringstream ss;
   ss << in.rdbuf();
-  // One key for every try of this submit: a retry after a lost reply (timeout,
-  // 503 during an outage) gets the sweep the first try created, not a second one.
-  const std::string key = random_key();
-  const auto give_up = std::chrono::steady_clock::now() + kSubmitRetryFor;
-  hpo::Backoff backoff(std::chrono::milliseconds(250), std::chrono::milliseconds(4000));
-  std::optional<Json> r;
-  for (;;) {
-    auto resp =
-        client.http.request("POST", "/api/sweeps", ss.str(),
-                            {{"Content-Type", "application/json"}, {"Idempotency-Key", key}});
-    const bool retry = !resp || resp->status >= 500;
-    const auto wait = backoff.next();
-    if (!retry || std::chrono::steady_clock::now() + wait >= give_up) {
-      int code = 0;
-      r = client.interpret(resp, code);
-      if (!r) return code;
-      break;
-    }
-    std::fprintf(
-        stderr, "hpo: submit: %s; retrying\n",
-        resp ? fmt::format("HTTP {}", resp->status).c_str() : resp.error().message.c_str());
-    std::this_thread::sleep_for(wait);  // pacing the retries of a failed submit
-  }
+  int code = 0;
+  auto r = post_idempotent(client, "/api/sweeps", ss.str(), "submit", code);
+  if (!r) return code;
   std::string id = r->value("id", "");
   if (o.json && !do_follow)
     std::printf("%s\n", r->dump().c_str());
@@ -670,6 +709,7 @@ int main(int argc, char** argv) {
   if (!o.ca_file.empty()) client.http.set_ca_file(o.ca_file);
   const std::string& cmd = o.args[0];
   if (cmd == "submit") return cmd_submit(client, o);
+  if (cmd == "import") return cmd_import(client, o);
   if (cmd == "status") return cmd_status(client, o);
   if (cmd == "trials") return cmd_trials(client, o);
   if (cmd == "workers") return cmd_workers(client, o);

@@ -28,19 +28,19 @@ enum class ParamType { kFloat, kInt, kCategorical };
 
 // A parameter is active only when its parent is active and takes one of `values`.
 struct Condition {
-  std::string parent;          // name of an earlier parameter (categorical, int or float)
-  std::vector<Value> values;   // the parent values under which this parameter exists
+  std::string parent;         // name of an earlier parameter (categorical, int or float)
+  std::vector<Value> values;  // the parent values under which this parameter exists
 };
 
 struct ParamSpec {
   std::string name;
   ParamType type = ParamType::kFloat;
-  double min = 0;                    // float/int: inclusive bounds
+  double min = 0;  // float/int: inclusive bounds
   double max = 0;
-  bool log = false;                  // float/int: sample uniformly in log space (min > 0)
-  std::optional<double> step;        // float/int: values are min + k*step, k integer
-  std::vector<Value> choices;        // categorical: the values, in the user's order
-  std::optional<Condition> when;     // conditional parameter
+  bool log = false;               // float/int: sample uniformly in log space (min > 0)
+  std::optional<double> step;     // float/int: values are min + k*step, k integer
+  std::vector<Value> choices;     // categorical: the values, in the user's order
+  std::optional<Condition> when;  // conditional parameter
 };
 
 struct SearchSpace {
@@ -61,5 +61,16 @@ std::optional<double> as_double(const Value& v);
 
 // "0.001", "3", "true", "relu": how a value is rendered into a command line.
 std::string to_string(const Value& v);
+
+// `v` as parameter `p` takes it: among the choices (categorical), or a number
+// inside the bounds and on the step / integer grid (within rounding; an int
+// parameter's value becomes an int, a float's a double, clamped into the
+// bounds). nullopt when it does not fit; `why`, when given, then says how
+// ("1.5 is above the maximum 1", "2.5 is not an integer", ...).
+std::optional<Value> fit_value(const ParamSpec& p, const Value& v, std::string* why = nullptr);
+
+// What `p` takes, for messages: "a float in [0.0001, 1] (log)", "an integer in
+// [1, 8] (step 2)", "one of relu, tanh".
+std::string describe(const ParamSpec& p);
 
 }  // namespace hpo::search

@@ -37,13 +37,6 @@ double normal_quantile(double p) {
          (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
 }
 
-bool on_grid(double v, const ParamSpec& p) {
-  if (p.type == ParamType::kInt && v != std::floor(v)) return false;
-  if (!p.step) return true;
-  const double k = (v - p.min) / *p.step;
-  return std::abs(k - std::round(k)) <= 1e-9 * std::max(1.0, std::abs(k));
-}
-
 }  // namespace
 
 std::optional<Params> fit_to_space(const Params& params, const SearchSpace& space) {
@@ -52,21 +45,9 @@ std::optional<Params> fit_to_space(const Params& params, const SearchSpace& spac
     if (!is_active(p, out)) continue;
     auto it = params.find(p.name);
     if (it == params.end()) return std::nullopt;
-    const Value& v = it->second;
-    if (p.type == ParamType::kCategorical) {
-      if (std::find(p.choices.begin(), p.choices.end(), v) == p.choices.end()) return std::nullopt;
-      out[p.name] = v;
-      continue;
-    }
-    auto x = as_double(v);
-    if (!x || std::holds_alternative<bool>(v) || !std::isfinite(*x)) return std::nullopt;
-    const double eps = 1e-12 * std::max(1.0, std::abs(p.max - p.min));
-    if (*x < p.min - eps || *x > p.max + eps || !on_grid(*x, p)) return std::nullopt;
-    const double clamped = std::clamp(*x, p.min, p.max);
-    if (p.type == ParamType::kInt)
-      out[p.name] = static_cast<std::int64_t>(std::llround(clamped));
-    else
-      out[p.name] = clamped;
+    auto v = fit_value(p, it->second);
+    if (!v) return std::nullopt;
+    out[p.name] = std::move(*v);
   }
   return out;
 }

@@ -67,6 +67,22 @@ struct NewTrial {
   std::string extra;  // opaque JSON stored with the trial
 };
 
+// One ended trial of a sweep made by SweepStore::import_sweep (`hpo import`).
+struct ImportedTrial {
+  search::Params params;
+  TrialState state = TrialState::kCompleted;  // completed, failed, pruned or cancelled
+  std::optional<double> value;                // the objective (user's sense)
+  Metrics metrics;
+  std::string error;
+  std::string worker;  // who ran it, as the file says
+  std::int64_t started_ms = 0;
+  std::int64_t finished_ms = 0;
+};
+
+// A SHA-256 of imported trials' content, so an import retried with the same
+// idempotency key but other rows is told apart from a retry of the same one.
+std::string import_digest(const std::vector<ImportedTrial>& trials);
+
 // A batch for TrialStore::create_trials is of one sweep and role (kInvalidArgument otherwise).
 inline Status check_new_trials(const std::vector<NewTrial>& batch) {
   for (const auto& t : batch)
@@ -142,6 +158,15 @@ class SweepStore {
 
   // Submit: stores the sweep and returns its new id. Called by the REST handler.
   virtual Result<std::string> create_sweep(const NewSweep& sweep) = 0;
+  // Import: stores an ended sweep (state finished, stage done) holding
+  // `trials` as trials 0..n-1, all ended, with their counts and best trial,
+  // in one step (all or nothing). Its id is returned; no controller ever runs
+  // it, and it is read, warm-started from and deleted like any ended sweep.
+  // Trials not ended are refused (kInvalidArgument). The idempotency key works
+  // as create_sweep's, `sweep.spec_json` and the trials together being "the
+  // spec" compared (a retry with other rows: kConflict).
+  virtual Result<std::string> import_sweep(const NewSweep& sweep,
+                                           const std::vector<ImportedTrial>& trials) = 0;
   virtual Result<Sweep> get_sweep(const std::string& sweep_id) = 0;
   // Newest first.
   virtual Result<std::vector<Sweep>> list_sweeps(std::int64_t offset, std::int64_t limit) = 0;

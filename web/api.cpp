@@ -20,6 +20,7 @@
 
 #include "core/log.hpp"
 #include "trials/spec.hpp"
+#include "trials/trial_csv.hpp"
 #include "web/api_errors.hpp"
 #include "web/json_codec.hpp"
 #include "web/trial_columns.hpp"
@@ -129,61 +130,37 @@ bool valid_sort_field(const std::string& f) {
          (f.rfind("param:", 0) == 0 && f.size() > 6);
 }
 
-// A text cell. One that a spreadsheet would read as a formula (=, +, -, @, or
-// a leading tab/CR) gets a leading ' so that opening the export runs nothing;
-// numbers never come through here.
-std::string csv_cell(const std::string& s) {
-  const bool formula =
-      !s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos;
-  const std::string text = formula ? "'" + s : s;
-  if (!formula && text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
+// The Idempotency-Key header: at most 200 printable ASCII characters, no spaces.
+Result<std::string> idempotency_key(const Request& request) {
+  std::string key = request.header("idempotency-key");
+  constexpr std::size_t kMaxKey = 200;
+  const bool ok = key.size() <= kMaxKey && std::all_of(key.begin(), key.end(), [](unsigned char c) {
+                    return c > 0x20 && c < 0x7f;
+                  });
+  if (!ok)
+    return Error::invalid(
+        "Idempotency-Key",
+        fmt::format("expected at most {} printable ASCII characters without spaces, got {} bytes",
+                    kMaxKey, key.size()));
+  return key;
 }
 
-std::string number_text(double v) {
-  if (std::isnan(v)) return "";
-  Json j = v;
-  return j.dump();
+// The sweep to store for `spec` (its text `spec_text`), with the request's Idempotency-Key.
+Result<trials::NewSweep> new_sweep(const Request& request, const trials::SweepSpec& spec,
+                                   std::string spec_text) {
+  trials::NewSweep sweep{spec.name, std::move(spec_text), spec.objective.maximize};
+  sweep.needs = trials::request_for(spec.trial);
+  auto key = idempotency_key(request);
+  if (!key) return key.error();
+  sweep.idempotency_key = std::move(*key);
+  return sweep;
 }
 
-std::string trials_csv(const std::vector<TrialPtr>& rows) {
-  std::set<std::string> params, metrics;
-  for (const auto& row : rows) {
-    const trials::Trial& t = *row;
-    for (const auto& [k, v] : t.params) params.insert(k);
-    for (const auto& [k, v] : t.metrics) metrics.insert(k);
-  }
-  std::string out = "id,number,state,value,attempt,worker,started_ms,finished_ms,error";
-  for (const auto& p : params) out += "," + csv_cell("param:" + p);
-  for (const auto& m : metrics) out += "," + csv_cell("metric:" + m);
-  out += "\n";
-  for (const auto& row : rows) {
-    const trials::Trial& t = *row;
-    out += csv_cell(t.id) + "," + std::to_string(t.number) + "," + trials::to_string(t.state) +
-           "," + (t.value ? number_text(*t.value) : "") + "," + std::to_string(t.attempt) + "," +
-           csv_cell(t.worker) + "," + std::to_string(t.started_ms) + "," +
-           std::to_string(t.finished_ms) + "," + csv_cell(t.error);
-    for (const auto& p : params) {
-      auto it = t.params.find(p);
-      out += ",";
-      if (it != t.params.end()) {
-        if (auto d = std::get_if<double>(&it->second))
-          out += number_text(*d);
-        else if (auto n = std::get_if<std::int64_t>(&it->second))
-          out += std::to_string(*n);
-        else
-          out += csv_cell(search::to_string(it->second));
-      }
-    }
-    for (const auto& m : metrics) {
-      auto it = t.metrics.find(m);
-      out += "," + (it != t.metrics.end() ? number_text(it->second) : std::string());
-    }
-    out += "\n";
-  }
-  return out;
+// `e` as found inside the request body's member `member`: its paths and message prefixed.
+Error inside(const std::string& member, Error e) {
+  for (auto& f : e.fields) f.path = f.path.empty() ? member : member + "." + f.path;
+  e.message = member + "." + e.message;
+  return e;
 }
 
 }  // namespace
@@ -195,6 +172,8 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
   auto& r = router_;
   r.add("POST", "/api/sweeps",
         [this](const Request& q, const PathParams&) { return create_sweep(q); });
+  r.add("POST", "/api/sweeps/import",
+        [this](const Request& q, const PathParams&) { return import_sweep(q); });
   r.add("GET", "/api/sweeps",
         [this](const Request& q, const PathParams&) { return list_sweeps(q); });
   r.add("GET", "/api/sweeps/{id}",
@@ -374,18 +353,8 @@ Response Api::create_sweep(const Request& request) {
   }
   // Stored as submitted: the order of its parameters is meaningful (grid
   // order, conditional parents), so the text is not re-serialised.
-  trials::NewSweep sweep{spec->name, request.body, spec->objective.maximize};
-  sweep.needs = trials::request_for(spec->trial);
-  sweep.idempotency_key = request.header("idempotency-key");
-  constexpr std::size_t kMaxKey = 200;
-  const bool key_ok = sweep.idempotency_key.size() <= kMaxKey &&
-                      std::all_of(sweep.idempotency_key.begin(), sweep.idempotency_key.end(),
-                                  [](unsigned char c) { return c > 0x20 && c < 0x7f; });
-  if (!key_ok)
-    return error_response(Error::invalid(
-        "Idempotency-Key", fmt::format("expected at most {} printable ASCII characters without "
-                                       "spaces, got {} bytes",
-                                       kMaxKey, sweep.idempotency_key.size())));
+  auto sweep = new_sweep(request, *spec, request.body);
+  if (!sweep) return error_response(sweep.error());
   auto store = borrow();
   if (!store) return error_response(Error::unavailable("no store"));
   // A warm start reads ended sweeps only: their trials no longer change, so a
@@ -402,15 +371,53 @@ Response Api::create_sweep(const Request& request) {
           path,
           fmt::format("sweep \"{}\" is still running; a warm start reads ended sweeps", warm[i])));
   }
-  auto id = store.track(store->sweeps().create_sweep(sweep));
+  auto id = store.track(store->sweeps().create_sweep(*sweep));
   if (!id) return error_response(id.error());
   const std::string name = spec->name;
   options_.specs->put(*id, std::make_shared<const trials::SweepSpec>(std::move(spec).value()));
   log_info("sweep submitted", {{"sweep", *id},
                                {"name", name},
                                {"remote", request.remote},
-                               {"idempotency_key", sweep.idempotency_key}});
+                               {"idempotency_key", sweep->idempotency_key}});
   Response r = json_ok(201, Json{{"id", *id}});
+  r.headers.emplace_back("Location", "/api/sweeps/" + *id);
+  return r;
+}
+
+Response Api::import_sweep(const Request& request) {
+  // {"spec": <the spec the trials were run with>, "csv": "<hpo trials --csv>"}
+  auto body = parse_json(request.body);
+  if (!body) return error_response(body.error());
+  if (!body->is_object())
+    return error_response(
+        Error::invalid("body", "expected an object {\"spec\": {...}, \"csv\": \"...\"}"));
+  for (const auto& [k, v] : body->items())
+    if (k != "spec" && k != "csv")
+      return error_response(Error::invalid(k, "unknown key; expected spec and csv"));
+  if (!body->contains("spec") || !(*body)["spec"].is_object())
+    return error_response(Error::invalid("spec",
+                                         "expected the sweep spec (an object) the trials "
+                                         "were run with"));
+  if (!body->contains("csv") || !(*body)["csv"].is_string())
+    return error_response(
+        Error::invalid("csv", "expected the trials as text, as `hpo trials --csv` writes them"));
+  const std::string spec_text = dump((*body)["spec"]);
+  auto spec = trials::parse_spec(spec_text);
+  if (!spec) return error_response(inside("spec", spec.error()));
+  auto rows = trials::read_trials_csv((*body)["csv"].get_ref<const std::string&>(), *spec, "csv");
+  if (!rows) return error_response(rows.error());
+  auto sweep = new_sweep(request, *spec, spec_text);
+  if (!sweep) return error_response(sweep.error());
+  auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
+  auto id = store.track(store->sweeps().import_sweep(*sweep, *rows));
+  if (!id) return error_response(id.error());
+  options_.specs->put(*id, std::make_shared<const trials::SweepSpec>(std::move(spec).value()));
+  log_info("sweep imported", {{"sweep", *id},
+                              {"name", sweep->name},
+                              {"trials", std::to_string(rows->size())},
+                              {"remote", request.remote}});
+  Response r = json_ok(201, Json{{"id", *id}, {"trials", rows->size()}});
   r.headers.emplace_back("Location", "/api/sweeps/" + *id);
   return r;
 }
@@ -505,7 +512,10 @@ Response Api::list_trials(const Request& request, const std::string& sweep_id) {
     for (auto i = begin; i < end; ++i) rows.push_back(std::move(keyed[i].second));
   }
   if (csv) {
-    Response r = Response::text(200, trials_csv(rows), "text/csv; charset=utf-8");
+    std::vector<const trials::Trial*> view;
+    view.reserve(rows.size());
+    for (const auto& row : rows) view.push_back(row.get());
+    Response r = Response::text(200, trials::write_trials_csv(view), "text/csv; charset=utf-8");
     r.headers.emplace_back("Content-Disposition",
                            "attachment; filename=\"" + percent_encode(sweep_id) + "-trials.csv\"");
     return r;

@@ -95,6 +95,7 @@ class Api {
   bool authorized(const Request& request) const;
   bool host_allowed(const Request& request) const;
   Response create_sweep(const Request& request);
+  Response import_sweep(const Request& request);
   Response list_sweeps(const Request& request);
   Response get_sweep(const std::string& id);
   // The sweep document, its objective and budget from the typed spec.

@@ -90,6 +90,15 @@ const char* const kOpenApi = R"json({
           "sweeps": {"type": "array", "items": {"$ref": "#/components/schemas/Sweep"}}, "offset": {"type": "integer"}, "limit": {"type": "integer"}}}}}},
           "400": {"$ref": "#/components/responses/Error"}}}
     },
+    "/api/sweeps/import": {
+      "post": {"summary": "Import past trials (hpo import): an ended sweep holding the CSV's rows (the format GET .../trials?format=csv writes), checked against the spec they were run with; all or nothing. A warm start can then name it", "security": [{"bearer": []}],
+        "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "maxLength": 200}}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["spec", "csv"], "properties": {"spec": {"type": "object"}, "csv": {"type": "string"}}}}}},
+        "responses": {"201": {"description": "stored", "content": {"application/json": {"schema": {"type": "object", "properties": {"id": {"type": "string"}, "trials": {"type": "integer"}}}}}},
+          "409": {"$ref": "#/components/responses/Error"},
+          "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"},
+          "413": {"$ref": "#/components/responses/Error"}, "503": {"$ref": "#/components/responses/Error"}}}
+    },
     "/api/sweeps/{id}": {
       "get": {"summary": "One sweep: state, counts, best trial", "parameters": [{"$ref": "#/components/parameters/id"}],
         "responses": {"200": {"description": "the sweep", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Sweep"}}}},

@@ -405,6 +405,62 @@ TEST(EndToEnd, CliSubmitFollowStatusAndExitCodes) {
   EXPECT_TRUE(c.get("/api/trials/" + id + "-0").is_null());
 }
 
+// hpo import: the CSV `hpo trials --csv` writes, imported with the spec it
+// was run with, is an ended sweep with the same trials (parameters, values,
+// best); a malformed file is refused with its line (exit 2) and stores
+// nothing; a sweep can warm-start from the import.
+TEST(EndToEnd, TrialsExportedAsCsvImportAsTheSameSweep) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  c.start_worker("a", 2);
+  const Json spec = command_spec(8, 0);
+  const std::string original = submit(c, spec);
+  ASSERT_EQ(c.wait_finished(original, 120s).value("state", ""), "finished") << c.logs();
+
+  const std::string spec_path = c.home() + "/spec.json";
+  std::ofstream(spec_path) << spec.dump(2);
+  const std::string csv_path = c.home() + "/trials.csv";
+  Process exported({kBin + "/cli/hpo", "trials", original, "--csv"}, c.env(), csv_path);
+  ASSERT_EQ(exported.wait(30s), 0) << exported.log();
+  Process imported({kBin + "/cli/hpo", "import", spec_path, csv_path}, c.env(),
+                   c.home() + "/import.log");
+  ASSERT_EQ(imported.wait(30s), 0) << imported.log();
+  std::string id = imported.log();
+  while (!id.empty() && std::isspace(static_cast<unsigned char>(id.back()))) id.pop_back();
+  ASSERT_NE(id, original);
+
+  Json sweep = c.get("/api/sweeps/" + id);
+  ASSERT_TRUE(sweep.is_object()) << imported.log();
+  EXPECT_EQ(sweep["state"], "finished");
+  EXPECT_EQ(sweep["counts"]["completed"], 8);
+  Json before = c.get("/api/sweeps/" + original);
+  EXPECT_EQ(sweep["best"]["value"], before["best"]["value"]);
+  EXPECT_EQ(sweep["best"]["params"], before["best"]["params"]);
+  Json a = c.get("/api/sweeps/" + original + "/trials?limit=100");
+  Json b = c.get("/api/sweeps/" + id + "/trials?limit=100");
+  ASSERT_EQ(a["trials"].size(), b["trials"].size());
+  for (std::size_t i = 0; i < a["trials"].size(); ++i) {
+    EXPECT_EQ(b["trials"][i]["params"], a["trials"][i]["params"]) << i;
+    EXPECT_EQ(b["trials"][i]["value"], a["trials"][i]["value"]) << i;
+    EXPECT_EQ(b["trials"][i]["worker"], a["trials"][i]["worker"]) << i;
+  }
+
+  const std::string bad_path = c.home() + "/bad.csv";
+  std::ofstream(bad_path) << "state,value,param:x,param:y\ncompleted,1.5,0.5,7\n";
+  Process bad({kBin + "/cli/hpo", "import", spec_path, bad_path}, c.env(), c.home() + "/bad.log");
+  EXPECT_EQ(bad.wait(30s), 2) << bad.log();
+  EXPECT_NE(bad.log().find("line 2, column 4 (param:y)"), std::string::npos) << bad.log();
+  EXPECT_EQ(c.get("/api/sweeps")["sweeps"].size(), 2u);
+
+  Json warm = command_spec(4, 0);
+  warm["search"]["algorithm"] = "tpe";
+  warm["search"]["warm_start"] = {{"sweeps", {id}}};
+  const std::string seeded = submit(c, warm);
+  ASSERT_EQ(c.wait_finished(seeded, 120s).value("state", ""), "finished") << c.logs();
+  const std::string log = read_file(c.home() + "/scheduler.log");
+  EXPECT_NE(log.find("used=8"), std::string::npos) << log;
+}
+
 // search.warm_start: a TPE sweep seeded with an earlier sweep's trials asks
 // other points than the same sweep cold and does not do worse; the seeding is
 // read once per controller from ended sweeps, so kill -9 of the scheduler in

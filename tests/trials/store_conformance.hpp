@@ -1145,6 +1145,102 @@ TYPED_TEST_P(StoreConformance, EventBoundsAreTheOldestAndNewestIds) {
   EXPECT_TRUE(event_id_before("10-2", "10-11"));
 }
 
+// An import stores an ended sweep with all its trials at once: counted, with
+// its best, never queued; a retry with the same key is the same sweep.
+TYPED_TEST_P(StoreConformance, ImportSweepStoresAnEndedSweepAtOnce) {
+  auto imported = [](TrialState state, double x, std::optional<double> value) {
+    ImportedTrial t;
+    t.params = {{"x", x}, {"n", std::int64_t{2}}, {"opt", std::string("adam")}};
+    t.state = state;
+    t.value = value;
+    if (value) t.metrics["value"] = *value;
+    t.error = state == TrialState::kFailed ? "oom" : "";
+    t.worker = "gpu-7";
+    t.started_ms = 1000;
+    t.finished_ms = 2500;
+    return t;
+  };
+  const std::vector<ImportedTrial> rows{
+      imported(TrialState::kCompleted, 0.5, 3.0), imported(TrialState::kFailed, 0.25, std::nullopt),
+      imported(TrialState::kCompleted, 0.125, 1.5), imported(TrialState::kPruned, 0.75, 0.5)};
+  NewSweep n{"old", R"({"name":"old"})", false};
+  n.idempotency_key = "import-1";
+  auto id = this->store().import_sweep(n, rows);
+  ASSERT_TRUE(id.ok()) << id.error().message;
+
+  auto s = this->store().get_sweep(*id);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->name, "old");
+  EXPECT_EQ(s->state, SweepState::kFinished);
+  EXPECT_EQ(s->stage, SweepStage::kDone);
+  EXPECT_EQ(s->next_number, 4);
+  EXPECT_EQ(s->counts.completed, 2);
+  EXPECT_EQ(s->counts.failed, 1);
+  EXPECT_EQ(s->counts.pruned, 1);
+  EXPECT_EQ(s->counts.active(), 0);
+  ASSERT_TRUE(s->best.has_value());  // the best completed trial, not the pruned 0.5
+  EXPECT_EQ(s->best->number, 2);
+  EXPECT_EQ(s->best->value, 1.5);
+  EXPECT_EQ(s->best->params, rows[2].params);
+
+  auto page = this->store().list_trials(*id, TrialRole::kTrial, 0, 10);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->total, 4);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    SCOPED_TRACE(i);
+    const Trial& t = page->trials[i];
+    EXPECT_EQ(t.number, static_cast<std::int64_t>(i));
+    EXPECT_EQ(t.id, *id + "-" + std::to_string(i));
+    EXPECT_EQ(t.state, rows[i].state);
+    EXPECT_EQ(t.params, rows[i].params);
+    EXPECT_EQ(t.value, rows[i].value);
+    EXPECT_EQ(t.metrics, rows[i].metrics);
+    EXPECT_EQ(t.error, rows[i].error);
+    EXPECT_EQ(t.worker, "gpu-7");
+    EXPECT_EQ(t.started_ms, 1000);
+    EXPECT_EQ(t.finished_ms, 2500);
+    auto attempts = this->store().get_attempts(t.id);
+    ASSERT_TRUE(attempts.ok());
+    ASSERT_EQ(attempts->size(), 1u);
+    EXPECT_EQ((*attempts)[0].outcome, to_string(rows[i].state));
+    EXPECT_EQ((*attempts)[0].ended_ms, 2500);
+  }
+  // Nothing of it is queued, and nothing keeps it active.
+  auto none = this->queue().claim("w1", 8, TypeParam::kLeaseMs);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  auto active = this->store().active_sweeps();
+  ASSERT_TRUE(active.ok());
+  for (const auto& a : *active) EXPECT_NE(a, *id);
+
+  // A retry is the same sweep; the same key with other rows is a conflict.
+  auto again = this->store().import_sweep(n, rows);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *id);
+  std::vector<ImportedTrial> other = rows;
+  other[0].value = 2.0;
+  EXPECT_EQ(this->store().import_sweep(n, other).error().code, ErrorCode::kConflict);
+  // The key of a submitted sweep is not an import's, and the other way round.
+  NewSweep submitted{"new", R"({"name":"new"})", false};
+  submitted.idempotency_key = "import-1";
+  EXPECT_EQ(this->store().create_sweep(submitted).error().code, ErrorCode::kConflict);
+
+  // A trial that has not ended is refused, and nothing is stored.
+  n.idempotency_key.clear();
+  std::vector<ImportedTrial> running = rows;
+  running[1].state = TrialState::kRunning;
+  EXPECT_EQ(this->store().import_sweep(n, running).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(this->store().list_sweeps(0, 10)->size(), 1u);
+
+  // An empty import is an ended sweep without a best; it deletes like any other.
+  auto empty = this->store().import_sweep(n, {});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(this->store().get_sweep(*empty)->best.has_value());
+  ASSERT_TRUE(this->store().delete_sweep(*id).ok());
+  EXPECT_EQ(this->store().get_trial(*id + "-0").error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(this->store().list_sweeps(0, 10)->size(), 1u);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(
     StoreConformance, CreateGetListSweeps, FinishSweepOnlyFromRunning,
     CreateTrialIsCompareAndSetWithLimit, ClaimHeartbeatReportComplete, ClaimTakesOnlyWhatFits,
@@ -1159,6 +1255,7 @@ REGISTER_TYPED_TEST_SUITE_P(
     ABatchOfReportsIsStoredInOrderWithOneEvent, CreateTrialsIsOneCompareAndSet,
     ClaimBatchTakesWhatFitsRoundRobin, WaitForWorkWakesOnWorkQueuedAfterTheClaim,
     HeartbeatAndCompleteBatchesFenceEachItem, EventBoundsAreTheOldestAndNewestIds,
-    ClaimsTakeOnlyTrialsTheOfferFits, AWideTrialPassedOverIsReservedAndNotStarved);
+    ClaimsTakeOnlyTrialsTheOfferFits, AWideTrialPassedOverIsReservedAndNotStarved,
+    ImportSweepStoresAnEndedSweepAtOnce);
 
 }  // namespace hpo::trials::conformance

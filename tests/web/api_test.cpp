@@ -190,6 +190,75 @@ TEST_F(ApiTest, AWarmStartFromAMissingOrRunningSweepIsRefused) {
   EXPECT_EQ(r->status, 201) << r->body;
 }
 
+// An import stores an ended sweep from the CSV `hpo trials --csv` writes: a
+// 201 with its id; a malformed file is a 400 naming its line and column, and
+// nothing is stored; a sweep warm-started from the import is accepted.
+TEST_F(ApiTest, ImportStoresAnEndedSweepFromItsCsv) {
+  start();
+  auto import = [&](const Json& body, const std::string& key = "") {
+    std::map<std::string, std::string> headers{{"Content-Type", "application/json"}};
+    if (!key.empty()) headers["Idempotency-Key"] = key;
+    return client_->request("POST", "/api/sweeps/import", body.dump(), headers);
+  };
+  const Json spec = Json::parse(kSpec);
+  const std::string csv =
+      "state,value,param:x1,param:x2\n"
+      "completed,4.5,1.5,2\n"
+      "completed,0.75,3.25,2.5\n"
+      "failed,,-5,0\n";
+  auto r = import({{"spec", spec}, {"csv", csv}}, "imp-1");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 201) << r->body;
+  const std::string id = body(*r)["id"];
+  EXPECT_EQ(body(*r)["trials"], 3);
+  auto doc = client_->get("/api/sweeps/" + id);
+  ASSERT_EQ(doc->status, 200);
+  EXPECT_EQ(body(*doc)["state"], "finished") << doc->body;
+  EXPECT_EQ(body(*doc)["best"]["value"], 0.75) << doc->body;
+  EXPECT_EQ(body(*doc)["best"]["params"]["x1"], 3.25) << doc->body;
+  auto rows = client_->get("/api/sweeps/" + id + "/trials");
+  ASSERT_EQ(body(*rows)["trials"].size(), 3u) << rows->body;
+  EXPECT_EQ(body(*rows)["trials"][2]["state"], "failed");
+  // A retry gets the same sweep back.
+  r = import({{"spec", spec}, {"csv", csv}}, "imp-1");
+  ASSERT_EQ(r->status, 201) << r->body;
+  EXPECT_EQ(body(*r)["id"], id);
+
+  struct Bad {
+    Json body;
+    std::string path, says;
+  };
+  Json bad_spec = spec;
+  bad_spec["parameters"]["x1"]["min"] = "low";
+  const std::vector<Bad> bad{
+      {{{"spec", spec}, {"csv", "state,value,param:x1,param:x2\ncompleted,1,11,2\n"}},
+       "csv",
+       "line 2, column 3 (param:x1): 11 is above the maximum 10"},
+      {{{"spec", spec}, {"csv", "state,param:x9\n"}}, "csv", "no parameter \"x9\""},
+      {{{"spec", bad_spec}, {"csv", csv}}, "spec.parameters.x1", ""},
+      {{{"spec", spec}}, "csv", "expected the trials as text"},
+      {{{"csv", csv}}, "spec", "expected the sweep spec"},
+      {{{"spec", spec}, {"csv", csv}, {"rows", 1}}, "rows", "unknown key"},
+  };
+  for (const auto& b : bad) {
+    SCOPED_TRACE(b.body.dump());
+    auto got = import(b.body);
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(got->status, 400) << got->body;
+    const Json field = body(*got)["error"]["fields"][0];
+    EXPECT_EQ(field["path"].get<std::string>().rfind(b.path, 0), 0u) << got->body;
+    EXPECT_NE(field["message"].get<std::string>().find(b.says), std::string::npos) << got->body;
+  }
+  EXPECT_EQ(store_->list_sweeps(0, 10)->size(), 1u);
+
+  Json warm = spec;
+  warm["search"]["algorithm"] = "tpe";
+  warm["search"]["warm_start"] = {{"sweeps", {id}}};
+  auto w = client_->post("/api/sweeps", warm.dump());
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->status, 201) << w->body;
+}
+
 TEST_F(ApiTest, UnknownIdsAre404) {
   start();
   auto a = client_->get("/api/sweeps/nope");

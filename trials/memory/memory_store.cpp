@@ -104,19 +104,20 @@ void MemoryStore::emit(std::string type, const std::string& sweep, const std::st
   events_cv_.notify_all();
 }
 
-Result<std::string> MemoryStore::create_sweep(const NewSweep& sweep) {
-  std::lock_guard lock(mu_);
-  if (!sweep.idempotency_key.empty()) {
-    auto it = idempotency_.find(sweep.idempotency_key);
-    if (it != idempotency_.end() && it->second.second > now()) {
-      auto first = sweeps_.find(it->second.first);
-      if (first != sweeps_.end()) {
-        if (first->second.sweep.spec_json == sweep.spec_json) return first->first;
-        return Error::conflict("Idempotency-Key " + sweep.idempotency_key + " was used for sweep " +
-                               first->first + " with another spec");
-      }
-    }
-  }
+Result<std::optional<std::string>> MemoryStore::idempotent_first(const NewSweep& sweep,
+                                                                 const std::string& digest) {
+  if (sweep.idempotency_key.empty()) return std::optional<std::string>{};
+  auto it = idempotency_.find(sweep.idempotency_key);
+  if (it == idempotency_.end() || it->second.second <= now()) return std::optional<std::string>{};
+  auto first = sweeps_.find(it->second.first);
+  if (first == sweeps_.end()) return std::optional<std::string>{};
+  if (first->second.sweep.spec_json == sweep.spec_json && first->second.import_digest == digest)
+    return std::optional<std::string>{first->first};
+  return Error::conflict("Idempotency-Key " + sweep.idempotency_key + " was used for sweep " +
+                         first->first + " with another " + (digest.empty() ? "spec" : "import"));
+}
+
+MemoryStore::SweepRec& MemoryStore::new_sweep(const NewSweep& sweep) {
   std::random_device rd;
   std::string id;
   do id = fmt::format("{:08x}", static_cast<std::uint32_t>(rd()));
@@ -129,11 +130,59 @@ Result<std::string> MemoryStore::create_sweep(const NewSweep& sweep) {
   rec.sweep.created_ms = now();
   rec.needs = sweep.needs;
   rec.seq = ++sweep_seq_;
-  sweeps_.emplace(id, std::move(rec));
+  SweepRec& out = sweeps_.emplace(id, std::move(rec)).first->second;
   if (!sweep.idempotency_key.empty())
     idempotency_[sweep.idempotency_key] = {id, now() + 1000 * sweep.idempotency_ttl_s};
   emit("sweep.created", id, "", Json{{"name", sweep.name}}.dump());
-  return id;
+  return out;
+}
+
+Result<std::string> MemoryStore::create_sweep(const NewSweep& sweep) {
+  std::lock_guard lock(mu_);
+  auto first = idempotent_first(sweep, "");
+  if (!first) return first.error();
+  if (*first) return **first;
+  return new_sweep(sweep).sweep.id;
+}
+
+Result<std::string> MemoryStore::import_sweep(const NewSweep& sweep,
+                                              const std::vector<ImportedTrial>& trials) {
+  std::lock_guard lock(mu_);
+  for (std::size_t i = 0; i < trials.size(); ++i)
+    if (!is_finished(trials[i].state))
+      return Error::invalid("trials", fmt::format("imported trial {} is {}, not ended", i,
+                                                  to_string(trials[i].state)));
+  const std::string digest = import_digest(trials);
+  auto first = idempotent_first(sweep, digest);
+  if (!first) return first.error();
+  if (*first) return **first;
+  SweepRec& rec = new_sweep(sweep);
+  rec.import_digest = digest;
+  Sweep& s = rec.sweep;
+  for (const auto& it : trials) {
+    TrialRec r;
+    Trial& t = r.trial;
+    t.number = s.next_number++;
+    t.id = fmt::format("{}-{}", s.id, t.number);
+    t.sweep_id = s.id;
+    t.params = it.params;
+    t.state = TrialState::kQueued;
+    ++s.counts.queued;
+    t.created_ms = s.created_ms;
+    t.worker = it.worker;
+    t.started_ms = std::max<std::int64_t>(0, it.started_ms);
+    rec.trials.push_back(t.id);
+    auto& stored = trials_[t.id] = std::move(r);
+    finish(stored, std::max<std::int64_t>(0, it.finished_ms), it.state, it.value, &it.metrics,
+           it.error);
+    stored.attempts.push_back({0, it.worker, stored.trial.started_ms, stored.trial.finished_ms,
+                               to_string(it.state), it.error});
+  }
+  s.state = SweepState::kFinished;
+  s.stage = SweepStage::kDone;
+  s.finished_ms = now();
+  emit("sweep.finished", s.id, "", Json{{"state", to_string(s.state)}, {"error", ""}}.dump());
+  return s.id;
 }
 
 Result<Sweep> MemoryStore::get_sweep(const std::string& sweep_id) {

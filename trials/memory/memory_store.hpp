@@ -32,6 +32,8 @@ class MemoryStore : public AllRoles {
 
   // SweepStore
   Result<std::string> create_sweep(const NewSweep& sweep) override;
+  Result<std::string> import_sweep(const NewSweep& sweep,
+                                   const std::vector<ImportedTrial>& trials) override;
   Result<Sweep> get_sweep(const std::string& sweep_id) override;
   Result<std::vector<Sweep>> list_sweeps(std::int64_t offset, std::int64_t limit) override;
   Result<std::vector<std::string>> active_sweeps() override;
@@ -117,6 +119,7 @@ class MemoryStore : public AllRoles {
     std::int64_t seq = 0;
     std::vector<std::string> trials, members;  // ids by number
     ResourceRequest needs;
+    std::string import_digest;  // imported sweeps: their trials' (import_digest)
   };
   struct WorkerRec {
     WorkerInfo info;
@@ -135,6 +138,11 @@ class MemoryStore : public AllRoles {
   void make_ready(const std::string& sweep);
   void wake();  // trials may be claimable: wait_for_work returns
   Status complete_one(const std::string& worker, const Completion& c);
+  // An idempotency key's first sweep with that spec and digest; kConflict with
+  // others; nullopt when unused (create_sweep, import_sweep).
+  Result<std::optional<std::string>> idempotent_first(const NewSweep& sweep,
+                                                      const std::string& digest);
+  SweepRec& new_sweep(const NewSweep& sweep);
   void unready(const std::string& sweep);
   // Cancelled or pruned meanwhile (sweep ended, control set): that state, else none.
   std::optional<TrialState> stop_verdict(const TrialRec& r) const;

@@ -1,5 +1,5 @@
 #!lua name=hpo_v1
--- hpo-functions-version: 2
+-- hpo-functions-version: 3
 --[[
 hpo's atomic state transitions, one Redis Functions library (Redis >= 7).
 
@@ -27,6 +27,7 @@ NOT_FOUND, CONFLICT, LEASE_LOST, INVALID; anything else is a bug (kInternal).
 Key schema (P = prefix, default "hpo:"):
   P..'sweep:'<sid>           hash  id name state spec maximize(0|1) created_ms finished_ms
                                    stage error next_trial next_member
+                                   import_digest (imported sweeps: their trials' SHA-256)
                                    needs (what its trials ask of a worker: placement below)
                                    '<kind>.<state>' counters (kind trial|member, state queued..cancelled)
                                    best_trial best_number best_params best_value (kind trial only)
@@ -321,6 +322,39 @@ local function flatten(key)
   return redis.call('HGETALL', key)
 end
 
+-- An idempotency key's first sweep: its id when that sweep was made with the
+-- same spec (and, for an import, the same trials: `digest`), a refusal when
+-- with others; nil when the key is unused or its sweep is gone.
+local function idem_first(P, idem, spec, digest)
+  if idem == '' then return nil end
+  local first = redis.call('GET', P .. 'idem:' .. idem)
+  if not first then return nil end
+  local s = redis.call('HMGET', P .. 'sweep:' .. first, 'spec', 'import_digest')
+  if not s[1] then return nil end
+  if s[1] == spec and (s[2] or '') == digest then return first end
+  return nil, refuse('CONFLICT', 'Idempotency-Key ' .. idem .. ' was used for sweep ' .. first ..
+                     ' with another ' .. (digest ~= '' and 'import' or 'spec'))
+end
+
+-- A new running sweep's keys; nil or a refusal.
+local function new_sweep(P, id, name, spec, maximize, needs, idem, idem_ttl, now)
+  local skey = P .. 'sweep:' .. id
+  if redis.call('EXISTS', skey) == 1 then return refuse('CONFLICT', 'sweep id ' .. id .. ' taken') end
+  redis.call('HSET', skey, 'id', id, 'name', name, 'spec', spec, 'maximize', maximize, 'state',
+             'running', 'stage', 'search', 'created_ms', int(now), 'finished_ms', '0',
+             'next_trial', '0', 'next_member', '0', 'error', '', 'needs', needs or '')
+  for _, kind in ipairs({'trial', 'member'}) do
+    for _, s in ipairs(kTrialStates) do redis.call('HSET', skey, kind .. '.' .. s, '0') end
+  end
+  local seq = redis.call('INCR', P .. 'seq:sweeps')
+  redis.call('ZADD', P .. 'sweeps', seq, id)
+  if idem ~= '' then
+    redis.call('SET', P .. 'idem:' .. idem, id, 'EX', tonumber(idem_ttl or '86400'))
+  end
+  emit(P, 'sweep.created', id, '', json_obj({name = name}))
+  return nil
+end
+
 -- create_sweep P id name spec maximize [idem_key idem_ttl_s needs_json] -> sweep id
 -- With an Idempotency-Key: a key already used for a sweep that still exists
 -- returns that sweep (the same spec) or refuses (another spec), so a client
@@ -328,33 +362,74 @@ end
 local function create_sweep(keys, a)
   local P, id = a[1], a[2]
   local idem = a[6] or ''
-  if idem ~= '' then
-    local first = redis.call('GET', P .. 'idem:' .. idem)
-    if first then
-      local spec = redis.call('HGET', P .. 'sweep:' .. first, 'spec')
-      if spec == a[4] then return first end
-      if spec then
-        return refuse('CONFLICT', 'Idempotency-Key ' .. idem .. ' was used for sweep ' .. first ..
-                      ' with another spec')
-      end
+  local first, refusal = idem_first(P, idem, a[4], '')
+  if first or refusal then return first or refusal end
+  local err = new_sweep(P, id, a[3], a[4], a[5], a[8], idem, a[7], now_ms())
+  if err then return err end
+  redis.call('SADD', P .. 'sweeps:active', id)
+  return id
+end
+
+local kEndedStates = {completed = true, failed = true, pruned = true, cancelled = true}
+
+-- import_sweep P id name spec maximize idem_key idem_ttl_s needs digest n
+--   {params state value metrics error worker started_ms finished_ms}*n -> sweep id
+-- An ended sweep (finished, stage done) holding n ended trials, written at
+-- once; `digest` (the trials' hash) makes a retry with other rows a conflict.
+local function import_sweep(keys, a)
+  local P, id, idem, digest = a[1], a[2], a[6] or '', a[9]
+  local n = tonumber(a[10])
+  if n == nil or n < 0 then return refuse('INVALID', 'trial count ' .. tostring(a[10])) end
+  for i = 1, n do
+    local state = a[10 + 8 * (i - 1) + 2]
+    if not kEndedStates[state] then
+      return refuse('INVALID', 'imported trial ' .. int(i - 1) .. ' is ' .. tostring(state) ..
+                    ', not ended')
     end
   end
-  local skey = P .. 'sweep:' .. id
-  if redis.call('EXISTS', skey) == 1 then return refuse('CONFLICT', 'sweep id ' .. id .. ' taken') end
+  local first, refusal = idem_first(P, idem, a[4], digest)
+  if first or refusal then return first or refusal end
   local now = now_ms()
-  redis.call('HSET', skey, 'id', id, 'name', a[3], 'spec', a[4], 'maximize', a[5], 'state',
-             'running', 'stage', 'search', 'created_ms', int(now), 'finished_ms', '0',
-             'next_trial', '0', 'next_member', '0', 'error', '', 'needs', a[8] or '')
-  for _, kind in ipairs({'trial', 'member'}) do
-    for _, s in ipairs(kTrialStates) do redis.call('HSET', skey, kind .. '.' .. s, '0') end
+  local err = new_sweep(P, id, a[3], a[4], a[5], a[8], idem, a[7], now)
+  if err then return err end
+  local skey = P .. 'sweep:' .. id
+  local ids, delta, bests = {}, {}, {}
+  for i = 1, n do
+    local at = 10 + 8 * (i - 1)
+    local num = i - 1
+    local tid = id .. '-' .. int(num)
+    ids[i] = tid
+    local state = a[at + 2]
+    local fields = {'id', tid, 'sweep', id, 'number', int(num), 'kind', 'trial', 'params', a[at + 1],
+                    'state', state, 'attempt', '0', 'max_attempts', '1', 'slots', '1', 'created_ms',
+                    int(now), 'worker', a[at + 6], 'started_ms', a[at + 7], 'finished_ms', a[at + 8],
+                    'error', a[at + 5], 'lease_deadline', '0'}
+    if a[at + 3] ~= '' then
+      table.insert(fields, 'value')
+      table.insert(fields, a[at + 3])
+    end
+    if a[at + 4] ~= '' then
+      table.insert(fields, 'metrics')
+      table.insert(fields, a[at + 4])
+    end
+    redis.call('HSET', P .. 'trial:' .. tid, unpack(fields))
+    redis.call('RPUSH', P .. 'attempts:' .. tid,
+               attempt_json(0, a[at + 6], a[at + 7], a[at + 8], state, a[at + 5]))
+    count(delta, id, 'trial.' .. state, 1)
+    if state == 'completed' then
+      update_best(P, {kind = 'trial', sweep = id, id = tid, number = int(num), params = a[at + 1]},
+                  a[at + 3], bests)
+    end
   end
-  local seq = redis.call('INCR', P .. 'seq:sweeps')
-  redis.call('ZADD', P .. 'sweeps', seq, id)
-  redis.call('SADD', P .. 'sweeps:active', id)
-  if idem ~= '' then
-    redis.call('SET', P .. 'idem:' .. idem, id, 'EX', tonumber(a[7] or '86400'))
+  -- RPUSH takes the ids in chunks (a call's arguments are bounded by Lua's stack).
+  for from = 1, n, 1000 do
+    redis.call('RPUSH', P .. 'trials:' .. id .. ':trial', unpack(ids, from, math.min(n, from + 999)))
   end
-  emit(P, 'sweep.created', id, '', json_obj({name = a[3]}))
+  apply_counts(P, delta)
+  write_bests(P, bests)
+  redis.call('HSET', skey, 'next_trial', int(n), 'state', 'finished', 'stage', 'done', 'finished_ms',
+             int(now), 'import_digest', digest)
+  emit(P, 'sweep.finished', id, '', json_obj({state = 'finished', error = ''}))
   return id
 end
 
@@ -1528,6 +1603,7 @@ end
 local function register(name, fn) redis.register_function('hpo_' .. name, waking(fn)) end
 
 register('create_sweep', create_sweep)
+register('import_sweep', import_sweep)
 register('create_trial', create_trial)
 register('create_trials', create_trials)
 register('claim', claim)

@@ -315,6 +315,42 @@ Result<std::string> RedisStore::create_sweep(const NewSweep& sweep) {
   return Error::internal("could not find a free sweep id");
 }
 
+Result<std::string> RedisStore::import_sweep(const NewSweep& sweep,
+                                             const std::vector<ImportedTrial>& trials) {
+  const std::string digest = import_digest(trials);
+  for (int tries = 0; tries < 8; ++tries) {
+    std::vector<std::string> args{
+        random_sweep_id(),
+        sweep.name,
+        sweep.spec_json,
+        sweep.maximize ? "1" : "0",
+        sweep.idempotency_key,
+        std::to_string(std::max<std::int64_t>(1, sweep.idempotency_ttl_s)),
+        to_json(sweep.needs),
+        digest,
+        std::to_string(trials.size())};
+    args.reserve(args.size() + 8 * trials.size());
+    for (const auto& t : trials) {
+      args.push_back(params_to_json(t.params));
+      args.push_back(to_string(t.state));
+      args.push_back(t.value && std::isfinite(*t.value) ? format_double(*t.value) : "");
+      args.push_back(t.metrics.empty() ? "" : metrics_to_json(t.metrics));
+      args.push_back(t.error);
+      args.push_back(t.worker);
+      args.push_back(std::to_string(std::max<std::int64_t>(0, t.started_ms)));
+      args.push_back(std::to_string(std::max<std::int64_t>(0, t.finished_ms)));
+    }
+    auto r = fcall("import_sweep", std::move(args));
+    if (r) {
+      if (auto st = replicated("sweep " + r->str); !st) return st.error();
+      return r->str;
+    }
+    if (r.error().code != ErrorCode::kConflict || r.error().message.rfind("sweep id ", 0) != 0)
+      return r.error();
+  }
+  return Error::internal("could not find a free sweep id");
+}
+
 Result<Sweep> RedisStore::get_sweep(const std::string& sweep_id) {
   auto r = client_.command({"HGETALL", key("sweep:" + sweep_id)});
   if (!r) return r.error();

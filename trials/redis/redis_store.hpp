@@ -64,6 +64,8 @@ class RedisStore final : public AllRoles {
 
   // SweepStore
   Result<std::string> create_sweep(const NewSweep& sweep) override;
+  Result<std::string> import_sweep(const NewSweep& sweep,
+                                   const std::vector<ImportedTrial>& trials) override;
   Result<Sweep> get_sweep(const std::string& sweep_id) override;
   Result<std::vector<Sweep>> list_sweeps(std::int64_t offset, std::int64_t limit) override;
   Result<std::vector<std::string>> active_sweeps() override;
