@@ -1,0 +1,150 @@
+#include "search/pareto.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace hpo::search {
+
+namespace {
+
+bool finite(const Point& p) {
+  return std::all_of(p.begin(), p.end(), [](double v) { return std::isfinite(v); });
+}
+
+// `pts` in their first `d` objectives, without duplicates and without the
+// points another of them dominates there.
+std::vector<Point> nondominated(std::vector<Point> pts, std::size_t d) {
+  for (auto& p : pts) p.resize(d);
+  std::sort(pts.begin(), pts.end());
+  pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
+  std::vector<Point> out;
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    bool dominated = false;
+    for (std::size_t j = 0; j < pts.size() && !dominated; ++j)
+      dominated = j != i && dominates(pts[j], pts[i]);
+    if (!dominated) out.push_back(pts[i]);
+  }
+  return out;
+}
+
+// Volume dominated by `pts` (each strictly inside `ref`), in the first `d` objectives.
+double volume(std::vector<Point> pts, const Point& ref, std::size_t d) {
+  if (pts.empty()) return 0;
+  if (d == 1) {
+    double lo = ref[0];
+    for (const auto& p : pts) lo = std::min(lo, p[0]);
+    return ref[0] - lo;
+  }
+  if (d == 2) {
+    // Ascending in objective 0; each point adds the strip its objective 1 improves.
+    std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) {
+      return a[0] != b[0] ? a[0] < b[0] : a[1] < b[1];
+    });
+    double v = 0, best1 = ref[1];
+    for (const auto& p : pts) {
+      if (p[1] >= best1) continue;
+      v += (ref[0] - p[0]) * (best1 - p[1]);
+      best1 = p[1];
+    }
+    return v;
+  }
+  // Slice along the last objective: between consecutive values, the points at
+  // or below the slice's bottom dominate a (d-1)-dimensional cross-section.
+  const std::size_t k = d - 1;
+  std::sort(pts.begin(), pts.end(), [k](const Point& a, const Point& b) { return a[k] < b[k]; });
+  double v = 0;
+  std::vector<Point> below;
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    below.push_back(pts[i]);
+    const double top = i + 1 < pts.size() ? pts[i + 1][k] : ref[k];
+    if (top <= pts[i][k]) continue;
+    below = nondominated(std::move(below), k);
+    v += volume(below, ref, k) * (top - pts[i][k]);
+  }
+  return v;
+}
+
+}  // namespace
+
+bool dominates(const Point& a, const Point& b) {
+  bool better = false;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (a[i] > b[i]) return false;
+    better |= a[i] < b[i];
+  }
+  return better;
+}
+
+std::vector<std::vector<std::size_t>> non_dominated_fronts(const std::vector<Point>& points) {
+  const std::size_t n = points.size();
+  std::vector<std::vector<std::size_t>> dominated_by(n);  // who i dominates
+  std::vector<std::size_t> count(n, 0);                   // how many dominate i
+  std::vector<bool> ok(n);
+  for (std::size_t i = 0; i < n; ++i) ok[i] = finite(points[i]);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!ok[i]) continue;
+    for (std::size_t j = i + 1; j < n; ++j) {
+      if (!ok[j]) continue;
+      if (dominates(points[i], points[j])) {
+        dominated_by[i].push_back(j);
+        ++count[j];
+      } else if (dominates(points[j], points[i])) {
+        dominated_by[j].push_back(i);
+        ++count[i];
+      }
+    }
+  }
+  std::vector<std::vector<std::size_t>> fronts;
+  std::vector<std::size_t> current;
+  for (std::size_t i = 0; i < n; ++i)
+    if (ok[i] && count[i] == 0) current.push_back(i);
+  while (!current.empty()) {
+    std::vector<std::size_t> next;
+    for (std::size_t i : current)
+      for (std::size_t j : dominated_by[i])
+        if (--count[j] == 0) next.push_back(j);
+    std::sort(next.begin(), next.end());
+    fronts.push_back(std::move(current));
+    current = std::move(next);
+  }
+  return fronts;
+}
+
+std::vector<double> crowding_distance(const std::vector<Point>& points,
+                                      const std::vector<std::size_t>& front) {
+  const std::size_t n = front.size();
+  std::vector<double> dist(n, 0);
+  if (n == 0) return dist;
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::size_t m = points[front[0]].size();
+  std::vector<std::size_t> order(n);
+  for (std::size_t k = 0; k < m; ++k) {
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return points[front[a]][k] < points[front[b]][k];
+    });
+    const double lo = points[front[order.front()]][k], hi = points[front[order.back()]][k];
+    dist[order.front()] = dist[order.back()] = inf;
+    if (hi <= lo) continue;
+    for (std::size_t r = 1; r + 1 < n; ++r)
+      dist[order[r]] +=
+          (points[front[order[r + 1]]][k] - points[front[order[r - 1]]][k]) / (hi - lo);
+  }
+  return dist;
+}
+
+double hypervolume(const std::vector<Point>& points, const Point& reference) {
+  std::vector<Point> inside;
+  for (const auto& p : points) {
+    if (p.size() != reference.size() || !finite(p)) continue;
+    bool strictly = true;
+    for (std::size_t i = 0; i < p.size(); ++i) strictly &= p[i] < reference[i];
+    if (strictly) inside.push_back(p);
+  }
+  if (reference.empty()) return 0;
+  return volume(nondominated(std::move(inside), reference.size()), reference, reference.size());
+}
+
+}  // namespace hpo::search

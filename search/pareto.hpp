@@ -1,0 +1,37 @@
+// Pareto fronts of several objectives, all minimised (the controller negates
+// `mode: max` objectives, as for one objective): dominance, non-dominated
+// sorting into fronts, NSGA-II's crowding distance, and the hypervolume a
+// front dominates up to a reference point.
+//
+// Points are rows of equal length; a point with a non-finite coordinate takes
+// no part (it is in no front and adds no volume).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace hpo::search {
+
+using Point = std::vector<double>;
+
+// a dominates b: no worse in every objective and better in one.
+bool dominates(const Point& a, const Point& b);
+
+// Indices of `points` by front: [0] the non-dominated ones, [1] those
+// dominated only by front 0, and so on; within a front, ascending index.
+// Deb's fast non-dominated sort, O(M N^2).
+std::vector<std::vector<std::size_t>> non_dominated_fronts(const std::vector<Point>& points);
+
+// NSGA-II's crowding distance of each member of `front` (indices into
+// `points`), in the front's order: the sum over objectives of the normalised
+// gap between its neighbours; the extremes of each objective get infinity.
+std::vector<double> crowding_distance(const std::vector<Point>& points,
+                                      const std::vector<std::size_t>& front);
+
+// The volume dominated by `points` and bounded by `reference` (which every
+// counted point must strictly dominate; others add nothing). Exact: a sweep
+// over the last objective for 2, slicing objective by objective (HSO) above;
+// fine for the fronts of a sweep (hundreds of points, a handful of objectives).
+double hypervolume(const std::vector<Point>& points, const Point& reference);
+
+}  // namespace hpo::search
