@@ -39,6 +39,9 @@ struct Observation {
   Params params;
   TrialOutcome outcome = TrialOutcome::kCompleted;
   std::optional<double> value;  // minimise sense; set for completed trials (and pruned: last value)
+  // Several objectives (minimise sense), for the multi-objective samplers
+  // (nsga2_sampler.hpp); empty with one objective, which is `value`.
+  std::vector<double> values;
   std::vector<StepValue> curve;  // intermediate values, ascending step
 };
 

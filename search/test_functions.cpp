@@ -72,17 +72,71 @@ int test_function_dims(std::string_view name) {
   return info ? info->dims : -1;
 }
 
-std::optional<double> evaluate_test_function(std::string_view name, const Params& params) {
-  auto info = test_function_info(name);
-  if (!info) return std::nullopt;
+namespace {
+
+// x1..xd of `params`, or nullopt when one is missing or not numeric.
+std::optional<std::vector<double>> inputs(const Params& params, int dims) {
   std::vector<double> x;
-  for (int i = 1; i <= info->dims; ++i) {
+  for (int i = 1; i <= dims; ++i) {
     auto it = params.find("x" + std::to_string(i));
     if (it == params.end()) return std::nullopt;
     auto v = as_double(it->second);
     if (!v || std::holds_alternative<bool>(it->second)) return std::nullopt;
     x.push_back(*v);
   }
+  return x;
+}
+
+// ZDT's g: 1 + 9 mean(x2..xd).
+double zdt_g(const std::vector<double>& x) {
+  double sum = 0;
+  for (std::size_t i = 1; i < x.size(); ++i) sum += x[i];
+  return 1 + 9 * sum / static_cast<double>(x.size() - 1);
+}
+
+}  // namespace
+
+std::vector<double> zdt1(const std::vector<double>& x) {
+  const double g = zdt_g(x);
+  return {x[0], g * (1 - std::sqrt(x[0] / g))};
+}
+
+std::vector<double> zdt2(const std::vector<double>& x) {
+  const double g = zdt_g(x);
+  return {x[0], g * (1 - (x[0] / g) * (x[0] / g))};
+}
+
+std::vector<double> dtlz2(const std::vector<double>& x) {
+  double g = 0;
+  for (std::size_t i = 2; i < x.size(); ++i) g += (x[i] - 0.5) * (x[i] - 0.5);
+  const double a = x[0] * std::numbers::pi / 2, b = x[1] * std::numbers::pi / 2;
+  return {(1 + g) * std::cos(a) * std::cos(b), (1 + g) * std::cos(a) * std::sin(b),
+          (1 + g) * std::sin(a)};
+}
+
+std::optional<MultiObjectiveInfo> multi_objective_info(std::string_view name) {
+  if (name == "zdt1" || name == "zdt2") return MultiObjectiveInfo{6, 2, {1.1, 1.1}};
+  if (name == "dtlz2") return MultiObjectiveInfo{7, 3, {1.1, 1.1, 1.1}};
+  return std::nullopt;
+}
+
+std::optional<std::vector<double>> evaluate_multi_objective(std::string_view name,
+                                                            const Params& params) {
+  auto info = multi_objective_info(name);
+  if (!info) return std::nullopt;
+  auto x = inputs(params, info->dims);
+  if (!x) return std::nullopt;
+  if (name == "zdt1") return zdt1(*x);
+  if (name == "zdt2") return zdt2(*x);
+  return dtlz2(*x);
+}
+
+std::optional<double> evaluate_test_function(std::string_view name, const Params& params) {
+  auto info = test_function_info(name);
+  if (!info) return std::nullopt;
+  auto in = inputs(params, info->dims);
+  if (!in) return std::nullopt;
+  const std::vector<double>& x = *in;
   if (name == "noop") return 0.0;
   if (name == "branin") return branin(x);
   if (name == "hartmann6") return hartmann6(x);

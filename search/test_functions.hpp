@@ -38,4 +38,25 @@ double hartmann6(const std::vector<double>& x);
 double rosenbrock(const std::vector<double>& x);
 double ackley(const std::vector<double>& x);
 
+// Multi-objective test problems (all objectives minimised, inputs in [0, 1]):
+// ZDT1 (convex front) and ZDT2 (concave front) of Zitzler, Deb & Thiele
+// (2000) over x1..x6, two objectives; DTLZ2 of Deb, Thiele, Laumanns &
+// Zitzler (2002) over x1..x7, three objectives (the front is the unit sphere's
+// positive octant). x.size() must be the dims.
+std::vector<double> zdt1(const std::vector<double>& x);
+std::vector<double> zdt2(const std::vector<double>& x);
+std::vector<double> dtlz2(const std::vector<double>& x);
+
+struct MultiObjectiveInfo {
+  int dims = 0;
+  int objectives = 0;
+  std::vector<double> reference;  // the usual hypervolume reference point
+};
+
+// nullopt for names other than zdt1, zdt2, dtlz2.
+std::optional<MultiObjectiveInfo> multi_objective_info(std::string_view name);
+// Objectives at params x1..xd; nullopt as for evaluate_test_function.
+std::optional<std::vector<double>> evaluate_multi_objective(std::string_view name,
+                                                            const Params& params);
+
 }  // namespace hpo::search

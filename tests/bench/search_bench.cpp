@@ -8,6 +8,8 @@
 //                [--no-quality] [--no-timing] [--timing-n 100,500,1000]
 //                [--timing-reps R] [--pending K]
 //   search_bench --warm-start [--seeds 10] [--functions branin,hartmann6] [--samplers tpe,bayesian]
+//   search_bench --pareto [--seeds 10] [--budgets 100,200,400] [--functions zdt1,zdt2,dtlz2]
+//                [--samplers nsga2,random]
 //
 // A sampler "bayesian@N" is the Bayesian sampler with a GP subset of N
 // points (the default is BayesianSampler::kMaxGpPoints; a large N is the
@@ -16,7 +18,9 @@
 // --pending: trials in flight beside the history (K Sobol points), as a
 // controller with max_concurrent K asks.
 //
-// Rows: "best\t<function>\t<sampler>\t<budget>\t<median>\t<q25>\t<q75>"
+// Rows: "hv\t<function>\t<sampler>\t<budget>\t<median>\t<q25>\t<q75>" (--pareto: the
+//       hypervolume of the trials so far at the function's reference point)
+//       "best\t<function>\t<sampler>\t<budget>\t<median>\t<q25>\t<q75>"
 //       "ask_ms\t<sampler>\t<dims>\t<n>\t<median wall ms>\t<median thread-CPU ms>\t<p99 wall
 //       ms>\t<pending>"
 #include <algorithm>
@@ -26,12 +30,16 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <random>
 #include "search/bayesian_sampler.hpp"
+#include "search/nsga2_sampler.hpp"
+#include "search/pareto.hpp"
+#include "search/random_sampler.hpp"
 #include "search/rng.hpp"
 #include "search/sampler.hpp"
 #include "search/test_functions.hpp"
@@ -315,6 +323,57 @@ void warm_start(const std::string& fname, const std::string& sampler, int seeds)
   std::fflush(stdout);
 }
 
+// Multi-objective: each sampler asks `max(budgets)` trials one at a time on a
+// ZDT/DTLZ problem (inputs in [0, 1]); the hypervolume of the trials so far
+// at each budget, over seeds 1..seeds. search_pareto_optuna.py prints the same
+// rows for Optuna's NSGAIISampler and RandomSampler.
+void pareto(const std::string& fname, const std::string& sampler, int seeds,
+            const std::vector<int>& budgets) {
+  auto info = multi_objective_info(fname);
+  if (!info) {
+    std::fprintf(stderr, "unknown multi-objective function %s\n", fname.c_str());
+    std::exit(2);
+  }
+  SearchSpace space;
+  for (int i = 1; i <= info->dims; ++i) {
+    ParamSpec p;
+    p.name = "x" + std::to_string(i);
+    p.min = 0;
+    p.max = 1;
+    space.params.push_back(p);
+  }
+  const int last = *std::max_element(budgets.begin(), budgets.end());
+  std::vector<std::vector<double>> hv(budgets.size());
+  for (int seed = 1; seed <= seeds; ++seed) {
+    std::unique_ptr<Sampler> s;
+    if (sampler == "nsga2")
+      s = std::make_unique<Nsga2Sampler>(space, seed);
+    else if (sampler == "random")
+      s = std::make_unique<RandomSampler>(space, seed);
+    else {
+      std::fprintf(stderr, "unknown multi-objective sampler %s\n", sampler.c_str());
+      std::exit(2);
+    }
+    std::vector<Observation> history;
+    std::vector<Point> points;
+    for (int i = 0; i < last; ++i) {
+      auto params = s->ask(history, {}, i);
+      Observation o;
+      o.number = i;
+      o.params = *params;
+      o.values = *evaluate_multi_objective(fname, *params);
+      points.push_back(o.values);
+      history.push_back(std::move(o));
+      for (std::size_t b = 0; b < budgets.size(); ++b)
+        if (i + 1 == budgets[b]) hv[b].push_back(hypervolume(points, info->reference));
+    }
+  }
+  for (std::size_t b = 0; b < budgets.size(); ++b)
+    std::printf("hv\t%s\t%s\t%d\t%.4f\t%.4f\t%.4f\n", fname.c_str(), sampler.c_str(), budgets[b],
+                quantile(hv[b], 0.5), quantile(hv[b], 0.25), quantile(hv[b], 0.75));
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -324,7 +383,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> samplers = {"random", "sobol", "tpe", "bayesian"};
   std::vector<int> timing_n = {100, 500, 1000};
   int timing_reps = 0, pending = 0;
-  bool do_quality = true, do_timing = true, do_warm = false;
+  bool do_quality = true, do_timing = true, do_warm = false, do_pareto = false;
+  bool chose_functions = false, chose_samplers = false, chose_budgets = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -333,10 +393,11 @@ int main(int argc, char** argv) {
     else if (a == "--budgets") {
       budgets.clear();
       for (auto& b : split(next())) budgets.push_back(std::stoi(b));
+      chose_budgets = true;
     } else if (a == "--functions")
-      functions = split(next());
+      functions = split(next()), chose_functions = true;
     else if (a == "--samplers")
-      samplers = split(next());
+      samplers = split(next()), chose_samplers = true;
     else if (a == "--timing-n") {
       timing_n.clear();
       for (auto& b : split(next())) timing_n.push_back(std::stoi(b));
@@ -350,10 +411,20 @@ int main(int argc, char** argv) {
       do_timing = false;
     else if (a == "--warm-start")
       do_warm = true;
+    else if (a == "--pareto")
+      do_pareto = true;
     else {
       std::fprintf(stderr, "usage: see the top of search_bench.cpp\n");
       return 2;
     }
+  }
+  if (do_pareto) {
+    if (!chose_functions) functions = {"zdt1", "zdt2", "dtlz2"};
+    if (!chose_samplers) samplers = {"nsga2", "random"};
+    if (!chose_budgets) budgets = {100, 200, 400};
+    for (const auto& f : functions)
+      for (const auto& s : samplers) pareto(f, s, seeds, budgets);
+    return 0;
   }
   if (do_warm) {  // its own table: the functions and samplers given (default branin, hartmann6)
     for (const auto& f : functions)

@@ -1,0 +1,150 @@
+#include "search/nsga2_sampler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "search/encoding.hpp"
+#include "search/pareto.hpp"
+#include "search/rng.hpp"
+
+namespace hpo::search {
+
+namespace {
+
+constexpr double kCrossoverProb = 0.9;
+constexpr double kSbxEta = 15;       // crossover distribution index
+constexpr double kMutationEta = 20;  // mutation distribution index
+
+double clamp01(double u) {
+  return std::clamp(u, 0.0, 1.0);
+}
+
+// One child coordinate of SBX on [0, 1] (Deb & Agrawal 1995, bounded form).
+double sbx(double a, double b, Rng& rng) {
+  const double r = rng.uniform(), pick = rng.uniform(), cross = rng.uniform();
+  if (cross > 0.5 || std::abs(a - b) < 1e-14) return a;
+  const double y1 = std::min(a, b), y2 = std::max(a, b), span = y2 - y1;
+  auto betaq = [&](double beta) {
+    const double alpha = 2 - std::pow(beta, -(kSbxEta + 1));
+    return r <= 1 / alpha ? std::pow(r * alpha, 1 / (kSbxEta + 1))
+                          : std::pow(1 / (2 - r * alpha), 1 / (kSbxEta + 1));
+  };
+  const double c1 = 0.5 * (y1 + y2 - betaq(1 + 2 * y1 / span) * span);
+  const double c2 = 0.5 * (y1 + y2 + betaq(1 + 2 * (1 - y2) / span) * span);
+  return clamp01(pick < 0.5 ? c1 : c2);
+}
+
+// Polynomial mutation of a coordinate on [0, 1] (Deb's bounded form).
+double polynomial_mutation(double y, Rng& rng) {
+  const double r = rng.uniform(), p = 1 / (kMutationEta + 1);
+  double dq;
+  if (r < 0.5) {
+    const double v = 2 * r + (1 - 2 * r) * std::pow(1 - y, kMutationEta + 1);
+    dq = std::pow(v, p) - 1;
+  } else {
+    const double v = 2 * (1 - r) + 2 * (r - 0.5) * std::pow(y, kMutationEta + 1);
+    dq = 1 - std::pow(v, p);
+  }
+  return clamp01(y + dq);
+}
+
+struct Member {
+  std::vector<double> u;  // unit coordinates (0.5 for an inactive parameter)
+  std::size_t rank = 0;
+  double crowding = 0;
+  std::size_t order = 0;  // position in the history, the last tie-break
+};
+
+// a wins a binary tournament against b.
+bool better(const Member& a, const Member& b) {
+  if (a.rank != b.rank) return a.rank < b.rank;
+  if (a.crowding != b.crowding) return a.crowding > b.crowding;
+  return a.order < b.order;
+}
+
+}  // namespace
+
+Nsga2Sampler::Nsga2Sampler(SearchSpace space, std::uint64_t seed, int population)
+    : space_(std::move(space)),
+      seed_(seed),
+      population_(population > 0 ? population
+                                 : std::max(16, 4 * static_cast<int>(space_.params.size()))) {}
+
+std::optional<Params> Nsga2Sampler::ask(std::span<const Observation> history,
+                                        std::span<const Params>, std::int64_t number) {
+  Rng rng(seed_, number, /*salt=*/0x4E534741);  // "NSGA"
+  const std::size_t n = space_.params.size();
+  // The completed trials with every objective measured (as many as the most
+  // any trial has: one that lacks some takes no part).
+  auto objectives = [](const Observation& o) {
+    if (o.outcome != TrialOutcome::kCompleted) return Point{};
+    if (o.values.empty()) return o.value ? Point{*o.value} : Point{};
+    return o.values;
+  };
+  std::size_t m = 0;
+  for (const auto& o : history) m = std::max(m, objectives(o).size());
+  std::vector<Point> points;
+  std::vector<const Observation*> obs;
+  for (const auto& o : history) {
+    Point p = objectives(o);
+    if (p.size() != m || m == 0 ||
+        !std::all_of(p.begin(), p.end(), [](double v) { return std::isfinite(v); }))
+      continue;
+    points.push_back(std::move(p));
+    obs.push_back(&o);
+  }
+  std::vector<double> child(n);
+  if (points.size() < static_cast<std::size_t>(population_)) {
+    for (double& x : child) x = rng.uniform();
+    return params_from_unit(space_, child);
+  }
+  // Survivors: whole fronts in turn, the last one cut by crowding distance.
+  std::vector<Member> parents;
+  const auto fronts = non_dominated_fronts(points);
+  for (std::size_t f = 0; f < fronts.size() && parents.size() < std::size_t(population_); ++f) {
+    const auto crowding = crowding_distance(points, fronts[f]);
+    std::vector<std::size_t> idx(fronts[f].size());
+    std::iota(idx.begin(), idx.end(), 0);
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](std::size_t a, std::size_t b) { return crowding[a] > crowding[b]; });
+    for (std::size_t k : idx) {
+      if (parents.size() == std::size_t(population_)) break;
+      Member m;
+      m.rank = f;
+      m.crowding = crowding[k];
+      m.order = fronts[f][k];
+      const Params& params = obs[m.order]->params;
+      m.u.resize(n, 0.5);
+      for (std::size_t i = 0; i < n; ++i)
+        if (auto it = params.find(space_.params[i].name); it != params.end())
+          m.u[i] = to_unit(space_.params[i], it->second);
+      parents.push_back(std::move(m));
+    }
+  }
+  auto tournament = [&]() -> const Member& {
+    const Member& a = parents[rng.below(parents.size())];
+    const Member& b = parents[rng.below(parents.size())];
+    return better(a, b) ? a : b;
+  };
+  const Member& mother = tournament();
+  const Member& father = tournament();
+  const bool cross = rng.uniform() < kCrossoverProb;
+  for (std::size_t i = 0; i < n; ++i) {
+    const ParamSpec& p = space_.params[i];
+    double u = mother.u[i];
+    if (p.type == ParamType::kCategorical) {
+      const double from_father = rng.uniform();
+      if (cross && from_father < 0.5) u = father.u[i];
+    } else if (cross) {
+      u = sbx(mother.u[i], father.u[i], rng);
+    }
+    const double mutate = rng.uniform();
+    if (mutate < 1.0 / static_cast<double>(n))
+      u = p.type == ParamType::kCategorical ? rng.uniform() : polynomial_mutation(u, rng);
+    child[i] = u;
+  }
+  return params_from_unit(space_, child);
+}
+
+}  // namespace hpo::search
