@@ -61,6 +61,8 @@ commands:
   import SPEC.json TRIALS.csv   store past trials (the CSV `trials --csv` writes, checked
                                 against the spec they were run with) as an ended sweep;
                                 prints its id, which search.warm_start.sweeps can name
+  pareto ID                     the Pareto front of a sweep's objectives (its trials no
+                                other trial beats in every objective) and its hypervolume
   workers                       the live workers
   cancel ID                     cancel a sweep (queued trials are dropped, running
                                 ones are stopped)
@@ -487,6 +489,42 @@ int cmd_trials(Client& client, const Options& o) {
   return kOk;
 }
 
+int cmd_pareto(Client& client, const Options& o) {
+  if (o.args.size() != 2) return fail(kUsage, "usage: hpo pareto ID");
+  int code = 0;
+  auto r = client.call("GET", "/api/sweeps/" + o.args[1] + "/pareto", code);
+  if (!r) return code;
+  if (o.json) {
+    std::printf("%s\n", r->dump(2).c_str());
+    return kOk;
+  }
+  std::vector<std::string> metrics;
+  for (const auto& obj : r->value("objectives", Json::array()))
+    metrics.push_back(obj.value("metric", "") + " (" + obj.value("mode", "") + ")");
+  std::printf("%-8s", "TRIAL");
+  for (const auto& m : metrics) std::printf(" %18s", m.c_str());
+  std::printf("  PARAMS\n");
+  for (const auto& t : r->value("front", Json::array())) {
+    std::printf("%-8lld", static_cast<long long>(t.value("number", std::int64_t{0})));
+    const Json values = t.value("values", Json::object());
+    for (const auto& obj : r->value("objectives", Json::array())) {
+      const Json v = values.value(obj.value("metric", ""), Json());
+      if (v.is_number())
+        std::printf(" %18.6g", v.get<double>());
+      else
+        std::printf(" %18s", "-");
+    }
+    std::printf("  %s\n", t.value("params", Json::object()).dump().c_str());
+  }
+  const Json hv = r->value("hypervolume", Json());
+  std::printf("%zu on the front of %lld counted trials; hypervolume %s (reference %s)\n",
+              r->value("front", Json::array()).size(),
+              static_cast<long long>(r->value("counted", std::int64_t{0})),
+              hv.is_number() ? fmt_number(hv.get<double>()).c_str() : "-",
+              r->value("reference", Json::array()).dump().c_str());
+  return kOk;
+}
+
 int cmd_workers(Client& client, const Options& o) {
   int code = 0;
   auto r = client.call("GET", "/api/workers", code);
@@ -713,6 +751,7 @@ int main(int argc, char** argv) {
   if (cmd == "status") return cmd_status(client, o);
   if (cmd == "trials") return cmd_trials(client, o);
   if (cmd == "workers") return cmd_workers(client, o);
+  if (cmd == "pareto") return cmd_pareto(client, o);
   if (cmd == "cancel") return cmd_cancel(client, o);
   if (cmd == "delete") return cmd_delete(client, o);
   if (cmd == "export") return cmd_export(client, o);

@@ -24,6 +24,7 @@
 #include "scheduler/sweep_controller.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -215,6 +216,17 @@ search::Observation SweepController::observation(
     o.value = to_min(*t.value);
   else if (t.state == TrialState::kPruned && !o.curve.empty())
     o.value = o.curve.back().value;
+  // Several objectives: each in minimise sense; a trial missing one has none.
+  if (spec_.objectives.size() > 1 && t.state == TrialState::kCompleted) {
+    for (const auto& objective : spec_.objectives) {
+      auto m = t.metrics.find(objective.metric);
+      if (m == t.metrics.end() || !std::isfinite(m->second)) {
+        o.values.clear();
+        break;
+      }
+      o.values.push_back(objective.maximize ? -m->second : m->second);
+    }
+  }
   return o;
 }
 

@@ -112,6 +112,24 @@ std::vector<std::vector<std::size_t>> non_dominated_fronts(const std::vector<Poi
   return fronts;
 }
 
+std::vector<std::size_t> first_front(const std::vector<Point>& points) {
+  // Lexicographic order: no point is dominated by one after it, so each is
+  // checked against the front so far only.
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < points.size(); ++i)
+    if (finite(points[i])) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return points[a] < points[b]; });
+  std::vector<std::size_t> front;
+  for (std::size_t i : order) {
+    const bool dominated = std::any_of(
+        front.begin(), front.end(), [&](std::size_t f) { return dominates(points[f], points[i]); });
+    if (!dominated) front.push_back(i);
+  }
+  std::sort(front.begin(), front.end());
+  return front;
+}
+
 std::vector<double> crowding_distance(const std::vector<Point>& points,
                                       const std::vector<std::size_t>& front) {
   const std::size_t n = front.size();

@@ -22,6 +22,10 @@ bool dominates(const Point& a, const Point& b);
 // Deb's fast non-dominated sort, O(M N^2).
 std::vector<std::vector<std::size_t>> non_dominated_fronts(const std::vector<Point>& points);
 
+// Indices of the non-dominated points alone (front 0, ascending index; of
+// equal points all), in O(N F) for a front of F: for a whole sweep's trials.
+std::vector<std::size_t> first_front(const std::vector<Point>& points);
+
 // NSGA-II's crowding distance of each member of `front` (indices into
 // `points`), in the front's order: the sum over objectives of the normalised
 // gap between its neighbours; the extremes of each objective get infinity.

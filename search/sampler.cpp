@@ -3,6 +3,7 @@
 
 #include "search/bayesian_sampler.hpp"
 #include "search/grid_sampler.hpp"
+#include "search/nsga2_sampler.hpp"
 #include "search/random_sampler.hpp"
 #include "search/sobol.hpp"
 #include "search/tpe_sampler.hpp"
@@ -21,6 +22,8 @@ std::unique_ptr<Sampler> make_sampler(const SamplerConfig& config, const SearchS
       return std::make_unique<BayesianSampler>(space, config.seed, config.n_initial);
     case Algorithm::kTpe:
       return std::make_unique<TpeSampler>(space, config.seed, config.n_initial);
+    case Algorithm::kNsga2:
+      return std::make_unique<Nsga2Sampler>(space, config.seed, config.population);
   }
   return std::make_unique<RandomSampler>(space, config.seed);
 }

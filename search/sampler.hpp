@@ -45,12 +45,13 @@ struct Observation {
   std::vector<StepValue> curve;  // intermediate values, ascending step
 };
 
-enum class Algorithm { kGrid, kRandom, kSobol, kBayesian, kTpe };
+enum class Algorithm { kGrid, kRandom, kSobol, kBayesian, kTpe, kNsga2 };
 
 struct SamplerConfig {
   Algorithm algorithm = Algorithm::kRandom;
   std::uint64_t seed = 0;
-  int n_initial = 0;  // bayesian/tpe: size of the initial quasi-random design; 0 = automatic
+  int n_initial = 0;   // bayesian/tpe: size of the initial quasi-random design; 0 = automatic
+  int population = 0;  // nsga2: the parents kept; 0 = automatic (nsga2_sampler.hpp)
 };
 
 class Sampler {

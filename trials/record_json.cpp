@@ -152,6 +152,29 @@ Json to_json(const BestTrial& b) {
           {"value", number_or_null(b.value)}};
 }
 
+Json to_json(const ParetoFront& p) {
+  Json objectives = Json::array(), reference = Json::array(), front = Json::array();
+  for (std::size_t k = 0; k < p.objectives.size(); ++k) {
+    objectives.push_back(
+        {{"metric", p.objectives[k].metric}, {"mode", p.objectives[k].maximize ? "max" : "min"}});
+    reference.push_back(number_or_null(k < p.reference.size() ? p.reference[k] : NAN));
+  }
+  for (const auto& m : p.front) {
+    Json values = Json::object();
+    for (std::size_t k = 0; k < p.objectives.size() && k < m.values.size(); ++k)
+      values[p.objectives[k].metric] = number_or_null(m.values[k]);
+    front.push_back({{"trial_id", m.trial_id},
+                     {"number", m.number},
+                     {"params", to_json(m.params)},
+                     {"values", std::move(values)}});
+  }
+  return {{"objectives", std::move(objectives)},
+          {"reference", std::move(reference)},
+          {"hypervolume", number_or_null(p.hypervolume)},
+          {"counted", p.counted},
+          {"front", std::move(front)}};
+}
+
 Json to_json(const Sweep& s, const SweepSpec* typed) {
   const std::string metric = typed ? typed->objective.metric : "";
   const std::int64_t max_trials = typed ? typed->search.max_trials : 0;

@@ -43,6 +43,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.hpp"
+#include "trials/pareto_front.hpp"
 #include "trials/spec.hpp"
 #include "trials/trial.hpp"
 
@@ -61,6 +62,9 @@ Json to_json(const search::Params& params);
 Json to_json(const Metrics& metrics);
 Json to_json(const Counts& counts);
 Json to_json(const BestTrial& best);
+// {objectives: [{metric, mode}], reference, hypervolume, counted,
+//  front: [{trial_id, number, params, values: {metric: v}}]}
+Json to_json(const ParetoFront& front);
 // "objective" and "max_trials" come from the sweep's parsed spec (`typed`);
 // without it they are empty and 0 (the stored text is never read leniently).
 Json to_json(const Sweep& sweep, const SweepSpec* typed = nullptr);

@@ -383,10 +383,13 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
     r.unknown_keys("kind, argv, env, cwd, data, timeout_s, max_attempts, resources, data_parallel");
   } else if (*kind == "synthetic") {
     out.kind = TrialKind::kSynthetic;
-    auto fn = r.one_of("function", {"noop", "branin", "hartmann6", "rosenbrock", "ackley"}, true);
+    auto fn = r.one_of(
+        "function",
+        {"noop", "branin", "hartmann6", "rosenbrock", "ackley", "zdt1", "zdt2", "dtlz2"}, true);
     if (fn) {
       out.synthetic.function = *fn;
-      int dims = search::test_function_dims(*fn);
+      auto several = search::multi_objective_info(*fn);
+      int dims = several ? several->dims : search::test_function_dims(*fn);
       for (int i = 1; i <= dims; ++i) {
         std::string x = "x" + std::to_string(i);
         const auto* p = space.find(x);
@@ -414,18 +417,87 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
   }
 }
 
+Objective parse_objective(const Json& j, const std::string& path, std::vector<FieldError>& errors) {
+  Objective out;
+  Reader ro(j, path, errors);
+  if (auto m = ro.string("metric", true)) {
+    out.metric = *m;
+    if (m->empty()) ro.error(ro.at("metric"), "must not be empty");
+  }
+  if (auto mode = ro.one_of("mode", {"min", "max"})) out.maximize = *mode == "max";
+  out.reference = ro.number("reference");
+  ro.unknown_keys("metric, mode, reference");
+  return out;
+}
+
+// `objective: {metric, mode}` or `objectives: [{metric, mode}, ...]` (2 to 8,
+// distinct metrics), one of the two.
+void parse_objectives(Reader& r, SweepSpec& spec, std::vector<FieldError>& errors) {
+  const bool one = r.get("objective") != nullptr, several = r.get("objectives") != nullptr;
+  if (one && several) {
+    r.error("objectives", "give either objective (one) or objectives (several), not both");
+    return;
+  }
+  if (!several) {
+    if (const Json* obj = r.object("objective", true)) {
+      spec.objective = parse_objective(*obj, "objective", errors);
+      spec.objectives = {spec.objective};
+    }
+    return;
+  }
+  const Json* list = r.array("objectives", true);
+  if (!list) return;
+  constexpr std::size_t kMaxObjectives = 8;
+  if (list->size() < 2 || list->size() > kMaxObjectives) {
+    r.error("objectives", fmt::format("expected 2 to {} objectives, got {} (one objective: use "
+                                      "objective)",
+                                      kMaxObjectives, list->size()));
+    return;
+  }
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const std::string at = Reader::item("objectives", i);
+    if (!(*list)[i].is_object()) {
+      r.expected(at, "an object {metric, mode}", (*list)[i]);
+      continue;
+    }
+    Objective o = parse_objective((*list)[i], at, errors);
+    for (const auto& earlier : spec.objectives)
+      if (!o.metric.empty() && earlier.metric == o.metric)
+        r.error(at + ".metric", "\"" + o.metric + "\" is already an objective");
+    spec.objectives.push_back(std::move(o));
+  }
+  if (!spec.objectives.empty()) spec.objective = spec.objectives.front();
+}
+
+// What several objectives rule out: a model of one objective, pruning on one,
+// an ensemble of the best by one.
+void check_several_objectives(const SweepSpec& spec, std::vector<FieldError>& errors) {
+  if (spec.objectives.size() < 2) return;
+  using search::Algorithm;
+  const Algorithm a = spec.search.sampler.algorithm;
+  if (a == Algorithm::kBayesian || a == Algorithm::kTpe)
+    errors.push_back({"search.algorithm",
+                      "bayesian and tpe optimise one objective; with several objectives use "
+                      "nsga2 (or random, sobol, grid)"});
+  if (spec.early_stopping)
+    errors.push_back({"early_stopping",
+                      "prunes on one objective's curve; not available with several objectives"});
+  if (spec.ensemble)
+    errors.push_back(
+        {"ensemble", "ranks trials by one objective; not available with several objectives"});
+}
+
 void parse_search(const Json* j, const search::SearchSpace& space, SearchConfig& out,
                   std::vector<FieldError>& errors) {
   if (!j) return;
   Reader r(*j, "search", errors);
-  auto algo = r.one_of("algorithm", {"grid", "random", "sobol", "bayesian", "tpe"});
+  auto algo = r.one_of("algorithm", {"grid", "random", "sobol", "bayesian", "tpe", "nsga2"});
   using search::Algorithm;
   if (algo) {
-    static const std::map<std::string, Algorithm> kAlgos = {{"grid", Algorithm::kGrid},
-                                                            {"random", Algorithm::kRandom},
-                                                            {"sobol", Algorithm::kSobol},
-                                                            {"bayesian", Algorithm::kBayesian},
-                                                            {"tpe", Algorithm::kTpe}};
+    static const std::map<std::string, Algorithm> kAlgos = {
+        {"grid", Algorithm::kGrid},   {"random", Algorithm::kRandom},
+        {"sobol", Algorithm::kSobol}, {"bayesian", Algorithm::kBayesian},
+        {"tpe", Algorithm::kTpe},     {"nsga2", Algorithm::kNsga2}};
     out.sampler.algorithm = kAlgos.at(*algo);
   }
   if (auto n = r.integer("max_trials", 1, kMaxTrials, true)) out.max_trials = *n;
@@ -433,6 +505,11 @@ void parse_search(const Json* j, const search::SearchSpace& space, SearchConfig&
   if (auto s = r.integer("seed", 0, std::int64_t{1} << 53))
     out.sampler.seed = static_cast<std::uint64_t>(*s);
   if (auto n = r.integer("n_initial", 0, 100'000)) out.sampler.n_initial = static_cast<int>(*n);
+  if (auto n = r.integer("population", 2, 10'000)) {
+    out.sampler.population = static_cast<int>(*n);
+    if (out.sampler.algorithm != Algorithm::kNsga2)
+      r.error(r.at("population"), "applies to algorithm nsga2 only");
+  }
   if (const Json* w = r.object("warm_start")) {
     Reader wr(*w, r.at("warm_start"), errors);
     if (const Json* ids = wr.array("sweeps", true)) {
@@ -465,7 +542,7 @@ void parse_search(const Json* j, const search::SearchSpace& space, SearchConfig&
                         "only the bayesian and tpe algorithms take a warm start (it replaces their "
                         "initial design); grid, random and sobol use no history"});
   }
-  r.unknown_keys("algorithm, max_trials, max_concurrent, seed, n_initial, warm_start");
+  r.unknown_keys("algorithm, max_trials, max_concurrent, seed, n_initial, population, warm_start");
   if (out.sampler.algorithm == Algorithm::kGrid) {
     for (const auto& p : space.params)
       if (p.type == search::ParamType::kFloat && !p.step)
@@ -530,15 +607,7 @@ Result<SweepSpec> parse_spec(std::string_view json_text) {
       r.error("name", fmt::format("must be 1 to {} characters", kMaxNameLength));
   }
   r.string("description");
-  if (const Json* obj = r.object("objective", true)) {
-    Reader ro(*obj, "objective", errors);
-    if (auto m = ro.string("metric", true)) {
-      spec.objective.metric = *m;
-      if (m->empty()) ro.error("objective.metric", "must not be empty");
-    }
-    if (auto mode = ro.one_of("mode", {"min", "max"})) spec.objective.maximize = *mode == "max";
-    ro.unknown_keys("metric, mode");
-  }
+  parse_objectives(r, spec, errors);
   if (const Json* params = r.object("parameters", true)) {
     for (auto it = params->begin(); it != params->end(); ++it) {
       search::ParamSpec p;
@@ -577,8 +646,10 @@ Result<SweepSpec> parse_spec(std::string_view json_text) {
     errors.push_back({"trial.data_parallel",
                       "applies to trials of kind torch only (a command "
                       "trial starts its own processes)"});
+  check_several_objectives(spec, errors);
   r.unknown_keys(
-      "name, description, objective, parameters, search, early_stopping, trial, ensemble");
+      "name, description, objective, objectives, parameters, search, early_stopping, trial, "
+      "ensemble");
 
   if (!errors.empty()) {
     Error e{ErrorCode::kInvalidArgument, "", std::move(errors)};

@@ -23,6 +23,9 @@ namespace hpo::trials {
 struct Objective {
   std::string metric;     // the metric name the trial reports
   bool maximize = false;  // mode: max
+  // Several objectives: the hypervolume's reference value for this one (the
+  // worst that counts); absent: the worst value among the completed trials.
+  std::optional<double> reference;
 };
 
 struct SearchConfig {
@@ -105,7 +108,10 @@ struct TrialRecipe {
 struct SweepSpec {
   std::string source;  // the JSON text it was parsed from (data-parallel ranks parse it again)
   std::string name;
-  Objective objective;
+  Objective objective;  // the first of `objectives`: the sweep's best, pruning, the ensemble
+  // Every objective, in the spec's order: `objectives: [...]` (2 to 8) or the one
+  // `objective`. With several, the result is the Pareto front (trials/pareto_front.hpp).
+  std::vector<Objective> objectives;
   search::SearchSpace space;
   SearchConfig search;
   std::optional<search::PrunerConfig> early_stopping;

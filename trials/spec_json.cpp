@@ -68,6 +68,8 @@ const char* algorithm_name(search::Algorithm a) {
       return "bayesian";
     case search::Algorithm::kTpe:
       return "tpe";
+    case search::Algorithm::kNsga2:
+      return "nsga2";
   }
   return "?";
 }
@@ -78,6 +80,7 @@ Json search_json(const SearchConfig& s) {
             {"n_initial", s.sampler.n_initial},
             {"max_trials", s.max_trials},
             {"max_concurrent", s.max_concurrent}};
+  if (s.sampler.population > 0) j["population"] = s.sampler.population;
   if (!s.warm_start_sweeps.empty()) j["warm_start"] = {{"sweeps", s.warm_start_sweeps}};
   return j;
 }
@@ -258,8 +261,18 @@ Json sorted(const Json& j, const std::string& path, std::initializer_list<const 
 std::string dump_spec(const SweepSpec& spec) {
   Json root = Json::object();
   root["name"] = spec.name;
-  root["objective"] = {{"metric", spec.objective.metric},
-                       {"mode", spec.objective.maximize ? "max" : "min"}};
+  auto objective_json = [](const Objective& o) {
+    Json j{{"metric", o.metric}, {"mode", o.maximize ? "max" : "min"}};
+    if (o.reference) j["reference"] = *o.reference;
+    return j;
+  };
+  if (spec.objectives.size() > 1) {
+    Json list = Json::array();
+    for (const auto& o : spec.objectives) list.push_back(objective_json(o));
+    root["objectives"] = std::move(list);
+  } else {
+    root["objective"] = objective_json(spec.objective);
+  }
   Json params = Json::object();
   for (const auto& p : spec.space.params) params[p.name] = parameter_json(p);
   root["parameters"] = std::move(params);

@@ -178,6 +178,8 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
         [this](const Request& q, const PathParams&) { return list_sweeps(q); });
   r.add("GET", "/api/sweeps/{id}",
         [this](const Request&, const PathParams& p) { return get_sweep(p.at("id")); });
+  r.add("GET", "/api/sweeps/{id}/pareto",
+        [this](const Request&, const PathParams& p) { return pareto(p.at("id")); });
   r.add("GET", "/api/sweeps/{id}/trials",
         [this](const Request& q, const PathParams& p) { return list_trials(q, p.at("id")); });
   r.add("GET", "/api/sweeps/{id}/ensemble", [this](const Request&, const PathParams& p) {
@@ -442,6 +444,23 @@ Response Api::get_sweep(const std::string& id) {
   auto sweep = store.track(store->sweeps().get_sweep(id));
   if (!sweep) return error_response(sweep.error());
   return json_ok(200, sweep_doc(*sweep));
+}
+
+Response Api::pareto(const std::string& id) {
+  auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
+  auto sweep = store.track(store->sweeps().get_sweep(id));
+  if (!sweep) return error_response(sweep.error());
+  auto spec = options_.specs->get(sweep->id, sweep->spec_json);
+  if (!spec) return error_response(spec.error());
+  auto all = store.track(trial_cache_.load(*store, id, trials::TrialRole::kTrial));
+  if (!all) return error_response(all.error());
+  std::vector<const trials::Trial*> view;
+  view.reserve(all->size());
+  for (const auto& t : *all) view.push_back(t.get());
+  Json doc = to_json(trials::pareto_front(**spec, view));
+  doc["sweep"] = id;
+  return json_ok(200, doc);
 }
 
 Json Api::sweep_doc(const trials::Sweep& sweep) {

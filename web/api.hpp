@@ -98,6 +98,7 @@ class Api {
   Response import_sweep(const Request& request);
   Response list_sweeps(const Request& request);
   Response get_sweep(const std::string& id);
+  Response pareto(const std::string& id);
   // The sweep document, its objective and budget from the typed spec.
   Json sweep_doc(const trials::Sweep& sweep);
   Response list_trials(const Request& request, const std::string& sweep_id);

@@ -126,6 +126,15 @@ const char* const kOpenApi = R"json({
             "text/csv": {"schema": {"type": "string"}}}},
           "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}}
     },
+    "/api/sweeps/{id}/pareto": {
+      "get": {"summary": "The Pareto front of a sweep's completed trials over its objectives (one objective: its best trials), with the hypervolume it dominates up to the reference (each objective's spec reference, else the worst counted value)",
+        "parameters": [{"$ref": "#/components/parameters/id"}],
+        "responses": {"200": {"description": "the front", "content": {"application/json": {"schema": {"type": "object", "properties": {
+            "sweep": {"type": "string"}, "objectives": {"type": "array", "items": {"type": "object", "properties": {"metric": {"type": "string"}, "mode": {"type": "string", "enum": ["min", "max"]}}}},
+            "reference": {"type": "array", "items": {"type": ["number", "null"]}}, "hypervolume": {"type": ["number", "null"]}, "counted": {"type": "integer"},
+            "front": {"type": "array", "items": {"type": "object", "properties": {"trial_id": {"type": "string"}, "number": {"type": "integer"}, "params": {"type": "object"}, "values": {"type": "object", "additionalProperties": {"type": "number"}}}}}}}}}},
+          "404": {"$ref": "#/components/responses/Error"}}}
+    },
     "/api/sweeps/{id}/ensemble": {
       "get": {"summary": "The ensemble record of a sweep with an ensemble section: combine rule, every model with its weight, bagging seed and validation/test metrics, the best single model, the ensemble's metrics, the mean member's, the OOB estimate when available, failed members",
         "parameters": [{"$ref": "#/components/parameters/id"}],

@@ -3,7 +3,8 @@
 // cancel or shutdown ends it within one slice. At step s of N it reports
 // value_s = f(x) + (N - s) / N — a curve that falls towards f(x), so a pruner
 // sees the same ranking at every step as at the end — and the final value is
-// f(x); each reading gets its own noise draw when `noise` > 0.
+// f(x); each reading gets its own noise draw when `noise` > 0. The
+// multi-objective functions (zdt1, zdt2, dtlz2) also report f1..fM.
 #include "workers/synthetic_executor.hpp"
 
 #include <algorithm>
@@ -39,9 +40,23 @@ StopReason wait_until(Clock::time_point until, const Reporter& reporter) {
 trials::TrialResult SyntheticExecutor::run(const TrialTask& task, Reporter& reporter) {
   if (!task.spec) return failed_result("no sweep spec", false);
   const auto& recipe = task.spec->trial.synthetic;
-  auto f = search::evaluate_test_function(recipe.function, task.trial.params);
+  // A multi-objective function reports f1..fM; the value (and the curve) is
+  // the sweep's first objective when it names one of them, else f1.
+  const auto several = search::multi_objective_info(recipe.function);
+  trials::Metrics objectives;
+  std::optional<double> f;
+  if (several) {
+    if (auto fs = search::evaluate_multi_objective(recipe.function, task.trial.params)) {
+      for (std::size_t i = 0; i < fs->size(); ++i)
+        objectives["f" + std::to_string(i + 1)] = (*fs)[i];
+      auto primary = objectives.find(task.spec->objective.metric);
+      f = primary != objectives.end() ? primary->second : fs->front();
+    }
+  } else {
+    f = search::evaluate_test_function(recipe.function, task.trial.params);
+  }
   if (!f) {
-    int dims = search::test_function_dims(recipe.function);
+    int dims = several ? several->dims : search::test_function_dims(recipe.function);
     return failed_result(
         dims < 0 ? fmt::format("unknown synthetic function '{}'", recipe.function)
                  : fmt::format("synthetic function '{}' needs numeric parameters x1..x{}",
@@ -76,6 +91,10 @@ trials::TrialResult SyntheticExecutor::run(const TrialTask& task, Reporter& repo
   trials::TrialResult result;
   result.value = noisy(*f);
   result.metrics[kMetric] = *result.value;
+  for (const auto& [name, v] : objectives) result.metrics[name] = noisy(v);
+  if (auto primary = result.metrics.find(task.spec->objective.metric);
+      several && primary != result.metrics.end())
+    result.value = primary->second;
   return result;
 }
 

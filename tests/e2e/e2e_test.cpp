@@ -463,6 +463,57 @@ TEST(EndToEnd, TrialsExportedAsCsvImportAsTheSameSweep) {
   EXPECT_NE(log.find("used=8"), std::string::npos) << log;
 }
 
+// Several objectives through the real scheduler and worker: NSGA-II on the
+// synthetic ZDT1 (f1, f2 minimised); the sweep's Pareto front (API and
+// `hpo pareto`) holds exactly the completed trials no other beats in both,
+// with a positive hypervolume.
+TEST(EndToEnd, ANsga2SweepOverTwoObjectivesEndsWithItsParetoFront) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  c.start_worker("a", 2);
+  Json spec = {{"name", "zdt1"},
+               {"objectives", {{{"metric", "f1"}}, {{"metric", "f2"}, {"reference", 11}}}},
+               {"parameters", Json::object()},
+               {"search",
+                {{"algorithm", "nsga2"},
+                 {"population", 8},
+                 {"max_trials", 40},
+                 {"max_concurrent", 2},
+                 {"seed", 4}}},
+               {"trial", {{"kind", "synthetic"}, {"function", "zdt1"}}}};
+  for (int i = 1; i <= 6; ++i)
+    spec["parameters"]["x" + std::to_string(i)] = {{"type", "float"}, {"min", 0}, {"max", 1}};
+  const std::string id = submit(c, spec);
+  Json sweep = c.wait_finished(id, 120s);
+  ASSERT_EQ(sweep.value("state", ""), "finished") << c.logs();
+  EXPECT_EQ(sweep["counts"]["completed"], 40);
+
+  Json page = c.get("/api/sweeps/" + id + "/trials?limit=100");
+  std::vector<std::pair<double, double>> all;
+  for (const auto& t : page["trials"])
+    all.emplace_back(t["metrics"]["f1"].get<double>(), t["metrics"]["f2"].get<double>());
+  Json pareto = c.get("/api/sweeps/" + id + "/pareto");
+  ASSERT_TRUE(pareto.is_object());
+  EXPECT_EQ(pareto["counted"], 40);
+  std::set<std::int64_t> front;
+  for (const auto& m : pareto["front"]) front.insert(m["number"].get<std::int64_t>());
+  ASSERT_FALSE(front.empty());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    bool beaten = false;
+    for (const auto& o : all)
+      beaten |= o.first <= all[i].first && o.second <= all[i].second && o != all[i];
+    EXPECT_EQ(front.count(static_cast<std::int64_t>(i)) == 1, !beaten) << i;
+  }
+  EXPECT_GT(pareto["hypervolume"].get<double>(), 0);
+
+  Process cli({kBin + "/cli/hpo", "pareto", id}, c.env(), c.home() + "/pareto.log");
+  ASSERT_EQ(cli.wait(30s), 0) << cli.log();
+  EXPECT_NE(cli.log().find("f1 (min)"), std::string::npos) << cli.log();
+  EXPECT_NE(cli.log().find(std::to_string(front.size()) + " on the front of 40 counted trials"),
+            std::string::npos)
+      << cli.log();
+}
+
 // search.warm_start: a TPE sweep seeded with an earlier sweep's trials asks
 // other points than the same sweep cold and does not do worse; the seeding is
 // read once per controller from ended sweeps, so kill -9 of the scheduler in

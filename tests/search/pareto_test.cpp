@@ -33,6 +33,7 @@ TEST(Pareto, FrontsPeelOffTheNonDominatedInTurn) {
   EXPECT_EQ(fronts[0], (std::vector<std::size_t>{0, 1, 2, 6}));
   EXPECT_EQ(fronts[1], (std::vector<std::size_t>{3, 4}));
   EXPECT_EQ(fronts[2], (std::vector<std::size_t>{5}));
+  EXPECT_EQ(first_front(pts), fronts[0]);
   EXPECT_TRUE(non_dominated_fronts({}).empty());
 }
 
@@ -45,6 +46,7 @@ TEST(Pareto, FrontsAgreeWithTheDefinitionOnRandomPoints) {
   std::vector<int> rank(pts.size(), -1);
   for (std::size_t f = 0; f < fronts.size(); ++f)
     for (std::size_t i : fronts[f]) rank[i] = static_cast<int>(f);
+  EXPECT_EQ(first_front(pts), fronts[0]);
   for (std::size_t i = 0; i < pts.size(); ++i) {
     ASSERT_GE(rank[i], 0) << i;
     // Nobody of its front or a later one dominates it; someone of the front before does.

@@ -259,6 +259,50 @@ TEST_F(ApiTest, ImportStoresAnEndedSweepFromItsCsv) {
   EXPECT_EQ(w->status, 201) << w->body;
 }
 
+// GET /api/sweeps/{id}/pareto: the front of the completed trials over the
+// spec's objectives, each in its own direction, and its hypervolume.
+TEST_F(ApiTest, ParetoFrontOfASweepWithSeveralObjectives) {
+  start();
+  Json spec = Json::parse(kSpec);
+  spec.erase("objective");
+  spec["objectives"] =
+      Json::parse(R"([{"metric": "f1"}, {"metric": "f2", "mode": "max", "reference": 0}])");
+  spec["search"]["algorithm"] = "nsga2";
+  const std::string id = submit(spec.dump());
+  const std::vector<std::pair<double, double>> results{{1, 3}, {2, 2}, {3, 4}, {0.5, 1}};
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    trials::NewTrial t;
+    t.sweep_id = id;
+    t.number = static_cast<std::int64_t>(i);
+    t.limit = 100;
+    t.params = {{"x1", 0.5 * static_cast<double>(i)}, {"x2", 1.0}};
+    ASSERT_TRUE(store_->create_trial(t).ok());
+    auto c = store_->claim("w1", 1, 60000);
+    ASSERT_TRUE(c.ok() && c->has_value());
+    trials::TrialResult res;
+    res.value = results[i].first;
+    res.metrics = {{"f1", results[i].first}, {"f2", results[i].second}};
+    ASSERT_TRUE(store_->complete((*c)->trial.id, 0, "w1", res).ok());
+  }
+  auto r = client_->get("/api/sweeps/" + id + "/pareto");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200) << r->body;
+  Json doc = body(*r);
+  EXPECT_EQ(doc["sweep"], id);
+  EXPECT_EQ(doc["counted"], 4);
+  EXPECT_EQ(doc["objectives"][1]["mode"], "max");
+  // (2, 2) is beaten by (1, 3): lower f1 (minimised) and higher f2 (maximised).
+  std::vector<std::int64_t> front;
+  for (const auto& m : doc["front"]) front.push_back(m["number"].get<std::int64_t>());
+  EXPECT_EQ(front, (std::vector<std::int64_t>{0, 2, 3})) << doc.dump();
+  EXPECT_EQ(doc["front"][0]["values"]["f2"], 3.0);
+  EXPECT_EQ(doc["reference"][0], 3.0);  // the worst f1; f2's from the spec
+  EXPECT_EQ(doc["reference"][1], 0.0);
+  // Up to (3, 0): [1,3]x[0,3] and [0.5,3]x[0,1]: 6 + 0.5.
+  EXPECT_DOUBLE_EQ(doc["hypervolume"].get<double>(), 6.5) << doc.dump();
+  EXPECT_EQ(client_->get("/api/sweeps/nope/pareto")->status, 404);
+}
+
 TEST_F(ApiTest, UnknownIdsAre404) {
   start();
   auto a = client_->get("/api/sweeps/nope");

@@ -46,6 +46,13 @@ std::vector<std::string> differences(const SweepSpec& a, const SweepSpec& b) {
   HPO_EQ(name);
   HPO_EQ(objective.metric);
   HPO_EQ(objective.maximize);
+  HPO_EQ(objectives.size());
+  for (std::size_t i = 0; i < a.objectives.size() && i < b.objectives.size(); ++i) {
+    const std::string at = "objectives[" + std::to_string(i) + "].";
+    d.eq(at + "metric", a.objectives[i].metric, b.objectives[i].metric);
+    d.eq(at + "maximize", a.objectives[i].maximize, b.objectives[i].maximize);
+    d.eq(at + "reference", a.objectives[i].reference, b.objectives[i].reference);
+  }
   HPO_EQ(space.params.size());
   for (std::size_t i = 0; i < a.space.params.size() && i < b.space.params.size(); ++i) {
     const auto& p = a.space.params[i];
@@ -67,6 +74,7 @@ std::vector<std::string> differences(const SweepSpec& a, const SweepSpec& b) {
   HPO_EQ(search.sampler.algorithm);
   HPO_EQ(search.sampler.seed);
   HPO_EQ(search.sampler.n_initial);
+  HPO_EQ(search.sampler.population);
   HPO_EQ(search.warm_start_sweeps);
   HPO_EQ(search.max_trials);
   HPO_EQ(search.max_concurrent);
@@ -575,6 +583,15 @@ std::vector<Case> cases() {
        spec(R"({})", torch(R"("task": "regression", )" + std::string(kCsv)), R"({"max_trials": 5})",
             R"(, "ensemble": {"combine": "median", "epochs": 100000})"),
        {R"("combine":"median")", R"("epochs":100000)"}},
+      {"several_objectives_nsga2",
+       R"({"name": "mo", "objectives": [{"metric": "f1", "mode": "min", "reference": 1.5},
+                                        {"metric": "acc", "mode": "max"}],
+           "parameters": {"x1": {"type": "float", "min": 0, "max": 1}},
+           "search": {"algorithm": "nsga2", "population": 12, "max_trials": 40},
+           "trial": {"kind": "command", "argv": ["f", "{x1}"]}})",
+       {R"("objectives":[{"metric":"f1","mode":"min","reference":1.5},{"metric":"acc","mode":"max"}])",
+        R"("algorithm":"nsga2")", R"("population":12)"},
+       {R"("objective":)"}},
       // Top level.
       {"objective_max_and_text_escapes",
        R"({"name": "sweep \"q\" \\ \u00e9 日本 \u0001", "description": "dropped",

@@ -495,3 +495,62 @@ TEST(ParamsJson, RoundTripKeepsIntsAndFloatsApart) {
 
 }  // namespace
 }  // namespace hpo::trials
+
+namespace hpo::trials {
+namespace {
+
+// objectives: 2 to 8 distinct metrics, the first also `objective`; what needs
+// one objective (bayesian, tpe, early stopping, an ensemble) is refused.
+TEST(Spec, SeveralObjectives) {
+  Json s = valid_spec();
+  s.erase("objective");
+  s["objectives"] = Json::parse(R"([{"metric": "loss"}, {"metric": "ms", "mode": "max",
+                                    "reference": 10}])");
+  s["search"]["algorithm"] = "nsga2";
+  s["search"]["population"] = 8;
+  auto ok = parse_spec(s.dump());
+  ASSERT_TRUE(ok) << ok.error().message;
+  ASSERT_EQ(ok->objectives.size(), 2u);
+  EXPECT_EQ(ok->objective.metric, "loss");
+  EXPECT_TRUE(ok->objectives[1].maximize);
+  EXPECT_EQ(ok->objectives[1].reference, 10.0);
+  EXPECT_EQ(ok->search.sampler.algorithm, search::Algorithm::kNsga2);
+  EXPECT_EQ(ok->search.sampler.population, 8);
+  // One objective: `objectives` holds it.
+  auto one = parse_spec(valid_spec().dump());
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->objectives.size(), 1u);
+  EXPECT_EQ(one->objectives[0].metric, "loss");
+
+  Json both = s;
+  both["objective"] = {{"metric", "loss"}};
+  EXPECT_TRUE(has_error(both, "objectives", "not both"));
+  Json single = s;
+  single["objectives"] = Json::parse(R"([{"metric": "loss"}])");
+  EXPECT_TRUE(has_error(single, "objectives", "expected 2 to 8 objectives, got 1"));
+  Json twice = s;
+  twice["objectives"][1]["metric"] = "loss";
+  EXPECT_TRUE(has_error(twice, "objectives[1].metric", "\"loss\" is already an objective"));
+  Json not_object = s;
+  not_object["objectives"][0] = "loss";
+  EXPECT_TRUE(has_error(not_object, "objectives[0]", "expected an object"));
+  Json bad_mode = s;
+  bad_mode["objectives"][1]["mode"] = "up";
+  EXPECT_TRUE(has_error(bad_mode, "objectives[1].mode", "is not one of: min, max"));
+  Json tpe = s;
+  tpe["search"].erase("population");
+  tpe["search"]["algorithm"] = "tpe";
+  EXPECT_TRUE(has_error(tpe, "search.algorithm", "use nsga2"));
+  Json pruned = s;
+  pruned["early_stopping"] = {{"type", "median"}};
+  EXPECT_TRUE(has_error(pruned, "early_stopping", "several objectives"));
+  Json population = valid_spec();
+  population["search"]["population"] = 8;
+  EXPECT_TRUE(has_error(population, "search.population", "nsga2 only"));
+  Json neither = s;
+  neither.erase("objectives");
+  EXPECT_TRUE(has_error(neither, "objective", "is required"));
+}
+
+}  // namespace
+}  // namespace hpo::trials
