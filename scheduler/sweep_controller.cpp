@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -38,7 +39,15 @@ using trials::TrialState;
 
 SweepController::SweepController(std::string sweep_id, trials::SweepSpec spec)
     : sweep_id_(std::move(sweep_id)), spec_(std::move(spec)) {
-  sampler_ = search::make_sampler(spec_.search.sampler, spec_.space);
+  search::SamplerConfig config = spec_.search.sampler;
+  if (spec_.objectives.size() > 1) {
+    config.objectives = static_cast<int>(spec_.objectives.size());
+    for (const trials::Objective& o : spec_.objectives)
+      config.reference.push_back(!o.reference ? std::numeric_limits<double>::quiet_NaN()
+                                 : o.maximize ? -*o.reference
+                                              : *o.reference);
+  }
+  sampler_ = search::make_sampler(config, spec_.space);
   if (spec_.early_stopping) pruner_ = search::make_pruner(*spec_.early_stopping);
 }
 

@@ -2,6 +2,7 @@
 #include "search/sampler.hpp"
 
 #include "search/bayesian_sampler.hpp"
+#include "search/ehvi_sampler.hpp"
 #include "search/grid_sampler.hpp"
 #include "search/nsga2_sampler.hpp"
 #include "search/random_sampler.hpp"
@@ -19,6 +20,9 @@ std::unique_ptr<Sampler> make_sampler(const SamplerConfig& config, const SearchS
     case Algorithm::kSobol:
       return std::make_unique<SobolSampler>(space, config.seed);
     case Algorithm::kBayesian:
+      if (config.objectives > 1)
+        return std::make_unique<EhviSampler>(space, config.seed, config.n_initial,
+                                             config.reference);
       return std::make_unique<BayesianSampler>(space, config.seed, config.n_initial);
     case Algorithm::kTpe:
       return std::make_unique<TpeSampler>(space, config.seed, config.n_initial);

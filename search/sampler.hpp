@@ -52,6 +52,11 @@ struct SamplerConfig {
   std::uint64_t seed = 0;
   int n_initial = 0;   // bayesian/tpe: size of the initial quasi-random design; 0 = automatic
   int population = 0;  // nsga2: the parents kept; 0 = automatic (nsga2_sampler.hpp)
+  // The number of objectives; with several, bayesian is the GP with expected
+  // hypervolume improvement (ehvi_sampler.hpp), which takes `reference`: one
+  // value per objective in minimise sense, NaN where none is declared.
+  int objectives = 1;
+  std::vector<double> reference;
 };
 
 class Sampler {

@@ -475,13 +475,18 @@ void check_several_objectives(const SweepSpec& spec, std::vector<FieldError>& er
   if (spec.objectives.size() < 2) return;
   using search::Algorithm;
   const Algorithm a = spec.search.sampler.algorithm;
-  if (a == Algorithm::kBayesian || a == Algorithm::kTpe)
+  if (a == Algorithm::kTpe)
     errors.push_back({"search.algorithm",
-                      "bayesian and tpe optimise one objective; with several objectives use "
-                      "nsga2 (or random, sobol, grid)"});
+                      "tpe optimises one objective; with several objectives use bayesian "
+                      "(a GP per objective, expected hypervolume improvement) or nsga2 (or "
+                      "random, sobol, grid)"});
   if (spec.early_stopping)
     errors.push_back({"early_stopping",
                       "prunes on one objective's curve; not available with several objectives"});
+  if (!spec.search.warm_start_sweeps.empty())
+    errors.push_back({"search.warm_start",
+                      "seeds from the best trials by one objective; not available with several "
+                      "objectives"});
   if (spec.ensemble)
     errors.push_back(
         {"ensemble", "ranks trials by one objective; not available with several objectives"});

@@ -43,6 +43,15 @@ async function paintedPixels(page, selector) {
   }, selector);
 }
 
+// Waits (bounded) until sweep `id` has finished; fails at once if it failed.
+async function finished(id, what) {
+  await until(`${what} finishes`, async () => {
+    const s = await cluster.get(`/api/sweeps/${id}`);
+    if (s.state === 'failed' || s.state === 'cancelled') throw new Error(`sweep ${s.state}: ${s.error}`);
+    return s.state === 'finished';
+  }, 90000, 250);
+}
+
 // Three noisy Gaussian classes in 4 features (2 informative), target last: the
 // data of the Python command sweep. A fixed LCG, so every run sees the same rows.
 function writeTabular(dir, sizes) {
@@ -177,11 +186,7 @@ try {
       ensemble: { members: 3, max_features: 0.75, seed: 2 },
     };
     const { id } = await cluster.post('/api/sweeps', spec);
-    await until('the ensemble sweep finishes', async () => {
-      const s = await cluster.get(`/api/sweeps/${id}`);
-      if (s.state === 'failed' || s.state === 'cancelled') throw new Error(`sweep ${s.state}: ${s.error}`);
-      return s.state === 'finished';
-    }, 90000, 250);
+    await finished(id, 'the ensemble sweep');
     const record = await cluster.get(`/api/sweeps/${id}/ensemble`);
     await page.goto(`${base}/#/sweeps/${encodeURIComponent(id)}`);
     await page.locator('#ensemble-candidates').waitFor();
@@ -200,6 +205,34 @@ try {
     await page.goto(`${base}/#/sweeps/${encodeURIComponent(sweepId)}`);
     await page.waitForFunction(() => document.body.dataset.sweepRendered !== undefined);
     assert(await page.locator('#ensemble').isHidden(), 'the ensemble panel shows for a sweep without members');
+  });
+
+  await check('Pareto panel: a sweep over two objectives shows its trials and front', async () => {
+    const params = {};
+    for (let i = 1; i <= 6; i++) params[`x${i}`] = { type: 'float', min: 0, max: 1 };
+    const spec = {
+      name: 'browser-pareto',
+      objectives: [{ metric: 'f1', reference: 1.1 }, { metric: 'f2', reference: 1.1 }],
+      parameters: params,
+      search: { algorithm: 'bayesian', max_trials: 16, max_concurrent: 2, seed: 3 },
+      trial: { kind: 'synthetic', function: 'zdt1' },
+    };
+    const { id } = await cluster.post('/api/sweeps', spec);
+    await finished(id, 'the Pareto sweep');
+    const front = await cluster.get(`/api/sweeps/${id}/pareto`);
+    await page.goto(`${base}/#/sweeps/${encodeURIComponent(id)}`);
+    const want = `${front.front.length} on the front of 16 counted trials`;
+    await page.waitForFunction((w) => (document.querySelector('#pareto-note')?.textContent ?? '').includes(w), want).catch(async (e) => {
+      throw new Error(`${e.message}; the note reads "${await page.locator('#pareto-note').textContent()}", wanted "${want}"`);
+    });
+    assert(await page.locator('#panel-pareto').isVisible(), 'panel hidden');
+    assert((await page.locator('#pareto-x option').count()) === 2, 'one x choice per objective');
+    const px = await paintedPixels(page, '#chart-pareto canvas');
+    assert(px > 500, `#chart-pareto: only ${px} painted pixels`);
+    await page.locator('#panel-pareto').screenshot({ path: path.join(opts.artifacts, '05c-pareto.png') });
+    await page.goto(`${base}/#/sweeps/${encodeURIComponent(sweepId)}`);
+    await page.waitForFunction(() => document.body.dataset.sweepRendered !== undefined);
+    assert(await page.locator('#panel-pareto').isHidden(), 'the Pareto panel shows for a sweep with one objective');
   });
 
   await check('workers page lists the worker', async () => {

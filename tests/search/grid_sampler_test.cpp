@@ -151,8 +151,8 @@ TEST(GridSampler, AHugeConditionalParentIsCountedWithoutEnumeration) {
   small.params.push_back(int_param("q", 0, 1));
   std::vector<Params> expected;
   for (std::int64_t p = 0; p <= 9; ++p) {
-    std::vector<std::string> cs = (p == 3 || p == 7) ? std::vector<std::string>{"a", "b"}
-                                                     : std::vector<std::string>{""};
+    std::vector<std::string> cs =
+        (p == 3 || p == 7) ? std::vector<std::string>{"a", "b"} : std::vector<std::string>{""};
     for (const auto& c : cs)
       for (std::int64_t q = 0; q <= 1; ++q) {
         Params pt{{"p", p}, {"q", q}};

@@ -500,7 +500,7 @@ namespace hpo::trials {
 namespace {
 
 // objectives: 2 to 8 distinct metrics, the first also `objective`; what needs
-// one objective (bayesian, tpe, early stopping, an ensemble) is refused.
+// one objective (tpe, early stopping, warm start, an ensemble) is refused.
 TEST(Spec, SeveralObjectives) {
   Json s = valid_spec();
   s.erase("objective");
@@ -540,7 +540,16 @@ TEST(Spec, SeveralObjectives) {
   Json tpe = s;
   tpe["search"].erase("population");
   tpe["search"]["algorithm"] = "tpe";
-  EXPECT_TRUE(has_error(tpe, "search.algorithm", "use nsga2"));
+  EXPECT_TRUE(has_error(tpe, "search.algorithm", "use bayesian"));
+  Json bayesian = s;
+  bayesian["search"].erase("population");
+  bayesian["search"]["algorithm"] = "bayesian";
+  auto gp = parse_spec(bayesian.dump());
+  ASSERT_TRUE(gp) << gp.error().message;
+  EXPECT_EQ(gp->search.sampler.algorithm, search::Algorithm::kBayesian);
+  Json warm = bayesian;
+  warm["search"]["warm_start"] = {{"sweeps", {"s-1"}}};
+  EXPECT_TRUE(has_error(warm, "search.warm_start", "several objectives"));
   Json pruned = s;
   pruned["early_stopping"] = {{"type", "median"}};
   EXPECT_TRUE(has_error(pruned, "early_stopping", "several objectives"));

@@ -42,6 +42,15 @@ export interface Sweep {
   [extra: string]: unknown;
 }
 
+// GET /api/sweeps/{id}/pareto: the front of a sweep with several objectives.
+export interface ParetoFront {
+  objectives: { metric: string; mode: 'min' | 'max' }[];
+  reference: (number | null)[];
+  hypervolume: number | null;
+  counted: number;
+  front: { trial_id: string; number: number; params: Params; values: Record<string, number | null> }[];
+}
+
 export interface Trial {
   id: string;
   sweep_id: string;
@@ -221,6 +230,7 @@ export const api = {
     return request<{ trials: Trial[]; total: number }>('GET', `/api/sweeps/${enc(id)}/trials?${p}`);
   },
   ensemble: (id: string) => request<EnsembleRecord>('GET', `/api/sweeps/${enc(id)}/ensemble`),
+  pareto: (id: string) => request<ParetoFront>('GET', `/api/sweeps/${enc(id)}/pareto`),
   trial: (id: string) => request<TrialDetail>('GET', `/api/trials/${enc(id)}`),
   workers: () => request<{ workers: Worker[] }>('GET', '/api/workers'),
   submit: (specText: string) => request<{ id: string }>('POST', '/api/sweeps', specText),

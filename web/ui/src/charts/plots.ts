@@ -171,6 +171,44 @@ export function scatterOptions(param: string, metric: string, categories: string
   });
 }
 
+// Two objectives of a sweep with several: every completed trial (blue) and
+// the Pareto front (orange; joined as a staircase when there are only two
+// objectives, where the projection is the front itself). x ascending, one y
+// column per series, null where a trial is not in it.
+export function paretoData(trials: Trial[], front: Set<number>, x: string, y: string): uPlot.AlignedData {
+  const pts: { x: number; y: number; on: boolean }[] = [];
+  for (const t of trials) {
+    if (t.state !== 'completed') continue;
+    const vx = t.metrics[x];
+    const vy = t.metrics[y];
+    if (typeof vx !== 'number' || typeof vy !== 'number' || !Number.isFinite(vx) || !Number.isFinite(vy)) continue;
+    pts.push({ x: vx, y: vy, on: front.has(t.number) });
+  }
+  pts.sort((a, b) => a.x - b.x);
+  return [pts.map((p) => p.x), pts.map((p) => (p.on ? null : p.y)), pts.map((p) => (p.on ? p.y : null))];
+}
+
+export function paretoOptions(x: string, y: string, staircase: boolean, big = false): () => uPlot.Options {
+  return () => ({
+    width: 600,
+    height: 300,
+    scales: { x: { time: false } },
+    axes: [{ label: x }, { label: y, size: 60 }],
+    series: [
+      { label: x },
+      dots('dominated', big ? 2.5 : 5, big),
+      {
+        label: 'Pareto front',
+        stroke: kOrange,
+        width: staircase ? 1.5 : 0,
+        spanGaps: true,
+        paths: staircase ? uPlot.paths.stepped!({ align: 1 }) : pointsOnly,
+        points: { show: true, size: 8, fill: kOrange, stroke: kOrange },
+      },
+    ],
+  });
+}
+
 export interface CurveTrial {
   number: number;
   state: string;

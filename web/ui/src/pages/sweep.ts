@@ -3,9 +3,9 @@
 // importance, ensemble members). Live: events for this sweep mark trials
 // dirty; one coalesced refresh (at most ~3/s) re-reads the sweep document and
 // the dirty trials (or everything after a large burst) and redraws.
-import { allTrials, api, ApiError, EnsembleRecord, Sweep, Trial, TrialDetail } from '../api';
+import { allTrials, api, ApiError, EnsembleRecord, ParetoFront, Sweep, Trial, TrialDetail } from '../api';
 import { ensembleView } from '../ensemble';
-import { Chart, curvesData, curvesOptions, CurveTrial, historyData, historyOptions, scatterData, scatterOptions } from '../charts/plots';
+import { Chart, curvesData, curvesOptions, CurveTrial, historyData, historyOptions, paretoData, paretoOptions, scatterData, scatterOptions } from '../charts/plots';
 import { drawParcoords, kBestLines } from '../charts/parcoords';
 import { badge, fmtNum, fmtTime, h, replace } from '../dom';
 import { kImportanceSample, paramImportance } from '../importance';
@@ -40,6 +40,13 @@ function logParams(spec: unknown): Set<string> {
 }
 
 // Whether trials of this spec report intermediate values at all.
+// The metrics of a spec with several objectives (empty with one).
+function objectiveMetrics(spec: unknown): string[] {
+  const list = (spec as { objectives?: { metric?: unknown }[] } | null)?.objectives;
+  if (!Array.isArray(list) || list.length < 2) return [];
+  return list.map((o) => String(o?.metric ?? ''));
+}
+
 function reportsCurves(spec: unknown): boolean {
   const s = spec as { trial?: { kind?: string; steps?: number }; early_stopping?: unknown } | null;
   if (!s || !s.trial) return true;
@@ -78,6 +85,16 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
   const specEl = h('pre', { id: 'sweep-spec' });
   const ensemblePanel = panel('Ensemble', 'ensemble', ensembleBody);
   ensemblePanel.hidden = true;
+  const paretoEl = h('div', { class: 'chart', id: 'chart-pareto' });
+  const paretoX = h('select', { id: 'pareto-x' });
+  const paretoY = h('select', { id: 'pareto-y' });
+  const paretoNote = h('p', { class: 'muted small', id: 'pareto-note' });
+  const paretoPanel = panel('Pareto front', 'panel-pareto', h('label', null, 'x ', paretoX), h('label', null, ' y ', paretoY), paretoEl, paretoNote);
+  paretoPanel.hidden = true;
+  let paretoFront: ParetoFront | null = null;
+  const pareto = new Chart(paretoEl, 300);
+  paretoX.addEventListener('change', () => drawPareto());
+  paretoY.addEventListener('change', () => drawPareto());
   const history = new Chart(historyEl);
   const scatter = new Chart(scatterEl);
   const curvesChart = new Chart(curvesEl);
@@ -89,6 +106,7 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
     h(
       'div',
       { class: 'panels' },
+      paretoPanel,
       panel('Optimisation history', 'panel-history', historyEl),
       panel('Parameter importance', 'panel-importance', importanceEl, h('p', { class: 'muted small' }, 'fANOVA-lite: share of the objective-rank variance explained by each parameter alone (between-bin variance of per-bin means).'), importanceNote),
       panel('Parallel coordinates', 'panel-parcoords', h('div', { class: 'canvas-wrap' }, parcoords), parcoordsNote),
@@ -211,6 +229,44 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
     curvesChart.set(key, curvesOptions(cs, metric), curvesData(cs, metric));
   }
 
+  // Several objectives: two of them against each other, the front from the
+  // API (the front of all objectives, not of the two shown).
+  function drawPareto(): void {
+    const metrics = sweep ? objectiveMetrics(sweep.spec) : [];
+    paretoPanel.hidden = metrics.length < 2;
+    if (paretoPanel.hidden) return;
+    if (paretoX.options.length !== metrics.length) {
+      replace(paretoX, metrics.map((m) => h('option', { value: m }, m)));
+      replace(paretoY, metrics.map((m) => h('option', { value: m }, m)));
+      paretoX.value = metrics[0];
+      paretoY.value = metrics[1];
+    }
+    const f = paretoFront;
+    const numbers = new Set((f?.front ?? []).map((m) => m.number));
+    const list = [...trials.values()];
+    const x = paretoX.value;
+    const y = paretoY.value;
+    const big = list.length > 1000;
+    pareto.set(`pareto:${x}:${y}:${big}`, paretoOptions(x, y, metrics.length === 2, big), paretoData(list, numbers, x, y));
+    if (!f) {
+      paretoNote.textContent = 'No completed trial yet.';
+      return;
+    }
+    const ref = f.objectives.map((o, k) => `${o.metric} ${fmtNum(f.reference[k] ?? NaN)}`).join(', ');
+    paretoNote.textContent = `${f.front.length} on the front of ${f.counted} counted trials · hypervolume ${f.hypervolume === null ? '–' : fmtNum(f.hypervolume)} (reference ${ref}).`;
+  }
+
+  const loadPareto = coalesce(async () => {
+    if (disposed || !sweep || objectiveMetrics(sweep.spec).length < 2) return;
+    try {
+      paretoFront = await api.pareto(id);
+    } catch (e) {
+      paretoFront = null;
+      paretoNote.textContent = `Pareto front: ${(e as Error).message}`;
+    }
+    drawPareto();
+  }, 1000);
+
   function drawEnsemble(): void {
     if (!sweep) return;
     const ms = [...members.values()].sort((a, b) => a.number - b.number);
@@ -281,6 +337,8 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
           renderHead();
           phase('table', () => table.setTrials([...trials.values()]));
           drawCharts();
+          drawPareto();
+          loadPareto();
           measured = true;
           // First complete render (header, table, charts) for tests and ui_bench.
           const n = trials.size;
@@ -302,6 +360,8 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
       renderHead();
       table.setTrials([...trials.values()]);
       drawCharts();
+      drawPareto();
+      loadPareto();
       errorBox.textContent = '';
     } catch (e) {
       errorBox.textContent = e instanceof ApiError && e.status === 404 ? `No sweep ${id}` : `Could not load: ${(e as Error).message}`;
@@ -330,6 +390,7 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
     history.resize();
     scatter.resize();
     curvesChart.resize();
+    pareto.resize();
     drawCharts();
   };
   window.addEventListener('resize', onResize);
@@ -342,6 +403,7 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
     history.destroy();
     scatter.destroy();
     curvesChart.destroy();
+    pareto.destroy();
     delete document.body.dataset.sweepRendered;
   };
 }

@@ -1,0 +1,215 @@
+#include "search/ehvi_sampler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "search/acquisition_optimizer.hpp"
+#include "search/gp.hpp"
+#include "search/rng.hpp"
+#include "search/sobol.hpp"
+
+namespace hpo::search {
+namespace {
+
+constexpr int kMaxAround = 10;  // front members to perturb
+
+bool weakly_dominates(const Point& a, const Point& b) {
+  for (std::size_t j = 0; j < a.size(); ++j)
+    if (a[j] > b[j]) return false;
+  return true;
+}
+
+// How far `mu` must move down in every objective to leave the shadow of the
+// front and the reference box (0 when it already has).
+double shadow_distance(const std::vector<Point>& front, const Point& mu, const Point& reference) {
+  double d = 0;
+  for (const Point& f : front) {
+    double least = std::numeric_limits<double>::infinity();
+    for (std::size_t j = 0; j < mu.size(); ++j) least = std::min(least, mu[j] - f[j]);
+    d = std::max(d, least);
+  }
+  for (std::size_t j = 0; j < mu.size(); ++j) d = std::max(d, mu[j] - reference[j]);
+  return d;
+}
+
+// Step 4: the worst observed value of each objective pushed out by a tenth of
+// its range (so that the extremes of the front still add volume), or the
+// declared reference once some observed point lies strictly inside it.
+Point reference_point(const std::vector<Point>& observed, const std::vector<double>& declared) {
+  const std::size_t m = observed[0].size();
+  Point r(m), mixed(m);
+  for (std::size_t j = 0; j < m; ++j) {
+    double lo = observed[0][j], hi = observed[0][j];
+    for (const Point& f : observed) lo = std::min(lo, f[j]), hi = std::max(hi, f[j]);
+    const double range = hi - lo > 0 ? hi - lo : std::max(1e-9, 1e-3 * std::abs(hi));
+    r[j] = hi + 0.1 * range;
+    mixed[j] = j < declared.size() && std::isfinite(declared[j]) ? declared[j] : r[j];
+  }
+  const bool reached = std::any_of(observed.begin(), observed.end(), [&](const Point& f) {
+    for (std::size_t j = 0; j < m; ++j)
+      if (!(f[j] < mixed[j])) return false;
+    return true;
+  });
+  return reached ? mixed : r;
+}
+
+}  // namespace
+
+double hypervolume_improvement(const std::vector<Point>& front, const Point& y,
+                               const Point& reference) {
+  const std::size_t m = y.size();
+  double box = 1;
+  for (std::size_t j = 0; j < m; ++j) {
+    if (!(y[j] < reference[j])) return 0;
+    box *= reference[j] - y[j];
+  }
+  for (const Point& f : front)
+    if (weakly_dominates(f, y)) return 0;
+  if (m == 2) {
+    // The front limited to y's box, swept in ascending first objective.
+    double covered = 0, prev = reference[1];
+    for (const Point& f : front) {
+      const double q0 = std::max(y[0], f[0]), q1 = std::max(y[1], f[1]);
+      if (q0 >= reference[0] || q1 >= prev) continue;
+      covered += (reference[0] - q0) * (prev - q1);
+      prev = q1;
+    }
+    return std::max(0.0, box - covered);
+  }
+  std::vector<Point> limited;
+  limited.reserve(front.size());
+  for (const Point& f : front) {
+    Point q(m);
+    for (std::size_t j = 0; j < m; ++j) q[j] = std::max(y[j], f[j]);
+    limited.push_back(std::move(q));
+  }
+  return std::max(0.0, box - hypervolume(limited, reference));
+}
+
+EhviSampler::EhviSampler(SearchSpace space, std::uint64_t seed, int n_initial,
+                         std::vector<double> reference)
+    : map_(std::move(space)),
+      seed_(seed),
+      n_initial_(n_initial > 0 ? n_initial : std::max(5, map_.unit_dims() + 1)),
+      reference_(std::move(reference)) {}
+
+std::optional<Params> EhviSampler::ask(std::span<const Observation> history,
+                                       std::span<const Params> pending, std::int64_t number) {
+  const int p = map_.unit_dims();
+  std::size_t m = 0;
+  for (const Observation& o : history) m = std::max(m, o.values.size());
+  auto objectives = [&](const Observation& o) -> std::optional<Point> {
+    if (o.outcome == TrialOutcome::kFailed) return std::nullopt;
+    Point v = m == 0 && o.value ? Point{*o.value} : o.values;
+    if (v.empty() || v.size() != std::max<std::size_t>(m, 1)) return std::nullopt;
+    for (double x : v)
+      if (!std::isfinite(x)) return std::nullopt;
+    return v;
+  };
+  m = std::max<std::size_t>(m, 1);
+  std::vector<Eigen::VectorXd> us, failed;
+  std::vector<Point> ys;
+  for (const Observation& o : history) {
+    if (auto v = objectives(o)) {
+      us.push_back(map_.unit_of(o.params));
+      ys.push_back(std::move(*v));
+    } else if (o.outcome == TrialOutcome::kFailed) {
+      failed.push_back(map_.unit_of(o.params));
+    }
+  }
+  if (number < n_initial_ || us.size() < 2 || p == 0) {
+    SobolSequence sobol(p, seed_);
+    return map_.params_of(Eigen::Map<const Eigen::VectorXd>(
+        sobol.point(static_cast<std::uint64_t>(number)).data(), p));
+  }
+
+  // 2-3. One GP per objective, pending and failed trials fantasised.
+  const std::uint64_t key = hash_key(seed_, static_cast<std::uint64_t>(number), 0x45485649);
+  std::vector<Eigen::VectorXd> pend;
+  for (const Params& params : pending) pend.push_back(map_.unit_of(params));
+  std::vector<Eigen::VectorXd> train = us;
+  train.insert(train.end(), pend.begin(), pend.end());
+  train.insert(train.end(), failed.begin(), failed.end());
+  const Eigen::MatrixXd observed = map_.features(us);
+  const Eigen::MatrixXd extended = map_.features(train);
+  const Eigen::MatrixXd pend_features = map_.features(pend);
+  const auto n = Eigen::Index(us.size()), n_pend = Eigen::Index(pend.size());
+  const auto n_fantasy = Eigen::Index(pend.size() + failed.size());
+  std::vector<GaussianProcess> gps(m);
+  std::vector<Point> points = ys;  // observed, then the pending fantasies
+  points.resize(ys.size() + pend.size(), Point(m));
+  for (std::size_t j = 0; j < m; ++j) {
+    Eigen::VectorXd y(n);
+    for (Eigen::Index i = 0; i < n; ++i) y[i] = ys[std::size_t(i)][j];
+    gps[j].fit(observed, y, GpFitOptions{}, hash_key(key, j));
+    if (n_fantasy == 0) continue;
+    Eigen::VectorXd mean, var;
+    if (n_pend > 0) gps[j].predict(pend_features, mean, var);
+    Eigen::VectorXd y_ext(n + n_fantasy);
+    y_ext << y, mean.unaryExpr([&](double z) { return gps[j].unstandardize(z); }),
+        Eigen::VectorXd::Constant(Eigen::Index(failed.size()), y.maxCoeff());
+    for (Eigen::Index k = 0; k < n_pend; ++k) points[ys.size() + std::size_t(k)][j] = y_ext[n + k];
+    gps[j].condition(extended, y_ext, n_fantasy);
+  }
+
+  // 4. The front (two objectives: ascending first) and the reference point.
+  std::vector<std::size_t> members = first_front(points);
+  std::sort(members.begin(), members.end(),
+            [&](std::size_t a, std::size_t b) { return points[a] < points[b]; });
+  std::vector<Point> front;
+  for (std::size_t i : members) front.push_back(points[i]);
+  const Point reference = reference_point(ys, reference_);
+
+  // 5. Antithetic normal draws, the same for every candidate.
+  Rng rng(hash_key(key, 0x44524157));
+  const int pairs = m == 2 ? 32 : 16;
+  std::vector<Point> draws;
+  for (int k = 0; k < pairs; ++k) {
+    Point z(m);
+    for (double& v : z) v = rng.normal();
+    Point minus(m);
+    for (std::size_t j = 0; j < m; ++j) minus[j] = -z[j];
+    draws.push_back(std::move(z));
+    draws.push_back(std::move(minus));
+  }
+  auto acq = [&](const std::vector<Eigen::VectorXd>& cand) {
+    const Eigen::MatrixXd f = map_.features(cand);
+    std::vector<Eigen::VectorXd> mean(m), sd(m);
+    for (std::size_t j = 0; j < m; ++j) {
+      Eigen::VectorXd var;
+      gps[j].predict(f, mean[j], var);
+      const double scale = gps[j].unstandardize(1) - gps[j].unstandardize(0);
+      mean[j] = mean[j].unaryExpr([&](double z) { return gps[j].unstandardize(z); });
+      sd[j] = var.cwiseMax(0).cwiseSqrt() * scale;
+    }
+    Eigen::VectorXd out(Eigen::Index(cand.size()));
+    Point mu(m), y(m);
+    for (Eigen::Index c = 0; c < out.size(); ++c) {
+      for (std::size_t j = 0; j < m; ++j) mu[j] = mean[j][c];
+      double sum = 0;
+      for (const Point& z : draws) {
+        for (std::size_t j = 0; j < m; ++j) y[j] = mu[j] + sd[j][c] * z[j];
+        sum += hypervolume_improvement(front, y, reference);
+      }
+      out[c] = sum > 0 ? sum / double(draws.size()) : -shadow_distance(front, mu, reference);
+    }
+    return out;
+  };
+
+  // 6. Perturb evenly spread observed front members.
+  std::vector<Eigen::VectorXd> around;
+  std::vector<std::size_t> observed_members;
+  for (std::size_t i : members)
+    if (i < us.size()) observed_members.push_back(i);
+  const std::size_t f = observed_members.size();
+  const std::size_t take = std::min<std::size_t>(kMaxAround, f);
+  const double offset = rng.uniform();
+  for (std::size_t k = 0; k < take; ++k)
+    around.push_back(us[observed_members[std::min(
+        f - 1, std::size_t((double(k) + offset) * double(f) / double(take)))]]);
+  return map_.params_of(maximize_acquisition(map_, acq, around, key, kMaxAround));
+}
+
+}  // namespace hpo::search

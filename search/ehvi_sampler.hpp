@@ -1,0 +1,66 @@
+// Multi-objective Bayesian optimisation: one Gaussian process per objective
+// and expected hypervolume improvement (EHVI), for several objectives
+// (Observation::values, all minimised).
+//
+// Each ask rebuilds everything from (seed, number, history, pending), so a
+// restarted scheduler continues the same sweep:
+//  1. Trials 0 .. n_initial-1 (default max(5, d + 1)), or while fewer than two
+//     trials have completed, take scrambled Sobol point `number`.
+//  2. Otherwise fit an independent GP (gp.hpp) to each objective of the
+//     completed trials, in feature space (feature_map.hpp).
+//  3. Pending trials are fantasised at the posterior means (kriging believer:
+//     exact points of every GP and members of the front); failed trials at
+//     the worst observed value of each objective.
+//  4. The front is the non-dominated set of the observed (and fantasised)
+//     points. The reference point is the worst observed value of each
+//     objective pushed out by a tenth of its range (the sweep's own
+//     reference when none is declared: trials/pareto_front.hpp), or the
+//     declared reference once an observed point lies strictly inside it (so
+//     that a sweep far from the declared box still sees improvement).
+//  5. EHVI(x) = E[HVI(y)], y ~ the GPs' posterior at x, by Monte Carlo over
+//     fixed antithetic normal draws (the same for every candidate, so the
+//     landscape is smooth for the local search): HVI(y) is the volume that y
+//     alone adds to the front (an O(F) sweep for two objectives, the exact
+//     hypervolume of the front limited to y's box above). Where every draw
+//     is dominated, the score is minus the distance by which the posterior
+//     mean would have to improve in every objective to leave the front's
+//     shadow, so the optimiser still climbs towards the front.
+//  6. Maximise it with acquisition_optimizer.hpp around evenly spread front
+//     members and return the best point, rounded to valid values.
+// All randomness comes from Rng / Sobol keyed by (seed, number).
+#pragma once
+
+#include <vector>
+
+#include "search/feature_map.hpp"
+#include "search/pareto.hpp"
+#include "search/sampler.hpp"
+
+namespace hpo::search {
+
+// The volume that point y adds to the hypervolume of `front` up to
+// `reference` (all minimised; 0 when y is weakly dominated by a front member
+// or does not strictly dominate the reference). `front`: mutually
+// non-dominated points, for two objectives sorted by the first ascending.
+double hypervolume_improvement(const std::vector<Point>& front, const Point& y,
+                               const Point& reference);
+
+class EhviSampler final : public Sampler {
+ public:
+  // reference: the declared reference point (minimise sense; empty: none).
+  EhviSampler(SearchSpace space, std::uint64_t seed, int n_initial = 0,
+              std::vector<double> reference = {});
+
+  std::optional<Params> ask(std::span<const Observation> history, std::span<const Params> pending,
+                            std::int64_t number) override;
+
+  int initial_design() const override { return n_initial_; }
+
+ private:
+  FeatureMap map_;
+  std::uint64_t seed_;
+  int n_initial_;
+  std::vector<double> reference_;
+};
+
+}  // namespace hpo::search
