@@ -629,7 +629,8 @@ Status TorchExecutor::run_ranks(const RankTask& task, RankControl& control) {
 std::vector<std::string> TorchExecutor::rank_environment(int threads) const {
   std::vector<std::string> env;
   for (const auto& kv : trial_environment(current_environment()))
-    if (!kv.starts_with("OMP_NUM_THREADS=") && !kv.starts_with("OPENBLAS_NUM_THREADS="))
+    if (!kv.starts_with("OMP_NUM_THREADS=") && !kv.starts_with("OPENBLAS_NUM_THREADS=") &&
+        kv != "OPENBLAS_CORETYPE=")  // set but empty: no choice of the user's
       env.push_back(kv);
   env.push_back(fmt::format("OMP_NUM_THREADS={}", std::max(1, threads)));
   env.push_back("OPENBLAS_NUM_THREADS=1");
