@@ -138,8 +138,11 @@ Result<bool> EnsembleStage::step(trials::Store& store, const trials::Sweep& swee
     if (auto st = load_configs(store); !st) return st.error();
   if (ranked_->empty() && !spec_.space.params.empty())
     return fail(store,
-                "no search trial completed, so the ensemble members have no parameters "
-                "to train with");
+                spec_.constraints.empty()
+                    ? "no search trial completed, so the ensemble members have no parameters "
+                      "to train with"
+                    : "no search trial completed within the constraints, so the ensemble "
+                      "members have no parameters to train with");
   const auto& recipe = *spec_.ensemble;
   if (sweep.next_member >= recipe.members && sweep.member_counts.active() == 0)
     return combine(store);
@@ -151,7 +154,9 @@ Status EnsembleStage::load_configs(trials::Store& store) {
   if (!page) return page.error();
   std::vector<Trial> done;
   for (auto& t : page->trials)
-    if (t.state == TrialState::kCompleted && t.value) done.push_back(std::move(t));
+    if (t.state == TrialState::kCompleted && t.value &&
+        trials::feasible(spec_.constraints, t.metrics))  // only trials that keep the constraints
+      done.push_back(std::move(t));
   bool maximize = spec_.objective.maximize;
   std::stable_sort(done.begin(), done.end(), [&](const Trial& a, const Trial& b) {
     if (*a.value != *b.value) return maximize ? *a.value > *b.value : *a.value < *b.value;

@@ -225,6 +225,13 @@ search::Observation SweepController::observation(
     o.value = to_min(*t.value);
   else if (t.state == TrialState::kPruned && !o.curve.empty())
     o.value = o.curve.back().value;
+  // Constraints: how far each bound is broken (NaN: the metric is missing).
+  if (t.state == TrialState::kCompleted)
+    for (const trials::MetricBound& b : spec_.constraints) {
+      auto m = t.metrics.find(b.metric);
+      o.violations.push_back(m == t.metrics.end() ? std::numeric_limits<double>::quiet_NaN()
+                                                  : trials::violation(b, m->second));
+    }
   // Several objectives: each in minimise sense; a trial missing one has none.
   if (spec_.objectives.size() > 1 && t.state == TrialState::kCompleted) {
     for (const auto& objective : spec_.objectives) {

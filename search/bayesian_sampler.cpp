@@ -7,6 +7,7 @@
 
 #include "search/acquisition.hpp"
 #include "search/acquisition_optimizer.hpp"
+#include "search/feasibility.hpp"
 #include "search/gp.hpp"
 #include "search/rng.hpp"
 #include "search/sobol.hpp"
@@ -14,18 +15,25 @@
 namespace hpo::search {
 namespace {
 
-// Log EI of many unit-coordinate points at once.
+// Log EI of many unit-coordinate points at once, plus the log probability
+// that they keep the constraints (no EI term while no trial has: the search
+// looks for the feasible region first).
 class Acquisition {
  public:
-  Acquisition(const FeatureMap& map, const GaussianProcess& gp, double best)
-      : map_(map), gp_(gp), best_(best) {}
+  Acquisition(const FeatureMap& map, const GaussianProcess& gp, double best,
+              const FeasibilityModel& feasibility, bool use_ei)
+      : map_(map), gp_(gp), best_(best), feasibility_(feasibility), use_ei_(use_ei) {}
 
   Eigen::VectorXd operator()(const std::vector<Eigen::VectorXd>& us) const {
-    Eigen::VectorXd mean, var;
-    gp_.predict(map_.features(us), mean, var);
-    Eigen::VectorXd out(mean.size());
-    for (Eigen::Index i = 0; i < mean.size(); ++i)
-      out[i] = log_expected_improvement(mean[i], std::sqrt(var[i]), best_);
+    const Eigen::MatrixXd f = map_.features(us);
+    Eigen::VectorXd out = Eigen::VectorXd::Zero(Eigen::Index(us.size()));
+    if (use_ei_) {
+      Eigen::VectorXd mean, var;
+      gp_.predict(f, mean, var);
+      for (Eigen::Index i = 0; i < mean.size(); ++i)
+        out[i] = log_expected_improvement(mean[i], std::sqrt(var[i]), best_);
+    }
+    if (!feasibility_.empty()) out += feasibility_.log_probability(f);
     return out;
   }
 
@@ -33,6 +41,8 @@ class Acquisition {
   const FeatureMap& map_;
   const GaussianProcess& gp_;
   double best_;
+  const FeasibilityModel& feasibility_;
+  bool use_ei_;
 };
 
 }  // namespace
@@ -68,10 +78,15 @@ std::optional<Params> BayesianSampler::ask(std::span<const Observation> history,
   const int p = map_.unit_dims();
   std::vector<Eigen::VectorXd> us, failed;
   std::vector<double> ys;
+  std::vector<std::vector<double>> violations;
+  std::vector<char> feasible;
   for (const Observation& o : history) {
     bool usable = o.outcome != TrialOutcome::kFailed && o.value && std::isfinite(*o.value);
     (usable ? us : failed).push_back(map_.unit_of(o.params));
-    if (usable) ys.push_back(*o.value);
+    if (!usable) continue;
+    ys.push_back(*o.value);
+    violations.push_back(o.violations);
+    feasible.push_back(is_feasible(o));
   }
   if (number < n_initial_ || us.size() < 2 || p == 0) {
     SobolSequence sobol(p, seed_);
@@ -91,7 +106,13 @@ std::optional<Params> BayesianSampler::ask(std::span<const Observation> history,
   const std::uint64_t key = hash_key(seed_, static_cast<std::uint64_t>(number), 0x42415945);
   GaussianProcess gp;
   gp.fit(map_.features(train), y, GpFitOptions{}, key);
-  double best = gp.standardize(y.minCoeff());
+  // The incumbent is the best feasible trial (every trial without constraints).
+  double best_raw = std::numeric_limits<double>::infinity();
+  for (Eigen::Index i = 0; i < y_all.size(); ++i)
+    if (feasible[std::size_t(i)]) best_raw = std::min(best_raw, y_all[i]);
+  const bool any_feasible = std::isfinite(best_raw);
+  double best = gp.standardize(any_feasible ? best_raw : y.minCoeff());
+  const FeasibilityModel feasibility(map_, us, violations, key);
 
   // 3. Fantasies: pending at the posterior mean, failed at the worst value.
   if (!pending.empty() || !failed.empty()) {
@@ -110,14 +131,19 @@ std::optional<Params> BayesianSampler::ask(std::span<const Observation> history,
     if (mean.size() > 0) best = std::min(best, mean.minCoeff());
   }
 
-  // 4. Maximise log EI around the best trials.
+  // 4. Maximise log EI (x P(feasible)) around the best (feasible first) trials.
   std::vector<std::size_t> order(ys.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return ys[a] < ys[b]; });
+  std::vector<double> broken(ys.size());
+  for (std::size_t i = 0; i < ys.size(); ++i) broken[i] = total_violation(violations[i]);
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) {
+    if (feasible[a] != feasible[b]) return feasible[a] > feasible[b];
+    return feasible[a] ? ys[a] < ys[b] : broken[a] < broken[b];
+  });
   std::vector<Eigen::VectorXd> around;
   for (std::size_t b = 0; b < std::min<std::size_t>(5, order.size()); ++b)
     around.push_back(us[order[b]]);
-  Acquisition acq(map_, gp, best);
+  Acquisition acq(map_, gp, best, feasibility, any_feasible);
   return map_.params_of(maximize_acquisition(
       map_, [&](const std::vector<Eigen::VectorXd>& c) { return acq(c); }, around, key));
 }

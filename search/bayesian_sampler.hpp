@@ -12,6 +12,10 @@
 //     at the worst observed value so that a crashing region is not proposed
 //     again. The fantasies collapse the variance there, so the EI of K
 //     concurrent asks peaks at K different places.
+//  Constraints (Observation::violations, feasibility.hpp): a GP per
+//     constraint, the incumbent is the best feasible trial and the
+//     acquisition adds log P(feasible); while no trial is feasible it is
+//     log P(feasible) alone.
 //  4. Maximise log EI: score a scrambled Sobol set plus Gaussian
 //     perturbations of the best trials, then refine the best few candidates
 //     by a pattern search in unit coordinates (step halving; the starts run

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "search/acquisition_optimizer.hpp"
+#include "search/feasibility.hpp"
 #include "search/gp.hpp"
 #include "search/rng.hpp"
 #include "search/sobol.hpp"
@@ -111,10 +112,14 @@ std::optional<Params> EhviSampler::ask(std::span<const Observation> history,
   m = std::max<std::size_t>(m, 1);
   std::vector<Eigen::VectorXd> us, failed;
   std::vector<Point> ys;
+  std::vector<std::vector<double>> violations;
+  std::vector<char> feasible;
   for (const Observation& o : history) {
     if (auto v = objectives(o)) {
       us.push_back(map_.unit_of(o.params));
       ys.push_back(std::move(*v));
+      violations.push_back(o.violations);
+      feasible.push_back(is_feasible(o));
     } else if (o.outcome == TrialOutcome::kFailed) {
       failed.push_back(map_.unit_of(o.params));
     }
@@ -154,13 +159,26 @@ std::optional<Params> EhviSampler::ask(std::span<const Observation> history,
     gps[j].condition(extended, y_ext, n_fantasy);
   }
 
-  // 4. The front (two objectives: ascending first) and the reference point.
-  std::vector<std::size_t> members = first_front(points);
+  // 4. The front of the feasible points (two objectives: ascending first) and
+  // the reference point.
+  const FeasibilityModel feasibility(map_, us, violations, key);
+  std::vector<Point> feasible_ys;
+  for (std::size_t i = 0; i < ys.size(); ++i)
+    if (feasible[i]) feasible_ys.push_back(ys[i]);
+  std::vector<std::size_t> eligible;  // feasible observed points and the fantasies
+  std::vector<Point> eligible_points;
+  for (std::size_t i = 0; i < points.size(); ++i)
+    if (i >= ys.size() || feasible[i]) {
+      eligible.push_back(i);
+      eligible_points.push_back(points[i]);
+    }
+  std::vector<std::size_t> members;
+  for (std::size_t k : first_front(eligible_points)) members.push_back(eligible[k]);
   std::sort(members.begin(), members.end(),
             [&](std::size_t a, std::size_t b) { return points[a] < points[b]; });
   std::vector<Point> front;
   for (std::size_t i : members) front.push_back(points[i]);
-  const Point reference = reference_point(ys, reference_);
+  const Point reference = reference_point(feasible_ys.empty() ? ys : feasible_ys, reference_);
 
   // 5. Antithetic normal draws, the same for every candidate.
   Rng rng(hash_key(key, 0x44524157));
@@ -185,6 +203,8 @@ std::optional<Params> EhviSampler::ask(std::span<const Observation> history,
       sd[j] = var.cwiseMax(0).cwiseSqrt() * scale;
     }
     Eigen::VectorXd out(Eigen::Index(cand.size()));
+    const Eigen::VectorXd log_feasible = feasibility.log_probability(f);
+    if (feasible_ys.empty()) return log_feasible;  // find the feasible region first
     Point mu(m), y(m);
     for (Eigen::Index c = 0; c < out.size(); ++c) {
       for (std::size_t j = 0; j < m; ++j) mu[j] = mean[j][c];
@@ -193,7 +213,9 @@ std::optional<Params> EhviSampler::ask(std::span<const Observation> history,
         for (std::size_t j = 0; j < m; ++j) y[j] = mu[j] + sd[j][c] * z[j];
         sum += hypervolume_improvement(front, y, reference);
       }
-      out[c] = sum > 0 ? sum / double(draws.size()) : -shadow_distance(front, mu, reference);
+      const double p = std::exp(log_feasible[c]);
+      out[c] = sum > 0 ? sum / double(draws.size()) * p
+                       : -shadow_distance(front, mu, reference) * (2 - p);
     }
     return out;
   };

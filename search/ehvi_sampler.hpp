@@ -25,6 +25,10 @@
 //     is dominated, the score is minus the distance by which the posterior
 //     mean would have to improve in every objective to leave the front's
 //     shadow, so the optimiser still climbs towards the front.
+//  Constraints (Observation::violations, feasibility.hpp): a GP per
+//     constraint; the front and the reference hold feasible trials only, and
+//     EHVI is weighted by P(feasible) (log P(feasible) alone while no trial
+//     is feasible).
 //  6. Maximise it with acquisition_optimizer.hpp around evenly spread front
 //     members and return the best point, rounded to valid values.
 // All randomness comes from Rng / Sobol keyed by (seed, number).

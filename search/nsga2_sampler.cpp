@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "search/encoding.hpp"
+#include "search/feasibility.hpp"
 #include "search/pareto.hpp"
 #include "search/rng.hpp"
 
@@ -100,8 +101,26 @@ std::optional<Params> Nsga2Sampler::ask(std::span<const Observation> history,
     return params_from_unit(space_, child);
   }
   // Survivors: whole fronts in turn, the last one cut by crowding distance.
+  // Constrained domination (Deb 2002): the feasible trials' fronts first, then
+  // each infeasible trial alone, by ascending total violation.
+  std::vector<std::size_t> ok, broken;
+  for (std::size_t i = 0; i < obs.size(); ++i) (is_feasible(*obs[i]) ? ok : broken).push_back(i);
+  std::vector<std::vector<std::size_t>> fronts;
+  if (broken.empty()) {
+    fronts = non_dominated_fronts(points);
+  } else {
+    std::vector<Point> feasible_points;
+    for (std::size_t i : ok) feasible_points.push_back(points[i]);
+    for (auto& f : non_dominated_fronts(feasible_points)) {
+      for (std::size_t& i : f) i = ok[i];
+      fronts.push_back(std::move(f));
+    }
+    std::stable_sort(broken.begin(), broken.end(), [&](std::size_t a, std::size_t b) {
+      return total_violation(obs[a]->violations) < total_violation(obs[b]->violations);
+    });
+    for (std::size_t i : broken) fronts.push_back({i});
+  }
   std::vector<Member> parents;
-  const auto fronts = non_dominated_fronts(points);
   for (std::size_t f = 0; f < fronts.size() && parents.size() < std::size_t(population_); ++f) {
     const auto crowding = crowding_distance(points, fronts[f]);
     std::vector<std::size_t> idx(fronts[f].size());

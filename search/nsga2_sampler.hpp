@@ -9,7 +9,9 @@
 // (SBX) of numeric unit coordinates, each categorical taken from either
 // parent, then polynomial mutation (each parameter with probability 1/n; a
 // categorical redrawn). Until `population` trials have completed, trials are
-// uniform random. All randomness comes from Rng(seed, number), so a restarted
+// uniform random. With constraints (Observation::violations), constrained
+// domination: feasible trials rank first, infeasible ones by total violation.
+// All randomness comes from Rng(seed, number), so a restarted
 // scheduler asks the same thing given the same history.
 #pragma once
 

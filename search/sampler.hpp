@@ -42,6 +42,10 @@ struct Observation {
   // Several objectives (minimise sense), for the multi-objective samplers
   // (nsga2_sampler.hpp); empty with one objective, which is `value`.
   std::vector<double> values;
+  // Per constraint of the spec: how far the metric lies outside its bound
+  // (> 0 broken, <= 0 kept; NaN: not reported). Empty without constraints or
+  // for trials that did not complete (search/feasibility.hpp).
+  std::vector<double> violations;
   std::vector<StepValue> curve;  // intermediate values, ascending step
 };
 

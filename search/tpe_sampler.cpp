@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "search/encoding.hpp"
+#include "search/feasibility.hpp"
 #include "search/parzen_estimator.hpp"
 #include "search/rng.hpp"
 #include "search/sobol.hpp"
@@ -12,7 +13,9 @@
 namespace hpo::search {
 namespace {
 
-// Sort key: lower is better. Class 0 completed, 1 pruned, 2 non-finite, 3 pending.
+// Sort key: lower is better. Class 0 completed and feasible, 1 completed but
+// breaking a constraint (by total violation, as Optuna's constrained TPE), 2
+// pruned, 3 non-finite, 4 pending.
 struct Ranked {
   const Params* params;
   int cls;
@@ -56,10 +59,12 @@ std::optional<Params> TpeSampler::ask(std::span<const Observation> history,
     const double v = o.value.value_or(std::numeric_limits<double>::quiet_NaN());
     Ranked r{&o.params, 0, v, 0, ranked.size()};
     if (!std::isfinite(v)) {
-      r = {&o.params, 2, 0, 0, ranked.size()};
+      r = {&o.params, 3, 0, 0, ranked.size()};
     } else if (o.outcome == TrialOutcome::kPruned) {
       const double last_step = o.curve.empty() ? 0 : double(o.curve.back().step);
-      r = {&o.params, 1, -last_step, v, ranked.size()};
+      r = {&o.params, 2, -last_step, v, ranked.size()};
+    } else if (!is_feasible(o)) {
+      r = {&o.params, 1, total_violation(o.violations), v, ranked.size()};
     }
     with_value += std::isfinite(v);
     ranked.push_back(r);
@@ -68,7 +73,7 @@ std::optional<Params> TpeSampler::ask(std::span<const Observation> history,
     SobolSequence sobol(static_cast<int>(space_.params.size()), seed_);
     return params_from_unit(space_, sobol.point(static_cast<std::uint64_t>(number)));
   }
-  for (const Params& p : pending) ranked.push_back({&p, 3, 0, 0, ranked.size()});
+  for (const Params& p : pending) ranked.push_back({&p, 4, 0, 0, ranked.size()});
 
   const std::size_t n = ranked.size();
   const std::size_t n_below =

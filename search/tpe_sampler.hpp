@@ -3,7 +3,9 @@
 //
 // Each ask: trials 0 .. n_startup-1 (default 10), or while fewer than two
 // trials have a value, take the scrambled Sobol point `number`. Otherwise:
-//  - rank the trials: completed by value, then pruned (further steps first,
+//  - rank the trials: completed and feasible by value, then completed ones
+//    that break a constraint (Observation::violations) by how much, then
+//    pruned (further steps first,
 //    then by last value), then pending trials, which are the "constant liar":
 //    always worst, so concurrent asks are pushed away from running trials;
 //    failed trials carry no information and are left out;

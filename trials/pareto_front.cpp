@@ -16,6 +16,7 @@ ParetoFront pareto_front(const SweepSpec& spec, const std::vector<const Trial*>&
   std::vector<search::Point> points;  // minimise sense
   for (const Trial* t : trials) {
     if (t->role != TrialRole::kTrial || t->state != TrialState::kCompleted) continue;
+    if (!feasible(spec.constraints, t->metrics)) continue;
     search::Point p;
     for (const auto& o : out.objectives) {
       auto it = t->metrics.find(o.metric);

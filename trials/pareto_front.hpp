@@ -3,7 +3,8 @@
 // hypervolume it dominates.
 //
 // Counted: completed trials of role trial with every objective's metric
-// finite. Each objective's reference is the spec's `reference` or else the
+// finite that keep every one of the spec's `constraints` (infeasible trials
+// are never on the front). Each objective's reference is the spec's `reference` or else the
 // worst value among the counted trials; the hypervolume is in the objectives'
 // own units (a product of their ranges), computed in minimise sense.
 #pragma once

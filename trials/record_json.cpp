@@ -152,6 +152,17 @@ Json to_json(const BestTrial& b) {
           {"value", number_or_null(b.value)}};
 }
 
+Json to_json(const std::vector<MetricBound>& bounds) {
+  Json out = Json::array();
+  for (const MetricBound& b : bounds) {
+    Json j = {{"metric", b.metric}};
+    if (b.max) j["max"] = *b.max;
+    if (b.min) j["min"] = *b.min;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 Json to_json(const ParetoFront& p) {
   Json objectives = Json::array(), reference = Json::array(), front = Json::array();
   for (std::size_t k = 0; k < p.objectives.size(); ++k) {

@@ -62,6 +62,8 @@ Json to_json(const search::Params& params);
 Json to_json(const Metrics& metrics);
 Json to_json(const Counts& counts);
 Json to_json(const BestTrial& best);
+// [{metric, max?, min?}, ...] (the Redis sweep's `constraints`, the spec's).
+Json to_json(const std::vector<MetricBound>& bounds);
 // {objectives: [{metric, mode}], reference, hypervolume, counted,
 //  front: [{trial_id, number, params, values: {metric: v}}]}
 Json to_json(const ParetoFront& front);

@@ -469,6 +469,44 @@ void parse_objectives(Reader& r, SweepSpec& spec, std::vector<FieldError>& error
   if (!spec.objectives.empty()) spec.objective = spec.objectives.front();
 }
 
+// `constraints: [{metric, max, min}, ...]` (1 to 16 distinct metrics, each
+// with max or min or both, min <= max).
+void parse_constraints(Reader& r, SweepSpec& spec, std::vector<FieldError>& errors) {
+  const Json* list = r.array("constraints");
+  if (!list) return;
+  constexpr std::size_t kMaxConstraints = 16;
+  if (list->empty() || list->size() > kMaxConstraints) {
+    r.error("constraints",
+            fmt::format("expected 1 to {} constraints, got {}", kMaxConstraints, list->size()));
+    return;
+  }
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const std::string at = Reader::item("constraints", i);
+    if (!(*list)[i].is_object()) {
+      r.expected(at, "an object {metric, max, min}", (*list)[i]);
+      continue;
+    }
+    Reader rc((*list)[i], at, errors);
+    MetricBound b;
+    if (auto m = rc.string("metric", true)) {
+      b.metric = *m;
+      if (m->empty()) rc.error(rc.at("metric"), "must not be empty");
+    }
+    b.max = rc.number("max");
+    b.min = rc.number("min");
+    if (!b.max && !b.min && !rc.get("max") && !rc.get("min"))
+      rc.error(at, "needs max (the metric must stay at or below it) or min (at or above), or both");
+    if (b.max && b.min && *b.min > *b.max)
+      rc.error(at, fmt::format("min {} is above max {}: no value keeps both", *b.min, *b.max));
+    for (const auto& earlier : spec.constraints)
+      if (!b.metric.empty() && earlier.metric == b.metric)
+        rc.error(rc.at("metric"),
+                 "\"" + b.metric + "\" is already constrained (give max and min in one entry)");
+    rc.unknown_keys("metric, max, min");
+    spec.constraints.push_back(std::move(b));
+  }
+}
+
 // What several objectives rule out: a model of one objective, pruning on one,
 // an ensemble of the best by one.
 void check_several_objectives(const SweepSpec& spec, std::vector<FieldError>& errors) {
@@ -613,6 +651,7 @@ Result<SweepSpec> parse_spec(std::string_view json_text) {
   }
   r.string("description");
   parse_objectives(r, spec, errors);
+  parse_constraints(r, spec, errors);
   if (const Json* params = r.object("parameters", true)) {
     for (auto it = params->begin(); it != params->end(); ++it) {
       search::ParamSpec p;
@@ -653,8 +692,8 @@ Result<SweepSpec> parse_spec(std::string_view json_text) {
                       "trial starts its own processes)"});
   check_several_objectives(spec, errors);
   r.unknown_keys(
-      "name, description, objective, objectives, parameters, search, early_stopping, trial, "
-      "ensemble");
+      "name, description, objective, objectives, constraints, parameters, search, early_stopping, "
+      "trial, ensemble");
 
   if (!errors.empty()) {
     Error e{ErrorCode::kInvalidArgument, "", std::move(errors)};

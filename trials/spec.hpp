@@ -15,6 +15,7 @@
 #include "search/pruner.hpp"
 #include "search/sampler.hpp"
 #include "search/space.hpp"
+#include "trials/constraints.hpp"
 #include "trials/recipe/ensemble_recipe.hpp"
 #include "trials/recipe/torch_recipe.hpp"
 
@@ -112,6 +113,10 @@ struct SweepSpec {
   // Every objective, in the spec's order: `objectives: [...]` (2 to 8) or the one
   // `objective`. With several, the result is the Pareto front (trials/pareto_front.hpp).
   std::vector<Objective> objectives;
+  // `constraints: [{metric, max and/or min}, ...]`: bounds on metrics the trial
+  // reports; a trial that breaks one is never the best nor on the front, and
+  // bayesian and tpe model which region keeps them.
+  std::vector<MetricBound> constraints;
   search::SearchSpace space;
   SearchConfig search;
   std::optional<search::PrunerConfig> early_stopping;

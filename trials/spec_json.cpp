@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trials/record_json.hpp"
+
 namespace hpo::trials {
 namespace {
 
@@ -273,6 +275,7 @@ std::string dump_spec(const SweepSpec& spec) {
   } else {
     root["objective"] = objective_json(spec.objective);
   }
+  if (!spec.constraints.empty()) root["constraints"] = record::to_json(spec.constraints);
   Json params = Json::object();
   for (const auto& p : spec.space.params) params[p.name] = parameter_json(p);
   root["parameters"] = std::move(params);

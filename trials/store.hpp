@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "trials/constraints.hpp"
 #include "trials/placement.hpp"
 #include "trials/trial.hpp"
 
@@ -46,6 +47,8 @@ struct NewSweep {
   std::string name;
   std::string spec_json;
   bool maximize = false;
+  // spec `constraints`: a completed trial that breaks one is never the best.
+  std::vector<MetricBound> constraints;
   // A client's key for this submit (HTTP Idempotency-Key): while the key is
   // remembered (idempotency_ttl_s), a second create_sweep with it returns the
   // first sweep's id instead of creating another; with another spec, kConflict.

@@ -150,6 +150,7 @@ Result<trials::NewSweep> new_sweep(const Request& request, const trials::SweepSp
                                    std::string spec_text) {
   trials::NewSweep sweep{spec.name, std::move(spec_text), spec.objective.maximize};
   sweep.needs = trials::request_for(spec.trial);
+  sweep.constraints = spec.constraints;
   auto key = idempotency_key(request);
   if (!key) return key.error();
   sweep.idempotency_key = std::move(*key);

@@ -544,6 +544,52 @@ TEST(EndToEnd, ABayesianSweepOverTwoObjectivesBeatsRandomSearch) {
   EXPECT_GT(hypervolume["bayesian"], hypervolume["random"]);
 }
 
+// constraints through the service: the sweep's best and its Pareto front hold
+// only trials that keep them, though trials that break them complete too, and
+// the model's trials learn where they hold (f1 = x1 on ZDT1).
+TEST(EndToEnd, ConstrainedSweepsKeepTheirBestAndFrontFeasible) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  c.start_worker("a", 2);
+  // One objective (f2) with f1 <= 0.25, then both with f1 >= 0.3.
+  Json one = zdt1_spec("bayesian", 24, 1.1);
+  one.erase("objectives");
+  one["objective"] = {{"metric", "f2"}};
+  one["constraints"] = Json::parse(R"([{"metric": "f1", "max": 0.25}])");
+  Json two = zdt1_spec("bayesian", 24, 1.1);
+  two["constraints"] = Json::parse(R"([{"metric": "f1", "min": 0.3}])");
+  for (const Json& spec : {one, two}) {
+    const bool several = spec.contains("objectives");
+    const std::string id = submit(c, spec);
+    Json sweep = c.wait_finished(id, 300s);
+    ASSERT_EQ(sweep.value("state", ""), "finished") << c.logs();
+    EXPECT_EQ(sweep["counts"]["completed"], 24);
+    auto keeps = [&](double f1) { return several ? f1 >= 0.3 : f1 <= 0.25; };
+    Json page = c.get("/api/sweeps/" + id + "/trials?limit=100");
+    const std::string metric = several ? "f1" : "f2";
+    double best_feasible = INFINITY;
+    std::int64_t broken = 0, model_kept = 0;
+    for (const auto& t : page["trials"]) {
+      const double f1 = t["metrics"]["f1"].get<double>();
+      if (keeps(f1))
+        best_feasible = std::min(best_feasible, t["metrics"][metric].get<double>());
+      else
+        ++broken;
+      model_kept += t["number"].get<std::int64_t>() >= 12 && keeps(f1);
+    }
+    EXPECT_GT(broken, 0) << "the initial design should break it somewhere";
+    EXPECT_GE(model_kept, 9) << "of the 12 model trials";
+    ASSERT_TRUE(sweep["best"].is_object()) << sweep.dump();
+    EXPECT_EQ(sweep["best"]["value"].get<double>(), best_feasible);
+    if (several) {
+      Json pareto = c.get("/api/sweeps/" + id + "/pareto");
+      ASSERT_FALSE(pareto["front"].empty());
+      EXPECT_EQ(pareto["counted"].get<std::int64_t>(), 24 - broken);
+      for (const auto& m : pareto["front"]) EXPECT_GE(m["values"]["f1"].get<double>(), 0.3);
+    }
+  }
+}
+
 // search.warm_start: a TPE sweep seeded with an earlier sweep's trials asks
 // other points than the same sweep cold and does not do worse; the seeding is
 // read once per controller from ended sweeps, so kill -9 of the scheduler in

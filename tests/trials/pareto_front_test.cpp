@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace hpo::trials {
 namespace {
 
@@ -80,6 +82,41 @@ TEST(ParetoFront, OneObjectiveIsItsBestTrialsAndNoTrialsAnEmptyFront) {
   EXPECT_TRUE(f.front.empty());
   EXPECT_EQ(f.counted, 0);
   EXPECT_EQ(f.hypervolume, 0);
+}
+
+// constraints: a trial that breaks one (or lacks its metric) is not counted,
+// so it neither sits on the front nor pushes feasible trials off it.
+TEST(ParetoFront, HoldsOnlyTrialsThatKeepTheConstraints) {
+  std::vector<Trial> trials{
+      trial(0, {{"loss", 1.0}, {"acc", 0.9}, {"ms", 10}}),
+      trial(1, {{"loss", 0.5}, {"acc", 0.95}, {"ms", 30}}),  // beats 0, but too slow
+      trial(2, {{"loss", 2.0}, {"acc", 0.95}, {"ms", 20}}),  // at the bound: kept
+      trial(3, {{"loss", 0.1}, {"acc", 0.99}}),              // no "ms": broken
+  };
+  std::vector<const Trial*> view{&trials[0], &trials[1], &trials[2], &trials[3]};
+  SweepSpec spec = two_objectives();
+  EXPECT_EQ(numbers(pareto_front(spec, view)), (std::vector<std::int64_t>{3}));
+  spec.constraints = {{"ms", 20.0, std::nullopt}};
+  ParetoFront f = pareto_front(spec, view);
+  EXPECT_EQ(f.counted, 2);
+  EXPECT_EQ(numbers(f), (std::vector<std::int64_t>{0, 2}));
+}
+
+TEST(Constraints, ViolationIsTheDistanceOutsideTheBound) {
+  const MetricBound at_most{"ms", 20.0, std::nullopt}, at_least{"acc", std::nullopt, 0.5},
+      between{"x", 1.0, -1.0};
+  EXPECT_EQ(violation(at_most, 25), 5);
+  EXPECT_EQ(violation(at_most, 15), -5);
+  EXPECT_EQ(violation(at_least, 0.25), 0.25);
+  EXPECT_EQ(violation(at_least, 0.75), -0.25);
+  EXPECT_EQ(violation(between, 0), -1);
+  EXPECT_EQ(violation(between, 3), 2);
+  EXPECT_EQ(violation(between, -1.5), 0.5);
+  EXPECT_TRUE(std::isnan(violation(at_most, std::nan(""))));
+  EXPECT_TRUE(feasible({at_most, at_least}, {{"ms", 20}, {"acc", 0.5}}));
+  EXPECT_FALSE(feasible({at_most, at_least}, {{"ms", 20}}));
+  EXPECT_FALSE(feasible({at_most}, {{"ms", std::nan("")}}));
+  EXPECT_TRUE(feasible({}, {}));
 }
 
 }  // namespace

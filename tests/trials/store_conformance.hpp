@@ -605,6 +605,60 @@ TYPED_TEST_P(StoreConformance, CountersAndBestTrialMaximize) {
   EXPECT_EQ(sw->counts.completed, 4);
 }
 
+// constraints: a trial that breaks one (or does not report its metric) is
+// never the best, one by one, in a batch, and in an import.
+TYPED_TEST_P(StoreConformance, TheBestKeepsTheConstraints) {
+  NewSweep n{"c", R"({"name":"c"})", false};
+  n.constraints = {{"ms", 20.0, std::nullopt}, {"accuracy", std::nullopt, 0.5}};
+  auto id = this->store().create_sweep(n);
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  const std::string s = *id;
+  auto result = [&](double value, std::optional<double> ms) {
+    TrialResult r = this->ok_result(value);  // accuracy 0.875
+    if (ms) r.metrics["ms"] = *ms;
+    return r;
+  };
+  for (int i = 0; i < 6; ++i) this->add_trial(s, i);
+  // 0: feasible; 1: better but too slow; 2: better, no "ms" reported.
+  for (auto r : {result(3.0, 12.0), result(1.0, 25.0), result(0.5, std::nullopt)}) {
+    Claim c = this->must_claim("w1");
+    ASSERT_TRUE(this->queue().complete(c.trial.id, 0, "w1", r).ok());
+  }
+  auto sw = this->store().get_sweep(s);
+  ASSERT_TRUE(sw->best.has_value());
+  EXPECT_EQ(sw->best->number, 0);
+  EXPECT_EQ(sw->counts.completed, 3);
+  // A batch: 3 keeps both bounds exactly at their limits, 4 is too inaccurate.
+  auto batch = this->queue().claim_batch("w1", 3, 3, TypeParam::kLeaseMs);
+  ASSERT_EQ(batch->claims.size(), 3u);
+  TrialResult inaccurate = result(0.1, 5.0);
+  inaccurate.metrics["accuracy"] = 0.25;
+  auto done =
+      this->queue().complete_batch("w1", {{batch->claims[0].trial.id, 0, result(2.0, 20.0), ""},
+                                          {batch->claims[1].trial.id, 0, inaccurate, ""},
+                                          {batch->claims[2].trial.id, 0, result(2.5, 19.0), ""}});
+  ASSERT_TRUE(done.ok());
+  sw = this->store().get_sweep(s);
+  EXPECT_EQ(sw->best->number, 3);
+  EXPECT_EQ(sw->best->value, 2.0);
+
+  // An import keeps them too.
+  ImportedTrial fast, slow;
+  fast.state = slow.state = TrialState::kCompleted;
+  fast.params = slow.params = {{"x", 0.5}};
+  fast.value = 4.0;
+  fast.metrics = {{"value", 4.0}, {"ms", 3.0}, {"accuracy", 0.9}};
+  slow.value = 1.0;
+  slow.metrics = {{"value", 1.0}, {"ms", 30.0}, {"accuracy", 0.9}};
+  NewSweep m{"ci", R"({"name":"ci"})", false};
+  m.constraints = n.constraints;
+  auto imported = this->store().import_sweep(m, {slow, fast});
+  ASSERT_TRUE(imported.ok()) << imported.error().message;
+  auto is = this->store().get_sweep(*imported);
+  ASSERT_TRUE(is->best.has_value());
+  EXPECT_EQ(is->best->number, 1);
+}
+
 TYPED_TEST_P(StoreConformance, EventsAppearInOrder) {
   std::string s = this->new_sweep();
   Trial t = this->add_trial(s, 0);
@@ -1256,6 +1310,6 @@ REGISTER_TYPED_TEST_SUITE_P(
     ClaimBatchTakesWhatFitsRoundRobin, WaitForWorkWakesOnWorkQueuedAfterTheClaim,
     HeartbeatAndCompleteBatchesFenceEachItem, EventBoundsAreTheOldestAndNewestIds,
     ClaimsTakeOnlyTrialsTheOfferFits, AWideTrialPassedOverIsReservedAndNotStarved,
-    ImportSweepStoresAnEndedSweepAtOnce);
+    ImportSweepStoresAnEndedSweepAtOnce, TheBestKeepsTheConstraints);
 
 }  // namespace hpo::trials::conformance

@@ -129,6 +129,7 @@ MemoryStore::SweepRec& MemoryStore::new_sweep(const NewSweep& sweep) {
   rec.sweep.maximize = sweep.maximize;
   rec.sweep.created_ms = now();
   rec.needs = sweep.needs;
+  rec.constraints = sweep.constraints;
   rec.seq = ++sweep_seq_;
   SweepRec& out = sweeps_.emplace(id, std::move(rec)).first->second;
   if (!sweep.idempotency_key.empty())
@@ -829,8 +830,10 @@ void MemoryStore::finish(TrialRec& r, std::int64_t t_now, TrialState state,
   if (value && std::isfinite(*value)) t.value = value;
   Json data{{"state", to_string(state)}, {"attempt", t.attempt}, {"error", error}};
   if (t.value) data["value"] = *t.value;
-  Sweep& s = sweeps_.at(t.sweep_id).sweep;
-  if (state == TrialState::kCompleted && t.role == TrialRole::kTrial && t.value) {
+  SweepRec& rec = sweeps_.at(t.sweep_id);
+  Sweep& s = rec.sweep;
+  if (state == TrialState::kCompleted && t.role == TrialRole::kTrial && t.value &&
+      feasible(rec.constraints, t.metrics)) {
     bool better = !s.best || (s.maximize ? *t.value > s.best->value : *t.value < s.best->value);
     if (better) s.best = BestTrial{t.id, t.number, t.params, *t.value};
   }

@@ -119,6 +119,7 @@ class MemoryStore : public AllRoles {
     std::int64_t seq = 0;
     std::vector<std::string> trials, members;  // ids by number
     ResourceRequest needs;
+    std::vector<MetricBound> constraints;  // a trial that breaks one is never the best
     std::string import_digest;  // imported sweeps: their trials' (import_digest)
   };
   struct WorkerRec {

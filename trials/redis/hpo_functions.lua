@@ -1,5 +1,5 @@
 #!lua name=hpo_v1
--- hpo-functions-version: 3
+-- hpo-functions-version: 4
 --[[
 hpo's atomic state transitions, one Redis Functions library (Redis >= 7).
 
@@ -29,6 +29,8 @@ Key schema (P = prefix, default "hpo:"):
                                    stage error next_trial next_member
                                    import_digest (imported sweeps: their trials' SHA-256)
                                    needs (what its trials ask of a worker: placement below)
+                                   constraints (JSON [{metric, max?, min?}]: a completed trial
+                                   that breaks one is never the best; version 4)
                                    '<kind>.<state>' counters (kind trial|member, state queued..cancelled)
                                    best_trial best_number best_params best_value (kind trial only)
   P..'sweeps'                zset  sid by creation sequence (newest = highest score)
@@ -209,19 +211,41 @@ local function lease_drop(P, t)
   redis.call('ZREM', P .. 'leases', t.id)
 end
 
+-- Whether the metrics (JSON text) keep every bound of `bounds` (decoded
+-- constraints); a metric not reported, or not a number, breaks its bound.
+local function feasible(bounds, metrics)
+  if #bounds == 0 then return true end
+  local ok, m = pcall(cjson.decode, metrics or '')
+  if not ok or type(m) ~= 'table' then return false end
+  for _, c in ipairs(bounds) do
+    local v = m[c.metric]
+    if type(v) ~= 'number' or v ~= v then return false end
+    if type(c.max) == 'number' and v > c.max then return false end
+    if type(c.min) == 'number' and v < c.min then return false end
+  end
+  return true
+end
+
 -- `bests` (optional) holds a batch's sweeps' best trials: read once per sweep,
--- written once at the end (write_bests).
-local function update_best(P, t, value, bests)
+-- written once at the end (write_bests). A trial that breaks one of the
+-- sweep's constraints is never the best.
+local function update_best(P, t, value, metrics, bests)
   if t.kind ~= 'trial' or value == nil or value == '' then return end
   local v = tonumber(value)
   if v == nil or v ~= v then return end
   local skey = P .. 'sweep:' .. t.sweep
   local b = bests and bests[t.sweep]
   if not b then
-    local cur = redis.call('HMGET', skey, 'best_value', 'maximize')
-    b = {value = cur[1] and tonumber(cur[1]) or nil, maximize = cur[2] == '1'}
+    local cur = redis.call('HMGET', skey, 'best_value', 'maximize', 'constraints')
+    local bounds = {}
+    if cur[3] and cur[3] ~= '' then
+      local ok, decoded = pcall(cjson.decode, cur[3])
+      if ok and type(decoded) == 'table' then bounds = decoded end
+    end
+    b = {value = cur[1] and tonumber(cur[1]) or nil, maximize = cur[2] == '1', bounds = bounds}
     if bests then bests[t.sweep] = b end
   end
+  if not feasible(b.bounds, metrics) then return end
   local better = b.value == nil or (b.maximize and v > b.value) or (not b.maximize and v < b.value)
   if not better then return end
   b.value = v
@@ -301,7 +325,7 @@ local function finish(P, t, now, state, value, metrics, err, delta, bests)
     raw.value = value
   end
   redis.call('HSET', P .. 'trial:' .. t.id, unpack(fields))
-  if state == 'completed' then update_best(P, t, value, bests) end
+  if state == 'completed' then update_best(P, t, value, metrics, bests) end
   emit(P, 'trial.finished', t.sweep, t.id,
        json_obj({state = state, attempt = tonumber(t.attempt), error = err or ''}, raw))
 end
@@ -337,12 +361,13 @@ local function idem_first(P, idem, spec, digest)
 end
 
 -- A new running sweep's keys; nil or a refusal.
-local function new_sweep(P, id, name, spec, maximize, needs, idem, idem_ttl, now)
+local function new_sweep(P, id, name, spec, maximize, needs, idem, idem_ttl, now, constraints)
   local skey = P .. 'sweep:' .. id
   if redis.call('EXISTS', skey) == 1 then return refuse('CONFLICT', 'sweep id ' .. id .. ' taken') end
   redis.call('HSET', skey, 'id', id, 'name', name, 'spec', spec, 'maximize', maximize, 'state',
              'running', 'stage', 'search', 'created_ms', int(now), 'finished_ms', '0',
-             'next_trial', '0', 'next_member', '0', 'error', '', 'needs', needs or '')
+             'next_trial', '0', 'next_member', '0', 'error', '', 'needs', needs or '',
+             'constraints', constraints or '')
   for _, kind in ipairs({'trial', 'member'}) do
     for _, s in ipairs(kTrialStates) do redis.call('HSET', skey, kind .. '.' .. s, '0') end
   end
@@ -355,7 +380,8 @@ local function new_sweep(P, id, name, spec, maximize, needs, idem, idem_ttl, now
   return nil
 end
 
--- create_sweep P id name spec maximize [idem_key idem_ttl_s needs_json] -> sweep id
+-- create_sweep P id name spec maximize [idem_key idem_ttl_s needs_json constraints_json]
+--   -> sweep id
 -- With an Idempotency-Key: a key already used for a sweep that still exists
 -- returns that sweep (the same spec) or refuses (another spec), so a client
 -- that retries a submit whose reply it lost gets the first sweep back.
@@ -364,7 +390,7 @@ local function create_sweep(keys, a)
   local idem = a[6] or ''
   local first, refusal = idem_first(P, idem, a[4], '')
   if first or refusal then return first or refusal end
-  local err = new_sweep(P, id, a[3], a[4], a[5], a[8], idem, a[7], now_ms())
+  local err = new_sweep(P, id, a[3], a[4], a[5], a[8], idem, a[7], now_ms(), a[9])
   if err then return err end
   redis.call('SADD', P .. 'sweeps:active', id)
   return id
@@ -372,16 +398,16 @@ end
 
 local kEndedStates = {completed = true, failed = true, pruned = true, cancelled = true}
 
--- import_sweep P id name spec maximize idem_key idem_ttl_s needs digest n
+-- import_sweep P id name spec maximize idem_key idem_ttl_s needs constraints digest n
 --   {params state value metrics error worker started_ms finished_ms}*n -> sweep id
 -- An ended sweep (finished, stage done) holding n ended trials, written at
 -- once; `digest` (the trials' hash) makes a retry with other rows a conflict.
 local function import_sweep(keys, a)
-  local P, id, idem, digest = a[1], a[2], a[6] or '', a[9]
-  local n = tonumber(a[10])
-  if n == nil or n < 0 then return refuse('INVALID', 'trial count ' .. tostring(a[10])) end
+  local P, id, idem, digest = a[1], a[2], a[6] or '', a[10]
+  local n = tonumber(a[11])
+  if n == nil or n < 0 then return refuse('INVALID', 'trial count ' .. tostring(a[11])) end
   for i = 1, n do
-    local state = a[10 + 8 * (i - 1) + 2]
+    local state = a[11 + 8 * (i - 1) + 2]
     if not kEndedStates[state] then
       return refuse('INVALID', 'imported trial ' .. int(i - 1) .. ' is ' .. tostring(state) ..
                     ', not ended')
@@ -390,12 +416,12 @@ local function import_sweep(keys, a)
   local first, refusal = idem_first(P, idem, a[4], digest)
   if first or refusal then return first or refusal end
   local now = now_ms()
-  local err = new_sweep(P, id, a[3], a[4], a[5], a[8], idem, a[7], now)
+  local err = new_sweep(P, id, a[3], a[4], a[5], a[8], idem, a[7], now, a[9])
   if err then return err end
   local skey = P .. 'sweep:' .. id
   local ids, delta, bests = {}, {}, {}
   for i = 1, n do
-    local at = 10 + 8 * (i - 1)
+    local at = 11 + 8 * (i - 1)
     local num = i - 1
     local tid = id .. '-' .. int(num)
     ids[i] = tid
@@ -418,7 +444,7 @@ local function import_sweep(keys, a)
     count(delta, id, 'trial.' .. state, 1)
     if state == 'completed' then
       update_best(P, {kind = 'trial', sweep = id, id = tid, number = int(num), params = a[at + 1]},
-                  a[at + 3], bests)
+                  a[at + 3], a[at + 4], bests)
     end
   end
   -- RPUSH takes the ids in chunks (a call's arguments are bounded by Lua's stack).

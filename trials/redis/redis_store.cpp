@@ -303,7 +303,8 @@ Result<std::string> RedisStore::create_sweep(const NewSweep& sweep) {
     auto r = fcall(
         "create_sweep",
         {id, sweep.name, sweep.spec_json, sweep.maximize ? "1" : "0", sweep.idempotency_key,
-         std::to_string(std::max<std::int64_t>(1, sweep.idempotency_ttl_s)), to_json(sweep.needs)});
+         std::to_string(std::max<std::int64_t>(1, sweep.idempotency_ttl_s)), to_json(sweep.needs),
+         sweep.constraints.empty() ? "" : record::dump(record::to_json(sweep.constraints))});
     if (r) {  // ours, or the first sweep made with the same idempotency key
       if (auto st = replicated("sweep " + r->str); !st) return st.error();
       return r->str;
@@ -327,6 +328,7 @@ Result<std::string> RedisStore::import_sweep(const NewSweep& sweep,
         sweep.idempotency_key,
         std::to_string(std::max<std::int64_t>(1, sweep.idempotency_ttl_s)),
         to_json(sweep.needs),
+        sweep.constraints.empty() ? "" : record::dump(record::to_json(sweep.constraints)),
         digest,
         std::to_string(trials.size())};
     args.reserve(args.size() + 8 * trials.size());

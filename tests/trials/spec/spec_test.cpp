@@ -6,6 +6,7 @@
 
 #include "trials/placement.hpp"
 #include "trials/spec.hpp"
+#include "trials/spec_json.hpp"
 
 namespace hpo::trials {
 namespace {
@@ -559,6 +560,50 @@ TEST(Spec, SeveralObjectives) {
   Json neither = s;
   neither.erase("objectives");
   EXPECT_TRUE(has_error(neither, "objective", "is required"));
+}
+
+// constraints: 1 to 16 distinct metrics with max and/or min (min <= max);
+// they round-trip through dump_spec.
+TEST(Spec, Constraints) {
+  Json s = valid_spec();
+  s["constraints"] = Json::parse(R"([{"metric": "ms", "max": 20}, {"metric": "acc", "min": 0.5,
+                                      "max": 1}])");
+  auto ok = parse_spec(s.dump());
+  ASSERT_TRUE(ok) << ok.error().message;
+  ASSERT_EQ(ok->constraints.size(), 2u);
+  EXPECT_EQ(ok->constraints[0].metric, "ms");
+  EXPECT_EQ(ok->constraints[0].max, 20.0);
+  EXPECT_FALSE(ok->constraints[0].min.has_value());
+  EXPECT_EQ(ok->constraints[1].min, 0.5);
+  auto again = parse_spec(dump_spec(*ok));
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->constraints.size(), 2u);
+  EXPECT_EQ(again->constraints[1].max, 1.0);
+
+  Json empty = s;
+  empty["constraints"] = Json::array();
+  EXPECT_TRUE(has_error(empty, "constraints", "expected 1 to 16 constraints, got 0"));
+  Json neither = s;
+  neither["constraints"][0].erase("max");
+  EXPECT_TRUE(has_error(neither, "constraints[0]", "needs max"));
+  Json crossed = s;
+  crossed["constraints"][1]["min"] = 2;
+  EXPECT_TRUE(has_error(crossed, "constraints[1]", "min 2 is above max 1"));
+  Json twice = s;
+  twice["constraints"][1]["metric"] = "ms";
+  EXPECT_TRUE(has_error(twice, "constraints[1].metric", "\"ms\" is already constrained"));
+  Json not_number = s;
+  not_number["constraints"][0]["max"] = "20";
+  EXPECT_TRUE(has_error(not_number, "constraints[0].max", "expected a number"));
+  Json unknown = s;
+  unknown["constraints"][0]["below"] = 3;
+  EXPECT_TRUE(has_error(unknown, "constraints[0].below", "unknown"));
+  Json not_object = s;
+  not_object["constraints"][0] = "ms";
+  EXPECT_TRUE(has_error(not_object, "constraints[0]", "expected an object"));
+  Json no_metric = s;
+  no_metric["constraints"][0].erase("metric");
+  EXPECT_TRUE(has_error(no_metric, "constraints[0].metric", "is required"));
 }
 
 }  // namespace
