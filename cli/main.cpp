@@ -229,6 +229,9 @@ void print_sweep(const record::SweepDocument& d) {
   std::printf("  state      %s (stage %s)\n", hpo::trials::to_string(s.state),
               hpo::trials::to_string(s.stage));
   std::printf("  objective  %s %s\n", s.maximize ? "max" : "min", d.metric.c_str());
+  for (const auto& b : d.constraints)
+    std::printf("  constraint %s%s%s\n", b.min ? (fmt_number(*b.min) + " <= ").c_str() : "",
+                b.metric.c_str(), b.max ? (" <= " + fmt_number(*b.max)).c_str() : "");
   std::printf(
       "  trials     %lld/%lld finished: %lld completed, %lld failed, %lld pruned, %lld "
       "cancelled; %lld running, %lld queued\n",
@@ -237,8 +240,9 @@ void print_sweep(const record::SweepDocument& d) {
       static_cast<long long>(c.pruned), static_cast<long long>(c.cancelled),
       static_cast<long long>(c.running), static_cast<long long>(c.queued));
   if (s.best)
-    std::printf("  best       %s = %s  (trial %s)  %s\n", d.metric.c_str(),
+    std::printf("  best       %s = %s  (trial %s%s)  %s\n", d.metric.c_str(),
                 fmt_number(s.best->value).c_str(), s.best->trial_id.c_str(),
+                d.constraints.empty() ? "" : ", within the constraints",
                 fmt_params(s.best->params).c_str());
   if (!s.error.empty()) std::printf("  error      %s\n", s.error.c_str());
   if (!s.unschedulable.empty())

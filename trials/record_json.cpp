@@ -390,6 +390,16 @@ Status from_json(const Json& j, SweepDocument& out) {
   }
   r.integer("max_trials", out.max_trials, false);
   r.integer("members_requested", out.members_requested, false);
+  if (const Json* spec = r.raw("spec"); spec && spec->is_object() &&
+                                        spec->contains("constraints") &&
+                                        (*spec)["constraints"].is_array())
+    for (const Json& c : (*spec)["constraints"]) {
+      if (!c.is_object() || !c.contains("metric") || !c["metric"].is_string()) continue;
+      MetricBound b{c["metric"].get<std::string>(), std::nullopt, std::nullopt};
+      if (c.contains("max") && c["max"].is_number()) b.max = c["max"].get<double>();
+      if (c.contains("min") && c["min"].is_number()) b.min = c["min"].get<double>();
+      out.constraints.push_back(std::move(b));
+    }
   return r.status();
 }
 

@@ -95,7 +95,8 @@ struct SweepDocument {
   Sweep sweep;
   std::string metric;
   std::int64_t max_trials = 0;
-  std::int64_t members_requested = 0;  // the ensemble stage's members; 0 without one
+  std::int64_t members_requested = 0;    // the ensemble stage's members; 0 without one
+  std::vector<MetricBound> constraints;  // the spec's (entries that do not decode are left out)
 };
 Status from_json(const Json& j, SweepDocument& out);
 

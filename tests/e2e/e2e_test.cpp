@@ -581,6 +581,12 @@ TEST(EndToEnd, ConstrainedSweepsKeepTheirBestAndFrontFeasible) {
     EXPECT_GE(model_kept, 9) << "of the 12 model trials";
     ASSERT_TRUE(sweep["best"].is_object()) << sweep.dump();
     EXPECT_EQ(sweep["best"]["value"].get<double>(), best_feasible);
+    Process cli({kBin + "/cli/hpo", "status", id}, c.env(), c.home() + "/status.log");
+    ASSERT_EQ(cli.wait(30s), 0) << cli.log();
+    EXPECT_NE(cli.log().find(several ? "constraint 0.3 <= f1" : "constraint f1 <= 0.25"),
+              std::string::npos)
+        << cli.log();
+    EXPECT_NE(cli.log().find("within the constraints"), std::string::npos) << cli.log();
     if (several) {
       Json pareto = c.get("/api/sweeps/" + id + "/pareto");
       ASSERT_FALSE(pareto["front"].empty());
