@@ -8,8 +8,10 @@
 //     trials have completed, take scrambled Sobol point `number`.
 //  2. Otherwise fit an independent GP (gp.hpp) to each objective of the
 //     completed trials, in feature space (feature_map.hpp).
-//  3. Pending trials are fantasised at the posterior means (kriging believer:
-//     exact points of every GP and members of the front); failed trials at
+//  3. Pending trials are fantasised a standard deviation above the posterior
+//     means (a pessimistic kriging believer: exact points of every GP and
+//     members of the front, so no two asks propose the same point, without
+//     the optimism that draws concurrent asks to the edges); failed trials at
 //     the worst observed value of each objective.
 //  4. The front is the non-dominated set of the observed (and fantasised)
 //     points. The reference point is the worst observed value of each
