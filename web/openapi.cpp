@@ -127,7 +127,7 @@ const char* const kOpenApi = R"json({
           "400": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}}
     },
     "/api/sweeps/{id}/pareto": {
-      "get": {"summary": "The Pareto front of a sweep's completed trials over its objectives (one objective: its best trials), with the hypervolume it dominates up to the reference (each objective's spec reference, else the worst counted value)",
+      "get": {"summary": "The Pareto front of a sweep's completed trials (those that keep the spec's constraints) over its objectives (one objective: its best trials), with the hypervolume it dominates up to the reference (each objective's spec reference, else the worst counted value)",
         "parameters": [{"$ref": "#/components/parameters/id"}],
         "responses": {"200": {"description": "the front", "content": {"application/json": {"schema": {"type": "object", "properties": {
             "sweep": {"type": "string"}, "objectives": {"type": "array", "items": {"type": "object", "properties": {"metric": {"type": "string"}, "mode": {"type": "string", "enum": ["min", "max"]}}}},
