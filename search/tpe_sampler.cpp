@@ -6,6 +6,7 @@
 
 #include "search/encoding.hpp"
 #include "search/feasibility.hpp"
+#include "search/pareto.hpp"
 #include "search/parzen_estimator.hpp"
 #include "search/rng.hpp"
 #include "search/sobol.hpp"
@@ -28,6 +29,54 @@ bool better(const Ranked& a, const Ranked& b) {
   if (a.k1 != b.k1) return a.k1 < b.k1;
   if (a.k2 != b.k2) return a.k2 < b.k2;
   return a.order < b.order;
+}
+
+// Several objectives (MOTPE, Ozaki et al. 2020): the feasible completed trials
+// are ranked by non-dominated front (k1) and, within the front that the
+// good/bad split cuts, by their exclusive hypervolume contribution (k2,
+// larger first), up to the front's nadir pushed out a tenth of its range.
+void rank_by_fronts(std::vector<Ranked>& ranked, const std::vector<const Observation*>& source,
+                    std::size_t n_below) {
+  std::size_t m = 0;
+  for (const Observation* o : source) m = std::max(m, o->values.size());
+  if (m < 2) return;
+  std::vector<std::size_t> members;
+  std::vector<Point> points;
+  for (std::size_t i = 0; i < source.size(); ++i) {
+    if (ranked[i].cls != 0) continue;
+    const auto& v = source[i]->values;
+    if (v.size() != m ||
+        !std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); })) {
+      ranked[i].cls = 3;  // no full set of objectives: no information
+      continue;
+    }
+    members.push_back(i);
+    points.push_back(v);
+  }
+  std::size_t placed = 0;
+  const auto fronts = non_dominated_fronts(points);
+  for (std::size_t f = 0; f < fronts.size(); ++f) {
+    const auto& front = fronts[f];
+    for (std::size_t k : front) ranked[members[k]].k1 = double(f), ranked[members[k]].k2 = 0;
+    if (placed < n_below && placed + front.size() > n_below && front.size() > 1) {
+      std::vector<Point> pts;
+      for (std::size_t k : front) pts.push_back(points[k]);
+      Point ref(m);
+      for (std::size_t j = 0; j < m; ++j) {
+        double lo = pts[0][j], hi = pts[0][j];
+        for (const Point& p : pts) lo = std::min(lo, p[j]), hi = std::max(hi, p[j]);
+        ref[j] = hi + 0.1 * (hi - lo) + 1e-12 * (1 + std::abs(hi));
+      }
+      const double total = hypervolume(pts, ref);
+      for (std::size_t a = 0; a < front.size(); ++a) {
+        std::vector<Point> others;
+        for (std::size_t b = 0; b < pts.size(); ++b)
+          if (b != a) others.push_back(pts[b]);
+        ranked[members[front[a]]].k2 = -(total - hypervolume(others, ref));
+      }
+    }
+    placed += front.size();
+  }
 }
 
 bool same_condition(const ParamSpec& a, const ParamSpec& b) {
@@ -53,10 +102,13 @@ TpeSampler::TpeSampler(SearchSpace space, std::uint64_t seed, int n_startup)
 std::optional<Params> TpeSampler::ask(std::span<const Observation> history,
                                       std::span<const Params> pending, std::int64_t number) {
   std::vector<Ranked> ranked;
+  std::vector<const Observation*> source;  // ranked[i]'s observation
   std::size_t with_value = 0;
   for (const Observation& o : history) {
     if (o.outcome == TrialOutcome::kFailed) continue;
-    const double v = o.value.value_or(std::numeric_limits<double>::quiet_NaN());
+    const double v = o.value             ? *o.value
+                     : !o.values.empty() ? o.values[0]
+                                         : std::numeric_limits<double>::quiet_NaN();
     Ranked r{&o.params, 0, v, 0, ranked.size()};
     if (!std::isfinite(v)) {
       r = {&o.params, 3, 0, 0, ranked.size()};
@@ -68,6 +120,7 @@ std::optional<Params> TpeSampler::ask(std::span<const Observation> history,
     }
     with_value += std::isfinite(v);
     ranked.push_back(r);
+    source.push_back(&o);
   }
   if (number < n_startup_ || with_value < 2) {
     SobolSequence sobol(static_cast<int>(space_.params.size()), seed_);
@@ -78,6 +131,7 @@ std::optional<Params> TpeSampler::ask(std::span<const Observation> history,
   const std::size_t n = ranked.size();
   const std::size_t n_below =
       std::min<std::size_t>(static_cast<std::size_t>(std::ceil(0.1 * double(n))), 25);
+  rank_by_fronts(ranked, source, n_below);
   std::vector<Ranked> sorted = ranked;
   std::stable_sort(sorted.begin(), sorted.end(), better);
   std::vector<Ranked> below(sorted.begin(), sorted.begin() + std::ptrdiff_t(n_below));

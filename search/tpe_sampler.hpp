@@ -3,7 +3,10 @@
 //
 // Each ask: trials 0 .. n_startup-1 (default 10), or while fewer than two
 // trials have a value, take the scrambled Sobol point `number`. Otherwise:
-//  - rank the trials: completed and feasible by value, then completed ones
+//  - rank the trials: completed and feasible by value (several objectives,
+//    Observation::values: by non-dominated front, and within the front the
+//    good/bad split cuts by exclusive hypervolume contribution — MOTPE, Ozaki
+//    et al. 2020), then completed ones
 //    that break a constraint (Observation::violations) by how much, then
 //    pruned (further steps first,
 //    then by last value), then pending trials, which are the "constant liar":

@@ -507,17 +507,10 @@ void parse_constraints(Reader& r, SweepSpec& spec, std::vector<FieldError>& erro
   }
 }
 
-// What several objectives rule out: a model of one objective, pruning on one,
-// an ensemble of the best by one.
+// What several objectives rule out: pruning on one objective's curve, a warm
+// start from the best by one, an ensemble of the best by one.
 void check_several_objectives(const SweepSpec& spec, std::vector<FieldError>& errors) {
   if (spec.objectives.size() < 2) return;
-  using search::Algorithm;
-  const Algorithm a = spec.search.sampler.algorithm;
-  if (a == Algorithm::kTpe)
-    errors.push_back({"search.algorithm",
-                      "tpe optimises one objective; with several objectives use bayesian "
-                      "(a GP per objective, expected hypervolume improvement) or nsga2 (or "
-                      "random, sobol, grid)"});
   if (spec.early_stopping)
     errors.push_back({"early_stopping",
                       "prunes on one objective's curve; not available with several objectives"});

@@ -3,7 +3,8 @@
 # (two objectives) and DTLZ2 (three), median of 10 seeds. hpo's bayesian
 # with several objectives (a GP per objective + expected hypervolume
 # improvement, search/ehvi_sampler.hpp; with each objective's reference
-# declared as a spec's `objectives` allow, and without), its NSGA-II and
+# declared as a spec's `objectives` allow, and without), its tpe (MOTPE with
+# several objectives), its NSGA-II and
 # random search, side by side with Optuna's NSGAIISampler, multi-objective
 # TPESampler (MOTPE) and RandomSampler in the same run (hpo and Optuna run
 # at once, one process each: the figures are hypervolumes, not times).
@@ -35,21 +36,22 @@ else
   [ -x "$bin" ] || { echo "build it first: cmake --build $build --target search_bench" >&2; exit 2; }
   echo "# $(date -u '+%Y-%m-%d %H:%M UTC') $(uname -n), $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
   "$bin" --pareto --seeds "$seeds" --budgets "$budgets" \
-    --samplers ehvi,ehvi-noref,nsga2,random > "$out.hpo" &
+    --samplers ehvi,ehvi-noref,tpe,nsga2,random > "$out.hpo" &
   hpo=$!
   /usr/bin/python3 "$here/search_pareto_optuna.py" --seeds "$seeds" --budgets "$budgets" > "$out.optuna"
   wait "$hpo"
   cat "$out.hpo" "$out.optuna" > "$out"
   cat "$out"
 fi
-printf '%-6s %6s %20s %20s %20s %20s %20s %20s %20s %6s\n' function trials "hpo bayesian" \
-  "hpo bayesian no-ref" "hpo nsga2" "optuna nsga2" "optuna motpe" "hpo random" "optuna random" ratio
+printf '%-6s %6s %20s %20s %20s %20s %20s %20s %20s %20s %6s\n' function trials "hpo bayesian" \
+  "hpo bayesian no-ref" "hpo tpe (motpe)" "hpo nsga2" "optuna nsga2" "optuna motpe" "hpo random" \
+  "optuna random" ratio
 awk -F'\t' '$1 == "hv" { v[$2 FS $4 FS $3] = $5 " [" $6 ", " $7 "]"; m[$2 FS $4 FS $3] = $5;
                          if (!($2 FS $4 in seen)) { seen[$2 FS $4] = 1; order[n++] = $2 FS $4 } }
   END { for (i = 0; i < n; i++) { split(order[i], k, FS); key = order[i] FS;
           best = m[key "optuna-nsga2"] > m[key "optuna-motpe"] ? m[key "optuna-nsga2"] : m[key "optuna-motpe"];
           r = best > 0 ? sprintf("%.2f", m[key "ehvi"] / best) : "-";
-          printf "%-6s %6s %20s %20s %20s %20s %20s %20s %20s %6s\n", k[1], k[2], v[key "ehvi"],
-                 v[key "ehvi-noref"], v[key "nsga2"], v[key "optuna-nsga2"], v[key "optuna-motpe"],
-                 v[key "random"], v[key "optuna-random"], r } }' "$out"
+          printf "%-6s %6s %20s %20s %20s %20s %20s %20s %20s %20s %6s\n", k[1], k[2], v[key "ehvi"],
+                 v[key "ehvi-noref"], v[key "tpe"], v[key "nsga2"], v[key "optuna-nsga2"],
+                 v[key "optuna-motpe"], v[key "random"], v[key "optuna-random"], r } }' "$out"
 echo "(median hypervolume [q25, q75] over the seeds; reference 1.1 per objective)"

@@ -44,6 +44,7 @@
 #include "search/rng.hpp"
 #include "search/sampler.hpp"
 #include "search/test_functions.hpp"
+#include "search/tpe_sampler.hpp"
 #include "search/warm_start.hpp"
 
 namespace {
@@ -353,6 +354,8 @@ void pareto(const std::string& fname, const std::string& sampler, int seeds,
       s = std::make_unique<EhviSampler>(space, seed, 0, info->reference);
     else if (sampler == "ehvi-noref")
       s = std::make_unique<EhviSampler>(space, seed);
+    else if (sampler == "tpe")  // with several objectives: MOTPE
+      s = std::make_unique<TpeSampler>(space, seed, 0);
     else if (sampler == "random")
       s = std::make_unique<RandomSampler>(space, seed);
     else {

@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "search/parzen_estimator.hpp"
+#include "search/random_sampler.hpp"
+#include "tests/search/pareto_fixtures.hpp"
 #include "tests/search/space_fixtures.hpp"
 
 namespace hpo::search {
@@ -160,6 +164,28 @@ TEST(ParzenEstimator, DefaultWeightsRampOlderObservations) {
   EXPECT_LT(w[10], w[20]);
   EXPECT_EQ(w[25], 1.0);
   EXPECT_EQ(w[49], 1.0);
+}
+
+// Several objectives (MOTPE): ranked by front and hypervolume contribution,
+// TPE's front after 100 trials dominates more than random search's on ZDT1
+// and DTLZ2 (median of three seeds).
+TEST(TpeSampler, SeveralObjectivesBeatRandomSearch) {
+  for (const std::string fname : {"zdt1", "dtlz2"}) {
+    const SearchSpace space = testing::box_space(multi_objective_info(fname)->dims);
+    std::vector<double> tpe, random;
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      TpeSampler t(space, seed, 0);
+      RandomSampler r(space, seed);
+      tpe.push_back(testing::pareto_run(t, fname, 100));
+      random.push_back(testing::pareto_run(r, fname, 100));
+    }
+    std::sort(tpe.begin(), tpe.end());
+    std::sort(random.begin(), random.end());
+    std::printf("%s 100 trials: median hypervolume tpe %.4f, random %.4f\n", fname.c_str(), tpe[1],
+                random[1]);
+    EXPECT_GT(tpe[1], random[1]) << fname;
+    EXPECT_GT(tpe[0], 0) << fname;
+  }
 }
 
 }  // namespace
