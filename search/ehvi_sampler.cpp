@@ -40,14 +40,10 @@ double shadow_distance(const std::vector<Point>& front, const Point& mu, const P
 // declared reference once some observed point lies strictly inside it.
 Point reference_point(const std::vector<Point>& observed, const std::vector<double>& declared) {
   const std::size_t m = observed[0].size();
-  Point r(m), mixed(m);
-  for (std::size_t j = 0; j < m; ++j) {
-    double lo = observed[0][j], hi = observed[0][j];
-    for (const Point& f : observed) lo = std::min(lo, f[j]), hi = std::max(hi, f[j]);
-    const double range = hi - lo > 0 ? hi - lo : std::max(1e-9, 1e-3 * std::abs(hi));
-    r[j] = hi + 0.1 * range;
+  const Point r = padded_nadir(observed);
+  Point mixed(m);
+  for (std::size_t j = 0; j < m; ++j)
     mixed[j] = j < declared.size() && std::isfinite(declared[j]) ? declared[j] : r[j];
-  }
   const bool reached = std::any_of(observed.begin(), observed.end(), [&](const Point& f) {
     for (std::size_t j = 0; j < m; ++j)
       if (!(f[j] < mixed[j])) return false;

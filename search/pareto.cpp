@@ -153,6 +153,18 @@ std::vector<double> crowding_distance(const std::vector<Point>& points,
   return dist;
 }
 
+Point padded_nadir(const std::vector<Point>& points, double fraction) {
+  const std::size_t m = points[0].size();
+  Point r(m);
+  for (std::size_t j = 0; j < m; ++j) {
+    double lo = points[0][j], hi = points[0][j];
+    for (const Point& p : points) lo = std::min(lo, p[j]), hi = std::max(hi, p[j]);
+    const double range = hi - lo > 0 ? hi - lo : std::max(1e-9, 1e-3 * std::abs(hi));
+    r[j] = hi + fraction * range;
+  }
+  return r;
+}
+
 double hypervolume(const std::vector<Point>& points, const Point& reference) {
   std::vector<Point> inside;
   for (const auto& p : points) {

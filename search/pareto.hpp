@@ -32,6 +32,12 @@ std::vector<std::size_t> first_front(const std::vector<Point>& points);
 std::vector<double> crowding_distance(const std::vector<Point>& points,
                                       const std::vector<std::size_t>& front);
 
+// A reference point for points that bring none: each objective's worst value
+// pushed out by `fraction` of its range (a zero range by 1e-3 of the value,
+// at least 1e-9), so that every point strictly dominates it and the extremes
+// still add volume. `points` non-empty, of equal length.
+Point padded_nadir(const std::vector<Point>& points, double fraction = 0.1);
+
 // The volume dominated by `points` and bounded by `reference` (which every
 // counted point must strictly dominate; others add nothing). Exact: a sweep
 // over the last objective for 2, slicing objective by objective (HSO) above;

@@ -61,12 +61,7 @@ void rank_by_fronts(std::vector<Ranked>& ranked, const std::vector<const Observa
     if (placed < n_below && placed + front.size() > n_below && front.size() > 1) {
       std::vector<Point> pts;
       for (std::size_t k : front) pts.push_back(points[k]);
-      Point ref(m);
-      for (std::size_t j = 0; j < m; ++j) {
-        double lo = pts[0][j], hi = pts[0][j];
-        for (const Point& p : pts) lo = std::min(lo, p[j]), hi = std::max(hi, p[j]);
-        ref[j] = hi + 0.1 * (hi - lo) + 1e-12 * (1 + std::abs(hi));
-      }
+      const Point ref = padded_nadir(pts);
       const double total = hypervolume(pts, ref);
       for (std::size_t a = 0; a < front.size(); ++a) {
         std::vector<Point> others;
