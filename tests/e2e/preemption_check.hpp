@@ -43,7 +43,9 @@ inline double check_preempted_trial_resumes(hpo::testing::Cluster& c,
          {{"format", "csv"}, {"train", train}, {"target", "y"}, {"validation_fraction", 0.2}}},
         {"optimizer", {{"type", "adam"}, {"lr", "{lr}"}}},
         {"batch_size", 32},
-        {"epochs", 40},
+        // Long enough that the notice always lands mid-training: on a fast
+        // core 40 epochs ended within a second, before the notice took effect.
+        {"epochs", 400},
         {"timeout_s", 300},
         {"max_attempts", 2}}}};
   auto submit = [&](const std::string& name) {
