@@ -31,6 +31,7 @@
 #include <fmt/ranges.h>
 
 #include "core/log.hpp"
+#include "trials/rung.hpp"
 
 namespace hpo::scheduler {
 
@@ -49,6 +50,7 @@ SweepController::SweepController(std::string sweep_id, trials::SweepSpec spec)
   }
   sampler_ = search::make_sampler(config, spec_.space);
   if (spec_.early_stopping) pruner_ = search::make_pruner(*spec_.early_stopping);
+  if (spec_.search.fidelity) schedule_.emplace(*spec_.search.fidelity);
 }
 
 Result<bool> SweepController::step(trials::Store& store) {
@@ -122,6 +124,7 @@ Status SweepController::absorb(trials::Store& store, Trial t) {
   const std::int64_t number = t.number;
   const bool active = active_.count(number) > 0;
   if (!active && finished_already(number)) return {};  // immutable: seen for good
+  note_rung(t);
   // A curve grows while the trial runs; a finished one's last reports are
   // read before it joins the history.
   if (pruner_ && t.state != TrialState::kQueued)
@@ -146,6 +149,22 @@ Status SweepController::absorb(trials::Store& store, Trial t) {
   return {};
 }
 
+void SweepController::note_rung(const Trial& t) {
+  if (!schedule_) return;
+  // A record the controller wrote; one it cannot read is no rung of the
+  // schedule (never promoted, never counted).
+  auto rung = trials::rung_from_json(t.extra);
+  if (!rung || !*rung) return;
+  search::RungRun& run = runs_[t.number];
+  run.number = t.number;
+  run.bracket = (*rung)->bracket;
+  run.rung = (*rung)->rung;
+  run.resumed_from = (*rung)->resume_number;
+  run.finished = trials::is_finished(t.state);
+  run.value.reset();
+  if (t.state == TrialState::kCompleted && t.value) run.value = to_min(*t.value);
+}
+
 Status SweepController::refresh(trials::Store& store) {
   if (resync_) {
     auto page = store.trials().list_trials(sweep_id_, trials::TrialRole::kTrial, 0, trials::kAll);
@@ -157,6 +176,7 @@ Status SweepController::refresh(trials::Store& store) {
     reports_read_.clear();
     grown_.clear();
     dirty_.clear();
+    runs_.clear();
     for (auto& t : page->trials)
       if (auto st = absorb(store, std::move(t)); !st) return st;
     resync_ = false;
@@ -345,17 +365,63 @@ Result<int> SweepController::fill_queue(trials::Store& store, const trials::Swee
   if (!spec_.search.warm_start_sweeps.empty() && !warm_ && active < spec_.search.max_concurrent &&
       next < spec_.search.max_trials)
     if (auto st = load_warm_start(store); !st) return st.error();
+  // Multi-fidelity: the schedule's view, grown by each trial of the batch.
+  std::vector<search::RungRun> runs;
+  std::int64_t configurations = 0;
+  if (schedule_) {
+    runs.reserve(runs_.size() + kMaxBatch);
+    for (const auto& [number, run] : runs_) {
+      runs.push_back(run);
+      if (run.resumed_from < 0) ++configurations;
+    }
+  }
   while (active < spec_.search.max_concurrent && next < spec_.search.max_trials && !exhausted_ &&
          batch.size() < kMaxBatch) {
-    // With a warm start the earlier sweeps' best replace the initial design.
-    auto params = warm_ ? warm_->initial(next) : std::nullopt;
-    if (!params) params = sampler_->ask(history_, pending, next);
-    if (!params) {
-      exhausted_ = true;
-      break;
+    std::optional<search::Params> params;
+    std::string extra;
+    if (schedule_) {
+      const search::RungJob job = schedule_->next(runs);
+      trials::RungInfo rung{job.budget, spec_.search.fidelity->resource, job.bracket, job.rung, "",
+                            -1};
+      if (job.promote >= 0) {
+        auto parent = history_at(job.promote);
+        if (parent == history_.end() || parent->number != job.promote)
+          return Error::internal(
+              fmt::format("sweep {}: trial {} to promote is not among the finished ones", sweep_id_,
+                          job.promote));
+        params = parent->params;
+        rung.resume_from = fmt::format("{}-{}", sweep_id_, job.promote);
+        rung.resume_number = job.promote;
+      } else {
+        // A new configuration: the sampler's `number` counts configurations,
+        // so its initial design (and a warm start's) spans configurations, not rungs.
+        params = warm_ ? warm_->initial(configurations) : std::nullopt;
+        if (!params) {
+          const auto seen = model_history(runs);
+          params = sampler_->ask(seen ? std::span<const search::Observation>(*seen)
+                                      : std::span<const search::Observation>(history_),
+                                 pending, configurations);
+        }
+        if (!params) {
+          exhausted_ = true;
+          break;
+        }
+        ++configurations;
+      }
+      runs.push_back({next, job.bracket, job.rung, job.promote, false, std::nullopt});
+      extra = trials::rung_to_json(rung);
+    } else {
+      // With a warm start the earlier sweeps' best replace the initial design.
+      params = warm_ ? warm_->initial(next) : std::nullopt;
+      if (!params) params = sampler_->ask(history_, pending, next);
+      if (!params) {
+        exhausted_ = true;
+        break;
+      }
     }
     pending.push_back(*params);
     trials::NewTrial nt;
+    nt.extra = std::move(extra);
     nt.sweep_id = sweep_id_;
     nt.role = trials::TrialRole::kTrial;
     nt.number = next;
@@ -381,9 +447,27 @@ Result<int> SweepController::fill_queue(trials::Store& store, const trials::Swee
                              {"count", std::to_string(created->size())}});
   for (auto& t : *created) {
     std::int64_t number = t.number;
+    note_rung(t);  // the next step's schedule sees it queued (a promotion is handed out once)
     active_[number] = std::move(t);
   }
   return static_cast<int>(created->size());
+}
+
+std::optional<std::vector<search::Observation>> SweepController::model_history(
+    std::span<const search::RungRun> runs) const {
+  using search::Algorithm;
+  const Algorithm a = spec_.search.sampler.algorithm;
+  if (a != Algorithm::kTpe && a != Algorithm::kBayesian) return std::nullopt;
+  // BOHB (Falkner et al., 2018): the largest budget with at least d + 2 results.
+  const std::size_t min_points = spec_.space.params.size() + 2;
+  auto budget = schedule_->model_budget(runs, min_points);
+  std::vector<search::Observation> out;
+  if (!budget) return out;
+  for (const search::Observation& o : history_) {
+    auto run = runs_.find(o.number);
+    if (run != runs_.end() && schedule_->budget_of(run->second) == *budget) out.push_back(o);
+  }
+  return out;
 }
 
 Result<bool> SweepController::end_search(trials::Store& store, const trials::Sweep& sweep) {

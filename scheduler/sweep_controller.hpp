@@ -22,6 +22,7 @@
 
 #include "search/pruner.hpp"
 #include "search/sampler.hpp"
+#include "search/successive_halving.hpp"
 #include "search/warm_start.hpp"
 #include "trials/spec.hpp"
 #include "trials/store.hpp"
@@ -62,6 +63,8 @@ class SweepController {
   Result<bool> end_search(trials::Store& store, const trials::Sweep& sweep);
   // Folds a trial as read from the store into active_/history_.
   Status absorb(trials::Store& store, trials::Trial t);
+  // search.multi_fidelity: the trial's place in the schedule, into runs_.
+  void note_rung(const trials::Trial& t);
   // Where trial `number` is (or would go) in the history, kept by ascending number.
   std::vector<search::Observation>::iterator history_at(std::int64_t number);
   bool finished_already(std::int64_t number);
@@ -74,6 +77,11 @@ class SweepController {
   // search.warm_start: the earlier sweeps' completed trials, read once per
   // controller (the sweeps are ended, so a restart reads the same).
   Status load_warm_start(trials::Store& store);
+  // search.multi_fidelity: what the BOHB model learns from, the finished
+  // trials at the largest budget with enough of them; nullopt for the
+  // model-free algorithms (they are handed the history as it is).
+  std::optional<std::vector<search::Observation>> model_history(
+      std::span<const search::RungRun> runs) const;
 
   std::string sweep_id_;
   trials::SweepSpec spec_;
@@ -81,6 +89,10 @@ class SweepController {
   std::unique_ptr<search::Pruner> pruner_;
   std::optional<search::WarmStart> warm_;
   std::unique_ptr<Stage> ensemble_;
+  // search.multi_fidelity: the schedule, and every trial's place in it (from
+  // the trials' extra, so a restarted controller knows the same).
+  std::optional<search::SuccessiveHalving> schedule_;
+  std::map<std::int64_t, search::RungRun> runs_;
 
   // The search's memory, kept incrementally so that a step costs what changed,
   // not the sweep's size: trials not finished yet (at most max_concurrent, by

@@ -1,5 +1,6 @@
 #include "search/test_functions.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -142,6 +143,22 @@ std::optional<double> evaluate_test_function(std::string_view name, const Params
   if (name == "hartmann6") return hartmann6(x);
   if (name == "rosenbrock") return rosenbrock(x);
   return ackley(x);
+}
+
+double learning_curve(double f, double u, std::int64_t s, std::int64_t n, bool crossing) {
+  const double t = n > 0 ? static_cast<double>(s) / static_cast<double>(n) : 1.0;
+  if (!crossing) return f + (1 - t);
+  return f + std::exp(-(0.5 + 4.5 * std::clamp(u, 0.0, 1.0)) * t);
+}
+
+double learning_speed(const SearchSpace& space, const Params& params) {
+  const ParamSpec* p = space.find("x1");
+  auto v = params.find("x1");
+  if (!p || v == params.end() || p->type == ParamType::kCategorical || !(p->max > p->min))
+    return 0.5;
+  auto x = as_double(v->second);
+  if (!x) return 0.5;
+  return std::clamp((*x - p->min) / (p->max - p->min), 0.0, 1.0);
 }
 
 }  // namespace hpo::search

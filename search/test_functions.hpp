@@ -59,4 +59,14 @@ std::optional<MultiObjectiveInfo> multi_objective_info(std::string_view name);
 std::optional<std::vector<double>> evaluate_multi_objective(std::string_view name,
                                                             const Params& params);
 
+// The synthetic trials' learning curve at step s of n (1 <= s <= n): linear
+// f + (n - s) / n, which reaches f at the last step and ranks configurations
+// alike at every step; crossing f + exp(-(0.5 + 4.5 u) s / n), u in [0, 1]
+// the configuration's learning speed, so a slow learner with a better f is
+// behind early and ahead late (what multi-fidelity schedules must cope with).
+double learning_curve(double f, double u, std::int64_t s, std::int64_t n, bool crossing);
+// u of a configuration: the first parameter x1's place in its range [0, 1]
+// (0.5 when the space has no numeric x1).
+double learning_speed(const SearchSpace& space, const Params& params);
+
 }  // namespace hpo::search

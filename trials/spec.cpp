@@ -9,6 +9,7 @@
 #include "trials/spec.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <regex>
@@ -403,8 +404,10 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
     out.synthetic.sleep_s = r.number_in("sleep_s", 0, 24 * 3600.0).value_or(0);
     out.synthetic.noise = r.number_in("noise", 0, 1e12).value_or(0);
     if (auto s = r.integer("steps", 0, 100'000)) out.synthetic.steps = *s;
+    if (auto c = r.one_of("curve", {"linear", "crossing"}))
+      out.synthetic.crossing = *c == "crossing";
     r.unknown_keys(
-        "kind, function, sleep_s, noise, steps, timeout_s, max_attempts, resources, "
+        "kind, function, sleep_s, noise, steps, curve, timeout_s, max_attempts, resources, "
         "data_parallel");
   } else {
     out.kind = TrialKind::kTorch;
@@ -523,6 +526,90 @@ void check_several_objectives(const SweepSpec& spec, std::vector<FieldError>& er
         {"ensemble", "ranks trials by one objective; not available with several objectives"});
 }
 
+// search.multi_fidelity (what the resource may be for the trial's kind is
+// checked once the trial is read: check_fidelity).
+void parse_fidelity(const Json& j, const std::string& path, SearchConfig& out,
+                    std::vector<FieldError>& errors) {
+  Reader r(j, path, errors);
+  search::FidelityConfig c;
+  if (auto t = r.one_of("type", {"asha", "hyperband"}, true))
+    c.schedule = *t == "asha" ? search::Schedule::kAsha : search::Schedule::kHyperband;
+  if (auto res = r.string("resource", true)) {
+    c.resource = *res;
+    const bool name_ok =
+        !res->empty() && res->size() <= 64 &&
+        !std::isdigit(static_cast<unsigned char>((*res)[0])) &&
+        res->find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
+            std::string::npos;
+    if (!name_ok)
+      r.error(r.at("resource"),
+              fmt::format("expected epochs, steps, subset or a name of letters, digits and _ "
+                          "(passed to command trials as HPO_BUDGET), got \"{}\"",
+                          res->substr(0, 64)));
+  }
+  auto lo = r.number("min", true);
+  auto hi = r.number("max", true);
+  if (auto f = r.number("reduction_factor")) {
+    if (*f <= 1 || *f > 100)
+      r.error(r.at("reduction_factor"),
+              fmt::format("expected a number above 1 and at most 100, got {}", *f));
+    else
+      c.reduction_factor = *f;
+  }
+  const bool builtin = c.resource == "epochs" || c.resource == "steps" || c.resource == "subset";
+  if (lo && hi) {
+    c.integer = builtin || (std::floor(*lo) == *lo && std::floor(*hi) == *hi);
+    if (*lo <= 0)
+      r.error(r.at("min"), fmt::format("must be above 0, got {}", *lo));
+    else if (*hi <= *lo)
+      r.error(r.at("max"), fmt::format("must be above min ({}), got {}", *lo, *hi));
+    else if (builtin && (std::floor(*lo) != *lo || std::floor(*hi) != *hi || *hi > 1e9))
+      r.error(path, fmt::format("{} is counted in whole numbers: min and max must be integers up "
+                                "to 1e9, got {} and {}",
+                                c.resource, *lo, *hi));
+    else if (std::log(*hi / *lo) / std::log(c.reduction_factor) > 30)
+      r.error(path, fmt::format("max / min = {} makes more than 30 rungs at reduction_factor {}",
+                                *hi / *lo, c.reduction_factor));
+    c.min_budget = *lo;
+    c.max_budget = *hi;
+  }
+  r.unknown_keys("type, resource, min, max, reduction_factor");
+  if (r.ok()) out.fidelity = c;
+}
+
+// What a multi-fidelity schedule's resource means for the trial's kind, and
+// what it cannot be combined with.
+void check_fidelity(const SweepSpec& spec, std::vector<FieldError>& errors) {
+  if (!spec.search.fidelity) return;
+  const std::string& res = spec.search.fidelity->resource;
+  const std::string at = "search.multi_fidelity.resource";
+  const TrialKind kind = spec.trial.kind;
+  if ((res == "epochs" || res == "subset") && kind != TrialKind::kTorch)
+    errors.push_back({at, "\"" + res +
+                              "\" is a budget of the built-in trainer (trial kind torch); a "
+                              "command trial names its own resource (it gets HPO_BUDGET)"});
+  else if (res == "steps" && kind != TrialKind::kSynthetic)
+    errors.push_back({at,
+                      "\"steps\" is the budget of synthetic trials; kind torch takes epochs "
+                      "or subset, a command trial names its own resource"});
+  else if (res != "epochs" && res != "subset" && res != "steps" && kind != TrialKind::kCommand)
+    errors.push_back({at, "\"" + res +
+                              "\": a resource of your own applies to command trials (kind "
+                              "torch: epochs or subset; synthetic: steps)"});
+  if (spec.early_stopping)
+    errors.push_back({"early_stopping",
+                      "search.multi_fidelity stops and promotes trials itself; drop one of them"});
+  using search::Algorithm;
+  const Algorithm a = spec.search.sampler.algorithm;
+  if (a == Algorithm::kGrid || a == Algorithm::kNsga2)
+    errors.push_back({"search.algorithm",
+                      "search.multi_fidelity takes new configurations from random, sobol, tpe "
+                      "or bayesian (tpe or bayesian: BOHB)"});
+  if (spec.objectives.size() > 1)
+    errors.push_back(
+        {"search.multi_fidelity", "promotes by one objective; not available with several"});
+}
+
 void parse_search(const Json* j, const search::SearchSpace& space, SearchConfig& out,
                   std::vector<FieldError>& errors) {
   if (!j) return;
@@ -578,7 +665,11 @@ void parse_search(const Json* j, const search::SearchSpace& space, SearchConfig&
                         "only the bayesian and tpe algorithms take a warm start (it replaces their "
                         "initial design); grid, random and sobol use no history"});
   }
-  r.unknown_keys("algorithm, max_trials, max_concurrent, seed, n_initial, population, warm_start");
+  if (const Json* f = r.object("multi_fidelity"))
+    parse_fidelity(*f, r.at("multi_fidelity"), out, errors);
+  r.unknown_keys(
+      "algorithm, max_trials, max_concurrent, seed, n_initial, population, warm_start, "
+      "multi_fidelity");
   if (out.sampler.algorithm == Algorithm::kGrid) {
     for (const auto& p : space.params)
       if (p.type == search::ParamType::kFloat && !p.step)
@@ -684,6 +775,7 @@ Result<SweepSpec> parse_spec(std::string_view json_text) {
                       "applies to trials of kind torch only (a command "
                       "trial starts its own processes)"});
   check_several_objectives(spec, errors);
+  check_fidelity(spec, errors);
   r.unknown_keys(
       "name, description, objective, objectives, constraints, parameters, search, early_stopping, "
       "trial, ensemble");

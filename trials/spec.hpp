@@ -15,6 +15,7 @@
 #include "search/pruner.hpp"
 #include "search/sampler.hpp"
 #include "search/space.hpp"
+#include "search/successive_halving.hpp"
 #include "trials/constraints.hpp"
 #include "trials/recipe/ensemble_recipe.hpp"
 #include "trials/recipe/torch_recipe.hpp"
@@ -36,6 +37,11 @@ struct SearchConfig {
   // search.warm_start.sweeps: ended sweeps whose completed trials seed the
   // sampler (search/warm_start.hpp); checked to exist at submit.
   std::vector<std::string> warm_start_sweeps;
+  // search.multi_fidelity: ASHA or Hyperband with promotions (BOHB with
+  // algorithm tpe or bayesian): every rung of a configuration is a trial with a
+  // budget, a promotion resumes the checkpoint of the rung below
+  // (trials/rung.hpp). max_trials counts those trials.
+  std::optional<search::FidelityConfig> fidelity;
 };
 
 // trial.data of kind "command": the shape of the user's own data, which its
@@ -64,6 +70,10 @@ struct SyntheticRecipe {
   double sleep_s = 0;      // total wall time the trial takes
   double noise = 0;        // std-dev of Gaussian noise added to the value
   std::int64_t steps = 0;  // >0: reports a learning curve value_s = f(x) + (steps-s)/steps
+  // curve: crossing: value_s = f(x) + exp(-(0.5 + 4.5 u) s / steps) instead,
+  // u the first parameter's place in its range, so configurations learn at
+  // different speeds and early values mislead (multi-fidelity benchmarks).
+  bool crossing = false;
 };
 
 enum class TrialKind { kCommand, kSynthetic, kTorch };

@@ -84,6 +84,12 @@ Json search_json(const SearchConfig& s) {
             {"max_concurrent", s.max_concurrent}};
   if (s.sampler.population > 0) j["population"] = s.sampler.population;
   if (!s.warm_start_sweeps.empty()) j["warm_start"] = {{"sweeps", s.warm_start_sweeps}};
+  if (const auto& f = s.fidelity)
+    j["multi_fidelity"] = {{"type", f->schedule == search::Schedule::kAsha ? "asha" : "hyperband"},
+                           {"resource", f->resource},
+                           {"min", f->min_budget},
+                           {"max", f->max_budget},
+                           {"reduction_factor", f->reduction_factor}};
   return j;
 }
 
@@ -204,6 +210,7 @@ Json trial_json(const TrialRecipe& t) {
       j["sleep_s"] = t.synthetic.sleep_s;
       j["noise"] = t.synthetic.noise;
       j["steps"] = t.synthetic.steps;
+      if (t.synthetic.crossing) j["curve"] = "crossing";
       break;
     case TrialKind::kTorch:
       j["kind"] = "torch";

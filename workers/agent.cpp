@@ -34,6 +34,7 @@
 #include "core/backoff.hpp"
 #include "core/log.hpp"
 #include "trials/artifacts.hpp"
+#include "trials/rung.hpp"
 #include "workers/command_executor.hpp"
 #include "workers/outcome.hpp"
 #include "workers/synthetic_executor.hpp"
@@ -48,6 +49,21 @@ constexpr std::size_t kLogLineMax = 2000;   // longer lines are cut
 constexpr char kWorkLockName[] = ".hpo-worker.lock";
 constexpr double kReportBurst = 200;      // reports a trial may send at once,
 constexpr double kReportsPerSecond = 50;  // then at most this many per second
+
+// An artifact as an attempt of trial `t` reads it: its own; for the
+// checkpoint of a promoted multi-fidelity trial that stored none yet, the one
+// of the trial it resumes (trials/rung.hpp), so a promotion continues where
+// the rung below stopped.
+Result<std::optional<std::string>> trial_artifact(trials::Store& conn, const trials::Trial& t,
+                                                  const std::string& name) {
+  auto got = conn.artifacts().get_artifact(t.id, name);
+  if (!got || *got || name != trials::artifact::kCheckpoint) return got;
+  auto rung = trials::rung_from_json(t.extra);
+  // Budgets of training rows retrain: a model fitted on fewer rows has no
+  // epoch to go on from.
+  if (!rung || !*rung || (*rung)->resume_from.empty() || (*rung)->resource == "subset") return got;
+  return conn.artifacts().get_artifact((*rung)->resume_from, name);
+}
 // Reports that come within kReportLinger of the last send are held and sent
 // together (one round trip, one event), up to kReportBatch at a time; the
 // heartbeat sends what a trial that went quiet still holds.
@@ -221,7 +237,7 @@ class Agent::TrialReporter : public Reporter {
     std::lock_guard lk(mu_);
     Result<std::optional<std::string>> got = std::optional<std::string>{};
     (void)agent_.retry_through_outage([&]() -> Status {
-      got = conn_.artifacts().get_artifact(run_.trial.id, name);
+      got = trial_artifact(conn_, run_.trial, name);
       return got ? Status{} : Status(got.error());
     });
     return got;
@@ -680,7 +696,7 @@ class ShareControl : public RankControl {
     return conn_.queue().rendezvous(trial_.id, trial_.attempt);
   }
   Result<std::optional<std::string>> get_artifact(const std::string& name) override {
-    return conn_.artifacts().get_artifact(trial_.id, name);
+    return trial_artifact(conn_, trial_, name);
   }
   void log(std::string_view line) override {
     log_info("gang ranks", trial_fields(trial_, worker_, {{"line", std::string(line)}}));

@@ -29,6 +29,7 @@
 #include "ensemble/bagging_json.hpp"
 #include "trials/artifacts.hpp"
 #include "trials/json_limits.hpp"
+#include "trials/rung.hpp"
 #include "workers/checkpoint_dir.hpp"
 #include "workers/child_process.hpp"
 #include "workers/command_outputs.hpp"
@@ -197,6 +198,15 @@ std::vector<std::string> CommandExecutor::child_env(const TrialTask& task) const
     set("HPO_WORK_DIR", task.work_dir);
     set("HPO_OUTPUT_DIR", output_dir(task.work_dir));
     set("HPO_CHECKPOINT_DIR", checkpoint_dir(task.work_dir));
+  }
+  // A multi-fidelity trial: its rung's budget of the spec's resource (its
+  // checkpoint folder holds the rung below's checkpoint when it is a promotion).
+  if (auto rung = trials::rung_from_json(t.extra);
+      rung && *rung && t.role == trials::TrialRole::kTrial) {
+    set("HPO_BUDGET", trials::budget_text((*rung)->budget));
+    set("HPO_BUDGET_RESOURCE", (*rung)->resource);
+    set("HPO_RUNG", std::to_string((*rung)->rung));
+    if (!(*rung)->resume_from.empty()) set("HPO_RESUME_FROM", (*rung)->resume_from);
   }
   if (t.role == trials::TrialRole::kMember && !task.work_dir.empty()) {
     set("HPO_BAGGING_FILE", bagging_file(task.work_dir));

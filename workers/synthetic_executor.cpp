@@ -3,12 +3,17 @@
 // cancel or shutdown ends it within one slice. At step s of N it reports
 // value_s = f(x) + (N - s) / N — a curve that falls towards f(x), so a pruner
 // sees the same ranking at every step as at the end — and the final value is
-// f(x); each reading gets its own noise draw when `noise` > 0. The
-// multi-objective functions (zdt1, zdt2, dtlz2) also report f1..fM.
+// f(x); each reading gets its own noise draw when `noise` > 0 (`curve:
+// crossing`: search::learning_curve's crossing curve instead, the final
+// value its last point). The multi-objective functions (zdt1, zdt2, dtlz2)
+// also report f1..fM. Under search.multi_fidelity (resource steps) N is the
+// schedule's max budget and a trial runs up to its rung's budget, from the
+// step its checkpoint ("step K", stored when it ends below N) says.
 #include "workers/synthetic_executor.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include <fmt/format.h>
@@ -16,6 +21,8 @@
 #include "core/hash.hpp"
 #include "search/rng.hpp"
 #include "search/test_functions.hpp"
+#include "trials/artifacts.hpp"
+#include "trials/rung.hpp"
 #include "workers/outcome.hpp"
 
 namespace hpo::workers {
@@ -67,10 +74,41 @@ trials::TrialResult SyntheticExecutor::run(const TrialTask& task, Reporter& repo
       search::hash_key(fnv1a(task.trial.id), static_cast<std::uint64_t>(task.trial.attempt)));
   auto noisy = [&](double v) { return recipe.noise > 0 ? v + recipe.noise * rng.normal() : v; };
 
-  const auto start = Clock::now();
-  const auto total = std::chrono::duration_cast<Clock::duration>(
+  // A multi-fidelity trial (resource steps): `budget` steps of a curve whose
+  // last step is the schedule's max budget, the first ones skipped when it
+  // resumes a checkpoint (the step it reached); sleep_s is a full budget's time.
+  std::optional<trials::RungInfo> rung;
+  if (const auto& fid = task.spec->search.fidelity; fid && fid->resource == "steps") {
+    auto parsed = trials::rung_from_json(task.trial.extra);
+    if (!parsed) return failed_result("multi-fidelity record: " + parsed.error().message, false);
+    rung = *parsed;
+  }
+  const double u = search::learning_speed(task.spec->space, task.trial.params);
+  std::int64_t n = std::max<std::int64_t>(0, recipe.steps);  // the curve's length
+  std::int64_t first = 1, last_step = n;
+  auto total = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(std::max(0.0, recipe.sleep_s)));
-  const std::int64_t n = std::max<std::int64_t>(0, recipe.steps);
+  if (rung) {
+    n = static_cast<std::int64_t>(task.spec->search.fidelity->max_budget);
+    last_step = std::min<std::int64_t>(n, static_cast<std::int64_t>(rung->budget));
+    auto stored = reporter.get_artifact(trials::artifact::kCheckpoint);
+    if (!stored)
+      return failed_result("cannot read the checkpoint: " + stored.error().message, true);
+    if (*stored) {
+      const std::string& text = **stored;
+      std::int64_t done = 0;
+      if (text.rfind("step ", 0) == 0) done = std::atoll(text.c_str() + 5);
+      if (done < 1 || done > last_step)
+        return failed_result("the checkpoint \"" + text.substr(0, 40) + "\" is not a step up to " +
+                                 std::to_string(last_step),
+                             false);
+      first = done + 1;
+      reporter.log(fmt::format("[hpo] resuming at step {} of {}", first, last_step));
+    }
+    total = total * (last_step - first + 1) / std::max<std::int64_t>(1, n);
+  }
+  const std::int64_t steps_now = std::max<std::int64_t>(0, last_step - first + 1);
+  const auto start = Clock::now();
   std::optional<double> last;
   auto stopped = [&](StopReason r) {
     auto out = stopped_result(r, task.spec->trial.timeout_s);
@@ -79,17 +117,34 @@ trials::TrialResult SyntheticExecutor::run(const TrialTask& task, Reporter& repo
     return out;
   };
 
-  for (std::int64_t s = 1; s <= n; ++s) {
-    if (auto r = wait_until(start + total * s / n, reporter); r != StopReason::kNone)
+  for (std::int64_t s = first; s <= last_step; ++s) {
+    if (auto r = wait_until(start + total * (s - first + 1) / std::max<std::int64_t>(1, steps_now),
+                            reporter);
+        r != StopReason::kNone)
       return stopped(r);
-    double v = noisy(*f + static_cast<double>(n - s) / static_cast<double>(n));
+    double v = noisy(search::learning_curve(*f, u, s, n, recipe.crossing));
     last = v;
     reporter.report(s, {{kMetric, v}});
   }
   if (auto r = wait_until(start + total, reporter); r != StopReason::kNone) return stopped(r);
+  if (rung) {
+    // The value at the budget; the step reached is the checkpoint a promotion resumes.
+    trials::TrialResult result;
+    result.value =
+        last ? *last : noisy(search::learning_curve(*f, u, last_step, n, recipe.crossing));
+    result.metrics[kMetric] = *result.value;
+    result.metrics["budget"] = static_cast<double>(last_step);
+    if (last_step < n)
+      if (auto st = reporter.put_artifact(trials::artifact::kCheckpoint,
+                                          "step " + std::to_string(last_step));
+          !st)
+        return failed_result("the checkpoint was not stored: " + st.error().message, true);
+    return result;
+  }
 
   trials::TrialResult result;
-  result.value = noisy(*f);
+  // The curve's last point: f(x) for the linear curve.
+  result.value = noisy(n > 0 ? search::learning_curve(*f, u, n, n, recipe.crossing) : *f);
   result.metrics[kMetric] = *result.value;
   for (const auto& [name, v] : objectives) result.metrics[name] = noisy(v);
   if (auto primary = result.metrics.find(task.spec->objective.metric);

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <tuple>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/cluster.hpp"
@@ -652,6 +653,128 @@ TEST(EndToEnd, AWarmStartedSweepIsSeededAndSurvivesASchedulerKill) {
   EXPECT_EQ(params_by_number(again), params_by_number(warm));
   std::printf("warm start e2e: best %.4f warm, %.4f cold (12 trials each, 20 earlier)\n",
               best(warm).get<double>(), best(cold).get<double>());
+}
+
+// search.multi_fidelity through the service: a Hyperband sweep with TPE
+// (BOHB) over synthetic learning curves (resource steps), the scheduler killed
+// with -9 in the middle of its brackets. Every trial is one rung of one
+// configuration; a promotion is a new trial of the same parameters one rung
+// up that resumes the rung below's checkpoint (its reports start past the
+// parent's budget) and reaches the value the curve has at its own budget.
+// Nothing is lost or repeated: max_trials trials, each completed once, each
+// trial promoted at most once and only from the top third of its rung.
+TEST(EndToEnd, AHyperbandSweepPromotesByResumingAndSurvivesASchedulerKill) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  c.start_worker("a", 2);
+  c.start_worker("b", 1);
+  constexpr int kTrials = 30;
+  const Json spec = Json::parse(R"({
+    "name": "bohb",
+    "objective": {"metric": "value", "mode": "min"},
+    "parameters": {"x1": {"type": "float", "min": -5, "max": 10},
+                   "x2": {"type": "float", "min": 0, "max": 15}},
+    "search": {"algorithm": "tpe", "max_trials": 30, "max_concurrent": 3, "seed": 4,
+               "multi_fidelity": {"type": "hyperband", "resource": "steps", "min": 1, "max": 9}},
+    "trial": {"kind": "synthetic", "function": "branin", "sleep_s": 1.8, "curve": "crossing"}
+  })");
+  const std::string id = submit(c, spec);
+  // Kill it once promotions to the middle rung have started.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        Json page = c.get("/api/sweeps/" + id + "/trials?limit=100");
+        if (!page.is_object()) return false;
+        int promoted = 0;
+        for (const auto& t : page["trials"])
+          promoted += t["extra"].is_object() && t["extra"].contains("resume_from");
+        return promoted >= 2;
+      },
+      120s))
+      << c.logs();
+  c.scheduler().kill(SIGKILL);
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  Json sweep = c.wait_finished(id, 300s);
+  ASSERT_EQ(sweep.value("state", ""), "finished") << c.logs();
+  EXPECT_EQ(sweep["counts"]["completed"], kTrials);
+
+  Json page = c.get("/api/sweeps/" + id + "/trials?limit=100");
+  ASSERT_EQ(page["total"], kTrials);
+  std::map<std::string, Json> by_id;
+  for (const auto& t : page["trials"]) by_id[t["id"].get<std::string>()] = t;
+  auto curve = [](const Json& params, double step) {
+    const double x1 = params["x1"].get<double>(), x2 = params["x2"].get<double>();
+    const double pi = 3.14159265358979323846;
+    const double f = std::pow(x2 - 5.1 / (4 * pi * pi) * x1 * x1 + 5 / pi * x1 - 6, 2) +
+                     10 * (1 - 1 / (8 * pi)) * std::cos(x1) + 10;
+    const double u = (x1 + 5) / 15;
+    return f + std::exp(-(0.5 + 4.5 * u) * step / 9);
+  };
+  std::set<std::string> parents;
+  int resumed = 0, top = 0;
+  const std::map<int, std::vector<double>> budgets = {{0, {1, 3, 9}}, {1, {3, 9}}, {2, {9}}};
+  for (const auto& [tid, t] : by_id) {
+    ASSERT_EQ(t["state"], "completed") << t.dump();
+    const Json& x = t["extra"];
+    ASSERT_TRUE(x.is_object()) << t.dump();
+    const int bracket = x["bracket"].get<int>(), rung = x["rung"].get<int>();
+    ASSERT_TRUE(budgets.count(bracket)) << t.dump();
+    ASSERT_LT(rung, static_cast<int>(budgets.at(bracket).size())) << t.dump();
+    const double budget = x["budget"].get<double>();
+    EXPECT_EQ(budget, budgets.at(bracket)[rung]) << t.dump();
+    EXPECT_NEAR(t["value"].get<double>(), curve(t["params"], budget), 1e-9) << t.dump();
+    top += budget == 9;
+    Json detail = c.get("/api/trials/" + tid);
+    int completed_attempts = 0;
+    for (const auto& a : detail["attempts"]) completed_attempts += a["outcome"] == "completed";
+    EXPECT_EQ(completed_attempts, 1) << detail.dump();
+    if (!x.contains("resume_from")) {
+      EXPECT_EQ(rung, 0) << t.dump();
+      continue;
+    }
+    // A promotion: the parent's configuration one rung down, promoted once.
+    const std::string parent = x["resume_from"].get<std::string>();
+    ASSERT_TRUE(by_id.count(parent)) << t.dump();
+    const Json& p = by_id.at(parent);
+    EXPECT_TRUE(parents.insert(parent).second) << parent << " promoted twice";
+    EXPECT_EQ(p["params"], t["params"]);
+    EXPECT_EQ(p["extra"]["bracket"], bracket);
+    EXPECT_EQ(p["extra"]["rung"].get<int>(), rung - 1);
+    // It went on from the parent's checkpoint: it says so, and it reports
+    // only the steps past the parent's budget (reports are best effort: some
+    // are lost while Redis is down with the scheduler).
+    const double from = p["extra"]["budget"].get<double>();
+    EXPECT_NE(detail.value("log_tail", "")
+                  .find(fmt::format("resuming at step {} of {}", static_cast<int>(from) + 1,
+                                    static_cast<int>(budget))),
+              std::string::npos)
+        << detail.dump();
+    for (const auto& r : detail["reports"])
+      EXPECT_GT(r["step"].get<double>(), from) << detail.dump();
+    ++resumed;
+  }
+  // Promoted while in the top third of its rung's completed trials: at
+  // least two of that rung had finished with worse values before the
+  // promotion was created (ASHA never takes a promotion back, so a rung may
+  // end with more promotions than a third of it).
+  for (const auto& [tid, t] : by_id) {
+    if (!t["extra"].contains("resume_from")) continue;
+    const Json& p = by_id.at(t["extra"]["resume_from"].get<std::string>());
+    int worse = 0;
+    for (const auto& [oid, o] : by_id)
+      worse += o["extra"]["bracket"] == p["extra"]["bracket"] &&
+               o["extra"]["rung"] == p["extra"]["rung"] &&
+               o["finished_ms"].get<std::int64_t>() <= t["created_ms"].get<std::int64_t>() &&
+               o["value"].get<double>() > p["value"].get<double>();
+    EXPECT_GE(worse, 2) << "promotion " << tid << " of " << p.dump();
+  }
+  EXPECT_GE(resumed, 3);
+  EXPECT_GT(top, 0);
+  // The best is the best completed trial at any budget.
+  double best = INFINITY;
+  for (const auto& [tid, t] : by_id) best = std::min(best, t["value"].get<double>());
+  EXPECT_NEAR(sweep["best"]["value"].get<double>(), best, 1e-12);
+  std::printf("hyperband e2e: %d trials, %d promotions (resumed), %d at the full budget\n", kTrials,
+              resumed, top);
 }
 
 // --exit-when-idle-s: a worker that runs nothing while no sweep runs ends by

@@ -431,7 +431,7 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
                      std::to_string(epoch + 1);
       return result;
     }
-    if (options.checkpoint && !last)
+    if (options.checkpoint && (!last || options.checkpoint_last))
       options.checkpoint(
           save_checkpoint(model, *optimizer, Resume{epoch + 1, 0, step, 0, 0, {}}, shuffle),
           epoch + 1, 0);

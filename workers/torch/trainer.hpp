@@ -36,6 +36,9 @@ struct TrainOptions {
   // uninterrupted run, whose BLAS thread probe is timed).
   std::string resume;
   std::function<void(const std::string& bytes, std::int64_t epoch, std::int64_t batch)> checkpoint;
+  // The last epoch is checkpointed too (a multi-fidelity trial paused at its
+  // rung: the promotion resumes it with more epochs).
+  bool checkpoint_last = false;
   // Data-parallel: this rank's group (not owned); null for a single process.
   // Rank 0 evaluates, reports and returns the artifacts; other ranks return
   // End::kCompleted with no metrics (and model_bytes, to compare ranks).

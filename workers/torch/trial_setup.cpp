@@ -5,6 +5,7 @@
 #include "ensemble/bagging.hpp"
 #include "ensemble/bagging_json.hpp"
 #include "trials/artifacts.hpp"
+#include "trials/rung.hpp"
 
 namespace hpo::workers::torch_trainer {
 namespace {
@@ -52,6 +53,21 @@ Result<TrialSetup> setup_trial(const trials::SweepSpec& spec, const trials::Tria
   }
   if (member && member->epochs) config->epochs = *member->epochs;
   if (member && member->subset) config->data.subset = *member->subset;
+  // A multi-fidelity trial (trials/rung.hpp): its rung's budget replaces the
+  // recipe's epochs or training rows; below the largest budget its last
+  // epoch is checkpointed too, for the promotion that resumes it.
+  bool pause_at_end = false;
+  if (const auto& fid = spec.search.fidelity; fid && trial.role == trials::TrialRole::kTrial) {
+    auto rung = trials::rung_from_json(trial.extra);
+    if (!rung)
+      return Error{rung.error().code, "multi-fidelity record: " + rung.error().message, {}};
+    if (*rung) {
+      const auto budget = static_cast<std::int64_t>((*rung)->budget);
+      if (fid->resource == "epochs") config->epochs = budget;
+      if (fid->resource == "subset") config->data.subset = budget;
+      pause_at_end = fid->resource == "epochs" && (*rung)->budget < fid->max_budget;
+    }
+  }
   if (auto st = confine_data_paths(config->data, data_roots); !st) return st.error();
   auto data = prepare_data(config->data, config->task, cache);
   if (!data) return data.error();
@@ -60,6 +76,7 @@ Result<TrialSetup> setup_trial(const trials::SweepSpec& spec, const trials::Tria
   setup.options.threads = threads;
   setup.options.gpu = gpu;
   setup.options.seed = static_cast<std::uint64_t>(setup.config.seed);
+  setup.options.checkpoint_last = pause_at_end;
   if (member)
     if (auto st =
             apply_member_plan(*member, setup.data, setup.options, setup.plan_summary, reporter);

@@ -76,6 +76,15 @@ std::vector<std::string> differences(const SweepSpec& a, const SweepSpec& b) {
   HPO_EQ(search.sampler.n_initial);
   HPO_EQ(search.sampler.population);
   HPO_EQ(search.warm_start_sweeps);
+  HPO_EQ(search.fidelity.has_value());
+  if (a.search.fidelity && b.search.fidelity) {
+    HPO_EQ(search.fidelity->schedule);
+    HPO_EQ(search.fidelity->resource);
+    HPO_EQ(search.fidelity->min_budget);
+    HPO_EQ(search.fidelity->max_budget);
+    HPO_EQ(search.fidelity->reduction_factor);
+    HPO_EQ(search.fidelity->integer);
+  }
   HPO_EQ(search.max_trials);
   HPO_EQ(search.max_concurrent);
   HPO_EQ(early_stopping.has_value());
@@ -104,6 +113,7 @@ std::vector<std::string> differences(const SweepSpec& a, const SweepSpec& b) {
   HPO_EQ(trial.synthetic.sleep_s);
   HPO_EQ(trial.synthetic.noise);
   HPO_EQ(trial.synthetic.steps);
+  HPO_EQ(trial.synthetic.crossing);
   HPO_EQ(trial.torch.task);
   HPO_EQ(trial.torch.model.type);
   HPO_EQ(trial.torch.model.hidden);
@@ -374,6 +384,13 @@ std::vector<Case> cases() {
        spec(kBraninParams, kBranin,
             R"({"algorithm": "tpe", "max_trials": 4, "warm_start": {"sweeps": ["s1", "s2"]}})"),
        {R"("warm_start":{"sweeps":["s1","s2"]})"}},
+      {"multi_fidelity",
+       spec(kBraninParams,
+            R"({"kind": "synthetic", "function": "branin", "steps": 9, "curve": "crossing"})",
+            R"({"algorithm": "tpe", "max_trials": 30, "multi_fidelity": {"type": "hyperband",
+                "resource": "steps", "min": 1, "max": 27, "reduction_factor": 3}})"),
+       {R"("multi_fidelity":{"max":27.0,"min":1.0,"reduction_factor":3.0,"resource":"steps","type":"hyperband"})",
+        R"("curve":"crossing")"}},
       {"tpe",
        spec(kBraninParams, kBranin,
             R"({"algorithm": "tpe", "max_trials": 40.0, "n_initial": 100000})"),

@@ -608,5 +608,71 @@ TEST(Spec, Constraints) {
   EXPECT_TRUE(has_error(no_metric, "constraints[0].metric", "is required"));
 }
 
+// search.multi_fidelity: ASHA or Hyperband over a declared resource; the
+// resource must be one the trial's kind has, and it replaces early_stopping.
+TEST(Spec, MultiFidelity) {
+  Json s = valid_spec();
+  s["search"]["multi_fidelity"] = Json::parse(
+      R"({"type": "asha", "resource": "shards", "min": 1, "max": 16, "reduction_factor": 2})");
+  auto ok = parse_spec(s.dump());
+  ASSERT_TRUE(ok) << ok.error().message;
+  ASSERT_TRUE(ok->search.fidelity);
+  EXPECT_EQ(ok->search.fidelity->schedule, search::Schedule::kAsha);
+  EXPECT_EQ(ok->search.fidelity->resource, "shards");
+  EXPECT_EQ(ok->search.fidelity->max_budget, 16);
+  EXPECT_EQ(ok->search.fidelity->reduction_factor, 2);
+  EXPECT_TRUE(ok->search.fidelity->integer);
+  Json fraction = s;
+  fraction["search"]["multi_fidelity"]["min"] = 0.1;
+  fraction["search"]["multi_fidelity"]["max"] = 1;
+  ok = parse_spec(fraction.dump());
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_FALSE(ok->search.fidelity->integer);
+
+  const std::string at = "search.multi_fidelity";
+  Json epochs = s;
+  epochs["search"]["multi_fidelity"]["resource"] = "epochs";
+  EXPECT_TRUE(has_error(epochs, at + ".resource", "budget of the built-in trainer"));
+  Json bad_name = s;
+  bad_name["search"]["multi_fidelity"]["resource"] = "my budget";
+  EXPECT_TRUE(has_error(bad_name, at + ".resource", "got \"my budget\""));
+  Json crossed = s;
+  crossed["search"]["multi_fidelity"]["max"] = 1;
+  EXPECT_TRUE(has_error(crossed, at + ".max", "must be above min (1), got 1"));
+  Json zero = s;
+  zero["search"]["multi_fidelity"]["min"] = 0;
+  EXPECT_TRUE(has_error(zero, at + ".min", "must be above 0, got 0"));
+  Json factor = s;
+  factor["search"]["multi_fidelity"]["reduction_factor"] = 1;
+  EXPECT_TRUE(has_error(factor, at + ".reduction_factor", "above 1"));
+  Json type = s;
+  type["search"]["multi_fidelity"]["type"] = "bohb";
+  EXPECT_TRUE(has_error(type, at + ".type", "bohb"));
+  Json unknown = s;
+  unknown["search"]["multi_fidelity"]["grace"] = 1;
+  EXPECT_TRUE(has_error(unknown, at + ".grace", "unknown"));
+  Json pruned = s;
+  pruned["early_stopping"] = {{"type", "median"}};
+  EXPECT_TRUE(has_error(pruned, "early_stopping", "drop one of them"));
+  Json grid = s;
+  grid["search"]["algorithm"] = "grid";
+  grid["parameters"].erase("lr");
+  grid["parameters"].erase("momentum");
+  grid["trial"]["argv"] = Json::array({"train", "{layers}"});
+  EXPECT_TRUE(has_error(grid, "search.algorithm", "random, sobol, tpe or bayesian"));
+
+  Json synthetic = Json::parse(R"({"name": "mf", "objective": {"metric": "value"},
+    "parameters": {"x1": {"type": "float", "min": 0, "max": 1}},
+    "search": {"max_trials": 9, "multi_fidelity": {"type": "hyperband", "resource": "steps", "min": 1, "max": 9.5}},
+    "trial": {"kind": "synthetic", "function": "noop"}})");
+  EXPECT_TRUE(has_error(synthetic, at, "whole numbers"));
+  synthetic["search"]["multi_fidelity"]["max"] = 9;
+  ok = parse_spec(synthetic.dump());
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->search.fidelity->schedule, search::Schedule::kHyperband);
+  synthetic["search"]["multi_fidelity"]["resource"] = "epochs";
+  EXPECT_TRUE(has_error(synthetic, at + ".resource", "kind torch"));
+}
+
 }  // namespace
 }  // namespace hpo::trials

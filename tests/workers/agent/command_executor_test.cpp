@@ -15,6 +15,7 @@
 #include "ensemble/prediction_file.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/workers/agent/test_util.hpp"
+#include "trials/rung.hpp"
 #include "workers/checkpoint_dir.hpp"
 #include "workers/child_process.hpp"
 #include "workers/command_executor.hpp"
@@ -370,6 +371,32 @@ echo 'hpo-metric {"final": true, "loss": 5}'
   }
   EXPECT_TRUE(said);
   EXPECT_TRUE(started);
+}
+
+// A multi-fidelity rung (trials/rung.hpp): the program is told its budget,
+// its resource, its rung and the trial it resumes; a trial of no rung gets none.
+TEST(CommandExecutor, ARungTrialIsToldItsBudget) {
+  TempDir dir;
+  auto script = dir.script("budget.sh", R"(
+printf '%s|%s|%s|%s' "${HPO_BUDGET-unset}" "${HPO_BUDGET_RESOURCE-unset}" "${HPO_RUNG-unset}" "${HPO_RESUME_FROM-unset}" > "$D/budget"
+echo 'hpo-metric {"final": true, "loss": 1}'
+)");
+  auto spec = command_spec({script});
+  spec.trial.command.env = {{"D", dir.path()}};
+  RecordingReporter rep;
+  auto task = make_task(spec);
+  task.trial.extra = trials::rung_to_json({9, "shards", 0, 2, "sw1-4", 4});
+  auto r = CommandExecutor(fast_options()).run(task, rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  EXPECT_EQ(read_file(dir.file("budget")), "9|shards|2|sw1-4");
+  task.trial.extra = trials::rung_to_json({0.25, "fraction", 0, 0, "", -1});
+  r = CommandExecutor(fast_options()).run(task, rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  EXPECT_EQ(read_file(dir.file("budget")), "0.25|fraction|0|unset");
+  task.trial.extra.clear();
+  r = CommandExecutor(fast_options()).run(task, rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  EXPECT_EQ(read_file(dir.file("budget")), "unset|unset|unset|unset");
 }
 
 TEST(CommandCheckpoints, PackedFoldersKeepRegularFilesAndRefuseEscapes) {

@@ -9,6 +9,7 @@
 #include "search/test_functions.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/workers/agent/test_util.hpp"
+#include "trials/rung.hpp"
 #include "workers/synthetic_executor.hpp"
 
 namespace hpo::workers {
@@ -70,6 +71,55 @@ TEST(SyntheticExecutor, StepsReportALearningCurveFallingToTheValue) {
     EXPECT_DOUBLE_EQ(rep.reports[s - 1].second.at("value"), f + (4.0 - s) / 4.0);
   }
   EXPECT_DOUBLE_EQ(*r.value, f);
+}
+
+// search.multi_fidelity over steps: a rung runs up to its budget on a curve
+// whose length is the schedule's max, checkpoints the step it reached, and a
+// promotion goes on from a checkpoint to its own budget, reporting only the
+// steps it runs; both values are the crossing curve's at their budgets.
+TEST(SyntheticExecutor, ARungRunsToItsBudgetAndAPromotionResumesItsCheckpoint) {
+  auto spec = synthetic_spec("branin");
+  spec.trial.synthetic.crossing = true;
+  for (const char* x : {"x1", "x2"}) {
+    search::ParamSpec p;
+    p.name = x;
+    p.min = -5;
+    p.max = 15;
+    spec.space.params.push_back(p);
+  }
+  search::FidelityConfig fid;
+  fid.resource = "steps";
+  fid.min_budget = 1;
+  fid.max_budget = 9;
+  spec.search.fidelity = fid;
+  search::Params p{{"x1", 0.5}, {"x2", 3.0}};
+  const double f = *search::evaluate_test_function("branin", p);
+  const double u = (0.5 + 5) / 20;
+  RecordingReporter rep;
+  auto task = make_task(spec, p);
+  task.trial.extra = trials::rung_to_json({3, "steps", 0, 1, "", -1});
+  auto r = SyntheticExecutor().run(task, rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  ASSERT_EQ(rep.reports.size(), 3u);
+  EXPECT_DOUBLE_EQ(*r.value, search::learning_curve(f, u, 3, 9, true));
+  EXPECT_DOUBLE_EQ(*r.value, f + std::exp(-(0.5 + 4.5 * u) * 3 / 9));
+  EXPECT_EQ(rep.artifacts.at("checkpoint"), "step 3");
+
+  // The promotion (the reporter hands it the rung below's checkpoint).
+  rep.reports.clear();
+  task.trial.extra = trials::rung_to_json({9, "steps", 0, 2, "syn-1", 1});
+  r = SyntheticExecutor().run(task, rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  ASSERT_EQ(rep.reports.size(), 6u);
+  EXPECT_EQ(rep.reports.front().first, 4);
+  EXPECT_DOUBLE_EQ(*r.value, search::learning_curve(f, u, 9, 9, true));
+  EXPECT_EQ(rep.puts["checkpoint"], 1);  // none at the full budget
+
+  // A checkpoint past the budget is refused, not trusted.
+  rep.artifacts["checkpoint"] = "step 12";
+  r = SyntheticExecutor().run(task, rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_NE(r.error.find("\"step 12\" is not a step up to 9"), std::string::npos) << r.error;
 }
 
 TEST(SyntheticExecutor, NoopIsZeroAtOnce) {

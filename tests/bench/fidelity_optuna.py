@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+"""Optuna's Hyperband (HyperbandPruner with TPESampler) on fidelity_bench's
+learning-curve function, one trial at a time: each trial reports its value
+at every step up to the full budget and stops when the pruner says so; the
+budget it spent is the steps it ran. The incumbent is Optuna's best
+completed (full-budget) trial, its quality the noise-free value at the full
+budget. Prints fidelity_bench's rows ("traj", "end") with method optuna-hb.
+
+  fidelity_optuna.py [--seeds 10] [--total 2700] [--max 27] [--eta 3] [--noise 0.05]
+"""
+import argparse
+import math
+import sys
+
+import numpy as np
+import optuna
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+A = np.array([[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14],
+              [3, 3.5, 1.7, 10, 17, 8], [17, 8, 0.05, 10, 0.1, 14]])
+P = 1e-4 * np.array([[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
+                     [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]])
+ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
+
+
+def hartmann6(x):
+    x = np.asarray(x)
+    return -float(np.sum(ALPHA * np.exp(-np.sum(A * (x - P) ** 2, axis=1))))
+
+
+def curve(x, step, max_budget):
+    """search::learning_curve, crossing: u is x1 (the box is [0, 1]^6)."""
+    u = min(max(x[0], 0.0), 1.0)
+    return hartmann6(x) + math.exp(-(0.5 + 4.5 * u) * step / max_budget)
+
+
+def run(seed, total, max_budget, eta, noise):
+    rng = np.random.default_rng(1000 + seed)
+    state = {"spent": 0.0, "incumbent": None}
+    study = optuna.create_study(
+        sampler=optuna.samplers.TPESampler(seed=seed),
+        pruner=optuna.pruners.HyperbandPruner(min_resource=1, max_resource=int(max_budget),
+                                              reduction_factor=eta))
+
+    def objective(trial):
+        x = [trial.suggest_float("x%d" % i, 0.0, 1.0) for i in range(1, 7)]
+        value = None
+        for step in range(1, int(max_budget) + 1):
+            value = curve(x, step, max_budget) + noise * rng.normal()
+            state["spent"] += 1
+            trial.report(value, step)
+            if trial.should_prune():
+                raise optuna.TrialPruned()
+        return value
+
+    n = 0
+    while state["spent"] < total:
+        study.optimize(objective, n_trials=1)
+        n += 1
+        done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+        if not done:
+            continue
+        best = min(done, key=lambda t: t.value)
+        x = [best.params["x%d" % i] for i in range(1, 7)]
+        v = curve(x, max_budget, max_budget)
+        if state["incumbent"] != v:
+            state["incumbent"] = v
+            print("traj\toptuna-hb\t%d\t%.6g\t%.6g" % (seed, state["spent"], v))
+    print("end\toptuna-hb\t%d\t%.6g\t%d" % (seed, state["spent"], n))
+    sys.stdout.flush()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--total", type=float, default=2700)
+    ap.add_argument("--max", type=float, default=27)
+    ap.add_argument("--eta", type=float, default=3)
+    ap.add_argument("--noise", type=float, default=0.05)
+    a = ap.parse_args()
+    for seed in range(a.seeds):
+        run(seed, a.total, a.max, a.eta, a.noise)
+
+
+if __name__ == "__main__":
+    main()
