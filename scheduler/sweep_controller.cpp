@@ -458,7 +458,11 @@ std::optional<std::vector<search::Observation>> SweepController::model_history(
   using search::Algorithm;
   const Algorithm a = spec_.search.sampler.algorithm;
   if (a != Algorithm::kTpe && a != Algorithm::kBayesian) return std::nullopt;
-  // BOHB (Falkner et al., 2018): the largest budget with at least d + 2 results.
+  // TPE: every configuration at its deepest rung, the ones below the full
+  // budget ranked as pruned trials (tests/bench/fidelity_bench.sh: better than
+  // BOHB's one budget on crossing curves).
+  if (a == Algorithm::kTpe) return schedule_->by_configuration(runs, history_);
+  // The GP (BOHB, Falkner et al., 2018): the largest budget with at least d + 2 results.
   const std::size_t min_points = spec_.space.params.size() + 2;
   auto budget = schedule_->model_budget(runs, min_points);
   std::vector<search::Observation> out;

@@ -77,9 +77,11 @@ class SweepController {
   // search.warm_start: the earlier sweeps' completed trials, read once per
   // controller (the sweeps are ended, so a restart reads the same).
   Status load_warm_start(trials::Store& store);
-  // search.multi_fidelity: what the BOHB model learns from, the finished
-  // trials at the largest budget with enough of them; nullopt for the
-  // model-free algorithms (they are handed the history as it is).
+  // search.multi_fidelity: what the model learns from: tpe, every
+  // configuration at its deepest rung (SuccessiveHalving::by_configuration);
+  // bayesian, the finished trials at the largest budget with enough of them
+  // (BOHB's rule); nullopt for the model-free algorithms (they are handed the
+  // history as it is).
   std::optional<std::vector<search::Observation>> model_history(
       std::span<const search::RungRun> runs) const;
 

@@ -97,6 +97,42 @@ RungJob SuccessiveHalving::next(std::span<const RungRun> runs) const {
   return RungJob{bracket, 0, budgets_[bracket][0], -1};
 }
 
+std::vector<Observation> SuccessiveHalving::by_configuration(
+    std::span<const RungRun> runs, std::span<const Observation> history) const {
+  std::map<std::int64_t, const RungRun*> run_of;
+  for (const RungRun& r : runs) run_of[r.number] = &r;
+  auto root = [&](std::int64_t n) {
+    for (int hops = 0; hops < 64; ++hops) {
+      auto it = run_of.find(n);
+      if (it == run_of.end() || it->second->resumed_from < 0) break;
+      n = it->second->resumed_from;
+    }
+    return n;
+  };
+  // configuration -> its deepest finished trial with a value (else any finished one).
+  std::map<std::int64_t, std::pair<double, const Observation*>> deepest;
+  for (const Observation& o : history) {
+    auto it = run_of.find(o.number);
+    if (it == run_of.end()) continue;
+    const double budget = o.value ? budget_of(*it->second) : -1;
+    auto [at, fresh] = deepest.try_emplace(root(o.number), budget, &o);
+    if (!fresh && budget > at->second.first) at->second = {budget, &o};
+  }
+  std::vector<Observation> out;
+  out.reserve(deepest.size());
+  for (const auto& [config, found] : deepest) {
+    Observation o = *found.second;
+    if (o.value && found.first < config_.max_budget) {
+      o.outcome = TrialOutcome::kPruned;
+      o.curve = {{static_cast<std::int64_t>(std::llround(found.first * 1000)), *o.value}};
+    }
+    out.push_back(std::move(o));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Observation& a, const Observation& b) { return a.number < b.number; });
+  return out;
+}
+
 std::optional<double> SuccessiveHalving::model_budget(std::span<const RungRun> runs,
                                                       std::size_t min_points) const {
   std::map<double, std::size_t> count;

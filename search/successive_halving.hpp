@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "search/sampler.hpp"
+
 namespace hpo::search {
 
 enum class Schedule { kAsha, kHyperband };
@@ -72,6 +74,14 @@ class SuccessiveHalving {
   // nullopt when nothing completed yet.
   std::optional<double> model_budget(std::span<const RungRun> runs, std::size_t min_points) const;
   double budget_of(const RungRun& run) const;
+
+  // What TPE learns from under the schedule (as Optuna's TPE beside a
+  // pruner): each configuration once, as its deepest finished rung; below
+  // the max budget it is a pruned trial whose curve ends at that budget, so
+  // TPE ranks it after every full-budget trial, deeper rungs first.
+  // `history`: finished trials, ascending number.
+  std::vector<Observation> by_configuration(std::span<const RungRun> runs,
+                                            std::span<const Observation> history) const;
 
  private:
   // Which bracket the `index`-th new configuration starts in: Hyperband's

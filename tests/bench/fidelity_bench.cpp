@@ -1,7 +1,8 @@
 // Multi-fidelity benchmark: a pool of W workers (simulated time: a trial
 // occupies a worker for the budget it spends) runs random search at the full
 // budget, ASHA and Hyperband with promotions (random new configurations) and
-// BOHB (Hyperband + TPE fitted on the largest budget with d + 2 results), with
+// BOHB (Hyperband + TPE fitted on the largest budget with d + 2 results) and
+// asha-tpe (ASHA's one bracket + the same model), with
 // the very schedule (search/successive_halving.hpp) and samplers the
 // scheduler uses, on a learning-curve function:
 //   value(x, b) = hartmann6(x) + exp(-(0.5 + 4.5 x1) b / M) + noise
@@ -11,7 +12,7 @@
 // has completed; its quality is its noise-free value at the full budget M.
 //
 //   fidelity_bench [--seeds 10] [--total 2700] [--max 27] [--eta 3] [--workers 4]
-//                  [--noise 0.05] [--methods random,asha,hyperband,bohb]
+//                  [--noise 0.05] [--methods random,asha,hyperband,bohb,asha-tpe]
 //
 // Rows: "traj\t<method>\t<seed>\t<budget spent>\t<incumbent's full-budget value>"
 // at each change of the incumbent, and "end\t<method>\t<seed>\t<budget spent>\t<trials>".
@@ -42,7 +43,7 @@ struct Options {
   double eta = 3;
   int workers = 4;
   double noise = 0.05;
-  std::vector<std::string> methods = {"random", "asha", "hyperband", "bohb"};
+  std::vector<std::string> methods = {"random", "asha", "hyperband", "bohb", "asha-tpe"};
 };
 
 SearchSpace space6() {
@@ -76,15 +77,15 @@ struct Running {
 void run(const std::string& method, int seed, const Options& o) {
   const SearchSpace space = space6();
   FidelityConfig fc;
-  fc.schedule = method == "asha" ? Schedule::kAsha : Schedule::kHyperband;
+  fc.schedule = method.rfind("asha", 0) == 0 ? Schedule::kAsha : Schedule::kHyperband;
+  const bool model = method == "bohb" || method == "asha-tpe";
   fc.min_budget = 1;
   fc.max_budget = o.max;
   fc.reduction_factor = o.eta;
   const bool staged = method != "random";
   SuccessiveHalving sh(fc);
   auto sampler = make_sampler(
-      {method == "bohb" ? Algorithm::kTpe : Algorithm::kRandom, static_cast<std::uint64_t>(seed)},
-      space);
+      {model ? Algorithm::kTpe : Algorithm::kRandom, static_cast<std::uint64_t>(seed)}, space);
   Rng noise(static_cast<std::uint64_t>(seed), 0, 0x4e4f49);
 
   std::vector<RungRun> runs;
@@ -114,10 +115,7 @@ void run(const std::string& method, int seed, const Options& o) {
     }
     if (r.resumed_from < 0) {
       std::vector<Observation> seen;
-      if (method == "bohb")
-        if (auto b = sh.model_budget(runs, space.params.size() + 2))
-          for (const auto& h : history)
-            if (budget_of.at(h.number) == *b) seen.push_back(h);
+      if (model) seen = sh.by_configuration(runs, history);
       std::vector<Params> pending;
       for (const auto& x : running) pending.push_back(x.params);
       params = *sampler->ask(seen, pending, configurations++);
@@ -212,7 +210,7 @@ int main(int argc, char** argv) {
     }
   }
   for (const auto& m : o.methods) {
-    if (m != "random" && m != "asha" && m != "hyperband" && m != "bohb") {
+    if (m != "random" && m != "asha" && m != "hyperband" && m != "bohb" && m != "asha-tpe") {
       std::fprintf(stderr, "unknown method %s\n", m.c_str());
       return 2;
     }

@@ -27,6 +27,7 @@ def quartiles(xs):
     return "%.4f [%.4f, %.4f]" % (statistics.median(xs), q[0], q[2])
 
 
+ORDER = ["random", "asha", "hyperband", "bohb", "asha-tpe", "optuna-hb"]
 traj = collections.defaultdict(list)
 end = {}
 for line in sys.stdin:
@@ -35,9 +36,8 @@ for line in sys.stdin:
         traj[(f[1], int(f[2]))].append((float(f[3]), float(f[4])))
     elif f[0] == "end":
         end[(f[1], int(f[2]))] = (float(f[3]), int(f[4]))
-methods = sorted({m for m, _ in end}, key=lambda m: ["random", "asha", "hyperband", "bohb",
-                                                      "optuna-hb"].index(m)
-                 if m in ["random", "asha", "hyperband", "bohb", "optuna-hb"] else 99)
+methods = sorted({m for m, _ in end}, key=lambda m: ORDER.index(m)
+                 if m in ORDER else 99)
 seeds = sorted({s for _, s in end})
 total = max(b for b, _ in end.values())
 print("| method | value at 1/4 budget | at 1/2 | at the full budget (%g) | trials | "

@@ -123,5 +123,36 @@ TEST(SuccessiveHalving, TheModelLearnsFromTheLargestBudgetWithEnoughResults) {
   EXPECT_EQ(sh.model_budget(runs, 10), 1.0);
 }
 
+// TPE's view under the schedule: each configuration once, at its deepest
+// finished rung; below the max budget as a pruned trial at that budget.
+TEST(SuccessiveHalving, TpeSeesEachConfigurationAtItsDeepestRung) {
+  SuccessiveHalving sh(asha(1, 9));
+  std::vector<RungRun> runs = {done(0, 0, 5.0), done(1, 0, 1.0), done(2, 0, 3.0),
+                               done(3, 1, 0.8, 1), done(4, 2, 0.5, 3)};
+  runs.push_back({5, 0, 1, 2, true, std::nullopt});    // 2's promotion failed
+  runs.push_back({6, 0, 0, -1, false, std::nullopt});  // still running: not in the history
+  std::vector<Observation> history;
+  for (const RungRun& r : runs) {
+    if (!r.finished) continue;
+    Observation o;
+    o.number = r.number;
+    o.params = {{"x", static_cast<double>(r.number)}};
+    o.value = r.value;
+    o.outcome = r.value ? TrialOutcome::kCompleted : TrialOutcome::kFailed;
+    history.push_back(o);
+  }
+  auto seen = sh.by_configuration(runs, history);
+  ASSERT_EQ(seen.size(), 3u);  // configurations 0, 1 (via 3 and 4) and 2
+  EXPECT_EQ(seen[0].number, 0);
+  EXPECT_EQ(seen[0].outcome, TrialOutcome::kPruned);
+  ASSERT_EQ(seen[0].curve.size(), 1u);
+  EXPECT_EQ(seen[1].number, 2);  // its failed promotion does not hide it
+  EXPECT_EQ(seen[1].outcome, TrialOutcome::kPruned);
+  EXPECT_EQ(seen[2].number, 4);  // the full budget: completed, as it is
+  EXPECT_EQ(seen[2].outcome, TrialOutcome::kCompleted);
+  EXPECT_EQ(seen[2].value, 0.5);
+  EXPECT_TRUE(seen[2].curve.empty());
+}
+
 }  // namespace
 }  // namespace hpo::search
