@@ -31,6 +31,7 @@
 #include <fmt/ranges.h>
 
 #include "core/log.hpp"
+#include "trials/artifacts.hpp"
 #include "trials/rung.hpp"
 
 namespace hpo::scheduler {
@@ -51,6 +52,7 @@ SweepController::SweepController(std::string sweep_id, trials::SweepSpec spec)
   sampler_ = search::make_sampler(config, spec_.space);
   if (spec_.early_stopping) pruner_ = search::make_pruner(*spec_.early_stopping);
   if (spec_.search.fidelity) schedule_.emplace(*spec_.search.fidelity);
+  if (spec_.search.pbt) population_.emplace(*spec_.search.pbt);
 }
 
 Result<bool> SweepController::step(trials::Store& store) {
@@ -150,11 +152,25 @@ Status SweepController::absorb(trials::Store& store, Trial t) {
 }
 
 void SweepController::note_rung(const Trial& t) {
-  if (!schedule_) return;
+  if (!schedule_ && !population_) return;
   // A record the controller wrote; one it cannot read is no rung of the
   // schedule (never promoted, never counted).
   auto rung = trials::rung_from_json(t.extra);
   if (!rung || !*rung) return;
+  if (population_) {
+    if ((*rung)->member < 0) return;
+    search::MemberRun& m = members_[t.number];
+    m.number = t.number;
+    m.member = (*rung)->member;
+    m.generation = (*rung)->generation();
+    m.resumed_from = (*rung)->resume_number;
+    m.exploited = (*rung)->exploited ? (*rung)->resume_number : -1;
+    m.finished = trials::is_finished(t.state);
+    m.value.reset();
+    if (t.state == TrialState::kCompleted && t.value) m.value = to_min(*t.value);
+    m.params = t.params;
+    return;
+  }
   search::RungRun& run = runs_[t.number];
   run.number = t.number;
   run.bracket = (*rung)->bracket;
@@ -177,6 +193,7 @@ Status SweepController::refresh(trials::Store& store) {
     grown_.clear();
     dirty_.clear();
     runs_.clear();
+    members_.clear();
     for (auto& t : page->trials)
       if (auto st = absorb(store, std::move(t)); !st) return st;
     resync_ = false;
@@ -375,8 +392,11 @@ Result<int> SweepController::fill_queue(trials::Store& store, const trials::Swee
       if (run.resumed_from < 0) ++configurations;
     }
   }
-  while (active < spec_.search.max_concurrent && next < spec_.search.max_trials && !exhausted_ &&
-         batch.size() < kMaxBatch) {
+  if (population_) {
+    if (auto st = next_intervals(store, active, next, pending, batch); !st) return st.error();
+  }
+  while (!population_ && active < spec_.search.max_concurrent && next < spec_.search.max_trials &&
+         !exhausted_ && batch.size() < kMaxBatch) {
     std::optional<search::Params> params;
     std::string extra;
     if (schedule_) {
@@ -451,6 +471,78 @@ Result<int> SweepController::fill_queue(trials::Store& store, const trials::Swee
     active_[number] = std::move(t);
   }
   return static_cast<int>(created->size());
+}
+
+bool SweepController::checkpointed(trials::Store& store, std::int64_t number) {
+  if (auto known = has_checkpoint_.find(number); known != has_checkpoint_.end())
+    return known->second;
+  auto got = store.artifacts().get_artifact(fmt::format("{}-{}", sweep_id_, number),
+                                            trials::artifact::kCheckpoint);
+  if (!got) return false;  // not known now: not a donor this time, asked again later
+  return has_checkpoint_[number] = got->has_value();
+}
+
+Status SweepController::next_intervals(trials::Store& store, std::int64_t& active,
+                                       std::int64_t& next, std::vector<search::Params>& pending,
+                                       std::vector<trials::NewTrial>& batch) {
+  std::vector<search::MemberRun> runs;
+  runs.reserve(members_.size() + 16);
+  for (const auto& [number, run] : members_) runs.push_back(run);
+  const auto has_checkpoint = [&](std::int64_t number) { return checkpointed(store, number); };
+  const search::PbtConfig& config = population_->config();
+  while (active < spec_.search.max_concurrent && next < spec_.search.max_trials &&
+         batch.size() < 256) {
+    auto job = population_->next(runs, has_checkpoint, next);
+    if (!job) {
+      exhausted_ = population_->done(runs);
+      break;
+    }
+    search::MemberRun run;
+    run.number = next;
+    run.member = job->member;
+    run.generation = job->generation;
+    run.resumed_from = job->resume;
+    run.exploited = job->exploit;
+    trials::RungInfo rung{job->budget, config.resource, 0, job->generation, "", -1};
+    rung.member = job->member;
+    if (job->resume < 0) {
+      // A first member: the sampler's design, counted by member.
+      auto params = sampler_->ask(history_, pending, job->member);
+      if (!params) return Error::internal("the sampler gave no first member");
+      run.params = std::move(*params);
+    } else {
+      auto from = std::find_if(runs.begin(), runs.end(),
+                               [&](const search::MemberRun& r) { return r.number == job->resume; });
+      if (from == runs.end())
+        return Error::internal(
+            fmt::format("sweep {}: trial {} to go on from is unknown", sweep_id_, job->resume));
+      run.params =
+          job->exploit >= 0 ? population_->explore(spec_.space, from->params, next) : from->params;
+      rung.resume_from = fmt::format("{}-{}", sweep_id_, job->resume);
+      rung.resume_number = job->resume;
+      rung.exploited = job->exploit >= 0;
+      if (rung.exploited)
+        log_info("pbt exploit", {{"sweep", sweep_id_},
+                                 {"member", std::to_string(job->member)},
+                                 {"from", rung.resume_from},
+                                 {"generation", std::to_string(job->generation)}});
+    }
+    pending.push_back(run.params);
+    trials::NewTrial nt;
+    nt.sweep_id = sweep_id_;
+    nt.role = trials::TrialRole::kTrial;
+    nt.number = next;
+    nt.limit = spec_.search.max_trials;
+    nt.params = run.params;
+    nt.max_attempts = spec_.trial.max_attempts;
+    nt.slots = spec_.trial.slots();
+    nt.extra = trials::rung_to_json(rung);
+    batch.push_back(std::move(nt));
+    runs.push_back(std::move(run));
+    ++next;
+    ++active;
+  }
+  return {};
 }
 
 std::optional<std::vector<search::Observation>> SweepController::model_history(

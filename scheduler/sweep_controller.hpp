@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "search/population_based.hpp"
 #include "search/pruner.hpp"
 #include "search/sampler.hpp"
 #include "search/successive_halving.hpp"
@@ -60,6 +61,10 @@ class SweepController {
   Status refresh(trials::Store& store);
   Status prune_running(trials::Store& store);
   Result<int> fill_queue(trials::Store& store, const trials::Sweep& sweep);
+  // search.pbt's share of fill_queue: the next intervals while slots are free.
+  Status next_intervals(trials::Store& store, std::int64_t& active, std::int64_t& next,
+                        std::vector<search::Params>& pending, std::vector<trials::NewTrial>& batch);
+  bool checkpointed(trials::Store& store, std::int64_t number);
   Result<bool> end_search(trials::Store& store, const trials::Sweep& sweep);
   // Folds a trial as read from the store into active_/history_.
   Status absorb(trials::Store& store, trials::Trial t);
@@ -95,6 +100,12 @@ class SweepController {
   // the trials' extra, so a restarted controller knows the same).
   std::optional<search::SuccessiveHalving> schedule_;
   std::map<std::int64_t, search::RungRun> runs_;
+  // search.pbt: the population schedule, every interval's place in it, and
+  // which finished trials stored a checkpoint (asked of the store once each:
+  // a trial without one is never exploited).
+  std::optional<search::PopulationSchedule> population_;
+  std::map<std::int64_t, search::MemberRun> members_;
+  std::map<std::int64_t, bool> has_checkpoint_;
 
   // The search's memory, kept incrementally so that a step costs what changed,
   // not the sweep's size: trials not finished yet (at most max_concurrent, by

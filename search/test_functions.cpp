@@ -161,4 +161,9 @@ double learning_speed(const SearchSpace& space, const Params& params) {
   return std::clamp((*x - p->min) / (p->max - p->min), 0.0, 1.0);
 }
 
+double noisy_quadratic_step(double v, double lr) {
+  const double r = std::clamp(lr, 0.0, 0.99);
+  return (1 - 2 * r) * (1 - 2 * r) * v + r * r;
+}
+
 }  // namespace hpo::search

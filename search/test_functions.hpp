@@ -69,4 +69,11 @@ double learning_curve(double f, double u, std::int64_t s, std::int64_t n, bool c
 // (0.5 when the space has no numeric x1).
 double learning_speed(const SearchSpace& space, const Params& params);
 
+// The noisy quadratic, a training run whose learning rate should decay: the
+// expected loss v of SGD on f(w) = w^2 with unit gradient noise goes, per
+// step, to (1 - 2 lr)^2 v + lr^2 (the synthetic function `noisy_quadratic`
+// starts at v = 1). A large rate falls fast to a high floor (about lr / 4), a
+// small one slowly to a low one, so a decaying schedule beats every fixed rate.
+double noisy_quadratic_step(double v, double lr);
+
 }  // namespace hpo::search

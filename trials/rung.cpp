@@ -8,8 +8,15 @@
 namespace hpo::trials {
 
 std::string rung_to_json(const RungInfo& r) {
-  nlohmann::json j = {
-      {"budget", r.budget}, {"resource", r.resource}, {"bracket", r.bracket}, {"rung", r.rung}};
+  nlohmann::json j = {{"budget", r.budget}, {"resource", r.resource}};
+  if (r.member >= 0) {
+    j["member"] = r.member;
+    j["generation"] = r.rung;
+    if (r.exploited) j["exploited"] = true;
+  } else {
+    j["bracket"] = r.bracket;
+    j["rung"] = r.rung;
+  }
   if (!r.resume_from.empty()) {
     j["resume_from"] = r.resume_from;
     j["resume_number"] = r.resume_number;
@@ -27,12 +34,32 @@ Result<std::optional<RungInfo>> rung_from_json(std::string_view extra) {
     return Error::invalid("extra.budget", "expected a positive number");
   r.budget = b.get<double>();
   if (auto it = j.find("resource"); it != j.end() && it->is_string()) r.resource = *it;
-  for (const char* key : {"bracket", "rung"}) {
+  auto small = [&](const char* key, std::int64_t hi) -> Result<int> {
     auto it = j.find(key);
     if (it == j.end() || !it->is_number_integer() || it->get<std::int64_t>() < 0 ||
-        it->get<std::int64_t>() > 64)
-      return Error::invalid(std::string("extra.") + key, "expected an integer in [0, 64]");
-    (std::string_view(key) == "bracket" ? r.bracket : r.rung) = it->get<int>();
+        it->get<std::int64_t>() > hi)
+      return Error::invalid(std::string("extra.") + key,
+                            fmt::format("expected an integer in [0, {}]", hi));
+    return it->get<int>();
+  };
+  if (j.contains("member")) {
+    auto m = small("member", 100'000);
+    if (!m) return m.error();
+    auto g = small("generation", 1'000'000);
+    if (!g) return g.error();
+    r.member = *m;
+    r.rung = *g;
+    if (auto it = j.find("exploited"); it != j.end()) {
+      if (!it->is_boolean()) return Error::invalid("extra.exploited", "expected true or false");
+      r.exploited = it->get<bool>();
+    }
+  } else {
+    auto b = small("bracket", 64);
+    if (!b) return b.error();
+    auto g = small("rung", 64);
+    if (!g) return g.error();
+    r.bracket = *b;
+    r.rung = *g;
   }
   if (auto it = j.find("resume_from"); it != j.end()) {
     auto n = j.find("resume_number");

@@ -384,10 +384,18 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
     r.unknown_keys("kind, argv, env, cwd, data, timeout_s, max_attempts, resources, data_parallel");
   } else if (*kind == "synthetic") {
     out.kind = TrialKind::kSynthetic;
-    auto fn = r.one_of(
-        "function",
-        {"noop", "branin", "hartmann6", "rosenbrock", "ackley", "zdt1", "zdt2", "dtlz2"}, true);
-    if (fn) {
+    auto fn = r.one_of("function",
+                       {"noop", "branin", "hartmann6", "rosenbrock", "ackley", "zdt1", "zdt2",
+                        "dtlz2", "noisy_quadratic"},
+                       true);
+    if (fn && *fn == "noisy_quadratic") {
+      out.synthetic.function = *fn;
+      const auto* p = space.find("lr");
+      if (!p || p->type == search::ParamType::kCategorical || p->when)
+        r.error("trial.function",
+                "noisy_quadratic trains at the numeric parameter lr; \"lr\" is missing, "
+                "categorical or conditional");
+    } else if (fn) {
       out.synthetic.function = *fn;
       auto several = search::multi_objective_info(*fn);
       int dims = several ? several->dims : search::test_function_dims(*fn);
@@ -526,6 +534,83 @@ void check_several_objectives(const SweepSpec& spec, std::vector<FieldError>& er
         {"ensemble", "ranks trials by one objective; not available with several objectives"});
 }
 
+// `resource` of search.multi_fidelity and search.pbt: epochs, steps, subset or
+// the user's own name.
+std::optional<std::string> read_resource(Reader& r) {
+  auto res = r.string("resource", true);
+  if (!res) return std::nullopt;
+  const bool name_ok =
+      !res->empty() && res->size() <= 64 && !std::isdigit(static_cast<unsigned char>((*res)[0])) &&
+      res->find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
+          std::string::npos;
+  if (!name_ok) {
+    r.error(r.at("resource"),
+            fmt::format("expected epochs, steps, subset or a name of letters, digits and _ "
+                        "(passed to command trials as HPO_BUDGET), got \"{}\"",
+                        res->substr(0, 64)));
+    return std::nullopt;
+  }
+  return res;
+}
+
+bool builtin_resource(const std::string& res) {
+  return res == "epochs" || res == "steps" || res == "subset";
+}
+
+// search.pbt (the resource and the parameters it mutates are checked once the
+// trial and the space are read: check_pbt).
+void parse_pbt(const Json& j, const std::string& path, SearchConfig& out,
+               std::vector<FieldError>& errors) {
+  Reader r(j, path, errors);
+  search::PbtConfig c;
+  if (auto n = r.integer("population", 2, 1000, true)) c.population = static_cast<int>(*n);
+  if (auto res = read_resource(r)) c.resource = *res;
+  auto interval = r.number("interval", true);
+  auto hi = r.number("max", true);
+  if (auto q = r.number("quantile")) {
+    if (!(*q > 0 && *q <= 0.5))
+      r.error(r.at("quantile"), fmt::format("expected a number in (0, 0.5], got {}", *q));
+    else
+      c.quantile = *q;
+  }
+  if (auto p = r.number("resample_probability")) {
+    if (!(*p >= 0 && *p <= 1))
+      r.error(r.at("resample_probability"), fmt::format("expected a number in [0, 1], got {}", *p));
+    else
+      c.resample_probability = *p;
+  }
+  if (const Json* m = r.array("mutations")) {
+    const std::string at = r.at("mutations");
+    if (m->empty()) r.error(at, "expected the names of the parameters PBT may change, got []");
+    for (std::size_t i = 0; i < m->size() && i < 1000; ++i) {
+      if (!(*m)[i].is_string()) {
+        r.expected(Reader::item(at, i), "a parameter name", (*m)[i]);
+        continue;
+      }
+      c.mutable_params.push_back((*m)[i].get<std::string>());
+    }
+  }
+  if (interval && hi) {
+    const bool whole = builtin_resource(c.resource);
+    if (*interval <= 0)
+      r.error(r.at("interval"), fmt::format("must be above 0, got {}", *interval));
+    else if (*hi < *interval)
+      r.error(r.at("max"), fmt::format("must be at least interval ({}), got {}", *interval, *hi));
+    else if (whole && (std::floor(*interval) != *interval || std::floor(*hi) != *hi || *hi > 1e9))
+      r.error(path, fmt::format("{} is counted in whole numbers: interval and max must be "
+                                "integers up to 1e9, got {} and {}",
+                                c.resource, *interval, *hi));
+    else if (*hi / *interval > 10'000)
+      r.error(path,
+              fmt::format("max / interval = {} makes more than 10,000 intervals", *hi / *interval));
+    c.interval = *interval;
+    c.max_budget = *hi;
+  }
+  r.unknown_keys("population, resource, interval, max, quantile, resample_probability, mutations");
+  c.seed = out.sampler.seed;
+  if (r.ok()) out.pbt = c;
+}
+
 // search.multi_fidelity (what the resource may be for the trial's kind is
 // checked once the trial is read: check_fidelity).
 void parse_fidelity(const Json& j, const std::string& path, SearchConfig& out,
@@ -534,19 +619,7 @@ void parse_fidelity(const Json& j, const std::string& path, SearchConfig& out,
   search::FidelityConfig c;
   if (auto t = r.one_of("type", {"asha", "hyperband"}, true))
     c.schedule = *t == "asha" ? search::Schedule::kAsha : search::Schedule::kHyperband;
-  if (auto res = r.string("resource", true)) {
-    c.resource = *res;
-    const bool name_ok =
-        !res->empty() && res->size() <= 64 &&
-        !std::isdigit(static_cast<unsigned char>((*res)[0])) &&
-        res->find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
-            std::string::npos;
-    if (!name_ok)
-      r.error(r.at("resource"),
-              fmt::format("expected epochs, steps, subset or a name of letters, digits and _ "
-                          "(passed to command trials as HPO_BUDGET), got \"{}\"",
-                          res->substr(0, 64)));
-  }
+  if (auto res = read_resource(r)) c.resource = *res;
   auto lo = r.number("min", true);
   auto hi = r.number("max", true);
   if (auto f = r.number("reduction_factor")) {
@@ -556,7 +629,7 @@ void parse_fidelity(const Json& j, const std::string& path, SearchConfig& out,
     else
       c.reduction_factor = *f;
   }
-  const bool builtin = c.resource == "epochs" || c.resource == "steps" || c.resource == "subset";
+  const bool builtin = builtin_resource(c.resource);
   if (lo && hi) {
     c.integer = builtin || (std::floor(*lo) == *lo && std::floor(*hi) == *hi);
     if (*lo <= 0)
@@ -577,13 +650,9 @@ void parse_fidelity(const Json& j, const std::string& path, SearchConfig& out,
   if (r.ok()) out.fidelity = c;
 }
 
-// What a multi-fidelity schedule's resource means for the trial's kind, and
-// what it cannot be combined with.
-void check_fidelity(const SweepSpec& spec, std::vector<FieldError>& errors) {
-  if (!spec.search.fidelity) return;
-  const std::string& res = spec.search.fidelity->resource;
-  const std::string at = "search.multi_fidelity.resource";
-  const TrialKind kind = spec.trial.kind;
+// What a schedule's resource means for the trial's kind.
+void check_resource(const std::string& res, const std::string& at, TrialKind kind,
+                    std::vector<FieldError>& errors) {
   if ((res == "epochs" || res == "subset") && kind != TrialKind::kTorch)
     errors.push_back({at, "\"" + res +
                               "\" is a budget of the built-in trainer (trial kind torch); a "
@@ -596,6 +665,43 @@ void check_fidelity(const SweepSpec& spec, std::vector<FieldError>& errors) {
     errors.push_back({at, "\"" + res +
                               "\": a resource of your own applies to command trials (kind "
                               "torch: epochs or subset; synthetic: steps)"});
+}
+
+void check_pbt(const SweepSpec& spec, std::vector<FieldError>& errors) {
+  if (!spec.search.pbt) return;
+  const auto& pbt = *spec.search.pbt;
+  check_resource(pbt.resource, "search.pbt.resource", spec.trial.kind, errors);
+  if (pbt.resource == "subset")
+    errors.push_back({"search.pbt.resource",
+                      "PBT goes on from checkpoints; a budget of training rows retrains (torch: "
+                      "use epochs)"});
+  for (std::size_t i = 0; i < pbt.mutable_params.size(); ++i)
+    if (!spec.space.find(pbt.mutable_params[i]))
+      errors.push_back({"search.pbt.mutations[" + std::to_string(i) + "]",
+                        "\"" + pbt.mutable_params[i] + "\" is not a parameter of the space"});
+  if (spec.search.fidelity)
+    errors.push_back({"search.pbt", "and search.multi_fidelity both schedule the trials; use one"});
+  if (spec.early_stopping)
+    errors.push_back({"early_stopping", "search.pbt replaces the bottom members itself; drop one"});
+  using search::Algorithm;
+  const Algorithm a = spec.search.sampler.algorithm;
+  if (a != Algorithm::kRandom && a != Algorithm::kSobol)
+    errors.push_back({"search.algorithm",
+                      "search.pbt draws its first population with random or sobol; later "
+                      "members come from exploit and explore"});
+  if (spec.search.max_trials < pbt.population)
+    errors.push_back(
+        {"search.max_trials", fmt::format("must be at least search.pbt.population ({}), got {}",
+                                          pbt.population, spec.search.max_trials)});
+  if (spec.objectives.size() > 1)
+    errors.push_back({"search.pbt", "ranks members by one objective; not available with several"});
+}
+
+// What a multi-fidelity schedule cannot be combined with.
+void check_fidelity(const SweepSpec& spec, std::vector<FieldError>& errors) {
+  if (!spec.search.fidelity) return;
+  check_resource(spec.search.fidelity->resource, "search.multi_fidelity.resource", spec.trial.kind,
+                 errors);
   if (spec.early_stopping)
     errors.push_back({"early_stopping",
                       "search.multi_fidelity stops and promotes trials itself; drop one of them"});
@@ -667,9 +773,10 @@ void parse_search(const Json* j, const search::SearchSpace& space, SearchConfig&
   }
   if (const Json* f = r.object("multi_fidelity"))
     parse_fidelity(*f, r.at("multi_fidelity"), out, errors);
+  if (const Json* p = r.object("pbt")) parse_pbt(*p, r.at("pbt"), out, errors);
   r.unknown_keys(
       "algorithm, max_trials, max_concurrent, seed, n_initial, population, warm_start, "
-      "multi_fidelity");
+      "multi_fidelity, pbt");
   if (out.sampler.algorithm == Algorithm::kGrid) {
     for (const auto& p : space.params)
       if (p.type == search::ParamType::kFloat && !p.step)
@@ -776,6 +883,7 @@ Result<SweepSpec> parse_spec(std::string_view json_text) {
                       "trial starts its own processes)"});
   check_several_objectives(spec, errors);
   check_fidelity(spec, errors);
+  check_pbt(spec, errors);
   r.unknown_keys(
       "name, description, objective, objectives, constraints, parameters, search, early_stopping, "
       "trial, ensemble");

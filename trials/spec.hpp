@@ -15,6 +15,7 @@
 #include "search/pruner.hpp"
 #include "search/sampler.hpp"
 #include "search/space.hpp"
+#include "search/population_based.hpp"
 #include "search/successive_halving.hpp"
 #include "trials/constraints.hpp"
 #include "trials/recipe/ensemble_recipe.hpp"
@@ -42,6 +43,9 @@ struct SearchConfig {
   // budget, a promotion resumes the checkpoint of the rung below
   // (trials/rung.hpp). max_trials counts those trials.
   std::optional<search::FidelityConfig> fidelity;
+  // search.pbt: population-based training (search/population_based.hpp); each
+  // interval of each member is a trial resuming a checkpoint (trials/rung.hpp).
+  std::optional<search::PbtConfig> pbt;
 };
 
 // trial.data of kind "command": the shape of the user's own data, which its

@@ -90,6 +90,12 @@ Json search_json(const SearchConfig& s) {
                            {"min", f->min_budget},
                            {"max", f->max_budget},
                            {"reduction_factor", f->reduction_factor}};
+  if (const auto& p = s.pbt) {
+    j["pbt"] = {{"population", p->population}, {"resource", p->resource},
+                {"interval", p->interval},     {"max", p->max_budget},
+                {"quantile", p->quantile},     {"resample_probability", p->resample_probability}};
+    if (!p->mutable_params.empty()) j["pbt"]["mutations"] = p->mutable_params;
+  }
   return j;
 }
 

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <thread>
 
@@ -52,7 +53,19 @@ trials::TrialResult SyntheticExecutor::run(const TrialTask& task, Reporter& repo
   const auto several = search::multi_objective_info(recipe.function);
   trials::Metrics objectives;
   std::optional<double> f;
-  if (several) {
+  // The noisy quadratic is a training run: its state (the expected loss) goes
+  // on step by step from the checkpoint, at the trial's learning rate.
+  const bool quadratic = recipe.function == "noisy_quadratic";
+  double lr = 0, loss = 1;
+  if (quadratic) {
+    auto it = task.trial.params.find("lr");
+    auto x = it == task.trial.params.end() ? std::nullopt : search::as_double(it->second);
+    if (!x)
+      return failed_result("synthetic function 'noisy_quadratic' needs a numeric parameter lr",
+                           false);
+    lr = *x;
+    f = 0;
+  } else if (several) {
     if (auto fs = search::evaluate_multi_objective(recipe.function, task.trial.params)) {
       for (std::size_t i = 0; i < fs->size(); ++i)
         objectives["f" + std::to_string(i + 1)] = (*fs)[i];
@@ -77,10 +90,16 @@ trials::TrialResult SyntheticExecutor::run(const TrialTask& task, Reporter& repo
   // A multi-fidelity trial (resource steps): `budget` steps of a curve whose
   // last step is the schedule's max budget, the first ones skipped when it
   // resumes a checkpoint (the step it reached); sleep_s is a full budget's time.
+  // So is a PBT interval (its checkpoint may be another member's).
   std::optional<trials::RungInfo> rung;
-  if (const auto& fid = task.spec->search.fidelity; fid && fid->resource == "steps") {
+  std::optional<double> schedule_max;
+  if (const auto& fid = task.spec->search.fidelity; fid && fid->resource == "steps")
+    schedule_max = fid->max_budget;
+  if (const auto& pbt = task.spec->search.pbt; pbt && pbt->resource == "steps")
+    schedule_max = pbt->max_budget;
+  if (schedule_max) {
     auto parsed = trials::rung_from_json(task.trial.extra);
-    if (!parsed) return failed_result("multi-fidelity record: " + parsed.error().message, false);
+    if (!parsed) return failed_result("schedule record: " + parsed.error().message, false);
     rung = *parsed;
   }
   const double u = search::learning_speed(task.spec->space, task.trial.params);
@@ -89,7 +108,7 @@ trials::TrialResult SyntheticExecutor::run(const TrialTask& task, Reporter& repo
   auto total = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(std::max(0.0, recipe.sleep_s)));
   if (rung) {
-    n = static_cast<std::int64_t>(task.spec->search.fidelity->max_budget);
+    n = static_cast<std::int64_t>(*schedule_max);
     last_step = std::min<std::int64_t>(n, static_cast<std::int64_t>(rung->budget));
     auto stored = reporter.get_artifact(trials::artifact::kCheckpoint);
     if (!stored)
@@ -97,7 +116,12 @@ trials::TrialResult SyntheticExecutor::run(const TrialTask& task, Reporter& repo
     if (*stored) {
       const std::string& text = **stored;
       std::int64_t done = 0;
-      if (text.rfind("step ", 0) == 0) done = std::atoll(text.c_str() + 5);
+      char* rest = nullptr;
+      if (text.rfind("step ", 0) == 0) done = std::strtoll(text.c_str() + 5, &rest, 10);
+      if (quadratic && done >= 1) {
+        loss = rest ? std::strtod(rest, nullptr) : 0;
+        if (!(loss > 0) || !std::isfinite(loss)) done = -1;  // no state: refused below
+      }
       if (done < 1 || done > last_step)
         return failed_result("the checkpoint \"" + text.substr(0, 40) + "\" is not a step up to " +
                                  std::to_string(last_step),
@@ -122,7 +146,8 @@ trials::TrialResult SyntheticExecutor::run(const TrialTask& task, Reporter& repo
                             reporter);
         r != StopReason::kNone)
       return stopped(r);
-    double v = noisy(search::learning_curve(*f, u, s, n, recipe.crossing));
+    if (quadratic) loss = search::noisy_quadratic_step(loss, lr);
+    double v = noisy(quadratic ? loss : search::learning_curve(*f, u, s, n, recipe.crossing));
     last = v;
     reporter.report(s, {{kMetric, v}});
   }
@@ -130,13 +155,17 @@ trials::TrialResult SyntheticExecutor::run(const TrialTask& task, Reporter& repo
   if (rung) {
     // The value at the budget; the step reached is the checkpoint a promotion resumes.
     trials::TrialResult result;
-    result.value =
-        last ? *last : noisy(search::learning_curve(*f, u, last_step, n, recipe.crossing));
+    result.value = last ? *last
+                   : quadratic
+                       ? noisy(loss)
+                       : noisy(search::learning_curve(*f, u, last_step, n, recipe.crossing));
     result.metrics[kMetric] = *result.value;
     result.metrics["budget"] = static_cast<double>(last_step);
     if (last_step < n)
-      if (auto st = reporter.put_artifact(trials::artifact::kCheckpoint,
-                                          "step " + std::to_string(last_step));
+      if (auto st =
+              reporter.put_artifact(trials::artifact::kCheckpoint,
+                                    quadratic ? fmt::format("step {} {:.17g}", last_step, loss)
+                                              : "step " + std::to_string(last_step));
           !st)
         return failed_result("the checkpoint was not stored: " + st.error().message, true);
     return result;
@@ -144,7 +173,9 @@ trials::TrialResult SyntheticExecutor::run(const TrialTask& task, Reporter& repo
 
   trials::TrialResult result;
   // The curve's last point: f(x) for the linear curve.
-  result.value = noisy(n > 0 ? search::learning_curve(*f, u, n, n, recipe.crossing) : *f);
+  result.value = noisy(quadratic ? loss
+                       : n > 0   ? search::learning_curve(*f, u, n, n, recipe.crossing)
+                                 : *f);
   result.metrics[kMetric] = *result.value;
   for (const auto& [name, v] : objectives) result.metrics[name] = noisy(v);
   if (auto primary = result.metrics.find(task.spec->objective.metric);

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -775,6 +776,109 @@ TEST(EndToEnd, AHyperbandSweepPromotesByResumingAndSurvivesASchedulerKill) {
   EXPECT_NEAR(sweep["best"]["value"].get<double>(), best, 1e-12);
   std::printf("hyperband e2e: %d trials, %d promotions (resumed), %d at the full budget\n", kTrials,
               resumed, top);
+}
+
+// search.pbt through the service: a population of 6 trains the noisy
+// quadratic (each member's expected loss, stepped at its learning rate) in 6
+// intervals; the scheduler is killed with -9 in the middle. Every interval of
+// every member is one trial, completed once; each goes on from its member's
+// previous interval or, exploiting, from a better member's same interval
+// (with an explored rate); and its value is what that lineage's steps give,
+// replayed here from the first interval, so no interval was lost, repeated
+// or resumed from the wrong checkpoint.
+TEST(EndToEnd, APbtSweepExploitsCheckpointsAndSurvivesASchedulerKill) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  c.start_worker("a", 2);
+  c.start_worker("b", 1);
+  constexpr int kPopulation = 6, kIntervals = 6, kInterval = 4;
+  const Json spec = Json::parse(R"({
+    "name": "pbt",
+    "objective": {"metric": "value", "mode": "min"},
+    "parameters": {"lr": {"type": "float", "min": 0.001, "max": 0.5, "log": true}},
+    "search": {"algorithm": "random", "max_trials": 100, "max_concurrent": 3, "seed": 2,
+               "pbt": {"population": 6, "resource": "steps", "interval": 4, "max": 24}},
+    "trial": {"kind": "synthetic", "function": "noisy_quadratic", "sleep_s": 2.4}
+  })");
+  const std::string id = submit(c, spec);
+  ASSERT_TRUE(wait_for(
+      [&] {
+        Json s = c.get("/api/sweeps/" + id);
+        return s.is_object() && s["counts"]["completed"].get<int>() >= 14;
+      },
+      120s))
+      << c.logs();
+  c.scheduler().kill(SIGKILL);
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  Json sweep = c.wait_finished(id, 300s);
+  ASSERT_EQ(sweep.value("state", ""), "finished") << c.logs();
+  EXPECT_EQ(sweep["counts"]["completed"], kPopulation * kIntervals);
+
+  Json page = c.get("/api/sweeps/" + id + "/trials?limit=100");
+  ASSERT_EQ(page["total"], kPopulation * kIntervals);
+  std::map<std::string, Json> by_id;
+  for (const auto& t : page["trials"]) by_id[t["id"].get<std::string>()] = t;
+  std::set<std::pair<int, int>> intervals;
+  int exploits = 0;
+  // The loss a trial's lineage reaches: every step of every interval from 1.
+  std::function<double(const Json&)> replay = [&](const Json& t) -> double {
+    const Json& x = t["extra"];
+    const int budget = x["budget"].get<int>();
+    double v = 1;
+    int from = 0;
+    if (x.contains("resume_from")) {
+      const Json& parent = by_id.at(x["resume_from"].get<std::string>());
+      v = replay(parent);
+      from = parent["extra"]["budget"].get<int>();
+    }
+    const double lr = t["params"]["lr"].get<double>();
+    for (int s = from; s < budget; ++s) v = (1 - 2 * lr) * (1 - 2 * lr) * v + lr * lr;
+    return v;
+  };
+  for (const auto& [tid, t] : by_id) {
+    ASSERT_EQ(t["state"], "completed") << t.dump();
+    const Json& x = t["extra"];
+    ASSERT_TRUE(x.is_object() && x.contains("member")) << t.dump();
+    const int member = x["member"].get<int>(), generation = x["generation"].get<int>();
+    EXPECT_TRUE(intervals.insert({member, generation}).second)
+        << "member " << member << " interval " << generation << " twice";
+    EXPECT_EQ(x["budget"].get<int>(), (generation + 1) * kInterval) << t.dump();
+    EXPECT_NEAR(t["value"].get<double>(), replay(t), 1e-12) << t.dump();
+    Json detail = c.get("/api/trials/" + tid);
+    int completed_attempts = 0;
+    for (const auto& a : detail["attempts"]) completed_attempts += a["outcome"] == "completed";
+    EXPECT_EQ(completed_attempts, 1) << detail.dump();
+    if (generation == 0) {
+      EXPECT_FALSE(x.contains("resume_from")) << t.dump();
+      continue;
+    }
+    ASSERT_TRUE(x.contains("resume_from")) << t.dump();
+    const Json& parent = by_id.at(x["resume_from"].get<std::string>());
+    EXPECT_EQ(parent["extra"]["generation"].get<int>(), generation - 1) << t.dump();
+    EXPECT_NE(detail.value("log_tail", "")
+                  .find(fmt::format("resuming at step {} of {}", generation * kInterval + 1,
+                                    (generation + 1) * kInterval)),
+              std::string::npos)
+        << detail.dump();
+    if (x.value("exploited", false)) {
+      ++exploits;
+      EXPECT_NE(parent["extra"]["member"], member) << t.dump();
+      EXPECT_NE(parent["params"], t["params"]) << t.dump();  // explored
+      // The donor was ahead of this member's own interval g - 1.
+      for (const auto& [oid, o] : by_id)
+        if (o["extra"]["member"] == member && o["extra"]["generation"] == generation - 1)
+          EXPECT_LT(parent["value"].get<double>(), o["value"].get<double>()) << t.dump();
+    } else {
+      EXPECT_EQ(parent["extra"]["member"], member) << t.dump();
+      EXPECT_EQ(parent["params"], t["params"]) << t.dump();
+    }
+  }
+  EXPECT_EQ(intervals.size(), static_cast<std::size_t>(kPopulation * kIntervals));
+  EXPECT_GT(exploits, 0);
+  const std::string log = read_file(c.home() + "/scheduler.log");
+  EXPECT_NE(log.find("pbt exploit"), std::string::npos) << log;
+  std::printf("pbt e2e: %d intervals, %d exploits, best %.5f\n", kPopulation * kIntervals, exploits,
+              sweep["best"]["value"].get<double>());
 }
 
 // --exit-when-idle-s: a worker that runs nothing while no sweep runs ends by

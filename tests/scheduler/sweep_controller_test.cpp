@@ -5,13 +5,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <set>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "scheduler/sweep_controller.hpp"
+#include "search/test_functions.hpp"
 #include "tests/scheduler/sweep_fixture.hpp"
 #include "trials/memory/memory_store.hpp"
+#include "trials/rung.hpp"
 
 namespace hpo::scheduler {
 namespace {
@@ -302,6 +306,79 @@ TEST(SweepController, BayesianSweepContinuesAfterARestartWithoutRepeatingTrials)
   }
   EXPECT_EQ(numbers.size(), 14u);
   EXPECT_EQ(params.size(), 14u);  // no suggestion repeated across the restart
+}
+
+}  // namespace
+}  // namespace hpo::scheduler
+
+namespace hpo::scheduler {
+namespace {
+
+// search.pbt against the in-memory store: each interval is a trial; a fake
+// worker steps the noisy quadratic from the checkpoint its trial resumes
+// (its own, else the one it goes on from) and stores its own. A fresh
+// controller halfway (a restart) goes on where the first stopped.
+TEST(SweepController, PbtRunsEveryIntervalOnceAndGoesOnFromCheckpoints) {
+  Fixture f(Json::parse(R"({
+    "name": "pbt",
+    "objective": {"metric": "value", "mode": "min"},
+    "parameters": {"lr": {"type": "float", "min": 0.001, "max": 0.5, "log": true}},
+    "search": {"algorithm": "random", "max_trials": 100, "max_concurrent": 2, "seed": 3,
+               "pbt": {"population": 4, "resource": "steps", "interval": 5, "max": 20}},
+    "trial": {"kind": "synthetic", "function": "noisy_quadratic"}
+  })"));
+  auto run = [&](const trials::Trial& t) {
+    auto rung = trials::rung_from_json(t.extra);
+    EXPECT_TRUE(rung && *rung) << t.extra;
+    double v = 1;
+    int from = 0;
+    if (!(*rung)->resume_from.empty()) {
+      auto got = f.store.get_artifact((*rung)->resume_from, "checkpoint");
+      EXPECT_TRUE(got && *got) << t.id << " resumes " << (*rung)->resume_from;
+      if (got && *got) std::sscanf((*got)->c_str(), "step %d %lf", &from, &v);
+    }
+    const double lr = std::get<double>(t.params.at("lr"));
+    for (int s = from; s < static_cast<int>((*rung)->budget); ++s)
+      v = search::noisy_quadratic_step(v, lr);
+    EXPECT_TRUE(f.store
+                    .put_artifact(t.id, t.attempt, "w", "checkpoint",
+                                  fmt::format("step {} {:.17g}", (*rung)->budget, v))
+                    .ok());
+    trials::TrialResult r;
+    r.value = v;
+    r.metrics["value"] = v;
+    return r;
+  };
+  auto drive = [&](SweepController& c, int rounds) {
+    for (int i = 0; i < rounds; ++i) {
+      auto alive = c.step(f.store);
+      EXPECT_TRUE(alive.ok()) << alive.error().message;
+      if (!alive.ok() || !*alive) return false;
+      if (f.work_one(run)) c.mark_resync();
+    }
+    return true;
+  };
+  {
+    SweepController first(f.sweep_id, f.spec);
+    ASSERT_TRUE(drive(first, 7));
+  }
+  SweepController second(f.sweep_id, f.spec);
+  EXPECT_FALSE(drive(second, 200));
+  auto s = f.sweep();
+  EXPECT_EQ(s.state, trials::SweepState::kFinished);
+  EXPECT_EQ(s.counts.completed, 16);
+  auto page = f.store.list_trials(f.sweep_id, trials::TrialRole::kTrial, 0, trials::kAll);
+  ASSERT_TRUE(page.ok());
+  std::set<std::pair<int, int>> intervals;
+  int exploits = 0;
+  for (const auto& t : page->trials) {
+    auto rung = trials::rung_from_json(t.extra);
+    ASSERT_TRUE(rung && *rung);
+    EXPECT_TRUE(intervals.insert({(*rung)->member, (*rung)->generation()}).second) << t.extra;
+    exploits += (*rung)->exploited;
+  }
+  EXPECT_EQ(intervals.size(), 16u);
+  EXPECT_GT(exploits, 0);
 }
 
 }  // namespace

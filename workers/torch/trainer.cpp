@@ -317,6 +317,10 @@ TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedDat
       return result;
     }
     resume = std::move(*loaded);
+    // The optimiser's state comes back with the learning rate it had; this
+    // trial's own wins (a PBT exploit goes on from another trial's
+    // checkpoint with an explored rate).
+    set_learning_rate(*optimizer, cfg.optimizer.lr);
     reporter.log(fmt::format("torch: resuming from a checkpoint at epoch {}, batch {}",
                              resume.epoch + 1, resume.batch + 1));
   }

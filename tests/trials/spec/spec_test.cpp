@@ -674,5 +674,61 @@ TEST(Spec, MultiFidelity) {
   EXPECT_TRUE(has_error(synthetic, at + ".resource", "kind torch"));
 }
 
+// search.pbt: a population trained in intervals of a resource the trial's
+// kind has; its mutations name parameters of the space.
+TEST(Spec, PopulationBasedTraining) {
+  Json s = Json::parse(R"({"name": "pbt", "objective": {"metric": "value"},
+    "parameters": {"lr": {"type": "float", "min": 0.001, "max": 0.5, "log": true}},
+    "search": {"max_trials": 40, "seed": 5, "pbt": {"population": 6, "resource": "steps",
+               "interval": 4, "max": 24, "quantile": 0.2, "mutations": ["lr"]}},
+    "trial": {"kind": "synthetic", "function": "noisy_quadratic"}})");
+  auto ok = parse_spec(s.dump());
+  ASSERT_TRUE(ok) << ok.error().message;
+  ASSERT_TRUE(ok->search.pbt);
+  EXPECT_EQ(ok->search.pbt->population, 6);
+  EXPECT_EQ(ok->search.pbt->interval, 4);
+  EXPECT_EQ(ok->search.pbt->max_budget, 24);
+  EXPECT_EQ(ok->search.pbt->quantile, 0.2);
+  EXPECT_EQ(ok->search.pbt->seed, 5u);
+  EXPECT_EQ(ok->search.pbt->mutable_params, std::vector<std::string>{"lr"});
+  auto again = parse_spec(dump_spec(*ok));
+  ASSERT_TRUE(again) << again.error().message;
+  ASSERT_TRUE(again->search.pbt);
+  EXPECT_EQ(again->search.pbt->mutable_params, std::vector<std::string>{"lr"});
+  EXPECT_EQ(again->search.pbt->max_budget, 24);
+
+  const std::string at = "search.pbt";
+  Json unknown_param = s;
+  unknown_param["search"]["pbt"]["mutations"] = {"lr", "momentum"};
+  EXPECT_TRUE(has_error(unknown_param, at + ".mutations[1]", "\"momentum\" is not a parameter"));
+  Json short_max = s;
+  short_max["search"]["pbt"]["max"] = 3;
+  EXPECT_TRUE(has_error(short_max, at + ".max", "must be at least interval (4), got 3"));
+  Json quantile = s;
+  quantile["search"]["pbt"]["quantile"] = 0.7;
+  EXPECT_TRUE(has_error(quantile, at + ".quantile", "(0, 0.5], got 0.7"));
+  Json tiny = s;
+  tiny["search"]["pbt"]["population"] = 1;
+  EXPECT_TRUE(has_error(tiny, at + ".population", ""));
+  Json few = s;
+  few["search"]["max_trials"] = 5;
+  EXPECT_TRUE(has_error(few, "search.max_trials", "at least search.pbt.population (6), got 5"));
+  Json model = s;
+  model["search"]["algorithm"] = "tpe";
+  EXPECT_TRUE(has_error(model, "search.algorithm", "random or sobol"));
+  Json epochs = s;
+  epochs["search"]["pbt"]["resource"] = "epochs";
+  EXPECT_TRUE(has_error(epochs, at + ".resource", "built-in trainer"));
+  Json both = s;
+  both["search"]["multi_fidelity"] =
+      Json::parse(R"({"type": "asha", "resource": "steps", "min": 1, "max": 9})");
+  EXPECT_TRUE(has_error(both, at, "use one"));
+  Json no_lr = s;
+  no_lr["parameters"] = Json::parse(R"({"x1": {"type": "float", "min": 0, "max": 1}})");
+  no_lr["search"]["pbt"].erase("mutations");
+  EXPECT_TRUE(
+      has_error(no_lr, "trial.function", "noisy_quadratic trains at the numeric parameter lr"));
+}
+
 }  // namespace
 }  // namespace hpo::trials

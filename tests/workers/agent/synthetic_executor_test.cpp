@@ -6,6 +6,8 @@
 #include <future>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "search/test_functions.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/workers/agent/test_util.hpp"
@@ -120,6 +122,48 @@ TEST(SyntheticExecutor, ARungRunsToItsBudgetAndAPromotionResumesItsCheckpoint) {
   r = SyntheticExecutor().run(task, rep);
   EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
   EXPECT_NE(r.error.find("\"step 12\" is not a step up to 9"), std::string::npos) << r.error;
+}
+
+// noisy_quadratic under search.pbt: the expected loss steps on at the
+// trial's rate from the state its checkpoint holds (a donor's, on an exploit).
+TEST(SyntheticExecutor, TheNoisyQuadraticGoesOnFromTheStateInItsCheckpoint) {
+  auto spec = synthetic_spec("noisy_quadratic");
+  search::PbtConfig pbt;
+  pbt.resource = "steps";
+  pbt.interval = 4;
+  pbt.max_budget = 8;
+  spec.search.pbt = pbt;
+  trials::RungInfo first{4, "steps", 0, 0, "", -1};
+  first.member = 1;
+  RecordingReporter rep;
+  auto task = make_task(spec, {{"lr", 0.1}});
+  task.trial.extra = trials::rung_to_json(first);
+  auto r = SyntheticExecutor().run(task, rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  double v = 1;
+  for (int s = 0; s < 4; ++s) v = search::noisy_quadratic_step(v, 0.1);
+  EXPECT_DOUBLE_EQ(*r.value, v);
+  EXPECT_EQ(rep.artifacts.at("checkpoint"), fmt::format("step 4 {:.17g}", v));
+  // The next interval at another rate, from that state (exploited or not).
+  trials::RungInfo second{8, "steps", 0, 1, "syn-0", 0};
+  second.member = 1;
+  second.exploited = true;
+  task = make_task(spec, {{"lr", 0.05}});
+  task.trial.extra = trials::rung_to_json(second);
+  rep.reports.clear();
+  r = SyntheticExecutor().run(task, rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  EXPECT_EQ(rep.reports.size(), 4u);
+  for (int s = 0; s < 4; ++s) v = search::noisy_quadratic_step(v, 0.05);
+  EXPECT_DOUBLE_EQ(*r.value, v);
+  EXPECT_EQ(rep.puts["checkpoint"], 1);  // none after the last interval
+  // A checkpoint without the state is refused.
+  rep.artifacts["checkpoint"] = "step 4";
+  r = SyntheticExecutor().run(task, rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  auto no_lr = synthetic_spec("noisy_quadratic");
+  r = SyntheticExecutor().run(make_task(no_lr, {{"x1", 0.1}}), rep);
+  EXPECT_NE(r.error.find("needs a numeric parameter lr"), std::string::npos) << r.error;
 }
 
 TEST(SyntheticExecutor, NoopIsZeroAtOnce) {
