@@ -6,6 +6,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "trials/rung.hpp"
+
 namespace hpo::web {
 namespace {
 
@@ -49,8 +51,20 @@ trials::record::Json trials_columns(const std::vector<std::shared_ptr<const tria
   for (const auto& p : param_names) params.emplace(p, column());
   for (const auto& m : metric_names) metrics.emplace(m, column());
   Dictionary states, workers, errors;
+  // A multi-fidelity or PBT trial's place in its schedule (trials/rung.hpp),
+  // for the dashboard's lineage; the column only exists when one has it.
+  Json extra = column();
+  bool any_extra = false;
   for (const auto& row : rows) {
     const trials::Trial& t = *row;
+    auto rung = t.extra.empty() ? Result<std::optional<trials::RungInfo>>(std::nullopt)
+                                : trials::rung_from_json(t.extra);
+    if (rung && *rung) {
+      extra.push_back(Json::parse(t.extra, nullptr, false));
+      any_extra = true;
+    } else {
+      extra.push_back(nullptr);
+    }
     id.push_back(t.id);
     number.push_back(t.number);
     state.push_back(states.index(trials::to_string(t.state)));
@@ -74,25 +88,27 @@ trials::record::Json trials_columns(const std::vector<std::shared_ptr<const tria
   Json p = Json::object(), m = Json::object();
   for (auto& [name, col] : params) p[name] = std::move(col);
   for (auto& [name, col] : metrics) m[name] = std::move(col);
-  return {{"total", total},
-          {"offset", offset},
-          {"limit", limit == INT64_MAX ? Json(nullptr) : Json(limit)},  // null: no limit
-          {"count", static_cast<std::int64_t>(n)},
-          {"columns",
-           {{"id", std::move(id)},
-            {"number", std::move(number)},
-            {"state", std::move(state)},
-            {"value", std::move(value)},
-            {"attempt", std::move(attempt)},
-            {"worker", std::move(worker)},
-            {"error", std::move(error)},
-            {"created_ms", std::move(created)},
-            {"started_ms", std::move(started)},
-            {"finished_ms", std::move(finished)}}},
-          {"dictionaries",
-           {{"state", states.words()}, {"worker", workers.words()}, {"error", errors.words()}}},
-          {"params", std::move(p)},
-          {"metrics", std::move(m)}};
+  Json out = {{"total", total},
+              {"offset", offset},
+              {"limit", limit == INT64_MAX ? Json(nullptr) : Json(limit)},  // null: no limit
+              {"count", static_cast<std::int64_t>(n)},
+              {"columns",
+               {{"id", std::move(id)},
+                {"number", std::move(number)},
+                {"state", std::move(state)},
+                {"value", std::move(value)},
+                {"attempt", std::move(attempt)},
+                {"worker", std::move(worker)},
+                {"error", std::move(error)},
+                {"created_ms", std::move(created)},
+                {"started_ms", std::move(started)},
+                {"finished_ms", std::move(finished)}}},
+              {"dictionaries",
+               {{"state", states.words()}, {"worker", workers.words()}, {"error", errors.words()}}},
+              {"params", std::move(p)},
+              {"metrics", std::move(m)}};
+  if (any_extra) out["columns"]["extra"] = std::move(extra);
+  return out;
 }
 
 }  // namespace hpo::web

@@ -235,6 +235,34 @@ try {
     assert(await page.locator('#panel-pareto').isHidden(), 'the Pareto panel shows for a sweep with one objective');
   });
 
+  await check('Lineage panel: a PBT sweep draws its members and exploits', async () => {
+    const spec = {
+      name: 'browser-pbt',
+      objective: { metric: 'value', mode: 'min' },
+      parameters: { lr: { type: 'float', min: 0.001, max: 0.5, log: true } },
+      search: { algorithm: 'random', max_trials: 40, max_concurrent: 2, seed: 2, pbt: { population: 4, resource: 'steps', interval: 5, max: 20 } },
+      trial: { kind: 'synthetic', function: 'noisy_quadratic' },
+    };
+    const { id } = await cluster.post('/api/sweeps', spec);
+    await finished(id, 'the PBT sweep');
+    const page1 = await cluster.get(`/api/sweeps/${id}/trials?limit=100`);
+    const exploits = page1.trials.filter((t) => t.extra && t.extra.exploited).length;
+    await page.goto(`${base}/#/sweeps/${encodeURIComponent(id)}`);
+    const want = `4 members, 16 completed intervals · ${exploits} exploits`;
+    await page.waitForFunction((w) => (document.querySelector('#lineage-note')?.textContent ?? '').includes(w), want).catch(async (e) => {
+      throw new Error(`${e.message}; the note reads "${await page.locator('#lineage-note').textContent()}", wanted "${want}"`);
+    });
+    assert(await page.locator('#panel-lineage').isVisible(), 'panel hidden');
+    const edges = Number(await page.locator('#chart-lineage').getAttribute('data-edges'));
+    assert(edges === 12, `#chart-lineage: ${edges} edges, wanted 12 (4 members x 3 later intervals)`);
+    const px = await paintedPixels(page, '#chart-lineage');
+    assert(px > 500, `#chart-lineage: only ${px} painted pixels`);
+    await page.locator('#panel-lineage').screenshot({ path: path.join(opts.artifacts, '05d-lineage.png') });
+    await page.goto(`${base}/#/sweeps/${encodeURIComponent(sweepId)}`);
+    await page.waitForFunction(() => document.body.dataset.sweepRendered !== undefined);
+    assert(await page.locator('#panel-lineage').isHidden(), 'the Lineage panel shows for a sweep without a schedule');
+  });
+
   await check('workers page lists the worker', async () => {
     await page.goto(`${base}/#/workers`);
     await page.locator('#workers tbody tr').first().waitFor();

@@ -254,6 +254,8 @@ export interface TrialColumns {
     created_ms: number[];
     started_ms: number[];
     finished_ms: number[];
+    // Sweeps with search.multi_fidelity or search.pbt: each trial's place in the schedule.
+    extra?: (Record<string, unknown> | null)[];
   };
   dictionaries: { state: string[]; worker: string[]; error: string[] };
   params: Record<string, ParamValue[]>;
@@ -261,7 +263,7 @@ export interface TrialColumns {
 }
 
 // Trial objects from the columns. The fields the columns leave out (retry
-// budget, slots, control, extra) are not shown by the table or the charts;
+// budget, slots, control; extra but for schedules) are not shown by the table or the charts;
 // they are filled with neutral values and a trial's own page reads them.
 export function fromColumns(c: TrialColumns, sweepId: string, kind: string): Trial[] {
   const col = c.columns;
@@ -292,7 +294,7 @@ export function fromColumns(c: TrialColumns, sweepId: string, kind: string): Tri
       created_ms: col.created_ms[i],
       started_ms: col.started_ms[i],
       finished_ms: col.finished_ms[i],
-      extra: null,
+      extra: col.extra?.[i] ?? null,
     };
   }
   return out;

@@ -6,6 +6,7 @@
 import { allTrials, api, ApiError, EnsembleRecord, ParetoFront, Sweep, Trial, TrialDetail } from '../api';
 import { ensembleView } from '../ensemble';
 import { Chart, curvesData, curvesOptions, CurveTrial, historyData, historyOptions, paretoData, paretoOptions, scatterData, scatterOptions } from '../charts/plots';
+import { drawLineage, lineageNodes } from '../charts/lineage';
 import { drawParcoords, kBestLines } from '../charts/parcoords';
 import { badge, fmtNum, fmtTime, h, replace } from '../dom';
 import { kImportanceSample, paramImportance } from '../importance';
@@ -95,6 +96,10 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
   const pareto = new Chart(paretoEl, 300);
   paretoX.addEventListener('change', () => drawPareto());
   paretoY.addEventListener('change', () => drawPareto());
+  const lineageEl = h('canvas', { id: 'chart-lineage' });
+  const lineageNote = h('p', { class: 'muted small', id: 'lineage-note' });
+  const lineagePanel = panel('Lineage', 'panel-lineage', h('div', { class: 'canvas-wrap' }, lineageEl), lineageNote);
+  lineagePanel.hidden = true;
   const history = new Chart(historyEl);
   const scatter = new Chart(scatterEl);
   const curvesChart = new Chart(curvesEl);
@@ -107,6 +112,7 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
       'div',
       { class: 'panels' },
       paretoPanel,
+      lineagePanel,
       panel('Optimisation history', 'panel-history', historyEl),
       panel('Parameter importance', 'panel-importance', importanceEl, h('p', { class: 'muted small' }, 'fANOVA-lite: share of the objective-rank variance explained by each parameter alone (between-bin variance of per-bin means).'), importanceNote),
       panel('Parallel coordinates', 'panel-parcoords', h('div', { class: 'canvas-wrap' }, parcoords), parcoordsNote),
@@ -212,6 +218,18 @@ export function mountSweep(root: HTMLElement, id: string): () => void {
     );
     drawCurves();
     drawEnsemble();
+    drawLineagePanel(list, metric);
+  }
+
+  // search.multi_fidelity and search.pbt: which trial went on from which.
+  function drawLineagePanel(list: Trial[], metric: string): void {
+    const nodes = lineageNodes(list);
+    lineagePanel.hidden = nodes.length === 0;
+    if (lineagePanel.hidden) return;
+    const s = phase('lineage', () => drawLineage(lineageEl, nodes, metric));
+    lineageNote.textContent = s.pbt
+      ? `${s.groups} members, ${s.trials} completed intervals · ${s.exploits} exploits (orange, dashed: a member went on from a better one's checkpoint with explored parameters), ${s.continued} continued from their own.`
+      : `${s.trials} completed trials in ${s.groups} bracket${s.groups === 1 ? '' : 's'} · ${s.continued} promotions (grey: resumed from the rung below's checkpoint).`;
   }
 
   function drawCurves(): void {
