@@ -16,6 +16,7 @@
 #include "ensemble/bagging.hpp"
 #include "ensemble/bagging_json.hpp"
 #include "tests/workers/torch/test_files.hpp"
+#include "trials/rung.hpp"
 #include "workers/torch/blas_core.hpp"
 #include "workers/torch/predictions.hpp"
 #include "workers/torch/torch_executor.hpp"
@@ -167,6 +168,46 @@ TEST_F(TorchTraining, AResumedTrainingEndsBitForBitAsAnUninterruptedOne) {
   auto bad = executor.run(task, garbage);
   EXPECT_EQ(bad.outcome, trials::TrialState::kFailed);
   EXPECT_NE(bad.error.find("checkpoint"), std::string::npos) << bad.error;
+}
+
+// search.multi_fidelity over epochs: a rung's budget replaces the recipe's
+// epochs and its last epoch is checkpointed too; the promotion, handed that
+// checkpoint, trains only the epochs above it and ends exactly where an
+// uninterrupted training of its budget does.
+TEST_F(TorchTraining, APromotionResumesTheRungBelowAndEndsAsOneTrainingWould) {
+  auto trial = blobs_trial(dir.write("t.csv", testing::blobs_csv(400, 1)));
+  trial["epochs"] = 9;  // replaced by the budgets
+  auto spec = spec_for(trial);
+  search::FidelityConfig fid;
+  fid.resource = "epochs";
+  fid.min_budget = 2;
+  fid.max_budget = 4;
+  fid.reduction_factor = 2;
+  spec.search.fidelity = fid;
+  auto task = task_for(spec, params);
+  task.threads = 1;
+  task.trial.extra = trials::rung_to_json({4, "epochs", 0, 1, "", -1});
+  FakeReporter whole;
+  auto uninterrupted = executor.run(task, whole);
+  ASSERT_EQ(uninterrupted.outcome, trials::TrialState::kCompleted) << uninterrupted.error;
+  EXPECT_EQ(whole.reports.size(), 4u);
+  EXPECT_EQ(whole.count("checkpoint"), 3);  // the full budget: none after the last epoch
+
+  task.trial.extra = trials::rung_to_json({2, "epochs", 0, 0, "", -1});
+  FakeReporter rung;
+  auto paused = executor.run(task, rung);
+  ASSERT_EQ(paused.outcome, trials::TrialState::kCompleted) << paused.error;
+  EXPECT_EQ(rung.reports.size(), 2u);
+  EXPECT_EQ(rung.count("checkpoint"), 2);  // its last epoch too
+  task.trial.extra = trials::rung_to_json({4, "epochs", 0, 1, "s-0", 0});
+  FakeReporter promoted;
+  promoted.artifacts = {{"checkpoint", *rung.get_artifact("checkpoint").value()}};
+  auto resumed = executor.run(task, promoted);
+  ASSERT_EQ(resumed.outcome, trials::TrialState::kCompleted) << resumed.error;
+  EXPECT_TRUE(promoted.logged({"resuming from a checkpoint at epoch 3"}));
+  EXPECT_EQ(promoted.reports.size(), 2u);  // epochs 3 and 4 only
+  EXPECT_EQ(resumed.metrics.at("val_loss"), uninterrupted.metrics.at("val_loss"));
+  EXPECT_EQ(*promoted.artifact("model.pt"), *whole.artifact("model.pt"));
 }
 
 // Dropout masks come from the trial's seed alone: two trials training at the same
