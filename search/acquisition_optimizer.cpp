@@ -19,6 +19,7 @@ constexpr double kRefineMinStep = 1e-4;
 struct Scored {
   Eigen::VectorXd u;
   double acq;
+  Eigen::VectorXd lo, hi;  // the box it may move in (the unit cube, or its trust region)
 };
 
 // Pattern search from each start: try +-step along every numeric coordinate
@@ -46,7 +47,7 @@ std::vector<Scored> refine(const FeatureMap& map, const BatchAcquisition& acq,
         if (map.is_numeric(i)) {
           for (double d : {-step[s], step[s]}) {
             Eigen::VectorXd u = at;
-            u[i] = std::clamp(u[i] + d, 0.0, 1.0);
+            u[i] = std::clamp(u[i] + d, starts[s].lo[i], starts[s].hi[i]);
             if (u[i] != at[i]) trial.push_back(std::move(u));
           }
         } else if (it == 0) {
@@ -69,7 +70,8 @@ std::vector<Scored> refine(const FeatureMap& map, const BatchAcquisition& acq,
       Eigen::Index best;
       double best_acq = a.segment(lo, len).maxCoeff(&best);
       if (best_acq > starts[s].acq + 1e-12) {
-        starts[s] = {std::move(trial[std::size_t(lo + best)]), best_acq};
+        starts[s].u = std::move(trial[std::size_t(lo + best)]);
+        starts[s].acq = best_acq;
       } else {
         step[s] /= 2;
       }
@@ -89,27 +91,42 @@ std::vector<Scored> refine(const FeatureMap& map, const BatchAcquisition& acq,
 
 Eigen::VectorXd maximize_acquisition(const FeatureMap& map, const BatchAcquisition& acq,
                                      const std::vector<Eigen::VectorXd>& around, std::uint64_t key,
-                                     int max_around) {
+                                     int max_around, double trust_radius) {
   const int p = map.unit_dims();
   Rng rng(key);
   std::vector<Eigen::VectorXd> cand;
-  SobolSequence sobol(p, key);
-  for (int i = 0; i < kSobolCandidates; ++i) {
-    auto pt = sobol.point(static_cast<std::uint64_t>(i));
-    cand.push_back(Eigen::Map<const Eigen::VectorXd>(pt.data(), p));
+  std::vector<std::pair<Eigen::VectorXd, Eigen::VectorXd>> boxes;  // per candidate: lo, hi
+  const Eigen::VectorXd zero = Eigen::VectorXd::Zero(p), one = Eigen::VectorXd::Ones(p);
+  const int n_around = std::min<int>(max_around, int(around.size()));
+  const bool local = trust_radius > 0 && n_around > 0;
+  if (!local) {
+    SobolSequence sobol(p, key);
+    for (int i = 0; i < kSobolCandidates; ++i) {
+      auto pt = sobol.point(static_cast<std::uint64_t>(i));
+      cand.push_back(Eigen::Map<const Eigen::VectorXd>(pt.data(), p));
+      boxes.push_back({zero, one});
+    }
   }
-  for (int b = 0; b < std::min<int>(max_around, int(around.size())); ++b) {
+  for (int b = 0; b < n_around; ++b) {
     const Eigen::VectorXd& base = around[static_cast<std::size_t>(b)];
+    Eigen::VectorXd lo = zero, hi = one;
+    if (local)
+      for (int i = 0; i < p; ++i)
+        if (map.is_numeric(i)) {
+          lo[i] = std::max(0.0, base[i] - trust_radius);
+          hi[i] = std::min(1.0, base[i] + trust_radius);
+        }
     for (int k = 0; k < kPerturbationsEach; ++k) {
       const double scale = k % 3 == 0 ? 0.1 : (k % 3 == 1 ? 0.02 : 0.004);
       Eigen::VectorXd u = base;
       for (int i = 0; i < p; ++i) {
         if (map.is_numeric(i))
-          u[i] = std::clamp(u[i] + scale * rng.normal(), 0.0, 1.0);
+          u[i] = std::clamp(u[i] + scale * rng.normal(), lo[i], hi[i]);
         else if (rng.uniform() < 1.0 / p)
           u[i] = rng.uniform();
       }
       cand.push_back(std::move(u));
+      boxes.push_back({lo, hi});
     }
   }
   Eigen::VectorXd a = acq(cand);
@@ -118,9 +135,11 @@ Eigen::VectorXd maximize_acquisition(const FeatureMap& map, const BatchAcquisiti
   const auto starts = std::min<std::size_t>(kRefineStarts, idx.size());
   std::partial_sort(idx.begin(), idx.begin() + std::ptrdiff_t(starts), idx.end(),
                     [&](auto l, auto r) { return a[Eigen::Index(l)] > a[Eigen::Index(r)]; });
-  Scored winner{cand[idx[0]], a[Eigen::Index(idx[0])]};
+  Scored winner{cand[idx[0]], a[Eigen::Index(idx[0])], zero, one};
   std::vector<Scored> from;
-  for (std::size_t s = 0; s < starts; ++s) from.push_back({cand[idx[s]], a[Eigen::Index(idx[s])]});
+  for (std::size_t s = 0; s < starts; ++s)
+    from.push_back(
+        {cand[idx[s]], a[Eigen::Index(idx[s])], boxes[idx[s]].first, boxes[idx[s]].second});
   for (Scored& r : refine(map, acq, std::move(from)))
     if (r.acq > winner.acq) winner = std::move(r);
   return winner.u;

@@ -24,8 +24,14 @@ using BatchAcquisition = std::function<Eigen::VectorXd(const std::vector<Eigen::
 
 // The unit point of highest acquisition found; `around`: the points to
 // perturb, best first (at most `max_around` of them are used).
+// `trust_radius` > 0 makes the search local (a trust region, as TuRBO and
+// MORBO): no global candidates, and every candidate and every refining move
+// stays within that L∞ distance of the `around` point it started from. Where
+// the model cannot tell that some inputs matter (their effect is small beside
+// the others'), its variance grows towards the faces of the cube and a global
+// search of an optimistic acquisition lands there again and again.
 Eigen::VectorXd maximize_acquisition(const FeatureMap& map, const BatchAcquisition& acq,
                                      const std::vector<Eigen::VectorXd>& around, std::uint64_t key,
-                                     int max_around = 5);
+                                     int max_around = 5, double trust_radius = 0);
 
 }  // namespace hpo::search

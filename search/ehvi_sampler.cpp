@@ -8,6 +8,7 @@
 #include "search/acquisition_optimizer.hpp"
 #include "search/feasibility.hpp"
 #include "search/gp.hpp"
+#include "search/improvement_boxes.hpp"
 #include "search/rng.hpp"
 #include "search/sobol.hpp"
 
@@ -15,6 +16,12 @@ namespace hpo::search {
 namespace {
 
 constexpr int kMaxAround = 10;  // front members to perturb
+// The trust region around each of them, in unit coordinates (L∞). On DTLZ2
+// (7 inputs, 100 trials, seeds 1-10) a global search put 55-88 % of the
+// trials on a face of the cube, where the GPs' variance grows for inputs whose
+// effect they had not yet resolved: median hypervolume 0.36; with radius 0.2,
+// 0.57; 0.1, 0.65; 0.05, 0.66 with wider quartiles. ZDT1/ZDT2 unchanged.
+constexpr double kTrustRadius = 0.1;
 
 bool weakly_dominates(const Point& a, const Point& b) {
   for (std::size_t j = 0; j < a.size(); ++j)
@@ -181,7 +188,11 @@ std::optional<Params> EhviSampler::ask(std::span<const Observation> history,
   for (std::size_t i : members) front.push_back(points[i]);
   const Point reference = reference_point(feasible_ys.empty() ? ys : feasible_ys, reference_);
 
-  // 5. Antithetic normal draws, the same for every candidate.
+  // 5. Exact EHVI over a box decomposition of the region the front leaves
+  // (improvement_boxes.hpp); Monte Carlo over antithetic normal draws, the
+  // same for every candidate, only where the decomposition would be too big
+  // (many objectives and a large front).
+  const ImprovementBoxes boxes(front, reference);
   Rng rng(hash_key(key, 0x44524157));
   const int pairs = m == 2 ? 32 : 16;
   std::vector<Point> draws;
@@ -206,17 +217,22 @@ std::optional<Params> EhviSampler::ask(std::span<const Observation> history,
     Eigen::VectorXd out(Eigen::Index(cand.size()));
     const Eigen::VectorXd log_feasible = feasibility.log_probability(f);
     if (feasible_ys.empty()) return log_feasible;  // find the feasible region first
-    Point mu(m), y(m);
+    Point mu(m), y(m), s(m);
     for (Eigen::Index c = 0; c < out.size(); ++c) {
       for (std::size_t j = 0; j < m; ++j) mu[j] = mean[j][c];
-      double sum = 0;
-      for (const Point& z : draws) {
-        for (std::size_t j = 0; j < m; ++j) y[j] = mu[j] + sd[j][c] * z[j];
-        sum += hypervolume_improvement(front, y, reference);
+      double ehvi = 0;
+      if (boxes.complete()) {
+        for (std::size_t j = 0; j < m; ++j) s[j] = sd[j][c];
+        ehvi = boxes.expected_improvement(mu, s);
+      } else {
+        for (const Point& z : draws) {
+          for (std::size_t j = 0; j < m; ++j) y[j] = mu[j] + sd[j][c] * z[j];
+          ehvi += hypervolume_improvement(front, y, reference);
+        }
+        ehvi /= double(draws.size());
       }
       const double p = std::exp(log_feasible[c]);
-      out[c] = sum > 0 ? sum / double(draws.size()) * p
-                       : -shadow_distance(front, mu, reference) * (2 - p);
+      out[c] = ehvi > 0 ? ehvi * p : -shadow_distance(front, mu, reference) * (2 - p);
     }
     return out;
   };
@@ -232,7 +248,7 @@ std::optional<Params> EhviSampler::ask(std::span<const Observation> history,
   for (std::size_t k = 0; k < take; ++k)
     around.push_back(us[observed_members[std::min(
         f - 1, std::size_t((double(k) + offset) * double(f) / double(take)))]]);
-  return map_.params_of(maximize_acquisition(map_, acq, around, key, kMaxAround));
+  return map_.params_of(maximize_acquisition(map_, acq, around, key, kMaxAround, kTrustRadius));
 }
 
 }  // namespace hpo::search

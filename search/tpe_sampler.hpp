@@ -5,7 +5,7 @@
 // trials have a value, take the scrambled Sobol point `number`. Otherwise:
 //  - rank the trials: completed and feasible by value (several objectives,
 //    Observation::values: by non-dominated front, and within the front the
-//    good/bad split cuts by exclusive hypervolume contribution — MOTPE, Ozaki
+//    good/bad split cuts by greedy hypervolume subset selection — MOTPE, Ozaki
 //    et al. 2020), then completed ones
 //    that break a constraint (Observation::violations) by how much, then
 //    pruned (further steps first,

@@ -8,12 +8,24 @@
 #include <vector>
 
 #include "search/pareto.hpp"
+#include "search/rng.hpp"
 #include "search/sampler.hpp"
 #include "search/test_functions.hpp"
 #include "search/warm_start.hpp"
 #include "tests/search/space_fixtures.hpp"
 
 namespace hpo::search::testing {
+
+// n points of m objectives drawn uniformly from the unit cube.
+inline std::vector<Point> random_points(Rng& rng, std::size_t m, int n) {
+  std::vector<Point> pts;
+  for (int i = 0; i < n; ++i) {
+    Point p(m);
+    for (double& v : p) v = rng.uniform();
+    pts.push_back(std::move(p));
+  }
+  return pts;
+}
 
 // The hypervolume, at the function's reference point, of `trials` trials of
 // the test function `fname` (zdt1, zdt2, dtlz2) asked one at a time.
