@@ -360,6 +360,7 @@ Status SweepController::load_warm_start(trials::Store& store) {
     }
   }
   warm_.emplace(spec_.space, sources, sampler_->initial_design());
+  sampler_->learn_from(*warm_);
   log_info("warm start",
            {{"sweep", sweep_id_},
             {"from", fmt::format("{}", fmt::join(spec_.search.warm_start_sweeps, ","))},

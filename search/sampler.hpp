@@ -49,6 +49,8 @@ struct Observation {
   std::vector<StepValue> curve;  // intermediate values, ascending step
 };
 
+class WarmStart;
+
 enum class Algorithm { kGrid, kRandom, kSobol, kBayesian, kTpe, kNsga2 };
 
 struct SamplerConfig {
@@ -80,6 +82,12 @@ class Sampler {
   // a warm start may replace with earlier sweeps' best (search/warm_start.hpp);
   // 0 for samplers without a model.
   virtual int initial_design() const { return 0; }
+
+  // Called once, before the first ask, when the sweep is warm-started: the
+  // earlier sweeps' trials, fitted to this space and ranked per source. A
+  // sampler whose model can weigh them (tpe) keeps them; others ignore them
+  // (the design replacement of warm_start.hpp happens outside the sampler).
+  virtual void learn_from(const WarmStart& /*earlier*/) {}
 };
 
 std::unique_ptr<Sampler> make_sampler(const SamplerConfig& config, const SearchSpace& space);

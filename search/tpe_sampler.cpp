@@ -10,6 +10,7 @@
 #include "search/parzen_estimator.hpp"
 #include "search/rng.hpp"
 #include "search/sobol.hpp"
+#include "search/warm_start.hpp"
 
 namespace hpo::search {
 namespace {
@@ -113,6 +114,18 @@ TpeSampler::TpeSampler(SearchSpace space, std::uint64_t seed, int n_startup)
   }
 }
 
+void TpeSampler::learn_from(const WarmStart& earlier) {
+  earlier_.clear();
+  for (const auto& source : earlier.sources()) {
+    std::vector<const WarmStart::Scored*> order;
+    for (const auto& t : source) order.push_back(&t);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto* a, const auto* b) { return a->score < b->score; });
+    auto& kept = earlier_.emplace_back();
+    for (const auto* t : order) kept.push_back(t->params);
+  }
+}
+
 std::optional<Params> TpeSampler::ask(std::span<const Observation> history,
                                       std::span<const Params> pending, std::int64_t number) {
   std::vector<Ranked> ranked;
@@ -153,6 +166,15 @@ std::optional<Params> TpeSampler::ask(std::span<const Observation> history,
   auto by_order = [](const Ranked& a, const Ranked& b) { return a.order < b.order; };
   std::sort(below.begin(), below.end(), by_order);
   std::sort(above.begin(), above.end(), by_order);
+  std::vector<Ranked> earlier_below, earlier_above;
+  for (const auto& source : earlier_) {
+    const std::size_t nb =
+        std::min<std::size_t>(static_cast<std::size_t>(std::ceil(0.1 * double(source.size()))), 25);
+    for (std::size_t k = 0; k < source.size(); ++k)
+      (k < nb ? earlier_below : earlier_above).push_back({&source[k], 0, 0, 0, k});
+  }
+  const double earlier_weight =
+      double(n_startup_) / double(std::max<std::size_t>(std::size_t(n_startup_), with_value));
 
   Rng rng(seed_, number, 0x545045);  // "TPE"
   Params out;
@@ -191,9 +213,22 @@ std::optional<Params> TpeSampler::ask(std::span<const Observation> history,
       }
       return obs;
     };
-    auto obs_below = rows(below), obs_above = rows(above);
-    ParzenEstimator l(choices, obs_below, tpe_default_weights(obs_below.size()));
-    ParzenEstimator gx(choices, obs_above, tpe_default_weights(obs_above.size()));
+    // This sweep's trials (Optuna's weights), then the earlier sweeps'.
+    auto weighted = [&](const std::vector<Ranked>& own, const std::vector<Ranked>& earlier,
+                        std::vector<double>& w) {
+      auto obs = rows(own);
+      w = tpe_default_weights(obs.size());
+      auto more = rows(earlier);
+      w.insert(w.end(), more.size(), earlier_weight);
+      obs.insert(obs.end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
+      return obs;
+    };
+    std::vector<double> w_below, w_above;
+    const auto obs_below = weighted(below, earlier_below, w_below);
+    const auto obs_above = weighted(above, earlier_above, w_above);
+    ParzenEstimator l(choices, obs_below, w_below);
+    ParzenEstimator gx(choices, obs_above, w_above);
     std::vector<double> best;
     double best_score = -std::numeric_limits<double>::infinity();
     for (int c = 0; c < kCandidates; ++c) {

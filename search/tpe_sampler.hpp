@@ -20,6 +20,14 @@
 //    g(x) are multivariate Parzen estimators fitted on the below/above trials
 //    in which the group was active; 24 candidates are drawn from l and the
 //    one with the highest log l - log g wins.
+//  - warm-started (learn_from): each earlier sweep is split the same way (its
+//    best gamma(n) below, by its own ranks, so scales never mix) and its
+//    trials join l and g with weight n_startup / max(n_startup, this sweep's
+//    trials with a value): they lead while the sweep has little data of its
+//    own and fade as it gathers its own. Without them, the design of earlier
+//    best configurations made things worse after it ended: all of them near
+//    the optimum, the "above" half of the sweep's own trials sat there too
+//    and g pushed the search away from the best region.
 // Deterministic from (seed, number, history, pending).
 #pragma once
 
@@ -36,12 +44,15 @@ class TpeSampler final : public Sampler {
   std::optional<Params> ask(std::span<const Observation> history, std::span<const Params> pending,
                             std::int64_t number) override;
   int initial_design() const override { return n_startup_; }
+  void learn_from(const WarmStart& earlier) override;
 
  private:
   SearchSpace space_;
   std::uint64_t seed_;
   int n_startup_;
   std::vector<std::vector<std::size_t>> groups_;  // parameter indices, by first appearance
+  // A warm start's earlier sweeps: per source, its trials best first.
+  std::vector<std::vector<Params>> earlier_;
 };
 
 }  // namespace hpo::search

@@ -89,8 +89,11 @@ WarmStart::WarmStart(const SearchSpace& space, const std::vector<std::vector<Pri
       values.push_back(t.value);
     }
     const auto z = normal_scores(values);
-    for (std::size_t i = 0; i < fitted.size(); ++i)
+    auto& scored = sources_.emplace_back();
+    for (std::size_t i = 0; i < fitted.size(); ++i) {
+      scored.push_back({fitted[i], z[i]});
       all.push_back({z[i], s, i, std::move(fitted[i])});
+    }
   }
   usable_ = all.size();
   std::stable_sort(all.begin(), all.end(), [](const Ranked& a, const Ranked& b) {
@@ -105,10 +108,11 @@ WarmStart::WarmStart(const SearchSpace& space, const std::vector<std::vector<Pri
     }
     return u;
   };
+  const int slots = static_cast<int>(std::ceil(kEarlierShare * initial_design));
   std::vector<std::vector<double>> chosen;
   const double dims = static_cast<double>(std::max<std::size_t>(1, space.params.size()));
   for (auto& r : all) {
-    if (static_cast<int>(design_.size()) >= initial_design) break;
+    if (static_cast<int>(design_.size()) >= slots) break;
     const auto u = unit(r.params);
     bool near = false;
     for (const auto& c : chosen) {

@@ -269,6 +269,7 @@ void warm_start(const std::string& fname, const std::string& sampler, int seeds)
   auto run = [&](const Task& t, std::uint64_t seed, const WarmStart* warm, int n,
                  std::vector<PriorTrial>* record) {
     auto s = sampler_named(sampler, seed, space);
+    if (warm) s->learn_from(*warm);  // as the sweep controller does
     std::vector<Observation> own;
     std::vector<double> best_after;
     double best = 1e300;

@@ -78,7 +78,7 @@ TEST(WarmStart, TheBestEarlierConfigurationsReplaceTheInitialDesign) {
   std::vector<std::vector<PriorTrial>> sources = {
       {{{{"x", 0.1}}, 1.0}, {{{"x", 0.2}}, 2.0}, {{{"x", 5.0}}, 0.0}, {{{"x", 0.11}}, 1.5}},
       {{{{"x", 0.7}}, 1000.0}, {{{"x", 0.6}}, 3000.0}}};
-  WarmStart warm(s, sources, 3);
+  WarmStart warm(s, sources, 7);  // a design of 7: ceil(0.4 × 7) = 3 from earlier sweeps
   EXPECT_EQ(warm.usable(), 5u);
   ASSERT_EQ(warm.design().size(), 3u);
   // Each source's best first (its normal score is the lowest), then the
@@ -87,7 +87,7 @@ TEST(WarmStart, TheBestEarlierConfigurationsReplaceTheInitialDesign) {
   EXPECT_EQ(std::get<double>(warm.design()[1].at("x")), 0.7);
   EXPECT_EQ(std::get<double>(warm.design()[2].at("x")), 0.6);
   EXPECT_EQ(warm.initial(1), warm.design()[1]);
-  EXPECT_FALSE(warm.initial(3));  // past the design: the sampler's turn
+  EXPECT_FALSE(warm.initial(3));  // past the share: the sampler's own design
   EXPECT_FALSE(warm.initial(-1));
   // A design longer than what fits: only what there is.
   WarmStart small(s, {{{{{"x", 0.5}}, 1.0}}}, 10);
@@ -143,6 +143,7 @@ TEST(WarmStart, AWarmStartedSamplerFindsARelatedOptimumSooner) {
     }
     auto warm_sampler = make_sampler({algo, 11, 0}, s);
     WarmStart warm(s, {source}, warm_sampler->initial_design());
+    warm_sampler->learn_from(warm);  // as the sweep controller does
     auto task = [](const Params& p) { return shifted_branin(p, 0, 0, 1); };
     auto cold_sampler = make_sampler({algo, 11, 0}, s);
     const double cold = best_after(*cold_sampler, nullptr, 10, task);
