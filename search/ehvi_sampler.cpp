@@ -15,19 +15,27 @@
 namespace hpo::search {
 namespace {
 
-constexpr int kMaxAround = 10;  // front members to perturb
-// The trust region around each of them, in unit coordinates (L∞). On DTLZ2
-// (7 inputs, 100 trials, seeds 1-10) a global search put 55-88 % of the
-// trials on a face of the cube, where the GPs' variance grows for inputs whose
-// effect they had not yet resolved: median hypervolume 0.36; with radius 0.2,
-// 0.57; 0.1, 0.65; 0.05, 0.66 with wider quartiles. ZDT1/ZDT2 unchanged.
-constexpr double kTrustRadius = 0.1;
-
 bool weakly_dominates(const Point& a, const Point& b) {
   for (std::size_t j = 0; j < a.size(); ++j)
     if (a[j] > b[j]) return false;
   return true;
 }
+
+constexpr int kMaxAround = 10;  // front members to perturb
+// The search is local: in trust regions of this L∞ radius (unit coordinates)
+// around them. On DTLZ2 (7 inputs, 100 trials, seeds 1-10) a global search
+// put 55-88 % of the trials on a face of the cube, where the GPs' variance
+// grows for inputs whose small effect they had not yet resolved: median
+// hypervolume 0.36; radius 0.2, 0.57; 0.1, 0.65; 0.05, 0.66 with wider
+// quartiles.
+constexpr double kTrustRadius = 0.1;
+// ... unless the global search's best point promises kEscapeFactor times the
+// local best's improvement by the posterior means alone (not by their
+// variance): a front on a face of the cube (ZDT1) is reached a step of 0.1 at
+// a time otherwise, which with 4 trials in flight left 30-trial sweeps at
+// 0.28 against 0.83 for a global search (1 to 10: 0.69 / 0.80 / 0.82,
+// DTLZ2@100 0.64 / 0.60 / 0.55).
+constexpr double kEscapeFactor = 3;
 
 // How far `mu` must move down in every objective to leave the shadow of the
 // front and the reference box (0 when it already has).
@@ -248,7 +256,21 @@ std::optional<Params> EhviSampler::ask(std::span<const Observation> history,
   for (std::size_t k = 0; k < take; ++k)
     around.push_back(us[observed_members[std::min(
         f - 1, std::size_t((double(k) + offset) * double(f) / double(take)))]]);
-  return map_.params_of(maximize_acquisition(map_, acq, around, key, kMaxAround, kTrustRadius));
+  const Eigen::VectorXd local =
+      maximize_acquisition(map_, acq, around, key, kMaxAround, kTrustRadius);
+  const Eigen::VectorXd global = maximize_acquisition(map_, acq, around, key, kMaxAround);
+  auto mean_improvement = [&](const Eigen::VectorXd& u) {
+    const Eigen::MatrixXd f = map_.features({u});
+    Point mu(m);
+    for (std::size_t j = 0; j < m; ++j) {
+      Eigen::VectorXd mean, var;
+      gps[j].predict(f, mean, var);
+      mu[j] = gps[j].unstandardize(mean[0]);
+    }
+    return boxes.complete() ? boxes.improvement(mu) : hypervolume_improvement(front, mu, reference);
+  };
+  const bool escape = mean_improvement(global) > kEscapeFactor * mean_improvement(local);
+  return map_.params_of(escape ? global : local);
 }
 
 }  // namespace hpo::search

@@ -9,14 +9,15 @@
 //                [--timing-reps R] [--pending K]
 //   search_bench --warm-start [--seeds 10] [--functions branin,hartmann6] [--samplers tpe,bayesian]
 //   search_bench --pareto [--seeds 10] [--budgets 100,200,400] [--functions zdt1,zdt2,dtlz2]
-//                [--samplers nsga2,random]
+//                [--samplers nsga2,random] [--pending K]
 //
 // A sampler "bayesian@N" is the Bayesian sampler with a GP subset of N
 // points (the default is BayesianSampler::kMaxGpPoints; a large N is the
 // unbounded GP), to measure what the subset costs in quality and time.
 // --timing-reps: asks timed per size (default 5, 3 from 1,000 observations);
 // --pending: trials in flight beside the history (K Sobol points), as a
-// controller with max_concurrent K asks.
+// controller with max_concurrent K asks; with --pareto, K trials in flight
+// (each ask sees the others as pending; the oldest finishes first).
 //
 // Rows: "hv\t<function>\t<sampler>\t<budget>\t<median>\t<q25>\t<q75>" (--pareto: the
 //       hypervolume of the trials so far at the function's reference point)
@@ -29,6 +30,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <sstream>
@@ -331,7 +333,7 @@ void warm_start(const std::string& fname, const std::string& sampler, int seeds)
 // at each budget, over seeds 1..seeds. search_pareto_optuna.py prints the same
 // rows for Optuna's NSGAIISampler and RandomSampler.
 void pareto(const std::string& fname, const std::string& sampler, int seeds,
-            const std::vector<int>& budgets) {
+            const std::vector<int>& budgets, int in_flight) {
   auto info = multi_objective_info(fname);
   if (!info) {
     std::fprintf(stderr, "unknown multi-objective function %s\n", fname.c_str());
@@ -365,16 +367,24 @@ void pareto(const std::string& fname, const std::string& sampler, int seeds,
     }
     std::vector<Observation> history;
     std::vector<Point> points;
-    for (int i = 0; i < last; ++i) {
-      auto params = s->ask(history, {}, i);
+    std::deque<std::pair<int, Params>> flying;  // asked, not finished: oldest first
+    int asked = 0;
+    for (int done = 0; done < last; ++done) {
+      while (asked < last && int(flying.size()) < in_flight) {
+        std::vector<Params> pending;
+        for (const auto& f : flying) pending.push_back(f.second);
+        flying.push_back({asked, *s->ask(history, pending, asked)});
+        ++asked;
+      }
       Observation o;
-      o.number = i;
-      o.params = *params;
-      o.values = *evaluate_multi_objective(fname, *params);
+      o.number = flying.front().first;
+      o.params = std::move(flying.front().second);
+      flying.pop_front();
+      o.values = *evaluate_multi_objective(fname, o.params);
       points.push_back(o.values);
       history.push_back(std::move(o));
       for (std::size_t b = 0; b < budgets.size(); ++b)
-        if (i + 1 == budgets[b]) hv[b].push_back(hypervolume(points, info->reference));
+        if (done + 1 == budgets[b]) hv[b].push_back(hypervolume(points, info->reference));
     }
   }
   for (std::size_t b = 0; b < budgets.size(); ++b)
@@ -432,7 +442,7 @@ int main(int argc, char** argv) {
     if (!chose_samplers) samplers = {"nsga2", "random"};
     if (!chose_budgets) budgets = {100, 200, 400};
     for (const auto& f : functions)
-      for (const auto& s : samplers) pareto(f, s, seeds, budgets);
+      for (const auto& s : samplers) pareto(f, s, seeds, budgets, std::max(1, pending));
     return 0;
   }
   if (do_warm) {  // its own table: the functions and samplers given (default branin, hartmann6)
