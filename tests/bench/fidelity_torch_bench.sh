@@ -1,0 +1,146 @@
+#!/bin/bash
+# Multi-fidelity search of a real model through the real service: the
+# built-in mlp (lr log [1e-4, 0.5], width 32..512 step 32, depth 1..3, dropout
+# [0, 0.5]; SGD momentum 0.9, batch 128) on the first 12,000 Fashion-MNIST
+# training images (1,200 held out for validation), epochs as the budget (1 to
+# 9, rungs 1, 3, 9), submitted over REST to hpo-scheduler and run by one
+# hpo-worker of S slots (max_concurrent S): random search at 9 epochs, ASHA
+# (random), Hyperband (random) and BOHB (hyperband + tpe), promotions resumed from the
+# rung below's checkpoint. Beside it, in the same run, Optuna's
+# HyperbandPruner + TPESampler on the same mlp in PyTorch
+# (fidelity_torch_optuna.py, Debian's python3-optuna and python3-torch).
+# From each sweep's finished trials (in the order they finished) it replays
+# the epochs spent (a promotion spends only the epochs above its parent's)
+# and the incumbent (the best validation accuracy at the largest budget
+# finished so far), and prints the incumbent's accuracy on the 10,000 test
+# images once half and all of the total budget are spent, median [min, max]
+# over the seeds.
+# Usage (from the repository root):
+#   tests/bench/fidelity_torch_bench.sh [--build DIR] [--seeds 3] [--total 270] [--slots 2]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=${BUILD_DIR:-build}
+seeds=3
+total=270
+slots=2
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build=$2; shift 2 ;;
+    --seeds) seeds=$2; shift 2 ;;
+    --total) total=$2; shift 2 ;;
+    --slots) slots=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+# shellcheck source=tests/bench/service.sh
+source "$here/service.sh"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC') $(uname -n), $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+out=$(mktemp)
+trap '[[ -n ${SERVICE_HOME:-} ]] && service_stop; rm -f "$out" "$out".*' EXIT
+# Optuna first, on its own (one thread), then hpo: the figures are accuracies
+# at equal budget, but each side's wall clock is printed too.
+t0=$SECONDS
+OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$here/fidelity_torch_optuna.py" --seeds "$seeds" \
+  --total "$total" > "$out.optuna"
+echo "# optuna-hb: $((SECONDS - t0)) s for $seeds seeds"
+service_start "$build" 1 "$slots"
+
+data='{format: "idx",
+  train_images: "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz",
+  train_labels: "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz",
+  test_images: "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz",
+  test_labels: "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz",
+  validation_fraction: 0.1, subset: 12000}'
+submit() {  # NAME ALGORITHM TYPE(none|asha|hyperband) MAX_TRIALS SEED -> sweep id
+  local spec
+  spec=$(jq -nc --arg name "$1" --arg a "$2" --arg t "$3" --argjson n "$4" --argjson s "$5" \
+    --argjson c "$slots" "{
+      name: \"fidelity-torch-bench \(\$name) \(\$s)\",
+      objective: {metric: \"val_accuracy\", mode: \"max\"},
+      parameters: {lr: {type: \"float\", min: 0.0001, max: 0.5, log: true},
+                   width: {type: \"int\", min: 32, max: 512, step: 32},
+                   depth: {type: \"int\", min: 1, max: 3},
+                   dropout: {type: \"float\", min: 0, max: 0.5}},
+      search: ({algorithm: \$a, max_trials: \$n, max_concurrent: \$c, seed: \$s} +
+               (if \$t == \"none\" then {} else
+                {multi_fidelity: {type: \$t, resource: \"epochs\", min: 1, max: 9}} end)),
+      trial: {kind: \"torch\", task: \"classification\",
+              model: {type: \"mlp\", hidden: \"{width}\", depth: \"{depth}\", dropout: \"{dropout}\"},
+              data: $data, optimizer: {type: \"sgd\", lr: \"{lr}\", momentum: 0.9},
+              batch_size: 128, epochs: 9, timeout_s: 600, max_attempts: 2}}")
+  curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" -H 'Content-Type: application/json' \
+    -d "$spec" "$SERVICE_API/api/sweeps" | jq -r .id
+}
+
+# name algorithm type max_trials (enough trials to spend the total budget)
+methods=("random random none $((total / 9 + 1))" "asha random asha $((total / 2))"
+         "hyperband random hyperband $((total * 2 / 5))" "bohb tpe hyperband $((total * 2 / 5))")
+for m in "${methods[@]}"; do
+  read -r name algo type n <<<"$m"
+  t0=$SECONDS
+  for s in $(seq "$seeds"); do
+    SERVICE_SWEEP=$(submit "$name" "$algo" "$type" "$n" "$s")
+    [[ -n $SERVICE_SWEEP && $SERVICE_SWEEP != null ]] || { echo "submit failed" >&2; exit 1; }
+    service_wait 1
+    state=$(jq -r .state <<<"$SERVICE_DOC")
+    [[ $state == finished ]] || { echo "$name seed $s: sweep $state" >&2; exit 1; }
+    curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" \
+      "$SERVICE_API/api/sweeps/$SERVICE_SWEEP/trials?limit=1000&offset=0" |
+      jq -c --arg m "$name" --argjson s "$s" '{method: $m, seed: $s, trials: .trials}' >> "$out"
+  done
+  echo "# $name: $((SECONDS - t0)) s for $seeds seeds"
+done
+python3 - "$total" "$out" "$out.optuna" <<'PY'
+import json, statistics, sys
+total = float(sys.argv[1])
+traj = {}  # (method, seed) -> [(spent, test accuracy of the incumbent)], and trials
+count = {}
+for line in open(sys.argv[2]):
+    d = json.loads(line)
+    by_id = {t["id"]: t for t in d["trials"]}
+    done = sorted((t for t in d["trials"] if t["state"] == "completed"),
+                  key=lambda t: t["finished_ms"])
+    spent, inc_b, inc_val, points = 0.0, -1, -1.0, []
+    for t in done:
+        x = t.get("extra") or {}
+        b = x.get("budget", 9)
+        parent = by_id.get(x.get("resume_from", ""))
+        spent += b - (parent["extra"]["budget"] if parent else 0)
+        val = t["metrics"].get("val_accuracy", 0.0)
+        if b > inc_b or (b == inc_b and val > inc_val):
+            inc_b, inc_val = b, val
+            points.append((spent, t["metrics"].get("test_accuracy", float("nan")), b))
+        else:
+            points.append((spent, points[-1][1], inc_b))
+    traj[(d["method"], d["seed"])] = points
+    count[(d["method"], d["seed"])] = len(d["trials"])
+for line in open(sys.argv[3]):
+    f = line.rstrip("\n").split("\t")
+    key = (f[1], int(f[2]))
+    if f[0] == "traj":
+        traj.setdefault(key, []).append((float(f[3]), float(f[4]), 9))
+    elif f[0] == "end":
+        count[key] = int(f[4])
+def at(points, budget):  # the incumbent's test accuracy once `budget` is spent (a full-budget one only)
+    best = None
+    for spent, acc, b in points:
+        if spent <= budget + 1e-9 and b == 9:
+            best = acc
+    return best
+def cell(v):
+    v = sorted(x for x in v if x is not None)
+    return "%.4f [%.4f, %.4f]" % (statistics.median(v), v[0], v[-1]) if v else "-"
+methods = []
+for m, _ in traj:
+    if m not in methods:
+        methods.append(m)
+print("| method | test accuracy at 1/2 of %g epochs | at %g epochs | trials |" % (total, total))
+print("|---|---|---|---|")
+for m in methods:
+    seeds = [s for (mm, s) in traj if mm == m]
+    print("| %s | %s | %s | %g |" % (m, cell([at(traj[(m, s)], total / 2) for s in seeds]),
+                                    cell([at(traj[(m, s)], total) for s in seeds]),
+                                    statistics.median(count.get((m, s), 0) for s in seeds)))
+print("(the incumbent: the best validation accuracy among the 9-epoch trials finished by then;"
+      " its accuracy on the 10,000 test images; median [min, max] over the seeds)")
+PY
