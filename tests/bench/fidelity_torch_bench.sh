@@ -7,8 +7,9 @@
 # hpo-worker of S slots (max_concurrent S): random search at 9 epochs, ASHA
 # (random), Hyperband (random) and BOHB (hyperband + tpe), promotions resumed from the
 # rung below's checkpoint. Beside it, in the same run, Optuna's
-# HyperbandPruner + TPESampler on the same mlp in PyTorch
-# (fidelity_torch_optuna.py, Debian's python3-optuna and python3-torch).
+# HyperbandPruner + TPESampler on the same mlp in PyTorch, and its random
+# search without pruning (fidelity_torch_optuna.py, Debian's python3-optuna
+# and python3-torch).
 # From each sweep's finished trials (in the order they finished) it replays
 # the epochs spent (a promotion spends only the epochs above its parent's)
 # and the incumbent (the best validation accuracy at the largest budget
@@ -43,6 +44,12 @@ t0=$SECONDS
 OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$here/fidelity_torch_optuna.py" --seeds "$seeds" \
   --total "$total" > "$out.optuna"
 echo "# optuna-hb: $((SECONDS - t0)) s for $seeds seeds"
+# Optuna's random search without pruning: beside hpo's, what differs is the
+# training code and the validation split, not the search.
+t0=$SECONDS
+OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$here/fidelity_torch_optuna.py" --seeds "$seeds" \
+  --total "$total" --random >> "$out.optuna"
+echo "# optuna-random: $((SECONDS - t0)) s for $seeds seeds"
 service_start "$build" 1 "$slots"
 
 data='{format: "idx",
