@@ -95,38 +95,45 @@ Eigen::VectorXd maximize_acquisition(const FeatureMap& map, const BatchAcquisiti
   const int p = map.unit_dims();
   Rng rng(key);
   std::vector<Eigen::VectorXd> cand;
-  std::vector<std::pair<Eigen::VectorXd, Eigen::VectorXd>> boxes;  // per candidate: lo, hi
-  const Eigen::VectorXd zero = Eigen::VectorXd::Zero(p), one = Eigen::VectorXd::Ones(p);
   const int n_around = std::min<int>(max_around, int(around.size()));
   const bool local = trust_radius > 0 && n_around > 0;
+  // Where a candidate may move: the unit cube, or (local) the trust region of
+  // the `around` point it was drawn from (candidates come kPerturbationsEach
+  // per point, in order).
+  struct Box {
+    Eigen::VectorXd lo, hi;
+  };
+  auto box_of = [&](std::size_t candidate) {
+    Box box{Eigen::VectorXd::Zero(p), Eigen::VectorXd::Ones(p)};
+    if (!local) return box;
+    const Eigen::VectorXd& base = around[candidate / kPerturbationsEach];
+    for (int i = 0; i < p; ++i)
+      if (map.is_numeric(i)) {
+        box.lo[i] = std::max(0.0, base[i] - trust_radius);
+        box.hi[i] = std::min(1.0, base[i] + trust_radius);
+      }
+    return box;
+  };
   if (!local) {
     SobolSequence sobol(p, key);
     for (int i = 0; i < kSobolCandidates; ++i) {
       auto pt = sobol.point(static_cast<std::uint64_t>(i));
       cand.push_back(Eigen::Map<const Eigen::VectorXd>(pt.data(), p));
-      boxes.push_back({zero, one});
     }
   }
   for (int b = 0; b < n_around; ++b) {
     const Eigen::VectorXd& base = around[static_cast<std::size_t>(b)];
-    Eigen::VectorXd lo = zero, hi = one;
-    if (local)
-      for (int i = 0; i < p; ++i)
-        if (map.is_numeric(i)) {
-          lo[i] = std::max(0.0, base[i] - trust_radius);
-          hi[i] = std::min(1.0, base[i] + trust_radius);
-        }
+    const Box box = box_of(cand.size());
     for (int k = 0; k < kPerturbationsEach; ++k) {
       const double scale = k % 3 == 0 ? 0.1 : (k % 3 == 1 ? 0.02 : 0.004);
       Eigen::VectorXd u = base;
       for (int i = 0; i < p; ++i) {
         if (map.is_numeric(i))
-          u[i] = std::clamp(u[i] + scale * rng.normal(), lo[i], hi[i]);
+          u[i] = std::clamp(u[i] + scale * rng.normal(), box.lo[i], box.hi[i]);
         else if (rng.uniform() < 1.0 / p)
           u[i] = rng.uniform();
       }
       cand.push_back(std::move(u));
-      boxes.push_back({lo, hi});
     }
   }
   Eigen::VectorXd a = acq(cand);
@@ -135,11 +142,12 @@ Eigen::VectorXd maximize_acquisition(const FeatureMap& map, const BatchAcquisiti
   const auto starts = std::min<std::size_t>(kRefineStarts, idx.size());
   std::partial_sort(idx.begin(), idx.begin() + std::ptrdiff_t(starts), idx.end(),
                     [&](auto l, auto r) { return a[Eigen::Index(l)] > a[Eigen::Index(r)]; });
-  Scored winner{cand[idx[0]], a[Eigen::Index(idx[0])], zero, one};
+  Scored winner{cand[idx[0]], a[Eigen::Index(idx[0])], {}, {}};
   std::vector<Scored> from;
-  for (std::size_t s = 0; s < starts; ++s)
-    from.push_back(
-        {cand[idx[s]], a[Eigen::Index(idx[s])], boxes[idx[s]].first, boxes[idx[s]].second});
+  for (std::size_t s = 0; s < starts; ++s) {
+    Box box = box_of(idx[s]);
+    from.push_back({cand[idx[s]], a[Eigen::Index(idx[s])], std::move(box.lo), std::move(box.hi)});
+  }
   for (Scored& r : refine(map, acq, std::move(from)))
     if (r.acq > winner.acq) winner = std::move(r);
   return winner.u;

@@ -15,12 +15,6 @@
 namespace hpo::search {
 namespace {
 
-bool weakly_dominates(const Point& a, const Point& b) {
-  for (std::size_t j = 0; j < a.size(); ++j)
-    if (a[j] > b[j]) return false;
-  return true;
-}
-
 constexpr int kMaxAround = 10;  // front members to perturb
 // The search is local: in trust regions of this L∞ radius (unit coordinates)
 // around them. On DTLZ2 (7 inputs, 100 trials, seeds 1-10) a global search

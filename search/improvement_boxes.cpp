@@ -16,50 +16,30 @@ struct RawBox {
 // Boxes of { z < reference[0..m) : no point weakly dominates z } over the
 // first m coordinates of `points`, appended to `out` (each box's coordinates
 // from m on are filled by the caller). False once `limit` is reached.
-bool decompose(std::vector<const Point*> points, const Point& reference, std::size_t m,
+bool decompose(std::vector<Point> points, const Point& reference, std::size_t m,
                std::vector<RawBox>& out, std::size_t limit) {
   if (m == 1) {
     double u = reference[0];
-    for (const Point* p : points) u = std::min(u, (*p)[0]);
-    if (u > -kInf) out.push_back({Point{-kInf}, Point{u}});
+    for (const Point& p : points) u = std::min(u, p[0]);
+    out.push_back({Point{-kInf}, Point{u}});
     return out.size() < limit;
   }
   const std::size_t last = m - 1;
-  std::erase_if(points, [&](const Point* p) { return !((*p)[last] < reference[last]); });
+  std::erase_if(points, [&](const Point& p) { return !(p[last] < reference[last]); });
   std::sort(points.begin(), points.end(),
-            [&](const Point* a, const Point* b) { return (*a)[last] < (*b)[last]; });
+            [&](const Point& a, const Point& b) { return a[last] < b[last]; });
   // Slab k lies between the k-th distinct last value (or -∞) and the next
-  // (or the reference); the points at or below its bottom shape it.
-  std::vector<const Point*> active;
+  // (or the reference); the points at or below its bottom shape it, in the
+  // objectives before the last.
+  std::vector<Point> active;
   double bottom = -kInf;
   std::size_t i = 0;
   while (true) {
-    while (i < points.size() && (*points[i])[last] <= bottom) active.push_back(points[i++]);
-    const double top = i < points.size() ? (*points[i])[last] : reference[last];
+    while (i < points.size() && points[i][last] <= bottom) active.push_back(points[i++]);
+    const double top = i < points.size() ? points[i][last] : reference[last];
     if (top > bottom) {
       const std::size_t first = out.size();
-      // Only the members not dominated in the remaining coordinates matter.
-      std::vector<const Point*> shaping;
-      for (const Point* p : active) {
-        bool covered = false;
-        for (const Point* q : shaping) {
-          bool weak = true;
-          for (std::size_t j = 0; j < last && weak; ++j) weak = (*q)[j] <= (*p)[j];
-          if (weak) {
-            covered = true;
-            break;
-          }
-        }
-        if (!covered) {
-          std::erase_if(shaping, [&](const Point* q) {
-            for (std::size_t j = 0; j < last; ++j)
-              if ((*p)[j] > (*q)[j]) return false;
-            return true;
-          });
-          shaping.push_back(p);
-        }
-      }
-      const bool more = decompose(shaping, reference, last, out, limit);
+      const bool more = decompose(non_dominated_prefix(active, last), reference, last, out, limit);
       for (std::size_t b = first; b < out.size(); ++b) {
         out[b].lower.push_back(bottom);
         out[b].upper.push_back(top);
@@ -67,7 +47,7 @@ bool decompose(std::vector<const Point*> points, const Point& reference, std::si
       if (!more) return false;
     }
     if (i >= points.size()) break;
-    bottom = (*points[i])[last];
+    bottom = points[i][last];
   }
   return out.size() < limit;
 }
@@ -88,13 +68,13 @@ ImprovementBoxes::ImprovementBoxes(const std::vector<Point>& front, const Point&
                                    std::size_t max_boxes)
     : m_(reference.size()), cuts_(m_) {
   if (m_ == 0) return;
-  std::vector<const Point*> points;
+  std::vector<Point> points;
   for (const Point& p : front)
     if (p.size() == m_ &&
         std::all_of(p.begin(), p.end(), [](double v) { return std::isfinite(v); }))
-      points.push_back(&p);
+      points.push_back(p);
   std::vector<RawBox> raw;
-  complete_ = decompose(points, reference, m_, raw, max_boxes) || raw.size() < max_boxes;
+  complete_ = decompose(std::move(points), reference, m_, raw, max_boxes);
   if (!complete_) return;
   for (const RawBox& b : raw)
     for (std::size_t j = 0; j < m_; ++j) {
@@ -120,16 +100,8 @@ ImprovementBoxes::ImprovementBoxes(const std::vector<Point>& front, const Point&
 }
 
 double ImprovementBoxes::improvement(const Point& y) const {
-  double sum = 0;
-  for (std::size_t b = 0; b < size(); ++b) {
-    double volume = 1;
-    for (std::size_t j = 0; j < m_ && volume > 0; ++j) {
-      const double l = lower_[b * m_ + j] < 0 ? -kInf : cuts_[j][std::size_t(lower_[b * m_ + j])];
-      volume *= std::max(0.0, cuts_[j][std::size_t(upper_[b * m_ + j])] - std::max(l, y[j]));
-    }
-    sum += volume;
-  }
-  return sum;
+  // With no spread ψ(a) = (a - y)⁺, and each factor is (u - max(l, y))⁺.
+  return expected_improvement(y, Point(m_, 0.0));
 }
 
 double ImprovementBoxes::expected_improvement(const Point& mean, const Point& sd) const {

@@ -13,22 +13,6 @@ bool finite(const Point& p) {
   return std::all_of(p.begin(), p.end(), [](double v) { return std::isfinite(v); });
 }
 
-// `pts` in their first `d` objectives, without duplicates and without the
-// points another of them dominates there.
-std::vector<Point> nondominated(std::vector<Point> pts, std::size_t d) {
-  for (auto& p : pts) p.resize(d);
-  std::sort(pts.begin(), pts.end());
-  pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
-  std::vector<Point> out;
-  for (std::size_t i = 0; i < pts.size(); ++i) {
-    bool dominated = false;
-    for (std::size_t j = 0; j < pts.size() && !dominated; ++j)
-      dominated = j != i && dominates(pts[j], pts[i]);
-    if (!dominated) out.push_back(pts[i]);
-  }
-  return out;
-}
-
 // Volume dominated by `pts` (each strictly inside `ref`), in the first `d` objectives.
 double volume(std::vector<Point> pts, const Point& ref, std::size_t d) {
   if (pts.empty()) return 0;
@@ -60,13 +44,33 @@ double volume(std::vector<Point> pts, const Point& ref, std::size_t d) {
     below.push_back(pts[i]);
     const double top = i + 1 < pts.size() ? pts[i + 1][k] : ref[k];
     if (top <= pts[i][k]) continue;
-    below = nondominated(std::move(below), k);
+    below = non_dominated_prefix(std::move(below), k);
     v += volume(below, ref, k) * (top - pts[i][k]);
   }
   return v;
 }
 
 }  // namespace
+
+bool weakly_dominates(const Point& a, const Point& b) {
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+    if (a[i] > b[i]) return false;
+  return true;
+}
+
+std::vector<Point> non_dominated_prefix(std::vector<Point> pts, std::size_t d) {
+  for (auto& p : pts) p.resize(d);
+  std::sort(pts.begin(), pts.end());
+  pts.erase(std::unique(pts.begin(), pts.end()), pts.end());
+  std::vector<Point> out;
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    bool dominated = false;
+    for (std::size_t j = 0; j < pts.size() && !dominated; ++j)
+      dominated = j != i && dominates(pts[j], pts[i]);
+    if (!dominated) out.push_back(pts[i]);
+  }
+  return out;
+}
 
 bool dominates(const Point& a, const Point& b) {
   bool better = false;
@@ -174,7 +178,8 @@ double hypervolume(const std::vector<Point>& points, const Point& reference) {
     if (strictly) inside.push_back(p);
   }
   if (reference.empty()) return 0;
-  return volume(nondominated(std::move(inside), reference.size()), reference, reference.size());
+  return volume(non_dominated_prefix(std::move(inside), reference.size()), reference,
+                reference.size());
 }
 
 }  // namespace hpo::search

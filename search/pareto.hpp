@@ -16,6 +16,13 @@ using Point = std::vector<double>;
 
 // a dominates b: no worse in every objective and better in one.
 bool dominates(const Point& a, const Point& b);
+// a weakly dominates b: no worse in every objective (equal points too).
+bool weakly_dominates(const Point& a, const Point& b);
+
+// `points` cut to their first `d` objectives, without duplicates and without
+// those another of them dominates there: the cross-section that slicing along
+// objective d shapes (the hypervolume below, improvement_boxes.hpp).
+std::vector<Point> non_dominated_prefix(std::vector<Point> points, std::size_t d);
 
 // Indices of `points` by front: [0] the non-dominated ones, [1] those
 // dominated only by front 0, and so on; within a front, ascending index.

@@ -94,6 +94,11 @@ void rank_by_fronts(std::vector<Ranked>& ranked, const std::vector<const Observa
   }
 }
 
+// gamma(n): how many of n ranked trials form "below" (Optuna's default).
+std::size_t gamma(std::size_t n) {
+  return std::min<std::size_t>(static_cast<std::size_t>(std::ceil(0.1 * double(n))), 25);
+}
+
 bool same_condition(const ParamSpec& a, const ParamSpec& b) {
   if (!a.when || !b.when) return !a.when && !b.when;
   return a.when->parent == b.when->parent && a.when->values == b.when->values;
@@ -115,14 +120,16 @@ TpeSampler::TpeSampler(SearchSpace space, std::uint64_t seed, int n_startup)
 }
 
 void TpeSampler::learn_from(const WarmStart& earlier) {
-  earlier_.clear();
+  earlier_below_.clear();
+  earlier_above_.clear();
   for (const auto& source : earlier.sources()) {
     std::vector<const WarmStart::Scored*> order;
     for (const auto& t : source) order.push_back(&t);
     std::stable_sort(order.begin(), order.end(),
                      [](const auto* a, const auto* b) { return a->score < b->score; });
-    auto& kept = earlier_.emplace_back();
-    for (const auto* t : order) kept.push_back(t->params);
+    const std::size_t nb = gamma(order.size());
+    for (std::size_t k = 0; k < order.size(); ++k)
+      (k < nb ? earlier_below_ : earlier_above_).push_back(order[k]->params);
   }
 }
 
@@ -156,8 +163,7 @@ std::optional<Params> TpeSampler::ask(std::span<const Observation> history,
   for (const Params& p : pending) ranked.push_back({&p, 4, 0, 0, ranked.size()});
 
   const std::size_t n = ranked.size();
-  const std::size_t n_below =
-      std::min<std::size_t>(static_cast<std::size_t>(std::ceil(0.1 * double(n))), 25);
+  const std::size_t n_below = gamma(n);
   rank_by_fronts(ranked, source, n_below);
   std::vector<Ranked> sorted = ranked;
   std::stable_sort(sorted.begin(), sorted.end(), better);
@@ -166,13 +172,13 @@ std::optional<Params> TpeSampler::ask(std::span<const Observation> history,
   auto by_order = [](const Ranked& a, const Ranked& b) { return a.order < b.order; };
   std::sort(below.begin(), below.end(), by_order);
   std::sort(above.begin(), above.end(), by_order);
-  std::vector<Ranked> earlier_below, earlier_above;
-  for (const auto& source : earlier_) {
-    const std::size_t nb =
-        std::min<std::size_t>(static_cast<std::size_t>(std::ceil(0.1 * double(source.size()))), 25);
-    for (std::size_t k = 0; k < source.size(); ++k)
-      (k < nb ? earlier_below : earlier_above).push_back({&source[k], 0, 0, 0, k});
-  }
+  auto as_ranked = [](const std::vector<Params>& set) {
+    std::vector<Ranked> out;
+    for (const Params& p : set) out.push_back({&p, 0, 0, 0, out.size()});
+    return out;
+  };
+  const std::vector<Ranked> earlier_below = as_ranked(earlier_below_),
+                            earlier_above = as_ranked(earlier_above_);
   const double earlier_weight =
       double(n_startup_) / double(std::max<std::size_t>(std::size_t(n_startup_), with_value));
 

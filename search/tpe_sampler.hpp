@@ -51,8 +51,9 @@ class TpeSampler final : public Sampler {
   std::uint64_t seed_;
   int n_startup_;
   std::vector<std::vector<std::size_t>> groups_;  // parameter indices, by first appearance
-  // A warm start's earlier sweeps: per source, its trials best first.
-  std::vector<std::vector<Params>> earlier_;
+  // A warm start's earlier trials, each source split by its own ranks
+  // (its best gamma(n) below), source by source, best first.
+  std::vector<Params> earlier_below_, earlier_above_;
 };
 
 }  // namespace hpo::search
