@@ -35,9 +35,28 @@ def curve(x, step, max_budget):
     return hartmann6(x) + math.exp(-(0.5 + 4.5 * u) * step / max_budget)
 
 
+def optimize_until_spent(study, objective, state, total, quality, method, seed):
+    """Runs `objective` one trial at a time until it has spent `total` budget
+    (it counts state["spent"]); prints a "traj" row (method, seed, budget
+    spent, quality(best trial)) whenever the study's best completed trial
+    changes, and an "end" row (method, seed, budget spent, trials)."""
+    n, incumbent = 0, None
+    while state["spent"] < total:
+        study.optimize(objective, n_trials=1)
+        n += 1
+        if not any(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials):
+            continue
+        best = study.best_trial
+        if best.number != incumbent:
+            incumbent = best.number
+            print("traj\t%s\t%d\t%.6g\t%.6g" % (method, seed, state["spent"], quality(best)))
+    print("end\t%s\t%d\t%.6g\t%d" % (method, seed, state["spent"], n))
+    sys.stdout.flush()
+
+
 def run(seed, total, max_budget, eta, noise):
     rng = np.random.default_rng(1000 + seed)
-    state = {"spent": 0.0, "incumbent": None}
+    state = {"spent": 0.0}
     study = optuna.create_study(
         sampler=optuna.samplers.TPESampler(seed=seed),
         pruner=optuna.pruners.HyperbandPruner(min_resource=1, max_resource=int(max_budget),
@@ -54,21 +73,9 @@ def run(seed, total, max_budget, eta, noise):
                 raise optuna.TrialPruned()
         return value
 
-    n = 0
-    while state["spent"] < total:
-        study.optimize(objective, n_trials=1)
-        n += 1
-        done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-        if not done:
-            continue
-        best = min(done, key=lambda t: t.value)
-        x = [best.params["x%d" % i] for i in range(1, 7)]
-        v = curve(x, max_budget, max_budget)
-        if state["incumbent"] != v:
-            state["incumbent"] = v
-            print("traj\toptuna-hb\t%d\t%.6g\t%.6g" % (seed, state["spent"], v))
-    print("end\toptuna-hb\t%d\t%.6g\t%d" % (seed, state["spent"], n))
-    sys.stdout.flush()
+    x_of = lambda t: [t.params["x%d" % i] for i in range(1, 7)]  # noqa: E731
+    optimize_until_spent(study, objective, state, total,
+                         lambda best: curve(x_of(best), max_budget, max_budget), "optuna-hb", seed)
 
 
 def main():

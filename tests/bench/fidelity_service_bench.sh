@@ -34,9 +34,8 @@ service_start "$build" 1 "$slots"
 trap service_stop EXIT
 out=$(mktemp)
 
-submit() {  # NAME ALGORITHM TYPE(none|asha|hyperband) MAX_TRIALS SEED -> sweep id
-  local spec
-  spec=$(jq -nc --arg name "$1" --arg a "$2" --arg t "$3" --argjson n "$4" --argjson s "$5" \
+spec() {  # NAME ALGORITHM TYPE(none|asha|hyperband) MAX_TRIALS SEED
+  jq -nc --arg name "$1" --arg a "$2" --arg t "$3" --argjson n "$4" --argjson s "$5" \
     --argjson c "$slots" '{
       name: "fidelity-bench \($name) \($s)",
       objective: {metric: "value", mode: "min"},
@@ -46,9 +45,7 @@ submit() {  # NAME ALGORITHM TYPE(none|asha|hyperband) MAX_TRIALS SEED -> sweep 
                (if $t == "none" then {} else
                 {multi_fidelity: {type: $t, resource: "steps", min: 1, max: 27}} end)),
       trial: ({kind: "synthetic", function: "hartmann6", curve: "crossing", noise: 0.05}
-              + (if $t == "none" then {steps: 27} else {} end))}')
-  curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" -H 'Content-Type: application/json' \
-    -d "$spec" "$SERVICE_API/api/sweeps" | jq -r .id
+              + (if $t == "none" then {steps: 27} else {} end))}'
 }
 
 # name algorithm type max_trials (enough trials to spend the total budget)
@@ -57,14 +54,8 @@ methods=("random random none $((total / 27 + 1))" "asha random asha $((total / 2
 for m in "${methods[@]}"; do
   read -r name algo type n <<<"$m"
   for s in $(seq "$seeds"); do
-    SERVICE_SWEEP=$(submit "$name" "$algo" "$type" "$n" "$s")
-    service_wait 0.5
-    state=$(jq -r .state <<<"$SERVICE_DOC")
-    [[ $state == finished ]] || { echo "$name seed $s: sweep $state" >&2; exit 1; }
-    for ((offset = 0; offset < n; offset += 1000)); do  # pages of at most 1,000
-      curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" \
-        "$SERVICE_API/api/sweeps/$SERVICE_SWEEP/trials?limit=1000&offset=$offset" | jq -c .trials
-    done | jq -sc --arg m "$name" --argjson s "$s" '{method: $m, seed: $s, trials: add}' >> "$out"
+    service_submit "$(spec "$name" "$algo" "$type" "$n" "$s")"
+    service_finished_trials "$name" "$s" 0.5 >> "$out"
   done
 done
 python3 - "$total" "$out" <<'PY'

@@ -52,15 +52,8 @@ OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$here/fidelity_torch_optuna.py" --seeds
 echo "# optuna-random: $((SECONDS - t0)) s for $seeds seeds"
 service_start "$build" 1 "$slots"
 
-data='{format: "idx",
-  train_images: "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz",
-  train_labels: "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz",
-  test_images: "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz",
-  test_labels: "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz",
-  validation_fraction: 0.1, subset: 12000}'
-submit() {  # NAME ALGORITHM TYPE(none|asha|hyperband) MAX_TRIALS SEED -> sweep id
-  local spec
-  spec=$(jq -nc --arg name "$1" --arg a "$2" --arg t "$3" --argjson n "$4" --argjson s "$5" \
+spec() {  # NAME ALGORITHM TYPE(none|asha|hyperband) MAX_TRIALS SEED
+  jq -nc --arg name "$1" --arg a "$2" --arg t "$3" --argjson n "$4" --argjson s "$5" \
     --argjson c "$slots" "{
       name: \"fidelity-torch-bench \(\$name) \(\$s)\",
       objective: {metric: \"val_accuracy\", mode: \"max\"},
@@ -73,10 +66,8 @@ submit() {  # NAME ALGORITHM TYPE(none|asha|hyperband) MAX_TRIALS SEED -> sweep 
                 {multi_fidelity: {type: \$t, resource: \"epochs\", min: 1, max: 9}} end)),
       trial: {kind: \"torch\", task: \"classification\",
               model: {type: \"mlp\", hidden: \"{width}\", depth: \"{depth}\", dropout: \"{dropout}\"},
-              data: $data, optimizer: {type: \"sgd\", lr: \"{lr}\", momentum: 0.9},
-              batch_size: 128, epochs: 9, timeout_s: 600, max_attempts: 2}}")
-  curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" -H 'Content-Type: application/json' \
-    -d "$spec" "$SERVICE_API/api/sweeps" | jq -r .id
+              data: $SERVICE_FASHION_MNIST, optimizer: {type: \"sgd\", lr: \"{lr}\", momentum: 0.9},
+              batch_size: 128, epochs: 9, timeout_s: 600, max_attempts: 2}}"
 }
 
 # name algorithm type max_trials (enough trials to spend the total budget)
@@ -86,14 +77,8 @@ for m in "${methods[@]}"; do
   read -r name algo type n <<<"$m"
   t0=$SECONDS
   for s in $(seq "$seeds"); do
-    SERVICE_SWEEP=$(submit "$name" "$algo" "$type" "$n" "$s")
-    [[ -n $SERVICE_SWEEP && $SERVICE_SWEEP != null ]] || { echo "submit failed" >&2; exit 1; }
-    service_wait 1
-    state=$(jq -r .state <<<"$SERVICE_DOC")
-    [[ $state == finished ]] || { echo "$name seed $s: sweep $state" >&2; exit 1; }
-    curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" \
-      "$SERVICE_API/api/sweeps/$SERVICE_SWEEP/trials?limit=1000&offset=0" |
-      jq -c --arg m "$name" --argjson s "$s" '{method: $m, seed: $s, trials: .trials}' >> "$out"
+    service_submit "$(spec "$name" "$algo" "$type" "$n" "$s")"
+    service_finished_trials "$name" "$s" >> "$out"
   done
   echo "# $name: $((SECONDS - t0)) s for $seeds seeds"
 done

@@ -26,6 +26,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from fidelity_optuna import optimize_until_spent  # noqa: E402
+
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 DATA = "/usr/share/datasets/fashion-mnist/"
 
@@ -74,7 +77,7 @@ def accuracy(model, x, y):
 def run(seed, total, max_epochs, eta, random):
     xtr, ytr, xval, yval, xte, yte = data(seed)
     torch.manual_seed(seed)
-    state = {"spent": 0, "incumbent": None}
+    state = {"spent": 0}
     test_of = {}
     method = "optuna-random" if random else "optuna-hb"
     study = optuna.create_study(
@@ -112,19 +115,8 @@ def run(seed, total, max_epochs, eta, random):
         test_of[trial.number] = accuracy(model, xte, yte)
         return val
 
-    trials = 0
-    while state["spent"] < total:
-        study.optimize(objective, n_trials=1)
-        trials += 1
-        done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-        if not done:
-            continue
-        best = max(done, key=lambda t: t.value)
-        if state["incumbent"] != best.number:
-            state["incumbent"] = best.number
-            print("traj\t%s\t%d\t%d\t%.6f" % (method, seed, state["spent"], test_of[best.number]))
-    print("end\t%s\t%d\t%d\t%d" % (method, seed, state["spent"], trials))
-    sys.stdout.flush()
+    optimize_until_spent(study, objective, state, total, lambda best: test_of[best.number], method,
+                         seed)
 
 
 def main():

@@ -36,42 +36,27 @@ out=$(mktemp)
 trap '[[ -n ${SERVICE_HOME:-} ]] && service_stop; rm -f "$out"' EXIT
 service_start "$build" 1 "$slots"
 
-submit() {  # NAME(pbt|random) SEED -> sweep id
-  local spec
-  spec=$(jq -nc --arg m "$1" --argjson s "$2" --argjson p "$population" --argjson e "$epochs" \
-    --argjson c "$slots" '{
-      name: "pbt-torch-bench \($m) \($s)",
-      objective: {metric: "val_accuracy", mode: "max"},
-      parameters: {lr: {type: "float", min: 0.0001, max: 0.3, log: true}},
-      search: ({algorithm: "random", max_concurrent: $c, seed: $s} +
-               (if $m == "pbt" then {max_trials: ($p * $e + $p),
-                  pbt: {population: $p, resource: "epochs", interval: 1, max: $e}}
-                else {max_trials: $p} end)),
-      trial: {kind: "torch", task: "classification",
-              model: {type: "mlp", hidden: 256, depth: 2},
-              data: {format: "idx",
-                train_images: "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz",
-                train_labels: "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz",
-                test_images: "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz",
-                test_labels: "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz",
-                validation_fraction: 0.1, subset: 12000},
-              optimizer: {type: "sgd", lr: "{lr}", momentum: 0.9},
-              batch_size: 128, epochs: $e, timeout_s: 600, max_attempts: 2}}')
-  curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" -H 'Content-Type: application/json' \
-    -d "$spec" "$SERVICE_API/api/sweeps" | jq -r .id
+spec() {  # METHOD(pbt|random) SEED
+  jq -nc --arg m "$1" --argjson s "$2" --argjson p "$population" --argjson e "$epochs" \
+    --argjson c "$slots" "{
+      name: \"pbt-torch-bench \(\$m) \(\$s)\",
+      objective: {metric: \"val_accuracy\", mode: \"max\"},
+      parameters: {lr: {type: \"float\", min: 0.0001, max: 0.3, log: true}},
+      search: ({algorithm: \"random\", max_concurrent: \$c, seed: \$s} +
+               (if \$m == \"pbt\" then {max_trials: (\$p * \$e + \$p),
+                  pbt: {population: \$p, resource: \"epochs\", interval: 1, max: \$e}}
+                else {max_trials: \$p} end)),
+      trial: {kind: \"torch\", task: \"classification\",
+              model: {type: \"mlp\", hidden: 256, depth: 2}, data: $SERVICE_FASHION_MNIST,
+              optimizer: {type: \"sgd\", lr: \"{lr}\", momentum: 0.9},
+              batch_size: 128, epochs: \$e, timeout_s: 600, max_attempts: 2}}"
 }
 
 for m in random pbt; do
   t0=$SECONDS
   for s in $(seq "$seeds"); do
-    SERVICE_SWEEP=$(submit "$m" "$s")
-    [[ -n $SERVICE_SWEEP && $SERVICE_SWEEP != null ]] || { echo "submit failed" >&2; exit 1; }
-    service_wait 1
-    state=$(jq -r .state <<<"$SERVICE_DOC")
-    [[ $state == finished ]] || { echo "$m seed $s: sweep $state" >&2; exit 1; }
-    curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" \
-      "$SERVICE_API/api/sweeps/$SERVICE_SWEEP/trials?limit=1000&offset=0" |
-      jq -c --arg m "$m" --argjson s "$s" '{method: $m, seed: $s, trials: .trials}' >> "$out"
+    service_submit "$(spec "$m" "$s")"
+    service_finished_trials "$m" "$s" >> "$out"
   done
   echo "# $m: $((SECONDS - t0)) s for $seeds seeds"
 done

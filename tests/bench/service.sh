@@ -30,17 +30,46 @@ service_start() {
   done
 }
 
+# service_submit SPEC_JSON: submits a sweep; sets SERVICE_SWEEP.
+service_submit() {
+  SERVICE_SWEEP=$(curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" \
+    -H 'Content-Type: application/json' -d "$1" "$SERVICE_API/api/sweeps" | jq -r .id)
+  [[ -n $SERVICE_SWEEP && $SERVICE_SWEEP != null ]]
+}
+
 # service_sweep TRIALS CONCURRENT [FUNCTION (noop)]: submits; sets SERVICE_SWEEP.
 service_sweep() {
-  local spec
-  spec=$(jq -nc --argjson n "$1" --argjson c "$2" --arg f "${3:-noop}" '{
+  service_submit "$(jq -nc --argjson n "$1" --argjson c "$2" --arg f "${3:-noop}" '{
     name: "bench", objective: {metric: "value", mode: "min"},
     parameters: {x1: {type: "float", min: -5, max: 10}, x2: {type: "float", min: 0, max: 15}},
     search: {algorithm: "random", max_trials: $n, max_concurrent: $c, seed: 1},
-    trial: {kind: "synthetic", function: $f, sleep_s: 0}}')
-  SERVICE_SWEEP=$(curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" \
-    -H 'Content-Type: application/json' -d "$spec" "$SERVICE_API/api/sweeps" | jq -r .id)
-  [[ -n $SERVICE_SWEEP && $SERVICE_SWEEP != null ]]
+    trial: {kind: "synthetic", function: $f, sleep_s: 0}}')"
+}
+
+# The trial's `data` of the Fashion-MNIST benchmarks: Debian's dataset, the
+# first 12,000 training images, a tenth of them held out for validation, and
+# the 10,000 test images (a jq object).
+SERVICE_FASHION_MNIST='{format: "idx",
+  train_images: "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz",
+  train_labels: "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz",
+  test_images: "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz",
+  test_labels: "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz",
+  validation_fraction: 0.1, subset: 12000}'
+
+# service_finished_trials METHOD SEED [INTERVAL_S (1)]: waits for SERVICE_SWEEP
+# to end, fails unless it finished, and prints one JSON line
+# {method, seed, trials: [every trial, in pages of 1,000]}.
+service_finished_trials() {
+  local state offset page
+  service_wait "${3:-1}"
+  state=$(jq -r .state <<<"$SERVICE_DOC")
+  [[ $state == finished ]] || { echo "$1 seed $2: sweep $state" >&2; return 1; }
+  for ((offset = 0; ; offset += 1000)); do
+    page=$(curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" \
+      "$SERVICE_API/api/sweeps/$SERVICE_SWEEP/trials?limit=1000&offset=$offset" | jq -c .trials)
+    printf '%s\n' "$page"
+    (($(jq length <<<"$page") == 1000)) || break
+  done | jq -sc --arg m "$1" --argjson s "$2" '{method: $m, seed: $s, trials: add}'
 }
 
 # service_wait [INTERVAL_S (0.1)]: polls the sweep every INTERVAL_S until it
