@@ -33,6 +33,13 @@ bool FeatureMap::is_numeric(int i) const {
   return space_.params[static_cast<std::size_t>(i)].type != ParamType::kCategorical;
 }
 
+std::vector<int> FeatureMap::numeric_features() const {
+  std::vector<int> rows;
+  for (std::size_t i = 0; i < entries_.size(); ++i)
+    if (is_numeric(static_cast<int>(i))) rows.push_back(entries_[i].feature);
+  return rows;
+}
+
 Eigen::VectorXd FeatureMap::unit_of(const Params& params) const {
   Eigen::VectorXd u = Eigen::VectorXd::Constant(unit_dims(), 0.5);
   for (int i = 0; i < unit_dims(); ++i) {

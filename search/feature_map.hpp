@@ -31,6 +31,8 @@ class FeatureMap {
   int feature_dims() const { return feature_dims_; }
   // True when parameter i is numeric (moves continuously in u).
   bool is_numeric(int i) const;
+  // The feature rows of the numeric parameters.
+  std::vector<int> numeric_features() const;
 
   // The unit coordinates of stored params (inactive / missing: 0.5).
   Eigen::VectorXd unit_of(const Params& params) const;

@@ -70,7 +70,8 @@ GpHyperparameters from_phi(const Eigen::VectorXd& phi, const HyperBoxes& b,
 }
 
 // Log prior density (up to a constant) and its gradient in theta.
-double log_prior(const GpHyperparameters& h, const HyperBoxes& b, Eigen::VectorXd& grad) {
+double log_prior(const GpHyperparameters& h, const HyperBoxes& b, const Eigen::VectorXd& learnt,
+                 Eigen::VectorXd& grad) {
   const Eigen::Index d = h.log_lengthscales.size();
   grad.resize(d + 2);
   double lp = 0;
@@ -79,7 +80,14 @@ double log_prior(const GpHyperparameters& h, const HyperBoxes& b, Eigen::VectorX
     lp -= 0.5 * z * z;
     grad[i] = -z / box.prior_sd;
   };
-  for (Eigen::Index i = 0; i < d; ++i) add(i, h.log_lengthscales[i], b.lengthscale);
+  for (Eigen::Index i = 0; i < d; ++i) {
+    Box box = b.lengthscale;
+    if (learnt.size() == d) {
+      box.prior_mean = learnt[i];
+      box.prior_sd = GpFitOptions::kLearntLengthscaleSd;
+    }
+    add(i, h.log_lengthscales[i], box);
+  }
   add(d, h.log_signal_var, b.signal);
   add(d + 1, h.log_noise_var, b.noise);
   return lp;
@@ -263,7 +271,7 @@ void GaussianProcess::fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
       GpHyperparameters h = from_phi(phi, b, &chain);
       double lml = lml_pairs(*table, yf, h, &g_lml);
       if (!std::isfinite(lml)) return std::numeric_limits<double>::infinity();
-      double lp = log_prior(h, b, g_prior);
+      double lp = log_prior(h, b, options.learnt_log_lengthscales, g_prior);
       g = -scale * ((g_lml + g_prior).array() * chain.array()).matrix();
       return -scale * (lml + lp);
     };
@@ -281,6 +289,11 @@ void GaussianProcess::fit(const Eigen::MatrixXd& x, const Eigen::VectorXd& y,
   starts.push_back(start(b.lengthscale.prior_mean));
   starts.push_back(start(std::log(0.15)));
   starts.push_back(start(std::log(2.0)));
+  if (options.learnt_log_lengthscales.size() == d) {
+    GpHyperparameters h = start(0);
+    h.log_lengthscales = options.learnt_log_lengthscales;
+    starts.push_back(h);
+  }
   Rng rng(seed, 0, 0x47504649);  // "GPFI"
   for (int s = 0; s < options.random_starts; ++s) {
     GpHyperparameters h = start(0);
@@ -356,6 +369,14 @@ void GaussianProcess::predict(const Eigen::MatrixXd& xc, Eigen::VectorXd& mean,
   mean = ks.transpose() * alpha_;
   const Eigen::MatrixXd v = l_inv_.triangularView<Eigen::Lower>() * ks;
   var = (sf2 - v.colwise().squaredNorm().transpose().array()).max(1e-12 * sf2).matrix();
+}
+
+Eigen::VectorXd GaussianProcess::predict_raw_mean(const Eigen::MatrixXd& xc) const {
+  if (x_.cols() == 0) return Eigen::VectorXd::Constant(xc.cols(), y_mean_);
+  const Eigen::MatrixXd xcs = xc.array().colwise() * inv_ls_;
+  const Eigen::VectorXd mean =
+      matern_scaled(xs_t_, xcs, std::exp(hyper_.log_signal_var)).transpose() * alpha_;
+  return (mean.array() * y_std_ + y_mean_).matrix();
 }
 
 }  // namespace hpo::search

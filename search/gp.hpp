@@ -44,6 +44,12 @@ struct GpFitOptions {
   int polish_iterations = 8;
   double tolerance = 1e-6;      // relative improvement that ends an L-BFGS run
   double min_noise_var = 1e-6;  // in standard units
+  // Length scales learnt elsewhere (a warm start's earlier sweeps): when set
+  // (size D), each length scale's log-normal prior is centred on them with
+  // spread kLearntLengthscaleSd instead of the generic one, and they are one
+  // more start. A few points of a related task then fit its shape at once.
+  Eigen::VectorXd learnt_log_lengthscales;
+  static constexpr double kLearntLengthscaleSd = 0.5;
 };
 
 // A deterministic subset of at most m indices of y: the best half by value,
@@ -64,6 +70,8 @@ class GaussianProcess {
 
   // Posterior of the latent function at the columns of `xc`, standard units.
   void predict(const Eigen::MatrixXd& xc, Eigen::VectorXd& mean, Eigen::VectorXd& var) const;
+  // The posterior mean alone, in raw units (no variance: O(n) per point).
+  Eigen::VectorXd predict_raw_mean(const Eigen::MatrixXd& xc) const;
 
   double standardize(double y) const { return (y - y_mean_) / y_std_; }
   double unstandardize(double z) const { return z * y_std_ + y_mean_; }

@@ -91,7 +91,7 @@ WarmStart::WarmStart(const SearchSpace& space, const std::vector<std::vector<Pri
     const auto z = normal_scores(values);
     auto& scored = sources_.emplace_back();
     for (std::size_t i = 0; i < fitted.size(); ++i) {
-      scored.push_back({fitted[i], z[i]});
+      scored.push_back({fitted[i], z[i], values[i]});
       all.push_back({z[i], s, i, std::move(fitted[i])});
     }
   }

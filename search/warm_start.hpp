@@ -16,11 +16,12 @@
 //    scales on a cluster and spends the next trials exploring as if cold
 //    (Branin, 30 seeds: regret after 30 trials 0.0040 against 0.0012 with
 //    the share; cold 0.00093).
-//  - the model, where the sampler can weigh them (Sampler::learn_from; tpe:
-//    tpe_sampler.hpp): the earlier trials by their ranks, fading as the
-//    sweep gathers its own. The Bayesian sampler's GP learns from this
-//    sweep's trials alone, so values measured on another scale or a shifted
-//    task never mislead its model.
+//  - the model, where the sampler can weigh them (Sampler::learn_from): tpe
+//    (tpe_sampler.hpp) keeps the earlier trials by their ranks, fading as
+//    the sweep gathers its own; bayesian (bayesian_sampler.hpp) takes a GP
+//    of each earlier sweep as its prior mean, scaled and offset to this
+//    sweep's values, and searches near the best trials while that prior
+//    explains this sweep; the values themselves are kept for it (Scored::value).
 // A related earlier sweep starts the search where it ended; an unrelated one
 // costs no more than the design share it replaced. Pure and deterministic:
 // the controller loads the sources once per start, and trial i's parameters
@@ -71,6 +72,7 @@ class WarmStart {
   struct Scored {
     Params params;
     double score = 0;
+    double value = 0;  // as measured, minimise sense
   };
   const std::vector<std::vector<Scored>>& sources() const { return sources_; }
 

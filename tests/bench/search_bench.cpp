@@ -8,6 +8,7 @@
 //                [--no-quality] [--no-timing] [--timing-n 100,500,1000]
 //                [--timing-reps R] [--pending K]
 //   search_bench --warm-start [--seeds 10] [--functions branin,hartmann6] [--samplers tpe,bayesian]
+//                [--opposite]
 //   search_bench --pareto [--seeds 10] [--budgets 100,200,400] [--functions zdt1,zdt2,dtlz2]
 //                [--samplers nsga2,random] [--pending K]
 //
@@ -231,10 +232,13 @@ void timing(const std::string& sampler, const std::string& fname, const std::vec
 // from the earlier sweep. Reported: the evaluations the warm sweep needs to
 // reach the cold sweep's best after 100 (101: not within 100), their median
 // over the seeds and how many seeds reach it within 30, and both sweeps'
-// median regret after 30 (in units of the unscaled function).
+// median regret after 30 (in units of the unscaled function). --opposite:
+// the earlier sweep's values are negated before the warm start sees them
+// (an earlier sweep that ranks this task's points the other way, what a
+// warm start must survive).
 // Row: "warm\t<function>\t<sampler>\t<median evals>\t<seeds within 30>\t<seeds>\t
 //       <warm regret@30>\t<cold regret@30>"
-void warm_start(const std::string& fname, const std::string& sampler, int seeds) {
+void warm_start(const std::string& fname, const std::string& sampler, int seeds, bool opposite) {
   const auto info = *test_function_info(fname);
   const SearchSpace space = box(info);
   struct Task {
@@ -302,10 +306,12 @@ void warm_start(const std::string& fname, const std::string& sampler, int seeds)
                   t == &earlier ? "earlier" : "now", t->scale, t->offset);
       for (std::size_t d = 0; d < t->shift.size(); ++d)
         std::printf("%s%.17g", d ? "," : "", t->shift[d]);
-      std::printf("\n");
+      std::printf("\t%d\n", opposite ? 1 : 0);
     }
     std::vector<PriorTrial> source;
     run(earlier, 2000 + std::uint64_t(seed), nullptr, 100, &source);
+    if (opposite)  // the worst case: its best are this task's worst
+      for (auto& t : source) t.value = -t.value;
     const auto cold = run(now, 1000 + std::uint64_t(seed), nullptr, 100, nullptr);
     WarmStart warm(space, {source}, sampler_named(sampler, 0, space)->initial_design());
     const auto warmed = run(now, 1000 + std::uint64_t(seed), &warm, 100, nullptr);
@@ -402,7 +408,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> samplers = {"random", "sobol", "tpe", "bayesian"};
   std::vector<int> timing_n = {100, 500, 1000};
   int timing_reps = 0, pending = 0;
-  bool do_quality = true, do_timing = true, do_warm = false, do_pareto = false;
+  bool do_quality = true, do_timing = true, do_warm = false, do_pareto = false, opposite = false;
   bool chose_functions = false, chose_samplers = false, chose_budgets = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -430,6 +436,8 @@ int main(int argc, char** argv) {
       do_timing = false;
     else if (a == "--warm-start")
       do_warm = true;
+    else if (a == "--opposite")
+      opposite = true;
     else if (a == "--pareto")
       do_pareto = true;
     else {
@@ -447,7 +455,7 @@ int main(int argc, char** argv) {
   }
   if (do_warm) {  // its own table: the functions and samplers given (default branin, hartmann6)
     for (const auto& f : functions)
-      for (const auto& s : samplers) warm_start(f, s, seeds);
+      for (const auto& s : samplers) warm_start(f, s, seeds, opposite);
     return 0;
   }
   if (do_quality)

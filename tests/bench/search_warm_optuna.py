@@ -64,7 +64,8 @@ def main():
         fn, seed, which = cols[1], int(cols[2]), cols[3]
         tasks.setdefault((fn, seed), {})[which] = {
             "scale": float(cols[4]), "offset": float(cols[5]),
-            "shift": [float(v) for v in cols[6].split(",")]}
+            "shift": [float(v) for v in cols[6].split(",")],
+            "opposite": len(cols) > 7 and cols[7] == "1"}
     for fn in dict.fromkeys(k[0] for k in tasks):
         seeds = sorted(s for f, s in tasks if f == fn)
         reach, warm30, cold30 = [], [], []
@@ -73,6 +74,9 @@ def main():
             earlier, _ = study(2000 + seed, fn, t["earlier"], 100)
             _, cold = study(1000 + seed, fn, t["now"], 100)
             prior = [tr for tr in earlier.trials if tr.state == optuna.trial.TrialState.COMPLETE]
+            if t["earlier"]["opposite"]:  # search_bench --opposite: the earlier values negated
+                prior = [optuna.trial.create_trial(params=tr.params, distributions=tr.distributions,
+                                                   value=-tr.value) for tr in prior]
             _, warm = study(1000 + seed, fn, t["now"], 100, prior)
             n = next((i + 1 for i, b in enumerate(warm) if b <= cold[-1]), 101)
             reach.append(n)

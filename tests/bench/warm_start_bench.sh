@@ -4,6 +4,10 @@
 # samplers side by side with Optuna's TPE warm-started by add_trials(), in one
 # run. Usage (from the repository root):
 #   tests/bench/warm_start_bench.sh [--build DIR] [--seeds 10] [--functions branin,hartmann6]
+#                                   [--opposite]
+# --opposite: the earlier sweep's values negated on both sides (an earlier
+# sweep that ranks this task's points the other way: what a warm start costs
+# when it is wrong).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD_DIR:-build}
@@ -12,6 +16,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --seeds|--functions) args+=("$1" "$2"); shift 2 ;;
+    --opposite) args+=("$1"); shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done

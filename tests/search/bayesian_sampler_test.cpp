@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "search/feature_map.hpp"
+#include "search/gp.hpp"
+#include "search/sobol.hpp"
 #include "search/test_functions.hpp"
 #include "tests/search/space_fixtures.hpp"
 
@@ -135,6 +137,93 @@ TEST(BayesianSampler, SurvivesFailuresAndConstantValues) {
 
 namespace hpo::search {
 namespace {
+
+TEST(BayesianSampler, TransferCoefficientsFitAnAffineRelationAndDropAnOpposedSource) {
+  Eigen::MatrixXd means(8, 2);
+  means.col(0) << 0.1, 0.5, 0.9, 1.3, 2.0, 2.2, 3.1, 4.0;
+  means.col(1) << 3, -1, 2, 0.5, -2, 1, 0, 4;
+  Eigen::VectorXd y = (2 + 3 * means.col(0).array() + 0.5 * means.col(1).array()).matrix();
+  Eigen::VectorXd c = transfer_coefficients(means, y);
+  ASSERT_EQ(c.size(), 3);
+  EXPECT_NEAR(c[0], 2, 1e-6);
+  EXPECT_NEAR(c[1], 3, 1e-6);
+  EXPECT_NEAR(c[2], 0.5, 1e-6);
+  // The second source ranks the points the other way: dropped, the first refitted alone.
+  y = (1 + 2 * means.col(0).array() - 0.8 * means.col(1).array()).matrix();
+  c = transfer_coefficients(means, y);
+  EXPECT_EQ(c[2], 0);
+  EXPECT_GT(c[1], 0);
+  const Eigen::VectorXd fitted = (c[0] + c[1] * means.col(0).array()).matrix();
+  EXPECT_NEAR((y - fitted).sum(), 0, 1e-6);  // least squares with an intercept
+  // Both opposed: the prior mean is the mean value.
+  c = transfer_coefficients(means, -means.col(0) - means.col(1));
+  EXPECT_EQ(c[1], 0);
+  EXPECT_EQ(c[2], 0);
+  EXPECT_NEAR(c[0], (-means.col(0) - means.col(1)).mean(), 1e-9);
+}
+
+TEST(BayesianSampler, FitInputShiftFindsHowFarARelatedSurfaceMoved) {
+  // The earlier sweep's surface, learnt by a GP from 60 Sobol points.
+  auto bowl = [](double a, double b) { return (a - 0.4) * (a - 0.4) + 2 * (b - 0.6) * (b - 0.6); };
+  SobolSequence sobol(2, 5);
+  Eigen::MatrixXd x(2, 60);
+  Eigen::VectorXd y(60);
+  for (int i = 0; i < 60; ++i) {
+    const auto pt = sobol.point(std::uint64_t(i));
+    x.col(i) << pt[0], pt[1];
+    y[i] = bowl(pt[0], pt[1]);
+  }
+  GaussianProcess earlier;
+  earlier.fit(x, y, GpFitOptions{}, 1);
+  // This task: the same surface moved by (0.07, -0.05), scaled by 3 and offset by 1.
+  const double dx = 0.07, dy = -0.05;
+  Eigen::MatrixXd f(2, 12);
+  Eigen::VectorXd v(12);
+  for (int i = 0; i < 12; ++i) {
+    f.col(i) << 0.2 + 0.15 * (i % 4), 0.3 + 0.2 * (i / 4);
+    v[i] = 3 * bowl(f(0, i) + dx, f(1, i) + dy) + 1;
+  }
+  const Eigen::VectorXd shift = fit_input_shift(earlier, f, v, {0, 1});
+  ASSERT_EQ(shift.size(), 2);
+  EXPECT_NEAR(shift[0], dx, 0.01);
+  EXPECT_NEAR(shift[1], dy, 0.01);
+  // Too few points to fit two shifts and a scale: none.
+  EXPECT_EQ(fit_input_shift(earlier, f.leftCols(4), v.head(4), {0, 1}), Eigen::VectorXd::Zero(2));
+  // Values that fall where the earlier surface rises: nothing to align.
+  EXPECT_EQ(fit_input_shift(earlier, f, -v, {0, 1}), Eigen::VectorXd::Zero(2));
+}
+
+TEST(BayesianSampler, TrustRegionGrowsOnSuccessesShrinksOnFailuresAndCollapsesToGlobal) {
+  std::vector<Observation> h;
+  auto add = [&](double v) {
+    Observation o;
+    o.number = static_cast<std::int64_t>(h.size());
+    o.value = v;
+    h.push_back(o);
+  };
+  add(10);  // the design (first = 2): not counted
+  add(20);
+  EXPECT_EQ(trust_region_radius(h, 2), BayesianSampler::kTrustStart);
+  for (double v : {9, 8, 7}) add(v);  // three improvements in a row
+  EXPECT_DOUBLE_EQ(trust_region_radius(h, 2), 2 * BayesianSampler::kTrustStart);
+  add(50);
+  add(std::nan(""));  // failed: not a trial that counts
+  h.back().outcome = TrialOutcome::kFailed;
+  add(60);  // two without improvement
+  EXPECT_DOUBLE_EQ(trust_region_radius(h, 2), BayesianSampler::kTrustStart);
+  int halvings = 0;
+  while (trust_region_radius(h, 2) > 0) {
+    add(100);
+    add(100);
+    ++halvings;
+    ASSERT_LT(halvings, 20);
+  }
+  // 0.1 / 2^7 < kTrustMin: the seventh halving collapses the region, and the next trial starts
+  // over.
+  EXPECT_EQ(halvings, 7);
+  add(100);
+  EXPECT_EQ(trust_region_radius(h, 2), BayesianSampler::kTrustStart);
+}
 
 TEST(BayesianSampler, WarpsOnlyHeavyRightTailsAndKeepsTheOrder) {
   std::vector<double> symmetric = {1, 2, 3, 4, 5, 6, 7};

@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
 
 #include "search/test_functions.hpp"
 #include "tests/search/space_fixtures.hpp"
@@ -120,6 +123,26 @@ double best_after(Sampler& sampler, const WarmStart* warm, int n,
   return best;
 }
 
+// The earlier sweep of a related task: `n` trials of `algo` (seed 7) on
+// `earlier`, as the warm start reads them.
+std::vector<PriorTrial> earlier_sweep(const SearchSpace& s, Algorithm algo, int n,
+                                      const std::function<double(const Params&)>& earlier) {
+  auto sampler = make_sampler({algo, 7, 0}, s);
+  std::vector<Observation> past;
+  std::vector<PriorTrial> source;
+  for (int i = 0; i < n; ++i) {
+    auto p = sampler->ask(past, {}, i);
+    if (!p) break;
+    Observation o;
+    o.number = i;
+    o.params = *p;
+    o.value = earlier(*p);
+    past.push_back(o);
+    source.push_back({*p, *o.value});
+  }
+  return source;
+}
+
 TEST(WarmStart, AWarmStartedSamplerFindsARelatedOptimumSooner) {
   const auto info = *test_function_info("branin");
   SearchSpace s;
@@ -127,20 +150,9 @@ TEST(WarmStart, AWarmStartedSamplerFindsARelatedOptimumSooner) {
   s.params.push_back(float_param("x2", info.lower[1], info.upper[1]));
   for (Algorithm algo : {Algorithm::kBayesian, Algorithm::kTpe}) {
     // The earlier sweep: 40 trials of the same sampler on a shifted, scaled task.
-    auto earlier = make_sampler({algo, 7, 0}, s);
-    std::vector<Observation> past;
-    std::vector<PriorTrial> source;
-    for (int i = 0; i < 40; ++i) {
-      auto p = earlier->ask(past, {}, i);
-      ASSERT_TRUE(p);
-      const double v = shifted_branin(*p, 0.3, -0.4, 25);
-      Observation o;
-      o.number = i;
-      o.params = *p;
-      o.value = v;
-      past.push_back(o);
-      source.push_back({*p, v});
-    }
+    const auto source = earlier_sweep(
+        s, algo, 40, [](const Params& p) { return shifted_branin(p, 0.3, -0.4, 25); });
+    ASSERT_EQ(source.size(), 40u);
     auto warm_sampler = make_sampler({algo, 11, 0}, s);
     WarmStart warm(s, {source}, warm_sampler->initial_design());
     warm_sampler->learn_from(warm);  // as the sweep controller does
@@ -152,6 +164,55 @@ TEST(WarmStart, AWarmStartedSamplerFindsARelatedOptimumSooner) {
                 algo == Algorithm::kBayesian ? "bayesian" : "tpe", cold, warmed);
     EXPECT_LT(warmed, cold);
   }
+}
+
+// The Bayesian sampler's transfer (bayesian_sampler.hpp): the earlier
+// sweep's GP as the prior mean, its length scales, a trust region. Regret
+// after 25 evaluations on this task: cold 0.09; warm with the shorter design
+// alone (the transfer switched off) 4.5e-3; with the transfer 2e-6.
+TEST(WarmStart, TheBayesianSamplerRefinesARelatedOptimumFarSooner) {
+  const auto info = *test_function_info("branin");
+  SearchSpace s;
+  s.params.push_back(float_param("x1", info.lower[0], info.upper[0]));
+  s.params.push_back(float_param("x2", info.lower[1], info.upper[1]));
+  const auto source = earlier_sweep(s, Algorithm::kBayesian, 60, [](const Params& p) {
+    return shifted_branin(p, 0.3, -0.4, 25);
+  });
+  auto task = [](const Params& p) { return shifted_branin(p, 0, 0, 1); };
+  const double floor = info.minimum + 3;
+  auto cold_sampler = make_sampler({Algorithm::kBayesian, 11, 0}, s);
+  auto warm_sampler = make_sampler({Algorithm::kBayesian, 11, 0}, s);
+  WarmStart warm(s, {source}, warm_sampler->initial_design());
+  warm_sampler->learn_from(warm);
+  const double cold = best_after(*cold_sampler, nullptr, 25, task) - floor;
+  const double warmed = best_after(*warm_sampler, &warm, 25, task) - floor;
+  std::printf("bayesian, regret after 25 evaluations: cold %.3g, warm %.3g\n", cold, warmed);
+  EXPECT_LT(warmed, 1e-4);
+  EXPECT_LT(warmed, cold / 100);
+}
+
+// An earlier sweep that ranks this task's points the other way explains
+// none of it: no transfer, and the search recovers from the design it
+// spoiled (with the transfer forced on, the GP keeps searching around the
+// earlier best, this task's worst: regret 2.05 after 80 here, 5e-5 without).
+TEST(WarmStart, AnOpposedEarlierSweepDoesNotTrapTheBayesianSampler) {
+  const auto info = *test_function_info("hartmann6");
+  SearchSpace s;
+  for (int d = 0; d < info.dims; ++d)
+    s.params.push_back(float_param("x" + std::to_string(d + 1), 0, 1));
+  auto h6 = [](const Params& p) {
+    std::vector<double> x;
+    for (int d = 0; d < 6; ++d) x.push_back(std::get<double>(p.at("x" + std::to_string(d + 1))));
+    return hartmann6(x);
+  };
+  auto source = earlier_sweep(s, Algorithm::kBayesian, 60, h6);
+  for (auto& t : source) t.value = -t.value;
+  auto warm_sampler = make_sampler({Algorithm::kBayesian, 11, 0}, s);
+  WarmStart warm(s, {source}, warm_sampler->initial_design());
+  warm_sampler->learn_from(warm);
+  const double regret = best_after(*warm_sampler, &warm, 80, h6) - info.minimum;
+  std::printf("bayesian warm-started from an opposed sweep, regret after 80: %.3g\n", regret);
+  EXPECT_LT(regret, 0.05);
 }
 
 }  // namespace
