@@ -22,8 +22,10 @@ namespace {
 // looks for the feasible region first).
 class Acquisition {
  public:
-  // prior: the prior mean in the GP's standard units (null: zero).
-  using Prior = std::function<Eigen::VectorXd(const Eigen::MatrixXd&)>;
+  // prior: the prior mean in the GP's standard units at unit points and
+  // their features (null: zero).
+  using Prior =
+      std::function<Eigen::VectorXd(const std::vector<Eigen::VectorXd>&, const Eigen::MatrixXd&)>;
   Acquisition(const FeatureMap& map, const GaussianProcess& gp, double best,
               const FeasibilityModel& feasibility, bool use_ei, Prior prior)
       : map_(map),
@@ -39,7 +41,7 @@ class Acquisition {
     if (use_ei_) {
       Eigen::VectorXd mean, var;
       gp_.predict(f, mean, var);
-      if (prior_) mean += prior_(f);
+      if (prior_) mean += prior_(us, f);
       for (Eigen::Index i = 0; i < mean.size(); ++i)
         out[i] = log_expected_improvement(mean[i], std::sqrt(var[i]), best_);
     }
@@ -56,17 +58,20 @@ class Acquisition {
   Prior prior_;
 };
 
-// `f` (features, one column per point) with `shift` added to the `rows`.
+// `f` (features, one column per point) with `shift` added to the `rows`
+// where `active` (rows x points, 1 or 0) says the parameter is active.
 Eigen::MatrixXd shifted(Eigen::MatrixXd f, const std::vector<int>& rows,
-                        const Eigen::VectorXd& shift) {
-  for (std::size_t k = 0; k < rows.size(); ++k) f.row(rows[k]).array() += shift[Eigen::Index(k)];
+                        const Eigen::MatrixXd& active, const Eigen::VectorXd& shift) {
+  for (std::size_t k = 0; k < rows.size(); ++k)
+    f.row(rows[k]) += shift[Eigen::Index(k)] * active.row(Eigen::Index(k));
   return f;
 }
 
 }  // namespace
 
 Eigen::VectorXd fit_input_shift(const GaussianProcess& earlier, const Eigen::MatrixXd& f,
-                                const Eigen::VectorXd& y, const std::vector<int>& rows) {
+                                const Eigen::MatrixXd& active, const Eigen::VectorXd& y,
+                                const std::vector<int>& rows) {
   const auto d = Eigen::Index(rows.size());
   const Eigen::Index n = f.cols();
   Eigen::VectorXd delta = Eigen::VectorXd::Zero(d);
@@ -75,7 +80,7 @@ Eigen::VectorXd fit_input_shift(const GaussianProcess& earlier, const Eigen::Mat
   // shifted means, r: the residuals.
   auto misfit = [&](const Eigen::VectorXd& at, Eigen::VectorXd& m, Eigen::VectorXd& r,
                     double& slope) {
-    m = earlier.predict_raw_mean(shifted(f, rows, at));
+    m = earlier.predict_raw_mean(shifted(f, rows, active, at));
     const Eigen::ArrayXd mc = m.array() - m.mean(), yc = y.array() - y.mean();
     const double var = mc.square().sum();
     slope = var > 0 ? std::max(0.0, (mc * yc).sum() / var) : 0.0;
@@ -95,7 +100,7 @@ Eigen::VectorXd fit_input_shift(const GaussianProcess& earlier, const Eigen::Mat
     for (Eigen::Index k = 0; k < d; ++k) {
       Eigen::VectorXd at = delta;
       at[k] += 1e-4;
-      jac.col(k) = (earlier.predict_raw_mean(shifted(f, rows, at)) - m) / 1e-4;
+      jac.col(k) = (earlier.predict_raw_mean(shifted(f, rows, active, at)) - m) / 1e-4;
     }
     const Eigen::MatrixXd jc = jac.rowwise() - jac.colwise().mean();  // the intercept refits
     const Eigen::MatrixXd h = slope * slope * jc.transpose() * jc;
@@ -186,9 +191,7 @@ Eigen::VectorXd transfer_coefficients(const Eigen::MatrixXd& means, const Eigen:
 
 void BayesianSampler::learn_from(const WarmStart& earlier) {
   earlier_.clear();
-  learnt_log_lengthscales_.resize(0);
   warm_design_ = 0;
-  Eigen::VectorXd sum = Eigen::VectorXd::Zero(map_.feature_dims());
   std::size_t warped = 0;
   for (const auto& source : earlier.sources()) {
     if (source.size() < kMinEarlierTrials) continue;
@@ -203,23 +206,80 @@ void BayesianSampler::learn_from(const WarmStart& earlier) {
       train.push_back(map_.unit_of(source[std::size_t(keep[i])].params));
       y[Eigen::Index(i)] = y_all[keep[i]];
     }
-    auto& gp = earlier_.emplace_back();
-    gp.fit(map_.features(train), y, GpFitOptions{}, hash_key(seed_, earlier_.size(), 0x5741524d));
-    sum += gp.hyperparameters().log_lengthscales;
+    earlier_.emplace_back().fit(map_.features(train), y, GpFitOptions{},
+                                hash_key(seed_, earlier_.size(), 0x5741524d));
   }
   if (earlier_.empty()) return;
-  learnt_log_lengthscales_ = sum / double(earlier_.size());
+  numeric_rows_ = map_.numeric_features();
   earlier_warped_ = 2 * warped > earlier_.size();
   warm_design_ = static_cast<int>(earlier.design().size()) + 1;
 }
 
+Eigen::MatrixXd BayesianSampler::numeric_activity(const std::vector<Eigen::VectorXd>& us) const {
+  std::vector<int> numeric;
+  for (int i = 0; i < map_.unit_dims(); ++i)
+    if (map_.is_numeric(i)) numeric.push_back(i);
+  Eigen::MatrixXd active =
+      Eigen::MatrixXd::Ones(Eigen::Index(numeric.size()), Eigen::Index(us.size()));
+  const auto& params = map_.space().params;
+  if (std::none_of(params.begin(), params.end(), [](const auto& q) { return q.when.has_value(); }))
+    return active;
+  for (std::size_t k = 0; k < us.size(); ++k) {
+    const auto on = map_.active_at(us[k]);
+    for (std::size_t j = 0; j < numeric.size(); ++j)
+      active(Eigen::Index(j), Eigen::Index(k)) = on[std::size_t(numeric[j])] ? 1 : 0;
+  }
+  return active;
+}
+
 Eigen::MatrixXd BayesianSampler::earlier_means(const Eigen::MatrixXd& f,
+                                               const Eigen::MatrixXd& active,
                                                const std::vector<Eigen::VectorXd>& shifts) const {
   Eigen::MatrixXd out(f.cols(), Eigen::Index(earlier_.size()));
-  const auto rows = map_.numeric_features();
   for (std::size_t s = 0; s < earlier_.size(); ++s)
-    out.col(Eigen::Index(s)) = earlier_[s].predict_raw_mean(shifted(f, rows, shifts[s]));
+    out.col(Eigen::Index(s)) =
+        earlier_[s].predict_raw_mean(shifted(f, numeric_rows_, active, shifts[s]));
   return out;
+}
+
+Eigen::VectorXd BayesianSampler::Transfer::at(const BayesianSampler& sampler,
+                                              const std::vector<Eigen::VectorXd>& us,
+                                              const Eigen::MatrixXd& f) const {
+  const Eigen::MatrixXd means = sampler.earlier_means(f, sampler.numeric_activity(us), shifts);
+  return (coef[0] + (means * coef.tail(coef.size() - 1)).array()).matrix();
+}
+
+std::optional<BayesianSampler::Transfer> BayesianSampler::fit_transfer(
+    const std::vector<Eigen::VectorXd>& us, const Eigen::MatrixXd& f,
+    const Eigen::VectorXd& y) const {
+  const Eigen::MatrixXd active = numeric_activity(us);
+  Transfer t;
+  t.shifts.assign(earlier_.size(), Eigen::VectorXd::Zero(Eigen::Index(numeric_rows_.size())));
+  Eigen::MatrixXd means = earlier_means(f, active, t.shifts);
+  t.coef = transfer_coefficients(means, y);
+  // Does the earlier surface, unshifted, explain this sweep? The adjusted R²
+  // (with the slopes it took) keeps a few points from agreeing by chance.
+  const Eigen::Index n = y.size();
+  const auto slopes = Eigen::Index((t.coef.tail(t.coef.size() - 1).array() > 0).count());
+  const double ss_tot = (y.array() - y.mean()).square().sum();
+  if (slopes == 0 || n < slopes + 2 || !(ss_tot > 0)) return std::nullopt;
+  const Eigen::VectorXd fitted =
+      (t.coef[0] + (means * t.coef.tail(t.coef.size() - 1)).array()).matrix();
+  const double r2 = 1 - (y - fitted).squaredNorm() / ss_tot;
+  if (1 - (1 - r2) * double(n - 1) / double(n - slopes - 1) < kMinTransferR2) return std::nullopt;
+  for (std::size_t s = 0; s < earlier_.size(); ++s)
+    if (t.coef[Eigen::Index(s + 1)] > 0)
+      t.shifts[s] = fit_input_shift(earlier_[s], f, active, y, numeric_rows_);
+  t.coef = transfer_coefficients(earlier_means(f, active, t.shifts), y);
+  // The length scales of the sweeps it uses, weighted by their slopes.
+  const Eigen::VectorXd slope = t.coef.tail(t.coef.size() - 1);
+  if (slope.sum() > 0) {
+    t.log_lengthscales = Eigen::VectorXd::Zero(map_.feature_dims());
+    for (std::size_t s = 0; s < earlier_.size(); ++s)
+      t.log_lengthscales +=
+          slope[Eigen::Index(s)] / slope.sum() * earlier_[s].hyperparameters().log_lengthscales;
+  }
+  return t;
 }
 
 double trust_region_radius(std::span<const Observation> history, std::int64_t first) {
@@ -229,7 +289,9 @@ double trust_region_radius(std::span<const Observation> history, std::int64_t fi
   int successes = 0, failures = 0;
   double best = std::numeric_limits<double>::infinity();
   for (const Observation& o : history) {
-    if (o.outcome == TrialOutcome::kFailed || !o.value || !std::isfinite(*o.value)) continue;
+    if (o.outcome == TrialOutcome::kFailed || !o.value || !std::isfinite(*o.value) ||
+        !is_feasible(o))
+      continue;
     const double v = *o.value;
     if (o.number >= first) {
       collapsed = false;
@@ -278,45 +340,31 @@ std::optional<Params> BayesianSampler::ask(std::span<const Observation> history,
   // 2. Fit on the completed trials (a subset above max_gp_points_); warm
   // started, on what the prior mean leaves.
   Eigen::VectorXd y_all = warm ? warp_outputs(ys, earlier_warped_) : warp_outputs(ys);
-  Eigen::VectorXd coef;  // the prior mean's (warm start, from 3 trials on)
-  Eigen::VectorXd residual = y_all;
-  std::vector<Eigen::VectorXd> shifts;  // each earlier sweep's input shift
-  auto prior_mean = [&](const Eigen::MatrixXd& f) -> Eigen::VectorXd {
-    return (coef[0] + (earlier_means(f, shifts) * coef.tail(coef.size() - 1)).array()).matrix();
-  };
-  bool transfer = false;
-  if (warm && us.size() >= 3) {
-    const Eigen::MatrixXd f_all = map_.features(us);
-    const auto rows = map_.numeric_features();
-    for (const auto& e : earlier_) shifts.push_back(fit_input_shift(e, f_all, y_all, rows));
-    coef = transfer_coefficients(earlier_means(f_all, shifts), y_all);
-    const Eigen::VectorXd fitted = prior_mean(map_.features(us));
-    const double ss_tot = (y_all.array() - y_all.mean()).square().sum();
-    const double r2 = ss_tot > 0 ? 1 - (y_all - fitted).squaredNorm() / ss_tot : 0.0;
-    transfer = r2 >= kMinTransferR2;
-    if (transfer)
-      residual -= fitted;
-    else
-      coef.resize(0);
-  }
   auto keep = gp_subset(y_all, max_gp_points_);
   std::vector<Eigen::VectorXd> train;
   Eigen::VectorXd y(static_cast<Eigen::Index>(keep.size()));
   for (std::size_t k = 0; k < keep.size(); ++k) {
     train.push_back(us[static_cast<std::size_t>(keep[k])]);
-    y[static_cast<Eigen::Index>(k)] = residual[keep[k]];
+    y[static_cast<Eigen::Index>(k)] = y_all[keep[k]];
   }
+  const Eigen::MatrixXd f_train = map_.features(train);
+  const std::optional<Transfer> transfer =
+      warm ? fit_transfer(train, f_train, y) : std::optional<Transfer>();
   const std::uint64_t key = hash_key(seed_, static_cast<std::uint64_t>(number), 0x42415945);
   GaussianProcess gp;
   GpFitOptions fit_options;
-  if (transfer) fit_options.learnt_log_lengthscales = learnt_log_lengthscales_;
-  gp.fit(map_.features(train), y, fit_options, key);
+  if (transfer) {
+    y -= transfer->at(*this, train, f_train);
+    fit_options.learnt_log_lengthscales = transfer->log_lengthscales;
+  }
+  gp.fit(f_train, y, fit_options, key);
   // The prior mean in the GP's standard units (the GP standardises residuals).
   Acquisition::Prior prior;
-  if (coef.size() > 0) {
+  if (transfer) {
     const double scale = 1 / (gp.unstandardize(1) - gp.unstandardize(0));
-    prior = [prior_mean, scale](const Eigen::MatrixXd& f) -> Eigen::VectorXd {
-      return scale * prior_mean(f);
+    prior = [this, &transfer, scale](const std::vector<Eigen::VectorXd>& u,
+                                     const Eigen::MatrixXd& f) -> Eigen::VectorXd {
+      return scale * transfer->at(*this, u, f);
     };
   }
 
@@ -336,13 +384,13 @@ std::optional<Params> BayesianSampler::ask(std::span<const Observation> history,
     if (!pend.empty()) gp.predict(map_.features(pend), mean, var);
     Eigen::VectorXd worst =
         Eigen::VectorXd::Constant(Eigen::Index(failed.size()), y_all.maxCoeff());
-    if (prior && !failed.empty()) worst -= prior_mean(map_.features(failed));
+    if (transfer && !failed.empty()) worst -= transfer->at(*this, failed, map_.features(failed));
     Eigen::VectorXd y_ext(y.size() + Eigen::Index(pend.size() + failed.size()));
     y_ext << y, mean.unaryExpr([&](double m) { return gp.unstandardize(m); }), worst;
     // The believer treats fantasies as observations, incumbent included: a
     // pending trial predicted below the best must not keep its own EI.
     if (mean.size() > 0) {
-      if (prior) mean += prior(map_.features(pend));
+      if (prior) mean += prior(pend, map_.features(pend));
       best = std::min(best, mean.minCoeff());
     }
     train.insert(train.end(), pend.begin(), pend.end());

@@ -23,20 +23,23 @@
 //     the best point, rounded to valid values.
 // Warm start (learn_from; search/warm_start.hpp), a transfer in the manner of
 // Vizier's stacked GPs: a GP is fitted to each earlier sweep (kMinEarlierTrials
-// or more usable trials). From this sweep's third completed trial on, the
-// earlier GPs' posterior means, combined by transfer_coefficients (an
-// intercept and non-negative slopes, least squares on this sweep's values),
-// are the prior mean, and this sweep's GP models what they leave. When they
-// explain at least kMinTransferR2 of this sweep's variance, the earlier
-// sweeps also centre the GP's length-scale prior (GpFitOptions::
-// learnt_log_lengthscales), and the acquisition is searched in a trust
-// region around the best trials (trust_region_radius) instead of the whole
-// space: a related task's optimum is near, only its precise place is new.
-// Below that share (an unrelated or opposed earlier sweep) the sampler
-// searches as cold. The design is then only the earlier best configurations
-// plus one Sobol point. Measured (tests/bench/warm_start_bench.sh): on
-// shifted, scaled Branin the evaluations to the cold sweep's best after 100
-// went from 101 to 26.5 (median of 10).
+// or more usable trials), and this sweep's values are warped as theirs were.
+// The design is the earlier best configurations plus one Sobol point. Then,
+// on each ask, the earlier GPs' posterior means are fitted to this sweep's
+// values (transfer_coefficients: an intercept and non-negative slopes). When
+// they explain at least kMinTransferR2 of its variance (adjusted R², so at
+// least one point more than the intercept and slopes), the transfer is on: each used earlier
+// mean is moved by a fitted input shift (fit_input_shift) and refitted, the
+// result is the prior mean and this sweep's GP models what it leaves, the
+// GP's length-scale prior is centred on the earlier ones
+// (GpFitOptions::learnt_log_lengthscales), and the acquisition is searched in
+// a trust region around the best trials (trust_region_radius) instead of the
+// whole space: a related task's optimum is near, only its precise place is
+// new. Otherwise the GP models this sweep alone, over the whole space, as a
+// cold one (what is lost is the design the earlier configurations took).
+// Measured (tests/bench/warm_start_bench.sh, median of 10): evaluations to the
+// cold sweep's best after 100 on shifted, scaled Branin 101 -> 27, Hartmann6
+// 51.5 -> 28; README.md has the ablation and the cost of a wrong earlier sweep.
 // All randomness comes from Rng / Sobol keyed by (seed, number).
 #pragma once
 
@@ -96,17 +99,36 @@ class BayesianSampler final : public Sampler {
   int n_initial_;
   int max_gp_points_;
   // Warm start (see the header comment): one GP per earlier sweep, fitted on
-  // its warped values; their mean log length scales; the design length.
+  // its warped values; the design length; the feature rows of the numeric
+  // parameters (where an input shift applies).
   std::vector<GaussianProcess> earlier_;
-  Eigen::VectorXd learnt_log_lengthscales_;
   int warm_design_ = 0;
+  std::vector<int> numeric_rows_;
   // Whether the earlier sweeps' values were log-warped (most of them): this
   // sweep's are warped the same way, whatever its own sample's skewness, so
   // that the two stay related by a scale and an offset.
   bool earlier_warped_ = false;
 
-  // The earlier GPs' posterior means at the columns of `f` (n x sources, raw units).
-  Eigen::MatrixXd earlier_means(const Eigen::MatrixXd& f,
+  // The prior mean fitted to this sweep: intercept and one slope per earlier
+  // sweep (transfer_coefficients), each sweep's input shift, and the length
+  // scales of the sweeps it uses (weighted by their slopes).
+  struct Transfer {
+    Eigen::VectorXd coef;
+    std::vector<Eigen::VectorXd> shifts;
+    Eigen::VectorXd log_lengthscales;
+    // The prior mean at unit points `us` (features `f`), raw (warped) units.
+    Eigen::VectorXd at(const BayesianSampler& sampler, const std::vector<Eigen::VectorXd>& us,
+                       const Eigen::MatrixXd& f) const;
+  };
+  // The transfer for values y at `us` (features f), or nullopt when the
+  // unshifted earlier means explain less than kMinTransferR2 of y (adjusted R²).
+  std::optional<Transfer> fit_transfer(const std::vector<Eigen::VectorXd>& us,
+                                       const Eigen::MatrixXd& f, const Eigen::VectorXd& y) const;
+  // 1 where a numeric parameter is active at each point (numeric parameters x points).
+  Eigen::MatrixXd numeric_activity(const std::vector<Eigen::VectorXd>& us) const;
+  // The earlier GPs' posterior means at the columns of `f`, each shifted by
+  // its `shifts` where active (points x sources, raw units).
+  Eigen::MatrixXd earlier_means(const Eigen::MatrixXd& f, const Eigen::MatrixXd& active,
                                 const std::vector<Eigen::VectorXd>& shifts) const;
 };
 
@@ -116,8 +138,11 @@ class BayesianSampler final : public Sampler {
 // shift (sd kShiftSd); zero while there are fewer than rows + 3 points or the
 // unshifted mean does not rise with y. A related task whose optimum moved
 // is the same surface displaced.
+// `active` (rows x points, 1 or 0): where each row's parameter is active (an
+// inactive one reads a constant and is not shifted).
 Eigen::VectorXd fit_input_shift(const GaussianProcess& earlier, const Eigen::MatrixXd& f,
-                                const Eigen::VectorXd& y, const std::vector<int>& rows);
+                                const Eigen::MatrixXd& active, const Eigen::VectorXd& y,
+                                const std::vector<int>& rows);
 
 // The warm start's trust-region radius (L∞, unit coordinates) for the next
 // trial, replaying the rule above over the completed trials numbered

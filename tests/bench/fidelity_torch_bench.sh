@@ -15,7 +15,11 @@
 # and the incumbent (the best validation accuracy at the largest budget
 # finished so far), and prints the incumbent's accuracy on the 10,000 test
 # images once half and all of the total budget are spent, median [min, max]
-# over the seeds.
+# over the seeds. Sweep seed s also draws its validation split and its
+# trials' initialisation (data.seed and trial.seed s), as the PyTorch side
+# draws a split and a generator per seed: each seed is an independent
+# repetition on both sides. (Before 2026-12-04 21:00 every hpo sweep shared
+# split 0 and seed 0.)
 # Usage (from the repository root):
 #   tests/bench/fidelity_torch_bench.sh [--build DIR] [--seeds 3] [--total 270] [--slots 2]
 set -euo pipefail
@@ -66,7 +70,8 @@ spec() {  # NAME ALGORITHM TYPE(none|asha|hyperband) MAX_TRIALS SEED
                 {multi_fidelity: {type: \$t, resource: \"epochs\", min: 1, max: 9}} end)),
       trial: {kind: \"torch\", task: \"classification\",
               model: {type: \"mlp\", hidden: \"{width}\", depth: \"{depth}\", dropout: \"{dropout}\"},
-              data: $SERVICE_FASHION_MNIST, optimizer: {type: \"sgd\", lr: \"{lr}\", momentum: 0.9},
+              data: ($SERVICE_FASHION_MNIST + {seed: \$s}),
+              optimizer: {type: \"sgd\", lr: \"{lr}\", momentum: 0.9}, seed: \$s,
               batch_size: 128, epochs: 9, timeout_s: 600, max_attempts: 2}}"
 }
 

@@ -183,14 +183,17 @@ TEST(BayesianSampler, FitInputShiftFindsHowFarARelatedSurfaceMoved) {
     f.col(i) << 0.2 + 0.15 * (i % 4), 0.3 + 0.2 * (i / 4);
     v[i] = 3 * bowl(f(0, i) + dx, f(1, i) + dy) + 1;
   }
-  const Eigen::VectorXd shift = fit_input_shift(earlier, f, v, {0, 1});
+  const Eigen::VectorXd shift =
+      fit_input_shift(earlier, f, Eigen::MatrixXd::Ones(2, 12), v, {0, 1});
   ASSERT_EQ(shift.size(), 2);
   EXPECT_NEAR(shift[0], dx, 0.01);
   EXPECT_NEAR(shift[1], dy, 0.01);
   // Too few points to fit two shifts and a scale: none.
-  EXPECT_EQ(fit_input_shift(earlier, f.leftCols(4), v.head(4), {0, 1}), Eigen::VectorXd::Zero(2));
+  EXPECT_EQ(fit_input_shift(earlier, f.leftCols(4), Eigen::MatrixXd::Ones(2, 4), v.head(4), {0, 1}),
+            Eigen::VectorXd::Zero(2));
   // Values that fall where the earlier surface rises: nothing to align.
-  EXPECT_EQ(fit_input_shift(earlier, f, -v, {0, 1}), Eigen::VectorXd::Zero(2));
+  EXPECT_EQ(fit_input_shift(earlier, f, Eigen::MatrixXd::Ones(2, 12), -v, {0, 1}),
+            Eigen::VectorXd::Zero(2));
 }
 
 TEST(BayesianSampler, TrustRegionGrowsOnSuccessesShrinksOnFailuresAndCollapsesToGlobal) {

@@ -105,10 +105,19 @@ double shifted_branin(const Params& p, double dx, double dy, double scale) {
   return scale * branin({std::clamp(x1, -5.0, 10.0), std::clamp(x2, 0.0, 15.0)}) + 3;
 }
 
-double best_after(Sampler& sampler, const WarmStart* warm, int n,
-                  const std::function<double(const Params&)>& f) {
+SearchSpace branin_box() {
+  const auto info = *test_function_info("branin");
+  SearchSpace s;
+  s.params.push_back(float_param("x1", info.lower[0], info.upper[0]));
+  s.params.push_back(float_param("x2", info.lower[1], info.upper[1]));
+  return s;
+}
+
+// n trials asked of `sampler` (the warm start's design first, as the sweep
+// controller does) and measured by f; fewer when the sampler runs out.
+std::vector<Observation> run_sweep(Sampler& sampler, const WarmStart* warm, int n,
+                                   const std::function<double(const Params&)>& f) {
   std::vector<Observation> own;
-  double best = INFINITY;
   for (int i = 0; i < n; ++i) {
     auto p = warm ? warm->initial(i) : std::nullopt;
     if (!p) p = sampler.ask(own, {}, i);
@@ -117,9 +126,15 @@ double best_after(Sampler& sampler, const WarmStart* warm, int n,
     o.number = i;
     o.params = *p;
     o.value = f(*p);
-    best = std::min(best, *o.value);
     own.push_back(std::move(o));
   }
+  return own;
+}
+
+double best_after(Sampler& sampler, const WarmStart* warm, int n,
+                  const std::function<double(const Params&)>& f) {
+  double best = INFINITY;
+  for (const auto& o : run_sweep(sampler, warm, n, f)) best = std::min(best, *o.value);
   return best;
 }
 
@@ -144,10 +159,7 @@ std::vector<PriorTrial> earlier_sweep(const SearchSpace& s, Algorithm algo, int 
 }
 
 TEST(WarmStart, AWarmStartedSamplerFindsARelatedOptimumSooner) {
-  const auto info = *test_function_info("branin");
-  SearchSpace s;
-  s.params.push_back(float_param("x1", info.lower[0], info.upper[0]));
-  s.params.push_back(float_param("x2", info.lower[1], info.upper[1]));
+  const SearchSpace s = branin_box();
   for (Algorithm algo : {Algorithm::kBayesian, Algorithm::kTpe}) {
     // The earlier sweep: 40 trials of the same sampler on a shifted, scaled task.
     const auto source = earlier_sweep(
@@ -171,15 +183,12 @@ TEST(WarmStart, AWarmStartedSamplerFindsARelatedOptimumSooner) {
 // after 25 evaluations on this task: cold 0.09; warm with the shorter design
 // alone (the transfer switched off) 4.5e-3; with the transfer 2e-6.
 TEST(WarmStart, TheBayesianSamplerRefinesARelatedOptimumFarSooner) {
-  const auto info = *test_function_info("branin");
-  SearchSpace s;
-  s.params.push_back(float_param("x1", info.lower[0], info.upper[0]));
-  s.params.push_back(float_param("x2", info.lower[1], info.upper[1]));
+  const SearchSpace s = branin_box();
   const auto source = earlier_sweep(s, Algorithm::kBayesian, 60, [](const Params& p) {
     return shifted_branin(p, 0.3, -0.4, 25);
   });
   auto task = [](const Params& p) { return shifted_branin(p, 0, 0, 1); };
-  const double floor = info.minimum + 3;
+  const double floor = test_function_info("branin")->minimum + 3;
   auto cold_sampler = make_sampler({Algorithm::kBayesian, 11, 0}, s);
   auto warm_sampler = make_sampler({Algorithm::kBayesian, 11, 0}, s);
   WarmStart warm(s, {source}, warm_sampler->initial_design());
@@ -213,6 +222,67 @@ TEST(WarmStart, AnOpposedEarlierSweepDoesNotTrapTheBayesianSampler) {
   const double regret = best_after(*warm_sampler, &warm, 80, h6) - info.minimum;
   std::printf("bayesian warm-started from an opposed sweep, regret after 80: %.3g\n", regret);
   EXPECT_LT(regret, 0.05);
+}
+
+// A warm-started ask depends only on (seed, number, history, pending) and the
+// earlier sweeps, as a restarted scheduler needs; a pending trial is not
+// proposed again; a conditional, categorical space and a space without a
+// numeric parameter stay valid.
+TEST(WarmStart, TheBayesianTransferIsDeterministicKeepsPendingApartAndFitsAnySpace) {
+  const SearchSpace s = branin_box();
+  const auto source = earlier_sweep(s, Algorithm::kBayesian, 40, [](const Params& p) {
+    return shifted_branin(p, 0.3, -0.4, 25);
+  });
+  const WarmStart warm(s, {source},
+                       make_sampler({Algorithm::kBayesian, 11, 0}, s)->initial_design());
+  auto fresh = [&] {
+    auto sampler = make_sampler({Algorithm::kBayesian, 11, 0}, s);
+    sampler->learn_from(warm);
+    return sampler;
+  };
+  auto a = fresh();
+  const auto own =
+      run_sweep(*a, &warm, 12, [](const Params& p) { return shifted_branin(p, 0, 0, 1); });
+  const Params next = *a->ask(own, {}, 12);
+  EXPECT_EQ(*fresh()->ask(own, {}, 12), next);  // a restart asks the same
+  const std::vector<Params> pending{next};
+  const Params after = *a->ask(own, pending, 12);  // the same key: only the pending trial differs
+  const double dx = std::get<double>(after.at("x1")) - std::get<double>(next.at("x1"));
+  const double dy = std::get<double>(after.at("x2")) - std::get<double>(next.at("x2"));
+  // Not the pending point again (1e-4: the acquisition search's smallest step).
+  EXPECT_GT(std::hypot(dx / 15, dy / 15), 1e-4) << "the pending trial was proposed again";
+
+  for (const SearchSpace& space :
+       {testing::mixed_space(), [] {
+          SearchSpace c;
+          c.params.push_back(testing::cat_param("opt", {std::string("sgd"), std::string("adam")}));
+          c.params.push_back(testing::cat_param("act", {std::string("relu"), std::string("tanh")}));
+          return c;
+        }()}) {
+    // An objective over whatever the space holds: the lr's log distance from
+    // 1e-2, the layers, a penalty per choice.
+    auto objective = [](const Params& p) {
+      double v = 0;
+      for (const auto& [name, value] : p) {
+        if (const auto* d = std::get_if<double>(&value))
+          v += name == "lr" ? std::pow(std::log10(*d) + 2, 2) : 0.1 * *d;
+        else if (const auto* i = std::get_if<std::int64_t>(&value))
+          v += 0.3 * double(*i);
+        else
+          v += std::get<std::string>(value) == "sgd" || std::get<std::string>(value) == "relu";
+      }
+      return v;
+    };
+    const auto earlier = earlier_sweep(space, Algorithm::kBayesian, 30, objective);
+    auto sampler = make_sampler({Algorithm::kBayesian, 3, 0}, space);
+    WarmStart warm(space, {earlier}, sampler->initial_design());
+    sampler->learn_from(warm);
+    const auto history = run_sweep(*sampler, &warm, 20, objective);
+    ASSERT_EQ(history.size(), 20u);
+    for (const auto& o : history)
+      EXPECT_TRUE(fit_to_space(o.params, space))
+          << "trial " << o.number << " is not a point of the space";
+  }
 }
 
 }  // namespace
