@@ -67,6 +67,12 @@ Eigen::MatrixXd shifted(Eigen::MatrixXd f, const std::vector<int>& rows,
   return f;
 }
 
+// The prior mean from the earlier means (points x sources) and the
+// coefficients (intercept first, then one slope per source).
+Eigen::VectorXd combined(const Eigen::VectorXd& coef, const Eigen::MatrixXd& means) {
+  return (coef[0] + (means * coef.tail(coef.size() - 1)).array()).matrix();
+}
+
 }  // namespace
 
 Eigen::VectorXd fit_input_shift(const GaussianProcess& earlier, const Eigen::MatrixXd& f,
@@ -246,7 +252,7 @@ Eigen::VectorXd BayesianSampler::Transfer::at(const BayesianSampler& sampler,
                                               const std::vector<Eigen::VectorXd>& us,
                                               const Eigen::MatrixXd& f) const {
   const Eigen::MatrixXd means = sampler.earlier_means(f, sampler.numeric_activity(us), shifts);
-  return (coef[0] + (means * coef.tail(coef.size() - 1)).array()).matrix();
+  return combined(coef, means);
 }
 
 std::optional<BayesianSampler::Transfer> BayesianSampler::fit_transfer(
@@ -263,8 +269,7 @@ std::optional<BayesianSampler::Transfer> BayesianSampler::fit_transfer(
   const auto slopes = Eigen::Index((t.coef.tail(t.coef.size() - 1).array() > 0).count());
   const double ss_tot = (y.array() - y.mean()).square().sum();
   if (slopes == 0 || n < slopes + 2 || !(ss_tot > 0)) return std::nullopt;
-  const Eigen::VectorXd fitted =
-      (t.coef[0] + (means * t.coef.tail(t.coef.size() - 1)).array()).matrix();
+  const Eigen::VectorXd fitted = combined(t.coef, means);
   const double r2 = 1 - (y - fitted).squaredNorm() / ss_tot;
   if (1 - (1 - r2) * double(n - 1) / double(n - slopes - 1) < kMinTransferR2) return std::nullopt;
   for (std::size_t s = 0; s < earlier_.size(); ++s)

@@ -74,6 +74,19 @@ def accuracy(model, x, y):
     return float((out.argmax(1) == y).float().mean())
 
 
+def train_epoch(model, opt, x, y, batch=128):
+    """One pass over (x, y) in a fresh random order, `batch` rows per SGD step."""
+    perm = torch.randperm(x.shape[0])
+    for s in range(0, x.shape[0], batch):
+        i = perm[s:s + batch]
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x[i]), y[i])
+        if not torch.isfinite(loss):
+            return  # diverged: the rest of the epoch changes nothing
+        loss.backward()
+        opt.step()
+
+
 def run(seed, total, max_epochs, eta, random):
     xtr, ytr, xval, yval, xte, yte = data(seed)
     torch.manual_seed(seed)
@@ -95,18 +108,9 @@ def run(seed, total, max_epochs, eta, random):
         dropout = trial.suggest_float("dropout", 0.0, 0.5)
         model = mlp(width, depth, dropout)
         opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
-        n = xtr.shape[0]
         val = 0.0
         for epoch in range(1, max_epochs + 1):
-            perm = torch.randperm(n)
-            for s in range(0, n, 128):
-                i = perm[s:s + 128]
-                opt.zero_grad()
-                loss = F.cross_entropy(model(xtr[i]), ytr[i])
-                if not torch.isfinite(loss):
-                    break  # diverged: the rest of the epoch changes nothing
-                loss.backward()
-                opt.step()
+            train_epoch(model, opt, xtr, ytr)
             state["spent"] += 1
             val = accuracy(model, xval, yval)
             trial.report(val, epoch)

@@ -12,10 +12,9 @@ import argparse
 import sys
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from fidelity_torch_optuna import accuracy, data, mlp  # noqa: E402
+from fidelity_torch_optuna import accuracy, data, mlp, train_epoch  # noqa: E402
 
 
 def main():
@@ -34,14 +33,8 @@ def main():
         torch.manual_seed(seed)
         model = mlp(a.width, a.depth, a.dropout)
         opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
-        n = xtr.shape[0]
         for _ in range(a.epochs):
-            perm = torch.randperm(n)
-            for s in range(0, n, 128):
-                i = perm[s:s + 128]
-                opt.zero_grad()
-                F.cross_entropy(model(xtr[i]), ytr[i]).backward()
-                opt.step()
+            train_epoch(model, opt, xtr, ytr)
         print("parity %d %.6f %.6f" % (seed, accuracy(model, xval, yval), accuracy(model, xte, yte)),
               flush=True)
 
