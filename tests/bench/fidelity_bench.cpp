@@ -2,7 +2,8 @@
 // occupies a worker for the budget it spends) runs random search at the full
 // budget, ASHA and Hyperband with promotions (random new configurations) and
 // BOHB (Hyperband + TPE fitted on the largest budget with d + 2 results) and
-// asha-tpe (ASHA's one bracket + the same model), with
+// asha-tpe (ASHA's one bracket + the same model) and bohb-gp (Hyperband +
+// the bayesian sampler's GP on the largest budget with d + 2 results), with
 // the very schedule (search/successive_halving.hpp) and samplers the
 // scheduler uses, on a learning-curve function:
 //   value(x, b) = hartmann6(x) + exp(-(0.5 + 4.5 x1) b / M) + noise
@@ -12,7 +13,7 @@
 // has completed; its quality is its noise-free value at the full budget M.
 //
 //   fidelity_bench [--seeds 10] [--total 2700] [--max 27] [--eta 3] [--workers 4]
-//                  [--noise 0.05] [--methods random,asha,hyperband,bohb,asha-tpe]
+//                  [--noise 0.05] [--methods random,asha,hyperband,bohb,asha-tpe,bohb-gp]
 //
 // Rows: "traj\t<method>\t<seed>\t<budget spent>\t<incumbent's full-budget value>"
 // at each change of the incumbent, and "end\t<method>\t<seed>\t<budget spent>\t<trials>".
@@ -43,7 +44,7 @@ struct Options {
   double eta = 3;
   int workers = 4;
   double noise = 0.05;
-  std::vector<std::string> methods = {"random", "asha", "hyperband", "bohb", "asha-tpe"};
+  std::vector<std::string> methods = {"random", "asha", "hyperband", "bohb", "bohb-gp", "asha-tpe"};
 };
 
 SearchSpace space6() {
@@ -79,13 +80,17 @@ void run(const std::string& method, int seed, const Options& o) {
   FidelityConfig fc;
   fc.schedule = method.rfind("asha", 0) == 0 ? Schedule::kAsha : Schedule::kHyperband;
   const bool model = method == "bohb" || method == "asha-tpe";
+  const bool gp = method == "bohb-gp";
   fc.min_budget = 1;
   fc.max_budget = o.max;
   fc.reduction_factor = o.eta;
   const bool staged = method != "random";
   SuccessiveHalving sh(fc);
-  auto sampler = make_sampler(
-      {model ? Algorithm::kTpe : Algorithm::kRandom, static_cast<std::uint64_t>(seed)}, space);
+  auto sampler = make_sampler({model ? Algorithm::kTpe
+                               : gp  ? Algorithm::kBayesian
+                                     : Algorithm::kRandom,
+                               static_cast<std::uint64_t>(seed)},
+                              space);
   Rng noise(static_cast<std::uint64_t>(seed), 0, 0x4e4f49);
 
   std::vector<RungRun> runs;
@@ -116,6 +121,11 @@ void run(const std::string& method, int seed, const Options& o) {
     if (r.resumed_from < 0) {
       std::vector<Observation> seen;
       if (model) seen = sh.by_configuration(runs, history);
+      // The scheduler's rule for the GP (SweepController::model_history).
+      if (gp)
+        if (const auto b = sh.model_budget(runs, space.params.size() + 2))
+          for (const Observation& h : history)
+            if (budget_of.at(h.number) == *b) seen.push_back(h);
       std::vector<Params> pending;
       for (const auto& x : running) pending.push_back(x.params);
       params = *sampler->ask(seen, pending, configurations++);
@@ -210,7 +220,8 @@ int main(int argc, char** argv) {
     }
   }
   for (const auto& m : o.methods) {
-    if (m != "random" && m != "asha" && m != "hyperband" && m != "bohb" && m != "asha-tpe") {
+    if (m != "random" && m != "asha" && m != "hyperband" && m != "bohb" && m != "asha-tpe" &&
+        m != "bohb-gp") {
       std::fprintf(stderr, "unknown method %s\n", m.c_str());
       return 2;
     }

@@ -27,7 +27,7 @@ def quartiles(xs):
     return "%.4f [%.4f, %.4f]" % (statistics.median(xs), q[0], q[2])
 
 
-ORDER = ["random", "asha", "hyperband", "bohb", "asha-tpe", "optuna-hb"]
+ORDER = ["random", "asha", "hyperband", "bohb", "bohb-gp", "asha-tpe", "optuna-hb"]
 traj = collections.defaultdict(list)
 end = {}
 for line in sys.stdin:

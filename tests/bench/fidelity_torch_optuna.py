@@ -94,6 +94,7 @@ def run(seed, total, max_epochs, eta, random):
     test_of = {}
     method = "optuna-random" if random else "optuna-hb"
     study = optuna.create_study(
+        study_name="fidelity-torch-bench-%d" % seed,  # HyperbandPruner's brackets: see fidelity_optuna.py
         direction="maximize",
         sampler=(optuna.samplers.RandomSampler(seed=seed) if random
                  else optuna.samplers.TPESampler(seed=seed)),
