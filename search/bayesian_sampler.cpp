@@ -216,51 +216,34 @@ void BayesianSampler::learn_from(const WarmStart& earlier) {
                                 hash_key(seed_, earlier_.size(), 0x5741524d));
   }
   if (earlier_.empty()) return;
-  numeric_rows_ = map_.numeric_features();
   earlier_warped_ = 2 * warped > earlier_.size();
   warm_design_ = static_cast<int>(earlier.design().size()) + 1;
-}
-
-Eigen::MatrixXd BayesianSampler::numeric_activity(const std::vector<Eigen::VectorXd>& us) const {
-  std::vector<int> numeric;
-  for (int i = 0; i < map_.unit_dims(); ++i)
-    if (map_.is_numeric(i)) numeric.push_back(i);
-  Eigen::MatrixXd active =
-      Eigen::MatrixXd::Ones(Eigen::Index(numeric.size()), Eigen::Index(us.size()));
-  const auto& params = map_.space().params;
-  if (std::none_of(params.begin(), params.end(), [](const auto& q) { return q.when.has_value(); }))
-    return active;
-  for (std::size_t k = 0; k < us.size(); ++k) {
-    const auto on = map_.active_at(us[k]);
-    for (std::size_t j = 0; j < numeric.size(); ++j)
-      active(Eigen::Index(j), Eigen::Index(k)) = on[std::size_t(numeric[j])] ? 1 : 0;
-  }
-  return active;
 }
 
 Eigen::MatrixXd BayesianSampler::earlier_means(const Eigen::MatrixXd& f,
                                                const Eigen::MatrixXd& active,
                                                const std::vector<Eigen::VectorXd>& shifts) const {
   Eigen::MatrixXd out(f.cols(), Eigen::Index(earlier_.size()));
+  const std::vector<int> rows = map_.numeric_features();
   for (std::size_t s = 0; s < earlier_.size(); ++s)
-    out.col(Eigen::Index(s)) =
-        earlier_[s].predict_raw_mean(shifted(f, numeric_rows_, active, shifts[s]));
+    out.col(Eigen::Index(s)) = earlier_[s].predict_raw_mean(shifted(f, rows, active, shifts[s]));
   return out;
 }
 
 Eigen::VectorXd BayesianSampler::Transfer::at(const BayesianSampler& sampler,
                                               const std::vector<Eigen::VectorXd>& us,
                                               const Eigen::MatrixXd& f) const {
-  const Eigen::MatrixXd means = sampler.earlier_means(f, sampler.numeric_activity(us), shifts);
+  const Eigen::MatrixXd means = sampler.earlier_means(f, sampler.map_.numeric_activity(us), shifts);
   return combined(coef, means);
 }
 
 std::optional<BayesianSampler::Transfer> BayesianSampler::fit_transfer(
     const std::vector<Eigen::VectorXd>& us, const Eigen::MatrixXd& f,
     const Eigen::VectorXd& y) const {
-  const Eigen::MatrixXd active = numeric_activity(us);
+  const Eigen::MatrixXd active = map_.numeric_activity(us);
+  const std::vector<int> rows = map_.numeric_features();
   Transfer t;
-  t.shifts.assign(earlier_.size(), Eigen::VectorXd::Zero(Eigen::Index(numeric_rows_.size())));
+  t.shifts.assign(earlier_.size(), Eigen::VectorXd::Zero(Eigen::Index(rows.size())));
   Eigen::MatrixXd means = earlier_means(f, active, t.shifts);
   t.coef = transfer_coefficients(means, y);
   // Does the earlier surface, unshifted, explain this sweep? The adjusted R²
@@ -274,7 +257,7 @@ std::optional<BayesianSampler::Transfer> BayesianSampler::fit_transfer(
   if (1 - (1 - r2) * double(n - 1) / double(n - slopes - 1) < kMinTransferR2) return std::nullopt;
   for (std::size_t s = 0; s < earlier_.size(); ++s)
     if (t.coef[Eigen::Index(s + 1)] > 0)
-      t.shifts[s] = fit_input_shift(earlier_[s], f, active, y, numeric_rows_);
+      t.shifts[s] = fit_input_shift(earlier_[s], f, active, y, rows);
   t.coef = transfer_coefficients(earlier_means(f, active, t.shifts), y);
   // The length scales of the sweeps it uses, weighted by their slopes.
   const Eigen::VectorXd slope = t.coef.tail(t.coef.size() - 1);

@@ -99,11 +99,9 @@ class BayesianSampler final : public Sampler {
   int n_initial_;
   int max_gp_points_;
   // Warm start (see the header comment): one GP per earlier sweep, fitted on
-  // its warped values; the design length; the feature rows of the numeric
-  // parameters (where an input shift applies).
+  // its warped values; the design length.
   std::vector<GaussianProcess> earlier_;
   int warm_design_ = 0;
-  std::vector<int> numeric_rows_;
   // Whether the earlier sweeps' values were log-warped (most of them): this
   // sweep's are warped the same way, whatever its own sample's skewness, so
   // that the two stay related by a scale and an offset.
@@ -124,10 +122,9 @@ class BayesianSampler final : public Sampler {
   // unshifted earlier means explain less than kMinTransferR2 of y (adjusted R²).
   std::optional<Transfer> fit_transfer(const std::vector<Eigen::VectorXd>& us,
                                        const Eigen::MatrixXd& f, const Eigen::VectorXd& y) const;
-  // 1 where a numeric parameter is active at each point (numeric parameters x points).
-  Eigen::MatrixXd numeric_activity(const std::vector<Eigen::VectorXd>& us) const;
   // The earlier GPs' posterior means at the columns of `f`, each shifted by
-  // its `shifts` where active (points x sources, raw units).
+  // its `shifts` on the numeric features where `active`
+  // (FeatureMap::numeric_activity) says so (points x sources, raw units).
   Eigen::MatrixXd earlier_means(const Eigen::MatrixXd& f, const Eigen::MatrixXd& active,
                                 const std::vector<Eigen::VectorXd>& shifts) const;
 };

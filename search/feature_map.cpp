@@ -40,6 +40,23 @@ std::vector<int> FeatureMap::numeric_features() const {
   return rows;
 }
 
+Eigen::MatrixXd FeatureMap::numeric_activity(const std::vector<Eigen::VectorXd>& us) const {
+  std::vector<int> numeric;
+  for (int i = 0; i < unit_dims(); ++i)
+    if (is_numeric(i)) numeric.push_back(i);
+  Eigen::MatrixXd active =
+      Eigen::MatrixXd::Ones(Eigen::Index(numeric.size()), Eigen::Index(us.size()));
+  const auto& params = space_.params;
+  if (std::none_of(params.begin(), params.end(), [](const auto& q) { return q.when.has_value(); }))
+    return active;
+  for (std::size_t k = 0; k < us.size(); ++k) {
+    const auto on = active_at(us[k]);
+    for (std::size_t j = 0; j < numeric.size(); ++j)
+      active(Eigen::Index(j), Eigen::Index(k)) = on[std::size_t(numeric[j])] ? 1 : 0;
+  }
+  return active;
+}
+
 Eigen::VectorXd FeatureMap::unit_of(const Params& params) const {
   Eigen::VectorXd u = Eigen::VectorXd::Constant(unit_dims(), 0.5);
   for (int i = 0; i < unit_dims(); ++i) {

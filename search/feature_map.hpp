@@ -33,6 +33,9 @@ class FeatureMap {
   bool is_numeric(int i) const;
   // The feature rows of the numeric parameters.
   std::vector<int> numeric_features() const;
+  // 1 where a numeric parameter is active at each point, else 0 (numeric
+  // parameters, in numeric_features()'s order, x points).
+  Eigen::MatrixXd numeric_activity(const std::vector<Eigen::VectorXd>& us) const;
 
   // The unit coordinates of stored params (inactive / missing: 0.5).
   Eigen::VectorXd unit_of(const Params& params) const;

@@ -57,65 +57,9 @@ source "$here/service.sh"
 wanted() { [[ " $methods_wanted " == *" $1 "* ]]; }
 out=$(mktemp)
 trap '[[ -n ${SERVICE_HOME:-} ]] && service_stop; rm -f "$out" "$out".*' EXIT
-if [[ -n $replay ]]; then
-  cp "$replay" "$out" && cp "$replay.optuna" "$out.optuna"
-else
-  echo "# $(date -u '+%Y-%m-%d %H:%M UTC') $(uname -n), $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
-  # Optuna first, on its own (one thread), then hpo: the figures are accuracies
-  # at equal budget, but each side's wall clock is printed too.
-  t0=$SECONDS
-  : > "$out.optuna"
-  if wanted optuna-hb; then
-    OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$here/fidelity_torch_optuna.py" --seeds "$seeds" \
-      --total "$total" >> "$out.optuna"
-    echo "# optuna-hb: $((SECONDS - t0)) s for $seeds seeds"
-  fi
-  # Optuna's random search without pruning: beside hpo's, what differs is the
-  # training code and the validation split, not the search.
-  if wanted optuna-random; then
-    t0=$SECONDS
-    OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$here/fidelity_torch_optuna.py" --seeds "$seeds" \
-      --total "$total" --random >> "$out.optuna"
-    echo "# optuna-random: $((SECONDS - t0)) s for $seeds seeds"
-  fi
-  service_start "$build" 1 "$slots"
-
-  spec() {  # NAME ALGORITHM TYPE(none|asha|hyperband) MAX_TRIALS SEED
-    jq -nc --arg name "$1" --arg a "$2" --arg t "$3" --argjson n "$4" --argjson s "$5" \
-      --argjson c "$slots" "{
-        name: \"fidelity-torch-bench \(\$name) \(\$s)\",
-        objective: {metric: \"val_accuracy\", mode: \"max\"},
-        parameters: {lr: {type: \"float\", min: 0.0001, max: 0.5, log: true},
-                     width: {type: \"int\", min: 32, max: 512, step: 32},
-                     depth: {type: \"int\", min: 1, max: 3},
-                     dropout: {type: \"float\", min: 0, max: 0.5}},
-        search: ({algorithm: \$a, max_trials: \$n, max_concurrent: \$c, seed: \$s} +
-                 (if \$t == \"none\" then {} else
-                  {multi_fidelity: {type: \$t, resource: \"epochs\", min: 1, max: 9}} end)),
-        trial: {kind: \"torch\", task: \"classification\",
-                model: {type: \"mlp\", hidden: \"{width}\", depth: \"{depth}\", dropout: \"{dropout}\"},
-                data: ($SERVICE_FASHION_MNIST + {seed: \$s}),
-                optimizer: {type: \"sgd\", lr: \"{lr}\", momentum: 0.9}, seed: \$s,
-                batch_size: 128, epochs: 9, timeout_s: 600, max_attempts: 2}}"
-  }
-
-  # name algorithm type max_trials (enough trials to spend the total budget)
-  methods=("random random none $((total / 9 + 1))" "asha random asha $((total / 2))"
-           "hyperband random hyperband $((total * 2 / 5))" "bohb tpe hyperband $((total * 2 / 5))"
-           "bohb-gp bayesian hyperband $((total * 2 / 5))" "asha-tpe tpe asha $((total / 2))")
-  for m in "${methods[@]}"; do
-    read -r name algo type n <<<"$m"
-    wanted "$name" || continue
-    t0=$SECONDS
-    for s in $(seq "$seeds"); do
-      service_submit "$(spec "$name" "$algo" "$type" "$n" "$s")"
-      service_finished_trials "$name" "$s" >> "$out"
-    done
-    echo "# $name: $((SECONDS - t0)) s for $seeds seeds"
-  done
-  if [[ -n $keep ]]; then cp "$out" "$keep" && cp "$out.optuna" "$keep.optuna"; fi
-fi
-python3 - "$total" "$out" "$out.optuna" <<'PY'
+# The table, from the hpo trials ($1) and the Optuna rows ($2).
+print_table() {
+  python3 - "$total" "$1" "$2" <<'PY'
 import json, statistics, sys
 total = float(sys.argv[1])
 traj = {}  # (method, seed) -> [(spent, test accuracy of the incumbent)], and trials
@@ -198,3 +142,63 @@ print("(the incumbent: the best validation accuracy among the 9-epoch trials fin
       " seeds that got there; validation accuracies only for hpo, whose methods share a seed's"
       " split)")
 PY
+}
+if [[ -n $replay ]]; then
+  print_table "$replay" "$replay.optuna"
+  exit 0
+fi
+service_banner
+# Optuna first, on its own (one thread), then hpo: the figures are accuracies
+# at equal budget, but each side's wall clock is printed too.
+t0=$SECONDS
+: > "$out.optuna"
+if wanted optuna-hb; then
+  OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$here/fidelity_torch_optuna.py" --seeds "$seeds" \
+    --total "$total" >> "$out.optuna"
+  echo "# optuna-hb: $((SECONDS - t0)) s for $seeds seeds"
+fi
+# Optuna's random search without pruning: beside hpo's, what differs is the
+# training code and the validation split, not the search.
+if wanted optuna-random; then
+  t0=$SECONDS
+  OPENBLAS_NUM_THREADS=1 /usr/bin/python3 "$here/fidelity_torch_optuna.py" --seeds "$seeds" \
+    --total "$total" --random >> "$out.optuna"
+  echo "# optuna-random: $((SECONDS - t0)) s for $seeds seeds"
+fi
+service_start "$build" 1 "$slots"
+
+spec() {  # NAME ALGORITHM TYPE(none|asha|hyperband) MAX_TRIALS SEED
+  jq -nc --arg name "$1" --arg a "$2" --arg t "$3" --argjson n "$4" --argjson s "$5" \
+    --argjson c "$slots" "{
+      name: \"fidelity-torch-bench \(\$name) \(\$s)\",
+      objective: {metric: \"val_accuracy\", mode: \"max\"},
+      parameters: {lr: {type: \"float\", min: 0.0001, max: 0.5, log: true},
+                   width: {type: \"int\", min: 32, max: 512, step: 32},
+                   depth: {type: \"int\", min: 1, max: 3},
+                   dropout: {type: \"float\", min: 0, max: 0.5}},
+      search: ({algorithm: \$a, max_trials: \$n, max_concurrent: \$c, seed: \$s} +
+               (if \$t == \"none\" then {} else
+                {multi_fidelity: {type: \$t, resource: \"epochs\", min: 1, max: 9}} end)),
+      trial: {kind: \"torch\", task: \"classification\",
+              model: {type: \"mlp\", hidden: \"{width}\", depth: \"{depth}\", dropout: \"{dropout}\"},
+              data: ($SERVICE_FASHION_MNIST + {seed: \$s}),
+              optimizer: {type: \"sgd\", lr: \"{lr}\", momentum: 0.9}, seed: \$s,
+              batch_size: 128, epochs: 9, timeout_s: 600, max_attempts: 2}}"
+}
+
+# name algorithm type max_trials (enough trials to spend the total budget)
+methods=("random random none $((total / 9 + 1))" "asha random asha $((total / 2))"
+         "hyperband random hyperband $((total * 2 / 5))" "bohb tpe hyperband $((total * 2 / 5))"
+         "bohb-gp bayesian hyperband $((total * 2 / 5))" "asha-tpe tpe asha $((total / 2))")
+for m in "${methods[@]}"; do
+  read -r name algo type n <<<"$m"
+  wanted "$name" || continue
+  t0=$SECONDS
+  for s in $(seq "$seeds"); do
+    service_submit "$(spec "$name" "$algo" "$type" "$n" "$s")"
+    service_finished_trials "$name" "$s" >> "$out"
+  done
+  echo "# $name: $((SECONDS - t0)) s for $seeds seeds"
+done
+if [[ -n $keep ]]; then cp "$out" "$keep" && cp "$out.optuna" "$keep.optuna"; fi
+print_table "$out" "$out.optuna"

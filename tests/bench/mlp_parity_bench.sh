@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
 done
 # shellcheck source=tests/bench/service.sh
 source "$here/service.sh"
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC') $(uname -n), $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+service_banner
 echo "# lr $lr, hidden $width x $depth, dropout $dropout, SGD momentum 0.9, batch 128, $epochs epochs"
 out=$(mktemp)
 trap '[[ -n ${SERVICE_HOME:-} ]] && service_stop; rm -f "$out" "$out".*' EXIT

@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
 done
 # shellcheck source=tests/bench/service.sh
 source "$here/service.sh"
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC') $(uname -n), $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+service_banner
 service_start "$build" 1 "$slots"
 trap service_stop EXIT
 

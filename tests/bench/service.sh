@@ -4,6 +4,12 @@
 # N `synthetic` `noop` trials (random sampler) submitted over REST and waited
 # for. Sets SERVICE_* variables; every function returns non-zero on failure.
 
+# service_banner: a "# " line with the time, the host, its cores and its load,
+# printed first by each benchmark (its figures are read against it).
+service_banner() {
+  echo "# $(date -u '+%Y-%m-%d %H:%M UTC') $(uname -n), $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
 service_free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }

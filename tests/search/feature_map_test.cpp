@@ -56,6 +56,16 @@ TEST(FeatureMap, NumericParentsActivateThroughTheirValues) {
   EXPECT_EQ(map.active_at(u), (std::vector<char>{1, 1}));
   u[0] = 0.1;
   EXPECT_EQ(map.active_at(u), (std::vector<char>{1, 0}));
+  // Both are numeric: one row each, a column per point.
+  Eigen::VectorXd deep(2);
+  deep << 0.9, 0.2;
+  const Eigen::MatrixXd active = map.numeric_activity({u, deep});
+  ASSERT_EQ(active.rows(), 2);
+  ASSERT_EQ(active.cols(), 2);
+  EXPECT_EQ(active(0, 0), 1);
+  EXPECT_EQ(active(1, 0), 0);
+  EXPECT_EQ(active(0, 1), 1);
+  EXPECT_EQ(active(1, 1), 1);
 }
 
 }  // namespace
