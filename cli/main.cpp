@@ -678,6 +678,7 @@ int cmd_predict(Client& client, const Options& o) {
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
+      ::close_range(3, ~0U, 0);  // the API connection is the CLI's, not the predictor's
       ::execvp(exe.c_str(), argv.data());
       std::fprintf(stderr, "hpo: cannot run %s: %s (build the hpo-predict target, LibTorch)\n",
                    exe.c_str(), std::strerror(errno));

@@ -21,6 +21,17 @@ if [[ "${1:-}" == "--bench" ]]; then
 fi
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 
+# The account whose group trials run with (hpo-worker --trial-user): a worker
+# that runs as root runs its trials under uids of their own, never as root.
+ensure_trial_user() {
+  getent passwd hpo-trial >/dev/null 2>&1 && return 0
+  local sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo=sudo
+  $sudo useradd --system --user-group --no-create-home --home-dir /nonexistent \
+    --shell /usr/sbin/nologin hpo-trial && echo "install-deps: created the system user hpo-trial"
+}
+trap ensure_trial_user EXIT
+
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -72,6 +72,12 @@ if ((make_user)) && ((!staged)); then
     useradd --system --home-dir /var/lib/hpo --no-create-home --shell /usr/sbin/nologin \
       --user-group hpo
   fi
+  # Trials run with this account's group, under uids of their own (hpo-worker
+  # --trial-user, --trial-uids), never as the worker that holds the secrets.
+  if ! getent passwd hpo-trial > /dev/null; then
+    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
+      --user-group hpo-trial
+  fi
   group=hpo
 fi
 keep() {  # keep SRC DEST MODE: installs SRC as DEST unless DEST exists

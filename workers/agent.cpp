@@ -742,8 +742,17 @@ void Agent::run_share(const std::shared_ptr<ShareRun>& run, const std::vector<in
   try {
     auto executor = factory->second();
     if (executor->needs_work_dir()) task.work_dir = make_work_dir(share.trial);
-    ShareControl control(run->stale, stopping_, conn, share.trial, options_.name);
-    st = executor->run_ranks(task, control);
+    auto box = enter_box(share.trial, **spec, "-share");
+    if (!box) {
+      st = box.error();
+    } else {
+      task.box = box->get();
+      if (options_.sandbox)
+        task.identity = options_.sandbox->identity(slots.empty() ? 0 : slots.front());
+      ShareControl control(run->stale, stopping_, conn, share.trial, options_.name);
+      st = executor->run_ranks(task, control);
+      box->reset();  // every rank process of the share ends here
+    }
     if (!task.work_dir.empty()) {
       std::error_code ec;
       std::filesystem::remove_all(task.work_dir, ec);
@@ -833,7 +842,16 @@ trials::TrialResult Agent::execute(Running& run, const trials::SweepSpec& sp, tr
       if (executor->needs_work_dir()) task.work_dir = make_work_dir(trial);
       run.checkpoints = executor->checkpoints();
       if (run.checkpoints && draining_.load()) run.set_stop(StopReason::kShutdown);
-      result = executor->run(task, reporter);
+      auto box = enter_box(trial, sp);
+      if (!box) {
+        result = failed_result("cannot contain the trial: " + box.error().message, true);
+      } else {
+        task.box = box->get();
+        if (options_.sandbox)
+          task.identity = options_.sandbox->identity(run.slots.empty() ? 0 : run.slots.front());
+        result = executor->run(task, reporter);
+        box->reset();  // nothing the trial started outlives it
+      }
     } catch (const std::exception& e) {  // the one boundary for executors' exceptions
       result = failed_result(fmt::format("executor error: {}", e.what()), true);
     }
@@ -902,6 +920,14 @@ Status Agent::claim_work_root() {
                                                              {"entries", std::to_string(removed)}});
   }
   return {};
+}
+
+Result<std::unique_ptr<TrialBox>> Agent::enter_box(const trials::Trial& trial,
+                                                   const trials::SweepSpec& spec,
+                                                   std::string_view suffix) {
+  if (!options_.sandbox) return std::unique_ptr<TrialBox>();
+  return options_.sandbox->enter(fmt::format("{}-a{}{}", trial.id, trial.attempt, suffix),
+                                 memory_limit_bytes(spec.trial.memory_gb));
 }
 
 std::string Agent::make_work_dir(const trials::Trial& trial) {

@@ -57,6 +57,7 @@
 #include "trials/store.hpp"
 #include "workers/executor.hpp"
 #include "workers/gpu_inventory.hpp"
+#include "workers/trial_sandbox.hpp"
 
 namespace hpo::workers {
 
@@ -103,6 +104,9 @@ struct AgentOptions {
   // A lease the store says we hold, that no slot runs, older than this: a
   // claim whose reply was lost. Longer than a claim call can take.
   std::chrono::milliseconds orphan_after{std::chrono::seconds(15)};
+  // Whom trials run as and how their processes are held (one box per
+  // attempt, ended with it); null: as this process, uncontained (unit tests).
+  std::shared_ptr<TrialSandbox> sandbox;
 };
 
 struct AgentStats {
@@ -170,6 +174,11 @@ class Agent {
                               std::string& log_tail);
   // A fresh directory for the attempt under work_root ("" when none).
   std::string make_work_dir(const trials::Trial& trial);
+  // The box an attempt's processes run in (a null box without a sandbox);
+  // `suffix` tells a gang share's box from a trial's own on one worker.
+  Result<std::unique_ptr<TrialBox>> enter_box(const trials::Trial& trial,
+                                              const trials::SweepSpec& spec,
+                                              std::string_view suffix = "");
   // Locks work_root and removes the attempt directories of dead workers beside it.
   Status claim_work_root();
   // Hands the result to the completer, releases the lease (stopped by a

@@ -9,21 +9,27 @@
 //  - PR_SET_PDEATHSIG: if the worker is killed (kill -9), the kernel kills the
 //    trial's leader, so a dead worker's trial does not run on unseen. (It is
 //    tied to the forking thread: slot threads outlive their children.)
+//  - in the child, in this order: join the cgroups, limits, signals, the three
+//    standard descriptors, close every other one, become the trial user, then
+//    PR_SET_PDEATHSIG (a change of credentials clears it), chdir, execve.
 //  - when the leader exits, the rest of its group gets SIGKILL before the
 //    leader is reaped: a zombie leader keeps its pid (= the group id) from
 //    being reused, so the signal cannot hit an unrelated process group.
 #include "workers/child_process.hpp"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 
@@ -52,23 +58,71 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
+// What the child does, built before fork(): it may touch nothing else.
+struct ChildPlan {
+  const char* path;
+  char* const* argv;
+  char* const* envp;
+  const char* cwd;
+  int in_fd, out_fd, err_fd, errpipe;
+  pid_t parent;
+  std::int64_t memory_limit;
+  const Identity* identity;               // null: stay the worker
+  const std::vector<const char*>* procs;  // cgroup.procs files to join
+};
+
+// Where the child failed, sent with errno through the error pipe.
+enum Stage : int { kCgroup = 1, kLimit, kRedirect, kIdentity, kChdir, kExec };
+
+[[noreturn]] void child_fail(int errpipe, Stage stage) {
+  int msg[2] = {stage, errno};
+  (void)!::write(errpipe, msg, sizeof msg);
+  ::_exit(127);
+}
+
+// Every descriptor above 2 except the error pipe (close-on-exec itself):
+// whatever a library left open without O_CLOEXEC (hiredis sockets) ends here.
+void close_inherited(int keep) {
+  auto close_from_to = [](unsigned lo, unsigned hi) {
+    if (lo > hi) return;
+    if (::close_range(lo, hi, 0) == 0) return;
+    for (unsigned fd = lo; fd <= hi && fd < 65536; ++fd) ::close(static_cast<int>(fd));
+  };
+  close_from_to(3, static_cast<unsigned>(keep) - 1);
+  close_from_to(static_cast<unsigned>(keep) + 1, ~0U);
+}
+
+// The trial user: groups, gids, uids (raw system calls: they act on this,
+// the only thread of the child, with no libc bookkeeping), then no
+// capability is left (a worker that is not root keeps CAP_SETUID in its
+// ambient set, which setresuid between two non-zero uids would carry over)
+// and no execve may gain any (a setuid binary like sudo).
+bool become(const Identity& id) {
+  const gid_t groups[1] = {id.gid};
+  if (::syscall(SYS_setgroups, 1, groups) != 0) return false;
+  if (::syscall(SYS_setresgid, id.gid, id.gid, id.gid) != 0) return false;
+  if (::syscall(SYS_setresuid, id.uid, id.uid, id.uid) != 0) return false;
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capset, &header, data) != 0) return false;
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0;
+}
+
 // Only async-signal-safe calls from here on: we are in a forked copy of a
 // multi-threaded process.
-[[noreturn]] void exec_child(const char* path, char* const* argv, char* const* envp,
-                             const char* cwd, int in_fd, int out_fd, int err_fd, int errpipe,
-                             pid_t parent, std::int64_t memory_limit) {
+[[noreturn]] void exec_child(const ChildPlan& p) {
   ::setpgid(0, 0);
-  if (memory_limit > 0) {
-    rlimit lim{static_cast<rlim_t>(memory_limit), static_cast<rlim_t>(memory_limit)};
-    if (::setrlimit(RLIMIT_DATA, &lim) != 0) {
-      int e = errno;
-      (void)!::write(errpipe, &e, sizeof e);
-      ::_exit(127);
-    }
+  // Into the trial's cgroups first: every process it starts is born inside.
+  for (const char* file : *p.procs) {
+    int fd = ::open(file, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || ::write(fd, "0", 1) != 1) child_fail(p.errpipe, kCgroup);
+    ::close(fd);
   }
-  // A worker killed with SIGKILL cannot stop its trials: let the kernel do it.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);  // the worker died before prctl
+  if (p.memory_limit > 0) {
+    rlimit lim{static_cast<rlim_t>(p.memory_limit), static_cast<rlim_t>(p.memory_limit)};
+    if (::setrlimit(RLIMIT_DATA, &lim) != 0) child_fail(p.errpipe, kLimit);
+  }
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -76,20 +130,53 @@ void close_fd(int& fd) {
   dfl.sa_handler = SIG_DFL;
   for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD})
     ::sigaction(sig, &dfl, nullptr);
-  if (::dup2(in_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(err_fd, 2) < 0) {
-    int e = errno;
-    (void)!::write(errpipe, &e, sizeof e);
-    ::_exit(127);
+  if (::dup2(p.in_fd, 0) < 0 || ::dup2(p.out_fd, 1) < 0 || ::dup2(p.err_fd, 2) < 0)
+    child_fail(p.errpipe, kRedirect);
+  close_inherited(p.errpipe);
+  if (p.identity && !become(*p.identity)) child_fail(p.errpipe, kIdentity);
+  // After the identity: a change of credentials clears the parent-death signal.
+  // A worker killed with SIGKILL cannot stop its trials: let the kernel do it.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != p.parent) ::_exit(127);  // the worker died before prctl
+  if (p.cwd && ::chdir(p.cwd) != 0) child_fail(p.errpipe, kChdir);
+  ::execve(p.path, p.argv, p.envp);
+  child_fail(p.errpipe, kExec);
+}
+
+// The parent's words for a child that could not start.
+std::string start_failure(const SpawnOptions& o, int stage, int err) {
+  const std::string why = ::strerrordesc_np(err);
+  const std::string as =
+      o.identity ? fmt::format(" as uid {} ({})", o.identity->uid, o.identity->user) : "";
+  switch (stage) {
+    case kCgroup:
+      return fmt::format("cannot put '{}' into its cgroup: {}", o.argv[0], why);
+    case kLimit:
+      return fmt::format("cannot set the memory limit of '{}': {}", o.argv[0], why);
+    case kIdentity:
+      return fmt::format("cannot switch to uid {} for '{}': {}", o.identity->uid, o.argv[0], why);
+    case kChdir:
+      return fmt::format("cannot enter the folder '{}'{}: {}{}", o.cwd, as, why,
+                         o.identity && err == EACCES
+                             ? "; trials run as the trial user: it needs x on every folder above"
+                             : "");
+    default:
+      return fmt::format(
+          "cannot start '{}'{}: {}{}", o.argv[0], as, why,
+          o.identity && err == EACCES
+              ? "; trials run as the trial user: the program must be readable and "
+                "executable by it (or by its group), and so must every folder above it"
+              : "");
   }
-  if (cwd && ::chdir(cwd) != 0) {
-    int e = errno;
-    (void)!::write(errpipe, &e, sizeof e);
-    ::_exit(127);
-  }
-  ::execve(path, argv, envp);
-  int e = errno;
-  (void)!::write(errpipe, &e, sizeof e);
-  ::_exit(127);
+}
+
+// Leaders of live ChildProcess objects (an orphan reaper leaves them alone).
+std::mutex g_ours_mu;
+std::vector<pid_t> g_ours;
+
+void forget_ours(pid_t pid) {
+  std::lock_guard lk(g_ours_mu);
+  std::erase(g_ours, pid);
 }
 
 }  // namespace
@@ -171,6 +258,9 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
   envp.push_back(nullptr);
   const char* cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
 
+  std::vector<const char*> procs;
+  for (const auto& f : options.cgroup_procs) procs.push_back(f.c_str());
+
   int out[2] = {-1, -1}, err[2] = {-1, -1}, errpipe[2] = {-1, -1}, in[2] = {-1, -1};
   int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   auto cleanup = [&] {
@@ -186,16 +276,31 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
   }
 
   const pid_t parent = ::getpid();
-  pid_t pid = ::fork();
+  const ChildPlan plan{program->c_str(),
+                       argv.data(),
+                       envp.data(),
+                       cwd,
+                       options.stdin_pipe ? in[0] : devnull,
+                       out[1],
+                       err[1],
+                       errpipe[1],
+                       parent,
+                       options.memory_limit_bytes,
+                       options.identity ? &*options.identity : nullptr,
+                       &procs};
+  pid_t pid;
+  {
+    // Registered before any orphan reaper can see the new child.
+    std::lock_guard lk(g_ours_mu);
+    pid = ::fork();
+    if (pid == 0) exec_child(plan);
+    if (pid > 0) g_ours.push_back(pid);
+  }
   if (pid < 0) {
     int e = errno;
     cleanup();
     return Error::internal(fmt::format("fork failed: {}", ::strerrordesc_np(e)));
   }
-  if (pid == 0)
-    exec_child(program->c_str(), argv.data(), envp.data(), cwd,
-               options.stdin_pipe ? in[0] : devnull, out[1], err[1], errpipe[1], parent,
-               options.memory_limit_bytes);
 
   ::setpgid(pid, pid);  // also in the child; whichever runs first wins the race
   close_fd(out[1]);
@@ -204,19 +309,19 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
   close_fd(devnull);
   close_fd(in[0]);
 
-  int child_errno = 0;
+  int failure[2] = {0, 0};  // stage, errno
   ssize_t n;
   do {
-    n = ::read(errpipe[0], &child_errno, sizeof child_errno);
+    n = ::read(errpipe[0], failure, sizeof failure);
   } while (n < 0 && errno == EINTR);
   close_fd(errpipe[0]);
   if (n > 0) {
     ::waitpid(pid, nullptr, 0);
+    forget_ours(pid);
     close_fd(out[0]);
     close_fd(err[0]);
     close_fd(in[1]);
-    return Error::internal(
-        fmt::format("cannot start '{}': {}", options.argv[0], ::strerrordesc_np(child_errno)));
+    return Error::internal(start_failure(options, failure[0], failure[1]));
   }
 
   ChildProcess child;
@@ -300,6 +405,12 @@ void ChildProcess::reap() {
     r = ::waitpid(pid_, &status, 0);
   } while (r < 0 && errno == EINTR);
   status_ = r == pid_ ? status : (128 + SIGKILL) << 8;
+  forget_ours(pid_);
+}
+
+bool ChildProcess::is_ours(pid_t pid) {
+  std::lock_guard lk(g_ours_mu);
+  return std::find(g_ours.begin(), g_ours.end(), pid) != g_ours.end();
 }
 
 void ChildProcess::read_pipe(int index, const LineSink& sink) {

@@ -11,12 +11,20 @@
 // No shell is ever involved: argv[0] without a slash is looked up in PATH here,
 // in the parent. The object never leaves a zombie: the destructor kills the
 // group and reaps the leader if the caller did not wait for it.
+//
+// Nothing of the worker is inherited: every descriptor above 2 is closed in
+// the child before execve, whatever the libraries opened without
+// close-on-exec (a Redis socket, a log file). A trial may also be started as
+// another user (SpawnOptions::identity: no supplementary groups, no
+// capabilities, no new privileges) and inside cgroups (SpawnOptions::cgroup_procs,
+// joined before anything else runs, so no process of the trial is ever outside).
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +33,13 @@
 #include "core/result.hpp"
 
 namespace hpo::workers {
+
+// Who a child runs as when it must not be the worker (workers/trial_sandbox.hpp).
+struct Identity {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string user;  // for messages and USER/LOGNAME: the trial user's name
+};
 
 struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0]: a path, or a name looked up in PATH
@@ -37,6 +52,12 @@ struct SpawnOptions {
   std::int64_t memory_limit_bytes = 0;
   // The child's stdin is a pipe the parent writes once (write_stdin); else /dev/null.
   bool stdin_pipe = false;
+  // Set: the child switches to this uid and gid (groups reset to gid alone,
+  // every capability and the ambient set dropped, PR_SET_NO_NEW_PRIVS) before
+  // it enters cwd and runs the program. Needs root or CAP_SETUID + CAP_SETGID.
+  std::optional<Identity> identity;
+  // cgroup.procs files the child writes itself into first (a trial's cgroups).
+  std::vector<std::string> cgroup_procs;
 };
 
 // Which pipe a chunk of output came from.
@@ -86,6 +107,10 @@ class ChildProcess {
 
   // The wait status (as from waitpid) once poll() returned true.
   std::optional<int> exit_status() const { return status_; }
+
+  // Whether `pid` is the leader of a live ChildProcess of this process (its
+  // zombie included, until reaped): what an orphan reaper must leave alone.
+  static bool is_ours(pid_t pid);
 
  private:
   ChildProcess() = default;

@@ -34,6 +34,7 @@
 #include "workers/child_process.hpp"
 #include "workers/command_outputs.hpp"
 #include "workers/outcome.hpp"
+#include "workers/trial_sandbox.hpp"
 
 extern char** environ;
 
@@ -164,6 +165,9 @@ std::string output_dir(const std::string& work_dir) {
 std::string checkpoint_dir(const std::string& work_dir) {
   return (std::filesystem::path(work_dir) / "checkpoint").string();
 }
+std::string tmp_dir(const std::string& work_dir) {
+  return (std::filesystem::path(work_dir) / "tmp").string();
+}
 std::string bagging_file(const std::string& work_dir) {
   return (std::filesystem::path(work_dir) / "bagging.json").string();
 }
@@ -194,6 +198,14 @@ std::vector<std::string> CommandExecutor::child_env(const TrialTask& task) const
   set("HPO_TRIAL_NUMBER", std::to_string(t.number));
   set("HPO_ATTEMPT", std::to_string(t.attempt));
   set("HPO_THREADS", std::to_string(task.threads));
+  if (task.identity) {
+    // The trial user's own: no home of the worker's, a temporary folder no
+    // other trial shares (/tmp is everybody's).
+    set("USER", task.identity->user);
+    set("LOGNAME", task.identity->user);
+    set("HOME", task.work_dir.empty() ? "/" : task.work_dir);
+    if (!task.work_dir.empty()) set("TMPDIR", tmp_dir(task.work_dir));
+  }
   if (!task.work_dir.empty()) {
     set("HPO_WORK_DIR", task.work_dir);
     set("HPO_OUTPUT_DIR", output_dir(task.work_dir));
@@ -261,15 +273,28 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
     }
   }
 
+  // The attempt's folder becomes the trial user's, and only theirs.
+  if (task.identity && !task.work_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(tmp_dir(task.work_dir), ec);
+    if (auto st = TrialSandbox::hand_over(task.work_dir, task.identity); !st)
+      return failed_result(st.error().message, true);
+  }
+
   SpawnOptions spawn;
   spawn.argv = trials::render_argv(recipe.argv, task.trial.params);
   spawn.env = child_env(task);
   spawn.cwd = recipe.cwd;
-  // Not on GPU slots: the CUDA driver maps device memory into the process.
-  if (task.gpus.empty())
+  spawn.identity = task.identity;
+  if (task.box) spawn.cgroup_procs = task.box->procs_files();
+  // A cgroup holds all the trial's processes together (its box set the
+  // limit). Else a per-process data limit, not on GPU slots: the CUDA driver
+  // maps device memory into the process.
+  const bool held_by_cgroup = !spawn.cgroup_procs.empty();
+  if (!held_by_cgroup && task.gpus.empty())
     spawn.memory_limit_bytes = memory_limit_bytes(task.spec->trial.memory_gb);
-  else if (task.spec->trial.memory_gb > 0)
-    reporter.log("[hpo] resources.memory_gb is not enforced on GPU slots");
+  else if (!held_by_cgroup && task.spec->trial.memory_gb > 0)
+    reporter.log("[hpo] resources.memory_gb is not enforced on GPU slots without cgroups");
   auto child = ChildProcess::spawn(spawn);
   if (!child)
     return failed_result(child.error().message, false);  // a missing program stays missing
@@ -334,6 +359,13 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
     }
   }
   int status = child->exit_status().value_or(0);
+  // The trial is over: whatever it left running (a setsid() daemon) ends now,
+  // before its outputs are read, so nothing of it can change them meanwhile.
+  std::string memory_note;
+  if (task.box) {
+    task.box->end_all();
+    memory_note = task.box->memory_note();
+  }
 
   if (stop != StopReason::kNone) {
     auto result = stopped_result(stop, timeout_s);
@@ -343,11 +375,9 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
   }
   if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
     std::string tail = stderr_tail.tail();
-    auto result = failed_result(
-        tail.empty()
-            ? describe_exit(status, task.spec->trial.memory_gb)
-            : fmt::format("{}: {}", describe_exit(status, task.spec->trial.memory_gb), tail),
-        true);
+    std::string why = describe_exit(status, task.spec->trial.memory_gb);
+    if (!memory_note.empty()) why += " (" + memory_note + ")";
+    auto result = failed_result(tail.empty() ? why : fmt::format("{}: {}", why, tail), true);
     result.metrics = last;
     return result;
   }

@@ -60,6 +60,8 @@ std::string output_dir(const std::string& work_dir);
 // "checkpoint" (workers/checkpoint_dir.hpp); the next attempt finds it there.
 std::string checkpoint_dir(const std::string& work_dir);
 std::string bagging_file(const std::string& work_dir);
+// A trial user's TMPDIR, inside its attempt directory.
+std::string tmp_dir(const std::string& work_dir);
 
 // The environment of this process as "KEY=VALUE" strings.
 std::vector<std::string> current_environment();

@@ -157,6 +157,47 @@ const std::vector<Row>& rows() {
                                   &WorkerConfig::address),
        "this host's address other hosts reach: the ranks of data-parallel trials that span "
        "workers listen there; default: the local address of the route to Redis"},
+      {{"--trial-user", "HPO_TRIAL_USER", nullptr, SettingKind::kValue,
+        [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
+          if (v.empty()) return Error::invalid(w, "must name a user, or be none");
+          c.trial_user = v;
+          return {};
+        }},
+       "the account whose group trials run with, each slot under a uid of its own from "
+       "--trial-uids, when this worker is root or has CAP_SETUID and CAP_SETGID (default "
+       "hpo-trial; none: trials run as this worker and can read everything it can)"},
+      {{"--trial-uids", "HPO_TRIAL_UIDS", nullptr, SettingKind::kValue,
+        [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
+          const auto dash = v.find('-');
+          std::int64_t first = 0, last = 0;
+          if (dash == std::string::npos ||
+              !parse_setting_int(w, v.substr(0, dash), 1000, 4294967294LL, first) ||
+              !parse_setting_int(w, v.substr(dash + 1), 1000, 4294967294LL, last) || last < first)
+            return Error::invalid(
+                w, fmt::format("'{}': expected FIRST-LAST, uids of no account, e.g. 400000-400999",
+                               v));
+          c.trial_uid_first = first;
+          c.trial_uid_last = last;
+          return {};
+        }},
+       "the uids trials run as, one per slot, claimed per host (default 400000-400999; no "
+       "account may own them)"},
+      {text_setting<WorkerConfig>("--trial-uid-locks", "HPO_TRIAL_UID_LOCKS", nullptr,
+                                  &WorkerConfig::trial_uid_locks),
+       "where this host's workers lock the trial uids they use (default /run/hpo/trial-uids)"},
+      {{"--trial-cgroups", "HPO_TRIAL_CGROUPS", nullptr, SettingKind::kValue,
+        [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
+          if (v != "auto" && v != "none")
+            return Error::invalid(w, fmt::format("'{}': expected auto or none", v));
+          c.trial_cgroups = v;
+          return {};
+        }},
+       "auto (default): each trial in a cgroup of its own (v2 delegated to the worker, or v1 "
+       "memory and pids): memory_gb holds all its processes, its end kills every one; none: "
+       "per-process limits, and the worker reaps the trials' orphans"},
+      {int_setting("--trial-pids-max", "HPO_TRIAL_PIDS_MAX", nullptr, &WorkerConfig::trial_pids_max,
+                   16, std::numeric_limits<int>::max()),
+       "processes and threads one trial may have at once, with cgroups (default 4096)"},
       {{"--fake-gpus", "HPO_FAKE_GPUS", nullptr, SettingKind::kList,
         [](WorkerConfig& c, const std::string& w, const std::string& text) -> Status {
           auto colon = text.rfind(':');
@@ -195,6 +236,9 @@ std::string usage() {
       "                  [--notice-file PATH] [--notice-url URL] [--notice-poll-s S]\n"
       "                  [--notice-header H]...\n"
       "                  [--address HOST]\n"
+      "                  [--trial-user USER] [--trial-uids FIRST-LAST] [--trial-cgroups "
+      "auto|none]\n"
+      "                  [--trial-pids-max N] [--trial-uid-locks DIR]\n"
       "                  [--help]\n\n"
       "Runs trials of hpo sweeps: claims them from the Redis queue, runs them, reports results.\n"
       "SIGTERM/SIGINT: stops claiming, lets running trials finish for --drain-grace-s, then\n"

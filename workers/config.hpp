@@ -62,6 +62,16 @@ struct WorkerConfig {
   // This host's address the pool's other hosts reach (a gang's ranks listen
   // there); empty: the local address of the route to Redis.
   std::string address;
+  // The trust boundary (workers/trial_sandbox.hpp): the account whose group
+  // trials run with ("none": as this worker), the uids they run as (one per
+  // slot), where those uids' lock files live, cgroups ("auto" or "none") and
+  // the processes and threads one trial may have.
+  std::string trial_user = "hpo-trial";
+  std::int64_t trial_uid_first = 400000;
+  std::int64_t trial_uid_last = 400999;
+  std::string trial_uid_locks = "/run/hpo/trial-uids";
+  std::string trial_cgroups = "auto";
+  std::int64_t trial_pids_max = 4096;
   bool help = false;
 };
 

@@ -17,6 +17,7 @@
 #include "trials/spec.hpp"
 #include "trials/store.hpp"
 #include "trials/trial.hpp"
+#include "workers/child_process.hpp"
 
 namespace hpo::workers {
 
@@ -50,6 +51,8 @@ class Reporter {
   }
 };
 
+class TrialBox;  // workers/trial_sandbox.hpp
+
 struct TrialTask {
   trials::Trial trial;
   const trials::SweepSpec* spec = nullptr;
@@ -59,6 +62,10 @@ struct TrialTask {
   // This host's address the pool's other hosts reach (the ranks of a gang
   // listen there); empty: loopback only.
   std::string address;
+  // Whom the trial's own program runs as (nullopt: this process's user), and
+  // the box its processes run in (null: none); both the agent's, for this attempt.
+  std::optional<Identity> identity;
+  TrialBox* box = nullptr;
 };
 
 // A follower's share of a gang trial another worker leads
@@ -72,7 +79,9 @@ struct RankTask {
   std::vector<int> gpus;  // the slots' GPUs, one per rank (empty on CPU hosts)
   int threads = 1;        // CPU threads for all of them
   std::string work_dir;
-  std::string address;  // as TrialTask::address
+  std::string address;               // as TrialTask::address
+  std::optional<Identity> identity;  // as TrialTask::identity
+  TrialBox* box = nullptr;           // as TrialTask::box
 };
 
 // What a follower's ranks need of the agent while they run.

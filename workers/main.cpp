@@ -10,6 +10,8 @@
 // --kill-grace-s) and released back to the queue without counting a failed
 // attempt — and the process exits 0.
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -136,6 +138,9 @@ std::string wait_for_local_scheduler(const WorkerConfig& config, const sigset_t&
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Not dumpable: a process of the same uid (a trial that runs as this worker,
+  // with --trial-user none) can neither read /proc/<pid>/environ or mem nor ptrace it.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
@@ -156,6 +161,10 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (hpo::trials::redis::password_in_args(std::vector<std::string>(argv + 1, argv + argc)))
+    hpo::log_warn(
+        "--redis carries a password, visible to every local user in `ps` and /proc: pass "
+        "HPO_REDIS in the environment (an EnvironmentFile, a Kubernetes secret) instead");
   std::string url = config.redis_url;
   if (url.empty()) {
     bool signalled = false;
@@ -201,8 +210,42 @@ int main(int argc, char** argv) {
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000)); };
   options.drain_grace = ms(config.drain_grace_s);
   options.outage_grace = ms(config.outage_grace_s);
-  options.work_root =
-      config.work_dir.empty() ? hpo::hpo_home() + "/work/" + options.name : config.work_dir;
+  // The trust boundary: whom trials run as, and what holds their processes.
+  hpo::workers::SandboxOptions sandbox_options;
+  sandbox_options.trial_user = config.trial_user;
+  sandbox_options.first_uid = static_cast<uid_t>(config.trial_uid_first);
+  sandbox_options.last_uid = static_cast<uid_t>(config.trial_uid_last);
+  sandbox_options.uid_lock_dir = config.trial_uid_locks;
+  sandbox_options.cgroups = config.trial_cgroups;
+  sandbox_options.pids_max = config.trial_pids_max;
+  sandbox_options.worker_name = options.name;
+  sandbox_options.slots = options.slots;
+  auto sandbox = hpo::workers::TrialSandbox::open(sandbox_options);
+  if (!sandbox) {
+    std::fprintf(stderr, "hpo-worker: %s\n", sandbox.error().message.c_str());
+    return 2;
+  }
+  options.sandbox = std::move(*sandbox);
+  const bool switches = options.sandbox->identity(0).has_value();
+  // Attempt directories must be reachable by the trial users: $HPO_HOME (a
+  // home folder, 0700) is not, and must not be.
+  options.work_root = !config.work_dir.empty() ? config.work_dir
+                      : switches               ? hpo::workers::kSharedWorkRoot + options.name
+                                               : hpo::hpo_home() + "/work/" + options.name;
+  if (switches) {
+    if (auto st = hpo::workers::TrialSandbox::prepare_work_root(options.work_root,
+                                                                *options.sandbox->identity(0));
+        !st) {
+      std::fprintf(stderr, "hpo-worker: %s\n", st.error().message.c_str());
+      return 2;
+    }
+  }
+  if (switches && options.sandbox->cgroups())
+    hpo::log_info("trial sandbox",
+                  {{"worker", options.name}, {"trials", options.sandbox->describe()}});
+  else
+    hpo::log_warn("trials are not fully isolated from this worker",
+                  {{"worker", options.name}, {"trials", options.sandbox->describe()}});
 
   // Artifact files go where --artifacts says, else where the scheduler
   // announced (asked again on every new connection: the scheduler may start later).
@@ -252,6 +295,18 @@ int main(int argc, char** argv) {
   // CPU from 5,000 cheap synthetic trials: 1,690 trials/s instead of ~8,000).
   torch_options.standby = std::make_shared<hpo::workers::StandbyRanks>(
       static_cast<std::size_t>(options.slots), options.threads_per_slot);
+  // Torch trials' ranks run as the trial users too, where those can run the
+  // rank program (an installed hpo; a build under a private home folder is not).
+  if (auto who = options.sandbox->identity(0)) {
+    auto program = hpo::workers::TorchExecutor(cache, torch_options).rank_program();
+    auto reachable = program ? hpo::workers::TrialSandbox::can_run(*program, *who)
+                             : hpo::Status(program.error());
+    if (!reachable) {
+      torch_options.ranks_as_trial_user = false;
+      hpo::log_warn("torch trials run as this worker: the trial users cannot run the rank program",
+                    {{"worker", options.name}, {"reason", reachable.error().message}});
+    }
+  }
   executors[hpo::trials::TrialKind::kTorch] = [cache, torch_options] {
     return std::make_unique<hpo::workers::TorchExecutor>(cache, torch_options);
   };
@@ -283,6 +338,9 @@ int main(int argc, char** argv) {
   IdleExit idle(config.exit_when_idle_s, connect);
   bool went_idle = false;
   while (!(sig = wait_signal(signals, period_ms))) {
+    // As subreaper (no cgroups) or PID 1, trials' orphans come here: reap the
+    // dead (a trial's end kills the living, TrialBox).
+    if (options.sandbox->reaps()) options.sandbox->reap_orphans(/*kill_live=*/false);
     if ((went_idle = idle.done(agent.busy()))) break;
     if (!notice.enabled()) continue;
     const bool ask_url = std::chrono::steady_clock::now() >= next_url_poll;

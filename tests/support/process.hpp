@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -18,6 +19,17 @@
 #include <vector>
 
 namespace hpo::testing {
+
+// True once `pid` is gone (or a zombie waiting for its parent or init to reap it).
+inline bool process_gone(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string stat = ss.str();
+  auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+}
 
 class Process {
  public:

@@ -52,6 +52,7 @@
 #include "workers/outcome.hpp"
 #include "workers/torch/rank_job.hpp"
 #include "workers/torch/trial_setup.hpp"
+#include "workers/trial_sandbox.hpp"
 
 namespace hpo::workers {
 namespace {
@@ -230,6 +231,21 @@ bool relay_rank0_line(std::string_view line, Reporter& reporter, const fs::path&
   return reporter.report(j["step"].get<std::int64_t>(), metrics);
 }
 
+// The ranks' folder (with the job files the worker wrote) becomes the trial
+// user's: the attempt's work directory, or the ranks' own folder without one.
+Status hand_over_ranks(const std::string& work_dir, const fs::path& ranks_dir,
+                       const std::optional<Identity>& who) {
+  return TrialSandbox::hand_over(work_dir.empty() ? ranks_dir.string() : work_dir, who);
+}
+
+// RLIMIT_DATA of one rank: none where a cgroup holds the attempt (its box) or
+// on GPU slots (the CUDA driver maps device memory into the process).
+std::int64_t rank_memory_limit(const TrialBox* box, const std::vector<int>& gpus,
+                               double memory_gb_per_rank) {
+  if ((box && !box->procs_files().empty()) || !gpus.empty()) return 0;
+  return memory_limit_bytes(memory_gb_per_rank);
+}
+
 // The rank processes this worker runs for one attempt (all of a trial's
 // ranks, or a gang's share of them: global ranks first .. first + count - 1
 // of world), started from job files, polled in turn and killed together.
@@ -238,8 +254,11 @@ bool relay_rank0_line(std::string_view line, Reporter& reporter, const fs::path&
 class RankGroup {
  public:
   RankGroup(std::string program, std::vector<std::string> env, fs::path dir,
-            std::int64_t memory_limit, int first, int count, int world, double memory_gb_per_rank)
+            std::int64_t memory_limit, int first, int count, int world, double memory_gb_per_rank,
+            const TrialBox* box, std::optional<Identity> who)
       : program_(std::move(program)),
+        box_(box),
+        who_(std::move(who)),
         env_(std::move(env)),
         dir_(std::move(dir)),
         memory_limit_(memory_limit),
@@ -252,6 +271,8 @@ class RankGroup {
   std::optional<int> spawn(int i, const fs::path& job_file) {
     SpawnOptions o{{program_, job_file.string(), std::to_string(first_ + i)}, env_, dir_.string()};
     o.memory_limit_bytes = memory_limit_;
+    if (box_) o.cgroup_procs = box_->procs_files();
+    o.identity = who_;
     auto child = ChildProcess::spawn(o);
     if (!child) {
       fail(fmt::format("data-parallel rank {} of {}: {}", first_ + i, world_,
@@ -315,6 +336,8 @@ class RankGroup {
 
  private:
   std::string program_;
+  const TrialBox* box_;          // the attempt's cgroups the ranks join (null: none)
+  std::optional<Identity> who_;  // whom the ranks run as (nullopt: this process)
   std::vector<std::string> env_;
   fs::path dir_;
   std::int64_t memory_limit_;
@@ -385,6 +408,10 @@ TorchExecutor::TorchExecutor() : TorchExecutor(std::make_shared<tt::DatasetCache
 TorchExecutor::TorchExecutor(std::shared_ptr<tt::DatasetCache> cache, TorchExecutorOptions options)
     : cache_(std::move(cache)), options_(std::move(options)) {}
 
+std::optional<Identity> TorchExecutor::ranks_identity(const std::optional<Identity>& trial) const {
+  return options_.ranks_as_trial_user ? trial : std::nullopt;
+}
+
 Result<std::string> TorchExecutor::rank_program() const {
   if (!options_.rank_program.empty()) return options_.rank_program;
   if (const char* env = std::getenv("HPO_TRAIN_RANK"); env && *env) return std::string(env);
@@ -453,20 +480,27 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
 
   tt::RankJob job = base_job(spec, task.trial, world, std::max(1, task.threads / k), task.gpus,
                              dir.path, options_, *cache_);
+  const std::optional<Identity> who = ranks_identity(task.identity);
+  // The host's dataset cache is the worker's: a trial user neither reads it
+  // nor writes it (a table another tenant's trial wrote would be trusted).
+  if (who) job.dataset_cache.clear();
   job.store = gang ? fmt::format("tcp://{}:0", address) : (dir.path / "c10d-store").string();
   if (gang) job.address = address;
   if (auto checkpoint = stored_checkpoint(reporter))
     if (auto st = write_resume(job, dir.path, *checkpoint); !st)
       return failed(st.error().message, true);
   if (auto st = write_job(job, dir.path / "job.json"); !st) return failed(st.error().message, true);
+  if (auto st = hand_over_ranks(task.work_dir, dir.path, who); !st)
+    return failed(st.error().message, true);
 
   const std::vector<std::string> env = rank_environment(job.threads);
   // A single-rank trial takes a standby process when one with its threads waits.
   const bool standby = k == 1 && options_.standby && options_.standby->threads() == job.threads;
-  // On GPU slots the CUDA driver maps device memory into the process: no limit there.
-  const std::int64_t limit =
-      task.gpus.empty() ? memory_limit_bytes(spec.trial.memory_gb / world) : 0;
-  RankGroup ranks(*program, env, dir.path, limit, 0, k, world, spec.trial.memory_gb / world);
+  // A cgroup holds all the ranks together (the box's limit); else a limit per
+  // rank, not on GPU slots: the CUDA driver maps device memory into the process.
+  const std::int64_t limit = rank_memory_limit(task.box, task.gpus, spec.trial.memory_gb / world);
+  RankGroup ranks(*program, env, dir.path, limit, 0, k, world, spec.trial.memory_gb / world,
+                  task.box, who);
   auto spawn_rank = [&](int r, const fs::path& job_file) {
     auto pid = ranks.spawn(r, job_file);
     if (pid)
@@ -491,8 +525,9 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
   };
   for (int r = 0; r < (gang ? 1 : k); ++r) {
     if (standby)
-      if (auto ready = options_.standby->take()) {
+      if (auto ready = options_.standby->take(who)) {
         auto given = ready->limit_memory(limit);
+        if (given && task.box) given = task.box->adopt(ready->pid());
         if (given) given = ready->write_stdin((dir.path / "job.json").string() + " 0\n");
         if (given) {
           reporter.log(fmt::format("torch: training process started ahead (pid {})", ready->pid()));
@@ -507,7 +542,7 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
 
   // The next trial's process starts now, loading LibTorch while this one sets up: a slot's
   // next claim then finds it ready (one started when this trial ends would still be loading).
-  if (standby) options_.standby->refill(*program, env);
+  if (standby) options_.standby->refill(*program, env, who);
 
   bool stop_sent = false;
   std::optional<Clock::time_point> kill_at;
@@ -589,6 +624,8 @@ Status TorchExecutor::run_ranks(const RankTask& task, RankControl& control) {
   tt::RankJob job =
       base_job(spec, task.trial, task.world, std::max(1, task.threads / std::max(1, task.count)),
                task.gpus, dir.path, options_, *cache_);
+  const std::optional<Identity> who = ranks_identity(task.identity);
+  if (who) job.dataset_cache.clear();  // as run_parallel: the cache is the worker's
   job.first_rank = task.first;
   job.store = "tcp://" + where;
   job.address = task.address.empty() ? "127.0.0.1" : task.address;
@@ -599,11 +636,12 @@ Status TorchExecutor::run_ranks(const RankTask& task, RankControl& control) {
     if (auto st = write_resume(job, dir.path, **got); !st) return st;
   }
   if (auto st = write_job(job, dir.path / "job.json"); !st) return st;
+  if (auto st = hand_over_ranks(task.work_dir, dir.path, who); !st) return st;
 
   const std::int64_t limit =
-      task.gpus.empty() ? memory_limit_bytes(spec.trial.memory_gb / task.world) : 0;
+      rank_memory_limit(task.box, task.gpus, spec.trial.memory_gb / task.world);
   RankGroup ranks(*program, rank_environment(job.threads), dir.path, limit, task.first, task.count,
-                  task.world, spec.trial.memory_gb / task.world);
+                  task.world, spec.trial.memory_gb / task.world, task.box, who);
   for (int i = 0; i < task.count; ++i) {
     auto pid = ranks.spawn(i, dir.path / "job.json");
     if (!pid) break;
@@ -648,29 +686,53 @@ void TorchExecutor::prestart() {
   options_.standby->refill(*program, rank_environment(options_.standby->threads()));
 }
 
-std::optional<ChildProcess> StandbyRanks::take() {
+namespace {
+std::int64_t uid_of(const std::optional<Identity>& who) {
+  return who ? static_cast<std::int64_t>(who->uid) : -1;
+}
+}  // namespace
+
+std::optional<ChildProcess> StandbyRanks::take(const std::optional<Identity>& who) {
   std::lock_guard lock(mu_);
-  while (!ready_.empty()) {
-    ChildProcess p = std::move(ready_.back());
-    ready_.pop_back();
+  for (auto it = ready_.begin(); it != ready_.end();) {
+    if (it->uid != uid_of(who)) {
+      ++it;
+      continue;
+    }
+    ChildProcess p = std::move(it->process);
+    it = ready_.erase(it);
     // One that has exited (killed meanwhile) is dropped; a waiting one writes nothing.
     if (!p.poll(0, [](Stream, std::string_view) {})) return p;
   }
   return std::nullopt;
 }
 
-void StandbyRanks::refill(const std::string& program, const std::vector<std::string>& env) {
+void StandbyRanks::refill(const std::string& program, const std::vector<std::string>& env,
+                          const std::optional<Identity>& who) {
   std::lock_guard lock(mu_);
-  while (ready_.size() < size_) {
+  const std::size_t want = who ? 1 : size_;
+  auto mine = [&] {
+    return static_cast<std::size_t>(std::count_if(
+        ready_.begin(), ready_.end(), [&](const Waiting& w) { return w.uid == uid_of(who); }));
+  };
+  // A trial user's replaces the oldest of another user's when the pool is full.
+  while (mine() < want) {
+    if (ready_.size() >= size_) {
+      auto other = std::find_if(ready_.begin(), ready_.end(),
+                                [&](const Waiting& w) { return w.uid != uid_of(who); });
+      if (other == ready_.end()) return;
+      ready_.erase(other);
+    }
     SpawnOptions o{{program, "--standby"}, env, fs::temp_directory_path().string()};
     o.stdin_pipe = true;
+    o.identity = who;
     auto child = ChildProcess::spawn(o);
     if (!child) {
       log_warn("torch: cannot start a standby training process",
                {{"error", child.error().message}});
       return;
     }
-    ready_.push_back(std::move(child).value());
+    ready_.push_back({std::move(child).value(), uid_of(who)});
   }
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -45,6 +46,10 @@ struct TorchExecutorOptions {
   // OPENBLAS_CORETYPE for the trials' processes ("" none): hpo-worker sets
   // blas_core_override() (blas_core.hpp) when OpenBLAS misjudged the CPU.
   std::string blas_core;
+  // Ranks run as the trial's user (TrialTask::identity) when it has one;
+  // false: as this process (hpo-worker sets it when the trial users cannot
+  // reach the rank program, and says so at start).
+  bool ranks_as_trial_user = true;
 };
 
 // Single-rank trials' processes, started ahead (hpo-train-rank --standby):
@@ -59,17 +64,24 @@ class StandbyRanks {
  public:
   StandbyRanks(std::size_t size, int threads) : size_(size), threads_(threads) {}
   int threads() const { return threads_; }
-  // A waiting process, or nullopt (none ready, or only ones that have exited).
-  std::optional<ChildProcess> take();
-  // Starts processes until `size` wait; errors are logged and leave fewer.
-  void refill(const std::string& program, const std::vector<std::string>& env);
+  // A waiting process started as `who` (nullopt: as this process), or
+  // nullopt (none ready, or only ones that have exited).
+  std::optional<ChildProcess> take(const std::optional<Identity>& who = std::nullopt);
+  // Starts processes as `who` until enough wait (`size` as this process; one
+  // per trial user, `size` in all); errors are logged and leave fewer.
+  void refill(const std::string& program, const std::vector<std::string>& env,
+              const std::optional<Identity>& who = std::nullopt);
   std::size_t ready();
 
  private:
+  struct Waiting {
+    ChildProcess process;
+    std::int64_t uid;  // -1: this process's
+  };
   std::mutex mu_;
   std::size_t size_;
   int threads_;
-  std::vector<ChildProcess> ready_;
+  std::list<Waiting> ready_;
 };
 
 // Rank 0 writes each epoch's report to stdout as this prefix and a JSON object
@@ -109,11 +121,14 @@ class TorchExecutor : public Executor {
 
   // Fills options.standby (no-op without one or without the rank program).
   void prestart();
+  // The rank program: $HPO_TRAIN_RANK, else hpo-train-rank beside this program, else on PATH.
+  Result<std::string> rank_program() const;
 
  private:
   trials::TrialResult run_parallel(const TrialTask& task, Reporter& reporter);
-  Result<std::string> rank_program() const;
   std::vector<std::string> rank_environment(int threads) const;
+  // Whom a trial's ranks run as: its user, unless options say the worker.
+  std::optional<Identity> ranks_identity(const std::optional<Identity>& trial) const;
 
   std::shared_ptr<torch_trainer::DatasetCache> cache_;
   TorchExecutorOptions options_;

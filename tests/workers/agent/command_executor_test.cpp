@@ -13,6 +13,7 @@
 #include "ensemble/bagging.hpp"
 #include "ensemble/bagging_json.hpp"
 #include "ensemble/prediction_file.hpp"
+#include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/workers/agent/test_util.hpp"
 #include "trials/rung.hpp"
@@ -23,6 +24,7 @@
 namespace hpo::workers {
 namespace {
 
+using hpo::testing::process_gone;
 using hpo::testing::wait_for;
 using testing::read_file;
 using testing::RecordingReporter;
@@ -53,14 +55,6 @@ CommandOptions fast_options(double grace_s = 5.0) {
   o.base_env = {"PATH=/usr/bin:/bin", "KEEP=1"};
   o.poll_ms = 10;
   return o;
-}
-
-// True once `pid` is gone (or a zombie waiting for init to reap it).
-bool process_gone(pid_t pid) {
-  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
-  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-  auto close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
 }
 
 bool no_children_left() {

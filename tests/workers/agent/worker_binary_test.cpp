@@ -8,6 +8,7 @@
 
 #include <fstream>
 
+#include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/workers/agent/test_util.hpp"
 #include "trials/redis/redis_store.hpp"
@@ -17,19 +18,13 @@
 namespace hpo::workers {
 namespace {
 
+using hpo::testing::process_gone;
 using hpo::testing::RedisServer;
 using hpo::testing::wait_for;
 using testing::read_file;
 using trials::redis::RedisStore;
 
 const std::string kWorker = std::string(HPO_BINARY_DIR) + "/workers/hpo-worker";
-
-bool process_gone(pid_t pid) {
-  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
-  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-  auto close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
-}
 
 class WorkerBinaryTest : public ::testing::Test {
  protected:
@@ -70,6 +65,9 @@ class WorkerBinaryTest : public ::testing::Test {
     if (args != std::vector<std::string>{"--help"}) {  // keep attempt dirs out of $HOME
       o.argv.push_back("--work-dir");
       o.argv.push_back(dir_.file("work"));
+      // The trials write into the test's folder (0700): they run as the worker.
+      o.argv.push_back("--trial-user");
+      o.argv.push_back("none");
     }
     o.env = current_environment();
     o.env.insert(o.env.end(), env.begin(), env.end());
