@@ -15,6 +15,7 @@
 
 #include "core/local_state.hpp"
 #include "core/settings.hpp"
+#include "trials/redis/redis_client.hpp"
 
 namespace hpo::scheduler {
 
@@ -171,6 +172,7 @@ Result<SchedulerConfig> load_scheduler_config(int argc, char** argv) {
       !st)
     return st.error();
   if (c.help) return c;
+  c.redis_password_on_command_line = trials::redis::password_in_args(args);
   c.token_on_command_line = std::any_of(args.begin(), args.end(), [](const std::string& a) {
     return a == "--token" || a.rfind("--token=", 0) == 0;
   });

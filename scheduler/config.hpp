@@ -29,8 +29,9 @@ struct SchedulerConfig {
   // loopback; --public-reads keeps them open there (a trusted network).
   bool auth_reads = false;
   bool public_reads = false;
-  bool token_on_command_line = false;  // --token: visible in `ps` (main warns)
-  std::string static_dir;              // dashboard files; default: found next to the binary
+  bool token_on_command_line = false;           // --token: visible in `ps` (main warns)
+  bool redis_password_on_command_line = false;  // --redis with a password: the same
+  std::string static_dir;  // dashboard files; default: found next to the binary
   int handler_threads = 4;
   std::chrono::milliseconds reaper_period{1000};
   std::chrono::milliseconds rescan_period{5000};

@@ -14,11 +14,13 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "core/log.hpp"
+#include "trials/redis/acl.hpp"
 
 namespace hpo::scheduler {
 
@@ -43,14 +45,14 @@ bool bind_probe(int port, int* bound_port) {
   return ok;
 }
 
-bool ping(int port, const std::string& password) {
+bool ping(int port, const std::string& user, const std::string& password) {
   timeval tv{0, 200000};
   redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
   bool ok = false;
   if (c && !c->err) {
     redisSetTimeout(c, tv);
-    auto* a =
-        static_cast<redisReply*>(redisCommand(c, "AUTH %b", password.data(), password.size()));
+    auto* a = static_cast<redisReply*>(
+        redisCommand(c, "AUTH %b %b", user.data(), user.size(), password.data(), password.size()));
     if (a) freeReplyObject(a);
     auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
     ok = r && r->type == REDIS_REPLY_STATUS;
@@ -60,30 +62,59 @@ bool ping(int port, const std::string& password) {
   return ok;
 }
 
-// The server's password: made once per data directory and kept in its 0600
-// config file, so that a restarted scheduler (and the workers that know the
-// URL) keep using the same one.
-Result<std::string> password_for(const std::string& data_dir) {
-  const std::string conf = data_dir + "/redis.conf";
-  std::ifstream in(conf);
-  std::string key, value;
-  while (in >> key >> value)
-    if (key == "requirepass" && value.size() >= 32) return value;
+std::string random_password() {
   std::random_device rd;
   std::string pw;
   for (int i = 0; i < 8; ++i) pw += fmt::format("{:08x}", rd());
-  int fd = ::open(conf.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Error::unavailable("cannot write " + conf);
-  ::fchmod(fd, 0600);
-  const std::string text =
-      "# written by hpo-scheduler: the embedded Redis's password\nrequirepass " + pw + "\n";
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  if (!ok) return Error::unavailable("cannot write " + conf);
   return pw;
 }
 
+// The password of `user` in a config file's `user NAME on >PASSWORD ...` line.
+std::string password_of(const std::string& text, const std::string& user) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string w, name;
+    if (!(words >> w) || w != "user" || !(words >> name) || name != user) continue;
+    while (words >> w)
+      if (w.size() > 32 && w[0] == '>') return w.substr(1);
+  }
+  return "";
+}
+
 }  // namespace
+
+// The users' passwords: made once per data directory and kept in its 0600
+// config file, so that a restarted scheduler (and the workers that know the
+// URL) keep using the same ones. The key prefix the worker may touch is
+// written anew each time. A file of an older hpo (one requirepass) is replaced.
+Result<EmbeddedRedis::Users> EmbeddedRedis::users_for(const std::string& data_dir,
+                                                      const std::string& prefix) {
+  const std::string conf = data_dir + "/redis.conf";
+  std::ifstream in(conf);
+  std::ostringstream old;
+  old << in.rdbuf();
+  Users users{password_of(old.str(), trials::redis::kSchedulerUser),
+              password_of(old.str(), trials::redis::kWorkerUser)};
+  if (users.scheduler.empty()) users.scheduler = random_password();
+  if (users.worker.empty()) users.worker = random_password();
+  int fd = ::open(conf.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Error::unavailable("cannot write " + conf);
+  ::fchmod(fd, 0600);
+  const std::string text = fmt::format(
+      "# written by hpo-scheduler: the embedded Redis's users (docs/operations.md)\n"
+      "user default {}\n"
+      "user {} on >{} {}\n"
+      "user {} on >{} {}\n",
+      trials::redis::default_acl_rules(), trials::redis::kSchedulerUser, users.scheduler,
+      trials::redis::scheduler_acl_rules(), trials::redis::kWorkerUser, users.worker,
+      trials::redis::worker_acl_rules(prefix));
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!ok) return Error::unavailable("cannot write " + conf);
+  return users;
+}
 
 int pick_free_port() {
   int port = 0;
@@ -94,7 +125,8 @@ bool port_is_free(int port) {
   return bind_probe(port, nullptr);
 }
 
-Result<std::unique_ptr<EmbeddedRedis>> EmbeddedRedis::start(const std::string& data_dir, int port) {
+Result<std::unique_ptr<EmbeddedRedis>> EmbeddedRedis::start(const std::string& data_dir,
+                                                            const std::string& prefix, int port) {
   std::error_code ec;
   std::filesystem::create_directories(data_dir, ec);
   if (ec)
@@ -120,9 +152,9 @@ Result<std::unique_ptr<EmbeddedRedis>> EmbeddedRedis::start(const std::string& d
   }
   if (port == 0) port = pick_free_port();
   if (port == 0) return Error::unavailable("no free TCP port on 127.0.0.1 for the embedded Redis");
-  auto password = password_for(data_dir);
-  if (!password) return password.error();
-  std::unique_ptr<EmbeddedRedis> r(new EmbeddedRedis(data_dir, port, std::move(*password)));
+  auto users = users_for(data_dir, prefix);
+  if (!users) return users.error();
+  std::unique_ptr<EmbeddedRedis> r(new EmbeddedRedis(data_dir, port, std::move(*users)));
   if (auto st = r->spawn(); !st) return st.error();
   std::ofstream(port_file) << port << "\n";
   return r;
@@ -154,6 +186,7 @@ Status EmbeddedRedis::spawn() {
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::signal(SIGPIPE, SIG_DFL);
+    ::close_range(3, ~0U, 0);  // the scheduler's sockets (the API, Redis clients) stay its own
     ::execvp("redis-server", argv.data());
     ::_exit(127);
   }
@@ -166,7 +199,7 @@ Status EmbeddedRedis::spawn() {
       return Error::unavailable(fmt::format(
           "redis-server exited at start (status {}); is it installed? see {}", status, log_file));
     }
-    if (ping(port_, password_)) {
+    if (ping(port_, trials::redis::kSchedulerUser, users_.scheduler)) {
       log_info("embedded redis ready", {{"port", port_s}, {"dir", data_dir_}});
       return {};
     }
@@ -177,7 +210,13 @@ Status EmbeddedRedis::spawn() {
 }
 
 std::string EmbeddedRedis::url() const {
-  return fmt::format("redis://:{}@127.0.0.1:{}", password_, port_);
+  return fmt::format("redis://{}:{}@127.0.0.1:{}", trials::redis::kSchedulerUser, users_.scheduler,
+                     port_);
+}
+
+std::string EmbeddedRedis::worker_url() const {
+  return fmt::format("redis://{}:{}@127.0.0.1:{}", trials::redis::kWorkerUser, users_.worker,
+                     port_);
 }
 
 Result<bool> EmbeddedRedis::restart_if_dead() {

@@ -8,10 +8,12 @@
 // scheduler killed with -9 takes its Redis down cleanly (SIGTERM: Redis
 // flushes and exits) instead of leaving an orphan holding the port.
 //
-// Authority: the server requires a random password (requirepass), made once
-// and kept in <data dir>/redis.conf (mode 0600, so it is not in `ps` either);
-// the URL carries it, and the scheduler writes that URL to its 0600
-// scheduler.json. Another local user cannot reach the data behind the API.
+// Authority: two Redis users with random passwords (trials/redis/acl.hpp),
+// made once and kept in <data dir>/redis.conf (mode 0600, so they are not in
+// `ps` either); the default user is off. The scheduler connects as
+// hpo-scheduler (url()); its 0600 scheduler.json gives local workers the
+// hpo-worker URL (worker_url()), whose user can run only what workers run.
+// Another local user cannot reach the data behind the API.
 #pragma once
 
 #include <sys/types.h>
@@ -26,12 +28,15 @@ namespace hpo::scheduler {
 class EmbeddedRedis {
  public:
   // Starts redis-server and waits (bounded) until it answers PING.
-  static Result<std::unique_ptr<EmbeddedRedis>> start(const std::string& data_dir, int port = 0);
+  // `prefix`: the keys the worker user may touch.
+  static Result<std::unique_ptr<EmbeddedRedis>> start(const std::string& data_dir,
+                                                      const std::string& prefix, int port = 0);
   ~EmbeddedRedis();
   EmbeddedRedis(const EmbeddedRedis&) = delete;
   EmbeddedRedis& operator=(const EmbeddedRedis&) = delete;
 
-  std::string url() const;
+  std::string url() const;         // as the scheduler's user
+  std::string worker_url() const;  // as the worker's user
   int port() const { return port_; }
 
   // If the child died, starts it again on the same port and data (AOF replay).
@@ -42,13 +47,17 @@ class EmbeddedRedis {
   void stop();
 
  private:
-  EmbeddedRedis(std::string data_dir, int port, std::string password)
-      : data_dir_(std::move(data_dir)), port_(port), password_(std::move(password)) {}
+  struct Users {
+    std::string scheduler, worker;  // passwords
+  };
+  EmbeddedRedis(std::string data_dir, int port, Users users)
+      : data_dir_(std::move(data_dir)), port_(port), users_(std::move(users)) {}
+  static Result<Users> users_for(const std::string& data_dir, const std::string& prefix);
   Status spawn();
 
   std::string data_dir_;
   int port_ = 0;
-  std::string password_;
+  Users users_;
   pid_t pid_ = -1;
 };
 

@@ -6,6 +6,7 @@
 // synchronously here, so no handler runs in the middle of anything; the same
 // wait doubles as the watchdog of the embedded Redis.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -86,7 +87,7 @@ int run(const scheduler::SchedulerConfig& config) {
       return 1;
     }
     data_lock = std::move(*lock);
-    auto r = scheduler::EmbeddedRedis::start(config.data_dir);
+    auto r = scheduler::EmbeddedRedis::start(config.data_dir, config.prefix);
     if (!r) {
       log_error("cannot start the embedded redis-server", {{"error", r.error().message}});
       return 1;
@@ -165,6 +166,10 @@ int run(const scheduler::SchedulerConfig& config) {
   scheduler::SchedulabilityWatch schedulability(
       stores, std::max(config.reaper_period, std::chrono::milliseconds(1000)), specs);
 
+  if (config.redis_password_on_command_line)
+    log_warn(
+        "--redis carries a password, visible to every local user in `ps` and /proc: pass "
+        "HPO_REDIS in the environment (an EnvironmentFile, a Kubernetes secret) instead");
   if (config.token_on_command_line)
     log_warn(
         "--token is visible to every local user in `ps`; prefer --token-file (mode 0600) or "
@@ -208,8 +213,11 @@ int run(const scheduler::SchedulerConfig& config) {
   std::string host = config.listen_host == "0.0.0.0" ? "127.0.0.1" : config.listen_host;
   const bool tls = !config.tls_cert_file.empty();
   std::string api_url = fmt::format("{}://{}:{}", tls ? "https" : "http", host, server.port());
-  LocalState state{redis_url, api_url, token, static_cast<long>(::getpid()),
-                   tls ? config.tls_cert_file : ""};
+  // Local workers find Redis here: as the worker user where the scheduler made
+  // the users (embedded); with --redis, its URL (give workers their own user's
+  // in HPO_REDIS: docs/operations.md).
+  LocalState state{embedded ? embedded->worker_url() : redis_url, api_url, token,
+                   static_cast<long>(::getpid()), tls ? config.tls_cert_file : ""};
   if (!tls && !(host == "127.0.0.1" || host == "::1" || host == "localhost"))
     log_warn(
         "the API listens beyond loopback without TLS: the token and every sweep cross the network "
@@ -257,6 +265,9 @@ int run(const scheduler::SchedulerConfig& config) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Not dumpable: no process of the same uid reads its environment or memory
+  // (/proc/<pid>/environ, mem) or attaches to it.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   auto config = hpo::scheduler::load_scheduler_config(argc, argv);
   if (!config) {
     std::fprintf(stderr, "hpo-scheduler: %s\n\n%s", config.error().message.c_str(),

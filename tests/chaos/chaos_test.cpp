@@ -127,13 +127,10 @@ class Pool {
 
   void start_scheduler() {
     std::filesystem::remove(home_ + "/scheduler.json");
-    std::vector<std::string> argv{kBin + "/scheduler/hpo-scheduler",
-                                  "--listen",
-                                  "127.0.0.1:0",
-                                  "--reaper-ms",
-                                  "200",
-                                  "--data-root",
-                                  home_};
+    std::vector<std::string> argv{kBin + "/scheduler/hpo-scheduler", "--listen", "127.0.0.1:0",
+                                  "--reaper-ms", "200", "--data-root", home_,
+                                  // The trials keep their ledger in the test's folder.
+                                  "--trial-user", "none"};
     if (redis_) argv.insert(argv.end(), {"--redis", redis_->url()});
     if (!external_url_.empty()) argv.insert(argv.end(), {"--redis", external_url_});
     scheduler_ = std::make_unique<Process>(argv, env(), home_ + "/scheduler.log");
@@ -150,17 +147,11 @@ class Pool {
   }
 
   Process& start_worker(const std::string& name, int slots, std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv{kBin + "/workers/hpo-worker",
-                                  "--name",
-                                  name,
-                                  "--slots",
-                                  std::to_string(slots),
-                                  "--lease-ms",
-                                  std::to_string(kLeaseMs),
-                                  "--kill-grace-s",
-                                  "1",
-                                  "--data-root",
-                                  home_};
+    std::vector<std::string> argv{kBin + "/workers/hpo-worker", "--name", name, "--slots",
+                                  std::to_string(slots), "--lease-ms", std::to_string(kLeaseMs),
+                                  "--kill-grace-s", "1", "--data-root", home_,
+                                  // The trials keep their ledger in the test's folder.
+                                  "--trial-user", "none"};
     if (redis_) argv.insert(argv.end(), {"--redis", redis_->url()});
     argv.insert(argv.end(), extra.begin(), extra.end());
     workers_.push_back(std::make_unique<Process>(argv, env(), home_ + "/worker-" + name + ".log"));

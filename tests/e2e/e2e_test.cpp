@@ -317,8 +317,8 @@ TEST(EndToEnd, ASecondLocalUserCannotUseTheEmbeddedRedis) {
   }
   // With the password (which only the scheduler's uid can read) the same
   // second uid is served: the refusals above are the password's, not a dead server.
-  auto [own_code, own] =
-      as_nobody("own", {"redis-cli", "-p", port, "--no-auth-warning", "-a", url->password, "PING"});
+  auto [own_code, own] = as_nobody("own", {"redis-cli", "-p", port, "--no-auth-warning", "--user",
+                                           url->user, "--pass", url->password, "PING"});
   EXPECT_NE(own.find("PONG"), std::string::npos) << own;
 }
 

@@ -407,9 +407,7 @@ void regression_stacked_and_predict(Cluster& c, const std::vector<std::string>& 
   EXPECT_NEAR(se / rows, record_mse, 1e-3 * record_mse) << cli.log();
 
   // What the sweep costs Redis (docs/operations.md sizes from this).
-  auto state = Json::parse(read_file(c.home() + "/scheduler.json"));
-  hpo::trials::redis::RedisClient redis(
-      *hpo::trials::redis::RedisUrl::parse(state["redis"].get<std::string>()));
+  hpo::trials::redis::RedisClient redis(*hpo::trials::redis::RedisUrl::parse(c.admin_redis_url()));
   auto info = redis.command({"INFO", "memory"});
   ASSERT_TRUE(info.ok());
   const auto at = info->str.find("used_memory:");
@@ -437,9 +435,7 @@ TEST(EnsembleEndToEnd, WithAnArtifactFolderModelsNeverPassThroughRedis) {
   ASSERT_NO_FATAL_FAILURE(regression_stacked_and_predict(c, {"--artifacts", folder}, id));
   ASSERT_FALSE(id.empty());
 
-  auto state = Json::parse(read_file(c.home() + "/scheduler.json"));
-  hpo::trials::redis::RedisClient redis(
-      *hpo::trials::redis::RedisUrl::parse(state["redis"].get<std::string>()));
+  hpo::trials::redis::RedisClient redis(*hpo::trials::redis::RedisUrl::parse(c.admin_redis_url()));
   std::size_t keys = 0, largest = 0;
   std::string cursor = "0";
   do {

@@ -17,11 +17,13 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
+#include "trials/redis/redis_client.hpp"
 #include "web/http_client.hpp"
 
 namespace hpo::testing {
@@ -89,17 +91,13 @@ class Cluster {
                         const std::vector<std::string>& extra = {},
                         const std::vector<std::string>& prefix = {},
                         const std::vector<std::pair<std::string, std::string>>& more_env = {}) {
-    std::vector<std::string> argv{kBinaryDir + "/workers/hpo-worker",
-                                  "--name",
-                                  name,
-                                  "--slots",
-                                  std::to_string(slots),
-                                  "--lease-ms",
-                                  std::to_string(lease_ms),
-                                  "--kill-grace-s",
-                                  "1",
-                                  "--data-root",
-                                  home_};
+    std::vector<std::string> argv{kBinaryDir + "/workers/hpo-worker", "--name", name, "--slots",
+                                  std::to_string(slots), "--lease-ms", std::to_string(lease_ms),
+                                  "--kill-grace-s", "1", "--data-root", home_,
+                                  // These suites' trials read and write the test's own
+                                  // folders (0700): they run as the worker. The trust
+                                  // boundary's tests pass --trial-user hpo-trial (later wins).
+                                  "--trial-user", "none"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.insert(argv.begin(), prefix.begin(), prefix.end());
     auto environment = env();
@@ -107,6 +105,19 @@ class Cluster {
     workers_.push_back(
         std::make_unique<Process>(argv, environment, home_ + "/worker-" + name + ".log"));
     return *workers_.back();
+  }
+
+  // The embedded Redis as its scheduler user (scheduler.json gives workers'
+  // URLs only): for what a test inspects beyond the worker's commands.
+  std::string admin_redis_url() const {
+    auto state = Json::parse(read_file(home_ + "/scheduler.json"));
+    auto url = trials::redis::RedisUrl::parse(state["redis"].get<std::string>());
+    std::istringstream conf(read_file(home_ + "/data/redis.conf"));
+    std::string line, password;
+    while (std::getline(conf, line))
+      if (line.rfind("user hpo-scheduler on >", 0) == 0)
+        password = line.substr(23, line.find(' ', 23) - 23);
+    return fmt::format("redis://hpo-scheduler:{}@127.0.0.1:{}", password, url ? url->port : 0);
   }
 
   web::HttpClient& api() { return *api_; }

@@ -1,5 +1,6 @@
 #include "trials/redis/redis_client.hpp"
 
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
@@ -226,6 +227,18 @@ Result<RedisUrl> RedisUrl::parse(std::string_view url) {
   return out;
 }
 
+bool password_in_args(const std::vector<std::string>& args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string value;
+    if (args[i] == "--redis" && i + 1 < args.size()) value = args[i + 1];
+    if (args[i].rfind("--redis=", 0) == 0) value = args[i].substr(8);
+    if (value.empty()) continue;
+    auto url = RedisUrl::parse(value);
+    if (url && !url->password.empty()) return true;
+  }
+  return false;
+}
+
 std::string RedisUrl::to_string() const {
   std::string db_part = db ? std::to_string(db) : "";
   if (!unix_path.empty()) return "unix://" + unix_path + (db ? "?db=" + db_part : "");
@@ -290,6 +303,9 @@ Status RedisClient::ensure_connected() {
   ctx_ = url_.unix_path.empty() ? redisConnectWithTimeout(at.host.c_str(), at.port, tv)
                                 : redisConnectUnixWithTimeout(url_.unix_path.c_str(), tv);
   if (!ctx_) return fail("cannot allocate a context");
+  // hiredis opens its socket without close-on-exec: a trial started by this
+  // process must not inherit an authenticated connection.
+  if (ctx_->fd >= 0) ::fcntl(ctx_->fd, F_SETFD, FD_CLOEXEC);
   if (ctx_->err)
     return fail("connect" + (url_.sentinel() ? " to " + node_ : std::string()) + ": " +
                 ctx_->errstr);
@@ -394,6 +410,7 @@ Result<RedisUrl::Endpoint> RedisClient::ask_sentinels() {
     const auto& s = url_.sentinels[k];
     const std::string name = s.host + ":" + std::to_string(s.port);
     redisContext* c = redisConnectWithTimeout(s.host.c_str(), s.port, timeout);
+    if (c && c->fd >= 0) ::fcntl(c->fd, F_SETFD, FD_CLOEXEC);
     std::string why;
     if (!c || c->err) {
       why = c ? c->errstr : "cannot allocate a context";

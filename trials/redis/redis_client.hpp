@@ -64,6 +64,10 @@ struct RedisUrl {
   std::string to_string() const;  // without the password
 };
 
+// Whether a command line passes a Redis URL with a password (`--redis URL`
+// or `--redis=URL`): every local user reads it in `ps` and /proc.
+bool password_in_args(const std::vector<std::string>& args);
+
 // One reply, owned (no hiredis pointers escape).
 struct Reply {
   enum class Type { kNil, kInteger, kString, kStatus, kError, kArray };

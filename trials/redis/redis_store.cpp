@@ -262,6 +262,13 @@ Status RedisStore::load_functions(RedisClient& c) {
   }
   auto load = c.command({"FUNCTION", "LOAD", "REPLACE", functions_lua()});
   if (!load) return load.error();
+  // A worker's Redis user may not load Functions (trials/redis/acl.hpp): the
+  // scheduler of this release does, and the worker retries until it has.
+  if (load->is_error() && load->str.rfind("NOPERM", 0) == 0)
+    return Error::unavailable(fmt::format(
+        "the Redis at {} does not hold hpo's functions version {} and this program's Redis user "
+        "may not load them: start the hpo-scheduler of this release, which does",
+        config_.url.to_string(), mine));
   if (load->is_error()) return refusal(load->str);
   return {};
 }
