@@ -3,21 +3,29 @@
 // namespace; selectors that select; Services whose targets are named ports of
 // what they select; every secret reference defined; every $(VAR) defined
 // before its use; probes on /healthz at the port the scheduler listens on;
-// the worker's grace above its drain; Redis with AOF on its volume and
-// reached through its Service — and every flag and HPO_* variable a container
-// passes to hpo-scheduler or hpo-worker is one the real binary's --help lists.
+// the worker's grace above its drain, under an init; Redis with AOF on its
+// volume and reached through its Service; Redis's users from the Secret, read
+// only by Redis, and exactly the lines docs/operations.md gives ("Redis users
+// (least privilege)") and the code makes (trials/redis/acl.hpp), each
+// program's URL with its own user — and every flag and HPO_* variable a
+// container passes to hpo-scheduler or hpo-worker is one the real binary's
+// --help lists.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "tests/support/cluster.hpp"
 #include "tests/support/process.hpp"
+#include "trials/redis/acl.hpp"
 
 namespace hpo::deploy {
 namespace {
@@ -26,6 +34,7 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 const std::string kK8s = std::string(HPO_SOURCE_DIR) + "/deploy/k8s";
+const std::string kOperations = std::string(HPO_SOURCE_DIR) + "/docs/operations.md";
 const std::set<std::string> kWorkloads = {"Deployment", "StatefulSet", "DaemonSet"};
 
 struct Object {
@@ -91,12 +100,50 @@ std::string env_value(const YAML::Node& c, const std::string& name) {
   return "";
 }
 
+// A key of a Secret of the manifests, as written under stringData ("" if absent).
+std::string secret_value(const std::vector<Object>& all, const std::string& secret,
+                         const std::string& key) {
+  for (const auto& o : all)
+    if (o.kind == "Secret" && o.name == secret && o.node["stringData"] && o.node["stringData"][key])
+      return o.node["stringData"][key].as<std::string>();
+  return "";
+}
+
+// What the container's variable holds: its value, or the Secret's key it refers to.
+std::string env_text(const std::vector<Object>& all, const YAML::Node& c, const std::string& name) {
+  for (const auto& e : c["env"]) {
+    if (e["name"].as<std::string>() != name) continue;
+    if (e["value"]) return e["value"].as<std::string>();
+    if (e["valueFrom"] && e["valueFrom"]["secretKeyRef"]) {
+      auto ref = e["valueFrom"]["secretKeyRef"];
+      return secret_value(all, ref["name"].as<std::string>(), ref["key"].as<std::string>());
+    }
+  }
+  return "";
+}
+
+// The program a container runs: its command's first word, or what an init
+// (tini, which reaps orphans as PID 1) starts after its "--".
+std::vector<std::string> program_of(const YAML::Node& c) {
+  auto args = args_of(c);
+  if (!args.empty() && fs::path(args[0]).filename() == "tini") {
+    auto dashes = std::find(args.begin(), args.end(), "--");
+    args.erase(args.begin(), dashes == args.end() ? args.begin() + 1 : dashes + 1);
+  }
+  return args;  // the binary, then its arguments
+}
+
 const Container* container_running(const std::vector<Container>& all, const std::string& binary) {
   for (const auto& c : all) {
-    auto cmd = c.node["command"];
-    if (cmd && cmd.size() > 0 && fs::path(cmd[0].as<std::string>()).filename() == binary) return &c;
+    auto program = program_of(c.node);
+    if (!program.empty() && fs::path(program[0]).filename() == binary) return &c;
   }
   return nullptr;
+}
+
+// A file mode as Kubernetes reads it from YAML (0440: octal).
+int file_mode(const YAML::Node& n) {
+  return std::stoi(n.as<std::string>(), nullptr, 0);
 }
 
 TEST(KubernetesManifests, EveryObjectIsNamedInTheNamespaceAndEverySelectorSelects) {
@@ -174,6 +221,21 @@ TEST(KubernetesManifests, SecretsAndVariablesAreDefinedBeforeTheyAreUsed) {
     }
     for (const auto& a : args_of(c.node)) check_refs(a);
   }
+  // Secrets mounted as files: the Secret and every key taken from it exist.
+  for (const auto& o : all) {
+    if (!kWorkloads.count(o.kind)) continue;
+    for (const auto& v : o.node["spec"]["template"]["spec"]["volumes"]) {
+      auto secret = v["secret"];
+      if (!secret) continue;
+      const std::string name = secret["secretName"].as<std::string>("");
+      bool exists = false;
+      for (const auto& k : keys) exists = exists || k.first == name;
+      EXPECT_TRUE(exists) << o.name << ": volume " << v["name"] << " mounts no Secret " << name;
+      for (const auto& item : secret["items"])
+        EXPECT_TRUE(keys.count({name, item["key"].as<std::string>()}))
+            << o.name << ": secret " << name << " has no key " << item["key"];
+    }
+  }
 }
 
 TEST(KubernetesManifests, TheContainersPassOnlyWhatTheBinariesAccept) {
@@ -187,7 +249,7 @@ TEST(KubernetesManifests, TheContainersPassOnlyWhatTheBinariesAccept) {
     ASSERT_NE(c, nullptr) << "no container runs " << name;
     const std::string help = help_of(path);
     ASSERT_FALSE(help.empty());
-    for (const auto& a : args_of(c->node)) {
+    for (const auto& a : program_of(c->node)) {
       if (!a.starts_with("--")) continue;
       const std::string flag = a.substr(0, a.find('='));
       EXPECT_NE(help.find(flag + " "), std::string::npos) << name << " does not know " << flag;
@@ -255,7 +317,7 @@ TEST(KubernetesManifests, ProbesGracesAndTheStoreFitTheService) {
   EXPECT_TRUE(on_volume) << "Redis's --dir " << dir << " is not a persistent volume";
   const std::regex url(R"(redis://[^@]*@([^:/]+):(\d+))");
   for (const std::string& given :
-       {arg_after(s->node, "--redis"), env_value(w->node, "HPO_REDIS")}) {
+       {env_text(all, s->node, "HPO_REDIS"), env_text(all, w->node, "HPO_REDIS")}) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(given, m, url)) << given;
     bool served = false;
@@ -264,6 +326,123 @@ TEST(KubernetesManifests, ProbesGracesAndTheStoreFitTheService) {
         for (const auto& p : o.node["spec"]["ports"])
           served = served || p["port"].as<std::string>() == m[2].str();
     EXPECT_TRUE(served) << given << ": no Service " << m[1] << " on port " << m[2];
+  }
+}
+
+// The worker runs trials as another user (it starts as root for that) and
+// is not PID 1: an init reaps the trials' orphans and passes it SIGTERM.
+TEST(KubernetesManifests, TheWorkerRunsUnderAnInit) {
+  const auto all = load_manifests();
+  const Container* w = container_running(containers(all), "hpo-worker");
+  ASSERT_NE(w, nullptr);
+  auto cmd = args_of(w->node);
+  ASSERT_FALSE(cmd.empty());
+  EXPECT_EQ(fs::path(cmd[0]).filename().string(), "tini") << "hpo-worker would be PID 1";
+  auto security = w->node["securityContext"];
+  EXPECT_TRUE(security && !security["allowPrivilegeEscalation"].as<bool>(true))
+      << "allowPrivilegeEscalation: a trial could regain root through a setuid binary";
+}
+
+// Redis's users: the ACL file from the Secret (never a password on redis-server's
+// command line), readable by Redis alone; each program's URL names its own user
+// with the password its line gives; the lines are docs/operations.md's.
+TEST(KubernetesManifests, RedisUsersComeFromTheSecretAsTheOperationsGuideGivesThem) {
+  const auto all = load_manifests();
+  const auto cs = containers(all);
+  const Container* redis = nullptr;
+  for (const auto& c : cs)
+    if (c.workload->kind == "StatefulSet") redis = &c;
+  ASSERT_NE(redis, nullptr);
+  for (const auto& a : args_of(redis->node)) EXPECT_NE(a, "--requirepass");
+  const fs::path aclfile = arg_after(redis->node, "--aclfile");
+  ASSERT_FALSE(aclfile.empty()) << "redis-server is not given its users' file";
+
+  // The file: a key of a Secret, on a read-only mount, not readable by others.
+  const auto pod = redis->workload->node["spec"]["template"]["spec"];
+  std::string mounted;
+  for (const auto& m : redis->node["volumeMounts"]) {
+    if (fs::path(m["mountPath"].as<std::string>()) != aclfile.parent_path()) continue;
+    EXPECT_TRUE(m["readOnly"].as<bool>(false)) << aclfile;
+    for (const auto& v : pod["volumes"]) {
+      auto secret = v["secret"];
+      if (v["name"].as<std::string>() != m["name"].as<std::string>() || !secret) continue;
+      int mode = secret["defaultMode"] ? file_mode(secret["defaultMode"]) : 0644;
+      std::string key = aclfile.filename().string();
+      for (const auto& item : secret["items"])
+        if (item["path"].as<std::string>() == aclfile.filename().string()) {
+          key = item["key"].as<std::string>();
+          if (item["mode"]) mode = file_mode(item["mode"]);
+        }
+      EXPECT_EQ(mode & 0027, 0) << aclfile << ": mode 0" << std::oct << mode
+                                << " lets others read it or its group write it";
+      mounted = secret_value(all, secret["secretName"].as<std::string>(), key);
+    }
+  }
+  ASSERT_FALSE(mounted.empty()) << aclfile << " is not a key of a Secret mounted there";
+  // redis-server drops to the image's user redis: the file's group (fsGroup) lets it read.
+  EXPECT_TRUE(pod["securityContext"] && pod["securityContext"]["fsGroup"])
+      << "redis-server cannot read " << aclfile;
+  std::vector<std::string> acl;
+  std::istringstream lines(mounted);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) acl.push_back(line);
+  EXPECT_NE(std::find(acl.begin(), acl.end(),
+                      "user default " + ::hpo::trials::redis::default_acl_rules()),
+            acl.end())
+      << mounted;
+
+  // The guide's lines, with the passwords as placeholders.
+  std::ifstream guide(kOperations);
+  std::map<std::string, std::string> documented;  // user -> its line
+  for (std::string line; std::getline(guide, line);)
+    for (const char* user : {"hpo-scheduler", "hpo-worker"})
+      if (line.starts_with(std::string("user ") + user + " on >") && !documented.count(user))
+        documented[user] = line;
+  ASSERT_EQ(documented.size(), 2u) << kOperations << " gives no user lines";
+  // ... which are the rules hpo gives its own embedded Redis (default prefix hpo:).
+  namespace users = ::hpo::trials::redis;
+  EXPECT_EQ(documented[users::kSchedulerUser], std::string("user ") + users::kSchedulerUser +
+                                                   " on >SCHEDULER_PASSWORD " +
+                                                   users::scheduler_acl_rules());
+  EXPECT_EQ(documented[users::kWorkerUser], std::string("user ") + users::kWorkerUser +
+                                                " on >WORKER_PASSWORD " +
+                                                users::worker_acl_rules("hpo:"));
+
+  // Each program connects as its own user, with the password of that user's line.
+  const std::regex url(R"(redis://([^:@/]+):([^@/]+)@)");
+  const std::map<std::string, std::pair<std::string, std::string>> programs = {
+      {"hpo-scheduler", {"hpo-scheduler", "SCHEDULER_PASSWORD"}},
+      {"hpo-worker", {"hpo-worker", "WORKER_PASSWORD"}}};
+  std::set<std::string> passwords;
+  for (const auto& [binary, user_and_placeholder] : programs) {
+    const auto& [user, placeholder] = user_and_placeholder;
+    const Container* c = container_running(cs, binary);
+    ASSERT_NE(c, nullptr) << binary;
+    const std::string given = env_text(all, c->node, "HPO_REDIS");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(given, m, url)) << binary << ": " << given;
+    EXPECT_EQ(m[1].str(), user) << binary << " connects as another user";
+    passwords.insert(m[2].str());
+    std::string expected = documented[user];
+    const auto at = expected.find(placeholder);
+    ASSERT_NE(at, std::string::npos) << kOperations << ": " << expected;
+    expected.replace(at, placeholder.size(), m[2].str());
+    EXPECT_NE(std::find(acl.begin(), acl.end(), expected), acl.end())
+        << aclfile << " has not the guide's line for " << user << " with " << binary
+        << "'s password:\n  " << expected << "\n"
+        << mounted;
+  }
+  EXPECT_EQ(passwords.size(), 2u) << "the scheduler and the workers share a password";
+}
+
+// The shipped Secret holds placeholders only, every one marked for the operator.
+TEST(KubernetesManifests, TheSecretShipsOnlyPlaceholders) {
+  for (const auto& o : load_manifests()) {
+    if (o.kind != "Secret") continue;
+    EXPECT_FALSE(o.node["data"]) << o.name << ": data a reader cannot see is a placeholder";
+    for (const auto& kv : o.node["stringData"])
+      EXPECT_NE(kv.second.as<std::string>().find("CHANGE-ME"), std::string::npos)
+          << o.name << ": " << kv.first << " is not marked CHANGE-ME";
   }
 }
 
