@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "workers/trial_sandbox.hpp"
+
 namespace hpo::workers {
 namespace {
 
@@ -61,10 +63,18 @@ Result<PackedDir> pack_dir(const std::string& dir) {
     return Error::invalid("HPO_CHECKPOINT_DIR", fmt::format("holds {} files; at most {} are kept",
                                                             files.size(), kMaxCheckpointFiles));
   for (const auto& f : files) {
-    std::ifstream in(f, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string bytes = ss.str();
+    // The program still runs: what was a file a moment ago may be a link now.
+    const std::string rel = f.lexically_relative(dir).generic_string();
+    auto read = read_beneath(dir, rel, static_cast<std::int64_t>(kMaxCheckpointBytes));
+    if (!read && read.error().code == ErrorCode::kPayloadTooLarge)
+      return Error::invalid("HPO_CHECKPOINT_DIR", fmt::format("is larger than {} MiB (at {})",
+                                                              kMaxCheckpointBytes >> 20, rel));
+    if (!read) {
+      out.skipped.push_back(f.lexically_relative(dir).generic_string() + " (" +
+                            read.error().message + ")");
+      continue;
+    }
+    const std::string bytes = std::move(*read);
     if (out.bytes.size() + bytes.size() > kMaxCheckpointBytes)
       return Error::invalid("HPO_CHECKPOINT_DIR",
                             fmt::format("is larger than {} MiB (at {})", kMaxCheckpointBytes >> 20,

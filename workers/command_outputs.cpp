@@ -10,6 +10,7 @@
 #include "ensemble/bagging_json.hpp"
 #include "ensemble/prediction_reader.hpp"
 #include "trials/artifacts.hpp"
+#include "workers/trial_sandbox.hpp"
 
 namespace hpo::workers {
 namespace {
@@ -20,17 +21,10 @@ Error bad(std::string message) {
   return Error{ErrorCode::kInvalidArgument, std::move(message), {}};
 }
 
+// A file the trial left in its output folder, never through a link.
 Result<std::string> read_file(const fs::path& path, std::int64_t limit) {
-  std::error_code ec;
-  auto size = fs::file_size(path, ec);
-  if (ec) return bad(fmt::format("{}: {}", path.filename().string(), ec.message()));
-  if (static_cast<std::int64_t>(size) > limit)
-    return bad(fmt::format("{}: {} bytes, more than the {} MiB a trial may store per file",
-                           path.filename().string(), size, limit >> 20));
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes(size, '\0');
-  if (!in.read(bytes.data(), static_cast<std::streamsize>(size)))
-    return bad(fmt::format("{}: could not be read", path.filename().string()));
+  auto bytes = read_beneath(path.parent_path().string(), path.filename().string(), limit);
+  if (!bytes) return bad(fmt::format("{}: {}", path.filename().string(), bytes.error().message));
   return bytes;
 }
 

@@ -11,7 +11,6 @@
 // attempt — and the process exits 0.
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>

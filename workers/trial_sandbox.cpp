@@ -5,11 +5,12 @@
 //    memory and pids controllers and be writable (delegated); the worker moves
 //    itself into a leaf "worker" (a cgroup with processes cannot hand
 //    controllers to children) and enables them for its trials'
-//    cgroups "trial-<name>". v1: a child "hpo-<worker>" of this process's
-//    memory and pids cgroups, and a trial's "<name>" in each.
+//    cgroups "trial-<name>". v1: a child "hpo-<worker>-<pid>" of this
+//    process's memory and pids cgroups, and a trial's "<name>" in each.
 //  - a trial's end: cgroup.kill (v2), else SIGKILL to every pid listed until
-//    none is left (bounded); then the directories go. Leftovers of a killed
-//    worker of the same name are ended the same way at start.
+//    none is left (bounded); then the directories go. At start, the v1
+//    cgroups of workers that died without removing theirs (their pid is gone)
+//    are ended the same way; a live worker's are never touched.
 //  - uids: a lock file per uid (flock, held for the worker's life; the kernel
 //    releases it when the worker dies, however it dies).
 #include "workers/trial_sandbox.hpp"
@@ -18,11 +19,13 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/openat2.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -244,16 +247,94 @@ OwnCgroups own_cgroups() {
   return o;
 }
 
-// Ends and removes the cgroups a killed worker of the same name left under `dir`.
-void end_leftovers(const std::vector<std::string>& parents, const std::string& prefix) {
+// Ends and removes the trial cgroups named `prefix`... directly under `parent`.
+void end_children(const std::string& parent, const std::string& prefix) {
   std::error_code ec;
-  for (const auto& parent : parents)
-    for (const auto& e : fs::directory_iterator(parent, ec))
-      if (e.is_directory(ec) && e.path().filename().string().rfind(prefix, 0) == 0)
-        end_cgroups({e.path().string()});
+  for (const auto& e : fs::directory_iterator(parent, ec))
+    if (e.is_directory(ec) && e.path().filename().string().rfind(prefix, 0) == 0)
+      end_cgroups({e.path().string()});
+}
+
+// v1: the "hpo-<name>-<pid>" cgroups of workers that died without removing
+// theirs (kill -9): their trials' leftovers are ended, the folders removed.
+// A live worker's, whatever its name, is never touched.
+void end_dead_workers(const std::string& parent) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(parent, ec)) {
+    const std::string name = e.path().filename().string();
+    const auto dash = name.rfind('-');
+    if (!e.is_directory(ec) || name.rfind("hpo-", 0) != 0 || dash == std::string::npos) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str() + dash + 1, &end, 10);
+    if (pid <= 0 || *end || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    end_children(e.path().string(), "");
+    ::rmdir(e.path().c_str());
+  }
 }
 
 }  // namespace
+
+Result<std::string> read_beneath(const std::string& dir, const std::string& relative,
+                                 std::int64_t limit) {
+  // Plain messages: the callers name the file.
+  auto refuse = [](std::string why) {
+    return Error{ErrorCode::kInvalidArgument, std::move(why), {}};
+  };
+  auto fail = [&](int e) {
+    return refuse(fmt::format("cannot read it ({}; links are not followed)", ::strerrordesc_np(e)));
+  };
+  const int base = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (base < 0) return fail(errno);
+  open_how how{};
+  how.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  int fd = static_cast<int>(::syscall(SYS_openat2, base, relative.c_str(), &how, sizeof how));
+  if (fd < 0 && errno == ENOSYS) {
+    // Before Linux 5.6: one component at a time, none of them a link.
+    int at = ::dup(base);
+    std::size_t start = 0;
+    while (at >= 0) {
+      const auto slash = relative.find('/', start);
+      const bool last = slash == std::string::npos;
+      const std::string part = relative.substr(start, last ? std::string::npos : slash - start);
+      const int next = ::openat(
+          at, part.c_str(), O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (last ? O_RDONLY : O_DIRECTORY));
+      const int e = errno;
+      ::close(at);
+      at = next;
+      errno = e;
+      if (last || at < 0) break;
+      start = slash + 1;
+    }
+    fd = at;
+  }
+  const int open_errno = errno;
+  ::close(base);
+  if (fd < 0) return fail(open_errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return refuse("not a regular file");
+  }
+  if (st.st_size > limit) {
+    ::close(fd);
+    return Error{ErrorCode::kPayloadTooLarge,
+                 fmt::format("{} bytes, more than the {} MiB a trial may store per file",
+                             st.st_size, limit >> 20),
+                 {}};
+  }
+  std::string bytes(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(got);
+  return bytes;
+}
 
 TrialSandbox::~TrialSandbox() {
   for (int fd : uid_locks_) ::close(fd);
@@ -345,7 +426,9 @@ Status TrialSandbox::claim_uids(const SandboxOptions& options, gid_t gid) {
 Status TrialSandbox::open_cgroups(const SandboxOptions& options) {
   const Mounts mounts = cgroup_mounts();
   const OwnCgroups own = own_cgroups();
-  const std::string name = "hpo-" + safe_name(options.worker_name);
+  // The pid tells two workers of one name apart (another HPO_HOME on this
+  // host), and a dead worker's cgroups from a live one's.
+  const std::string name = fmt::format("hpo-{}-{}", safe_name(options.worker_name), ::getpid());
   // v2, delegated: our cgroup offers memory and pids and we may write it.
   if (!mounts.v2.empty() && !own.v2.empty()) {
     const std::string dir = mounts.v2 + own.v2;
@@ -358,7 +441,7 @@ Status TrialSandbox::open_cgroups(const SandboxOptions& options) {
       // delegated unit of our own) the controllers cannot be enabled, and v1 is tried.
       if (write_text(dir + "/worker/cgroup.procs", "0") &&
           write_text(dir + "/cgroup.subtree_control", "+memory +pids")) {
-        end_leftovers({dir}, "trial-");
+        end_children(dir, "trial-");  // this unit's last run's
         cgroup_version_ = "v2";
         cgroup_dirs_ = {dir};
         return {};
@@ -369,12 +452,13 @@ Status TrialSandbox::open_cgroups(const SandboxOptions& options) {
     return Error::unavailable("no cgroup v2 delegated to this worker, nor v1 memory and pids");
   std::vector<std::string> dirs = {mounts.memory + own.memory + "/" + name,
                                    mounts.pids + own.pids + "/" + name};
+  for (const auto& parent : {mounts.memory + own.memory, mounts.pids + own.pids})
+    end_dead_workers(parent);
   for (const auto& dir : dirs) {
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
       return Error::unavailable(
           fmt::format("cannot create the cgroup {}: {}", dir, ::strerrordesc_np(errno)));
   }
-  end_leftovers(dirs, "");
   cgroup_version_ = "v1";
   cgroup_dirs_ = std::move(dirs);
   return {};

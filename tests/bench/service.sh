@@ -14,7 +14,7 @@ service_free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# service_start BUILD WORKERS SLOTS
+# service_start BUILD WORKERS SLOTS (SERVICE_WORKER_ARGS: more flags for each worker)
 service_start() {
   local b=$1 workers=$2 slots=$3
   SERVICE_HOME=$(mktemp -d /tmp/hpo-bench.XXXXXX)
@@ -30,8 +30,9 @@ service_start() {
   SERVICE_REDIS=$(jq -r .redis "$SERVICE_HOME/scheduler.json")
   SERVICE_WORKERS=()
   for w in $(seq "$workers"); do
+    # shellcheck disable=SC2086  # SERVICE_WORKER_ARGS: more flags, split on purpose
     HPO_HOME=$SERVICE_HOME "$b/workers/hpo-worker" --slots "$slots" --name "bench-$w" \
-      >"$SERVICE_HOME/worker-$w.log" 2>&1 &
+      ${SERVICE_WORKER_ARGS:-} >"$SERVICE_HOME/worker-$w.log" 2>&1 &
     SERVICE_WORKERS+=($!)
   done
 }
@@ -108,13 +109,16 @@ service_trials_per_s() {
   python3 -c "print(f'{$1 / (($finished - $created) / 1000):.1f}')"
 }
 
-# service_redis_cli ARGS...: redis-cli against the embedded Redis, whose URL
-# is redis://[user:]password@host:port.
+# service_redis_cli ARGS...: redis-cli against the embedded Redis as its
+# scheduler user (scheduler.json's URL is the workers' user, which may not run
+# INFO); the password is in the data directory's 0600 redis.conf.
 service_redis_cli() {
-  local rest=${SERVICE_REDIS#redis://} auth hostport
-  auth=${rest%@*}
+  local rest=${SERVICE_REDIS#redis://} hostport password
   hostport=${rest##*@}
-  REDISCLI_AUTH=${auth#*:} redis-cli -h "${hostport%:*}" -p "${hostport##*:}" "$@"
+  password=$(awk '$1 == "user" && $2 == "hpo-scheduler" {print substr($4, 2)}' \
+    "$SERVICE_HOME/data/redis.conf")
+  REDISCLI_AUTH=$password redis-cli --user hpo-scheduler -h "${hostport%:*}" \
+    -p "${hostport##*:}" "$@"
 }
 
 service_stop() {

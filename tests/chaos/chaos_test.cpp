@@ -127,10 +127,13 @@ class Pool {
 
   void start_scheduler() {
     std::filesystem::remove(home_ + "/scheduler.json");
-    std::vector<std::string> argv{kBin + "/scheduler/hpo-scheduler", "--listen", "127.0.0.1:0",
-                                  "--reaper-ms", "200", "--data-root", home_,
-                                  // The trials keep their ledger in the test's folder.
-                                  "--trial-user", "none"};
+    std::vector<std::string> argv{kBin + "/scheduler/hpo-scheduler",
+                                  "--listen",
+                                  "127.0.0.1:0",
+                                  "--reaper-ms",
+                                  "200",
+                                  "--data-root",
+                                  home_};
     if (redis_) argv.insert(argv.end(), {"--redis", redis_->url()});
     if (!external_url_.empty()) argv.insert(argv.end(), {"--redis", external_url_});
     scheduler_ = std::make_unique<Process>(argv, env(), home_ + "/scheduler.log");

@@ -8,6 +8,7 @@ made). The test judges the findings; this program only reports them.
 """
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -50,9 +51,10 @@ def probe(drop, number):
         for what in ("environ", "cmdline"):
             text = attempt(lambda: read(f"/proc/{pid}/{what}"))
             # A credential: a URL with one, a password option, an ACL user line.
-            if text.startswith("ok: ") and any(
-                    k in text for k in ("redis://", "rediss://", "requirepass", "masterauth",
-                                        "HPO_TOKEN", "user hpo-")):
+            if text.startswith("ok: ") and (
+                    re.search(r"rediss?(-sentinel)?://[^\s\x00/]*@", text) or any(
+                        k in text for k in ("requirepass", "masterauth", "HPO_TOKEN=",
+                                            "user hpo-"))):
                 leaks.append(f"{pid}/{what}: {text}")
     found["proc_leaks"] = leaks
     found["parent_environ"] = attempt(lambda: read(f"/proc/{os.getppid()}/environ"))

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -86,6 +87,39 @@ TEST(ChildProcessBoundary, AProgramTheTrialUserCannotReachFailsWithTheReason) {
   EXPECT_NE(child.error().message.find("as uid 65534"), std::string::npos) << child.error().message;
   EXPECT_NE(child.error().message.find("readable and executable by it"), std::string::npos)
       << child.error().message;
+}
+
+// What a trial wrote is read without following any link: a file swapped for
+// a link to the worker's secrets, a linked folder on the way, or the folder
+// itself a link all fail; a FIFO does not block the reader.
+TEST(ReadBeneath, FollowsNoLinkAndReadsOnlyRegularFiles) {
+  TempDir dir;
+  std::ofstream(dir.file("secret")) << "the worker's password";
+  std::filesystem::create_directories(dir.file("out/sub"));
+  std::ofstream(dir.file("out/sub/ok.csv")) << "1,2\n";
+  ASSERT_EQ(::symlink(dir.file("secret").c_str(), dir.file("out/link.csv").c_str()), 0);
+  ASSERT_EQ(::symlink(dir.file("out/sub").c_str(), dir.file("out/via").c_str()), 0);
+  ASSERT_EQ(::symlink(dir.file("out").c_str(), dir.file("linked-out").c_str()), 0);
+  ASSERT_EQ(::mkfifo(dir.file("out/fifo").c_str(), 0600), 0);
+
+  auto ok = read_beneath(dir.file("out"), "sub/ok.csv", 1 << 20);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(*ok, "1,2\n");
+  for (auto [folder, name] :
+       std::vector<std::pair<std::string, std::string>>{{dir.file("out"), "link.csv"},
+                                                        {dir.file("out"), "via/ok.csv"},
+                                                        {dir.file("linked-out"), "sub/ok.csv"},
+                                                        {dir.file("out"), "fifo"},
+                                                        {dir.file("out"), "../secret"}}) {
+    auto r = read_beneath(folder, name, 1 << 20);
+    EXPECT_FALSE(r.ok()) << folder << " / " << name;
+    if (r.ok()) {
+      EXPECT_EQ(r->find("password"), std::string::npos);
+    }
+  }
+  auto big = read_beneath(dir.file("out"), "sub/ok.csv", 2);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().code, ErrorCode::kPayloadTooLarge);
 }
 
 class SandboxTest : public ::testing::Test {
