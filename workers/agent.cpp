@@ -842,7 +842,8 @@ trials::TrialResult Agent::execute(Running& run, const trials::SweepSpec& sp, tr
       if (executor->needs_work_dir()) task.work_dir = make_work_dir(trial);
       run.checkpoints = executor->checkpoints();
       if (run.checkpoints && draining_.load()) run.set_stop(StopReason::kShutdown);
-      auto box = enter_box(trial, sp);
+      auto box = executor->starts_processes() ? enter_box(trial, sp)
+                                              : Result<std::unique_ptr<TrialBox>>(nullptr);
       if (!box) {
         result = failed_result("cannot contain the trial: " + box.error().message, true);
       } else {

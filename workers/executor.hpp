@@ -108,6 +108,9 @@ class Executor {
   // artifact "checkpoint", which the next attempt resumes from), so a drain
   // or preemption stops it at once instead of waiting for it to finish.
   virtual bool checkpoints() const { return false; }
+  // False: run() starts no process, so the agent gives the attempt no box
+  // (TrialTask::box, a cgroup per attempt: file-system work cheap trials feel).
+  virtual bool starts_processes() const { return true; }
   // Runs a follower's ranks until they end or control says stop; ok when
   // they ended cleanly. Executors of kinds without gangs refuse.
   virtual Status run_ranks(const RankTask& task, RankControl& control) {

@@ -20,6 +20,7 @@ class SyntheticExecutor : public Executor {
 
   trials::TrialResult run(const TrialTask& task, Reporter& reporter) override;
   bool needs_work_dir() const override { return false; }
+  bool starts_processes() const override { return false; }
 };
 
 }  // namespace hpo::workers

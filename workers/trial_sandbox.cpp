@@ -450,10 +450,14 @@ Status TrialSandbox::open_cgroups(const SandboxOptions& options) {
   }
   if (mounts.memory.empty() || mounts.pids.empty())
     return Error::unavailable("no cgroup v2 delegated to this worker, nor v1 memory and pids");
-  std::vector<std::string> dirs = {mounts.memory + own.memory + "/" + name,
-                                   mounts.pids + own.pids + "/" + name};
-  for (const auto& parent : {mounts.memory + own.memory, mounts.pids + own.pids})
-    end_dead_workers(parent);
+  // This process's cgroup in each hierarchy ("/" at the top: no double slash).
+  auto at = [](const std::string& mount, const std::string& path) {
+    return path == "/" ? mount : mount + path;
+  };
+  const std::vector<std::string> parents = {at(mounts.memory, own.memory),
+                                            at(mounts.pids, own.pids)};
+  std::vector<std::string> dirs = {parents[0] + "/" + name, parents[1] + "/" + name};
+  for (const auto& parent : parents) end_dead_workers(parent);
   for (const auto& dir : dirs) {
     if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
       return Error::unavailable(
