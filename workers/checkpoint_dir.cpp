@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "workers/trial_sandbox.hpp"
+#include "workers/trial_files.hpp"
 
 namespace hpo::workers {
 namespace {

@@ -10,7 +10,7 @@
 #include "ensemble/bagging_json.hpp"
 #include "ensemble/prediction_reader.hpp"
 #include "trials/artifacts.hpp"
-#include "workers/trial_sandbox.hpp"
+#include "workers/trial_files.hpp"
 
 namespace hpo::workers {
 namespace {

@@ -38,14 +38,6 @@ namespace hpo::workers {
 // --work-dir is given (+ the worker's name): $HPO_HOME is private to the worker.
 inline const std::string kSharedWorkRoot = "/var/lib/hpo/work/";
 
-// The bytes of `relative` under the folder `dir`, read the way a worker must
-// read what a trial wrote: no symbolic link anywhere in the path (`dir`'s last
-// component included), a regular file only (a FIFO cannot block the reader),
-// at most `limit` bytes (else kPayloadTooLarge). A trial that swaps a file for a link to the
-// worker's secrets between a check and the read gets an error, not the secret.
-Result<std::string> read_beneath(const std::string& dir, const std::string& relative,
-                                 std::int64_t limit);
-
 struct SandboxOptions {
   // The account whose group trials run with; "none": trials run as the
   // worker (warned at start).

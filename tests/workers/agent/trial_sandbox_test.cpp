@@ -18,6 +18,7 @@
 #include "tests/support/redis_server.hpp"
 #include "tests/workers/agent/test_util.hpp"
 #include "workers/child_process.hpp"
+#include "workers/trial_files.hpp"
 #include "workers/trial_sandbox.hpp"
 
 namespace hpo::workers {
