@@ -46,7 +46,10 @@ std::vector<std::string> job_args(SlurmCluster& slurm, Cluster& c, int tasks,
           "--output=" + slurm.dir() + "/jobs/hpo-worker-%A_%a.log",
           "--export=ALL,HPO_REDIS=" + state["redis"].get<std::string>() + ",HPO_WORKER=" + kBin +
               "/workers/hpo-worker" + ",HPO_EXIT_WHEN_IDLE_S=" + idle_s +
-              ",HPO_DRAIN_GRACE_S=1,HPO_HOME=" + c.home() + ",TMPDIR=" + slurm.dir() + "/jobs",
+              ",HPO_DRAIN_GRACE_S=1,HPO_HOME=" + c.home() + ",TMPDIR=" + slurm.dir() + "/jobs" +
+              // The trials run the build's toy_trial, which a clone in a private
+              // folder keeps from trial users (test_e2e_trust covers the switch).
+              ",HPO_TRIAL_USER=none",
           kScript};
 }
 

@@ -163,7 +163,8 @@ class SlurmCluster {
     for (const char* f : {"slurmctld.log", "slurmd.log", "munged.out"})
       out += std::string("--- ") + f + " ---\n" + read_tail(dir_ + "/" + f);
     for (const auto& e : std::filesystem::directory_iterator(dir_ + "/jobs"))
-      out += "--- " + e.path().string() + " ---\n" + read_tail(e.path().string());
+      if (e.is_regular_file())  // the jobs' TMPDIR also holds their work folders
+        out += "--- " + e.path().string() + " ---\n" + read_tail(e.path().string());
     return out;
   }
 
