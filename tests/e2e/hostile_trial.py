@@ -108,19 +108,35 @@ def probe(drop, number):
     return found
 
 
-def memory():
+def hold_memory(mib, processes):
+    """Each of `processes` children touches `mib` MiB and holds it until all
+    have (or were killed): a pipe says "touched", closing another says "let go".
+    Returns how many children did not exit cleanly."""
+    touched_r, touched_w = os.pipe()
+    go_r, go_w = os.pipe()
     kids = []
-    for _ in range(8):
+    for _ in range(processes):
         pid = os.fork()
         if pid == 0:
-            block = bytearray(96 << 20)
+            os.close(touched_r)
+            os.close(go_w)
+            block = bytearray(mib << 20)
             for i in range(0, len(block), 4096):
                 block[i] = 1
-            time.sleep(5)  # all eight hold theirs at once
+            os.write(touched_w, b"x")
+            os.close(touched_w)
+            os.read(go_r, 1)  # EOF once the parent lets go
             os._exit(0)
         kids.append(pid)
-    killed = sum(os.waitpid(pid, 0)[1] != 0 for pid in kids)
-    return {"killed": killed}
+    os.close(touched_w)
+    while os.read(touched_r, 64):  # EOF: every child touched its memory or died
+        pass
+    os.close(go_w)
+    return sum(os.waitpid(pid, 0)[1] != 0 for pid in kids)
+
+
+def memory():
+    return {"killed": hold_memory(96, 8)}
 
 
 def main():

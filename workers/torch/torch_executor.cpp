@@ -388,7 +388,8 @@ Status write_job(const tt::RankJob& job, const fs::path& file) {
 // first rank and the resume point.
 tt::RankJob base_job(const trials::SweepSpec& spec, const trials::Trial& trial, int world,
                      int threads, std::vector<int> gpus, const fs::path& dir,
-                     const TorchExecutorOptions& options, const tt::DatasetCache& cache) {
+                     const TorchExecutorOptions& options, const tt::DatasetCache& cache,
+                     const std::optional<Identity>& who) {
   tt::RankJob job;
   job.spec = spec.source;
   job.trial = trial;
@@ -398,7 +399,9 @@ tt::RankJob base_job(const trials::SweepSpec& spec, const trials::Trial& trial, 
   job.out = dir.string();
   job.timeout_ms = options.rank_timeout.count();
   job.data_roots = options.data_roots;
-  job.dataset_cache = cache.disk_dir();
+  // The host's dataset cache is the worker's: ranks of a trial user neither
+  // read nor write it (a table another tenant's trial wrote would be trusted).
+  if (!who) job.dataset_cache = cache.disk_dir();
   return job;
 }
 
@@ -478,12 +481,9 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
       base / fmt::format("ranks-{}-{}-{}", task.trial.id, task.trial.attempt, ::getpid()));
   if (auto st = make_attempt_dir(dir.path); !st) return failed(st.error().message, true);
 
-  tt::RankJob job = base_job(spec, task.trial, world, std::max(1, task.threads / k), task.gpus,
-                             dir.path, options_, *cache_);
   const std::optional<Identity> who = ranks_identity(task.identity);
-  // The host's dataset cache is the worker's: a trial user neither reads it
-  // nor writes it (a table another tenant's trial wrote would be trusted).
-  if (who) job.dataset_cache.clear();
+  tt::RankJob job = base_job(spec, task.trial, world, std::max(1, task.threads / k), task.gpus,
+                             dir.path, options_, *cache_, who);
   job.store = gang ? fmt::format("tcp://{}:0", address) : (dir.path / "c10d-store").string();
   if (gang) job.address = address;
   if (auto checkpoint = stored_checkpoint(reporter))
@@ -621,11 +621,10 @@ Status TorchExecutor::run_ranks(const RankTask& task, RankControl& control) {
                                           task.first, ::getpid()));
   if (auto st = make_attempt_dir(dir.path); !st) return st;
 
+  const std::optional<Identity> who = ranks_identity(task.identity);
   tt::RankJob job =
       base_job(spec, task.trial, task.world, std::max(1, task.threads / std::max(1, task.count)),
-               task.gpus, dir.path, options_, *cache_);
-  const std::optional<Identity> who = ranks_identity(task.identity);
-  if (who) job.dataset_cache.clear();  // as run_parallel: the cache is the worker's
+               task.gpus, dir.path, options_, *cache_, who);
   job.first_rank = task.first;
   job.store = "tcp://" + where;
   job.address = task.address.empty() ? "127.0.0.1" : task.address;

@@ -228,22 +228,37 @@ TEST_F(SandboxTest, OneMemoryLimitHoldsAllOfATrialsProcesses) {
   auto box = (*s)->enter("t3-a0", 256LL << 20);
   ASSERT_TRUE(box.ok()) << box.error().message;
   SpawnOptions o;
+  // Eight processes touch 96 MiB each and hold it until all have (a pipe
+  // handshake, as tests/e2e/hostile_trial.py does).
   o.argv = {"/usr/bin/python3", "-c",
-            "import os, sys\n"
-            "kids = []\n"
-            "for i in range(8):\n"
-            "    pid = os.fork()\n"
-            "    if pid == 0:\n"
-            "        b = bytearray(96 << 20)\n"
-            "        for j in range(0, len(b), 4096): b[j] = 1\n"
-            "        import time; time.sleep(5)\n"  // all eight hold theirs at once
-            "        os._exit(0)\n"
-            "    kids.append(pid)\n"
-            "bad = 0\n"
-            "for pid in kids:\n"
-            "    _, st = os.waitpid(pid, 0)\n"
-            "    bad += st != 0\n"
-            "print('killed', bad, flush=True)\n"};
+            "import os\n"
+            "def hold_memory(mib, processes):\n"
+            "    \"\"\"Each of `processes` children touches `mib` MiB and holds it until all\n"
+            "    have (or were killed): a pipe says \"touched\", closing another says \"let go\".\n"
+            "    Returns how many children did not exit cleanly.\"\"\"\n"
+            "    touched_r, touched_w = os.pipe()\n"
+            "    go_r, go_w = os.pipe()\n"
+            "    kids = []\n"
+            "    for _ in range(processes):\n"
+            "        pid = os.fork()\n"
+            "        if pid == 0:\n"
+            "            os.close(touched_r)\n"
+            "            os.close(go_w)\n"
+            "            block = bytearray(mib << 20)\n"
+            "            for i in range(0, len(block), 4096):\n"
+            "                block[i] = 1\n"
+            "            os.write(touched_w, b\"x\")\n"
+            "            os.close(touched_w)\n"
+            "            os.read(go_r, 1)  # EOF once the parent lets go\n"
+            "            os._exit(0)\n"
+            "        kids.append(pid)\n"
+            "    os.close(touched_w)\n"
+            "    while os.read(touched_r, 64):  # EOF: every child touched its memory or died\n"
+            "        pass\n"
+            "    os.close(go_w)\n"
+            "    return sum(os.waitpid(pid, 0)[1] != 0 for pid in kids)\n"
+            "\n"
+            "print('killed', hold_memory(96, 8), flush=True)\n"};
   o.env = {"PATH=/usr/bin:/bin"};
   o.identity = (*s)->identity(0);
   o.cgroup_procs = (*box)->procs_files();
