@@ -28,6 +28,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include "cli/download.hpp"
 #include "core/backoff.hpp"
 #include "core/local_state.hpp"
 #include "trials/artifacts.hpp"
@@ -521,10 +522,13 @@ int cmd_pareto(Client& client, const Options& o) {
     std::printf("  %s\n", t.value("params", Json::object()).dump().c_str());
   }
   const Json hv = r->value("hypervolume", Json());
+  const Json err = r->value("hypervolume_std_error", Json());
+  std::string hv_text = hv.is_number() ? fmt_number(hv.get<double>()) : "-";
+  if (!r->value("hypervolume_exact", true) && err.is_number())
+    hv_text += " ± " + fmt_number(err.get<double>()) + " (estimated)";
   std::printf("%zu on the front of %lld counted trials; hypervolume %s (reference %s)\n",
               r->value("front", Json::array()).size(),
-              static_cast<long long>(r->value("counted", std::int64_t{0})),
-              hv.is_number() ? fmt_number(hv.get<double>()).c_str() : "-",
+              static_cast<long long>(r->value("counted", std::int64_t{0})), hv_text.c_str(),
               r->value("reference", Json::array()).dump().c_str());
   return kOk;
 }
@@ -594,13 +598,15 @@ int export_ensemble(Client& client, const std::string& id, const std::filesystem
   };
   for (auto& m : manifest["members"]) {
     const std::string trial = m.value("trial_id", "");
-    std::string model;
     namespace artifact = hpo::trials::artifact;
-    if (!client.call("GET", "/api/trials/" + trial + "/artifacts/" + artifact::kModel, code, "",
-                     &model))
-      return code;
     const std::string rel = "members/" + trial + "/" + artifact::kModel;
-    if (!write(dir / rel, model)) return fail(kUsage, "cannot write " + (dir / rel).string());
+    fs::create_directories((dir / rel).parent_path(), ec);
+    // Streamed to disk (a model of gigabytes), resumed where a broken connection stopped.
+    if (auto st = hpo::cli::download_file(
+            client.http, "/api/trials/" + trial + "/artifacts/" + artifact::kModel, dir / rel);
+        !st)
+      return fail(st.error().code == hpo::ErrorCode::kUnavailable ? kUnreachable : kUsage,
+                  "member " + trial + "'s model: " + st.error().message);
     m["artifact"] = rel;
   }
   if (!write(dir / hpo::trials::artifact::kEnsembleManifest, manifest.dump(2) + "\n") ||

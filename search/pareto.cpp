@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <random>
 
 namespace hpo::search {
 
@@ -13,9 +14,12 @@ bool finite(const Point& p) {
   return std::all_of(p.begin(), p.end(), [](double v) { return std::isfinite(v); });
 }
 
-// Volume dominated by `pts` (each strictly inside `ref`), in the first `d` objectives.
-double volume(std::vector<Point> pts, const Point& ref, std::size_t d) {
-  if (pts.empty()) return 0;
+// Volume dominated by `pts` (each strictly inside `ref`), in the first `d`
+// objectives. Each call spends from `budget` what it touches; once it is
+// below zero the result is meaningless and the callers stop.
+double volume(std::vector<Point> pts, const Point& ref, std::size_t d, std::int64_t& budget) {
+  if (pts.empty() || budget < 0) return 0;
+  budget -= static_cast<std::int64_t>(pts.size());
   if (d == 1) {
     double lo = ref[0];
     for (const auto& p : pts) lo = std::min(lo, p[0]);
@@ -44,10 +48,24 @@ double volume(std::vector<Point> pts, const Point& ref, std::size_t d) {
     below.push_back(pts[i]);
     const double top = i + 1 < pts.size() ? pts[i + 1][k] : ref[k];
     if (top <= pts[i][k]) continue;
+    budget -= static_cast<std::int64_t>(below.size() * below.size());
+    if (budget < 0) return 0;
     below = non_dominated_prefix(std::move(below), k);
-    v += volume(below, ref, k) * (top - pts[i][k]);
+    v += volume(below, ref, k, budget) * (top - pts[i][k]);
   }
   return v;
+}
+
+// The points strictly inside `reference`, finite, of its length.
+std::vector<Point> inside_of(const std::vector<Point>& points, const Point& reference) {
+  std::vector<Point> inside;
+  for (const auto& p : points) {
+    if (p.size() != reference.size() || !finite(p)) continue;
+    bool strictly = true;
+    for (std::size_t i = 0; i < p.size(); ++i) strictly &= p[i] < reference[i];
+    if (strictly) inside.push_back(p);
+  }
+  return inside;
 }
 
 }  // namespace
@@ -170,16 +188,112 @@ Point padded_nadir(const std::vector<Point>& points, double fraction) {
 }
 
 double hypervolume(const std::vector<Point>& points, const Point& reference) {
-  std::vector<Point> inside;
-  for (const auto& p : points) {
-    if (p.size() != reference.size() || !finite(p)) continue;
-    bool strictly = true;
-    for (std::size_t i = 0; i < p.size(); ++i) strictly &= p[i] < reference[i];
-    if (strictly) inside.push_back(p);
-  }
   if (reference.empty()) return 0;
-  return volume(non_dominated_prefix(std::move(inside), reference.size()), reference,
-                reference.size());
+  std::int64_t unlimited = std::numeric_limits<std::int64_t>::max();
+  return volume(non_dominated_prefix(inside_of(points, reference), reference.size()), reference,
+                reference.size(), unlimited);
+}
+
+HypervolumeEstimate hypervolume_bounded(const std::vector<Point>& points, const Point& reference,
+                                        std::int64_t budget, int samples) {
+  HypervolumeEstimate out;
+  if (reference.empty()) return out;
+  const std::size_t m = reference.size();
+  std::vector<Point> front = non_dominated_prefix(inside_of(points, reference), m);
+  if (front.empty()) return out;
+  std::int64_t left = m <= 3 ? std::numeric_limits<std::int64_t>::max() : budget;
+  out.value = volume(front, reference, m, left);
+  if (left >= 0) return out;
+  // Monte Carlo in the box [best, reference]: the share of uniform points
+  // some member weakly dominates. Members sorted by their first objective,
+  // so a sample's scan stops at the first member past it there.
+  Point lo = front.front();
+  for (const auto& p : front)
+    for (std::size_t j = 0; j < m; ++j) lo[j] = std::min(lo[j], p[j]);
+  double box = 1;
+  for (std::size_t j = 0; j < m; ++j) box *= reference[j] - lo[j];
+  std::sort(front.begin(), front.end());
+  std::mt19937_64 rng(0x9e3779b97f4a7c15ULL ^ (front.size() * 0x100000001b3ULL));
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const int n = std::max(1, samples);
+  std::int64_t hit = 0;
+  Point s(m);
+  for (int i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < m; ++j) s[j] = lo[j] + unit(rng) * (reference[j] - lo[j]);
+    for (const auto& p : front) {
+      if (p[0] > s[0]) break;
+      if (weakly_dominates(p, s)) {
+        ++hit;
+        break;
+      }
+    }
+  }
+  const double share = static_cast<double>(hit) / n;
+  out.exact = false;
+  out.value = box * share;
+  out.std_error = box * std::sqrt(share * (1 - share) / n);
+  return out;
+}
+
+std::vector<std::size_t> greedy_hypervolume_subset(const std::vector<Point>& points,
+                                                   const Point& reference, std::size_t k,
+                                                   int samples) {
+  const std::size_t n = points.size();
+  k = std::min(k, n);
+  std::vector<std::size_t> order;
+  std::vector<char> taken(n, 0);
+  if (n == 0 || k == 0) return order;
+  const std::size_t m = reference.size();
+  if (m <= 3) {
+    std::vector<Point> chosen;
+    double volume = 0;
+    for (std::size_t step = 0; step < k; ++step) {
+      std::size_t best = n;
+      double best_gain = -1;
+      for (std::size_t a = 0; a < n; ++a) {
+        if (taken[a]) continue;
+        chosen.push_back(points[a]);
+        const double gain = hypervolume(chosen, reference) - volume;
+        chosen.pop_back();
+        if (gain > best_gain) best_gain = gain, best = a;
+      }
+      taken[best] = 1;
+      chosen.push_back(points[best]);
+      volume += best_gain;
+      order.push_back(best);
+    }
+    return order;
+  }
+  // The samples each point dominates, then greedy counts of those not yet covered.
+  Point lo = points.front();
+  for (const auto& p : points)
+    for (std::size_t j = 0; j < m; ++j) lo[j] = std::min(lo[j], p[j]);
+  std::mt19937_64 rng(0x9e3779b97f4a7c15ULL ^ (n * 0x100000001b3ULL));
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const std::size_t s_count = static_cast<std::size_t>(std::max(1, samples));
+  std::vector<Point> sample(s_count, Point(m));
+  for (auto& s : sample)
+    for (std::size_t j = 0; j < m; ++j) s[j] = lo[j] + unit(rng) * (reference[j] - lo[j]);
+  std::vector<std::vector<std::uint32_t>> covers(n);
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t i = 0; i < s_count; ++i)
+      if (weakly_dominates(points[a], sample[i]))
+        covers[a].push_back(static_cast<std::uint32_t>(i));
+  std::vector<char> covered(s_count, 0);
+  for (std::size_t step = 0; step < k; ++step) {
+    std::size_t best = n;
+    std::int64_t best_gain = -1;
+    for (std::size_t a = 0; a < n; ++a) {
+      if (taken[a]) continue;
+      std::int64_t gain = 0;
+      for (std::uint32_t i : covers[a]) gain += !covered[i];
+      if (gain > best_gain) best_gain = gain, best = a;
+    }
+    taken[best] = 1;
+    for (std::uint32_t i : covers[best]) covered[i] = 1;
+    order.push_back(best);
+  }
+  return order;
 }
 
 }  // namespace hpo::search

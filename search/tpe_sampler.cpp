@@ -68,27 +68,11 @@ void rank_by_fronts(std::vector<Ranked>& ranked, const std::vector<const Observa
       // that adds the most to the volume of those chosen before it.
       std::vector<Point> pts;
       for (std::size_t k : front) pts.push_back(points[k]);
-      const Point ref = padded_nadir(pts);
-      std::vector<char> taken(pts.size(), 0);
-      std::vector<Point> chosen;
-      double volume = 0;
-      for (std::size_t step = 0; step < n_below - placed; ++step) {
-        std::size_t best = pts.size();
-        double best_gain = -1;
-        for (std::size_t a = 0; a < pts.size(); ++a) {
-          if (taken[a]) continue;
-          chosen.push_back(pts[a]);
-          const double gain = hypervolume(chosen, ref) - volume;
-          chosen.pop_back();
-          if (gain > best_gain) best_gain = gain, best = a;
-        }
-        taken[best] = 1;
-        chosen.push_back(pts[best]);
-        volume += best_gain;
-        ranked[members[front[best]]].k2 = double(step);
-      }
+      const auto order = greedy_hypervolume_subset(pts, padded_nadir(pts), n_below - placed);
       for (std::size_t a = 0; a < pts.size(); ++a)
-        if (!taken[a]) ranked[members[front[a]]].k2 = double(pts.size());
+        ranked[members[front[a]]].k2 = double(pts.size());
+      for (std::size_t step = 0; step < order.size(); ++step)
+        ranked[members[front[order[step]]]].k2 = double(step);
     }
     placed += front.size();
   }

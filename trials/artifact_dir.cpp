@@ -30,18 +30,43 @@ std::string os_error(const std::string& what, const std::string& path) {
   return fmt::format("{} {}: {}", what, path, std::strerror(errno));
 }
 
-// Writes all of `bytes` to `fd`; false with errno set on failure.
-bool write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(n));
+// The temporary file of a stream: hashed and counted as it is written.
+class HashingFileSink final : public ByteSink {
+ public:
+  HashingFileSink(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  Status write(std::string_view bytes) override {
+    if (!write_all(fd_, bytes)) return Error::internal(os_error("cannot write", path_));
+    sha_.update(bytes);
+    size_ += static_cast<std::int64_t>(bytes.size());
+    return {};
   }
-  return true;
-}
+  std::string sha() { return sha_.hex(); }
+  std::int64_t size() const { return size_; }
+
+ private:
+  int fd_;
+  std::string path_;
+  Sha256 sha_;
+  std::int64_t size_ = 0;
+};
+
+// Passes bytes on, hashing and counting them.
+class HashingTee final : public ByteSink {
+ public:
+  explicit HashingTee(ByteSink& out) : out_(out) {}
+  Status write(std::string_view bytes) override {
+    sha_.update(bytes);
+    size_ += static_cast<std::int64_t>(bytes.size());
+    return out_.write(bytes);
+  }
+  std::string sha() { return sha_.hex(); }
+  std::int64_t size() const { return size_; }
+
+ private:
+  ByteSink& out_;
+  Sha256 sha_;
+  std::int64_t size_ = 0;
+};
 
 bool fsync_path(const std::string& path, int flags) {
   const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
@@ -76,14 +101,29 @@ Status check_artifact_root(const std::string& flag, const std::string& dir) {
   return {};
 }
 
-std::string sha256_hex(std::string_view bytes) {
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
+  EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr);
+}
+Sha256::~Sha256() {
+  EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_));
+}
+void Sha256::update(std::string_view bytes) {
+  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), bytes.data(), bytes.size());
+}
+std::string Sha256::hex() {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr);
+  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), digest, &len);
   std::string out;
   out.reserve(2 * len);
   for (unsigned int i = 0; i < len; ++i) out += fmt::format("{:02x}", digest[i]);
   return out;
+}
+
+std::string sha256_hex(std::string_view bytes) {
+  Sha256 sha;
+  sha.update(bytes);
+  return sha.hex();
 }
 
 std::string encode_inline(std::string bytes) {
@@ -121,6 +161,55 @@ Result<StoredArtifact> decode_stored(std::string value) {
   return out;
 }
 
+namespace {
+
+Result<std::string> read_marker(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return Error::not_found(os_error("cannot read", path));
+  char buf[128];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  std::string id(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+  while (!id.empty() && (id.back() == '\n' || id.back() == ' ')) id.pop_back();
+  if (id.empty()) return Error::internal(path + " is empty");
+  return id;
+}
+
+}  // namespace
+
+Result<std::string> claim_marker(const std::string& dir) {
+  const std::string path = dir + "/" + kArtifactMarker;
+  if (auto id = read_marker(path); id || id.error().code != ErrorCode::kNotFound) return id;
+  std::random_device rd;
+  const std::string id = fmt::format("{:08x}{:08x}{:08x}{:08x}", rd(), rd(), rd(), rd());
+  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Error::internal(os_error("cannot write", tmp));
+  const bool ok = write_all(fd, id + "\n") && ::fsync(fd) == 0;
+  ::close(fd);
+  // link(): the first scheduler's marker wins; a second one reads it.
+  const bool linked = ok && ::link(tmp.c_str(), path.c_str()) == 0;
+  ::unlink(tmp.c_str());
+  if (!linked && errno != EEXIST) return Error::internal(os_error("cannot write", path));
+  fsync_path(dir, O_RDONLY | O_DIRECTORY);
+  return read_marker(path);
+}
+
+Status check_marker(const std::string& dir, const std::string& id) {
+  auto found = read_marker(dir + "/" + kArtifactMarker);
+  if (!found)
+    return Error::unavailable(fmt::format(
+        "{} is not the pool's artifact folder here: it has no marker {} (an unmounted mount "
+        "point, or another folder at that path; mount the scheduler's --artifacts there)",
+        dir, kArtifactMarker));
+  if (*found != id)
+    return Error::unavailable(fmt::format(
+        "{} is not the pool's artifact folder here: its marker {} says {}, the scheduler's {} "
+        "(another folder at that path)",
+        dir, kArtifactMarker, *found, id));
+  return {};
+}
+
 ArtifactDir::ArtifactDir(std::string root) : root_(std::move(root)) {
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
 }
@@ -132,67 +221,93 @@ std::string ArtifactDir::sweep_of(const std::string& trial_id) {
 
 Result<std::string> ArtifactDir::write(const std::string& trial_id, const std::string& name,
                                        const std::string& bytes) {
-  const std::string sha = sha256_hex(bytes);
-  const std::string rel =
-      component(sweep_of(trial_id)) + "/" + component(trial_id) + "/" + component(name) + "." + sha;
-  const std::string folder = root_ + "/" + rel.substr(0, rel.rfind('/'));
+  return write_stream(trial_id, name, [&bytes](ByteSink& out) { return out.write(bytes); });
+}
+
+Result<std::string> ArtifactDir::write_stream(const std::string& trial_id, const std::string& name,
+                                              const ByteProducer& produce) {
+  const std::string rel_folder = component(sweep_of(trial_id)) + "/" + component(trial_id);
+  const std::string folder = root_ + "/" + rel_folder;
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
   if (ec)
-    return Error::unavailable(
+    return Error::internal(
         fmt::format("cannot make the artifact folder {}: {}", folder, ec.message()));
   std::random_device rd;
   const std::string tmp =
-      fmt::format("{}/.tmp-{}-{}-{:08x}", folder, sha.substr(0, 16), ::getpid(), rd());
+      fmt::format("{}/.tmp-{}-{}-{:08x}", folder, component(name).substr(0, 40), ::getpid(), rd());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
-  if (fd < 0) return Error::unavailable(os_error("cannot create", tmp));
-  bool ok = write_all(fd, bytes) && ::fsync(fd) == 0;
-  const std::string why = ok ? "" : os_error("cannot write", tmp);
-  ok = (::close(fd) == 0) && ok;
-  const std::string final_path = root_ + "/" + rel;
-  if (!ok || ::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    const std::string msg = why.empty() ? os_error("cannot publish", final_path) : why;
+  if (fd < 0) return Error::internal(os_error("cannot create", tmp));
+  HashingFileSink sink(fd, tmp);
+  Status st = produce(sink);
+  if (st && ::fsync(fd) != 0) st = Error::internal(os_error("cannot write", tmp));
+  if (::close(fd) != 0 && st) st = Error::internal(os_error("cannot write", tmp));
+  if (!st) {
     ::unlink(tmp.c_str());
-    return Error::unavailable(msg);
+    return st.error();
+  }
+  const std::string sha = sink.sha();
+  const std::string rel = rel_folder + "/" + component(name) + "." + sha;
+  const std::string final_path = root_ + "/" + rel;
+  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    const std::string msg = os_error("cannot publish", final_path);
+    ::unlink(tmp.c_str());
+    return Error::internal(msg);
   }
   fsync_path(folder, O_RDONLY | O_DIRECTORY);  // the rename itself survives a crash
-  return encode_file_reference(rel, static_cast<std::int64_t>(bytes.size()), sha);
+  return encode_file_reference(rel, sink.size(), sha);
 }
 
 Result<std::string> ArtifactDir::read(const StoredArtifact& ref, const std::string& what) {
-  const std::string path = root_ + "/" + ref.path;
+  // One byte over the size: a longer file is found torn by read_stream.
+  StringSink bytes(std::max<std::int64_t>(0, ref.size) + 1, what);
+  if (auto st = read_stream(ref, what, bytes); !st) return st.error();
+  return std::move(bytes.bytes());
+}
+
+Status ArtifactDir::read_stream(const StoredArtifact& ref, const std::string& what, ByteSink& out) {
+  const std::string path = path_of(ref);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return Error::internal(
         fmt::format("{} is a file in the artifact directory that cannot be read: {}", what,
                     os_error("open", path)));
-  std::string bytes;
-  bytes.resize(static_cast<std::size_t>(std::max<std::int64_t>(0, ref.size)) + 1);
-  std::size_t got = 0;
-  for (;;) {
-    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-    if (got == bytes.size()) bytes.resize(bytes.size() * 2);
-  }
+  HashingTee tee(out);
+  // One byte more than the reference says: a longer file is found torn, not cut.
+  auto got = copy_fd(fd, tee, path, std::max<std::int64_t>(0, ref.size) + 1);
   ::close(fd);
-  bytes.resize(got);
-  if (static_cast<std::int64_t>(got) != ref.size)
-    return Error::internal(
-        fmt::format("{}: the file {} is {} bytes, its reference says {} (a torn or replaced copy)",
-                    what, path, got, ref.size));
-  if (sha256_hex(bytes) != ref.sha256)
+  if (!got) return got.error();
+  if (tee.size() != ref.size)
+    return Error::internal(fmt::format(
+        "{}: the file {} is {} bytes, its reference says {} (a torn or replaced copy)", what, path,
+        tee.size() > ref.size ? "more than " + std::to_string(ref.size)
+                              : std::to_string(tee.size()),
+        ref.size));
+  if (tee.sha() != ref.sha256)
     return Error::internal(
         fmt::format("{}: the file {} does not have the SHA-256 its reference says (changed "
                     "after it was written)",
                     what, path));
-  return bytes;
+  return {};
 }
 
 void ArtifactDir::remove(const StoredArtifact& ref) {
   if (!ref.is_file || ref.path.empty()) return;
-  ::unlink((root_ + "/" + ref.path).c_str());
+  ::unlink(path_of(ref).c_str());
+}
+
+void ArtifactDir::remove_other_versions(const StoredArtifact& current, const std::string& name) {
+  if (!current.is_file || current.path.empty()) return;
+  const std::filesystem::path at = path_of(current);
+  const std::string keep = at.filename().string();
+  const std::string prefix = component(name) + ".";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(at.parent_path(), ec)) {
+    const std::string file = e.path().filename().string();
+    if (file == keep || file.size() != prefix.size() + 64 || file.rfind(prefix, 0) != 0) continue;
+    if (file.find_first_not_of("0123456789abcdef", prefix.size()) != std::string::npos) continue;
+    std::filesystem::remove(e.path(), ec);
+  }
 }
 
 Status ArtifactDir::remove_sweep(const std::string& sweep_id) {

@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/byte_stream.hpp"
 #include "core/result.hpp"
 
 namespace hpo::trials {
@@ -33,6 +34,20 @@ Status check_artifact_root(const std::string& flag, const std::string& dir);
 
 // The SHA-256 of `bytes`, as 64 lower-case hex digits.
 std::string sha256_hex(std::string_view bytes);
+
+// The same computed on the way, over bytes that come in pieces.
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void update(std::string_view bytes);
+  std::string hex();  // once, at the end
+
+ private:
+  void* ctx_;  // EVP_MD_CTX
+};
 
 // What a Redis value is.
 struct StoredArtifact {
@@ -50,22 +65,50 @@ std::string encode_file_reference(const std::string& path, std::int64_t size,
 // Decodes a value written by either; a reference that does not parse is kInternal.
 Result<StoredArtifact> decode_stored(std::string value);
 
+// The folder's marker, DIR/.hpo-artifacts: a random id the scheduler writes
+// once (kept across restarts) and announces, so that a worker can tell the
+// pool's folder from an empty mount point or another folder at the same path.
+inline constexpr char kArtifactMarker[] = ".hpo-artifacts";
+// The id in `dir`'s marker, written first when there is none. kInternal
+// naming the file when it cannot be read or written.
+Result<std::string> claim_marker(const std::string& dir);
+// kUnavailable (the mount may come) naming `dir` and what is wrong when its
+// marker is missing or holds another id than `id`.
+Status check_marker(const std::string& dir, const std::string& id);
+
 class ArtifactDir {
  public:
   explicit ArtifactDir(std::string root);
   const std::string& root() const { return root_; }
 
   // Writes `bytes` for the trial (atomically, see above); the Redis value
-  // that refers to the file. kUnavailable when the file system refuses (full,
-  // read-only, gone), naming the path.
+  // that refers to the file. kInternal when the file system refuses (full,
+  // read-only, gone), naming the path (not kUnavailable: no retry through a
+  // Redis outage copies gigabytes again).
   Result<std::string> write(const std::string& trial_id, const std::string& name,
                             const std::string& bytes);
+  // The same for bytes that `produce` writes in pieces (kStreamChunk at a
+  // time through memory; the SHA-256 is computed on the way and the file
+  // renamed to it at the end). Nothing is left behind on an error, whether
+  // the producer's or the disk's (full: kInternal naming the file in its folder).
+  Result<std::string> write_stream(const std::string& trial_id, const std::string& name,
+                                   const ByteProducer& produce);
   // The bytes a reference names, checked; kInternal naming the file when it is
   // missing, torn or changed.
   Result<std::string> read(const StoredArtifact& ref, const std::string& what);
+  // The same, streamed into `out` in pieces; the size and SHA-256 are checked
+  // at the end, so on an error `out` may hold part of the bytes (its owner
+  // discards them).
+  Status read_stream(const StoredArtifact& ref, const std::string& what, ByteSink& out);
+  // The absolute path of the file a reference names.
+  std::string path_of(const StoredArtifact& ref) const { return root_ + "/" + ref.path; }
   // Removes the file a reference names (a replaced checkpoint, a refused
   // write); missing files are fine.
   void remove(const StoredArtifact& ref);
+  // Removes the other versions of the artifact whose file `current` is (a
+  // checkpoint replaced while its successor was not yet durable: kept then,
+  // removed now that one is).
+  void remove_other_versions(const StoredArtifact& current, const std::string& name);
   // Removes the sweep's folder and everything in it.
   Status remove_sweep(const std::string& sweep_id);
 

@@ -53,7 +53,10 @@ ParetoFront pareto_front(const SweepSpec& spec, const std::vector<const Trial*>&
     out.front.push_back(std::move(member));
     front_points.push_back(points[i]);
   }
-  out.hypervolume = search::hypervolume(front_points, reference);
+  const auto hv = search::hypervolume_bounded(front_points, reference);
+  out.hypervolume = hv.value;
+  out.hypervolume_exact = hv.exact;
+  out.hypervolume_std_error = hv.std_error;
   return out;
 }
 

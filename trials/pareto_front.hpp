@@ -6,7 +6,9 @@
 // finite that keep every one of the spec's `constraints` (infeasible trials
 // are never on the front). Each objective's reference is the spec's `reference` or else the
 // worst value among the counted trials; the hypervolume is in the objectives'
-// own units (a product of their ranges), computed in minimise sense.
+// own units (a product of their ranges), computed in minimise sense: exact
+// where that is cheap (2 and 3 objectives, small fronts), else estimated in
+// bounded time with its standard error.
 #pragma once
 
 #include <string>
@@ -29,6 +31,10 @@ struct ParetoFront {
   std::vector<ParetoMember> front;  // ascending trial number
   std::vector<double> reference;    // per objective, the user's sense
   double hypervolume = 0;
+  // Exact, or (many objectives over a large front: search/pareto.hpp,
+  // hypervolume_bounded) a Monte Carlo estimate with this standard error.
+  bool hypervolume_exact = true;
+  double hypervolume_std_error = 0;
   std::int64_t counted = 0;  // trials that took part
 };
 

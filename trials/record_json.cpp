@@ -182,6 +182,8 @@ Json to_json(const ParetoFront& p) {
   return {{"objectives", std::move(objectives)},
           {"reference", std::move(reference)},
           {"hypervolume", number_or_null(p.hypervolume)},
+          {"hypervolume_exact", p.hypervolume_exact},
+          {"hypervolume_std_error", number_or_null(p.hypervolume_std_error)},
           {"counted", p.counted},
           {"front", std::move(front)}};
 }
@@ -271,7 +273,9 @@ Json to_json(const WorkerInfo& w) {
           {"cuda", w.cuda},
           {"cpus", w.cpus},
           {"memory_gb", w.memory_gb},
-          {"labels", w.labels}};
+          {"labels", w.labels},
+          {"instance", w.instance},
+          {"draining", w.draining}};
 }
 
 Json to_json(const Event& e) {
@@ -483,6 +487,8 @@ Status from_json(const Json& j, WorkerInfo& out) {
   r.boolean("cuda", out.cuda);
   r.number("cpus", out.cpus, false);
   r.number("memory_gb", out.memory_gb, false);
+  r.str("instance", out.instance, false);
+  r.boolean("draining", out.draining);
   if (const Json* l = r.raw("labels"); l && l->is_object()) {
     r.mark_seen("labels");
     for (auto it = l->begin(); it != l->end(); ++it)

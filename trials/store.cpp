@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "trials/artifact_dir.hpp"
 #include "trials/record_json.hpp"
 #include "trials/spec.hpp"
@@ -27,6 +29,34 @@ std::string import_digest(const std::vector<ImportedTrial>& trials) {
     add(std::to_string(t.finished_ms));
   }
   return sha256_hex(text);
+}
+
+Result<bool> ArtifactStore::read_artifact(const std::string& trial_id, const std::string& name,
+                                          ByteSink& out) {
+  auto got = get_artifact(trial_id, name);
+  if (!got) return got.error();
+  if (!*got) return false;
+  if (auto st = out.write(**got); !st) return st.error();
+  return true;
+}
+
+Result<std::optional<ArtifactLocation>> ArtifactStore::locate_artifact(const std::string& trial_id,
+                                                                       const std::string& name) {
+  auto got = get_artifact(trial_id, name);
+  if (!got) return got.error();
+  if (!*got) return std::optional<ArtifactLocation>{};
+  ArtifactLocation at;
+  at.size = static_cast<std::int64_t>((*got)->size());
+  at.bytes = std::move(**got);
+  return std::optional<ArtifactLocation>{std::move(at)};
+}
+
+Status TrialQueue::put_artifact_stream(const std::string& trial_id, int attempt,
+                                       const std::string& worker, const std::string& name,
+                                       const ByteProducer& produce) {
+  StringSink bytes(inline_artifact_limit(), fmt::format("artifact {} of {}", name, trial_id));
+  if (auto st = produce(bytes); !st) return st;
+  return put_artifact(trial_id, attempt, worker, name, bytes.bytes());
 }
 
 }  // namespace hpo::trials

@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/byte_stream.hpp"
 #include "core/result.hpp"
 #include "trials/constraints.hpp"
 #include "trials/placement.hpp"
@@ -159,6 +160,10 @@ class SweepStore {
  public:
   virtual ~SweepStore() = default;
 
+  // The store's clock (Redis TIME), ms since the epoch: the clock every time
+  // the store records is read on, for comparisons with them (retention).
+  virtual Result<std::int64_t> now_ms() = 0;
+
   // Submit: stores the sweep and returns its new id. Called by the REST handler.
   virtual Result<std::string> create_sweep(const NewSweep& sweep) = 0;
   // Import: stores an ended sweep (state finished, stage done) holding
@@ -228,8 +233,12 @@ class WorkerRegistry {
  public:
   virtual ~WorkerRegistry() = default;
   // A worker's entry, live for ttl_ms (the worker renews it).
+  // kConflict when another live worker of the name runs on another host.
   virtual Status put_worker(const WorkerInfo& info, std::int64_t ttl_ms) = 0;
   virtual Result<std::vector<WorkerInfo>> list_workers() = 0;  // live ones only
+  // A worker that exits: gone at once, not when its entry lapses (only the
+  // process of that `instance` removes it).
+  virtual Status remove_worker(const std::string& name, const std::string& instance) = 0;
 };
 
 // The ids of the oldest and the newest event still kept ("0-0" when none).
@@ -269,9 +278,27 @@ inline bool event_id_before(const std::string& a, const std::string& b) {
 // Named byte strings (trials/artifacts.hpp has the names). A trial's artifacts
 // are written by its worker through TrialQueue::put_artifact, which is fenced;
 // a sweep's own ones (the ensemble record and manifest) by the scheduler.
+// Where an artifact's bytes are: in the store (`bytes`), or a file of the
+// artifact directory (`path`, absolute, with the size and SHA-256 its
+// reference gives), which a download streams and serves ranges of.
+struct ArtifactLocation {
+  bool is_file = false;
+  std::string bytes;
+  std::string path;
+  std::int64_t size = 0;
+  std::string sha256;
+};
+
 class ArtifactStore {
  public:
   virtual ~ArtifactStore() = default;
+  // A trial's artifact streamed into `out`; false when there is none. Checked
+  // as get_artifact checks, at the end: on an error `out` may hold a part.
+  virtual Result<bool> read_artifact(const std::string& trial_id, const std::string& name,
+                                     ByteSink& out);
+  // Where a trial's artifact is (nullopt: there is none), for a download.
+  virtual Result<std::optional<ArtifactLocation>> locate_artifact(const std::string& trial_id,
+                                                                  const std::string& name);
   // The scheduler's own record kept with a trial.
   virtual Status put_record(const std::string& trial_id, const std::string& name,
                             const std::string& bytes) = 0;
@@ -397,6 +424,17 @@ class TrialQueue {
   // attempt or a finished trial gets kLeaseLost and nothing changes.
   virtual Status put_artifact(const std::string& trial_id, int attempt, const std::string& worker,
                               const std::string& name, const std::string& bytes) = 0;
+  // The same for bytes that `produce` writes in pieces (a checkpoint folder
+  // of gigabytes): streamed to the artifact directory when the pool has one,
+  // with no limit but the disk; else gathered in memory, at most
+  // inline_artifact_limit() bytes (kPayloadTooLarge naming it past that).
+  virtual Status put_artifact_stream(const std::string& trial_id, int attempt,
+                                     const std::string& worker, const std::string& name,
+                                     const ByteProducer& produce);
+  // The most bytes an artifact kept in the store itself may have (0: no
+  // limit: the store keeps artifacts as files).
+  virtual std::int64_t inline_artifact_limit() const { return kDefaultInlineArtifactLimit; }
+  static constexpr std::int64_t kDefaultInlineArtifactLimit = std::int64_t{256} << 20;
   // Worker: the running trials the store has leased to `worker` (to find
   // leases whose claim reply was lost).
   virtual Result<std::vector<HeldLease>> worker_leases(const std::string& worker) = 0;
@@ -406,6 +444,15 @@ class TrialQueue {
   // running trial gets one lease (plus outage_ms to reconnect) from now
   // instead, and nothing is expired.
   virtual Result<int> reap(int max, std::int64_t outage_ms) = 0;
+};
+
+// How the store keeps what it acknowledges: for Redis, the replicas its
+// writes wait for (RedisUrl, replicas=N) and those connected now.
+struct StoreHealth {
+  int replicas_wanted = 0;
+  int replicas = 0;
+  bool pauses = false;   // missing_replicas=pause: no acknowledgement without them
+  std::string degraded;  // non-empty: fewer replicas than wanted, and what that means
 };
 
 // One connection to the store, handing out its roles (the same object behind
@@ -418,6 +465,8 @@ class Store {
   virtual TrialQueue& queue() = 0;
   virtual WorkerRegistry& workers() = 0;
   virtual EventLog& events() = 0;
+  // Replication as it stands now (the default: nothing to say).
+  virtual Result<StoreHealth> health() { return StoreHealth{}; }
   virtual ArtifactStore& artifacts() = 0;
 };
 

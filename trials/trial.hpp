@@ -155,6 +155,10 @@ struct WorkerInfo {
   double cpus = 0;
   double memory_gb = 0;
   std::map<std::string, std::string> labels;
+  // This process among all that ever had the name (random, per start): a
+  // second live worker of the name on another host is refused.
+  std::string instance;
+  bool draining = false;  // takes no new work (no gang share is placed on it)
 };
 
 // An entry of the event stream (for the dashboard and for waking controllers).

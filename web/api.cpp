@@ -22,6 +22,7 @@
 #include "trials/spec.hpp"
 #include "trials/trial_csv.hpp"
 #include "web/api_errors.hpp"
+#include "web/download.hpp"
 #include "web/json_codec.hpp"
 #include "web/trial_columns.hpp"
 
@@ -202,8 +203,8 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
                            trials::to_string(sweep->stage) + "'"));
     return Response::json(200, std::move(**record));
   });
-  r.add("GET", "/api/sweeps/{id}/artifacts/{name}", [this](const Request&, const PathParams& p) {
-    return artifact(Owner::kSweep, p.at("id"), p.at("name"));
+  r.add("GET", "/api/sweeps/{id}/artifacts/{name}", [this](const Request& q, const PathParams& p) {
+    return artifact(q, Owner::kSweep, p.at("id"), p.at("name"));
   });
   r.add("DELETE", "/api/sweeps/{id}",
         [this](const Request&, const PathParams& p) { return delete_sweep(p.at("id")); });
@@ -211,8 +212,8 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
         [this](const Request&, const PathParams& p) { return cancel_sweep(p.at("id")); });
   r.add("GET", "/api/trials/{id}",
         [this](const Request& r, const PathParams& p) { return get_trial(r, p.at("id")); });
-  r.add("GET", "/api/trials/{id}/artifacts/{name}", [this](const Request&, const PathParams& p) {
-    return artifact(Owner::kTrial, p.at("id"), p.at("name"));
+  r.add("GET", "/api/trials/{id}/artifacts/{name}", [this](const Request& q, const PathParams& p) {
+    return artifact(q, Owner::kTrial, p.at("id"), p.at("name"));
   });
   r.add("GET", "/api/workers",
         [this](const Request&, const PathParams&) { return list_workers(); });
@@ -235,7 +236,8 @@ Api::~Api() = default;
 // Raw bytes of one stored artifact: a trial's (model.pt, predictions, log.txt)
 // or a sweep's own records (ensemble.json, manifest.json); what `hpo export`
 // downloads. Names are plain file names, never paths.
-Response Api::artifact(Owner owner, const std::string& id, const std::string& name) {
+Response Api::artifact(const Request& request, Owner owner, const std::string& id,
+                       const std::string& name) {
   if (!plain_artifact_name(name))
     return error_response(
         Error::invalid("name", "artifact names are made of A-Z a-z 0-9 . _ - only"));
@@ -250,13 +252,23 @@ Response Api::artifact(Owner owner, const std::string& id, const std::string& na
     return error_response(trial.error());
   }
   auto& artifacts = store->artifacts();
-  auto bytes = store.track(of_sweep ? artifacts.get_sweep_artifact(id, name)
-                                    : artifacts.get_artifact(id, name));
-  if (!bytes) return error_response(bytes.error());
-  if (!*bytes)
+  auto none = [&] {
     return error_response(Error::not_found(std::string(of_sweep ? "sweep " : "trial ") + id +
                                            " has no artifact '" + name + "'"));
-  return Response::text(200, std::move(**bytes), "application/octet-stream");
+  };
+  if (of_sweep) {
+    auto bytes = store.track(artifacts.get_sweep_artifact(id, name));
+    if (!bytes) return error_response(bytes.error());
+    if (!*bytes) return none();
+    trials::ArtifactLocation at;
+    at.size = static_cast<std::int64_t>((*bytes)->size());
+    at.bytes = std::move(**bytes);
+    return download(request, std::move(at));
+  }
+  auto at = store.track(artifacts.locate_artifact(id, name));
+  if (!at) return error_response(at.error());
+  if (!*at) return none();
+  return download(request, std::move(**at));
 }
 
 Api::StoreLease Api::borrow() {
@@ -343,6 +355,23 @@ Response Api::handle(const Request& request) {
   return r;
 }
 
+// A torch model whose weights a store without an artifact folder cannot keep
+// (`limit` bytes per artifact; 0: no limit) is refused at submit, not after
+// it trained: its model.pt and checkpoints would be refused. Models whose
+// sizes are parameters of the sweep are checked per trial by the worker.
+static Status check_model_fits(const trials::SweepSpec& spec, std::int64_t limit) {
+  if (spec.trial.kind != trials::TrialKind::kTorch || limit <= 0) return {};
+  const auto params = trials::literal_hidden_parameters(spec.trial.torch);
+  if (!params || *params * 4 <= static_cast<double>(limit)) return {};
+  return Error::invalid(
+      "trial.model",
+      fmt::format("its weights are about {:.0f} MiB of float32; without an artifact folder the "
+                  "store keeps at most {} MiB per artifact (model.pt, checkpoints): start "
+                  "hpo-scheduler with --artifacts DIR (a folder every worker mounts), or make the "
+                  "model smaller",
+                  *params * 4 / 1048576.0, limit >> 20));
+}
+
 Response Api::create_sweep(const Request& request) {
   auto spec = trials::parse_spec(request.body);
   if (!spec) return error_response(spec.error());
@@ -360,6 +389,8 @@ Response Api::create_sweep(const Request& request) {
   if (!sweep) return error_response(sweep.error());
   auto store = borrow();
   if (!store) return error_response(Error::unavailable("no store"));
+  if (auto st = check_model_fits(*spec, store->queue().inline_artifact_limit()); !st)
+    return error_response(st.error());
   // A warm start reads ended sweeps only: their trials no longer change, so a
   // restarted controller seeds its sampler with exactly the same ones.
   const auto& warm = spec->search.warm_start_sweeps;
@@ -458,8 +489,13 @@ Response Api::pareto(const std::string& id) {
   if (!all) return error_response(all.error());
   std::vector<const trials::Trial*> view;
   view.reserve(all->size());
-  for (const auto& t : *all) view.push_back(t.get());
-  Json doc = to_json(trials::pareto_front(**spec, view));
+  std::int64_t completed = 0;  // the front's version: completed trials only grow
+  for (const auto& t : *all) {
+    view.push_back(t.get());
+    completed += t->state == trials::TrialState::kCompleted;
+  }
+  Json doc =
+      pareto_cache_.get(id, completed, [&] { return to_json(trials::pareto_front(**spec, view)); });
   doc["sweep"] = id;
   return json_ok(200, doc);
 }
@@ -611,7 +647,19 @@ Response Api::healthz() {
   if (!store) return error_response(Error::unavailable("no store"));
   auto r = store.track(store->sweeps().list_sweeps(0, 1));
   if (!r) return error_response(Error::unavailable("store: " + r.error().message));
-  return json_ok(200, {{"status", "ok"}});
+  Json doc = {{"status", "ok"}};
+  // Fewer Redis replicas than acknowledged writes wait for: still serving
+  // (200), but saying so, for probes, alerts and the dashboard's banner.
+  if (auto h = store.track(store->health()); h && h->replicas_wanted > 0) {
+    doc["replication"] = {{"replicas", h->replicas},
+                          {"wanted", h->replicas_wanted},
+                          {"missing_replicas", h->pauses ? "pause" : "continue"}};
+    if (!h->degraded.empty()) {
+      doc["status"] = "degraded";
+      doc["degraded"] = h->degraded;
+    }
+  }
+  return json_ok(200, doc);
 }
 
 Response Api::metrics() {
@@ -641,6 +689,10 @@ Response Api::metrics() {
     ++snap.workers;
     snap.slots += w.slots;
     snap.busy_slots += w.busy_slots;
+  }
+  if (auto h = store.track(store->health()); h && h->replicas_wanted > 0) {
+    snap.replicas_wanted = h->replicas_wanted;
+    snap.replicas = h->replicas;
   }
   return Response::text(200, render_cluster(snap) + request_metrics_.render(),
                         "text/plain; version=0.0.4; charset=utf-8");

@@ -47,6 +47,7 @@
 #include "web/http_message.hpp"
 #include "web/json_codec.hpp"
 #include "web/metrics.hpp"
+#include "web/pareto_cache.hpp"
 #include "web/router.hpp"
 #include "web/static_files.hpp"
 #include "web/trial_cache.hpp"
@@ -106,7 +107,8 @@ class Api {
   Response delete_sweep(const std::string& id);
   Response get_trial(const Request& request, const std::string& id);
   enum class Owner { kTrial, kSweep };
-  Response artifact(Owner owner, const std::string& id, const std::string& name);
+  Response artifact(const Request& request, Owner owner, const std::string& id,
+                    const std::string& name);
   Response list_workers();
   Response events(const Request& request);
   Response healthz();
@@ -118,6 +120,7 @@ class Api {
   Router router_;
   std::optional<StaticFiles> static_files_;
   RequestMetrics request_metrics_;
+  ParetoCache pareto_cache_;
   TrialCache trial_cache_;
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<trials::Store>> pool_;

@@ -37,8 +37,12 @@ bool stream_id_less(const std::string& a, const std::string& b) {
   return parse_stream_id(a) < parse_stream_id(b);
 }
 
-Subscription::Subscription(std::string sweep_filter, std::size_t max_queue, std::string client)
-    : client_(std::move(client)), sweep_filter_(std::move(sweep_filter)), max_queue_(max_queue) {}
+Subscription::Subscription(std::string sweep_filter, std::size_t max_queue, std::string client,
+                           std::size_t max_queue_bytes)
+    : client_(std::move(client)),
+      sweep_filter_(std::move(sweep_filter)),
+      max_queue_(max_queue),
+      max_queue_bytes_(max_queue_bytes) {}
 
 void Subscription::skip_through(std::string id) {
   std::lock_guard lock(mu_);
@@ -47,11 +51,13 @@ void Subscription::skip_through(std::string id) {
 
 bool Subscription::push_locked(Queued item, std::function<void()>& to_call) {
   if (closed_) return false;
-  if (queue_.size() >= max_queue_) {
+  if (queue_.size() >= max_queue_ || queued_bytes_ + item.frame.size() > max_queue_bytes_) {
     // Slow consumer: drop it; it reconnects with Last-Event-ID and replays.
     closed_ = true;
     queue_.clear();
+    queued_bytes_ = 0;
   } else {
+    queued_bytes_ += item.frame.size();
     queue_.push_back(std::move(item));
   }
   if (!notified_ && notify_) {
@@ -93,6 +99,7 @@ Subscription::Batch Subscription::take() {
     if (q.id.empty() || skip_through_.empty() || stream_id_less(skip_through_, q.id))
       b.frames += q.frame;
   queue_.clear();
+  queued_bytes_ = 0;
   b.closed = closed_;
   notified_ = false;
   return b;
@@ -136,8 +143,8 @@ std::shared_ptr<Subscription> EventHub::subscribe(std::string sweep_filter, std:
   for (const auto& w : subs_)
     if (auto s = w.lock(); s && s->client() == client) ++mine;
   if (mine >= limits_.max_per_client) return nullptr;
-  auto sub =
-      std::make_shared<Subscription>(std::move(sweep_filter), limits_.max_queue, std::move(client));
+  auto sub = std::make_shared<Subscription>(std::move(sweep_filter), limits_.max_queue,
+                                            std::move(client), limits_.max_queue_bytes);
   subs_.push_back(sub);
   return sub;
 }

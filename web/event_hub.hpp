@@ -5,7 +5,8 @@
 // thread each. One EventPump reads the store and calls publish(); the hub
 // copies the formatted frame into each Subscription's bounded queue and pokes
 // the connection, which drains the queue on its own strand. A consumer that
-// falls `max_queue` frames behind is dropped (its queue closes and the server
+// falls `max_queue` frames or `max_queue_bytes` bytes behind (whichever comes
+// first: frames differ in size) is dropped (its queue closes and the server
 // ends the connection); the browser's EventSource reconnects with
 // Last-Event-ID and catches up from the store, so dropping loses nothing.
 //
@@ -44,7 +45,9 @@ bool stream_id_less(const std::string& a, const std::string& b);
 class Subscription {
  public:
   // `sweep_filter` empty: every event; else only events of that sweep.
-  Subscription(std::string sweep_filter, std::size_t max_queue, std::string client = "");
+  Subscription(std::string sweep_filter, std::size_t max_queue, std::string client = "",
+               std::size_t max_queue_bytes = kDefaultMaxQueueBytes);
+  static constexpr std::size_t kDefaultMaxQueueBytes = std::size_t{4} << 20;
   const std::string& client() const { return client_; }
 
   // Events with ids <= `id` are skipped (they were replayed from the store),
@@ -80,8 +83,10 @@ class Subscription {
   std::string client_;  // the peer address (limits per client)
   std::string sweep_filter_;
   std::size_t max_queue_;
+  std::size_t max_queue_bytes_;
   std::string skip_through_;
   std::deque<Queued> queue_;
+  std::size_t queued_bytes_ = 0;
   bool closed_ = false;
   bool notified_ = false;  // a notify is outstanding; no need to call again
   std::function<void()> notify_;
@@ -91,6 +96,7 @@ struct HubLimits {
   std::size_t max_queue = 1024;        // frames a subscriber may fall behind
   std::size_t max_subscribers = 2048;  // open streams in all
   std::size_t max_per_client = 64;     // open streams of one peer address
+  std::size_t max_queue_bytes = Subscription::kDefaultMaxQueueBytes;  // bytes it may fall behind
 };
 
 class EventHub {

@@ -1,6 +1,7 @@
 #include "web/http_client.hpp"
 
 #include <array>
+#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "core/byte_stream.hpp"
 #include "web/http_message.hpp"
 
 namespace hpo::web {
@@ -227,6 +229,45 @@ struct HttpClient::Impl {
     conn.drop();
     buffer.clear();
   }
+
+  // A connection (TLS: with the context made at the first connect).
+  Status open() {
+    if (tls && !ctx) {
+      auto made = client_context(ca_file);
+      if (!made) return made.error();
+      ctx = std::move(*made);
+    }
+    auto st = open_connection(ioc, conn, host, port, ctx.get(), timeout);
+    if (!st) drop();
+    return st;
+  }
+
+  // The request's common headers.
+  template <class Body>
+  void prepare(http::request<Body>& req) {
+    req.set(http::field::host, host + ":" + std::to_string(port));
+    req.set(http::field::user_agent, "hpo");
+    if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+  }
+
+  // Writes `req`, then starts `read(stream)` (an async read with its own
+  // handler), within the deadline; the write's error, else what the read
+  // stored in `read_ec`.
+  template <class Req, class Read>
+  beast::error_code exchange(Req& req, beast::error_code& read_ec, Read read) {
+    beast::error_code write_ec = net::error::would_block;
+    read_ec = net::error::would_block;
+    conn.lowest().expires_after(timeout);
+    conn.with([&](auto& stream) {
+      http::async_write(stream, req, [&, &s = stream](beast::error_code ec, std::size_t) {
+        write_ec = ec;
+        if (!ec) read(s);
+      });
+    });
+    ioc.restart();
+    ioc.run();
+    return write_ec ? write_ec : read_ec;
+  }
 };
 
 HttpClient::HttpClient(std::string host, int port, std::chrono::milliseconds timeout)
@@ -269,23 +310,11 @@ Result<ClientResponse> HttpClient::request(const std::string& method, const std:
   auto& im = *impl_;
   for (int attempt = 0; attempt < 2; ++attempt) {
     bool reused = im.conn.open();
-    if (!im.conn.open()) {
-      if (im.tls && !im.ctx) {
-        auto ctx = client_context(im.ca_file);
-        if (!ctx) return ctx.error();
-        im.ctx = std::move(*ctx);
-      }
-      if (auto st = open_connection(im.ioc, im.conn, im.host, im.port, im.ctx.get(), im.timeout);
-          !st) {
-        im.drop();
-        return st.error();
-      }
-    }
+    if (!im.conn.open())
+      if (auto st = im.open(); !st) return st.error();
     http::request<http::string_body> req{http::string_to_verb(method), im.base + target, 11};
     if (req.method() == http::verb::unknown) req.method_string(method);
-    req.set(http::field::host, im.host + ":" + std::to_string(im.port));
-    req.set(http::field::user_agent, "hpo");
-    if (!im.token.empty()) req.set(http::field::authorization, "Bearer " + im.token);
+    im.prepare(req);
     if (!body.empty() || method == "POST" || method == "PUT")
       req.set(http::field::content_type, "application/json");
     for (const auto& [k, v] : headers) req.set(k, v);
@@ -295,19 +324,11 @@ Result<ClientResponse> HttpClient::request(const std::string& method, const std:
 
     http::response_parser<http::string_body> parser;
     parser.body_limit(std::uint64_t{1} << 30);
-    beast::error_code write_ec = net::error::would_block, read_ec = net::error::would_block;
-    im.conn.lowest().expires_after(im.timeout);
-    im.conn.with([&](auto& stream) {
-      http::async_write(stream, req, [&](beast::error_code ec, std::size_t) {
-        write_ec = ec;
-        if (ec) return;
-        http::async_read(stream, im.buffer, parser,
-                         [&](beast::error_code ec2, std::size_t) { read_ec = ec2; });
-      });
+    beast::error_code read_ec;
+    beast::error_code ec = im.exchange(req, read_ec, [&](auto& stream) {
+      http::async_read(stream, im.buffer, parser,
+                       [&](beast::error_code e, std::size_t) { read_ec = e; });
     });
-    im.ioc.restart();
-    im.ioc.run();
-    beast::error_code ec = write_ec ? write_ec : read_ec;
     if (ec) {
       bool stale = reused && attempt == 0 && !parser.got_some() &&
                    (ec == http::error::end_of_stream || ec == net::error::connection_reset ||
@@ -324,6 +345,65 @@ Result<ClientResponse> HttpClient::request(const std::string& method, const std:
     return out;
   }
   return Error::unavailable(method + " " + target + ": connection closed");
+}
+
+Result<ClientResponse> HttpClient::download(const std::string& target, ByteSink& out,
+                                            const std::map<std::string, std::string>& headers) {
+  auto& im = *impl_;
+  im.drop();  // a fresh connection: a download is long, and never sent twice
+  if (auto st = im.open(); !st) return st.error();
+  http::request<http::empty_body> req{http::verb::get, im.base + target, 11};
+  im.prepare(req);
+  for (const auto& [k, v] : headers) req.set(k, v);
+  req.keep_alive(false);
+
+  http::response_parser<http::buffer_body> parser;
+  // The sink decides how much it takes. (Not boost::none: this Beast compares
+  // a Content-Length with an empty optional as larger.)
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+  beast::error_code read_ec;
+  beast::error_code ec = im.exchange(req, read_ec, [&](auto& stream) {
+    http::async_read_header(stream, im.buffer, parser,
+                            [&](beast::error_code e, std::size_t) { read_ec = e; });
+  });
+  if (ec) {
+    im.drop();
+    return transport_error("GET " + target, ec);
+  }
+  ClientResponse res;
+  res.status = static_cast<int>(parser.get().result_int());
+  for (const auto& f : parser.get())
+    res.headers[ascii_lower(std::string(f.name_string()))] = std::string(f.value());
+  const bool ok = res.status >= 200 && res.status < 300;
+  std::string buffer(kStreamChunk, '\0');
+  while (!parser.is_done()) {
+    parser.get().body().data = buffer.data();
+    parser.get().body().size = buffer.size();
+    ec = net::error::would_block;
+    im.conn.lowest().expires_after(im.timeout);  // per piece: a long download is not late
+    im.conn.with([&](auto& stream) {
+      http::async_read(stream, im.buffer, parser,
+                       [&](beast::error_code e, std::size_t) { ec = e; });
+    });
+    im.ioc.restart();
+    im.ioc.run();
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) {
+      im.drop();
+      return transport_error("GET " + target, ec);
+    }
+    const std::string_view got(buffer.data(), buffer.size() - parser.get().body().size);
+    if (ok) {
+      if (auto st = out.write(got); !st) {
+        im.drop();
+        return st.error();
+      }
+    } else if (res.body.size() < (std::size_t{1} << 20)) {
+      res.body.append(got);  // an error's JSON
+    }
+  }
+  im.drop();
+  return res;
 }
 
 // --- SseClient --------------------------------------------------------------

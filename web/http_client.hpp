@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/byte_stream.hpp"
 #include "core/result.hpp"
 
 namespace hpo::web {
@@ -67,6 +68,13 @@ class HttpClient {
   Result<ClientResponse> post(const std::string& target, const std::string& body) {
     return request("POST", target, body);
   }
+  // GET whose 2xx body is streamed into `out` in pieces (an artifact of
+  // gigabytes), on a connection of its own; the deadline applies to each
+  // piece, not the whole. The response comes back without that body (a
+  // non-2xx answer's body, its error, is kept). `headers`: a Range to go on
+  // where an interrupted download stopped.
+  Result<ClientResponse> download(const std::string& target, ByteSink& out,
+                                  const std::map<std::string, std::string>& headers = {});
   void close();
 
  private:

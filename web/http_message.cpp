@@ -1,5 +1,7 @@
 #include "web/http_message.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 
@@ -42,6 +44,10 @@ Response Response::json(int status, std::string body) {
   r.status = status;
   r.body = std::move(body);
   return r;
+}
+
+FileBody::~FileBody() {
+  if (fd >= 0) ::close(fd);
 }
 
 Response Response::text(int status, std::string body, std::string content_type) {

@@ -7,6 +7,7 @@
 // writes whatever the Subscription receives from the EventHub.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -34,12 +35,27 @@ struct Request {
   std::string query_or(const std::string& name, std::string fallback = "") const;
 };
 
+// A response body read from a file as it is written (an artifact of
+// gigabytes: kStreamChunk through memory at a time): `length` bytes from
+// `offset` of the open descriptor, which it owns.
+struct FileBody {
+  FileBody(int fd, std::int64_t offset, std::int64_t length)
+      : fd(fd), offset(offset), length(length) {}
+  ~FileBody();
+  FileBody(const FileBody&) = delete;
+  FileBody& operator=(const FileBody&) = delete;
+  int fd;
+  std::int64_t offset;
+  std::int64_t length;
+};
+
 struct Response {
   int status = 200;
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers
   std::string body;
   std::shared_ptr<Subscription> stream;  // set: server-sent events follow `body`
+  std::shared_ptr<FileBody> file;        // set: the body (`body` is ignored)
 
   static Response json(int status, std::string body);
   static Response text(int status, std::string body, std::string content_type = "text/plain");

@@ -10,9 +10,12 @@
 // so that it reads our response instead of a connection reset.
 #include "web/http_server.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -32,6 +35,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "core/byte_stream.hpp"
 #include "web/api_errors.hpp"
 #include "web/event_hub.hpp"
 
@@ -317,6 +321,8 @@ class Session : public Conn, public std::enable_shared_from_this<Session<Stream>
       return;
     }
     bool keep_alive = front.keep_alive && !stopping_;
+    if (front.response->file)
+      return start_file(std::move(*front.response), front.version, keep_alive);
     auto msg = std::make_shared<http::response<http::string_body>>(
         to_beast(std::move(*front.response), front.version, keep_alive));
     out_ = msg;
@@ -384,6 +390,63 @@ class Session : public Conn, public std::enable_shared_from_this<Session<Stream>
     beast::error_code ec;
     lowest().socket().shutdown(tcp::socket::shutdown_both, ec);
     lowest().socket().close(ec);
+  }
+
+  // --- file bodies -------------------------------------------------------------
+  // The header, then the file in kStreamChunk pieces (pread on this strand:
+  // one chunk of disk at a time), each under the write deadline.
+
+  void start_file(Response res, unsigned version, bool keep_alive) {
+    file_ = std::move(res.file);
+    file_header_ = {};
+    file_header_.version(version);
+    file_header_.result(static_cast<http::status>(res.status));
+    file_header_.set(http::field::server, "hpo");
+    file_header_.set(http::field::content_type, res.content_type);
+    file_header_.set("X-Content-Type-Options", "nosniff");
+    for (auto& [k, v] : res.headers) file_header_.insert(k, v);
+    file_header_.set(http::field::content_length, std::to_string(file_->length));
+    file_header_.keep_alive(keep_alive);
+    file_sr_.emplace(file_header_);
+    writing_ = true;
+    lowest().expires_after(st_->opts.write_timeout);
+    http::async_write_header(
+        stream_, *file_sr_,
+        [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
+          self->writing_ = false;
+          if (ec || self->closed_) return self->close();
+          self->file_pump(keep_alive);
+        });
+  }
+
+  void file_pump(bool keep_alive) {
+    if (closed_) return;
+    if (file_->length == 0) {
+      file_.reset();
+      file_sr_.reset();
+      file_buf_.clear();
+      file_buf_.shrink_to_fit();
+      return on_write(keep_alive, {}, 0);
+    }
+    file_buf_.resize(static_cast<std::size_t>(
+        std::min<std::int64_t>(file_->length, static_cast<std::int64_t>(kStreamChunk))));
+    ssize_t n;
+    do {
+      n = ::pread(file_->fd, file_buf_.data(), file_buf_.size(), file_->offset);
+    } while (n < 0 && errno == EINTR);
+    // A file cut short under us: the client sees a body shorter than its
+    // Content-Length, never other bytes.
+    if (n <= 0) return close();
+    file_->offset += n;
+    file_->length -= n;
+    writing_ = true;
+    lowest().expires_after(st_->opts.write_timeout);
+    net::async_write(stream_, net::buffer(file_buf_.data(), static_cast<std::size_t>(n)),
+                     [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
+                       self->writing_ = false;
+                       if (ec || self->closed_) return self->close();
+                       self->file_pump(keep_alive);
+                     });
   }
 
   // --- server-sent events ---------------------------------------------------
@@ -470,6 +533,10 @@ class Session : public Conn, public std::enable_shared_from_this<Session<Stream>
   bool sse_ = false;
   bool sse_end_ = false;
   std::shared_ptr<Subscription> sub_;
+  std::shared_ptr<FileBody> file_;
+  http::response<http::empty_body> file_header_;
+  std::optional<http::response_serializer<http::empty_body>> file_sr_;
+  std::string file_buf_;
   http::response<http::empty_body> sse_header_;
   std::optional<http::response_serializer<http::empty_body>> sse_sr_;
   std::string sse_out_, sse_buf_;

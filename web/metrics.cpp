@@ -102,6 +102,16 @@ std::string render_cluster(const ClusterSnapshot& s) {
       "# TYPE hpo_worker_busy_slots gauge\n"
       "hpo_worker_busy_slots {}\n",
       c.completed + c.failed + c.pruned, c.queued, c.running, s.workers, s.slots, s.busy_slots);
+  if (s.replicas_wanted > 0)
+    out += fmt::format(
+        "# HELP hpo_redis_replicas Redis replicas connected to the primary now.\n"
+        "# TYPE hpo_redis_replicas gauge\n"
+        "hpo_redis_replicas {}\n"
+        "# HELP hpo_redis_replicas_wanted Replicas an acknowledged write waits for "
+        "(fewer connected: degraded).\n"
+        "# TYPE hpo_redis_replicas_wanted gauge\n"
+        "hpo_redis_replicas_wanted {}\n",
+        s.replicas, s.replicas_wanted);
   return out;
 }
 

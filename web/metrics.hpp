@@ -39,6 +39,8 @@ struct ClusterSnapshot {
   std::map<std::string, std::int64_t> sweeps_by_state;
   trials::Counts trials;  // roles trial + member, over every sweep
   std::int64_t workers = 0, slots = 0, busy_slots = 0;
+  // Redis replication (0 wanted: none asked for; not rendered).
+  std::int64_t replicas_wanted = 0, replicas = 0;
 };
 std::string render_cluster(const ClusterSnapshot& s);
 

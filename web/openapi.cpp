@@ -131,7 +131,7 @@ const char* const kOpenApi = R"json({
         "parameters": [{"$ref": "#/components/parameters/id"}],
         "responses": {"200": {"description": "the front", "content": {"application/json": {"schema": {"type": "object", "properties": {
             "sweep": {"type": "string"}, "objectives": {"type": "array", "items": {"type": "object", "properties": {"metric": {"type": "string"}, "mode": {"type": "string", "enum": ["min", "max"]}}}},
-            "reference": {"type": "array", "items": {"type": ["number", "null"]}}, "hypervolume": {"type": ["number", "null"]}, "counted": {"type": "integer"},
+            "reference": {"type": "array", "items": {"type": ["number", "null"]}}, "hypervolume": {"type": ["number", "null"]}, "hypervolume_exact": {"type": "boolean", "description": "false: a Monte Carlo estimate in bounded time (many objectives over a large front)"}, "hypervolume_std_error": {"type": ["number", "null"]}, "counted": {"type": "integer"},
             "front": {"type": "array", "items": {"type": "object", "properties": {"trial_id": {"type": "string"}, "number": {"type": "integer"}, "params": {"type": "object"}, "values": {"type": "object", "additionalProperties": {"type": "number"}}}}}}}}}},
           "404": {"$ref": "#/components/responses/Error"}}}
     },

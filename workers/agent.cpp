@@ -27,6 +27,7 @@
 #include <deque>
 #include <filesystem>
 #include <optional>
+#include <random>
 #include <regex>
 
 #include <fmt/format.h>
@@ -54,15 +55,32 @@ constexpr double kReportsPerSecond = 50;  // then at most this many per second
 // checkpoint of a promoted multi-fidelity trial that stored none yet, the one
 // of the trial it resumes (trials/rung.hpp), so a promotion continues where
 // the rung below stopped.
-Result<std::optional<std::string>> trial_artifact(trials::Store& conn, const trials::Trial& t,
-                                                  const std::string& name) {
-  auto got = conn.artifacts().get_artifact(t.id, name);
-  if (!got || *got || name != trials::artifact::kCheckpoint) return got;
+// The trial whose checkpoint an attempt of `t` falls back to when it has
+// none of its own (empty: none).
+std::string resumed_trial(const trials::Trial& t, const std::string& name) {
+  if (name != trials::artifact::kCheckpoint) return {};
   auto rung = trials::rung_from_json(t.extra);
   // Budgets of training rows retrain: a model fitted on fewer rows has no
   // epoch to go on from.
-  if (!rung || !*rung || (*rung)->resume_from.empty() || (*rung)->resource == "subset") return got;
-  return conn.artifacts().get_artifact((*rung)->resume_from, name);
+  if (!rung || !*rung || (*rung)->resume_from.empty() || (*rung)->resource == "subset") return {};
+  return (*rung)->resume_from;
+}
+
+Result<std::optional<std::string>> trial_artifact(trials::Store& conn, const trials::Trial& t,
+                                                  const std::string& name) {
+  auto got = conn.artifacts().get_artifact(t.id, name);
+  if (!got || *got) return got;
+  const std::string from = resumed_trial(t, name);
+  return from.empty() ? got : conn.artifacts().get_artifact(from, name);
+}
+
+// The same, streamed.
+Result<bool> read_trial_artifact(trials::Store& conn, const trials::Trial& t,
+                                 const std::string& name, ByteSink& out) {
+  auto got = conn.artifacts().read_artifact(t.id, name, out);
+  if (!got || *got) return got;
+  const std::string from = resumed_trial(t, name);
+  return from.empty() ? got : conn.artifacts().read_artifact(from, name, out);
 }
 // Reports that come within kReportLinger of the last send are held and sent
 // together (one round trip, one event), up to kReportBatch at a time; the
@@ -243,6 +261,42 @@ class Agent::TrialReporter : public Reporter {
     return got;
   }
 
+  // The store's answer to a stream is retried through an outage; the
+  // producer runs again each time (a Redis outage at the publishing call).
+  Status put_artifact_stream(const std::string& name, const ByteProducer& produce) override {
+    std::lock_guard lk(mu_);
+    return agent_.retry_through_outage([&] {
+      return conn_.queue().put_artifact_stream(run_.trial.id, run_.trial.attempt,
+                                               agent_.options_.name, name, produce);
+    });
+  }
+
+  std::int64_t inline_artifact_limit() const override {
+    return conn_.queue().inline_artifact_limit();
+  }
+
+  // Retried through an outage only while `out` has received nothing (the
+  // store is asked where the bytes are before any is sent).
+  Result<bool> read_artifact(const std::string& name, ByteSink& out) override {
+    std::lock_guard lk(mu_);
+    struct Counting final : ByteSink {
+      explicit Counting(ByteSink& o) : out(o) {}
+      Status write(std::string_view b) override {
+        sent += b.size();
+        return out.write(b);
+      }
+      ByteSink& out;
+      std::size_t sent = 0;
+    } counting(out);
+    Result<bool> got = false;
+    (void)agent_.retry_through_outage([&]() -> Status {
+      got = read_trial_artifact(conn_, run_.trial, name, counting);
+      if (!got && counting.sent > 0) return Error::internal(got.error().message);  // no retry
+      return got ? Status{} : Status(got.error());
+    });
+    return got;
+  }
+
   Status publish_rendezvous(const std::string& address) override {
     std::lock_guard lk(mu_);
     return agent_.retry_through_outage([&] {
@@ -327,6 +381,11 @@ Status Agent::start() {
     completer_stop_ = false;
   }
   started_ms_ = wall_ms();
+  {
+    std::random_device rd;
+    instance_ = fmt::format("{:08x}{:08x}", rd(), rd());
+  }
+  registered_ = false;
   log_info("worker started", {{"worker", options_.name},
                               {"host", options_.host},
                               {"slots", std::to_string(options_.slots)},
@@ -398,9 +457,20 @@ void Agent::stop() {
   if (completer_.joinable()) completer_.join();
   started_ = false;
   draining_ = false;
+  // Gone from the registry at once: no gang share is placed here meanwhile.
+  if (registered_.exchange(false))
+    if (auto c = connect_(); c && *c)
+      if (auto st = (*c)->workers().remove_worker(options_.name, instance_); !st)
+        log_warn("worker not deregistered (its entry lapses)",
+                 {{"worker", options_.name}, {"error", st.error().message}});
   if (work_lock_fd_ >= 0) ::close(work_lock_fd_);
   work_lock_fd_ = -1;
   log_info("worker stopped", {{"worker", options_.name}});
+}
+
+std::string Agent::fatal_error() const {
+  std::lock_guard lk(mu_);
+  return fatal_;
 }
 
 bool Agent::busy() const {
@@ -531,6 +601,12 @@ void Agent::claim_loop() {
   auto free_slots = [this] {
     return static_cast<int>(std::count(slot_owner_.begin(), slot_owner_.end(), -1));
   };
+  {
+    // Not before the registry took this worker (a second worker of its name
+    // on another host is refused there, and must not claim meanwhile).
+    std::unique_lock lk(mu_);
+    claim_cv_.wait(lk, [&] { return no_claims() || registered_.load(); });
+  }
   while (!no_claims()) {
     trials::Offer offer;
     {
@@ -580,6 +656,9 @@ void Agent::claim_loop() {
       std::lock_guard lk(mu_);
       claiming_ = false;
       for (auto& [run, spec] : shares) {
+        // Handed out again (the store does until this worker first renews its
+        // rank lease, in case a claim's reply was lost): it runs already.
+        if (shares_.count(run->key())) continue;
         std::vector<int> slots;
         if (!reserve(run->request, slots)) {  // the leader's heartbeat fails the attempt
           log_warn("a gang share does not fit the free slots; its ranks do not start",
@@ -588,6 +667,7 @@ void Agent::claim_loop() {
           continue;
         }
         shares_[run->key()] = run;
+        heartbeat_now_ = true;  // its first rank lease renewal tells the store it arrived
         trials::Claim carrier;
         carrier.trial = run->share.trial;
         carrier.spec_json = run->share.spec_json;
@@ -617,6 +697,7 @@ void Agent::claim_loop() {
       }
     }
     for (int w : woken) slot_cv_[static_cast<std::size_t>(w)].notify_one();
+    if (!shares.empty()) cv_.notify_all();  // the heartbeat renews the new shares' rank leases
     for (const auto& claim : misfits) {
       auto st = conn->queue().release(claim.trial.id, claim.trial.attempt, options_.name,
                                       "claimed a trial that does not fit the free slots");
@@ -695,8 +776,8 @@ class ShareControl : public RankControl {
   Result<std::optional<std::string>> rendezvous() override {
     return conn_.queue().rendezvous(trial_.id, trial_.attempt);
   }
-  Result<std::optional<std::string>> get_artifact(const std::string& name) override {
-    return trial_artifact(conn_, trial_, name);
+  Result<bool> read_artifact(const std::string& name, ByteSink& out) override {
+    return read_trial_artifact(conn_, trial_, name, out);
   }
   void log(std::string_view line) override {
     log_info("gang ranks", trial_fields(trial_, worker_, {{"line", std::string(line)}}));
@@ -1147,6 +1228,8 @@ Status Agent::heartbeat_once(trials::Store& conn, std::int64_t interval_ms) {
   info.memory_gb = options_.memory_gb;
   info.labels = options_.labels;
   info.started_ms = started_ms_;
+  info.instance = instance_;
+  info.draining = draining_.load();
   return conn.workers().put_worker(info, 3 * interval_ms);
 }
 
@@ -1197,11 +1280,25 @@ void Agent::heartbeat_loop() {
   const std::int64_t interval = std::max<std::int64_t>(10, options_.lease_ms / 3);
   ThrottledLog errors;
   do {
-    if (auto st = heartbeat_once(*conn, interval); !st)
+    auto st = heartbeat_once(*conn, interval);
+    if (!st && st.error().code == ErrorCode::kConflict) {
+      // Another live worker has this name (on another host): this one stops.
+      log_error("worker refused by the registry",
+                {{"worker", options_.name}, {"error", st.error().message}});
+      {
+        std::lock_guard lk(mu_);
+        fatal_ = st.error().message;
+      }
+      request_stop();
+      break;
+    }
+    if (!st) {
       errors.warn("worker heartbeat failed",
                   {{"worker", options_.name}, {"error", st.error().message}});
-    else
+    } else {
+      if (!registered_.exchange(true)) notify_everyone();
       release_orphans(*conn);
+    }
   } while ([&] {
     std::unique_lock lk(mu_);
     cv_.wait_for(lk, std::chrono::milliseconds(interval),

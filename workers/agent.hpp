@@ -140,6 +140,9 @@ class Agent {
   void drain(const std::function<bool()>& until_stopped = {});
 
   AgentStats stats() const;
+  // Why the agent stopped on its own (another live worker of its name on
+  // another host); "" when it did not.
+  std::string fatal_error() const;
   // Something runs or is being claimed: a trial, a gang's ranks, a claim call.
   bool busy() const;
   const AgentOptions& options() const { return options_; }
@@ -209,10 +212,13 @@ class Agent {
   std::atomic<bool> draining_{false};  // no more claims; running trials go on
   bool heartbeat_now_ = false;         // under mu_: the heartbeat thread runs a round at once
   std::atomic<bool> started_{false};
-  std::int64_t started_ms_ = 0;       // wall clock, for the registry
-  mutable std::mutex mu_;             // guards everything below
-  std::condition_variable cv_;        // running_ emptied (drain), stopping (idle waits)
-  std::condition_variable claim_cv_;  // the claimer's: a slot was freed, or stopping
+  std::int64_t started_ms_ = 0;          // wall clock, for the registry
+  std::string instance_;                 // this start's id in the registry (WorkerInfo::instance)
+  std::atomic<bool> registered_{false};  // the registry took this worker: claims may start
+  std::string fatal_;                    // under mu_: see fatal_error()
+  mutable std::mutex mu_;                // guards everything below
+  std::condition_variable cv_;           // running_ emptied (drain), stopping (idle waits)
+  std::condition_variable claim_cv_;     // the claimer's: a slot was freed, or stopping
   std::unique_ptr<std::condition_variable[]> slot_cv_;  // per slot: work handed, or no more
   std::vector<int> slot_owner_;  // per slot: the slot index of the thread using it, -1 free
   // Per slot: what the claimer handed its thread to run (the trial's first

@@ -142,19 +142,51 @@ bool is_checkpoint_line(std::string_view line) {
   return line == kCheckpointLine;
 }
 
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
 // The program says its checkpoint folder is complete: it becomes the trial's
-// artifact "checkpoint" (fenced: a stale attempt's is refused).
-void store_checkpoint_dir(const std::string& dir, Reporter& reporter) {
-  auto packed = pack_dir(dir);
-  if (!packed) {
-    reporter.log("[hpo] checkpoint not stored: " + packed.error().message);
+// artifact "checkpoint" (fenced: a stale attempt's is refused), streamed from
+// the folder. An error is returned: the attempt must not train on without
+// the protection it asked for.
+Status store_checkpoint_dir(const std::string& dir, Reporter& reporter) {
+  const auto t0 = Clock::now();
+  PackStats stats;
+  auto st = reporter.put_artifact_stream(trials::artifact::kCheckpoint, [&](ByteSink& out) {
+    auto packed = pack_dir(dir, out);
+    if (!packed) return Status(packed.error());
+    stats = std::move(*packed);
+    return Status{};
+  });
+  if (!st) return st;
+  for (const auto& s : stats.skipped) reporter.log("[hpo] checkpoint leaves out " + s);
+  reporter.log(fmt::format("[hpo] checkpoint stored: {} files, {} bytes in {:.2f} s", stats.files,
+                           stats.bytes, seconds_since(t0)));
+  return {};
+}
+
+// An earlier attempt's checkpoint, streamed into the (empty) folder; on any
+// error the folder is emptied again and the attempt starts afresh, which is
+// never wrong.
+void restore_checkpoint(const std::string& dir, Reporter& reporter) {
+  const auto t0 = Clock::now();
+  DirUnpacker unpacker(dir);
+  auto stored = reporter.read_artifact(trials::artifact::kCheckpoint, unpacker);
+  if (stored && !*stored) return;
+  Result<std::size_t> files = stored ? unpacker.finish() : Result<std::size_t>(stored.error());
+  if (files) {
+    reporter.log(fmt::format(
+        "[hpo] resuming: {} files of the last checkpoint are in HPO_CHECKPOINT_DIR ({} bytes in "
+        "{:.2f} s)",
+        *files, unpacker.bytes(), seconds_since(t0)));
     return;
   }
-  for (const auto& s : packed->skipped) reporter.log("[hpo] checkpoint leaves out " + s);
-  auto st = reporter.put_artifact(trials::artifact::kCheckpoint, packed->bytes);
-  reporter.log(st ? fmt::format("[hpo] checkpoint stored: {} files, {} bytes", packed->files,
-                                packed->bytes.size())
-                  : "[hpo] checkpoint not stored: " + st.error().message);
+  reporter.log("[hpo] the trial's checkpoint cannot be restored (" + files.error().message +
+               "); HPO_CHECKPOINT_DIR starts empty");
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    std::filesystem::remove_all(e.path(), ec);
 }
 
 }  // namespace
@@ -249,17 +281,7 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
     std::filesystem::create_directories(checkpoint_dir(task.work_dir), ec);
     if (ec) return failed_result("could not create HPO_CHECKPOINT_DIR: " + ec.message(), true);
     // An earlier attempt's checkpoint: the program finds it where it left it.
-    if (auto stored = reporter.get_artifact(trials::artifact::kCheckpoint); !stored) {
-      reporter.log("[hpo] cannot read the trial's checkpoint (" + stored.error().message +
-                   "); HPO_CHECKPOINT_DIR starts empty");
-    } else if (*stored) {
-      auto files = unpack_dir(**stored, checkpoint_dir(task.work_dir));
-      reporter.log(files ? fmt::format("[hpo] resuming: {} files of the last checkpoint are in "
-                                       "HPO_CHECKPOINT_DIR",
-                                       *files)
-                         : "[hpo] the stored checkpoint does not unpack (" + files.error().message +
-                               "); HPO_CHECKPOINT_DIR starts empty");
-    }
+    restore_checkpoint(checkpoint_dir(task.work_dir), reporter);
     if (task.trial.role == trials::TrialRole::kMember && recipe.data) {
       auto p = command_member_plan(task.trial, *recipe.data);
       if (!p) return failed_result(p.error().message, false);
@@ -303,6 +325,7 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
   std::optional<trials::Metrics> final;  // the final line's metrics
   std::int64_t next_step = 0;
   TailBuffer stderr_tail(kStderrTail);
+  std::optional<Error> checkpoint_error;  // the attempt stops: it is not protected
   auto sink = [&](Stream stream, std::string_view line) {
     if (stream == Stream::kStderr) {
       stderr_tail.add(line);
@@ -310,7 +333,11 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
       return;
     }
     if (!task.work_dir.empty() && is_checkpoint_line(line)) {
-      store_checkpoint_dir(checkpoint_dir(task.work_dir), reporter);
+      if (checkpoint_error) return;  // stopping already
+      if (auto st = store_checkpoint_dir(checkpoint_dir(task.work_dir), reporter); !st) {
+        checkpoint_error = st.error();
+        reporter.log("[hpo] checkpoint not stored, the attempt stops: " + st.error().message);
+      }
       return;
     }
     auto metric = parse_metric_line(line);
@@ -346,10 +373,10 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
 
   while (!child->poll(options_.poll_ms, sink)) {
     auto now = Clock::now();
-    if (stop == StopReason::kNone) {
+    if (!kill_at) {
       stop = reporter.stop_reason();
       if (stop == StopReason::kNone && deadline && now >= *deadline) stop = StopReason::kTimeout;
-      if (stop != StopReason::kNone) {
+      if (stop != StopReason::kNone || checkpoint_error) {
         child->signal_group(SIGTERM);
         kill_at = now + grace;
       }
@@ -367,6 +394,19 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
     memory_note = task.box->memory_note();
   }
 
+  if (checkpoint_error && stop == StopReason::kNone) {
+    // Too large for a store without an artifact folder stays too large;
+    // anything else (a full disk, an outage) another attempt may get past.
+    const bool too_large = checkpoint_error->code == ErrorCode::kPayloadTooLarge;
+    auto result = failed_result(
+        "the checkpoint could not be stored (" + checkpoint_error->message + ")" +
+            (too_large ? "; a pool with an artifact folder (hpo-scheduler --artifacts DIR) "
+                         "stores checkpoints of any size"
+                       : ""),
+        !too_large);
+    result.metrics = last;
+    return result;
+  }
   if (stop != StopReason::kNone) {
     auto result = stopped_result(stop, timeout_s);
     result.metrics = final ? *final : last;

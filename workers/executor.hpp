@@ -43,6 +43,26 @@ class Reporter {
     (void)name;
     return std::optional<std::string>{};
   }
+  // The same two streamed, for artifacts of any size (a checkpoint folder, a
+  // model file): `produce` writes the bytes in pieces; `out` receives them in
+  // pieces (false: none stored; on an error it may hold a part). Without an
+  // artifact folder the store keeps at most inline_artifact_limit() bytes.
+  virtual Status put_artifact_stream(const std::string& name, const ByteProducer& produce) {
+    StringSink bytes(trials::TrialQueue::kDefaultInlineArtifactLimit, "artifact " + name);
+    if (auto st = produce(bytes); !st) return st;
+    return put_artifact(name, bytes.bytes());
+  }
+  // The most bytes one artifact may have (0: no limit but the disk's).
+  virtual std::int64_t inline_artifact_limit() const {
+    return trials::TrialQueue::kDefaultInlineArtifactLimit;
+  }
+  virtual Result<bool> read_artifact(const std::string& name, ByteSink& out) {
+    auto got = get_artifact(name);
+    if (!got) return got.error();
+    if (!*got) return false;
+    if (auto st = out.write(**got); !st) return st.error();
+    return true;
+  }
   // A gang's leader (rank 0 on this worker): where rank 0's c10d store
   // listens, for the followers' ranks (TrialQueue::publish_rendezvous).
   virtual Status publish_rendezvous(const std::string& address) {
@@ -92,8 +112,9 @@ class RankControl {
   virtual bool should_stop() const = 0;
   // The leader's rendezvous address once it is published.
   virtual Result<std::optional<std::string>> rendezvous() = 0;
-  // An artifact of the trial as stored (the checkpoint the attempt resumes from).
-  virtual Result<std::optional<std::string>> get_artifact(const std::string& name) = 0;
+  // An artifact of the trial as stored (the checkpoint the attempt resumes
+  // from), streamed into `out`; false when there is none.
+  virtual Result<bool> read_artifact(const std::string& name, ByteSink& out) = 0;
   virtual void log(std::string_view line) = 0;
 };
 

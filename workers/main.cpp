@@ -253,18 +253,7 @@ int main(int argc, char** argv) {
        artifacts = config.artifacts]() -> hpo::Result<std::unique_ptr<hpo::trials::Store>> {
     auto store = hpo::trials::redis::RedisStore::open(url, prefix, artifacts);
     if (!store) return store.error();
-    if (artifacts.empty()) {
-      auto announced = (*store)->announced_artifact_dir();
-      if (!announced) return announced.error();
-      if (!announced->empty()) {
-        if (auto st = hpo::trials::check_artifact_root("the scheduler's --artifacts", *announced);
-            !st)
-          return hpo::Error::unavailable(
-              st.error().message +
-              " on this host: mount it at that path, or pass --artifacts with where it is mounted");
-        (*store)->use_artifact_dir(*announced);
-      }
-    }
+    if (auto st = (*store)->adopt_pool_artifact_dir(artifacts); !st) return st.error();
     return std::unique_ptr<hpo::trials::Store>(std::move(store.value()));
   };
   auto executors = hpo::workers::builtin_executors(config.kill_grace_s);
@@ -341,6 +330,7 @@ int main(int argc, char** argv) {
     // dead (a trial's end kills the living, TrialBox).
     if (options.sandbox->reaps()) options.sandbox->reap_orphans(/*kill_live=*/false);
     if ((went_idle = idle.done(agent.busy()))) break;
+    if (!agent.fatal_error().empty()) break;  // refused by the registry: it stopped itself
     if (!notice.enabled()) continue;
     const bool ask_url = std::chrono::steady_clock::now() >= next_url_poll;
     if (ask_url) next_url_poll = std::chrono::steady_clock::now() + url_period;
@@ -351,8 +341,13 @@ int main(int argc, char** argv) {
                  {"signal", went_idle          ? fmt::format("idle for {} s: no sweep is running",
                                                              config.exit_when_idle_s)
                             : !noticed.empty() ? noticed
-                            : sig == SIGTERM   ? std::string("SIGTERM")
-                                               : std::string("SIGINT")}});
+                            : !agent.fatal_error().empty() ? std::string("refused by the registry")
+                            : sig == SIGTERM               ? std::string("SIGTERM")
+                                                           : std::string("SIGINT")}});
   agent.drain([&] { return wait_signal(signals, 0) != 0; });
+  if (const std::string why = agent.fatal_error(); !why.empty()) {
+    std::fprintf(stderr, "hpo-worker: %s\n", why.c_str());
+    return 2;
+  }
   return 0;
 }

@@ -18,8 +18,11 @@
 
 namespace hpo::workers {
 
-Result<std::string> read_beneath(const std::string& dir, const std::string& relative,
-                                 std::int64_t limit) {
+BeneathFile::~BeneathFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<BeneathFile> open_beneath(const std::string& dir, const std::string& relative) {
   // Plain messages: the callers name the file.
   auto refuse = [](std::string why) {
     return Error{ErrorCode::kInvalidArgument, std::move(why), {}};
@@ -60,22 +63,26 @@ Result<std::string> read_beneath(const std::string& dir, const std::string& rela
     ::close(fd);
     return refuse("not a regular file");
   }
-  if (st.st_size > limit) {
-    ::close(fd);
+  return BeneathFile(fd, st.st_size);
+}
+
+Result<std::string> read_beneath(const std::string& dir, const std::string& relative,
+                                 std::int64_t limit) {
+  auto file = open_beneath(dir, relative);
+  if (!file) return file.error();
+  if (file->size() > limit)
     return Error{ErrorCode::kPayloadTooLarge,
                  fmt::format("{} bytes, more than the {} MiB a trial may store per file",
-                             st.st_size, limit >> 20),
+                             file->size(), limit >> 20),
                  {}};
-  }
-  std::string bytes(static_cast<std::size_t>(st.st_size), '\0');
+  std::string bytes(static_cast<std::size_t>(file->size()), '\0');
   std::size_t got = 0;
   while (got < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    const ssize_t n = ::read(file->fd(), bytes.data() + got, bytes.size() - got);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<std::size_t>(n);
   }
-  ::close(fd);
   bytes.resize(got);
   return bytes;
 }

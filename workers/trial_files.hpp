@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "core/result.hpp"
 
@@ -18,5 +19,23 @@ namespace hpo::workers {
 // worker's secrets between a check and the read gets an error, not the secret.
 Result<std::string> read_beneath(const std::string& dir, const std::string& relative,
                                  std::int64_t limit);
+
+// A regular file opened the same way, for a read that streams it: owns the
+// descriptor; `size` is the open file's at the time of the open.
+class BeneathFile {
+ public:
+  BeneathFile(int fd, std::int64_t size) : fd_(fd), size_(size) {}
+  BeneathFile(BeneathFile&& o) noexcept : fd_(std::exchange(o.fd_, -1)), size_(o.size_) {}
+  BeneathFile& operator=(BeneathFile&&) = delete;
+  ~BeneathFile();
+  int fd() const { return fd_; }
+  std::int64_t size() const { return size_; }
+
+ private:
+  int fd_;
+  std::int64_t size_;
+};
+// kInvalidArgument (a plain message: callers name the file) when it cannot be opened so.
+Result<BeneathFile> open_beneath(const std::string& dir, const std::string& relative);
 
 }  // namespace hpo::workers

@@ -125,7 +125,7 @@ class Pool {
   RedisServer& redis() { return *redis_; }
   Process& scheduler() { return *scheduler_; }
 
-  void start_scheduler() {
+  void start_scheduler(const std::vector<std::string>& extra = {}) {
     std::filesystem::remove(home_ + "/scheduler.json");
     std::vector<std::string> argv{kBin + "/scheduler/hpo-scheduler",
                                   "--listen",
@@ -134,6 +134,7 @@ class Pool {
                                   "200",
                                   "--data-root",
                                   home_};
+    argv.insert(argv.end(), extra.begin(), extra.end());
     if (redis_) argv.insert(argv.end(), {"--redis", redis_->url()});
     if (!external_url_.empty()) argv.insert(argv.end(), {"--redis", external_url_});
     scheduler_ = std::make_unique<Process>(argv, env(), home_ + "/scheduler.log");
@@ -459,9 +460,69 @@ TEST(Chaos, AWorkerPausedPastItsLeaseChangesNothing) {
 // 4. A poison torch trial (a model far beyond its memory limit) beside
 // healthy trials on the same worker: it fails alone, with its reason; its
 // co-runners and the worker are untouched.
+// 1c. Redis frozen for more than two leases while a data-parallel trial runs
+// as a gang over two workers: the follower's rank lease rides out the stall
+// like the trial's lease, so the gang is not failed for a lapse nobody could
+// prevent; the trial completes in its first attempt.
+TEST(Chaos, RedisFrozenUnderAGangLosesNoRank) {
+  Pool pool(/*external_redis=*/true);
+  pool.start_scheduler();
+  pool.start_worker("g1", 1);
+  pool.start_worker("g2", 1);
+  const std::string train = pool.ledger_path() + ".gang.csv";
+  hpo::testing::write_tabular_csv(train, 3000, 3);
+  Json spec = {
+      {"name", "gang under a stall"},
+      {"objective", {{"metric", "val_accuracy"}, {"mode", "max"}}},
+      {"parameters", {{"lr", {{"type", "categorical"}, {"values", {0.01}}}}}},
+      {"search", {{"algorithm", "grid"}, {"max_trials", 1}}},
+      {"trial",
+       {{"kind", "torch"},
+        {"task", "classification"},
+        {"model", {{"type", "mlp"}, {"hidden", 32}, {"depth", 1}}},
+        {"data",
+         {{"format", "csv"}, {"train", train}, {"target", "y"}, {"validation_fraction", 0.2}}},
+        {"optimizer", {{"type", "adam"}, {"lr", "{lr}"}}},
+        {"batch_size", 32},
+        {"epochs", 300},
+        {"data_parallel", {{"replicas", 2}, {"per_host", 1}, {"mode", "allreduce"}}},
+        {"max_attempts", 1},
+        {"timeout_s", 600}}}};
+  const std::string id = pool.submit(spec);
+  ASSERT_FALSE(id.empty());
+  const std::string trial = id + "-0";
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto r = pool.admin().get_reports(trial, 0, 10);
+        return r.ok() && r->reports.size() >= 2;
+      },
+      180s))
+      << pool.logs();
+  auto running = pool.admin().get_trial(trial);
+  ASSERT_TRUE(running.ok());
+  ASSERT_FALSE(running->gang.empty()) << "not a gang over the two workers";
+  pool.redis().pause();
+  let_time_pass(std::chrono::milliseconds(2 * kLeaseMs + 1000));  // the outage
+  pool.redis().resume();
+  ASSERT_TRUE(pool.wait_finished(id, 300s)) << pool.logs();
+  auto done = pool.admin().get_trial(trial);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->state, trials::TrialState::kCompleted) << done->error << pool.logs();
+  auto attempts = pool.admin().get_attempts(trial);
+  ASSERT_TRUE(attempts.ok());
+  ASSERT_EQ(attempts->size(), 1u) << pool.logs();
+  EXPECT_EQ((*attempts)[0].outcome, "completed");
+  std::printf("chaos: redis frozen %d ms under a 2-rank gang over 2 workers: %s in %zu attempt(s)\n",
+              2 * kLeaseMs + 1000, trials::to_string(done->state), attempts->size());
+}
+
 TEST(Chaos, APoisonTorchTrialFailsAloneBesideHealthyOnes) {
   Pool pool(/*external_redis=*/false);
-  pool.start_scheduler();
+  // An artifact folder: the store could keep its 3.4 GiB model, so it is
+  // tried (and dies by its memory) rather than refused before it trains.
+  const std::string artifacts = pool.ledger_path() + ".artifacts";
+  std::filesystem::create_directories(artifacts);
+  pool.start_scheduler({"--artifacts", artifacts});
   Process& worker = pool.start_worker("w1", 2);
   const std::string train = pool.ledger_path() + ".train.csv";
   hpo::testing::write_tabular_csv(train, 1200, 1);

@@ -30,9 +30,11 @@ std::string port_of(const RedisServer& n) {
   return "127.0.0.1:" + std::to_string(n.port());
 }
 
+// missing_replicas=pause: a write no replica confirmed is not acknowledged.
 TEST(RedisSentinel, AWriteNoReplicaConfirmedIsNotAcknowledgedAndARetryMakesNoSecondSweep) {
   RedisServer alone;
-  RedisStore store(config_for(alone.url() + "?replicas=1&replica_timeout_ms=100"));
+  RedisStore store(
+      config_for(alone.url() + "?replicas=1&replica_timeout_ms=100&missing_replicas=pause"));
   NewSweep sweep{"s", R"({"k":1})", true};
   sweep.idempotency_key = "key-1";
   auto r = store.create_sweep(sweep);
@@ -58,6 +60,31 @@ TEST(RedisSentinel, AWriteNoReplicaConfirmedIsNotAcknowledgedAndARetryMakesNoSec
   EXPECT_EQ((*list)[0].id, *again);
 }
 
+// The default (missing_replicas=continue): with fewer replicas connected than
+// the rule wants (the one replica was just promoted), writes are acknowledged
+// with those there are, and the store says it is degraded, and why; once a
+// replica is back, it is not.
+TEST(RedisSentinel, WithoutItsReplicasThePoolGoesOnDegradedAndSaysSo) {
+  RedisServer alone;
+  RedisStore store(config_for(alone.url() + "?replicas=1&replica_timeout_ms=100"));
+  auto health = store.health();
+  ASSERT_TRUE(health.ok()) << health.error().message;
+  EXPECT_EQ(health->replicas_wanted, 1);
+  EXPECT_EQ(health->replicas, 0);
+  EXPECT_NE(health->degraded.find("0 of the 1 replicas"), std::string::npos) << health->degraded;
+  EXPECT_NE(health->degraded.find("can lose"), std::string::npos) << health->degraded;
+  auto id = store.create_sweep({"s", R"({"k":1})", true});
+  ASSERT_TRUE(id.ok()) << id.error().message;
+  EXPECT_TRUE(store.create_sweep({"t", R"({"k":2})", true}).ok());
+
+  RedisServer replica({"--replicaof", "127.0.0.1", std::to_string(alone.port())});
+  ASSERT_TRUE(wait_for([&] {
+    auto h = store.health();
+    return h.ok() && h->replicas == 1 && h->degraded.empty();
+  }));
+  EXPECT_TRUE(store.create_sweep({"u", R"({"k":3})", true}).ok());
+}
+
 TEST(RedisSentinel, TheStoreFollowsAKillDashNineOfThePrimaryByItself) {
   SentinelCluster cluster;
   ASSERT_TRUE(wait_for([&] { return cluster.ready(); }, 60s)) << cluster.logs();
@@ -75,17 +102,26 @@ TEST(RedisSentinel, TheStoreFollowsAKillDashNineOfThePrimaryByItself) {
   EXPECT_EQ(store.client().node(), port_of(cluster.node(1 - killed)));
   EXPECT_EQ(store.get_sweep(*id)->name, "before");
 
-  // Alone, the new primary cannot have a write confirmed: not acknowledged.
+  // Alone, the new primary has no replica to confirm a write: the pool goes
+  // on degraded (missing_replicas=continue, the default) and says so, rather
+  // than stopping until someone rebuilds a replica.
   NewSweep after{"after", R"({"k":2})", true};
   after.idempotency_key = "after-1";
   auto lonely = store.create_sweep(after);
-  ASSERT_FALSE(lonely.ok());
-  EXPECT_EQ(lonely.error().code, ErrorCode::kUnavailable);
-  // The killed node comes back as the replica of the new primary.
+  ASSERT_TRUE(lonely.ok()) << lonely.error().message;
+  auto health = store.health();
+  ASSERT_TRUE(health.ok());
+  EXPECT_NE(health->degraded.find("0 of the 1 replicas"), std::string::npos) << health->degraded;
+  // The killed node comes back as the replica of the new primary: not degraded any more.
   cluster.node(killed).restart();
   ASSERT_TRUE(wait_for([&] { return cluster.ready(); }, 60s)) << cluster.logs();
-  auto acked = store.create_sweep(after);
+  ASSERT_TRUE(wait_for([&] {
+    auto h = store.health();
+    return h.ok() && h->degraded.empty();
+  }));
+  auto acked = store.create_sweep(after);  // the same key: the same sweep
   ASSERT_TRUE(acked.ok()) << acked.error().message;
+  EXPECT_EQ(*acked, *lonely);
   auto list = store.list_sweeps(0, 10);
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(list->size(), 2u);

@@ -339,6 +339,150 @@ TEST(RedisStore, WithAnArtifactFolderRedisHoldsOnlyReferences) {
   std::filesystem::remove_all(dir);
 }
 
+// Pieces of a known pattern, `total` bytes in all, and a sink that checks
+// what comes back without keeping it.
+ByteProducer pattern(std::int64_t total, std::int64_t fail_after = -1) {
+  return [=](ByteSink& out) -> Status {
+    std::string piece(kStreamChunk, '\0');
+    for (std::int64_t at = 0; at < total; at += static_cast<std::int64_t>(piece.size())) {
+      if (fail_after >= 0 && at >= fail_after) return Error::invalid("producer", "gave up");
+      const auto n = static_cast<std::size_t>(std::min<std::int64_t>(total - at, piece.size()));
+      for (std::size_t i = 0; i < n; ++i) piece[i] = static_cast<char>((at + i) * 131 % 251);
+      if (auto st = out.write(std::string_view(piece).substr(0, n)); !st) return st;
+    }
+    return Status{};
+  };
+}
+struct PatternCheck final : ByteSink {
+  std::int64_t size = 0;
+  bool same = true;
+  Status write(std::string_view bytes) override {
+    for (char c : bytes) same = same && c == static_cast<char>(size++ * 131 % 251);
+    return {};
+  }
+};
+
+// Without an artifact folder an artifact streamed in pieces is gathered up to
+// the store's limit, and one byte more is refused with nothing stored; with a
+// folder there is no limit but the disk, the bytes never sit whole in memory,
+// and a producer that fails half-way leaves no file and the last reference.
+TEST(RedisStore, StreamedArtifactsHaveNoLimitButTheDiskWithAFolder) {
+  RedisStoreConfig config = config_for(shared_server(), unique_prefix());
+  config.max_artifact_bytes = 1000;
+  RedisStore store(config);
+  auto sweep = store.create_sweep(NewSweep{"stream", "{}", false});
+  Trial t = add(store, *sweep, 0);
+  ASSERT_TRUE(store.claim_batch("w1", slots_only_offer(1), 1, 60000).ok());
+  EXPECT_EQ(store.inline_artifact_limit(), 1000);
+  ASSERT_TRUE(store.put_artifact_stream(t.id, 0, "w1", "checkpoint", pattern(1000)).ok());
+  auto over = store.put_artifact_stream(t.id, 0, "w1", "checkpoint", pattern(1001));
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, ErrorCode::kPayloadTooLarge);
+  EXPECT_NE(over.error().message.find("1000 bytes"), std::string::npos) << over.error().message;
+  PatternCheck inline_back;
+  ASSERT_TRUE(*store.read_artifact(t.id, "checkpoint", inline_back));
+  EXPECT_EQ(inline_back.size, 1000);
+  EXPECT_TRUE(inline_back.same);
+
+  char tmpl[] = "/tmp/hpo-artifacts-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  store.use_artifact_dir(dir);
+  EXPECT_EQ(store.inline_artifact_limit(), 0);
+  const std::int64_t big = 40 * static_cast<std::int64_t>(kStreamChunk) + 3;
+  ASSERT_TRUE(store.put_artifact_stream(t.id, 0, "w1", "checkpoint", pattern(big)).ok());
+  PatternCheck back;
+  auto found = store.read_artifact(t.id, "checkpoint", back);
+  ASSERT_TRUE(found.ok()) << found.error().message;
+  EXPECT_TRUE(*found);
+  EXPECT_EQ(back.size, big);
+  EXPECT_TRUE(back.same);
+  auto at = store.locate_artifact(t.id, "checkpoint");
+  ASSERT_TRUE(at.ok() && *at);
+  EXPECT_TRUE((*at)->is_file);
+  EXPECT_EQ(std::filesystem::file_size((*at)->path), static_cast<std::uintmax_t>(big));
+
+  auto gave_up = store.put_artifact_stream(t.id, 0, "w1", "checkpoint", pattern(big, 5 << 20));
+  ASSERT_FALSE(gave_up.ok());
+  EXPECT_NE(gave_up.error().message.find("gave up"), std::string::npos);
+  std::size_t files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) ++files;
+  EXPECT_EQ(files, 1u) << "a failed stream left a file behind";
+  PatternCheck still;
+  ASSERT_TRUE(*store.read_artifact(t.id, "checkpoint", still));
+  EXPECT_EQ(still.size, big);
+  std::filesystem::remove_all(dir);
+}
+
+// A replaced artifact's file is removed only once the new reference is
+// durable: when the replicas do not confirm it, a failover may still bring
+// back the old reference, so its file stays.
+TEST(RedisStore, AReplacedFileStaysUntilTheNewReferenceIsDurable) {
+  char tmpl[] = "/tmp/hpo-artifacts-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  RedisStoreConfig config = config_for(shared_server(), unique_prefix());
+  config.artifact_dir = dir;
+  RedisStore store(config);
+  auto sweep = store.create_sweep(NewSweep{"durable", "{}", false});
+  Trial t = add(store, *sweep, 0);
+  ASSERT_TRUE(store.claim_batch("w1", slots_only_offer(1), 1, 60000).ok());
+  ASSERT_TRUE(store.put_artifact(t.id, 0, "w1", "checkpoint", "epoch 1").ok());
+  auto first = store.locate_artifact(t.id, "checkpoint");
+  ASSERT_TRUE(first.ok() && *first);
+  // The same prefix, now asking for a replica that the test server has not.
+  RedisStoreConfig wanting = config;
+  wanting.url.wait_replicas = 1;
+  wanting.url.replica_timeout_ms = 20;
+  wanting.url.pause_without_replicas = true;
+  RedisStore strict(wanting);
+  auto st = strict.put_artifact(t.id, 0, "w1", "checkpoint", "epoch 2");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kUnavailable);
+  EXPECT_TRUE(std::filesystem::exists((*first)->path)) << "removed before the new one was durable";
+  // Durable, the next replacement removes every older version.
+  ASSERT_TRUE(store.put_artifact(t.id, 0, "w1", "checkpoint", "epoch 3").ok());
+  EXPECT_FALSE(std::filesystem::exists((*first)->path));
+  std::filesystem::remove_all(dir);
+}
+
+// The scheduler marks its artifact folder and announces the mark; a worker
+// uses a folder (announced, or its own --artifacts) only when it finds that
+// mark there: an empty mount point or another folder at the path is refused
+// with a message naming it, and nothing is written there.
+TEST(RedisStore, AWorkerUsesAnArtifactFolderOnlyWithThePoolsMarker) {
+  auto temp = [] {
+    char tmpl[] = "/tmp/hpo-artifacts-XXXXXX";
+    return std::string(::mkdtemp(tmpl));
+  };
+  const std::string pool = temp(), unmounted = temp(), other = temp();
+  auto marker = claim_marker(pool);
+  ASSERT_TRUE(marker.ok()) << marker.error().message;
+  EXPECT_EQ(*claim_marker(pool), *marker);  // kept across restarts
+  const std::string prefix = unique_prefix();
+  RedisStore scheduler(config_for(shared_server(), prefix));
+  ASSERT_TRUE(scheduler.announce_artifact_dir(pool, *marker).ok());
+
+  RedisStore worker(config_for(shared_server(), prefix));
+  ASSERT_TRUE(worker.adopt_pool_artifact_dir("").ok());
+  EXPECT_EQ(worker.inline_artifact_limit(), 0);  // files: no limit but the disk
+
+  RedisStore empty_mount(config_for(shared_server(), prefix));
+  auto refused = empty_mount.adopt_pool_artifact_dir(unmounted);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(refused.error().message.find(unmounted), std::string::npos);
+  EXPECT_NE(refused.error().message.find("no marker"), std::string::npos)
+      << refused.error().message;
+  EXPECT_NE(empty_mount.inline_artifact_limit(), 0);  // still Redis
+
+  ASSERT_TRUE(claim_marker(other).ok());
+  RedisStore elsewhere(config_for(shared_server(), prefix));
+  refused = elsewhere.adopt_pool_artifact_dir(other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("says"), std::string::npos) << refused.error().message;
+  for (const auto& d : {pool, unmounted, other}) std::filesystem::remove_all(d);
+}
+
 // Bytes kept in Redis that look like a reference come back as they were.
 TEST(RedisStore, InlineBytesThatLookLikeAReferenceRoundTrip) {
   RedisStore store(config_for(shared_server(), unique_prefix()));
@@ -437,6 +581,45 @@ TEST(RedisStore, ReportsPastTheCapAreNotStored) {
   EXPECT_EQ(reports->reports.back().step, 2);
 }
 
+// Bounded in bytes too: metrics with long names fill a trial's report bytes
+// (the scheduler's --max-report-mb, announced in the deployment hash) long
+// before the count cap; the rest are counted, not stored. An event whose
+// data is larger than 4 KiB carries a note of its size instead.
+TEST(RedisStore, ReportsPastTheByteCapAreNotStoredAndEventsStaySmall) {
+  const std::string prefix = unique_prefix();
+  RedisStore store(config_for(shared_server(), prefix));
+  ASSERT_TRUE(store.announce_limits(3000, 20).ok());
+  auto sweep = store.create_sweep(NewSweep{"a", "{}", false});
+  Trial t = add(store, *sweep, 0);
+  ASSERT_TRUE(store.claim("w", 1, 60'000).ok());
+  for (int step = 0; step < 10; ++step) {
+    StepReport r;
+    r.step = step;
+    for (int k = 0; k < 8; ++k) r.metrics[std::string(100, static_cast<char>('a' + k))] = step;
+    ASSERT_TRUE(store.report(t.id, 0, "w", r).ok());
+  }
+  auto reports = store.get_reports(t.id, 0, kAll);
+  ASSERT_TRUE(reports.ok());
+  EXPECT_GE(reports->reports.size(), 2u);
+  EXPECT_LE(reports->reports.size(), 3u);  // ~900 bytes each
+  auto dropped = store.client().command({"HGET", prefix + "trial:" + t.id, "reports_dropped"});
+  ASSERT_TRUE(dropped.ok());
+  EXPECT_EQ(std::stoll(dropped->str), 10 - static_cast<long long>(reports->reports.size()));
+
+  StepReport wide;
+  wide.step = 99;
+  for (int k = 0; k < 60; ++k)
+    wide.metrics["metric_" + std::string(80, 'x') + std::to_string(k)] = k;
+  ASSERT_TRUE(store.report(t.id, 0, "w", wide).ok());
+  auto events = store.read_events("0", 100000, 0);
+  ASSERT_TRUE(events.ok());
+  ASSERT_FALSE(events->empty());
+  const auto& last = events->back();
+  EXPECT_EQ(last.type, "trial.reported");
+  EXPECT_LE(last.data.size(), 4096u);
+  EXPECT_NE(last.data.find("\"truncated\":true"), std::string::npos) << last.data;
+}
+
 TEST(RedisStore, BlockingReadWakesOnNewEvent) {
   const std::string prefix = unique_prefix();
   RedisStore reader_store(config_for(shared_server(), prefix));
@@ -524,7 +707,13 @@ TEST(RedisStore, AGangIsPlacedAcrossWorkersTogetherAndFailsWholeWhenAFollowerIsL
   EXPECT_EQ(share.count, 2);
   EXPECT_EQ(share.world, 4);
   EXPECT_EQ(share.leader, "a");
-  // Handed out once.
+  // Handed out again until b renews its rank lease (a claim reply lost on
+  // the way must not lose the share), then no more.
+  got = store.claim_batch("b", two, 2, kLease);
+  ASSERT_EQ(got->ranks.size(), 1u);
+  EXPECT_EQ(got->ranks[0].trial.id, led.id);
+  EXPECT_EQ(got->ranks[0].first, 2);
+  ASSERT_TRUE(*store.rank_heartbeat(led.id, 0, "b", kLease));
   EXPECT_TRUE(store.claim_batch("b", two, 2, kLease)->ranks.empty());
 
   // The rendezvous: only the lease holder publishes; the follower reads it.
@@ -569,6 +758,139 @@ TEST(RedisStore, AGangIsPlacedAcrossWorkersTogetherAndFailsWholeWhenAFollowerIsL
   ASSERT_TRUE(attempts.ok());
   ASSERT_EQ(attempts->size(), 1u);
   EXPECT_EQ((*attempts)[0].outcome, "rank_lost");
+}
+
+// A 4-rank gang over two 2-slot workers, placed: a leads, b holds its share.
+struct PlacedGang {
+  std::string trial;
+  std::string sweep;
+};
+PlacedGang place_gang(RedisStore& store, std::int64_t lease_ms) {
+  auto sweep = store.create_sweep(gang_sweep(4, 2));
+  NewTrial nt;
+  nt.sweep_id = *sweep;
+  nt.limit = 10;
+  nt.slots = 4;
+  nt.max_attempts = 3;
+  EXPECT_TRUE(store.create_trial(nt).ok());
+  for (const char* w : {"a", "b"}) {
+    WorkerInfo info;
+    info.name = w;
+    info.slots = 2;
+    EXPECT_TRUE(store.put_worker(info, 60000).ok());
+  }
+  EXPECT_TRUE(store.claim_batch("b", slots_only_offer(2), 2, lease_ms)->claims.empty());
+  auto got = store.claim_batch("a", slots_only_offer(2), 2, lease_ms);
+  EXPECT_TRUE(got.ok() && got->claims.size() == 1u);
+  const std::string id = got->claims.empty() ? "" : got->claims[0].trial.id;
+  got = store.claim_batch("b", slots_only_offer(2), 2, lease_ms);
+  EXPECT_TRUE(got.ok() && got->ranks.size() == 1u);
+  return {id, *sweep};
+}
+
+// A Redis stall (nobody renews anything while it lasts): the reaper's outage
+// rule gives every trial lease one more term, and a follower's rank lease
+// too, so the leader's first heartbeat after it (before the reaper's pass,
+// or after) does not end a healthy gang.
+TEST(RedisStore, RankLeasesSurviveAnOutageLikeTrialLeases) {
+  RedisStore store(config_for(shared_server(), unique_prefix()));
+  constexpr std::int64_t kLease = 300, kOutage = 400;
+  const PlacedGang g = place_gang(store, kLease);
+  ASSERT_FALSE(g.trial.empty());
+  ASSERT_TRUE(*store.rank_heartbeat(g.trial, 0, "b", kLease));
+  ASSERT_TRUE(store.reap(100, kOutage).ok());  // the reaper's last pass before the stall
+  hpo::testing::let_time_pass(std::chrono::milliseconds(2 * kLease + kOutage));
+  // The leader's heartbeat comes first: b's rank lease lapsed in the stall.
+  auto beat = store.heartbeat(g.trial, 0, "a", kLease);
+  ASSERT_TRUE(beat.ok()) << beat.error().message;
+  ASSERT_TRUE(store.reap(100, kOutage).ok());  // the outage's extension
+  EXPECT_TRUE(*store.rank_heartbeat(g.trial, 0, "b", kLease));
+  EXPECT_TRUE(store.heartbeat(g.trial, 0, "a", kLease).ok());
+  EXPECT_EQ(store.get_trial(g.trial)->state, TrialState::kRunning);
+  EXPECT_EQ(store.get_trial(g.trial)->attempt, 0);
+}
+
+// A draining worker, and one that has exited, take no new gang share: the
+// gang waits instead of being placed on them.
+TEST(RedisStore, ADrainingOrExitedWorkerTakesNoGangShare) {
+  for (const bool exited : {false, true}) {
+    SCOPED_TRACE(exited ? "exited" : "draining");
+    RedisStore store(config_for(shared_server(), unique_prefix()));
+    auto sweep = store.create_sweep(gang_sweep(4, 2));
+    NewTrial nt;
+    nt.sweep_id = *sweep;
+    nt.limit = 10;
+    nt.slots = 4;
+    ASSERT_TRUE(store.create_trial(nt).ok());
+    WorkerInfo a, b;
+    a.name = "a", b.name = "b";
+    a.slots = b.slots = 2;
+    a.instance = "ia", b.instance = "ib";
+    ASSERT_TRUE(store.put_worker(a, 60000).ok());
+    ASSERT_TRUE(store.put_worker(b, 60000).ok());
+    ASSERT_TRUE(store.claim_batch("b", slots_only_offer(2), 2, 60000)->claims.empty());
+    if (exited) {
+      ASSERT_TRUE(store.remove_worker("b", "ib").ok());
+    } else {
+      b.draining = true;
+      ASSERT_TRUE(store.put_worker(b, 60000).ok());
+    }
+    auto got = store.claim_batch("a", slots_only_offer(2), 2, 60000);
+    ASSERT_TRUE(got.ok());
+    EXPECT_TRUE(got->claims.empty())
+        << "the gang was placed on " << (exited ? "an exited" : "a draining") << " worker";
+    auto workers = store.list_workers();
+    ASSERT_TRUE(workers.ok());
+    EXPECT_EQ(workers->size(), exited ? 1u : 2u);
+  }
+}
+
+// Two live workers of one name on two hosts would release each other's
+// trials forever: the second is refused, naming the first's host; the same
+// name restarted on the same host (a crash, within the entry's life) is not;
+// and only the process that registered a name removes it.
+TEST(RedisStore, ASecondWorkerOfTheSameNameOnAnotherHostIsRefused) {
+  RedisStore store(config_for(shared_server(), unique_prefix()));
+  WorkerInfo first;
+  first.name = "gpu-1";
+  first.host = "host-a";
+  first.instance = "one";
+  ASSERT_TRUE(store.put_worker(first, 60000).ok());
+  WorkerInfo second = first;
+  second.host = "host-b";
+  second.instance = "two";
+  auto st = store.put_worker(second, 60000);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kConflict);
+  EXPECT_NE(st.error().message.find("already runs on host host-a"), std::string::npos)
+      << st.error().message;
+  EXPECT_EQ(store.list_workers()->front().host, "host-a");
+  WorkerInfo restarted = first;
+  restarted.instance = "three";
+  EXPECT_TRUE(store.put_worker(restarted, 60000).ok());
+  ASSERT_TRUE(store.remove_worker("gpu-1", "one").ok());  // not its instance any more
+  EXPECT_EQ(store.list_workers()->size(), 1u);
+  ASSERT_TRUE(store.remove_worker("gpu-1", "three").ok());
+  EXPECT_TRUE(store.list_workers()->empty());
+}
+
+// A trial given back more often than the pool allows (hosts preempted faster
+// than it checkpoints) fails with the reason instead of circling forever.
+TEST(RedisStore, ATrialReleasedPastTheBoundFails) {
+  RedisStore store(config_for(shared_server(), unique_prefix()));
+  ASSERT_TRUE(store.announce_limits(16 << 20, 2).ok());
+  auto sweep = store.create_sweep(NewSweep{"preempted", "{}", false});
+  Trial t = add(store, *sweep, 0);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto c = store.claim("w", 1, 60'000);
+    ASSERT_TRUE(c.ok() && c->has_value()) << attempt;
+    ASSERT_TRUE(store.release(t.id, attempt, "w", "preempted").ok());
+  }
+  auto after = store.get_trial(t.id);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->state, TrialState::kFailed);
+  EXPECT_NE(after->error.find("given back 3 times"), std::string::npos) << after->error;
+  EXPECT_NE(after->error.find("--max-releases 2"), std::string::npos) << after->error;
 }
 
 // A worker alone cannot run a gang with per_host, and the gang reserves the

@@ -692,6 +692,23 @@ TEST_F(ApiTest, ArtifactsDownloadAsRawBytes) {
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->body, model);
   EXPECT_EQ(r->header("content-type"), "application/octet-stream");
+  EXPECT_EQ(r->header("accept-ranges"), "bytes");
+  // One range of it (a download that goes on where it stopped), the last
+  // bytes, and a range past the end (416 saying the size).
+  const std::string target = "/api/trials/" + member->id + "/artifacts/model.pt";
+  r = client_->request("GET", target, "", {{"Range", "bytes=4-11"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 206);
+  EXPECT_EQ(r->body, model.substr(4, 8));
+  EXPECT_EQ(r->header("content-range"), "bytes 4-11/20");
+  r = client_->request("GET", target, "", {{"Range", "bytes=-5"}});
+  EXPECT_EQ(r->status, 206);
+  EXPECT_EQ(r->body, model.substr(15));
+  r = client_->request("GET", target, "", {{"Range", "bytes=20-"}});
+  EXPECT_EQ(r->status, 416);
+  EXPECT_EQ(r->header("content-range"), "bytes */20");
+  EXPECT_NE(body(*r)["error"]["message"].get<std::string>().find("past the end"),
+            std::string::npos);
   auto absent = client_->get("/api/trials/" + member->id + "/artifacts/oob_predictions");
   EXPECT_EQ(absent->status, 404);
   EXPECT_EQ(body(*absent)["error"]["code"], "not_found");

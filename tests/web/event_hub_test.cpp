@@ -63,6 +63,26 @@ TEST(EventHub, SlowConsumerIsDroppedNotBuffered) {
   EXPECT_EQ(hub.subscriber_count(), 1u);
 }
 
+// Frames differ in size: a consumer behind by few but large frames is
+// dropped by bytes, long before the frame count is reached.
+TEST(EventHub, SlowConsumerIsDroppedByBytesToo) {
+  HubLimits limits;
+  limits.max_queue = 1024;
+  limits.max_queue_bytes = 10'000;
+  EventHub hub(limits);
+  auto slow = hub.subscribe();
+  auto fast = hub.subscribe();
+  const std::string big = "{\"x\": \"" + std::string(3000, 'a') + "\"}";
+  for (int i = 1; i <= 3; ++i) {
+    hub.publish({std::to_string(i) + "-0", "t", "", big});
+    fast->take();
+  }
+  EXPECT_FALSE(slow->closed());  // ~9 KB behind
+  hub.publish({"4-0", "t", "", big});
+  EXPECT_TRUE(slow->closed());
+  EXPECT_FALSE(fast->closed());
+}
+
 TEST(EventHub, ForgetsSubscriptionsWhoseConnectionWentAway) {
   EventHub hub;
   { auto gone = hub.subscribe(); }

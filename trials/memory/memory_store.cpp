@@ -430,11 +430,27 @@ Status MemoryStore::put_worker(const WorkerInfo& info, std::int64_t ttl_ms) {
   std::int64_t t_now = now();
   auto it = workers_.find(info.name);
   bool joined = it == workers_.end() || it->second.expires_ms <= t_now;
+  if (!joined && !it->second.info.instance.empty() && !info.instance.empty() &&
+      it->second.info.instance != info.instance && it->second.info.host != info.host)
+    return Error::conflict("a worker named " + info.name + " already runs on host " +
+                           it->second.info.host + " (this one is on " + info.host +
+                           "): give each worker a name of its own (--name)");
   WorkerRec& w = workers_[info.name];
   w.info = info;
   w.info.last_heartbeat_ms = t_now;
   w.expires_ms = t_now + std::max<std::int64_t>(1, ttl_ms);
   if (joined) emit("worker.joined", "", "", Json{{"worker", info.name}}.dump());
+  return {};
+}
+
+Status MemoryStore::remove_worker(const std::string& name, const std::string& instance) {
+  std::lock_guard lock(mu_);
+  auto it = workers_.find(name);
+  if (it == workers_.end() ||
+      (!it->second.info.instance.empty() && it->second.info.instance != instance))
+    return {};
+  workers_.erase(it);
+  emit("worker.left", "", "", Json{{"worker", name}}.dump());
   return {};
 }
 

@@ -31,6 +31,7 @@ class MemoryStore : public AllRoles {
   explicit MemoryStore(Clock clock = {});
 
   // SweepStore
+  Result<std::int64_t> now_ms() override { return clock_(); }
   Result<std::string> create_sweep(const NewSweep& sweep) override;
   Result<std::string> import_sweep(const NewSweep& sweep,
                                    const std::vector<ImportedTrial>& trials) override;
@@ -57,6 +58,7 @@ class MemoryStore : public AllRoles {
 
   // WorkerRegistry
   Status put_worker(const WorkerInfo& info, std::int64_t ttl_ms) override;
+  Status remove_worker(const std::string& name, const std::string& instance) override;
   Result<std::vector<WorkerInfo>> list_workers() override;
 
   // EventLog
@@ -120,7 +122,7 @@ class MemoryStore : public AllRoles {
     std::vector<std::string> trials, members;  // ids by number
     ResourceRequest needs;
     std::vector<MetricBound> constraints;  // a trial that breaks one is never the best
-    std::string import_digest;  // imported sweeps: their trials' (import_digest)
+    std::string import_digest;             // imported sweeps: their trials' (import_digest)
   };
   struct WorkerRec {
     WorkerInfo info;

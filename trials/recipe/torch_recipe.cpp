@@ -273,6 +273,11 @@ class Resolver {
 
   const std::string& prefix() const { return prefix_; }
   std::vector<FieldError>& errors() { return errors_; }
+  // Whether a field under `path` was a reference left unresolved (parse time).
+  bool skipped_under(const std::string& path) const {
+    return std::any_of(skipped_.begin(), skipped_.end(),
+                       [&](const std::string& s) { return s.rfind(path, 0) == 0; });
+  }
 
  private:
   void add(const std::string& path, std::string message) {
@@ -331,19 +336,8 @@ void resolve_model(const TorchModelRecipe& m, Resolver& r, ResolvedModel& out) {
     out.dense = r.get(m.dense, p + ".dense");
     check_widths(out.dense, p + ".dense");
   }
-  // A model that cannot fit anywhere is refused before a worker allocates it:
-  // the weights between hidden layers alone (the input and output layers
-  // depend on the data and are small next to them).
-  auto chain = [](const std::vector<std::int64_t>& w, double per_edge) {
-    double n = 0;
-    for (std::size_t i = 1; i < w.size(); ++i)
-      n += static_cast<double>(w[i - 1]) * static_cast<double>(w[i]) * per_edge;
-    return n;
-  };
-  const double hidden_params =
-      out.type == ModelType::kMlp
-          ? chain(out.layers, 1)
-          : chain(out.channels, static_cast<double>(out.kernel * out.kernel)) + chain(out.dense, 1);
+  // A model that cannot fit anywhere is refused before a worker allocates it.
+  const double hidden_params = hidden_parameters(out);
   r.check(hidden_params <= kMaxModelParams, p,
           fmt::format("the model has {:.3g} parameters between its hidden layers; the cap is "
                       "{:.3g} (about {} GiB of float32 weights)",
@@ -546,6 +540,26 @@ void parse_torch_recipe(const nlohmann::json& j, const std::string& path, TorchR
                            [&](const FieldError& x) { return x.path == e.path; });
     if (!dup) errors.push_back(std::move(e));
   }
+}
+
+double hidden_parameters(const ResolvedModel& m) {
+  auto chain = [](const std::vector<std::int64_t>& w, double per_edge) {
+    double n = 0;
+    for (std::size_t i = 1; i < w.size(); ++i)
+      n += static_cast<double>(w[i - 1]) * static_cast<double>(w[i]) * per_edge;
+    return n;
+  };
+  return m.type == ModelType::kMlp
+             ? chain(m.layers, 1)
+             : chain(m.channels, static_cast<double>(m.kernel * m.kernel)) + chain(m.dense, 1);
+}
+
+std::optional<double> literal_hidden_parameters(const TorchRecipe& recipe) {
+  Resolver r(nullptr, "trial");
+  ResolvedModel model;
+  resolve_model(recipe.model, r, model);
+  if (r.skipped_under("trial.model")) return std::nullopt;
+  return hidden_parameters(model);
 }
 
 Result<ResolvedTorchConfig> resolve(const TorchRecipe& recipe, const search::Params& params) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -172,6 +173,13 @@ void parse_torch_recipe(const nlohmann::json& j, const std::string& path, TorchR
 // The concrete config of one trial. kInvalidArgument (with field paths under
 // "trial.") when a referenced parameter is missing or its value is unusable.
 Result<ResolvedTorchConfig> resolve(const TorchRecipe& recipe, const search::Params& params);
+
+// The parameters between a model's hidden layers: the bulk of its weights
+// (the input and output layers depend on the data and are small next to them).
+double hidden_parameters(const ResolvedModel& model);
+// The same for a model whose sizes are all literals; nullopt when a size is
+// a parameter of the sweep (known per trial only).
+std::optional<double> literal_hidden_parameters(const TorchRecipe& recipe);
 
 // Every parameter name the recipe references, sorted, without duplicates.
 std::vector<std::string> torch_recipe_param_refs(const TorchRecipe& recipe);

@@ -42,7 +42,8 @@ Key schema (P = prefix, default "hpo:"):
                                    (absent: empty or 0)
                                    (value: decimal text, absent when none; metrics, params: JSON;
                                    released: attempts given back without a failure, so the
-                                   attempts that count against max_attempts are attempt - released)
+                                   attempts that count against max_attempts are attempt - released;
+                                   report_bytes, reports_dropped: of its stored reports)
   P..'trials:'<sid>':'<kind> list  tids by ascending number
   P..'queue:'<sid>           list  the sweep's queued tids, oldest at the head (may hold stale
                                    ids: skipped)
@@ -53,7 +54,11 @@ Key schema (P = prefix, default "hpo:"):
   P..'reports:'<tid>         list  StepReport JSON {"step":..,"time_ms":..,"metrics":{..}}
   P..'attempts:'<tid>        list  AttemptRecord JSON, one per ended attempt (the running one is
                                    the trial's own fields; earlier versions wrote it at the claim)
-  P..'events'                stream type sweep trial data(JSON), MAXLEN ~ 100000
+  P..'events'                stream type sweep trial data(JSON), MAXLEN ~ 100000; a data over
+                                   4 KiB is replaced by {"truncated":true,"bytes":N}, so the
+                                   stream holds at most ~100,000 x ~4.2 KiB
+  P..'deployment'            hash  artifact_dir (the scheduler's --artifacts), max_report_bytes
+                                   (the scheduler's cap on one trial's stored reports, bytes)
   P..'workers'               hash  name -> WorkerInfo JSON (without last_heartbeat_ms)
   P..'worker_hb'             hash  name -> last heartbeat ms
   P..'worker:'<name>':alive' string with a TTL: the worker is live while it exists
@@ -63,11 +68,14 @@ Key schema (P = prefix, default "hpo:"):
                                    manifest; earlier versions kept these with member 0)
   P..'sweep_artifacts:'<sid> set   the names of the sweep's own records (for delete_sweep)
   P..'reaper:last_ms'        string server time of the last reap: a longer gap is an outage
+  P..'reaper:outage_ms'      string the reaper's outage rule (renew judges rank leases by it)
   P..'reserve:'<tid>         string the worker that reserved this queued trial (expires)
   P..'reserving:'<worker>    string the trial this worker reserved (expires): see claim_many
   P..'idem:'<key>            string sweep id created with that Idempotency-Key (with a TTL)
   P..'offers'                hash  worker -> what it had free after its last claim (offer JSON)
   P..'ranks:'<worker>        list  gang shares placed on this worker, waiting for its next claim
+  P..'ranks_sent:'<worker>   list  shares handed out to it whose rank lease it has not renewed
+                                   yet (handed out again with its next claim: a lost reply)
   P..'rank_lease:'<tid>':'<attempt>':'<worker> string a gang follower's rank lease (expires)
   P..'rendezvous:'<tid>':'<attempt> string rank 0's c10d TCPStore address (expires)
   (trial fields 'gang': the running attempt's layout across workers, JSON; 'reserved_for':
@@ -140,9 +148,15 @@ local function json_obj(tbl, raw)
   return '{' .. table.concat(parts, ',') .. '}'
 end
 
+-- The most bytes of one event's data: the stream is bounded in bytes as well
+-- as entries. Readers that need more read the trial or the sweep.
+local MAX_EVENT_DATA = 4096
+
 local function emit(P, typ, sweep, trial, data)
+  data = data or '{}'
+  if #data > MAX_EVENT_DATA then data = '{"truncated":true,"bytes":' .. #data .. '}' end
   redis.call('XADD', P .. 'events', 'MAXLEN', '~', '100000', '*', 'type', typ, 'sweep',
-             sweep or '', 'trial', trial or '', 'data', data or '{}')
+             sweep or '', 'trial', trial or '', 'data', data)
 end
 
 -- Moves trial `t` (a table from hgetall) to state `to`, keeping the sweep's
@@ -816,11 +830,16 @@ end
 
 -- A follower's claim first takes the gang shares waiting for it (those of
 -- attempts still running), out of its offer: {{share table, spec}, ...}.
+-- A share handed out stays in P..'ranks_sent:'<worker> until the follower
+-- first renews its rank lease (rank_heartbeat): a claim whose reply was lost
+-- on the way hands it out again with the next one (the worker knows a share
+-- it already runs by its trial, attempt and first rank).
 local function take_ranks(P, worker, o, cache)
-  local key = P .. 'ranks:' .. worker
-  local waiting = redis.call('LRANGE', key, 0, -1)
+  local key, sent = P .. 'ranks:' .. worker, P .. 'ranks_sent:' .. worker
+  local waiting = redis.call('LRANGE', sent, 0, -1)
+  for _, text in ipairs(redis.call('LRANGE', key, 0, -1)) do waiting[#waiting + 1] = text end
   if #waiting == 0 then return {} end
-  redis.call('DEL', key)
+  redis.call('DEL', key, sent)
   local out = {}
   for _, text in ipairs(waiting) do
     local r = cjson.decode(text)
@@ -829,6 +848,7 @@ local function take_ranks(P, worker, o, cache)
       local rn = rank_need(needs_of(P, r.sweep, cache))
       for _ = 1, r.count do take(rn, 1, o) end
       out[#out + 1] = {text, redis.call('HGET', P .. 'sweep:' .. r.sweep, 'spec') or ''}
+      redis.call('RPUSH', sent, text)
     end
   end
   return out
@@ -1125,7 +1145,17 @@ local function renew(P, tid, attempt, worker, lease_ms, now)
                        tostring(ts[2]) .. ' by ' .. tostring(ts[3]) .. '; caller has attempt ' ..
                        attempt .. ' by ' .. worker)
   end
-  if ts[6] and ts[6] ~= '' then
+  -- Past an outage the reaper has not seen the end of yet (no pass for
+  -- longer than its outage rule), nobody could renew a rank lease either:
+  -- a lapsed one is not a lost follower until the reaper's next pass gives
+  -- every lease, rank leases included, one more term.
+  local in_outage = false
+  local outage_ms = tonumber(redis.call('GET', P .. 'reaper:outage_ms') or '0') or 0
+  if outage_ms > 0 then
+    local last = tonumber(redis.call('GET', P .. 'reaper:last_ms') or '0') or 0
+    in_outage = last > 0 and now - last > outage_ms
+  end
+  if ts[6] and ts[6] ~= '' and not in_outage then
     local lost = lost_rank(P, tid, attempt, ts[6])
     if lost then  -- a follower is gone: the attempt ends on every rank and is retried whole
       local reason = 'data-parallel ranks ' .. int(lost.first) .. '-' ..
@@ -1165,11 +1195,16 @@ local function heartbeat_batch(keys, a)
 end
 
 
+-- The most bytes of stored reports one trial may hold: the scheduler's
+-- setting in the deployment hash, else 16 MiB (0: no cap).
+local DEFAULT_REPORT_BYTES = 16777216
+
 -- report P tid attempt worker max_reports n step1 metrics1 ... stepn metricsn -> control
 -- A batch of reports in one call and one event (the latest report, with the
--- count). Past max_reports stored reports (0: no cap) the rest are counted in
--- the trial's reports_dropped and not stored: a flood of metric lines must
--- not grow one trial without bound.
+-- count). Past max_reports stored reports (0: no cap), or past the trial's
+-- report bytes (see DEFAULT_REPORT_BYTES), the rest are counted in the
+-- trial's reports_dropped and not stored: a flood of metric lines, or of
+-- metrics with long names, must not grow one trial without bound.
 local function report(keys, a)
   local P = a[1]
   local t, err = fenced(P, a[2], a[3], a[4])
@@ -1178,14 +1213,24 @@ local function report(keys, a)
   local n = tonumber(a[6])
   if n == 0 then return t.control end
   local rkey = P .. 'reports:' .. t.id
+  local tkey = P .. 'trial:' .. t.id
   local room = n
   if cap > 0 then room = math.max(0, math.min(n, cap - redis.call('LLEN', rkey))) end
+  local byte_cap = tonumber(redis.call('HGET', P .. 'deployment', 'max_report_bytes') or '')
+  if not byte_cap then byte_cap = DEFAULT_REPORT_BYTES end
+  local used = tonumber(t.report_bytes or '0') or 0
   local now = int(now_ms())
+  local stored, added = 0, 0
   for i = 1, room do
     local step = int(tonumber(a[5 + 2 * i]))
-    redis.call('RPUSH', rkey, '{"step":' .. step .. ',"time_ms":' .. now .. ',"metrics":' .. a[6 + 2 * i] .. '}')
+    local entry = '{"step":' .. step .. ',"time_ms":' .. now .. ',"metrics":' .. a[6 + 2 * i] .. '}'
+    if byte_cap > 0 and used + added + #entry > byte_cap then break end
+    redis.call('RPUSH', rkey, entry)
+    stored = stored + 1
+    added = added + #entry
   end
-  if room < n then redis.call('HINCRBY', P .. 'trial:' .. t.id, 'reports_dropped', n - room) end
+  if added > 0 then redis.call('HINCRBY', tkey, 'report_bytes', added) end
+  if stored < n then redis.call('HINCRBY', tkey, 'reports_dropped', n - stored) end
   local last = int(tonumber(a[5 + 2 * n]))
   emit(P, 'trial.reported', t.sweep, t.id,
        '{"step":' .. last .. ',"metrics":' .. a[6 + 2 * n] .. ',"count":' .. int(n) .. '}')
@@ -1270,6 +1315,20 @@ local function extend_leases_after_outage(P, now, gap, allowance)
       redis.call('HSET', P .. 'trial:' .. tid, 'lease_deadline', int(fresh))
       extended = extended + 1
     end
+    -- A gang's followers could not renew their rank leases either: each gets
+    -- the same allowance (whether or not its key lapsed meanwhile), so the
+    -- next heartbeat does not end a healthy gang for a lapse nobody caused.
+    local g = redis.call('HMGET', P .. 'trial:' .. tid, 'gang', 'attempt')
+    if g[1] and g[1] ~= '' then
+      local layout = cjson.decode(g[1])
+      for r = 2, #layout.ranks do
+        local key = P .. 'rank_lease:' .. tid .. ':' .. g[2] .. ':' .. layout.ranks[r].worker
+        if redis.call('PTTL', key) < lease_ms + allowance then
+          local held = redis.call('GET', key) or '1'
+          redis.call('SET', key, held, 'PX', int(lease_ms + allowance))
+        end
+      end
+    end
   end
   emit(P, 'leases.extended', '', '', json_obj({gap_ms = gap, leases = extended}))
 end
@@ -1281,6 +1340,7 @@ local function reap(keys, a)
   local now = now_ms()
   local last = tonumber(redis.call('GET', P .. 'reaper:last_ms') or '0')
   redis.call('SET', P .. 'reaper:last_ms', int(now))
+  redis.call('SET', P .. 'reaper:outage_ms', int(outage_ms))
   -- Never twice in a row: a Redis so loaded that every pass comes late must
   -- still expire the leases of dead workers.
   local extended_last = redis.call('GET', P .. 'reaper:extended') == '1'
@@ -1307,6 +1367,11 @@ end
 -- The worker gives the attempt back (drain, preemption, a lease it holds but
 -- does not run): back to the head of the queue with a new fencing token, not
 -- counted against max_attempts.
+-- How many times a trial may be given back before it fails: the
+-- scheduler's setting (deployment hash), else 20 (0: no bound). A trial on
+-- hosts preempted faster than it checkpoints would otherwise never end.
+local DEFAULT_MAX_RELEASES = 20
+
 local function release(keys, a)
   local P = a[1]
   local t, err = fenced(P, a[2], a[3], a[4])
@@ -1319,7 +1384,17 @@ local function release(keys, a)
     finish(P, t, now, verdict, nil, nil, a[5])
     return verdict
   end
-  redis.call('HSET', P .. 'trial:' .. t.id, 'released', int(tonumber(t.released or '0') + 1))
+  local released = tonumber(t.released or '0') + 1
+  redis.call('HSET', P .. 'trial:' .. t.id, 'released', int(released))
+  local bound = tonumber(redis.call('HGET', P .. 'deployment', 'max_releases') or '')
+  if not bound then bound = DEFAULT_MAX_RELEASES end
+  if bound > 0 and released > bound then
+    finish(P, t, now, 'failed', nil, nil,
+           'given back ' .. int(released) .. ' times without finishing (drains, preemptions), ' ..
+           'more than the pool allows (hpo-scheduler --max-releases ' .. int(bound) ..
+           '); the last time: ' .. a[5])
+    return 'failed'
+  end
   requeue(P, t, 'released: ' .. a[5], true)
   return 'queued'
 end
@@ -1540,6 +1615,12 @@ local function rank_heartbeat(keys, a)
   local st = redis.call('HMGET', P .. 'trial:' .. tid, 'state', 'attempt')
   if st[1] ~= 'running' or st[2] ~= attempt then return 0 end
   redis.call('SET', P .. 'rank_lease:' .. tid .. ':' .. attempt .. ':' .. worker, '1', 'PX', a[5])
+  -- The share has arrived: it is not handed out again (see take_ranks).
+  local sent = P .. 'ranks_sent:' .. worker
+  for _, text in ipairs(redis.call('LRANGE', sent, 0, -1)) do
+    local r = cjson.decode(text)
+    if r.trial == tid and tostring(r.attempt) == attempt then redis.call('LREM', sent, 0, text) end
+  end
   return 1
 end
 
@@ -1585,10 +1666,46 @@ local function put_worker(keys, a)
   local now = now_ms()
   local alive = P .. 'worker:' .. name .. ':alive'
   local joined = redis.call('EXISTS', alive) == 0
+  local info = cjson.decode(a[3])
+  if not joined then
+    -- Another process of this name on another host: each would release the
+    -- other's trials (its leases are not the ones it runs) forever.
+    local held = redis.call('HGET', P .. 'workers', name)
+    if held then
+      local was = cjson.decode(held)
+      if was.instance and info.instance and was.instance ~= info.instance and
+         (was.host or '') ~= (info.host or '') then
+        return refuse('CONFLICT', 'a worker named ' .. name .. ' already runs on host ' ..
+                      tostring(was.host) .. ' (this one is on ' .. tostring(info.host) ..
+                      '): give each worker a name of its own (--name)')
+      end
+    end
+  end
+  -- A draining worker takes no new gang share: its offer goes.
+  if info.draining then redis.call('HDEL', P .. 'offers', name) end
   redis.call('HSET', P .. 'workers', name, a[3])
   redis.call('HSET', P .. 'worker_hb', name, int(now))
   redis.call('SET', alive, int(now), 'PX', a[4])
   if joined then emit(P, 'worker.joined', '', '', json_obj({worker = name})) end
+  return 1
+end
+
+-- remove_worker P name instance -> 1 | 0
+-- A worker that exits deregisters at once (instead of living out its TTL):
+-- no gang share is placed on it meanwhile. Only the process that registered
+-- the name (its instance) removes it.
+local function remove_worker(keys, a)
+  local P, name, instance = a[1], a[2], a[3]
+  local held = redis.call('HGET', P .. 'workers', name)
+  if not held then return 0 end
+  local was = cjson.decode(held)
+  if was.instance and was.instance ~= instance then return 0 end
+  redis.call('DEL', P .. 'worker:' .. name .. ':alive')
+  redis.call('HDEL', P .. 'workers', name)
+  redis.call('HDEL', P .. 'worker_hb', name)
+  redis.call('HDEL', P .. 'offers', name)
+  redis.call('DEL', P .. 'ranks:' .. name, P .. 'ranks_sent:' .. name)
+  emit(P, 'worker.left', '', '', json_obj({worker = name}))
   return 1
 end
 
@@ -1651,6 +1768,7 @@ register('finish_sweep', finish_sweep)
 register('set_stage', set_stage)
 register('set_control', set_control)
 register('put_worker', put_worker)
+register('remove_worker', remove_worker)
 register('rank_heartbeat', rank_heartbeat)
 register('release_gang', release_gang)
 register('publish_rendezvous', publish_rendezvous)

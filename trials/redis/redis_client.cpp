@@ -141,9 +141,12 @@ bool parse_query(std::string_view query, RedisUrl& out, std::string& why) {
       out.wait_replicas = v;
     } else if (name == "replica_timeout_ms" && parse_int(value, v) && v > 0 && v <= 600000) {
       out.replica_timeout_ms = v;
+    } else if (name == "missing_replicas" && (value == "continue" || value == "pause")) {
+      out.pause_without_replicas = value == "pause";
     } else {
       why = "bad query parameter '" + std::string(item) +
-            "' (expected replicas=0..16 or replica_timeout_ms=1..600000)";
+            "' (expected replicas=0..16, replica_timeout_ms=1..600000 or "
+            "missing_replicas=continue|pause)";
       return false;
     }
   }
@@ -395,6 +398,14 @@ Result<int> RedisClient::wait_replicas(int replicas, std::chrono::milliseconds t
   if (r->type != Reply::Type::kInteger)
     return Error::internal("WAIT: unexpected reply " + (r->is_error() ? r->str : ""));
   return static_cast<int>(r->integer);
+}
+
+Result<int> RedisClient::connected_replicas() {
+  auto r = command({"ROLE"});
+  if (!r) return r.error();
+  if (r->is_error()) return Error::internal("ROLE: " + r->str);
+  if (r->elements.size() < 3 || r->elements[0].str != "master") return 0;
+  return static_cast<int>(r->elements[2].elements.size());
 }
 
 bool RedisClient::demoted(const Reply& r) const {

@@ -41,7 +41,11 @@ namespace hpo::trials::redis {
 // Sentinels are asked without AUTH.
 //
 // query: replicas=N (WAIT for N replicas before a write is acknowledged; 1 by
-// default for Sentinel URLs, else 0) and replica_timeout_ms=T (2000).
+// default for Sentinel URLs, else 0), replica_timeout_ms=T (2000) and
+// missing_replicas=continue|pause: when fewer than N replicas are connected
+// at all (one replica, just promoted), `continue` (the default) acknowledges
+// with those there are and says so loudly (degraded: /healthz, metrics, the
+// dashboard), `pause` acknowledges nothing until N are back.
 struct RedisUrl {
   struct Endpoint {
     std::string host;
@@ -57,6 +61,7 @@ struct RedisUrl {
   std::string primary_name;
   int wait_replicas = 0;  // acknowledged writes wait for this many replicas
   int replica_timeout_ms = 2000;
+  bool pause_without_replicas = false;  // missing_replicas=pause
 
   bool sentinel() const { return !sentinels.empty(); }
 
@@ -113,6 +118,8 @@ class RedisClient {
   // WAIT: how many replicas confirmed every write of this connection so far,
   // waiting at most `timeout` for `replicas` of them.
   Result<int> wait_replicas(int replicas, std::chrono::milliseconds timeout);
+  // ROLE: how many replicas are connected to this node now (a primary's).
+  Result<int> connected_replicas();
 
   bool connected() const { return ctx_ != nullptr; }
   // The node this client is connected to (host:port), or was last; for a

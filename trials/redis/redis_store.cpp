@@ -197,9 +197,60 @@ void RedisStore::use_artifact_dir(const std::string& dir) {
     files_.emplace(dir);
 }
 
-Status RedisStore::announce_artifact_dir(const std::string& dir) {
-  auto r = dir.empty() ? client_.command({"HDEL", key("deployment"), "artifact_dir"})
-                       : client_.command({"HSET", key("deployment"), "artifact_dir", dir});
+Status RedisStore::announce_artifact_dir(const std::string& dir, const std::string& marker) {
+  auto r = dir.empty()
+               ? client_.command({"HDEL", key("deployment"), "artifact_dir", "artifact_marker"})
+               : client_.command(
+                     {"HSET", key("deployment"), "artifact_dir", dir, "artifact_marker", marker});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  return {};
+}
+
+Status RedisStore::adopt_pool_artifact_dir(const std::string& own) {
+  auto r = client_.command({"HMGET", key("deployment"), "artifact_dir", "artifact_marker"});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  const std::string announced =
+      r->elements.size() == 2 && !r->elements[0].is_nil() ? r->elements[0].str : "";
+  const std::string marker =
+      r->elements.size() == 2 && !r->elements[1].is_nil() ? r->elements[1].str : "";
+  const std::string dir = own.empty() ? announced : own;
+  if (dir.empty()) {
+    use_artifact_dir("");
+    return {};
+  }
+  if (own.empty())
+    if (auto st = check_artifact_root("the scheduler's --artifacts", dir); !st)
+      return Error::unavailable(
+          st.error().message +
+          " on this host: mount it at that path, or pass --artifacts with where it is mounted");
+  if (!marker.empty())
+    if (auto st = check_marker(dir, marker); !st) return st;
+  use_artifact_dir(dir);
+  return {};
+}
+
+Error RedisStore::no_artifact_dir(const std::string& what, const std::string& path) {
+  return Error::internal(fmt::format(
+      "{} is a file in the pool's artifact directory ({}), and this process was not given "
+      "one: start it with --artifacts DIR (where that folder is mounted here)",
+      what, path));
+}
+
+Result<std::int64_t> RedisStore::now_ms() {
+  auto r = client_.command({"TIME"});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  if (r->elements.size() != 2) return Error::internal("TIME: unexpected reply");
+  return std::stoll(r->elements[0].str) * 1000 + std::stoll(r->elements[1].str) / 1000;
+}
+
+Status RedisStore::announce_limits(std::int64_t max_report_bytes, std::int64_t max_releases) {
+  auto r =
+      client_.command({"HSET", key("deployment"), "max_report_bytes",
+                       std::to_string(std::max<std::int64_t>(0, max_report_bytes)), "max_releases",
+                       std::to_string(std::max<std::int64_t>(0, max_releases))});
   if (!r) return r.error();
   if (r->is_error()) return refusal(r->str);
   return {};
@@ -212,11 +263,7 @@ Result<std::optional<std::string>> RedisStore::resolve(Result<Reply> raw, const 
   auto stored = decode_stored(std::move(raw->str));
   if (!stored) return stored.error();
   if (!stored->is_file) return std::optional<std::string>{std::move(stored->bytes)};
-  if (!files_)
-    return Error::internal(fmt::format(
-        "{} is a file in the pool's artifact directory ({}), and this process was not given "
-        "one: start it with --artifacts DIR (where that folder is mounted here)",
-        what, stored->path));
+  if (!files_) return no_artifact_dir(what, stored->path);
   auto bytes = files_->read(*stored, what);
   if (!bytes) return bytes.error();
   return std::optional<std::string>{std::move(*bytes)};
@@ -274,17 +321,74 @@ Status RedisStore::load_functions(RedisClient& c) {
 }
 
 Status RedisStore::replicated(const std::string& what) {
-  const int want = config_.url.wait_replicas;
-  if (want <= 0) return {};
+  const int wanted = config_.url.wait_replicas;
+  if (wanted <= 0) return {};
+  // Degraded (fewer replicas connected than the rule wants, and the rule
+  // says continue): wait for those there are, and look again now and then.
+  const auto now = std::chrono::steady_clock::now();
+  int want = wanted;
+  if (degraded_replicas_ >= 0 && now < degraded_recheck_) want = degraded_replicas_;
   const std::chrono::milliseconds timeout{config_.url.replica_timeout_ms};
-  auto got = client_.wait_replicas(want, timeout);
+  Result<int> got = want;
+  if (want > 0) got = client_.wait_replicas(want, timeout);
   if (!got) return got.error();
-  if (*got >= want) return {};
+  if (*got >= wanted) {
+    if (degraded_replicas_ >= 0)
+      log_info("Redis replicas back: acknowledged writes wait for all of them again",
+               {{"redis", client_.node()}, {"replicas", std::to_string(wanted)}});
+    degraded_replicas_ = -1;
+    return {};
+  }
+  if (!config_.url.pause_without_replicas) {
+    auto connected = client_.connected_replicas();
+    if (connected && *connected >= wanted && want < wanted) {
+      // Replicas are back within the degraded window: the full rule again.
+      degraded_replicas_ = -1;
+      got = client_.wait_replicas(wanted, timeout);
+      if (!got) return got.error();
+      if (*got >= wanted) {
+        log_info("Redis replicas back: acknowledged writes wait for all of them again",
+                 {{"redis", client_.node()}, {"replicas", std::to_string(wanted)}});
+        return {};
+      }
+    } else if (connected && *connected < wanted && *got >= *connected) {
+      if (degraded_replicas_ != *connected)
+        log_warn(
+            "Redis has fewer replicas than acknowledged writes want: going on with those "
+            "there are (missing_replicas=continue); a failover now can lose the latest "
+            "writes",
+            {{"redis", client_.node()},
+             {"replicas", std::to_string(*connected)},
+             {"wanted", std::to_string(wanted)}});
+      degraded_replicas_ = *connected;
+      degraded_recheck_ = now + std::chrono::seconds(5);
+      return {};
+    }
+  }
+  degraded_replicas_ = -1;
   return Error::unavailable(fmt::format(
       "{} reached the Redis primary {} but only {} of {} replicas confirmed it within {} ms, so a "
       "failover could lose it; retry (a submit with the same Idempotency-Key makes no second "
       "sweep)",
-      what, client_.node(), *got, want, timeout.count()));
+      what, client_.node(), *got, wanted, timeout.count()));
+}
+
+Result<StoreHealth> RedisStore::health() {
+  StoreHealth h;
+  h.replicas_wanted = config_.url.wait_replicas;
+  if (h.replicas_wanted <= 0) return h;
+  auto connected = client_.connected_replicas();
+  if (!connected) return connected.error();
+  h.replicas = *connected;
+  h.pauses = config_.url.pause_without_replicas;
+  if (h.replicas < h.replicas_wanted)
+    h.degraded = fmt::format(
+        "Redis {} has {} of the {} replicas acknowledged writes wait for: {}", client_.node(),
+        h.replicas, h.replicas_wanted,
+        h.pauses ? "writes are not acknowledged until they are back (missing_replicas=pause)"
+                 : "writes are acknowledged with fewer copies, and a failover now can lose the "
+                   "latest of them (missing_replicas=continue)");
+  return h;
 }
 
 Result<Reply> RedisStore::fcall(const std::string& name, std::vector<std::string> args) {
@@ -579,6 +683,13 @@ Status RedisStore::put_worker(const WorkerInfo& info, std::int64_t ttl_ms) {
   // The entry's heartbeat time is the store's (worker_hb), not the caller's.
   return expect_ok(fcall("put_worker", {info.name, record::dump(record::to_json(info)),
                                         std::to_string(std::max<std::int64_t>(1, ttl_ms))}));
+}
+
+Status RedisStore::remove_worker(const std::string& name, const std::string& instance) {
+  auto r = fcall("remove_worker", {name, instance});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  return {};
 }
 
 Result<std::vector<WorkerInfo>> RedisStore::list_workers() {
@@ -895,14 +1006,31 @@ Status RedisStore::release(const std::string& trial_id, int attempt, const std::
 
 Status RedisStore::put_artifact(const std::string& trial_id, int attempt, const std::string& worker,
                                 const std::string& name, const std::string& bytes) {
+  if (files_)
+    return put_file_artifact(trial_id, attempt, worker, name,
+                             [&bytes](ByteSink& out) { return out.write(bytes); });
   if (auto st = check_artifact_size(trial_id, name, bytes); !st) return st;
-  if (!files_) {
-    if (auto st = expect_ok(fcall("put_artifact", {trial_id, std::to_string(attempt), worker, name,
-                                                   encode_inline(bytes)}));
-        !st)
-      return st;
-    return replicated("artifact " + name + " of trial " + trial_id);
-  }
+  if (auto st = expect_ok(fcall(
+          "put_artifact", {trial_id, std::to_string(attempt), worker, name, encode_inline(bytes)}));
+      !st)
+    return st;
+  return replicated("artifact " + name + " of trial " + trial_id);
+}
+
+Status RedisStore::put_artifact_stream(const std::string& trial_id, int attempt,
+                                       const std::string& worker, const std::string& name,
+                                       const ByteProducer& produce) {
+  if (files_) return put_file_artifact(trial_id, attempt, worker, name, produce);
+  return TrialQueue::put_artifact_stream(trial_id, attempt, worker, name, produce);
+}
+
+std::int64_t RedisStore::inline_artifact_limit() const {
+  return files_ ? 0 : config_.max_artifact_bytes;
+}
+
+Status RedisStore::put_file_artifact(const std::string& trial_id, int attempt,
+                                     const std::string& worker, const std::string& name,
+                                     const ByteProducer& produce) {
   // The bytes go to a file first; the fenced call publishes its reference.
   const std::string artifact_key = key("artifact:" + trial_id + ":" + name);
   auto previous = [&]() -> std::optional<StoredArtifact> {
@@ -912,9 +1040,10 @@ Status RedisStore::put_artifact(const std::string& trial_id, int attempt, const 
     return d ? std::optional<StoredArtifact>(std::move(*d)) : std::nullopt;
   };
   const auto before = previous();
-  auto reference = files_->write(trial_id, name, bytes);
+  auto reference = files_->write_stream(trial_id, name, produce);
   if (!reference) return reference.error();
   auto written = decode_stored(*reference);
+  const bool same_file = before && before->is_file && written && before->path == written->path;
   auto st = expect_ok(
       fcall("put_artifact", {trial_id, std::to_string(attempt), worker, name, *reference}));
   if (!st) {
@@ -923,14 +1052,58 @@ Status RedisStore::put_artifact(const std::string& trial_id, int attempt, const 
     const ErrorCode code = st.error().code;
     const bool refused = code == ErrorCode::kLeaseLost || code == ErrorCode::kNotFound ||
                          code == ErrorCode::kConflict || code == ErrorCode::kInvalidArgument;
-    if (refused && written && !(before && before->is_file && before->path == written->path))
-      files_->remove(*written);
+    if (refused && written && !same_file) files_->remove(*written);
     return st;
   }
-  // A replaced version (the previous checkpoint) is not referenced any more.
-  if (before && before->is_file && written && before->path != written->path)
-    files_->remove(*before);
-  return replicated("artifact " + name + " of trial " + trial_id);
+  // The replaced version (the previous checkpoint) goes only once the new
+  // reference is durable: until then a failover or a restore may still
+  // point at it.
+  if (auto durable = replicated("artifact " + name + " of trial " + trial_id); !durable)
+    return durable;
+  if (written) files_->remove_other_versions(*written, name);
+  return {};
+}
+
+Result<bool> RedisStore::read_artifact(const std::string& trial_id, const std::string& name,
+                                       ByteSink& out) {
+  auto at = locate_artifact(trial_id, name);
+  if (!at) return at.error();
+  if (!*at) return false;
+  if (!(*at)->is_file) {
+    if (auto st = out.write((*at)->bytes); !st) return st.error();
+    return true;
+  }
+  StoredArtifact ref;
+  ref.is_file = true;
+  ref.path = (*at)->path.substr(files_->root().size() + 1);
+  ref.size = (*at)->size;
+  ref.sha256 = (*at)->sha256;
+  if (auto st = files_->read_stream(ref, "artifact " + name + " of trial " + trial_id, out); !st)
+    return st.error();
+  return true;
+}
+
+Result<std::optional<ArtifactLocation>> RedisStore::locate_artifact(const std::string& trial_id,
+                                                                    const std::string& name) {
+  const std::string what = "artifact " + name + " of trial " + trial_id;
+  auto r = client_.command({"GET", key("artifact:" + trial_id + ":" + name)});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  if (r->is_nil()) return std::optional<ArtifactLocation>{};
+  auto stored = decode_stored(std::move(r->str));
+  if (!stored) return stored.error();
+  ArtifactLocation at;
+  if (!stored->is_file) {
+    at.size = static_cast<std::int64_t>(stored->bytes.size());
+    at.bytes = std::move(stored->bytes);
+    return std::optional<ArtifactLocation>{std::move(at)};
+  }
+  if (!files_) return no_artifact_dir(what, stored->path);
+  at.is_file = true;
+  at.path = files_->path_of(*stored);
+  at.size = stored->size;
+  at.sha256 = stored->sha256;
+  return std::optional<ArtifactLocation>{std::move(at)};
 }
 
 Result<std::vector<HeldLease>> RedisStore::worker_leases(const std::string& worker) {

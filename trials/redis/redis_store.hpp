@@ -58,11 +58,27 @@ class RedisStore final : public AllRoles {
   // worker started without --artifacts uses the pool's; the scheduler
   // announces its own at start (empty clears it).
   Result<std::string> announced_artifact_dir();
-  Status announce_artifact_dir(const std::string& dir);
+  // The scheduler: `dir` (empty: none) and the id of its marker
+  // (trials/artifact_dir.hpp, claim_marker).
+  Status announce_artifact_dir(const std::string& dir, const std::string& marker = "");
+  // A worker: keeps artifacts in `own` (its --artifacts), else in the folder
+  // the scheduler announced, once that folder's marker is the one announced
+  // (an unmounted mount point is refused, kUnavailable naming it: the worker
+  // retries, the mount may come). Nothing announced and no folder of its
+  // own: artifacts stay in Redis.
+  Status adopt_pool_artifact_dir(const std::string& own);
+  // The pool's limits, for the Functions to enforce whoever calls them
+  // (hpo_functions.lua): the most bytes of stored reports one trial may hold
+  // (report), and how many times a trial may be given back before it fails
+  // (release); 0: no limit.
+  Status announce_limits(std::int64_t max_report_bytes, std::int64_t max_releases);
   // Keep trials' artifact bytes in `dir` from now on (empty: in Redis).
   void use_artifact_dir(const std::string& dir);
 
+  Result<StoreHealth> health() override;
+
   // SweepStore
+  Result<std::int64_t> now_ms() override;
   Result<std::string> create_sweep(const NewSweep& sweep) override;
   Result<std::string> import_sweep(const NewSweep& sweep,
                                    const std::vector<ImportedTrial>& trials) override;
@@ -89,6 +105,7 @@ class RedisStore final : public AllRoles {
 
   // WorkerRegistry
   Status put_worker(const WorkerInfo& info, std::int64_t ttl_ms) override;
+  Status remove_worker(const std::string& name, const std::string& instance) override;
   Result<std::vector<WorkerInfo>> list_workers() override;
 
   // EventLog
@@ -131,6 +148,13 @@ class RedisStore final : public AllRoles {
                  const std::string& reason) override;
   Status put_artifact(const std::string& trial_id, int attempt, const std::string& worker,
                       const std::string& name, const std::string& bytes) override;
+  Status put_artifact_stream(const std::string& trial_id, int attempt, const std::string& worker,
+                             const std::string& name, const ByteProducer& produce) override;
+  std::int64_t inline_artifact_limit() const override;
+  Result<bool> read_artifact(const std::string& trial_id, const std::string& name,
+                             ByteSink& out) override;
+  Result<std::optional<ArtifactLocation>> locate_artifact(const std::string& trial_id,
+                                                          const std::string& name) override;
   Result<std::vector<HeldLease>> worker_leases(const std::string& worker) override;
   Result<int> reap(int max, std::int64_t outage_ms) override;
 
@@ -138,6 +162,9 @@ class RedisStore final : public AllRoles {
   const std::string& prefix() const { return config_.prefix; }
 
  private:
+  Status put_file_artifact(const std::string& trial_id, int attempt, const std::string& worker,
+                           const std::string& name, const ByteProducer& produce);
+  static Error no_artifact_dir(const std::string& what, const std::string& path);
   Status check_artifact_size(const std::string& trial_id, const std::string& name,
                              const std::string& bytes) const;
   // FCALL hpo_<name> 0 <prefix> args...; a refusal (NOT_FOUND, CONFLICT,
@@ -149,6 +176,10 @@ class RedisStore final : public AllRoles {
   // them. Fewer in time: kUnavailable naming `what` (the write is on the
   // primary; the caller retries it, which every such write allows).
   Status replicated(const std::string& what);
+  // Fewer replicas connected than the rule wants (-1: none missing), until
+  // degraded_recheck_.
+  int degraded_replicas_ = -1;
+  std::chrono::steady_clock::time_point degraded_recheck_{};
   std::string key(std::string_view suffix) const;
   // The value under an artifact key, decoded: the bytes, from the artifact
   // directory when it is a reference. `what` names it in errors.

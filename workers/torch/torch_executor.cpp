@@ -27,6 +27,7 @@
 // this thread stores them through the reporter as a single-process trial would.
 #include "workers/torch/torch_executor.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,6 +53,7 @@
 #include "workers/outcome.hpp"
 #include "workers/torch/rank_job.hpp"
 #include "workers/torch/trial_setup.hpp"
+#include "workers/trial_files.hpp"
 #include "workers/trial_sandbox.hpp"
 
 namespace hpo::workers {
@@ -77,10 +79,55 @@ std::optional<std::string> read_file(const fs::path& p) {
   return s.str();
 }
 
+// An artifact a training leaves: its bytes (in-process training), or a file
+// rank 0 wrote in `dir` (the ranks' folder, the trial user's: read the way
+// trial_files.hpp reads, and streamed to the store).
+struct TrainedArtifact {
+  std::string name;
+  std::string bytes;
+  fs::path dir;
+};
+
+std::vector<TrainedArtifact> in_memory(std::vector<std::pair<std::string, std::string>> named) {
+  std::vector<TrainedArtifact> out;
+  for (auto& [name, bytes] : named) out.push_back({name, std::move(bytes), {}});
+  return out;
+}
+
+// Streams the file `name` in `dir` (which the trial user owns) to the store.
+Status put_file_artifact(Reporter& reporter, const std::string& name, const fs::path& dir,
+                         const std::string& file) {
+  return reporter.put_artifact_stream(name, [&](ByteSink& out) -> Status {
+    auto opened = open_beneath(dir.string(), file);
+    if (!opened) return Error::unavailable((dir / file).string() + ": " + opened.error().message);
+    auto n = copy_fd(opened->fd(), out, (dir / file).string());
+    return n ? Status{} : Status(n.error());
+  });
+}
+
+// The stored checkpoint streamed into dir/resume.pt for the ranks (false:
+// there is none); a part written before an error is removed.
+Result<bool> write_resume_file(tt::RankJob& job, const fs::path& dir,
+                               const std::function<Result<bool>(ByteSink&)>& read) {
+  const fs::path path = dir / "resume.pt";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Error::unavailable("cannot write " + path.string());
+  FdSink out(fd, path.string());
+  auto got = read(out);
+  const bool closed = ::close(fd) == 0;
+  if (!got || !*got || !closed) {
+    ::unlink(path.c_str());
+    if (got && *got) return Error::unavailable("cannot write " + path.string());
+    return got;
+  }
+  job.resume = path.string();
+  return true;
+}
+
 // What rank 0 left in the attempt directory: result.json and the artifacts it lists.
 struct RankZeroResult {
   tt::TrainOutput out;
-  std::vector<std::pair<std::string, std::string>> artifacts;
+  std::vector<TrainedArtifact> artifacts;
   bool retryable = true;
 };
 
@@ -103,15 +150,16 @@ RankZeroResult read_rank_zero_result(const fs::path& dir, int k, bool stopped) {
   r.retryable = result->retryable;
   r.out.metrics = result->metrics;
   for (const auto& name : result->artifacts) {
-    auto bytes = read_file(dir / name);
-    if (!bytes) {  // listed but gone: fail rather than store a trial without it
+    std::error_code ec;
+    if (!fs::exists(dir / name,
+                    ec)) {  // listed but gone: fail rather than store a trial without it
       r.out.end = tt::TrainOutput::End::kFailed;
       r.out.error =
           fmt::format("data-parallel rank 0 of {} listed artifact {} but left no file", k, name);
       r.artifacts.clear();
       return r;
     }
-    r.artifacts.emplace_back(name, std::move(*bytes));
+    r.artifacts.push_back({name, {}, dir});
   }
   return r;
 }
@@ -129,8 +177,8 @@ void first_step_from_claim(trials::Metrics& metrics, std::int64_t claimed_ms) {
 
 // The trial's result from a finished training and its artifacts.
 trials::TrialResult finish(const trials::SweepSpec& spec, tt::TrainOutput out,
-                           std::vector<std::pair<std::string, std::string>> artifacts,
-                           bool failure_retryable, std::int64_t claimed_ms, Reporter& reporter) {
+                           std::vector<TrainedArtifact> artifacts, bool failure_retryable,
+                           std::int64_t claimed_ms, Reporter& reporter) {
   first_step_from_claim(out.metrics, claimed_ms);
   switch (out.end) {
     case tt::TrainOutput::End::kStopped: {
@@ -149,12 +197,14 @@ trials::TrialResult finish(const trials::SweepSpec& spec, tt::TrainOutput out,
     case tt::TrainOutput::End::kCompleted:
       break;
   }
-  for (const auto& [name, bytes] : artifacts) {
-    if (bytes.empty()) continue;
-    if (auto st = reporter.put_artifact(name, bytes); !st)
-      return failed(
-          fmt::format("storing artifact {} ({} bytes): {}", name, bytes.size(), st.error().message),
-          /*retryable=*/true);
+  for (const auto& a : artifacts) {
+    if (a.dir.empty() && a.bytes.empty()) continue;
+    auto st = a.dir.empty() ? reporter.put_artifact(a.name, a.bytes)
+                            : put_file_artifact(reporter, a.name, a.dir, a.name);
+    // Too large for a store without an artifact folder stays too large.
+    if (!st)
+      return failed(fmt::format("storing artifact {}: {}", a.name, st.error().message),
+                    /*retryable=*/st.error().code != ErrorCode::kPayloadTooLarge);
   }
   trials::TrialResult r;
   r.outcome = trials::TrialState::kCompleted;
@@ -207,8 +257,13 @@ bool relay_rank0_line(std::string_view line, Reporter& reporter, const fs::path&
   if (line.starts_with(kRankCheckpointPrefix)) {
     std::int64_t epoch = 0, batch = 0;
     std::istringstream(std::string(line.substr(kRankCheckpointPrefix.size()))) >> epoch >> batch;
-    if (auto bytes = read_file(dir / kRankCheckpointFile))
-      store_checkpoint(reporter, *bytes, epoch, batch);
+    auto st = put_file_artifact(reporter, trials::artifact::kCheckpoint, dir, kRankCheckpointFile);
+    if (!st)
+      reporter.log(fmt::format("torch: the checkpoint of epoch {} was not stored: {}", epoch + 1,
+                               st.error().message));
+    else if (batch > 0)
+      reporter.log(
+          fmt::format("torch: checkpoint stored at epoch {}, batch {}", epoch + 1, batch + 1));
     return true;
   }
   if (!line.starts_with(kRankReportPrefix)) {
@@ -368,15 +423,6 @@ Status make_attempt_dir(const fs::path& dir) {
   return Status{};
 }
 
-// The checkpoint bytes the ranks resume from, written as dir/resume.pt.
-Status write_resume(tt::RankJob& job, const fs::path& dir, const std::string& bytes) {
-  job.resume = (dir / "resume.pt").string();
-  std::ofstream f(job.resume, std::ios::binary);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!f) return Error::unavailable("cannot write " + job.resume);
-  return Status{};
-}
-
 Status write_job(const tt::RankJob& job, const fs::path& file) {
   std::ofstream f(file);
   f << tt::encode_rank_job(job);
@@ -435,6 +481,18 @@ trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter
   if (!task.spec || task.spec->trial.kind != trials::TrialKind::kTorch)
     return failed("torch executor: the trial's spec is not of kind torch");
   const auto& spec = *task.spec;
+  // A model the store cannot keep (no artifact folder) is not trained: its
+  // model.pt would be refused at the end, each attempt again.
+  if (auto config = trials::resolve(spec.trial.torch, task.trial.params); config) {
+    const double bytes = trials::hidden_parameters(config->model) * 4;
+    const std::int64_t limit = reporter.inline_artifact_limit();
+    if (limit > 0 && bytes > static_cast<double>(limit))
+      return failed(fmt::format(
+          "this trial's model weighs about {:.0f} MiB of float32; without an artifact folder the "
+          "store keeps at most {} MiB per artifact: start hpo-scheduler with --artifacts DIR, or "
+          "keep the swept sizes smaller",
+          bytes / 1048576.0, limit >> 20));
+  }
   if (spec.trial.data_parallel.replicas > 1 || options_.isolate)
     return run_parallel(task, reporter);
 
@@ -455,7 +513,7 @@ trials::TrialResult TorchExecutor::run(const TrialTask& task, Reporter& reporter
   auto artifacts = out.end == tt::TrainOutput::End::kCompleted
                        ? tt::artifacts_of(out, setup->plan_summary)
                        : std::vector<std::pair<std::string, std::string>>{};
-  return finish(spec, std::move(out), std::move(artifacts), /*failure_retryable=*/false,
+  return finish(spec, std::move(out), in_memory(std::move(artifacts)), /*failure_retryable=*/false,
                 task.trial.started_ms, reporter);
 }
 
@@ -486,9 +544,14 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
                              dir.path, options_, *cache_, who);
   job.store = gang ? fmt::format("tcp://{}:0", address) : (dir.path / "c10d-store").string();
   if (gang) job.address = address;
-  if (auto checkpoint = stored_checkpoint(reporter))
-    if (auto st = write_resume(job, dir.path, *checkpoint); !st)
-      return failed(st.error().message, true);
+  if (auto got = write_resume_file(job, dir.path,
+                                   [&](ByteSink& out) {
+                                     return reporter.read_artifact(trials::artifact::kCheckpoint,
+                                                                   out);
+                                   });
+      !got)
+    reporter.log("torch: cannot read the trial's checkpoint (" + got.error().message +
+                 "); starting from the first epoch");
   if (auto st = write_job(job, dir.path / "job.json"); !st) return failed(st.error().message, true);
   if (auto st = hand_over_ranks(task.work_dir, dir.path, who); !st)
     return failed(st.error().message, true);
@@ -628,11 +691,12 @@ Status TorchExecutor::run_ranks(const RankTask& task, RankControl& control) {
   job.first_rank = task.first;
   job.store = "tcp://" + where;
   job.address = task.address.empty() ? "127.0.0.1" : task.address;
-  if (auto got = control.get_artifact(trials::artifact::kCheckpoint); !got) {
+  if (auto got = write_resume_file(
+          job, dir.path,
+          [&](ByteSink& out) { return control.read_artifact(trials::artifact::kCheckpoint, out); });
+      !got) {
     // Rank 0 resumes from what it reads; a rank that started afresh would disagree.
     return Error::unavailable(tag + ": cannot read the trial's checkpoint: " + got.error().message);
-  } else if (*got) {
-    if (auto st = write_resume(job, dir.path, **got); !st) return st;
   }
   if (auto st = write_job(job, dir.path / "job.json"); !st) return st;
   if (auto st = hand_over_ranks(task.work_dir, dir.path, who); !st) return st;

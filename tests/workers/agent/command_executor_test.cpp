@@ -399,13 +399,15 @@ TEST(CommandCheckpoints, PackedFoldersKeepRegularFilesAndRefuseEscapes) {
   std::ofstream(dir.file("ck/a/b/w.bin"), std::ios::binary) << std::string("x\0y\n", 4);
   std::ofstream(dir.file("ck/top.txt")) << "top";
   std::filesystem::create_symlink("/etc/passwd", dir.file("ck/link"));
-  auto packed = pack_dir(dir.file("ck"));
+  StringSink bytes(1 << 20, "pack");
+  auto packed = pack_dir(dir.file("ck"), bytes);
   ASSERT_TRUE(packed.ok()) << packed.error().message;
   EXPECT_EQ(packed->files, 2u);
+  EXPECT_EQ(packed->bytes, static_cast<std::int64_t>(bytes.bytes().size()));
   ASSERT_EQ(packed->skipped.size(), 1u);
   EXPECT_NE(packed->skipped[0].find("link (a symbolic link)"), std::string::npos);
   std::filesystem::create_directories(dir.file("out"));
-  auto n = unpack_dir(packed->bytes, dir.file("out"));
+  auto n = unpack_dir(bytes.bytes(), dir.file("out"));
   ASSERT_TRUE(n.ok()) << n.error().message;
   EXPECT_EQ(*n, 2u);
   EXPECT_EQ(read_file(dir.file("out/a/b/w.bin")), std::string("x\0y\n", 4));
@@ -417,6 +419,81 @@ TEST(CommandCheckpoints, PackedFoldersKeepRegularFilesAndRefuseEscapes) {
     EXPECT_FALSE(r.ok()) << bad;
   }
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/evil"));
+}
+
+// A pack is streamed: unpacked from pieces of any size (a byte at a time, a
+// chunk at a time) it gives the same folder; cut anywhere it is refused.
+TEST(CommandCheckpoints, PacksStreamInPiecesOfAnySize) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.file("ck/sub"));
+  std::string big(3 * kStreamChunk + 17, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 131 % 251);
+  std::ofstream(dir.file("ck/sub/weights.bin"), std::ios::binary) << big;
+  std::ofstream(dir.file("ck/empty"), std::ios::binary);
+  std::ofstream(dir.file("ck/step")) << "42\n";
+  StringSink packed(std::int64_t{1} << 30, "pack");
+  auto stats = pack_dir(dir.file("ck"), packed);
+  ASSERT_TRUE(stats.ok()) << stats.error().message;
+  EXPECT_EQ(stats->files, 3u);
+  const std::string& bytes = packed.bytes();
+  for (std::size_t piece : {std::size_t{1}, std::size_t{7}, kStreamChunk}) {
+    const std::string out = dir.file("out" + std::to_string(piece));
+    std::filesystem::create_directories(out);
+    DirUnpacker unpacker(out);
+    // A byte at a time only through the headers and the small files: 3 MiB
+    // of single-byte writes would only slow the test.
+    for (std::size_t at = 0; at < bytes.size();) {
+      const std::size_t n = at < 200 || at > bytes.size() - 200 ? piece : kStreamChunk;
+      ASSERT_TRUE(unpacker.write(std::string_view(bytes).substr(at, n)).ok()) << piece;
+      at += n;
+    }
+    auto n = unpacker.finish();
+    ASSERT_TRUE(n.ok()) << n.error().message;
+    EXPECT_EQ(*n, 3u);
+    EXPECT_EQ(read_file(out + "/sub/weights.bin"), big) << piece;
+    EXPECT_EQ(read_file(out + "/step"), "42\n");
+    EXPECT_TRUE(std::filesystem::exists(out + "/empty"));
+  }
+  for (std::size_t cut : {std::size_t{5}, std::size_t{30}, bytes.size() / 2, bytes.size() - 1}) {
+    std::filesystem::create_directories(dir.file("cut"));
+    DirUnpacker unpacker(dir.file("cut"));
+    auto st = unpacker.write(std::string_view(bytes).substr(0, cut));
+    EXPECT_FALSE(st.ok() && unpacker.finish().ok()) << "cut at " << cut;
+  }
+}
+
+// A checkpoint the store cannot keep stops the attempt at once, loudly: a
+// trial does not train on without the protection it asked for. Too large
+// for a store without an artifact folder is not retried (it stays too
+// large), and the message says how to get room.
+TEST(CommandCheckpoints, ACheckpointThatCannotBeStoredFailsTheAttempt) {
+  TempDir dir;
+  auto script = dir.script("ck.sh", R"(
+echo weights > "$HPO_CHECKPOINT_DIR/w"
+echo hpo-checkpoint
+i=0
+while [ "$i" -lt 600 ]; do
+  printf 'hpo-metric {"step": %s, "loss": 1}\n' "$i"
+  i=$((i + 1)); sleep 0.1
+done
+echo 'hpo-metric {"final": true, "loss": 1}'
+)");
+  auto spec = command_spec({script});
+  RecordingReporter rep;
+  rep.refuse_puts = Error{ErrorCode::kPayloadTooLarge, "artifact checkpoint is too large", {}};
+  auto r = run_in_work_dir(make_task(spec), dir, "big", rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_FALSE(r.retryable);
+  EXPECT_NE(r.error.find("the checkpoint could not be stored"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("--artifacts"), std::string::npos) << r.error;
+  EXPECT_LT(rep.reports.size(), 600u);  // stopped, not run to the end
+
+  RecordingReporter full;
+  full.refuse_puts = Error::internal("cannot write /srv/artifacts/x/.tmp: No space left on device");
+  r = run_in_work_dir(make_task(spec), dir, "full", full);
+  ASSERT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_TRUE(r.retryable);
+  EXPECT_NE(r.error.find("No space left on device"), std::string::npos) << r.error;
 }
 
 TEST(CommandOutputs, PredictionsBecomeArtifactsAndOtherFilesAreKept) {

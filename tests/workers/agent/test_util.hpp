@@ -31,6 +31,7 @@ class RecordingReporter : public Reporter {
   }
   Status put_artifact(const std::string& name, const std::string& bytes) override {
     std::lock_guard lk(mu_);
+    if (refuse_puts) return *refuse_puts;
     artifacts[name] = bytes;
     ++puts[name];
     return {};
@@ -49,6 +50,7 @@ class RecordingReporter : public Reporter {
   }
 
   std::atomic<StopReason> stop{StopReason::kNone};
+  std::optional<Error> refuse_puts;  // set: every put_artifact answers this
   std::vector<std::pair<std::int64_t, trials::Metrics>> reports;
   std::vector<std::string> lines;
   std::map<std::string, std::string> artifacts;

@@ -113,6 +113,9 @@ class FakeReporter : public Reporter {
     artifacts.emplace_back(name, bytes);
     return {};
   }
+  // What it keeps has no limit (a pool with an artifact folder) unless a test sets one.
+  std::int64_t inline_limit = 0;
+  std::int64_t inline_artifact_limit() const override { return inline_limit; }
   // The last one stored under `name` (a checkpoint an earlier attempt left).
   Result<std::optional<std::string>> get_artifact(const std::string& name) override {
     for (auto it = artifacts.rbegin(); it != artifacts.rend(); ++it)

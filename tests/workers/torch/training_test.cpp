@@ -504,6 +504,24 @@ TorchExecutor started_ahead(const std::shared_ptr<StandbyRanks>& pool) {
   return executor;
 }
 
+// Without an artifact folder a model whose weights the store cannot keep is
+// not trained at all (its model.pt would be refused at the end, every
+// attempt): the trial fails at once, saying how big it is and what to do.
+TEST_F(IsolatedTrials, AModelTheStoreCannotKeepIsNotTrained) {
+  auto big = parallel_spec(dir.write("t.csv", testing::blobs_csv(300, 1)), 3, 1,
+                           {{"model", {{"type", "mlp"}, {"layers", {9000, 9000}}}}});
+  FakeReporter rep;
+  rep.inline_limit = std::int64_t{256} << 20;
+  auto task = task_for(big, params);
+  task.work_dir = dir.file("");
+  auto r = isolated.run(task, rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_FALSE(r.retryable);
+  EXPECT_NE(r.error.find("weighs about 309 MiB"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("--artifacts"), std::string::npos) << r.error;
+  EXPECT_TRUE(rep.reports.empty());
+}
+
 TEST_F(IsolatedTrials, TrialsTakeProcessesStartedAheadAndThePoolRefills) {
   auto pool = std::make_shared<StandbyRanks>(1, 2);
   TorchExecutor ahead = started_ahead(pool);
