@@ -49,6 +49,18 @@ the environment over --config, --config over the defaults):
                          [HPO_PUBLIC_READS=1]
   --static-dir DIR       dashboard files [HPO_STATIC_DIR]
   --threads N            HTTP handler threads [HPO_HANDLER_THREADS] (4)
+  --controller-threads N threads that step sweeps' controllers, each with a Redis
+                         connection; a sweep holds one only while it steps, so
+                         parked and idle sweeps cost none [HPO_CONTROLLER_THREADS] (8)
+  --max-report-mb MB     the most stored reports one trial may hold, in MiB; later
+                         ones are counted (reports_dropped), not stored
+                         [HPO_MAX_REPORT_MB] (16; 0: no cap)
+  --max-releases N       a trial given back more than N times (drains, preemptions
+                         faster than it checkpoints) fails, saying so
+                         [HPO_MAX_RELEASES] (20; 0: no bound)
+  --ensemble-memory-mb MB  the most memory combining an ensemble may take (its
+                         prediction files, counted before any is read); past it
+                         the sweep fails saying so [HPO_ENSEMBLE_MEMORY_MB] (2048)
   --reaper-ms MS         lease reaper period [HPO_REAPER_MS] (1000)
   --retention-days D     delete ended sweeps (trials, reports, artifacts) D days
                          after they ended [HPO_RETENTION_DAYS] (0: keep forever)
@@ -128,6 +140,27 @@ const std::vector<S>& settings() {
                              &Config::public_reads),
       text_setting<Config>("--static-dir", "HPO_STATIC_DIR", "static_dir", &Config::static_dir),
       int_setting("--threads", "HPO_HANDLER_THREADS", "threads", &Config::handler_threads, 1, 256),
+      int_setting("--controller-threads", "HPO_CONTROLLER_THREADS", "controller_threads",
+                  &Config::controller_threads, 1, 256),
+      {"--max-report-mb", "HPO_MAX_REPORT_MB", "max_report_mb", SettingKind::kValue,
+       [](Config& c, const std::string& origin, const std::string& v) -> Status {
+         std::int64_t mb = 0;
+         if (auto st = parse_setting_int(origin, v, 0, 1 << 20, mb); !st) return st;
+         c.max_report_bytes = mb << 20;
+         return {};
+       }},
+      {"--ensemble-memory-mb", "HPO_ENSEMBLE_MEMORY_MB", "ensemble_memory_mb",
+       SettingKind::kValue,
+       [](Config& c, const std::string& origin, const std::string& v) -> Status {
+         std::int64_t mb = 0;
+         if (auto st = parse_setting_int(origin, v, 0, 1 << 24, mb); !st) return st;
+         c.ensemble_memory_bytes = mb << 20;
+         return {};
+       }},
+      {"--max-releases", "HPO_MAX_RELEASES", "max_releases", SettingKind::kValue,
+       [](Config& c, const std::string& origin, const std::string& v) -> Status {
+         return parse_setting_int(origin, v, 0, 1'000'000, c.max_releases);
+       }},
       {"--reaper-ms", "HPO_REAPER_MS", "reaper_ms", SettingKind::kValue,
        [](Config& c, const std::string& origin, const std::string& v) -> Status {
          std::int64_t n = 0;

@@ -33,6 +33,17 @@ struct SchedulerConfig {
   bool redis_password_on_command_line = false;  // --redis with a password: the same
   std::string static_dir;  // dashboard files; default: found next to the binary
   int handler_threads = 4;
+  // Threads that step sweep controllers (each with one Redis connection); a
+  // sweep holds one only while it steps (scheduler/controller_loop.hpp).
+  int controller_threads = 8;
+  // The most bytes of stored reports one trial may hold (0: no cap); later
+  // reports are counted in its reports_dropped, not stored.
+  std::int64_t max_report_bytes = std::int64_t{16} << 20;
+  // Times a trial may be given back (drains, preemptions) before it fails
+  // with the reason (0: no bound).
+  std::int64_t max_releases = 20;
+  // The most memory an ensemble stage's combination may take (0: no limit).
+  std::int64_t ensemble_memory_bytes = std::int64_t{2} << 30;
   std::chrono::milliseconds reaper_period{1000};
   std::chrono::milliseconds rescan_period{5000};
   // Accept an external Redis that does not persist every write (appendonly

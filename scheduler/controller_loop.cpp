@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -11,130 +13,78 @@
 
 namespace hpo::scheduler {
 
-// One sweep's controller on its own thread. The loop thread only calls
-// notify()/resync()/request_stop(); the controller itself is touched by the
-// runner's thread alone (pending work crosses under mu_).
-class ControllerLoop::Runner {
- public:
-  Runner(std::unique_ptr<SweepController> controller, StoreFactory stores)
-      : controller_(std::move(controller)), stores_(std::move(stores)) {}
+using Clock = std::chrono::steady_clock;
 
-  void start(std::shared_ptr<Runner> self) {
-    thread_ = std::thread([self] { self->run(); });
-  }
-  void notify(const std::string& trial_id) {
-    {
-      std::lock_guard lock(mu_);
-      if (!trial_id.empty()) dirty_.insert(trial_id);
-      woken_ = true;
-    }
-    cv_.notify_one();
-  }
-  void resync() {
-    {
-      std::lock_guard lock(mu_);
-      resync_ = woken_ = true;
-    }
-    cv_.notify_one();
-  }
-  void request_stop() {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_one();
-  }
-  bool ended() {
-    std::lock_guard lock(mu_);
-    return ended_;
-  }
-  // Joins when the thread ends within `grace`; else leaves it (it owns its
-  // state) and returns false.
-  bool finish(std::chrono::milliseconds grace) {
-    request_stop();
-    std::unique_lock lock(mu_);
-    bool done = cv_.wait_for(lock, grace, [this] { return ended_; });
-    lock.unlock();
-    if (!thread_.joinable()) return true;
-    if (done) {
-      thread_.join();
-      return true;
-    }
-    log_warn("sweep controller still busy at shutdown; left behind",
-             {{"sweep", controller_->sweep_id()}});
-    thread_.detach();
-    return false;
-  }
+// One sweep's controller. The controller is touched only by the pool thread
+// that steps it; everything else here is the pool's, under Pool::mu.
+struct ControllerLoop::Runner {
+  explicit Runner(std::unique_ptr<SweepController> c) : controller(std::move(c)) {}
+  enum class Where { kIdle, kQueued, kRunning, kWaiting };  // kWaiting: a back-off
 
- private:
-  void run() {
-    std::unique_ptr<trials::Store> store;
-    Backoff backoff(std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
-    for (;;) {
-      std::set<std::string> dirty;
-      bool resync = false;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [this] { return woken_ || stopping_; });
-        if (stopping_) break;
-        woken_ = false;
-        dirty.swap(dirty_);
-        resync = std::exchange(resync_, false);
-      }
-      if (!store) {
-        auto s = stores_();
-        if (!s) {
-          log_warn("sweep controller: store unavailable",
-                   {{"sweep", controller_->sweep_id()}, {"error", s.error().message}});
-          std::unique_lock lock(mu_);
-          resync_ = woken_ = true;  // try again after the back-off
-          cv_.wait_for(lock, backoff.next(), [this] { return stopping_; });
-          continue;
-        }
-        store = std::move(*s);
-        backoff.reset();
-        resync = true;
-      }
-      for (const auto& id : dirty) controller_->mark_dirty(id);
-      if (resync) controller_->mark_resync();
-      auto alive = controller_->step(*store);
-      if (!alive) {
-        log_warn("controller step failed",
-                 {{"sweep", controller_->sweep_id()}, {"error", alive.error().message}});
-        controller_->mark_resync();
-        if (alive.error().code == ErrorCode::kUnavailable) store.reset();
-        // Step again after a back-off even if no event comes: the sweep's
-        // last event may be the one whose step failed.
-        std::unique_lock lock(mu_);
-        woken_ = true;
-        cv_.wait_for(lock, backoff.next(), [this] { return stopping_; });
-      } else if (!*alive) {
-        break;  // the sweep has ended
+  std::unique_ptr<SweepController> controller;
+  std::set<std::string> dirty;
+  bool resync = true;
+  bool woken = true;  // the first step comes at once
+  Where where = Where::kIdle;
+  Clock::time_point not_before{};  // kWaiting: when it is queued again
+  bool ended = false;
+  bool dropped = false;  // the loop let go of it: a waiting one is not queued again
+  Backoff backoff{std::chrono::milliseconds(100), std::chrono::milliseconds(2000)};
+};
+
+struct ControllerLoop::Pool {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::shared_ptr<Runner>> ready;
+  std::vector<std::shared_ptr<Runner>> waiting;  // back-offs
+  bool stopping = false;
+  int running = 0;  // threads inside a step
+
+  // Under mu: queues `r` unless it is queued, stepping (it goes again after)
+  // or backing off (it goes when that ends).
+  void enqueue(const std::shared_ptr<Runner>& r) {
+    if (r->where != Runner::Where::kIdle || r->ended) return;
+    r->where = Runner::Where::kQueued;
+    ready.push_back(r);
+    cv.notify_one();
+  }
+  void wake(const std::shared_ptr<Runner>& r, const std::string& trial_id, bool resync) {
+    std::lock_guard lock(mu);
+    if (!trial_id.empty()) r->dirty.insert(trial_id);
+    r->resync = r->resync || resync;
+    r->woken = true;
+    enqueue(r);
+  }
+  // Under mu: back-offs that are over go to the queue; the earliest left.
+  std::optional<Clock::time_point> release_waiting() {
+    const auto now = Clock::now();
+    std::optional<Clock::time_point> next;
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      auto& r = *it;
+      if (r->dropped || r->ended) {
+        r->where = Runner::Where::kIdle;
+        it = waiting.erase(it);
+      } else if (r->not_before <= now) {
+        r->where = Runner::Where::kIdle;
+        enqueue(r);
+        it = waiting.erase(it);
       } else {
-        backoff.reset();
+        next = next ? std::min(*next, r->not_before) : r->not_before;
+        ++it;
       }
     }
-    std::lock_guard lock(mu_);
-    ended_ = true;
-    cv_.notify_all();
+    return next;
   }
-
-  std::unique_ptr<SweepController> controller_;
-  StoreFactory stores_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::set<std::string> dirty_;
-  bool resync_ = true;
-  bool woken_ = true;  // the first step comes at once
-  bool stopping_ = false;
-  bool ended_ = false;
-  std::thread thread_;
 };
 
 ControllerLoop::ControllerLoop(StoreFactory stores, ControllerLoopOptions options,
                                StageFactory make_stage)
-    : stores_(std::move(stores)), options_(std::move(options)), make_stage_(std::move(make_stage)) {
+    : stores_(std::move(stores)),
+      options_(std::move(options)),
+      make_stage_(std::move(make_stage)),
+      pool_(std::make_shared<Pool>()) {
   if (!options_.specs) options_.specs = std::make_shared<trials::SpecCache>();
+  options_.threads = std::max(1, options_.threads);
 }
 
 ControllerLoop::~ControllerLoop() {
@@ -143,15 +93,116 @@ ControllerLoop::~ControllerLoop() {
 
 void ControllerLoop::start() {
   stop_.reset();
+  {
+    std::lock_guard lock(pool_->mu);
+    pool_->stopping = false;
+  }
+  for (int i = 0; i < options_.threads; ++i)
+    pool_threads_.emplace_back([this, i] { pool_thread(i); });
   thread_ = std::thread([this] { run(); });
 }
 
 void ControllerLoop::stop() {
   stop_.set();
   if (thread_.joinable()) thread_.join();
-  for (auto& [id, r] : runners_) r->request_stop();  // all at once, then wait for each
-  for (auto& [id, r] : runners_) left_behind_ += !r->finish(std::chrono::seconds(5));
+  {
+    std::lock_guard lock(pool_->mu);
+    pool_->stopping = true;
+    pool_->ready.clear();
+  }
+  pool_->cv.notify_all();
+  // A thread inside a step gets a few seconds; a wedged one is left behind
+  // (the pool is shared with it, so what it touches outlives this object).
+  {
+    std::unique_lock lock(pool_->mu);
+    pool_->cv.wait_for(lock, std::chrono::seconds(5), [&] { return pool_->running == 0; });
+    left_behind_ += pool_->running;
+  }
+  for (auto& t : pool_threads_) {
+    if (!t.joinable()) continue;
+    if (left_behind_ > 0)
+      t.detach();
+    else
+      t.join();
+  }
+  if (left_behind_ > 0)
+    log_warn("sweep controllers still busy at shutdown; left behind",
+             {{"threads", std::to_string(left_behind_)}});
+  pool_threads_.clear();
   runners_.clear();
+  sweep_count_ = 0;
+}
+
+void ControllerLoop::pool_thread(int index) {
+  // The pool outlives this object for a thread left behind.
+  const std::shared_ptr<Pool> pool = pool_;
+  StoreFactory stores = stores_;
+  std::unique_ptr<trials::Store> store;
+  Backoff reconnect(std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
+  for (;;) {
+    std::shared_ptr<Runner> r;
+    std::set<std::string> dirty;
+    bool resync = false;
+    {
+      std::unique_lock lock(pool->mu);
+      for (;;) {
+        if (pool->stopping) return;
+        const auto next = pool->release_waiting();
+        if (!pool->ready.empty()) break;
+        if (next)
+          pool->cv.wait_until(lock, *next);
+        else
+          pool->cv.wait(lock);
+      }
+      r = std::move(pool->ready.front());
+      pool->ready.pop_front();
+      r->where = Runner::Where::kRunning;
+      r->woken = false;
+      dirty.swap(r->dirty);
+      resync = std::exchange(r->resync, false);
+      ++pool->running;
+    }
+    Result<bool> alive = true;
+    if (!store) {
+      auto s = stores();
+      if (s) {
+        store = std::move(*s);
+        reconnect.reset();
+      } else {
+        alive = s.error();
+      }
+    }
+    if (store) {
+      for (const auto& id : dirty) r->controller->mark_dirty(id);
+      if (resync) r->controller->mark_resync();
+      alive = r->controller->step(*store);
+    }
+    std::lock_guard lock(pool->mu);
+    --pool->running;
+    if (pool->stopping) pool->cv.notify_all();  // stop() waits for running == 0
+    if (!alive) {
+      log_warn("controller step failed", {{"sweep", r->controller->sweep_id()},
+                                          {"thread", std::to_string(index)},
+                                          {"error", alive.error().message}});
+      if (alive.error().code == ErrorCode::kUnavailable) store.reset();
+      // Step again after a back-off even if no event comes: the sweep's last
+      // event may be the one whose step failed. The dirty trials stay marked.
+      r->resync = true;
+      for (const auto& id : dirty) r->dirty.insert(id);
+      r->where = Runner::Where::kWaiting;
+      r->not_before = Clock::now() + (store ? r->backoff.next() : reconnect.next());
+      pool->waiting.push_back(r);
+      pool->cv.notify_all();  // a sleeper recomputes its wake-up time
+      continue;
+    }
+    r->backoff.reset();
+    r->where = Runner::Where::kIdle;
+    if (!*alive) {
+      r->ended = true;  // the sweep has ended
+      continue;
+    }
+    if (r->woken) pool->enqueue(r);
+  }
 }
 
 void ControllerLoop::run() {
@@ -198,20 +249,26 @@ ControllerLoop::Runner* ControllerLoop::runner(trials::Store& store, const std::
   auto c = std::make_unique<SweepController>(id, **spec);
   if (make_stage_ && c->spec().ensemble) c->set_ensemble_stage(make_stage_(id, c->spec()));
   log_info("controlling sweep", {{"sweep", id}});
-  auto r = std::make_shared<Runner>(std::move(c), stores_);
-  r->start(r);
+  auto r = std::make_shared<Runner>(std::move(c));
+  {
+    std::lock_guard lock(pool_->mu);
+    pool_->enqueue(r);
+  }
+  sweep_count_ = runners_.size() + 1;
   return runners_.emplace(id, std::move(r)).first->second.get();
 }
 
 void ControllerLoop::drop_finished() {
+  std::lock_guard lock(pool_->mu);
   for (auto it = runners_.begin(); it != runners_.end();) {
-    if (it->second->ended()) {
-      (void)it->second->finish(std::chrono::seconds(5));
+    if (it->second->ended) {
+      it->second->dropped = true;
       it = runners_.erase(it);
     } else {
       ++it;
     }
   }
+  sweep_count_ = runners_.size();
 }
 
 void ControllerLoop::rescan(trials::Store& store) {
@@ -228,18 +285,15 @@ void ControllerLoop::rescan(trials::Store& store) {
   if (missed) log_warn("controller loop: events were trimmed before they were read; reloading");
   for (const auto& id : *ids) {
     auto known = runners_.find(id);
-    Runner* r = runner(store, id);  // a new one loads its sweep in its first step
-    if (!r || known == runners_.end()) continue;
-    if (missed)
-      r->resync();
-    else
-      r->notify("");  // a step, in case a wake-up was lost; no reload
+    if (!runner(store, id) || known == runners_.end()) continue;  // a new one steps at once
+    // A step, in case a wake-up was lost; a reload only when events were missed.
+    pool_->wake(known->second, "", missed);
   }
 }
 
 void ControllerLoop::run_once(trials::Store& store) {
   drop_finished();
-  auto now = std::chrono::steady_clock::now();
+  auto now = Clock::now();
   if (now >= next_rescan_) {
     rescan(store);
     next_rescan_ = now + options_.rescan;
@@ -258,13 +312,10 @@ void ControllerLoop::run_once(trials::Store& store) {
     // events); a trial being queued or started changes nothing it decides.
     const bool trial_event = e.type.rfind("trial.", 0) == 0;
     if (trial_event && e.type != "trial.finished" && e.type != "trial.reported") continue;
-    Runner* r = e.type == "sweep.created" ? runner(store, e.sweep_id) : nullptr;
-    if (!r) {
-      auto it = runners_.find(e.sweep_id);
-      if (it == runners_.end()) continue;
-      r = it->second.get();
-    }
-    r->notify(trial_event ? e.trial_id : "");
+    if (e.type == "sweep.created") runner(store, e.sweep_id);
+    auto it = runners_.find(e.sweep_id);
+    if (it == runners_.end()) continue;
+    pool_->wake(it->second, trial_event ? e.trial_id : "", false);
   }
 }
 

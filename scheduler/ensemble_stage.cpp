@@ -116,8 +116,22 @@ std::optional<double> mean_of(const std::vector<ensemble::MetricSummary>& models
 
 }  // namespace
 
-EnsembleStage::EnsembleStage(std::string sweep_id, trials::SweepSpec spec)
-    : sweep_id_(std::move(sweep_id)), spec_(std::move(spec)) {}
+EnsembleStage::EnsembleStage(std::string sweep_id, trials::SweepSpec spec,
+                             std::int64_t memory_budget)
+    : sweep_id_(std::move(sweep_id)), spec_(std::move(spec)), memory_budget_(memory_budget) {}
+
+Result<std::int64_t> EnsembleStage::prediction_bytes(
+    trials::Store& store, const std::vector<const trials::Trial*>& trials) {
+  std::int64_t total = 0;
+  for (const Trial* t : trials)
+    for (const char* name : {trials::artifact::kValPredictions, trials::artifact::kTestPredictions,
+                             trials::artifact::kOobPredictions}) {
+      auto at = store.artifacts().locate_artifact(t->id, name);
+      if (!at) return at.error();
+      if (*at) total += 2 * (*at)->size;
+    }
+  return total;
+}
 
 Result<bool> EnsembleStage::fail(trials::Store& store, const std::string& reason) {
   auto st = store.sweeps().finish_sweep(sweep_id_, trials::SweepState::kFailed, reason);
@@ -212,6 +226,23 @@ Result<bool> EnsembleStage::combine(trials::Store& store) {
   const auto& members = page->trials;
   if (members.empty()) return fail(store, "the ensemble stage created no members");
 
+  // What loading them would take, from their sizes, before any is read.
+  {
+    std::vector<const Trial*> candidates;
+    for (const auto& t : members)
+      if (t.state == TrialState::kCompleted) candidates.push_back(&t);
+    for (std::size_t i = 0; i < ranked_->size() && i < kMaxLibraryTrials; ++i)
+      candidates.push_back(&(*ranked_)[i]);
+    auto bytes = prediction_bytes(store, candidates);
+    if (!bytes) return bytes.error();
+    if (memory_budget_ > 0 && *bytes > memory_budget_)
+      return fail(store,
+                  fmt::format("combining the ensemble would take about {} MiB of scheduler memory "
+                              "(the prediction files of {} models, read and decoded), more than "
+                              "hpo-scheduler --ensemble-memory-mb {}: raise it, or use fewer "
+                              "members or fewer validation and test rows",
+                              *bytes >> 20, candidates.size(), memory_budget_ >> 20));
+  }
   Json not_used = Json::array();  // models left out, with the reason
   std::vector<Model> models;
   auto add = [&](const Trial& t) -> Status {

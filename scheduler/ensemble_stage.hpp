@@ -28,10 +28,19 @@ namespace hpo::scheduler {
 inline constexpr const char* kEnsembleRecordArtifact = trials::artifact::kEnsembleRecord;
 inline constexpr const char* kEnsembleManifestArtifact = trials::artifact::kEnsembleManifest;
 
+// The most memory the combination may take: the prediction files it loads
+// (members' and the candidate search trials' validation, test and
+// out-of-bag predictions), counted from their stored sizes before any is
+// read, twice (the bytes and their decoded matrices). Past it the sweep
+// fails with the sizes and the flag (--ensemble-memory-mb), instead of a
+// scheduler killed for memory restarting into the same stage.
+inline constexpr std::int64_t kDefaultEnsembleMemory = std::int64_t{2} << 30;
+
 class EnsembleStage : public Stage {
  public:
   // `spec.ensemble` must be set.
-  EnsembleStage(std::string sweep_id, trials::SweepSpec spec);
+  EnsembleStage(std::string sweep_id, trials::SweepSpec spec,
+                std::int64_t memory_budget = kDefaultEnsembleMemory);
 
   // Creates members while fewer than `members` exist; returns true once the
   // ensemble record is stored, or once the stage has failed the sweep itself
@@ -45,8 +54,13 @@ class EnsembleStage : public Stage {
   Result<bool> combine(trials::Store& store);
   Result<bool> fail(trials::Store& store, const std::string& reason);
 
+  // The memory the prediction files of `trials` would take (see above).
+  Result<std::int64_t> prediction_bytes(trials::Store& store,
+                                        const std::vector<const trials::Trial*>& trials);
+
   std::string sweep_id_;
   trials::SweepSpec spec_;
+  std::int64_t memory_budget_;
   // Completed search trials, best first (ties: lower number); finished trials
   // are immutable, so this is read once per stage object.
   std::optional<std::vector<trials::Trial>> ranked_;

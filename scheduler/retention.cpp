@@ -13,14 +13,7 @@ Retention::Retention(StoreFactory stores, std::chrono::milliseconds max_age,
       periodic_(std::move(stores), period, [this](trials::Store& store) {
         run_once(store.sweeps());
         return false;
-      }) {
-  if (!clock_)
-    clock_ = [] {
-      return std::chrono::duration_cast<std::chrono::milliseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-          .count();
-    };
-}
+      }) {}
 
 Retention::~Retention() {
   stop();
@@ -28,7 +21,15 @@ Retention::~Retention() {
 
 int Retention::run_once(trials::SweepStore& sweeps) {
   if (max_age_.count() <= 0) return 0;
-  const std::int64_t cutoff = clock_() - max_age_.count();
+  std::int64_t now = 0;
+  if (clock_) {
+    now = clock_();
+  } else if (auto t = sweeps.now_ms(); t) {
+    now = *t;
+  } else {
+    return 0;  // the store is away: next pass
+  }
+  const std::int64_t cutoff = now - max_age_.count();
   std::vector<std::string> expired;
   constexpr std::int64_t kPage = 500;
   for (std::int64_t offset = 0;; offset += kPage) {

@@ -15,7 +15,9 @@ namespace hpo::scheduler {
 
 class Retention {
  public:
-  using Clock = std::function<std::int64_t()>;  // ms since the epoch, like the store's times
+  // ms since the epoch. None (the default): the store's clock (Redis TIME),
+  // the one its sweeps' end times were read on, never this host's.
+  using Clock = std::function<std::int64_t()>;
   Retention(StoreFactory stores, std::chrono::milliseconds max_age,
             std::chrono::milliseconds period = std::chrono::minutes(1), Clock clock = {});
   ~Retention();

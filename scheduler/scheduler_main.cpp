@@ -115,9 +115,23 @@ int run(const scheduler::SchedulerConfig& config) {
       log_error("cannot reach Redis", {{"url", url->to_string()}, {"error", ids.error().message}});
       return 1;
     }
-    // Workers started without --artifacts use this one.
-    if (auto st = probe->announce_artifact_dir(config.artifacts); !st) {
+    // Workers started without --artifacts use this one, once they find its marker.
+    std::string marker;
+    if (!config.artifacts.empty()) {
+      auto claimed = trials::claim_marker(config.artifacts);
+      if (!claimed) {
+        log_error("cannot mark the artifact folder", {{"error", claimed.error().message}});
+        return 1;
+      }
+      marker = *claimed;
+    }
+    if (auto st = probe->announce_artifact_dir(config.artifacts, marker); !st) {
       log_error("cannot announce the artifact directory", {{"error", st.error().message}});
+      return 1;
+    }
+    // The Functions hold every trial to them, whichever worker calls.
+    if (auto st = probe->announce_limits(config.max_report_bytes, config.max_releases); !st) {
+      log_error("cannot announce the pool's limits", {{"error", st.error().message}});
       return 1;
     }
   }
@@ -153,12 +167,14 @@ int run(const scheduler::SchedulerConfig& config) {
   auto specs = std::make_shared<trials::SpecCache>();
   scheduler::ControllerLoopOptions loop_options;
   loop_options.rescan = config.rescan_period;
+  loop_options.threads = config.controller_threads;
   loop_options.specs = specs;
   scheduler::ControllerLoop loop(
       stores, loop_options,
-      [](const std::string& sweep_id,
-         const trials::SweepSpec& spec) -> std::unique_ptr<scheduler::Stage> {
-        return std::make_unique<scheduler::EnsembleStage>(sweep_id, spec);
+      [ensemble_memory = config.ensemble_memory_bytes](
+          const std::string& sweep_id,
+          const trials::SweepSpec& spec) -> std::unique_ptr<scheduler::Stage> {
+        return std::make_unique<scheduler::EnsembleStage>(sweep_id, spec, ensemble_memory);
       });
   scheduler::LeaseReaper reaper(stores, config.reaper_period);
   scheduler::Retention retention(stores, std::chrono::milliseconds(static_cast<std::int64_t>(

@@ -1,12 +1,14 @@
-// ControllerLoop against a real redis-server: every sweep's controller steps on
-// a thread of its own, so one that is stuck (a sampler or a stage that takes
-// hours) does not stall the others.
+// ControllerLoop against a real redis-server: controllers step on a bounded
+// pool, so one that is stuck (a sampler or a stage that takes hours) does not
+// stall the others, and thousands of idle sweeps cost no thread and no
+// connection.
 #include "scheduler/controller_loop.hpp"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 
 #include "tests/support/redis_server.hpp"
 #include "trials/redis/redis_store.hpp"
@@ -35,6 +37,14 @@ std::string synthetic_spec(const std::string& name, int trials, bool ensemble) {
   return s + "}";
 }
 
+StoreFactory stores_for(const std::string& url) {
+  return [url]() -> Result<std::unique_ptr<trials::Store>> {
+    auto s = trials::redis::RedisStore::open(url);
+    if (!s) return s.error();
+    return std::unique_ptr<trials::Store>(std::move(*s));
+  };
+}
+
 // A stage whose step blocks until released: a poison sweep's controller.
 class StuckStage : public Stage {
  public:
@@ -54,11 +64,7 @@ class StuckStage : public Stage {
 TEST(ControllerLoop, AStuckSweepDoesNotStallTheOthers) {
   RedisServer server;
   const std::string url = server.url();
-  StoreFactory stores = [url]() -> Result<std::unique_ptr<trials::Store>> {
-    auto s = trials::redis::RedisStore::open(url);
-    if (!s) return s.error();
-    return std::unique_ptr<trials::Store>(std::move(*s));
-  };
+  StoreFactory stores = stores_for(url);
   auto admin = std::move(trials::redis::RedisStore::open(url).value());
   std::atomic<bool> entered{false}, release{false};
   ControllerLoopOptions options;
@@ -97,6 +103,67 @@ TEST(ControllerLoop, AStuckSweepDoesNotStallTheOthers) {
   release = true;
   EXPECT_TRUE(wait_for(
       [&] { return admin->get_sweep(*stuck)->state == trials::SweepState::kFinished; }, 30s));
+  loop.stop();
+}
+
+int process_threads() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+    n += !e.path().empty();
+  return n;
+}
+
+// 300 sweeps nobody works (parked: their trials wait in the queue) and one
+// that runs: the process gains the pool's threads and no more, Redis sees
+// the pool's connections and no more, and the running sweep ends.
+TEST(ControllerLoop, ParkedSweepsCostNoThreadAndNoConnection) {
+  RedisServer server;
+  const std::string url = server.url();
+  StoreFactory stores = stores_for(url);
+  auto admin = std::move(trials::redis::RedisStore::open(url).value());
+  constexpr int kParked = 300;
+  // Each asks for 4 GPUs, which the test's worker never offers.
+  std::string parked = synthetic_spec("parked", 1, false);
+  parked.replace(parked.find(R"("function": "noop")"), 18,
+                 R"("function": "noop", "resources": {"gpus": 4})");
+  for (int i = 0; i < kParked; ++i)
+    ASSERT_TRUE(admin->create_sweep({"parked", parked, false}).ok());
+  const int threads_before = process_threads();
+  auto clients = [&] {
+    auto r = admin->client().command({"INFO", "clients"});
+    const auto at = r->str.find("connected_clients:");
+    return std::stoi(r->str.substr(at + 18));
+  };
+  const int clients_before = clients();
+  ControllerLoopOptions options;
+  options.rescan = 300ms;
+  options.event_wait = 50ms;
+  options.threads = 4;
+  ControllerLoop loop(stores, options);
+  loop.start();
+  ASSERT_TRUE(wait_for([&] { return loop.sweeps() == kParked; }, 60s)) << loop.sweeps();
+  auto running = admin->create_sweep({"running", synthetic_spec("running", 6, false), false});
+  ASSERT_TRUE(running.ok());
+  // Plays the worker of the running sweep only.
+  EXPECT_TRUE(wait_for(
+      [&] {
+        auto c = admin->claim("w", 1, 60'000);
+        if (c.ok() && c->has_value()) {
+          EXPECT_EQ((*c)->trial.sweep_id, *running);
+          trials::TrialResult r;
+          r.outcome = trials::TrialState::kCompleted;
+          r.value = 1;
+          (void)admin->complete((*c)->trial.id, (*c)->trial.attempt, "w", r);
+        }
+        auto s = admin->get_sweep(*running);
+        return s.ok() && s->state == trials::SweepState::kFinished;
+      },
+      60s));
+  EXPECT_EQ(loop.threads(), 4);
+  // The pool, the loop's own thread, and nothing per sweep.
+  EXPECT_LE(process_threads(), threads_before + options.threads + 1);
+  // The pool's connections and the loop's, and nothing per sweep.
+  EXPECT_LE(clients(), clients_before + options.threads + 1);
   loop.stop();
 }
 

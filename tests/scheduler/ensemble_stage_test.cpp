@@ -79,9 +79,9 @@ struct Fixture : testing::SweepFixture {
 
   explicit Fixture(const Json& j) : SweepFixture(j.dump()) { restart(); }
   // A fresh controller and stage, as a restarted scheduler builds them.
-  void restart() {
+  void restart(std::int64_t memory_budget = kDefaultEnsembleMemory) {
     controller = std::make_unique<SweepController>(sweep_id, spec);
-    controller->set_ensemble_stage(std::make_unique<EnsembleStage>(sweep_id, spec));
+    controller->set_ensemble_stage(std::make_unique<EnsembleStage>(sweep_id, spec, memory_budget));
   }
   bool step() {
     auto alive = controller->step(store);
@@ -375,6 +375,20 @@ TEST(EnsembleStage, LostLeaseRetriesTheMemberAndStillEndsWithAllMembers) {
   EXPECT_EQ(s.member_counts.completed, 4);
   EXPECT_EQ(f.store.get_trial(lost)->state, trials::TrialState::kCompleted);
   EXPECT_EQ(f.record()["members_completed"], 4);
+}
+
+// Combining loads every candidate's predictions into the scheduler: past
+// --ensemble-memory-mb (counted from the stored sizes before any is read)
+// the sweep fails with the sizes and the flag, and nothing is loaded.
+TEST(EnsembleStage, AnEnsembleOverItsMemoryBudgetFailsSayingSo) {
+  Fixture f(torch_spec(3, "best"));
+  f.restart(/*memory_budget=*/4096);
+  run_to_end(f, [&](const trials::Trial& t) { return train(f.store, t); });
+  auto s = f.sweep();
+  EXPECT_EQ(s.state, trials::SweepState::kFailed);
+  EXPECT_NE(s.error.find("--ensemble-memory-mb 0"), std::string::npos) << s.error;
+  EXPECT_NE(s.error.find("prediction files of"), std::string::npos) << s.error;
+  EXPECT_TRUE(f.record().is_null());
 }
 
 TEST(EnsembleStage, EveryMemberFailedFailsTheSweep) {

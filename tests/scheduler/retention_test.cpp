@@ -40,5 +40,23 @@ TEST(Retention, DeletesEndedSweepsPastTheAgeOnly) {
   EXPECT_EQ(two_days.run_once(store), 0);
 }
 
+// Without a clock of its own, retention reads the store's (Redis TIME), the
+// clock the end times were recorded on: a store whose clock is years behind
+// this host's keeps its recent sweeps.
+TEST(Retention, ComparesEndTimesWithTheStoresClock) {
+  std::int64_t now = 946'684'800'000;  // 2000-01-01, far behind this host
+  trials::memory::MemoryStore store([&] { return now; });
+  auto old_done = store.create_sweep({"old", "{}", false});
+  ASSERT_TRUE(store.cancel_sweep(*old_done).ok());
+  now += 3 * 24 * 3600 * 1000LL;
+  auto recent = store.create_sweep({"recent", "{}", false});
+  ASSERT_TRUE(store.cancel_sweep(*recent).ok());
+  auto stores = [] { return Result<std::unique_ptr<trials::Store>>(nullptr); };
+  Retention two_days(stores, 48h);
+  EXPECT_EQ(two_days.run_once(store), 1);
+  EXPECT_FALSE(store.get_sweep(*old_done).ok());
+  EXPECT_TRUE(store.get_sweep(*recent).ok());
+}
+
 }  // namespace
 }  // namespace hpo::scheduler
