@@ -14,14 +14,16 @@ service_free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# service_start BUILD WORKERS SLOTS (SERVICE_WORKER_ARGS: more flags for each worker)
+# service_start BUILD WORKERS SLOTS (SERVICE_WORKER_ARGS: more flags for each
+# worker; SERVICE_SCHEDULER_ARGS: for the scheduler)
 service_start() {
   local b=$1 workers=$2 slots=$3
   SERVICE_HOME=$(mktemp -d /tmp/hpo-bench.XXXXXX)
   local port
   port=$(service_free_port)
+  # shellcheck disable=SC2086  # SERVICE_SCHEDULER_ARGS: more flags, split on purpose
   HPO_HOME=$SERVICE_HOME "$b/scheduler/hpo-scheduler" --listen "127.0.0.1:$port" \
-    >"$SERVICE_HOME/scheduler.log" 2>&1 &
+    ${SERVICE_SCHEDULER_ARGS:-} >"$SERVICE_HOME/scheduler.log" 2>&1 &
   SERVICE_SCHEDULER=$!
   for _ in $(seq 600); do [[ -s $SERVICE_HOME/scheduler.json ]] && break; sleep 0.1; done
   [[ -s $SERVICE_HOME/scheduler.json ]] || { cat "$SERVICE_HOME/scheduler.log" >&2; return 1; }

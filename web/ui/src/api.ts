@@ -235,7 +235,16 @@ export const api = {
   workers: () => request<{ workers: Worker[] }>('GET', '/api/workers'),
   submit: (specText: string) => request<{ id: string }>('POST', '/api/sweeps', specText),
   cancel: (id: string) => request<Sweep>('POST', `/api/sweeps/${enc(id)}/cancel`),
+  health: () => request<Health>('GET', '/healthz'),
 };
+
+// GET /healthz: "degraded" when Redis has fewer replicas than acknowledged
+// writes wait for (the message says what that means).
+export interface Health {
+  status: 'ok' | 'degraded';
+  degraded?: string;
+  replication?: { replicas: number; wanted: number; missing_replicas: string };
+}
 
 // The trials of a sweep in columns (GET .../trials?format=columns): one array
 // per field, states/workers/errors as indexes into `dictionaries`, null where

@@ -4,7 +4,7 @@
 // and returns a disposer that drops its event subscriptions and charts.
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
-import { getToken, readsNeedToken, setToken } from './api';
+import { api, getToken, readsNeedToken, setToken } from './api';
 import { h, replace } from './dom';
 import { onLiveStatus, reconnect } from './live';
 import { mountSweeps } from './pages/sweeps';
@@ -67,6 +67,21 @@ function route(): void {
   else app.append(h('p', { class: 'error' }, `No page for ${hash}`));
 }
 
-replace(document.getElementById('top')!, header());
+// A banner while the service runs degraded (fewer Redis replicas than its
+// acknowledged writes wait for), checked every 15 s.
+const banner = h('div', { class: 'banner-degraded', id: 'degraded', hidden: true });
+async function checkHealth(): Promise<void> {
+  try {
+    const health = await api.health();
+    banner.hidden = health.status !== 'degraded';
+    banner.textContent = health.degraded ?? '';
+  } catch {
+    /* the live status already says when the scheduler is away */
+  }
+}
+
+replace(document.getElementById('top')!, header(), banner);
 window.addEventListener('hashchange', route);
 route();
+void checkHealth();
+setInterval(() => void checkHealth(), 15000);
