@@ -98,6 +98,29 @@ export class Cluster {
     );
   }
 
+  // A second scheduler (its own HPO_HOME) on the same embedded Redis, whose
+  // acknowledged writes want one replica that Redis does not have: it runs
+  // degraded (missing_replicas=continue). Returns its API URL.
+  async startDegradedScheduler() {
+    const state = JSON.parse(fs.readFileSync(path.join(this.home, 'scheduler.json'), 'utf8'));
+    const port = new URL(state.redis).port;
+    const conf = fs.readFileSync(path.join(this.home, 'data', 'redis.conf'), 'utf8');
+    const password = /^user hpo-scheduler on >(\S+)/m.exec(conf)?.[1];
+    if (!password) throw new Error('no hpo-scheduler user in the embedded redis.conf');
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'hpo-browser-degraded-'));
+    this.extraHomes = [...(this.extraHomes ?? []), home];
+    const url = `redis://hpo-scheduler:${password}@127.0.0.1:${port}?replicas=1&replica_timeout_ms=100`;
+    const p = this.spawnLogged('scheduler', this.opts.scheduler,
+      ['--listen', '127.0.0.1:0', '--static-dir', path.join(uiDir, 'dist')],
+      { HPO_HOME: home, HPO_REDIS: url });
+    const st = await until('the degraded scheduler.json', () => {
+      if (p.exitCodeSeen !== null) throw new Error(`hpo-scheduler exited (${p.exitCodeSeen})`);
+      const f = path.join(home, 'scheduler.json');
+      return fs.existsSync(f) ? JSON.parse(fs.readFileSync(f, 'utf8')) : null;
+    }, 30000);
+    return st.api.replace(/\/$/, '');
+  }
+
   async post(p, body) {
     const r = await fetch(`${this.api}${p}`, {
       method: 'POST',
@@ -123,6 +146,7 @@ export class Cluster {
         await until('process exit', () => p.exitCodeSeen !== null, 10000).catch(() => p.kill('SIGKILL'));
     }
     fs.rmSync(this.home, { recursive: true, force: true });
+    for (const h of this.extraHomes ?? []) fs.rmSync(h, { recursive: true, force: true });
   }
 }
 

@@ -316,6 +316,16 @@ try {
     await shot('08-cancelled');
   });
 
+  await check('a banner says when the service runs degraded (fewer Redis replicas than wanted)', async () => {
+    assert(await page.locator('#degraded').isHidden(), 'a banner on a healthy service');
+    const degraded = await cluster.startDegradedScheduler();
+    await page.goto(`${degraded}/#/`);
+    await page.locator('#degraded').waitFor({ state: 'visible' });
+    const text = await page.locator('#degraded').textContent();
+    assert(text.includes('0 of the 1 replicas') && text.includes('can lose'), `banner: ${text}`);
+    await shot('09-degraded');
+  });
+
   await check('no page errors, CSP violations or dialogs', async () => {
     assert(dialogs.length === 0, `dialogs: ${dialogs.join(' | ')}`);
     const bad = consoleErrors.filter((m) => !/401|Failed to load resource.*\b(400|401)\b/.test(m));
