@@ -58,6 +58,8 @@ the environment over --config, --config over the defaults):
   --max-releases N       a trial given back more than N times (drains, preemptions
                          faster than it checkpoints) fails, saying so
                          [HPO_MAX_RELEASES] (20; 0: no bound)
+  --sse-queue-mb MB      how far a dashboard's event stream may fall behind before
+                         it is dropped (it reconnects and replays) [HPO_SSE_QUEUE_MB] (4)
   --ensemble-memory-mb MB  the most memory combining an ensemble may take (its
                          prediction files, counted before any is read); past it
                          the sweep fails saying so [HPO_ENSEMBLE_MEMORY_MB] (2048)
@@ -149,12 +151,18 @@ const std::vector<S>& settings() {
          c.max_report_bytes = mb << 20;
          return {};
        }},
-      {"--ensemble-memory-mb", "HPO_ENSEMBLE_MEMORY_MB", "ensemble_memory_mb",
-       SettingKind::kValue,
+      {"--ensemble-memory-mb", "HPO_ENSEMBLE_MEMORY_MB", "ensemble_memory_mb", SettingKind::kValue,
        [](Config& c, const std::string& origin, const std::string& v) -> Status {
          std::int64_t mb = 0;
          if (auto st = parse_setting_int(origin, v, 0, 1 << 24, mb); !st) return st;
          c.ensemble_memory_bytes = mb << 20;
+         return {};
+       }},
+      {"--sse-queue-mb", "HPO_SSE_QUEUE_MB", "sse_queue_mb", SettingKind::kValue,
+       [](Config& c, const std::string& origin, const std::string& v) -> Status {
+         std::int64_t mb = 0;
+         if (auto st = parse_setting_int(origin, v, 1, 1024, mb); !st) return st;
+         c.sse_queue_bytes = mb << 20;
          return {};
        }},
       {"--max-releases", "HPO_MAX_RELEASES", "max_releases", SettingKind::kValue,

@@ -42,6 +42,9 @@ struct SchedulerConfig {
   // Times a trial may be given back (drains, preemptions) before it fails
   // with the reason (0: no bound).
   std::int64_t max_releases = 20;
+  // How far (bytes) a dashboard's event stream may fall behind before it is
+  // dropped (it reconnects and replays from the store).
+  std::int64_t sse_queue_bytes = std::int64_t{4} << 20;
   // The most memory an ensemble stage's combination may take (0: no limit).
   std::int64_t ensemble_memory_bytes = std::int64_t{2} << 30;
   std::chrono::milliseconds reaper_period{1000};

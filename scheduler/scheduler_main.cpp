@@ -191,7 +191,9 @@ int run(const scheduler::SchedulerConfig& config) {
         "--token is visible to every local user in `ps`; prefer --token-file (mode 0600) or "
         "HPO_TOKEN");
   std::string token = config.token.empty() ? random_token() : config.token;
-  web::EventHub hub;
+  web::HubLimits hub_limits;
+  hub_limits.max_queue_bytes = static_cast<std::size_t>(config.sse_queue_bytes);
+  web::EventHub hub(hub_limits);
   web::EventPump pump(stores, hub);
   web::ApiOptions api_options;
   api_options.token = token;

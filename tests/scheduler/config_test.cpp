@@ -83,6 +83,36 @@ TEST(SchedulerConfig, BadFlagsNameTheFlag) {
   ASSERT_FALSE(c.ok());
 }
 
+// The limits of issue 39: each has a default, a flag and an environment
+// variable, in the units the flag says; a value out of range names the flag.
+TEST(SchedulerConfig, LimitsHaveDefaultsAndFlags) {
+  auto c = load({});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->controller_threads, 8);
+  EXPECT_EQ(c->max_report_bytes, std::int64_t{16} << 20);
+  EXPECT_EQ(c->max_releases, 20);
+  EXPECT_EQ(c->sse_queue_bytes, std::int64_t{4} << 20);
+  EXPECT_EQ(c->ensemble_memory_bytes, std::int64_t{2} << 30);
+  c = load({"--controller-threads", "3", "--max-report-mb", "0", "--max-releases", "5",
+            "--sse-queue-mb", "1", "--ensemble-memory-mb", "512"});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->controller_threads, 3);
+  EXPECT_EQ(c->max_report_bytes, 0);
+  EXPECT_EQ(c->max_releases, 5);
+  EXPECT_EQ(c->sse_queue_bytes, std::int64_t{1} << 20);
+  EXPECT_EQ(c->ensemble_memory_bytes, std::int64_t{512} << 20);
+  ::setenv("HPO_CONTROLLER_THREADS", "2", 1);
+  c = load({});
+  ::unsetenv("HPO_CONTROLLER_THREADS");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->controller_threads, 2);
+  for (const char* flag : {"--controller-threads", "--sse-queue-mb"}) {
+    c = load({flag, "0"});
+    ASSERT_FALSE(c.ok()) << flag;
+    EXPECT_EQ(c.error().fields.at(0).path, flag);
+  }
+}
+
 // The one settings engine's order: defaults < --config file < environment <
 // flags; a list from a later source replaces the file's; a key the file
 // should not have names the file and the key.
