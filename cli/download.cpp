@@ -5,8 +5,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "trials/artifact_dir.hpp"
 
@@ -15,33 +18,30 @@ namespace {
 
 constexpr int kTries = 5;
 
-// Appends to the part file, hashing what it writes.
-class PartSink final : public ByteSink {
- public:
-  PartSink(int fd, std::string path, trials::Sha256& sha)
-      : fd_(fd), path_(std::move(path)), sha_(sha) {}
-  Status write(std::string_view bytes) override {
-    if (!write_all(fd_, bytes))
-      return Error::internal(fmt::format("cannot write {}: {}", path_, std::strerror(errno)));
-    sha_.update(bytes);
-    written_ += static_cast<std::int64_t>(bytes.size());
-    return {};
-  }
-  std::int64_t written() const { return written_; }
-
- private:
-  int fd_;
-  std::string path_;
-  trials::Sha256& sha_;
-  std::int64_t written_ = 0;
-};
-
-// The message of an error answer: its JSON "message", else the status.
+// The message of an error answer: its JSON error's message, else the status.
 std::string answer_message(const web::ClientResponse& r) {
-  const auto at = r.body.find("\"message\":\"");
-  if (at == std::string::npos) return fmt::format("HTTP {}", r.status);
-  const auto end = r.body.find('"', at + 11);
-  return fmt::format("HTTP {}: {}", r.status, r.body.substr(at + 11, end - at - 11));
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_object() && j.contains("error") && j["error"].is_object() &&
+      j["error"].contains("message") && j["error"]["message"].is_string())
+    return fmt::format("HTTP {}: {}", r.status, j["error"]["message"].get<std::string>());
+  return fmt::format("HTTP {}", r.status);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The SHA-256 of the file at `fd` (read from its start).
+Result<std::string> file_sha(int fd, const std::string& path) {
+  if (::lseek(fd, 0, SEEK_SET) != 0)
+    return Error::internal(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  NullSink none;
+  trials::HashingSink hashing(none);
+  if (auto n = copy_fd(fd, hashing, path); !n) return n.error();
+  return hashing.sha();
 }
 
 }  // namespace
@@ -49,75 +49,74 @@ std::string answer_message(const web::ClientResponse& r) {
 Status download_file(web::HttpClient& http, const std::string& target,
                      const std::filesystem::path& path) {
   const std::string part = path.string() + ".part";
+  // The ETag of the artifact the part belongs to: a resumed download asks
+  // for the rest of that one only (If-Range), never splices two versions.
+  const std::string tag_file = part + ".etag";
   const int fd = ::open(part.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0)
     return Error::internal(fmt::format("cannot write {}: {}", part, std::strerror(errno)));
-  // What a part left before holds is hashed first: the checksum covers the whole file.
-  trials::Sha256 sha;
-  PartSink sink(fd, part, sha);
-  std::int64_t have = 0;
-  {
-    class Hash final : public ByteSink {
-     public:
-      explicit Hash(trials::Sha256& s) : s_(s) {}
-      Status write(std::string_view b) override {
-        s_.update(b);
-        return {};
-      }
-
-     private:
-      trials::Sha256& s_;
-    } hash(sha);
-    auto n = copy_fd(fd, hash, part);
-    if (!n) {
-      ::close(fd);
-      return n.error();
-    }
-    have = *n;
-  }
+  FdSink file(fd, part);
+  auto start_over = [&] {
+    std::error_code ec;
+    std::filesystem::remove(tag_file, ec);
+    return ::ftruncate(fd, 0) == 0;
+  };
   std::string expected_sha;
   Status result = Error::unavailable("GET " + target + ": no answer");
   for (int attempt = 0; attempt < kTries; ++attempt) {
-    const std::int64_t offset = have + sink.written();
+    const off_t offset = ::lseek(fd, 0, SEEK_END);
+    const std::string tag = offset > 0 ? read_text(tag_file) : "";
+    if (offset > 0 && tag.empty()) {  // a part of unknown version
+      if (!start_over() || ::lseek(fd, 0, SEEK_SET) != 0) break;
+      --attempt;
+      continue;
+    }
     std::map<std::string, std::string> headers;
-    if (offset > 0) headers["Range"] = fmt::format("bytes={}-", offset);
-    auto r = http.download(target, sink, headers);
+    if (offset > 0) headers = {{"Range", fmt::format("bytes={}-", offset)}, {"If-Range", tag}};
+    bool restart = false;
+    auto r = http.download(target, file, headers, [&](const web::ClientResponse& h) {
+      // The whole artifact (another version, or no ranges): not into the part.
+      if (offset > 0 && h.status == 200) {
+        restart = true;
+        return false;
+      }
+      if (h.status == 200 || h.status == 206) {
+        std::ofstream(tag_file, std::ios::trunc) << h.header("etag");
+        expected_sha = h.header("x-content-sha256");
+      }
+      return true;
+    });
+    if (restart || (r && r->status == 416 && offset > 0)) {
+      if (!start_over()) break;
+      continue;
+    }
     if (!r) {
       result = r.error();
       if (r.error().code == ErrorCode::kUnavailable) continue;  // broken: go on from here
       break;
     }
-    if (r->status == 416 && offset > 0) {
-      // The part is as long as the artifact, or longer (a different one): start over.
-      if (::ftruncate(fd, 0) != 0 || ::lseek(fd, 0, SEEK_SET) != 0) break;
-      ::close(fd);
-      std::filesystem::remove(part);
-      return download_file(http, target, path);
-    }
     if (r->status != 200 && r->status != 206) {
       result = Error::unavailable(fmt::format("GET {}: {}", target, answer_message(*r)));
       break;
     }
-    if (r->status == 200 && offset > 0) {
-      // The server sent it whole: what was written before this answer is stale.
-      ::close(fd);
-      std::filesystem::remove(part);
-      return download_file(http, target, path);
-    }
-    expected_sha = r->header("x-content-sha256");
     result = Status{};
     break;
   }
+  if (!result) {
+    ::close(fd);
+    return result;
+  }
+  auto got = file_sha(fd, part);
   ::close(fd);
-  if (!result) return result;
-  const std::string got = sha.hex();
-  if (!expected_sha.empty() && got != expected_sha) {
-    std::filesystem::remove(part);
+  if (!got) return got.error();
+  std::error_code ec;
+  std::filesystem::remove(tag_file, ec);
+  if (!expected_sha.empty() && *got != expected_sha) {
+    std::filesystem::remove(part, ec);
     return Error::internal(
         fmt::format("GET {}: the download's SHA-256 is {}, the server's {} (the part is removed)",
-                    target, got, expected_sha));
+                    target, *got, expected_sha));
   }
-  std::error_code ec;
   std::filesystem::rename(part, path, ec);
   if (ec) return Error::internal(fmt::format("cannot rename {}: {}", part, ec.message()));
   return {};

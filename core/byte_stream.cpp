@@ -34,7 +34,7 @@ bool write_all(int fd, std::string_view bytes) {
 
 Status FdSink::write(std::string_view bytes) {
   if (!write_all(fd_, bytes))
-    return Error::unavailable(fmt::format("cannot write {}: {}", what_, std::strerror(errno)));
+    return Error::internal(fmt::format("cannot write {}: {}", what_, std::strerror(errno)));
   written_ += static_cast<std::int64_t>(bytes.size());
   return {};
 }
@@ -47,8 +47,9 @@ Result<std::int64_t> copy_fd(int fd, ByteSink& sink, const std::string& what, st
     if (max >= 0) want = static_cast<std::size_t>(std::min<std::int64_t>(max - total, want));
     const ssize_t n = ::read(fd, buffer.get(), want);
     if (n < 0 && errno == EINTR) continue;
+    // Not kUnavailable: a read that fails is no outage to wait out.
     if (n < 0)
-      return Error::unavailable(fmt::format("cannot read {}: {}", what, std::strerror(errno)));
+      return Error::internal(fmt::format("cannot read {}: {}", what, std::strerror(errno)));
     if (n == 0) break;
     if (auto st = sink.write(std::string_view(buffer.get(), static_cast<std::size_t>(n))); !st)
       return st.error();

@@ -43,7 +43,7 @@ class StringSink final : public ByteSink {
   std::string bytes_;
 };
 
-// Writes to a descriptor it does not own; errors name `what`.
+// Writes to a descriptor it does not own; errors (kInternal) name `what`.
 class FdSink final : public ByteSink {
  public:
   FdSink(int fd, std::string what) : fd_(fd), what_(std::move(what)) {}
@@ -56,12 +56,34 @@ class FdSink final : public ByteSink {
   std::int64_t written_ = 0;
 };
 
+// Passes the bytes on to `out`, counting them.
+class CountingSink final : public ByteSink {
+ public:
+  explicit CountingSink(ByteSink& out) : out_(out) {}
+  Status write(std::string_view bytes) override {
+    count_ += static_cast<std::int64_t>(bytes.size());
+    return out_.write(bytes);
+  }
+  std::int64_t count() const { return count_; }
+
+ private:
+  ByteSink& out_;
+  std::int64_t count_ = 0;
+};
+
+// Takes the bytes and keeps none (what a pass-through sink feeds when only
+// its count or checksum matters).
+class NullSink final : public ByteSink {
+ public:
+  Status write(std::string_view) override { return {}; }
+};
+
 // Writes all of `bytes` to `fd` (EINTR retried); false with errno set.
 bool write_all(int fd, std::string_view bytes);
 
 // Reads `fd` from its offset to its end (or `max` bytes, when max >= 0) into
-// `sink` in kStreamChunk pieces; the bytes read. A read error is kUnavailable
-// naming `what`; a sink's error is returned as it is.
+// `sink` in kStreamChunk pieces; the bytes read. A read error is kInternal
+// naming `what` (no outage to wait out); a sink's error is returned as it is.
 Result<std::int64_t> copy_fd(int fd, ByteSink& sink, const std::string& what,
                              std::int64_t max = -1);
 

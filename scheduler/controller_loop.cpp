@@ -93,12 +93,12 @@ ControllerLoop::~ControllerLoop() {
 
 void ControllerLoop::start() {
   stop_.reset();
-  {
-    std::lock_guard lock(pool_->mu);
-    pool_->stopping = false;
-  }
+  // A fresh pool: what a stopped one held (runners backing off, threads left
+  // behind inside a step) stays with it.
+  pool_ = std::make_shared<Pool>();
   for (int i = 0; i < options_.threads; ++i)
-    pool_threads_.emplace_back([this, i] { pool_thread(i); });
+    pool_threads_.emplace_back(
+        [pool = pool_, stores = stores_, i] { pool_thread(pool, stores, i); });
   thread_ = std::thread([this] { run(); });
 }
 
@@ -133,10 +133,10 @@ void ControllerLoop::stop() {
   sweep_count_ = 0;
 }
 
-void ControllerLoop::pool_thread(int index) {
-  // The pool outlives this object for a thread left behind.
-  const std::shared_ptr<Pool> pool = pool_;
-  StoreFactory stores = stores_;
+// Touches nothing of the loop object (a thread left behind by stop() may
+// outlive it): its pool and factory are its own copies.
+void ControllerLoop::pool_thread(const std::shared_ptr<Pool>& pool, const StoreFactory& stores,
+                                 int index) {
   std::unique_ptr<trials::Store> store;
   Backoff reconnect(std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
   for (;;) {

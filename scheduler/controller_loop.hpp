@@ -82,7 +82,7 @@ class ControllerLoop {
   void rescan(trials::Store& store);
   Runner* runner(trials::Store& store, const std::string& sweep_id);
   void drop_finished();
-  void pool_thread(int index);
+  static void pool_thread(const std::shared_ptr<Pool>& pool, const StoreFactory& stores, int index);
 
   StoreFactory stores_;
   ControllerLoopOptions options_;

@@ -126,9 +126,9 @@ Result<std::int64_t> EnsembleStage::prediction_bytes(
   for (const Trial* t : trials)
     for (const char* name : {trials::artifact::kValPredictions, trials::artifact::kTestPredictions,
                              trials::artifact::kOobPredictions}) {
-      auto at = store.artifacts().locate_artifact(t->id, name);
-      if (!at) return at.error();
-      if (*at) total += 2 * (*at)->size;
+      auto size = store.artifacts().artifact_size(t->id, name);
+      if (!size) return size.error();
+      if (*size) total += 2 * **size;
     }
   return total;
 }

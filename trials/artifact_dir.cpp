@@ -30,44 +30,6 @@ std::string os_error(const std::string& what, const std::string& path) {
   return fmt::format("{} {}: {}", what, path, std::strerror(errno));
 }
 
-// The temporary file of a stream: hashed and counted as it is written.
-class HashingFileSink final : public ByteSink {
- public:
-  HashingFileSink(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
-  Status write(std::string_view bytes) override {
-    if (!write_all(fd_, bytes)) return Error::internal(os_error("cannot write", path_));
-    sha_.update(bytes);
-    size_ += static_cast<std::int64_t>(bytes.size());
-    return {};
-  }
-  std::string sha() { return sha_.hex(); }
-  std::int64_t size() const { return size_; }
-
- private:
-  int fd_;
-  std::string path_;
-  Sha256 sha_;
-  std::int64_t size_ = 0;
-};
-
-// Passes bytes on, hashing and counting them.
-class HashingTee final : public ByteSink {
- public:
-  explicit HashingTee(ByteSink& out) : out_(out) {}
-  Status write(std::string_view bytes) override {
-    sha_.update(bytes);
-    size_ += static_cast<std::int64_t>(bytes.size());
-    return out_.write(bytes);
-  }
-  std::string sha() { return sha_.hex(); }
-  std::int64_t size() const { return size_; }
-
- private:
-  ByteSink& out_;
-  Sha256 sha_;
-  std::int64_t size_ = 0;
-};
-
 bool fsync_path(const std::string& path, int flags) {
   const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
   if (fd < 0) return false;
@@ -118,6 +80,12 @@ std::string Sha256::hex() {
   out.reserve(2 * len);
   for (unsigned int i = 0; i < len; ++i) out += fmt::format("{:02x}", digest[i]);
   return out;
+}
+
+Status HashingSink::write(std::string_view bytes) {
+  sha_.update(bytes);
+  size_ += static_cast<std::int64_t>(bytes.size());
+  return out_.write(bytes);
 }
 
 std::string sha256_hex(std::string_view bytes) {
@@ -238,7 +206,8 @@ Result<std::string> ArtifactDir::write_stream(const std::string& trial_id, const
       fmt::format("{}/.tmp-{}-{}-{:08x}", folder, component(name).substr(0, 40), ::getpid(), rd());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
   if (fd < 0) return Error::internal(os_error("cannot create", tmp));
-  HashingFileSink sink(fd, tmp);
+  FdSink file(fd, tmp);
+  HashingSink sink(file);
   Status st = produce(sink);
   if (st && ::fsync(fd) != 0) st = Error::internal(os_error("cannot write", tmp));
   if (::close(fd) != 0 && st) st = Error::internal(os_error("cannot write", tmp));
@@ -272,7 +241,7 @@ Status ArtifactDir::read_stream(const StoredArtifact& ref, const std::string& wh
     return Error::internal(
         fmt::format("{} is a file in the artifact directory that cannot be read: {}", what,
                     os_error("open", path)));
-  HashingTee tee(out);
+  HashingSink tee(out);
   // One byte more than the reference says: a longer file is found torn, not cut.
   auto got = copy_fd(fd, tee, path, std::max<std::int64_t>(0, ref.size) + 1);
   ::close(fd);
@@ -302,11 +271,15 @@ void ArtifactDir::remove_other_versions(const StoredArtifact& current, const std
   const std::string keep = at.filename().string();
   const std::string prefix = component(name) + ".";
   std::error_code ec;
+  const auto written_at = std::filesystem::last_write_time(at, ec);
+  if (ec) return;
   for (const auto& e : std::filesystem::directory_iterator(at.parent_path(), ec)) {
     const std::string file = e.path().filename().string();
     if (file == keep || file.size() != prefix.size() + 64 || file.rfind(prefix, 0) != 0) continue;
     if (file.find_first_not_of("0123456789abcdef", prefix.size()) != std::string::npos) continue;
-    std::filesystem::remove(e.path(), ec);
+    std::error_code stat_ec;
+    const auto t = std::filesystem::last_write_time(e.path(), stat_ec);
+    if (!stat_ec && t <= written_at) std::filesystem::remove(e.path(), stat_ec);
   }
 }
 

@@ -65,6 +65,20 @@ std::string encode_file_reference(const std::string& path, std::int64_t size,
 // Decodes a value written by either; a reference that does not parse is kInternal.
 Result<StoredArtifact> decode_stored(std::string value);
 
+// Passes the bytes on to `out`, hashing (SHA-256) and counting them.
+class HashingSink final : public ByteSink {
+ public:
+  explicit HashingSink(ByteSink& out) : out_(out) {}
+  Status write(std::string_view bytes) override;
+  std::string sha() { return sha_.hex(); }  // once, at the end
+  std::int64_t size() const { return size_; }
+
+ private:
+  ByteSink& out_;
+  Sha256 sha_;
+  std::int64_t size_ = 0;
+};
+
 // The folder's marker, DIR/.hpo-artifacts: a random id the scheduler writes
 // once (kept across restarts) and announces, so that a worker can tell the
 // pool's folder from an empty mount point or another folder at the same path.
@@ -107,7 +121,7 @@ class ArtifactDir {
   void remove(const StoredArtifact& ref);
   // Removes the other versions of the artifact whose file `current` is (a
   // checkpoint replaced while its successor was not yet durable: kept then,
-  // removed now that one is).
+  // removed now that one is), those written before it only.
   void remove_other_versions(const StoredArtifact& current, const std::string& name);
   // Removes the sweep's folder and everything in it.
   Status remove_sweep(const std::string& sweep_id);

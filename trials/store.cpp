@@ -51,6 +51,14 @@ Result<std::optional<ArtifactLocation>> ArtifactStore::locate_artifact(const std
   return std::optional<ArtifactLocation>{std::move(at)};
 }
 
+Result<std::optional<std::int64_t>> ArtifactStore::artifact_size(const std::string& trial_id,
+                                                                 const std::string& name) {
+  auto at = locate_artifact(trial_id, name);
+  if (!at) return at.error();
+  if (!*at) return std::optional<std::int64_t>{};
+  return std::optional<std::int64_t>{(*at)->size};
+}
+
 Status TrialQueue::put_artifact_stream(const std::string& trial_id, int attempt,
                                        const std::string& worker, const std::string& name,
                                        const ByteProducer& produce) {

@@ -299,6 +299,9 @@ class ArtifactStore {
   // Where a trial's artifact is (nullopt: there is none), for a download.
   virtual Result<std::optional<ArtifactLocation>> locate_artifact(const std::string& trial_id,
                                                                   const std::string& name);
+  // Its size alone (nullopt: there is none), without reading its bytes.
+  virtual Result<std::optional<std::int64_t>> artifact_size(const std::string& trial_id,
+                                                            const std::string& name);
   // The scheduler's own record kept with a trial.
   virtual Status put_record(const std::string& trial_id, const std::string& name,
                             const std::string& bytes) = 0;
@@ -417,9 +420,11 @@ class TrialQueue {
   // Worker: gives the attempt back without a result and without counting a
   // failure (drain, preemption, a lease it holds but does not run): the trial
   // goes to the head of the queue with attempt + 1, or ends cancelled/pruned
-  // when that was asked. Fenced like complete.
+  // when that was asked. Fenced like complete. `counted`: the trial was
+  // stopped (drain, preemption); past the pool's max_releases of those it
+  // fails instead (the pool's own placement glitches are not counted).
   virtual Status release(const std::string& trial_id, int attempt, const std::string& worker,
-                         const std::string& reason) = 0;
+                         const std::string& reason, bool counted) = 0;
   // Worker: stores an artifact of the attempt. Fenced like complete: a stale
   // attempt or a finished trial gets kLeaseLost and nothing changes.
   virtual Status put_artifact(const std::string& trial_id, int attempt, const std::string& worker,

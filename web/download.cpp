@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "trials/artifact_dir.hpp"
 #include "web/api_errors.hpp"
 
 namespace hpo::web {
@@ -60,7 +61,15 @@ Result<std::optional<ByteRange>> parse_range(const std::string& header, std::int
 }
 
 Response download(const Request& request, trials::ArtifactLocation at) {
-  auto range = parse_range(request.header("range"), at.size);
+  // Bytes kept in Redis (at most 256 MiB) are hashed here; a file's is known.
+  if (!at.is_file && at.sha256.empty()) at.sha256 = trials::sha256_hex(at.bytes);
+  const std::string etag = at.sha256.empty() ? "" : "\"" + at.sha256 + "\"";
+  // If-Range: the range only of the version the client has a part of; any
+  // other answer is the whole artifact (RFC 9110 13.1.5).
+  const std::string if_range = request.header("if-range");
+  const bool same_version = if_range.empty() || (!etag.empty() && if_range == etag);
+  auto range = same_version ? parse_range(request.header("range"), at.size)
+                            : Result<std::optional<ByteRange>>(std::optional<ByteRange>{});
   if (!range) {
     Response r = error_response(416, "range_not_satisfiable", range.error().message);
     r.headers.emplace_back("Content-Range", fmt::format("bytes */{}", at.size));
@@ -70,9 +79,9 @@ Response download(const Request& request, trials::ArtifactLocation at) {
   r.status = *range ? 206 : 200;
   r.content_type = "application/octet-stream";
   r.headers.emplace_back("Accept-Ranges", "bytes");
-  if (!at.sha256.empty()) {
+  if (!etag.empty()) {
     r.headers.emplace_back("X-Content-SHA256", at.sha256);
-    r.headers.emplace_back("ETag", "\"" + at.sha256 + "\"");
+    r.headers.emplace_back("ETag", etag);
   }
   const std::int64_t first = *range ? (*range)->first : 0;
   const std::int64_t length = *range ? (*range)->last - (*range)->first + 1 : at.size;

@@ -5,6 +5,8 @@
 // never read whole. Every answer says `Accept-Ranges: bytes` and carries the
 // SHA-256 of the whole artifact (`X-Content-SHA256`, and as the ETag) when
 // the store knows it, so that a client can check what it put together.
+// With `If-Range: ETAG` the range is served only while the artifact is still
+// that version (else the whole of the new one).
 #pragma once
 
 #include <optional>

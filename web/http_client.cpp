@@ -347,8 +347,9 @@ Result<ClientResponse> HttpClient::request(const std::string& method, const std:
   return Error::unavailable(method + " " + target + ": connection closed");
 }
 
-Result<ClientResponse> HttpClient::download(const std::string& target, ByteSink& out,
-                                            const std::map<std::string, std::string>& headers) {
+Result<ClientResponse> HttpClient::download(
+    const std::string& target, ByteSink& out, const std::map<std::string, std::string>& headers,
+    const std::function<bool(const ClientResponse&)>& on_header) {
   auto& im = *impl_;
   im.drop();  // a fresh connection: a download is long, and never sent twice
   if (auto st = im.open(); !st) return st.error();
@@ -374,6 +375,10 @@ Result<ClientResponse> HttpClient::download(const std::string& target, ByteSink&
   res.status = static_cast<int>(parser.get().result_int());
   for (const auto& f : parser.get())
     res.headers[ascii_lower(std::string(f.name_string()))] = std::string(f.value());
+  if (on_header && !on_header(res)) {
+    im.drop();
+    return res;
+  }
   const bool ok = res.status >= 200 && res.status < 300;
   std::string buffer(kStreamChunk, '\0');
   while (!parser.is_done()) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -72,9 +73,12 @@ class HttpClient {
   // gigabytes), on a connection of its own; the deadline applies to each
   // piece, not the whole. The response comes back without that body (a
   // non-2xx answer's body, its error, is kept). `headers`: a Range to go on
-  // where an interrupted download stopped.
+  // where an interrupted download stopped. `on_header` (optional) sees the
+  // status and headers before any of the body; false: stop there (the
+  // response comes back without a body).
   Result<ClientResponse> download(const std::string& target, ByteSink& out,
-                                  const std::map<std::string, std::string>& headers = {});
+                                  const std::map<std::string, std::string>& headers = {},
+                                  const std::function<bool(const ClientResponse&)>& on_header = {});
   void close();
 
  private:

@@ -136,12 +136,17 @@ Request to_request(http::request<http::string_body>&& msg, const std::string& re
   return req;
 }
 
+// The headers every answer carries, and the handler's own.
+void set_headers(http::fields& f, const Response& r) {
+  f.set(http::field::server, "hpo");
+  f.set(http::field::content_type, r.content_type);
+  f.set("X-Content-Type-Options", "nosniff");
+  for (const auto& [k, v] : r.headers) f.insert(k, v);
+}
+
 http::response<http::string_body> to_beast(Response&& r, unsigned version, bool keep_alive) {
   http::response<http::string_body> res{static_cast<http::status>(r.status), version};
-  res.set(http::field::server, "hpo");
-  res.set(http::field::content_type, r.content_type);
-  res.set("X-Content-Type-Options", "nosniff");
-  for (auto& [k, v] : r.headers) res.insert(k, v);
+  set_headers(res, r);
   res.keep_alive(keep_alive);
   res.body() = std::move(r.body);
   res.prepare_payload();
@@ -401,10 +406,7 @@ class Session : public Conn, public std::enable_shared_from_this<Session<Stream>
     file_header_ = {};
     file_header_.version(version);
     file_header_.result(static_cast<http::status>(res.status));
-    file_header_.set(http::field::server, "hpo");
-    file_header_.set(http::field::content_type, res.content_type);
-    file_header_.set("X-Content-Type-Options", "nosniff");
-    for (auto& [k, v] : res.headers) file_header_.insert(k, v);
+    set_headers(file_header_, res);
     file_header_.set(http::field::content_length, std::to_string(file_->length));
     file_header_.keep_alive(keep_alive);
     file_sr_.emplace(file_header_);

@@ -39,6 +39,10 @@ nlohmann::json ParetoCache::get(const std::string& sweep, std::int64_t version,
       promise.set_value(make());
     } catch (...) {
       promise.set_exception(std::current_exception());
+      // Not kept: the next request computes again.
+      std::lock_guard lock(mu_);
+      auto it = entries_.find(sweep);
+      if (it != entries_.end() && it->second.version == version) it->second.version = -1;
     }
   }
   return doc.get();

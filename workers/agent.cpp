@@ -279,19 +279,11 @@ class Agent::TrialReporter : public Reporter {
   // store is asked where the bytes are before any is sent).
   Result<bool> read_artifact(const std::string& name, ByteSink& out) override {
     std::lock_guard lk(mu_);
-    struct Counting final : ByteSink {
-      explicit Counting(ByteSink& o) : out(o) {}
-      Status write(std::string_view b) override {
-        sent += b.size();
-        return out.write(b);
-      }
-      ByteSink& out;
-      std::size_t sent = 0;
-    } counting(out);
+    CountingSink counting(out);
     Result<bool> got = false;
     (void)agent_.retry_through_outage([&]() -> Status {
       got = read_trial_artifact(conn_, run_.trial, name, counting);
-      if (!got && counting.sent > 0) return Error::internal(got.error().message);  // no retry
+      if (!got && counting.count() > 0) return Error::internal(got.error().message);  // no retry
       return got ? Status{} : Status(got.error());
     });
     return got;
@@ -700,7 +692,8 @@ void Agent::claim_loop() {
     if (!shares.empty()) cv_.notify_all();  // the heartbeat renews the new shares' rank leases
     for (const auto& claim : misfits) {
       auto st = conn->queue().release(claim.trial.id, claim.trial.attempt, options_.name,
-                                      "claimed a trial that does not fit the free slots");
+                                      "claimed a trial that does not fit the free slots",
+                                      /*counted=*/false);
       log_warn("claimed a trial that does not fit; released",
                trial_fields(claim.trial, options_.name,
                             {{"slots", std::to_string(claim.trial.slots)},
@@ -873,7 +866,7 @@ void Agent::run_trial(const trials::Claim& claim, trials::Store& conn) {
              trial_fields(claim.trial, options_.name));
     (void)retry_through_outage([&] {
       return conn.queue().release(claim.trial.id, claim.trial.attempt, options_.name,
-                                  "the claim carried no sweep spec");
+                                  "the claim carried no sweep spec", /*counted=*/false);
     });
   } else {
     // A spec that does not parse will not parse on a retry either.
@@ -1049,7 +1042,7 @@ bool Agent::deliver(const std::shared_ptr<Running>& run, const trials::TrialResu
       });
     auto st = retry_through_outage([&] {
       return conn.queue().release(trial.id, trial.attempt, options_.name,
-                                  "worker " + options_.name + " stopped");
+                                  "worker " + options_.name + " stopped", /*counted=*/true);
     });
     std::lock_guard lk(mu_);
     if (st) {
@@ -1258,7 +1251,8 @@ void Agent::release_orphans(trials::Store& conn) {
     t.attempt = lease.attempt;
     auto st =
         conn.queue().release(lease.trial_id, lease.attempt, options_.name,
-                             "worker " + options_.name + " does not run it (lost claim reply)");
+                             "worker " + options_.name + " does not run it (lost claim reply)",
+                             /*counted=*/false);
     log_warn("orphaned lease released",
              trial_fields(t, options_.name, {{"ok", st ? "yes" : st.error().message}}));
     if (st) {
@@ -1296,7 +1290,14 @@ void Agent::heartbeat_loop() {
       errors.warn("worker heartbeat failed",
                   {{"worker", options_.name}, {"error", st.error().message}});
     } else {
-      if (!registered_.exchange(true)) notify_everyone();
+      if (!registered_.load()) {
+        {
+          // Under mu_: the claimer checks the flag under it before it waits.
+          std::lock_guard lk(mu_);
+          registered_ = true;
+        }
+        notify_everyone();
+      }
       release_orphans(*conn);
     }
   } while ([&] {

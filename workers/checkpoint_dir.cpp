@@ -31,21 +31,6 @@ bool safe_path(std::string_view p) {
   return true;
 }
 
-// Passes bytes on, counting them.
-class CountingSink final : public ByteSink {
- public:
-  explicit CountingSink(ByteSink& out) : out_(out) {}
-  Status write(std::string_view bytes) override {
-    count_ += static_cast<std::int64_t>(bytes.size());
-    return out_.write(bytes);
-  }
-  std::int64_t count() const { return count_; }
-
- private:
-  ByteSink& out_;
-  std::int64_t count_ = 0;
-};
-
 }  // namespace
 
 Result<PackStats> pack_dir(const std::string& dir, ByteSink& sink) {

@@ -334,7 +334,12 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
     }
     if (!task.work_dir.empty() && is_checkpoint_line(line)) {
       if (checkpoint_error) return;  // stopping already
-      if (auto st = store_checkpoint_dir(checkpoint_dir(task.work_dir), reporter); !st) {
+      // The program is paused while its folder is read: a consistent
+      // snapshot, even of a program that goes on writing there at once.
+      child->signal_group(SIGSTOP);
+      auto st = store_checkpoint_dir(checkpoint_dir(task.work_dir), reporter);
+      child->signal_group(SIGCONT);
+      if (!st) {
         checkpoint_error = st.error();
         reporter.log("[hpo] checkpoint not stored, the attempt stops: " + st.error().message);
       }

@@ -16,6 +16,8 @@
 
 #include <fmt/format.h>
 
+#include "core/byte_stream.hpp"
+
 namespace hpo::workers {
 
 BeneathFile::~BeneathFile() {
@@ -75,16 +77,10 @@ Result<std::string> read_beneath(const std::string& dir, const std::string& rela
                  fmt::format("{} bytes, more than the {} MiB a trial may store per file",
                              file->size(), limit >> 20),
                  {}};
-  std::string bytes(static_cast<std::size_t>(file->size()), '\0');
-  std::size_t got = 0;
-  while (got < bytes.size()) {
-    const ssize_t n = ::read(file->fd(), bytes.data() + got, bytes.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  bytes.resize(got);
-  return bytes;
+  StringSink bytes(file->size(), relative);
+  bytes.bytes().reserve(static_cast<std::size_t>(file->size()));
+  if (auto n = copy_fd(file->fd(), bytes, relative, file->size()); !n) return n.error();
+  return std::move(bytes.bytes());
 }
 
 }  // namespace hpo::workers

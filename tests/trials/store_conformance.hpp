@@ -749,7 +749,7 @@ TYPED_TEST_P(StoreConformance, ArtifactsAreFencedByAttemptAndWorker) {
   std::string s = this->new_sweep();
   Trial t = this->add_trial(s, 0, 3);
   this->must_claim("w1");
-  ASSERT_TRUE(this->queue().release(t.id, 0, "w1", "test").ok());
+  ASSERT_TRUE(this->queue().release(t.id, 0, "w1", "test", true).ok());
   this->must_claim("w2");  // attempt 1
   ASSERT_TRUE(this->queue().put_artifact(t.id, 1, "w2", "model.pt", "accepted").ok());
   EXPECT_EQ(this->queue().put_artifact(t.id, 0, "w1", "model.pt", "stale").error().code,
@@ -768,8 +768,9 @@ TYPED_TEST_P(StoreConformance, ReleaseRequeuesAtTheHeadWithoutCountingAFailure) 
   Trial a = this->add_trial(s, 0, 1);
   Trial b = this->add_trial(s, 1, 1);
   EXPECT_EQ(this->must_claim("w1").trial.id, a.id);
-  ASSERT_TRUE(this->queue().release(a.id, 0, "w1", "worker draining").ok());
-  EXPECT_EQ(this->queue().release(a.id, 0, "w1", "again").error().code, ErrorCode::kLeaseLost);
+  ASSERT_TRUE(this->queue().release(a.id, 0, "w1", "worker draining", true).ok());
+  EXPECT_EQ(this->queue().release(a.id, 0, "w1", "again", true).error().code,
+            ErrorCode::kLeaseLost);
   auto ta = this->store().get_trial(a.id);
   EXPECT_EQ(ta->state, TrialState::kQueued);
   EXPECT_EQ(ta->attempt, 1);
@@ -791,7 +792,7 @@ TYPED_TEST_P(StoreConformance, ReleaseRequeuesAtTheHeadWithoutCountingAFailure) 
   // A released trial whose sweep was cancelled meanwhile ends cancelled.
   EXPECT_EQ(this->must_claim("w1").trial.id, b.id);
   ASSERT_TRUE(this->store().cancel_sweep(s).ok());
-  ASSERT_TRUE(this->queue().release(b.id, 0, "w1", "worker draining").ok());
+  ASSERT_TRUE(this->queue().release(b.id, 0, "w1", "worker draining", true).ok());
   EXPECT_EQ(this->store().get_trial(b.id)->state, TrialState::kCancelled);
   EXPECT_EQ(this->store().get_sweep(s)->counts.active(), 0);
 }

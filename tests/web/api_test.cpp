@@ -6,6 +6,7 @@
 
 #include "tests/support/http_client.hpp"
 #include "tests/support/redis_server.hpp"
+#include "trials/artifact_dir.hpp"
 #include "trials/redis/redis_store.hpp"
 #include "web/event_pump.hpp"
 #include "web/http_server.hpp"
@@ -704,6 +705,15 @@ TEST_F(ApiTest, ArtifactsDownloadAsRawBytes) {
   r = client_->request("GET", target, "", {{"Range", "bytes=-5"}});
   EXPECT_EQ(r->status, 206);
   EXPECT_EQ(r->body, model.substr(15));
+  // If-Range: the range of the version the client holds a part of, else the
+  // whole of the one there is now.
+  const std::string etag = r->header("etag");
+  EXPECT_EQ(etag, "\"" + trials::sha256_hex(model) + "\"");
+  r = client_->request("GET", target, "", {{"Range", "bytes=4-"}, {"If-Range", etag}});
+  EXPECT_EQ(r->status, 206);
+  r = client_->request("GET", target, "", {{"Range", "bytes=4-"}, {"If-Range", "\"older\""}});
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, model);
   r = client_->request("GET", target, "", {{"Range", "bytes=20-"}});
   EXPECT_EQ(r->status, 416);
   EXPECT_EQ(r->header("content-range"), "bytes */20");

@@ -898,7 +898,8 @@ Status MemoryStore::complete_one(const std::string& worker, const Completion& c)
 }
 
 Status MemoryStore::release(const std::string& trial_id, int attempt, const std::string& worker,
-                            const std::string& reason) {
+                            const std::string& reason, bool counted) {
+  (void)counted;  // the bound on counted releases is the Functions' (hpo_functions.lua)
   std::lock_guard lock(mu_);
   auto r = fenced(trial_id, attempt, worker);
   if (!r) return r.error();

@@ -101,7 +101,7 @@ class MemoryStore : public AllRoles {
   Result<std::vector<Status>> complete_batch(const std::string& worker,
                                              const std::vector<Completion>& done) override;
   Status release(const std::string& trial_id, int attempt, const std::string& worker,
-                 const std::string& reason) override;
+                 const std::string& reason, bool counted) override;
   Status put_artifact(const std::string& trial_id, int attempt, const std::string& worker,
                       const std::string& name, const std::string& bytes) override;
   Result<std::vector<HeldLease>> worker_leases(const std::string& worker) override;

@@ -837,16 +837,19 @@ end
 local function take_ranks(P, worker, o, cache)
   local key, sent = P .. 'ranks:' .. worker, P .. 'ranks_sent:' .. worker
   local waiting = redis.call('LRANGE', sent, 0, -1)
+  local resent = #waiting  -- the first ones: the worker's slots hold them already
   for _, text in ipairs(redis.call('LRANGE', key, 0, -1)) do waiting[#waiting + 1] = text end
   if #waiting == 0 then return {} end
   redis.call('DEL', key, sent)
   local out = {}
-  for _, text in ipairs(waiting) do
+  for i, text in ipairs(waiting) do
     local r = cjson.decode(text)
     local st = redis.call('HMGET', P .. 'trial:' .. r.trial, 'state', 'attempt')
     if st[1] == 'running' and tonumber(st[2]) == r.attempt then
-      local rn = rank_need(needs_of(P, r.sweep, cache))
-      for _ = 1, r.count do take(rn, 1, o) end
+      if i > resent then
+        local rn = rank_need(needs_of(P, r.sweep, cache))
+        for _ = 1, r.count do take(rn, 1, o) end
+      end
       out[#out + 1] = {text, redis.call('HGET', P .. 'sweep:' .. r.sweep, 'spec') or ''}
       redis.call('RPUSH', sent, text)
     end
@@ -1149,11 +1152,14 @@ local function renew(P, tid, attempt, worker, lease_ms, now)
   -- longer than its outage rule), nobody could renew a rank lease either:
   -- a lapsed one is not a lost follower until the reaper's next pass gives
   -- every lease, rank leases included, one more term.
+  -- (The scheduler alone being down is no such outage: the leader renewed
+  -- meanwhile, so its own lease has not lapsed, and rank leases are judged.)
   local in_outage = false
   local outage_ms = tonumber(redis.call('GET', P .. 'reaper:outage_ms') or '0') or 0
   if outage_ms > 0 then
     local last = tonumber(redis.call('GET', P .. 'reaper:last_ms') or '0') or 0
-    in_outage = last > 0 and now - last > outage_ms
+    local deadline = tonumber(redis.call('HGET', tkey, 'lease_deadline') or '0') or 0
+    in_outage = last > 0 and now - last > outage_ms and deadline < now
   end
   if ts[6] and ts[6] ~= '' and not in_outage then
     local lost = lost_rank(P, tid, attempt, ts[6])
@@ -1363,7 +1369,7 @@ local function reap(keys, a)
   return handled
 end
 
--- release P tid attempt worker reason -> new state (queued, cancelled or pruned)
+-- release P tid attempt worker reason [counted] -> new state (queued, cancelled, pruned or failed)
 -- The worker gives the attempt back (drain, preemption, a lease it holds but
 -- does not run): back to the head of the queue with a new fencing token, not
 -- counted against max_attempts.
@@ -1384,13 +1390,19 @@ local function release(keys, a)
     finish(P, t, now, verdict, nil, nil, a[5])
     return verdict
   end
-  local released = tonumber(t.released or '0') + 1
-  redis.call('HSET', P .. 'trial:' .. t.id, 'released', int(released))
+  redis.call('HSET', P .. 'trial:' .. t.id, 'released', int(tonumber(t.released or '0') + 1))
+  -- Only drains and preemptions count towards the bound (a[6] '1'; callers of
+  -- earlier versions send none): the pool's own placement glitches do not.
+  local stopped = tonumber(t.stopped_releases or '0')
+  if a[6] ~= '0' then
+    stopped = stopped + 1
+    redis.call('HSET', P .. 'trial:' .. t.id, 'stopped_releases', int(stopped))
+  end
   local bound = tonumber(redis.call('HGET', P .. 'deployment', 'max_releases') or '')
   if not bound then bound = DEFAULT_MAX_RELEASES end
-  if bound > 0 and released > bound then
+  if bound > 0 and stopped > bound then
     finish(P, t, now, 'failed', nil, nil,
-           'given back ' .. int(released) .. ' times without finishing (drains, preemptions), ' ..
+           'given back ' .. int(stopped) .. ' times without finishing (drains, preemptions), ' ..
            'more than the pool allows (hpo-scheduler --max-releases ' .. int(bound) ..
            '); the last time: ' .. a[5])
     return 'failed'

@@ -323,13 +323,13 @@ Status RedisStore::load_functions(RedisClient& c) {
 Status RedisStore::replicated(const std::string& what) {
   const int wanted = config_.url.wait_replicas;
   if (wanted <= 0) return {};
-  // Degraded (fewer replicas connected than the rule wants, and the rule
-  // says continue): wait for those there are, and look again now and then.
-  const auto now = std::chrono::steady_clock::now();
-  int want = wanted;
-  if (degraded_replicas_ >= 0 && now < degraded_recheck_) want = degraded_replicas_;
   const std::chrono::milliseconds timeout{config_.url.replica_timeout_ms};
-  Result<int> got = want;
+  const auto now = std::chrono::steady_clock::now();
+  // Degraded (fewer replicas connected than wanted, missing_replicas=continue):
+  // until the recheck, wait for those there are, without asking ROLE again.
+  const bool degraded = degraded_replicas_ >= 0 && now < degraded_recheck_;
+  const int want = degraded ? degraded_replicas_ : wanted;
+  Result<int> got = 0;
   if (want > 0) got = client_.wait_replicas(want, timeout);
   if (!got) return got.error();
   if (*got >= wanted) {
@@ -339,10 +339,29 @@ Status RedisStore::replicated(const std::string& what) {
     degraded_replicas_ = -1;
     return {};
   }
+  if (degraded && *got >= want) return {};
   if (!config_.url.pause_without_replicas) {
     auto connected = client_.connected_replicas();
-    if (connected && *connected >= wanted && want < wanted) {
-      // Replicas are back within the degraded window: the full rule again.
+    if (!connected) return connected.error();
+    if (*connected < wanted) {
+      // Wait for those there are (a reconnected one included), then go on degraded.
+      if (*got < *connected) got = client_.wait_replicas(*connected, timeout);
+      if (!got) return got.error();
+      if (*got >= *connected) {
+        if (degraded_replicas_ != *connected)
+          log_warn(
+              "Redis has fewer replicas than acknowledged writes want: going on with those "
+              "there are (missing_replicas=continue); a failover now can lose the latest "
+              "writes",
+              {{"redis", client_.node()},
+               {"replicas", std::to_string(*connected)},
+               {"wanted", std::to_string(wanted)}});
+        degraded_replicas_ = *connected;
+        degraded_recheck_ = now + std::chrono::seconds(5);
+        return {};
+      }
+    } else if (want < wanted) {
+      // Replicas are back: the full rule again.
       degraded_replicas_ = -1;
       got = client_.wait_replicas(wanted, timeout);
       if (!got) return got.error();
@@ -351,18 +370,6 @@ Status RedisStore::replicated(const std::string& what) {
                  {{"redis", client_.node()}, {"replicas", std::to_string(wanted)}});
         return {};
       }
-    } else if (connected && *connected < wanted && *got >= *connected) {
-      if (degraded_replicas_ != *connected)
-        log_warn(
-            "Redis has fewer replicas than acknowledged writes want: going on with those "
-            "there are (missing_replicas=continue); a failover now can lose the latest "
-            "writes",
-            {{"redis", client_.node()},
-             {"replicas", std::to_string(*connected)},
-             {"wanted", std::to_string(wanted)}});
-      degraded_replicas_ = *connected;
-      degraded_recheck_ = now + std::chrono::seconds(5);
-      return {};
     }
   }
   degraded_replicas_ = -1;
@@ -686,10 +693,7 @@ Status RedisStore::put_worker(const WorkerInfo& info, std::int64_t ttl_ms) {
 }
 
 Status RedisStore::remove_worker(const std::string& name, const std::string& instance) {
-  auto r = fcall("remove_worker", {name, instance});
-  if (!r) return r.error();
-  if (r->is_error()) return refusal(r->str);
-  return {};
+  return expect_ok(fcall("remove_worker", {name, instance}));
 }
 
 Result<std::vector<WorkerInfo>> RedisStore::list_workers() {
@@ -997,8 +1001,9 @@ Result<std::vector<Status>> RedisStore::complete_batch(const std::string& worker
 }
 
 Status RedisStore::release(const std::string& trial_id, int attempt, const std::string& worker,
-                           const std::string& reason) {
-  if (auto st = expect_ok(fcall("release", {trial_id, std::to_string(attempt), worker, reason}));
+                           const std::string& reason, bool counted) {
+  if (auto st = expect_ok(fcall(
+          "release", {trial_id, std::to_string(attempt), worker, reason, counted ? "1" : "0"}));
       !st)
     return st;
   return replicated("the release of trial " + trial_id);
@@ -1033,77 +1038,99 @@ Status RedisStore::put_file_artifact(const std::string& trial_id, int attempt,
                                      const ByteProducer& produce) {
   // The bytes go to a file first; the fenced call publishes its reference.
   const std::string artifact_key = key("artifact:" + trial_id + ":" + name);
-  auto previous = [&]() -> std::optional<StoredArtifact> {
+  // Whether the reference stored now names `file` (files are named by their
+  // bytes: another attempt's write of the same bytes is the same file).
+  auto referenced = [&](const StoredArtifact& file) {
     auto r = client_.command({"GET", artifact_key});
-    if (!r || r->is_error() || r->is_nil()) return std::nullopt;
+    if (!r || r->is_error() || r->is_nil()) return !r || r->is_error();  // unknown: keep it
     auto d = decode_stored(std::move(r->str));
-    return d ? std::optional<StoredArtifact>(std::move(*d)) : std::nullopt;
+    return !d || (d->is_file && d->path == file.path);
   };
-  const auto before = previous();
   auto reference = files_->write_stream(trial_id, name, produce);
   if (!reference) return reference.error();
   auto written = decode_stored(*reference);
-  const bool same_file = before && before->is_file && written && before->path == written->path;
   auto st = expect_ok(
       fcall("put_artifact", {trial_id, std::to_string(attempt), worker, name, *reference}));
   if (!st) {
     // Refused (a stale attempt, a finished trial): its file is not published
-    // unless it is, byte for byte, the one already referenced.
+    // unless it is, byte for byte, the one referenced.
     const ErrorCode code = st.error().code;
     const bool refused = code == ErrorCode::kLeaseLost || code == ErrorCode::kNotFound ||
                          code == ErrorCode::kConflict || code == ErrorCode::kInvalidArgument;
-    if (refused && written && !same_file) files_->remove(*written);
+    if (refused && written && !referenced(*written)) files_->remove(*written);
     return st;
   }
-  // The replaced version (the previous checkpoint) goes only once the new
-  // reference is durable: until then a failover or a restore may still
-  // point at it.
+  // The replaced versions (earlier checkpoints) go only once the new
+  // reference is durable: until then a failover or a restore may still point
+  // at one. Not when another write took its place meanwhile, and never a
+  // file newer than this one (a write in flight).
   if (auto durable = replicated("artifact " + name + " of trial " + trial_id); !durable)
     return durable;
-  if (written) files_->remove_other_versions(*written, name);
+  if (written && referenced(*written)) files_->remove_other_versions(*written, name);
   return {};
+}
+
+Result<std::optional<StoredArtifact>> RedisStore::stored_artifact(const std::string& trial_id,
+                                                                  const std::string& name) {
+  auto r = client_.command({"GET", key("artifact:" + trial_id + ":" + name)});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  if (r->is_nil()) return std::optional<StoredArtifact>{};
+  auto stored = decode_stored(std::move(r->str));
+  if (!stored) return stored.error();
+  if (stored->is_file && !files_)
+    return no_artifact_dir("artifact " + name + " of trial " + trial_id, stored->path);
+  return std::optional<StoredArtifact>{std::move(*stored)};
 }
 
 Result<bool> RedisStore::read_artifact(const std::string& trial_id, const std::string& name,
                                        ByteSink& out) {
-  auto at = locate_artifact(trial_id, name);
-  if (!at) return at.error();
-  if (!*at) return false;
-  if (!(*at)->is_file) {
-    if (auto st = out.write((*at)->bytes); !st) return st.error();
-    return true;
-  }
-  StoredArtifact ref;
-  ref.is_file = true;
-  ref.path = (*at)->path.substr(files_->root().size() + 1);
-  ref.size = (*at)->size;
-  ref.sha256 = (*at)->sha256;
-  if (auto st = files_->read_stream(ref, "artifact " + name + " of trial " + trial_id, out); !st)
+  auto stored = stored_artifact(trial_id, name);
+  if (!stored) return stored.error();
+  if (!*stored) return false;
+  const StoredArtifact& a = **stored;
+  if (auto st = a.is_file
+                    ? files_->read_stream(a, "artifact " + name + " of trial " + trial_id, out)
+                    : out.write(a.bytes);
+      !st)
     return st.error();
   return true;
 }
 
 Result<std::optional<ArtifactLocation>> RedisStore::locate_artifact(const std::string& trial_id,
                                                                     const std::string& name) {
-  const std::string what = "artifact " + name + " of trial " + trial_id;
-  auto r = client_.command({"GET", key("artifact:" + trial_id + ":" + name)});
-  if (!r) return r.error();
-  if (r->is_error()) return refusal(r->str);
-  if (r->is_nil()) return std::optional<ArtifactLocation>{};
-  auto stored = decode_stored(std::move(r->str));
+  auto stored = stored_artifact(trial_id, name);
   if (!stored) return stored.error();
+  if (!*stored) return std::optional<ArtifactLocation>{};
+  StoredArtifact& a = **stored;
   ArtifactLocation at;
-  if (!stored->is_file) {
-    at.size = static_cast<std::int64_t>(stored->bytes.size());
-    at.bytes = std::move(stored->bytes);
-    return std::optional<ArtifactLocation>{std::move(at)};
+  at.is_file = a.is_file;
+  if (a.is_file) {
+    at.path = files_->path_of(a);
+    at.size = a.size;
+    at.sha256 = a.sha256;
+  } else {
+    at.size = static_cast<std::int64_t>(a.bytes.size());
+    at.bytes = std::move(a.bytes);
   }
-  if (!files_) return no_artifact_dir(what, stored->path);
-  at.is_file = true;
-  at.path = files_->path_of(*stored);
-  at.size = stored->size;
-  at.sha256 = stored->sha256;
   return std::optional<ArtifactLocation>{std::move(at)};
+}
+
+Result<std::optional<std::int64_t>> RedisStore::artifact_size(const std::string& trial_id,
+                                                              const std::string& name) {
+  // A reference is small, so a large value is bytes: its length is the size,
+  // without reading it (within the escape's few bytes).
+  const std::string k = key("artifact:" + trial_id + ":" + name);
+  auto len = client_.command({"STRLEN", k});
+  if (!len) return len.error();
+  if (len->is_error()) return refusal(len->str);
+  if (len->integer == 0) return std::optional<std::int64_t>{};
+  if (len->integer > 4096) return std::optional<std::int64_t>{len->integer};
+  auto stored = stored_artifact(trial_id, name);
+  if (!stored) return stored.error();
+  if (!*stored) return std::optional<std::int64_t>{};
+  return std::optional<std::int64_t>{
+      (*stored)->is_file ? (*stored)->size : static_cast<std::int64_t>((*stored)->bytes.size())};
 }
 
 Result<std::vector<HeldLease>> RedisStore::worker_leases(const std::string& worker) {

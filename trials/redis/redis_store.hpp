@@ -145,7 +145,7 @@ class RedisStore final : public AllRoles {
   Result<std::vector<Status>> complete_batch(const std::string& worker,
                                              const std::vector<Completion>& done) override;
   Status release(const std::string& trial_id, int attempt, const std::string& worker,
-                 const std::string& reason) override;
+                 const std::string& reason, bool counted) override;
   Status put_artifact(const std::string& trial_id, int attempt, const std::string& worker,
                       const std::string& name, const std::string& bytes) override;
   Status put_artifact_stream(const std::string& trial_id, int attempt, const std::string& worker,
@@ -155,6 +155,8 @@ class RedisStore final : public AllRoles {
                              ByteSink& out) override;
   Result<std::optional<ArtifactLocation>> locate_artifact(const std::string& trial_id,
                                                           const std::string& name) override;
+  Result<std::optional<std::int64_t>> artifact_size(const std::string& trial_id,
+                                                    const std::string& name) override;
   Result<std::vector<HeldLease>> worker_leases(const std::string& worker) override;
   Result<int> reap(int max, std::int64_t outage_ms) override;
 
@@ -165,6 +167,10 @@ class RedisStore final : public AllRoles {
   Status put_file_artifact(const std::string& trial_id, int attempt, const std::string& worker,
                            const std::string& name, const ByteProducer& produce);
   static Error no_artifact_dir(const std::string& what, const std::string& path);
+  // What Redis holds under a trial's artifact key, decoded (a file reference
+  // only where this process has the folder).
+  Result<std::optional<StoredArtifact>> stored_artifact(const std::string& trial_id,
+                                                        const std::string& name);
   Status check_artifact_size(const std::string& trial_id, const std::string& name,
                              const std::string& bytes) const;
   // FCALL hpo_<name> 0 <prefix> args...; a refusal (NOT_FOUND, CONFLICT,

@@ -99,25 +99,44 @@ Status put_file_artifact(Reporter& reporter, const std::string& name, const fs::
                          const std::string& file) {
   return reporter.put_artifact_stream(name, [&](ByteSink& out) -> Status {
     auto opened = open_beneath(dir.string(), file);
-    if (!opened) return Error::unavailable((dir / file).string() + ": " + opened.error().message);
+    // Not kUnavailable: a link or a missing file is no outage to wait out.
+    if (!opened) return Error::invalid((dir / file).string(), opened.error().message);
     auto n = copy_fd(opened->fd(), out, (dir / file).string());
     return n ? Status{} : Status(n.error());
   });
 }
 
 // The stored checkpoint streamed into dir/resume.pt for the ranks (false:
-// there is none); a part written before an error is removed.
+// there is none); a part written before an error is removed. `disk_failed`
+// tells this host's disk failing (the attempt cannot go on: retried) from
+// the store's answer failing (the attempt may start afresh).
 Result<bool> write_resume_file(tt::RankJob& job, const fs::path& dir,
-                               const std::function<Result<bool>(ByteSink&)>& read) {
+                               const std::function<Result<bool>(ByteSink&)>& read,
+                               bool& disk_failed) {
   const fs::path path = dir / "resume.pt";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Error::unavailable("cannot write " + path.string());
-  FdSink out(fd, path.string());
+  disk_failed = false;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    disk_failed = true;
+    return Error::internal("cannot write " + path.string() + ": " + std::strerror(errno));
+  }
+  // The file's own failures, told from the store's.
+  struct Watched final : ByteSink {
+    Watched(int fd, const std::string& what) : file(fd, what) {}
+    Status write(std::string_view b) override {
+      auto st = file.write(b);
+      failed = failed || !st;
+      return st;
+    }
+    FdSink file;
+    bool failed = false;
+  } out(fd, path.string());
   auto got = read(out);
   const bool closed = ::close(fd) == 0;
   if (!got || !*got || !closed) {
     ::unlink(path.c_str());
-    if (got && *got) return Error::unavailable("cannot write " + path.string());
+    disk_failed = out.failed || !closed;
+    if (got && *got) return Error::internal("cannot write " + path.string());
     return got;
   }
   job.resume = path.string();
@@ -251,17 +270,35 @@ void store_checkpoint(Reporter& reporter, const std::string& bytes, std::int64_t
                              batch + 1, bytes.size()));
 }
 
+// A checkpoint the store refused: the attempt ends, failed with the reason,
+// rather than training on unprotected (not retried when it is too large).
+struct CheckpointRefused {
+  std::string error;
+  bool retryable = true;
+};
+
 // Rank 0's stdout line: a report, a checkpoint it left in `dir`, or a log
-// line. Returns false when the trial must stop.
-bool relay_rank0_line(std::string_view line, Reporter& reporter, const fs::path& dir) {
+// line. Returns false when the trial must stop; `refused` is set when a
+// checkpoint could not be stored.
+bool relay_rank0_line(std::string_view line, Reporter& reporter, const fs::path& dir,
+                      std::optional<CheckpointRefused>& refused) {
   if (line.starts_with(kRankCheckpointPrefix)) {
     std::int64_t epoch = 0, batch = 0;
     std::istringstream(std::string(line.substr(kRankCheckpointPrefix.size()))) >> epoch >> batch;
     auto st = put_file_artifact(reporter, trials::artifact::kCheckpoint, dir, kRankCheckpointFile);
-    if (!st)
-      reporter.log(fmt::format("torch: the checkpoint of epoch {} was not stored: {}", epoch + 1,
-                               st.error().message));
-    else if (batch > 0)
+    if (!st) {
+      const bool too_large = st.error().code == ErrorCode::kPayloadTooLarge;
+      refused = CheckpointRefused{
+          fmt::format("the checkpoint of epoch {} could not be stored ({}){}", epoch + 1,
+                      st.error().message,
+                      too_large ? "; a pool with an artifact folder (hpo-scheduler --artifacts "
+                                  "DIR) stores checkpoints of any size"
+                                : ""),
+          !too_large};
+      reporter.log("torch: " + refused->error);
+      return false;
+    }
+    if (batch > 0)
       reporter.log(
           fmt::format("torch: checkpoint stored at epoch {}, batch {}", epoch + 1, batch + 1));
     return true;
@@ -544,14 +581,17 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
                              dir.path, options_, *cache_, who);
   job.store = gang ? fmt::format("tcp://{}:0", address) : (dir.path / "c10d-store").string();
   if (gang) job.address = address;
-  if (auto got = write_resume_file(job, dir.path,
-                                   [&](ByteSink& out) {
-                                     return reporter.read_artifact(trials::artifact::kCheckpoint,
-                                                                   out);
-                                   });
-      !got)
+  bool disk_failed = false;
+  auto read_checkpoint = [&](ByteSink& out) {
+    return reporter.read_artifact(trials::artifact::kCheckpoint, out);
+  };
+  if (auto got = write_resume_file(job, dir.path, read_checkpoint, disk_failed); !got) {
+    // This host's disk: retried, never a silent fresh start (a gang's
+    // followers would resume where rank 0 did not).
+    if (disk_failed) return failed(got.error().message, /*retryable=*/true);
     reporter.log("torch: cannot read the trial's checkpoint (" + got.error().message +
                  "); starting from the first epoch");
+  }
   if (auto st = write_job(job, dir.path / "job.json"); !st) return failed(st.error().message, true);
   if (auto st = hand_over_ranks(task.work_dir, dir.path, who); !st)
     return failed(st.error().message, true);
@@ -620,6 +660,7 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
     ranks.signal_all(reporter.stop_reason() == StopReason::kShutdown ? SIGUSR1 : SIGTERM);
     kill_at = kill_at ? std::min(*kill_at, grace()) : grace();
   };
+  std::optional<CheckpointRefused> refused;
   while (ranks.alive() > 0) {
     ranks.poll_round(
         options_.poll_ms, stop_sent,
@@ -629,7 +670,8 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
             store_at = std::string(line.substr(kRankStorePrefix.size()));
             return;
           }
-          if (!relay_rank0_line(line, reporter, dir.path)) request_stop();
+          if (!relay_rank0_line(line, reporter, dir.path, refused)) request_stop();
+          if (refused && !ranks.failure) ranks.fail(refused->error);
         },
         [&](int r, bool exited) {
           if (r != 0) return;
@@ -648,6 +690,7 @@ trials::TrialResult TorchExecutor::run_parallel(const TrialTask& task, Reporter&
   if (ranks.failure) {
     r.out.end = tt::TrainOutput::End::kFailed;
     r.out.error = *ranks.failure;
+    if (refused) r.retryable = refused->retryable;
   } else {
     r = read_rank_zero_result(dir.path, world, stop_sent);
   }
@@ -691,10 +734,11 @@ Status TorchExecutor::run_ranks(const RankTask& task, RankControl& control) {
   job.first_rank = task.first;
   job.store = "tcp://" + where;
   job.address = task.address.empty() ? "127.0.0.1" : task.address;
-  if (auto got = write_resume_file(
-          job, dir.path,
-          [&](ByteSink& out) { return control.read_artifact(trials::artifact::kCheckpoint, out); });
-      !got) {
+  bool disk_failed = false;
+  auto read_checkpoint = [&](ByteSink& out) {
+    return control.read_artifact(trials::artifact::kCheckpoint, out);
+  };
+  if (auto got = write_resume_file(job, dir.path, read_checkpoint, disk_failed); !got) {
     // Rank 0 resumes from what it reads; a rank that started afresh would disagree.
     return Error::unavailable(tag + ": cannot read the trial's checkpoint: " + got.error().message);
   }

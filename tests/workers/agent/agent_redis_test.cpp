@@ -63,8 +63,8 @@ class SwallowingConnection final : public trials::Store, public trials::TrialQue
     return impl_->complete_batch(w, done);
   }
   Status release(const std::string& id, int attempt, const std::string& w,
-                 const std::string& reason) override {
-    return impl_->release(id, attempt, w, reason);
+                 const std::string& reason, bool counted) override {
+    return impl_->release(id, attempt, w, reason, counted);
   }
   Status put_artifact(const std::string& id, int attempt, const std::string& w,
                       const std::string& name, const std::string& bytes) override {

@@ -116,6 +116,11 @@ class FakeReporter : public Reporter {
   // What it keeps has no limit (a pool with an artifact folder) unless a test sets one.
   std::int64_t inline_limit = 0;
   std::int64_t inline_artifact_limit() const override { return inline_limit; }
+  Status put_artifact_stream(const std::string& name, const ByteProducer& produce) override {
+    StringSink bytes(inline_limit > 0 ? inline_limit : std::int64_t{1} << 40, "artifact " + name);
+    if (auto st = produce(bytes); !st) return st;
+    return put_artifact(name, bytes.bytes());
+  }
   // The last one stored under `name` (a checkpoint an earlier attempt left).
   Result<std::optional<std::string>> get_artifact(const std::string& name) override {
     for (auto it = artifacts.rbegin(); it != artifacts.rend(); ++it)

@@ -522,6 +522,23 @@ TEST_F(IsolatedTrials, AModelTheStoreCannotKeepIsNotTrained) {
   EXPECT_TRUE(rep.reports.empty());
 }
 
+// A checkpoint the store refuses (too large without an artifact folder) ends
+// the attempt at once, failed and not retried, instead of training on
+// without the protection the next attempt would resume from.
+TEST_F(IsolatedTrials, ACheckpointTheStoreRefusesFailsTheAttempt) {
+  auto spec = parallel_spec(dir.write("t.csv", testing::blobs_csv(300, 1)), 50, 1);
+  FakeReporter rep;
+  rep.inline_limit = 1000;  // the model's hidden layers weigh nothing; its checkpoint more
+  auto task = task_for(spec, params);
+  task.work_dir = dir.file("");
+  auto r = isolated.run(task, rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_FALSE(r.retryable);
+  EXPECT_NE(r.error.find("could not be stored"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("--artifacts"), std::string::npos) << r.error;
+  EXPECT_LT(rep.reports.size(), 50u);
+}
+
 TEST_F(IsolatedTrials, TrialsTakeProcessesStartedAheadAndThePoolRefills) {
   auto pool = std::make_shared<StandbyRanks>(1, 2);
   TorchExecutor ahead = started_ahead(pool);
