@@ -574,11 +574,14 @@ void Agent::release(const std::vector<int>& slots) {
   claim_cv_.notify_one();
 }
 
-void Agent::forget(const std::string& trial_id) {
+void Agent::forget(const trials::Trial& trial) {
   bool none_left = false;
   {
     std::lock_guard lk(mu_);
-    running_.erase(trial_id);
+    // Only this attempt: once its slot is free the same trial's next attempt
+    // may already be claimed here while this one's refusal is on its way.
+    auto it = running_.find(trial.id);
+    if (it != running_.end() && it->second->trial.attempt == trial.attempt) running_.erase(it);
     none_left = running_.empty();
   }
   if (none_left) cv_.notify_all();  // drain() waits for running_ to empty
@@ -747,7 +750,7 @@ void Agent::slot_loop(int slot) {
     } else if (conn) {
       run_trial(work->claim, *conn);
     } else {
-      forget(work->claim.trial.id);
+      forget(work->claim.trial);
     }
     release(work->slots);
   }
@@ -875,7 +878,7 @@ void Agent::run_trial(const trials::Claim& claim, trials::Store& conn) {
              : failed_result("cannot read the sweep spec: " + spec.error().message, false);
     handed_on = deliver(run, result, log_tail, conn);
   }
-  if (!handed_on) forget(run->trial.id);
+  if (!handed_on) forget(run->trial);
 }
 
 trials::TrialResult Agent::execute(Running& run, const trials::SweepSpec& sp, trials::Store& conn,
@@ -1076,7 +1079,7 @@ void Agent::delivered(const std::shared_ptr<Running>& run, const trials::TrialRe
     else
       ++stats_.dropped;
   }
-  forget(trial.id);
+  forget(trial);
   if (st) {
     LogFields more{{"outcome", outcome},
                    {"value", result.value ? fmt::format("{}", *result.value) : "none"}};

@@ -168,7 +168,7 @@ class Agent {
   trials::Offer offer_locked() const;
   void release(const std::vector<int>& slots);
   // The attempt leaves running_ (the last one wakes drain()).
-  void forget(const std::string& trial_id);
+  void forget(const trials::Trial& trial);
   void notify_everyone();  // stopping or draining
   // Runs a trial the claimer handed out (and registered in running_).
   void run_trial(const trials::Claim& claim, trials::Store& conn);

@@ -191,6 +191,7 @@ class SentinelCluster {
       s.pid = ::fork();
       if (s.pid == 0) {
         std::string conf = s.dir + "/sentinel.conf";
+        detach_stdio();
         ::execlp("redis-sentinel", "redis-sentinel", conf.c_str(), static_cast<char*>(nullptr));
         ::_exit(127);
       }

@@ -4,6 +4,7 @@
 // after kill() proves durability.
 #pragma once
 
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -33,6 +34,16 @@ inline int free_loopback_port() {
   int port = ntohs(addr.sin_port);
   ::close(fd);
   return port;
+}
+
+// In a forked child before exec: the test's output pipes are not passed on, so
+// a server left behind by a test that crashed does not hold ctest waiting for
+// the pipe's end (it logs to its own file).
+inline void detach_stdio() {
+  int fd = ::open("/dev/null", O_RDWR);
+  if (fd < 0) return;
+  for (int i = 0; i < 3; ++i) ::dup2(fd, i);
+  if (fd > 2) ::close(fd);
 }
 
 // Polls `pred` every few milliseconds until it holds or `timeout` passes.
@@ -124,6 +135,7 @@ class RedisServer {
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
+        detach_stdio();
         ::execvp("redis-server", argv.data());
         ::_exit(127);
       }

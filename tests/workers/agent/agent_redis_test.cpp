@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 
 #include "search/test_functions.hpp"
 #include "tests/support/redis_server.hpp"
@@ -22,13 +24,22 @@ using trials::redis::RedisStore;
 
 constexpr const char* kPrefix = "agtest:";
 
+// Holds a stale attempt's completion back until the trial's next attempt has
+// been claimed: the order in which a refusal meets the retry already running.
+struct CompletionGate {
+  std::mutex mu;
+  std::condition_variable cv;
+  int hold_below = -1;  // completions of attempts below this wait for its claim
+  int claimed = -1;     // the highest attempt claimed so far
+};
+
 // Passes everything through to a RedisStore, except that heartbeats can be
 // swallowed (answered "ok" without reaching Redis), so the lease really expires.
 class SwallowingConnection final : public trials::Store, public trials::TrialQueue {
  public:
   SwallowingConnection(std::unique_ptr<RedisStore> impl, const std::atomic<bool>& swallow,
-                       const std::atomic<bool>& strip_spec)
-      : impl_(std::move(impl)), swallow_(swallow), strip_spec_(strip_spec) {}
+                       const std::atomic<bool>& strip_spec, CompletionGate& gate)
+      : impl_(std::move(impl)), swallow_(swallow), strip_spec_(strip_spec), gate_(gate) {}
   trials::SweepStore& sweeps() override { return *impl_; }
   trials::TrialStore& trials() override { return *impl_; }
   trials::TrialQueue& queue() override { return *this; }
@@ -42,6 +53,12 @@ class SwallowingConnection final : public trials::Store, public trials::TrialQue
     // As a store whose functions an older hpo reloaded would answer.
     if (c.ok() && strip_spec_.load())
       for (auto& claim : c->claims) claim.spec_json.clear();
+    if (c.ok() && !c->claims.empty()) {
+      std::lock_guard lk(gate_.mu);
+      for (const auto& claim : c->claims)
+        gate_.claimed = std::max(gate_.claimed, claim.trial.attempt);
+      gate_.cv.notify_all();
+    }
     return c;
   }
   Result<bool> wait_for_work(const std::string& cursor, int block_ms) override {
@@ -60,6 +77,13 @@ class SwallowingConnection final : public trials::Store, public trials::TrialQue
   }
   Result<std::vector<Status>> complete_batch(const std::string& w,
                                              const std::vector<trials::Completion>& done) override {
+    {
+      std::unique_lock lk(gate_.mu);
+      for (const auto& d : done)
+        if (d.attempt < gate_.hold_below)
+          gate_.cv.wait_for(lk, std::chrono::seconds(10),
+                            [&] { return gate_.claimed >= gate_.hold_below; });
+    }
     return impl_->complete_batch(w, done);
   }
   Status release(const std::string& id, int attempt, const std::string& w,
@@ -93,6 +117,7 @@ class SwallowingConnection final : public trials::Store, public trials::TrialQue
   std::unique_ptr<RedisStore> impl_;
   const std::atomic<bool>& swallow_;
   const std::atomic<bool>& strip_spec_;
+  CompletionGate& gate_;
 };
 
 class AgentRedisTest : public ::testing::Test {
@@ -107,8 +132,8 @@ class AgentRedisTest : public ::testing::Test {
     return [this]() -> Result<std::unique_ptr<trials::Store>> {
       auto s = RedisStore::open(redis_.url(), kPrefix);
       if (!s) return s.error();
-      return std::unique_ptr<trials::Store>(
-          std::make_unique<SwallowingConnection>(std::move(s.value()), swallow_, strip_spec_));
+      return std::unique_ptr<trials::Store>(std::make_unique<SwallowingConnection>(
+          std::move(s.value()), swallow_, strip_spec_, gate_));
     };
   }
 
@@ -155,6 +180,7 @@ class AgentRedisTest : public ::testing::Test {
   std::unique_ptr<RedisStore> admin_;
   std::atomic<bool> swallow_{false};
   std::atomic<bool> strip_spec_{false};
+  CompletionGate gate_;
 };
 
 std::string synthetic_spec(const std::string& extra = "") {
@@ -279,8 +305,15 @@ TEST_F(AgentRedisTest, TrialWhoseLeaseWasLostIsStoppedAndNotReported) {
 TEST_F(AgentRedisTest, StaleCompletionIsRefusedAndTheRetryCompletes) {
   const std::string sid = create_sweep(synthetic_spec(R"(, "sleep_s": 1.0)"));
   auto t = create_trial(sid, 0, {{"x1", 3.0}, {"x2", 4.0}});
-  Agent agent(options(1, 300), factory(), builtin_executors(1.0));
+  auto o = options(1, 300);
+  // An attempt this agent no longer counts as running is soon given back as an
+  // orphan: attempt 1 (1 s) outlasts that only if the refusal left it alone.
+  o.orphan_after = std::chrono::milliseconds(200);
+  Agent agent(o, factory(), builtin_executors(1.0));
   swallow_ = true;
+  // Attempt 0's refusal arrives only once attempt 1 is claimed by this same
+  // agent: the refusal must not take attempt 1 with it.
+  gate_.hold_below = 1;
   ASSERT_TRUE(agent.start().ok());
   ASSERT_TRUE(wait_for([&] { return trial(t.id).state == trials::TrialState::kRunning; }));
   ASSERT_TRUE(wait_for([&] {
@@ -293,7 +326,11 @@ TEST_F(AgentRedisTest, StaleCompletionIsRefusedAndTheRetryCompletes) {
   ASSERT_TRUE(wait_for([&] { return trial(t.id).state == trials::TrialState::kCompleted; }));
   auto done = trial(t.id);
   EXPECT_EQ(done.attempt, 1);
+  EXPECT_EQ(done.released, 0);  // attempt 1 was never taken for an orphan
   EXPECT_DOUBLE_EQ(*done.value, search::branin({3.0, 4.0}));
+  auto attempts = admin_->get_attempts(t.id);
+  ASSERT_TRUE(attempts.ok());
+  EXPECT_EQ(attempts->size(), 2u);
   agent.stop();
 }
 
