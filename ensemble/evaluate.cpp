@@ -47,7 +47,7 @@ double mean(const std::vector<double>& v) {
 }
 
 struct Fitted {
-  std::unique_ptr<Combiner> combiner;
+  std::shared_ptr<Combiner> combiner;
   std::vector<int> inputs;  // library models the combiner combines, in its member order
   std::string detail;
 };
@@ -90,6 +90,26 @@ struct Candidate {
   FitProcedure fit;
 };
 
+// The out-of-bag predictions held in memory, as one range.
+class MemoryOobBlocks final : public OobBlocks {
+ public:
+  MemoryOobBlocks(const std::vector<MemberOob>& members, const Targets& targets)
+      : members_(members), targets_(targets) {}
+  Result<bool> next(std::vector<MemberOob>& members, Targets& targets) override {
+    if (done_) return false;
+    done_ = true;
+    members = members_;
+    targets = targets_;
+    return true;
+  }
+  std::int64_t rows_total() const override { return targets_.rows(); }
+
+ private:
+  const std::vector<MemberOob>& members_;
+  const Targets& targets_;
+  bool done_ = false;
+};
+
 }  // namespace
 
 Result<Evaluation> evaluate_ensemble(const trials::EnsembleRecipe& recipe,
@@ -114,7 +134,6 @@ Result<Evaluation> evaluate_ensemble(const trials::EnsembleRecipe& recipe,
   ev.models.resize(n_models);
   for (std::size_t m = 0; m < n_models; ++m) {
     ev.models[m].validation = score(library[m], vt);
-    if (with_test) ev.models[m].test = score(input.test[m], input.test_targets);
     if (rank_score(ev.models[m].validation) > rank_score(ev.models[ev.best_model].validation))
       ev.best_model = static_cast<int>(m);
   }
@@ -220,13 +239,6 @@ Result<Evaluation> evaluate_ensemble(const trials::EnsembleRecipe& recipe,
     if (classification) s.cv_accuracy = accuracy(oof, vt.labels);
     s.detail = final_fit->detail;
     s.scores.validation = score(*val, vt);
-    if (with_test) {
-      std::vector<Matrix> test_in;
-      for (int m : final_fit->inputs) test_in.push_back(input.test[static_cast<std::size_t>(m)]);
-      auto test = combine(*final_fit->combiner, test_in);
-      if (!test) return test.error();
-      s.scores.test = score(*test, input.test_targets);
-    }
     s.weights.assign(n_models, 0.0);
     auto w = final_fit->combiner->weights();
     if (w.empty())
@@ -300,7 +312,7 @@ Result<Evaluation> evaluate_ensemble(const trials::EnsembleRecipe& recipe,
     ev.combiner = std::make_unique<StackingCombiner>(std::move(model));
   } else if (pick.name == "bagged" &&
              (recipe.combine == Combine::kHardVote || recipe.combine == Combine::kMedian)) {
-    ev.combiner = std::move(finals[static_cast<std::size_t>(chosen)].combiner);
+    ev.combiner = finals[static_cast<std::size_t>(chosen)].combiner;
   } else {
     ev.combiner = std::make_unique<WeightedMeanCombiner>(pick.weights);
   }
@@ -334,17 +346,82 @@ Result<Evaluation> evaluate_ensemble(const trials::EnsembleRecipe& recipe,
           n_rows, c.name, c.cv_loss, b.cv_loss, md, 2 * se));
   }
 
+  for (auto& f : finals) ev.fitted.push_back({std::move(f.combiner), std::move(f.inputs)});
+  if (with_test) {
+    MatrixRowBlocks rows(input.test, input.test_targets);
+    if (auto st = score_rows(ev, rows); !st.ok()) return st.error();
+  }
   // The random-forest out-of-bag estimate of the bagged combination.
   if (!input.oob.empty()) {
-    std::vector<Matrix> member_val(library.begin(),
-                                   library.begin() + static_cast<std::ptrdiff_t>(n_members));
-    auto bagged = make_combiner(recipe);
-    if (auto st = bagged->fit(member_val, vt); !st.ok()) return st.error();
-    auto est = oob_estimate(*bagged, input.oob, input.train_targets);
-    if (!est.ok()) return est.error();
-    ev.oob = OobSummary{est->rows_total, est->rows_covered, est->scores};
+    MemoryOobBlocks blocks(input.oob, input.train_targets);
+    if (auto st = estimate_oob(ev, blocks); !st.ok()) return st.error();
   }
   return ev;
+}
+
+Result<bool> MatrixRowBlocks::next(std::vector<Matrix>& models, Targets& targets) {
+  if (done_) return false;
+  done_ = true;
+  models = models_;
+  targets = targets_;
+  return true;
+}
+
+Status score_rows(Evaluation& ev, RowBlocks& rows) {
+  const std::size_t n_models = ev.models.size();
+  if (ev.fitted.size() != ev.candidates.size())
+    return Error::internal("score_rows: the candidates were not kept fitted");
+  std::vector<ScoreSum> models(n_models), candidates(ev.candidates.size());
+  std::vector<Matrix> block;
+  Targets targets;
+  std::vector<Matrix> in;
+  for (;;) {
+    auto more = rows.next(block, targets);
+    if (!more) return more.error();
+    if (!*more) break;
+    if (block.size() != n_models)
+      return Error::invalid("rows", fmt::format("a block of {} models' predictions, expected {}",
+                                                block.size(), n_models));
+    if (auto st = check_predictions(block, &targets); !st.ok()) return st.error();
+    const std::int64_t n = targets.rows();
+    for (std::size_t m = 0; m < n_models; ++m) models[m].add(score(block[m], targets), n);
+    for (std::size_t c = 0; c < candidates.size(); ++c) {
+      in.clear();
+      for (int m : ev.fitted[c].inputs) in.push_back(block[static_cast<std::size_t>(m)]);
+      auto p = combine(*ev.fitted[c].combiner, in);
+      if (!p) return p.error();
+      candidates[c].add(score(*p, targets), n);
+    }
+  }
+  for (std::size_t m = 0; m < n_models; ++m) ev.models[m].test = models[m].mean();
+  for (std::size_t c = 0; c < candidates.size(); ++c)
+    ev.candidates[c].scores.test = candidates[c].mean();
+  ev.ensemble.test = ev.candidates[static_cast<std::size_t>(ev.chosen)].scores.test;
+  return {};
+}
+
+Status estimate_oob(Evaluation& ev, OobBlocks& blocks) {
+  auto it = std::find_if(ev.candidates.begin(), ev.candidates.end(),
+                         [](const CandidateSummary& c) { return c.name == "bagged"; });
+  if (it == ev.candidates.end() || ev.fitted.size() != ev.candidates.size())
+    return Error::internal("estimate_oob: no fitted bagged candidate");
+  const Combiner& bagged =
+      *ev.fitted[static_cast<std::size_t>(it - ev.candidates.begin())].combiner;
+  ScoreSum sum;
+  std::int64_t covered = 0;
+  std::vector<MemberOob> members;
+  Targets targets;
+  for (;;) {
+    auto more = blocks.next(members, targets);
+    if (!more) return more.error();
+    if (!*more) break;
+    auto est = oob_estimate(bagged, members, targets);
+    if (!est.ok()) return est.error();
+    sum.add(est->scores, est->rows_covered);
+    covered += est->rows_covered;
+  }
+  ev.oob = OobSummary{blocks.rows_total(), covered, sum.mean()};
+  return {};
 }
 
 }  // namespace hpo::ensemble

@@ -35,9 +35,34 @@
 
 namespace hpo::ensemble {
 
+// Every model's predictions on the same rows, a block of rows at a time (the
+// test rows, streamed from their files so that no model's are held whole).
+class RowBlocks {
+ public:
+  virtual ~RowBlocks() = default;
+  // The next block: per model its predictions on the block's rows (same
+  // shape), and the rows' targets. false: no rows left.
+  virtual Result<bool> next(std::vector<Matrix>& models, Targets& targets) = 0;
+};
+
+// The bagged members' out-of-bag predictions, a range of training rows at a time.
+class OobBlocks {
+ public:
+  virtual ~OobBlocks() = default;
+  // The next range of training rows that some member left out: the members'
+  // predictions on its rows (MemberOob::rows relative to the range's first
+  // row) and one target per row of the range (rows no member predicts may
+  // hold anything). false: none left.
+  virtual Result<bool> next(std::vector<MemberOob>& members, Targets& targets) = 0;
+  // The training rows in all (known once next() returned false).
+  virtual std::int64_t rows_total() const = 0;
+};
+
 struct EvaluationInput {
   std::vector<Matrix> validation;  // per model, on the validation rows (required)
   Targets validation_targets;
+  // Held in memory (tests, small data); the ensemble stage streams them
+  // instead through score_rows() and estimate_oob().
   std::vector<Matrix> test;  // per model, on the test rows; empty: no test scores
   Targets test_targets;
   std::vector<MemberOob> oob;  // bagged members' OOB predictions; empty: no OOB estimate
@@ -63,14 +88,21 @@ struct CandidateSummary {
   std::vector<double> weights;        // per model; stacking: the meta-model's coefficients
 };
 
+// A candidate refitted on every validation row: what scores it on other rows.
+struct FittedCandidate {
+  std::shared_ptr<const Combiner> combiner;
+  std::vector<int> inputs;  // the library models it combines, in its member order
+};
+
 struct Evaluation {
-  std::unique_ptr<Combiner> combiner;  // the chosen candidate, fitted on every validation row
+  std::shared_ptr<Combiner> combiner;  // the chosen candidate, fitted on every validation row
   std::vector<double> weights;         // per model: the chosen candidate's
   std::string method;                  // the chosen candidate's name
   trials::EnsembleRecipe::Combine combine = trials::EnsembleRecipe::Combine::kSoftVote;
   std::optional<StackingModel> stacking;  // method "stacking"
   std::vector<CandidateSummary> candidates;
-  int chosen = 0;  // index into candidates
+  std::vector<FittedCandidate> fitted;  // per candidate
+  int chosen = 0;                       // index into candidates
   std::vector<std::string> warnings;
   std::vector<MetricSummary> models;  // per model
   int best_model =
@@ -81,5 +113,29 @@ struct Evaluation {
 
 Result<Evaluation> evaluate_ensemble(const trials::EnsembleRecipe& recipe,
                                      const EvaluationInput& input);
+
+// Scores every model and every candidate on rows that come a block at a time
+// (the test rows): sets models[m].test, candidates[c].scores.test and
+// ensemble.test, all at the end, so an error (a block whose shape differs)
+// leaves `ev` as it was.
+Status score_rows(Evaluation& ev, RowBlocks& rows);
+
+// The random-forest out-of-bag estimate of the bagged candidate (fitted on the
+// members' validation rows), over training rows that come a range at a time:
+// sets `ev.oob`, at the end.
+Status estimate_oob(Evaluation& ev, OobBlocks& blocks);
+
+// The rows of predictions held in memory as one block.
+class MatrixRowBlocks final : public RowBlocks {
+ public:
+  MatrixRowBlocks(const std::vector<Matrix>& models, const Targets& targets)
+      : models_(models), targets_(targets) {}
+  Result<bool> next(std::vector<Matrix>& models, Targets& targets) override;
+
+ private:
+  const std::vector<Matrix>& models_;
+  const Targets& targets_;
+  bool done_ = false;
+};
 
 }  // namespace hpo::ensemble

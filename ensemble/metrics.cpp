@@ -91,6 +91,30 @@ Scores score(const Matrix& predictions, const Targets& targets) {
   return s;
 }
 
+void ScoreSum::add(const Scores& block, std::int64_t rows) {
+  if (rows <= 0) return;
+  const auto w = static_cast<double>(rows);
+  classification_ = block.accuracy.has_value();
+  accuracy_ += w * block.accuracy.value_or(0);
+  log_loss_ += w * block.log_loss.value_or(0);
+  mse_ += w * block.mse.value_or(0);
+  rows_ += rows;
+}
+
+Scores ScoreSum::mean() const {
+  Scores s;
+  if (rows_ == 0) return s;
+  const auto n = static_cast<double>(rows_);
+  if (classification_) {
+    s.accuracy = accuracy_ / n;
+    s.log_loss = log_loss_ / n;
+  } else {
+    s.mse = mse_ / n;
+    s.rmse = std::sqrt(*s.mse);
+  }
+  return s;
+}
+
 Result<OobEstimate> oob_estimate(const Combiner& combiner, const std::vector<MemberOob>& members,
                                  const Targets& train_targets) {
   const std::int64_t n = train_targets.rows();

@@ -43,6 +43,21 @@ struct Scores {
 };
 Scores score(const Matrix& predictions, const Targets& targets);
 
+// The scores of rows that come a block at a time: every metric is a mean over
+// rows (MSE over rows × the same outputs), so the whole is each block's
+// score() weighted by its rows.
+class ScoreSum {
+ public:
+  void add(const Scores& block, std::int64_t rows);
+  Scores mean() const;  // nothing when no rows came
+  std::int64_t rows() const { return rows_; }
+
+ private:
+  std::int64_t rows_ = 0;
+  double accuracy_ = 0, log_loss_ = 0, mse_ = 0;
+  bool classification_ = false;
+};
+
 // One member's predictions on its own out-of-bag training rows.
 struct MemberOob {
   int member = 0;                  // the member's index among the combiner's members

@@ -2,8 +2,10 @@
 // host is little-endian (x86-64, aarch64), so the arrays are copied as bytes.
 #include "ensemble/prediction_file.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 namespace hpo::ensemble {
 namespace {
@@ -29,6 +31,10 @@ T get(std::string_view b, std::size_t off) {
 }  // namespace
 
 Targets PredictionFile::targets() const {
+  return targets_of(regression, labels);
+}
+
+Targets targets_of(bool regression, const std::vector<float>& labels) {
   if (regression) {
     Matrix m(static_cast<std::int64_t>(labels.size()), 1);
     for (std::size_t i = 0; i < labels.size(); ++i) m.data[i] = labels[i];
@@ -52,6 +58,86 @@ std::string encode_prediction_file(const PredictionFile& f) {
   put_array(out, f.labels);
   put_array(out, f.row_ids);
   return out;
+}
+
+Result<PredictionFileReader> PredictionFileReader::open(ReadAt read, std::int64_t size,
+                                                        std::string what) {
+  char header[kHeader];
+  if (size < static_cast<std::int64_t>(kHeader))
+    return Error::invalid(what, "prediction artifact: bad magic (not HPOPRED1)");
+  if (auto st = read(0, kHeader, header); !st) return st.error();
+  const std::string_view b(header, kHeader);
+  if (std::memcmp(b.data(), kMagic, sizeof kMagic) != 0)
+    return Error::invalid(what, "prediction artifact: bad magic (not HPOPRED1)");
+  auto kind = get<std::uint32_t>(b, 8);
+  if (kind > 1)
+    return Error::invalid(what, "prediction artifact: unknown kind " + std::to_string(kind));
+  auto rows = get<std::uint64_t>(b, 16), cols = get<std::uint64_t>(b, 24);
+  if (rows > (1ULL << 32) || cols > (1ULL << 20))
+    return Error::invalid(what, "prediction artifact: implausible shape");
+  if (static_cast<std::uint64_t>(size) != kHeader + rows * cols * 4 + rows * 4 + rows * 8)
+    return Error::invalid(what, "prediction artifact: size " + std::to_string(size) +
+                                    " does not match " + std::to_string(rows) + "x" +
+                                    std::to_string(cols));
+  PredictionFileReader r;
+  r.read_ = std::move(read);
+  r.what_ = std::move(what);
+  r.regression_ = kind == 1;
+  r.rows_ = static_cast<std::int64_t>(rows);
+  r.cols_ = static_cast<std::int64_t>(cols);
+  return r;
+}
+
+Status PredictionFileReader::read_rows(std::int64_t first, std::int64_t count, Matrix& values,
+                                       std::vector<float>* labels,
+                                       std::vector<std::int64_t>* row_ids) const {
+  first = std::clamp<std::int64_t>(first, 0, rows_);
+  count = std::clamp<std::int64_t>(count, 0, rows_ - first);
+  values.rows = count;
+  values.cols = cols_;
+  values.data.resize(static_cast<std::size_t>(count * cols_));
+  const std::int64_t labels_at = kHeader + rows_ * cols_ * 4;
+  const std::int64_t ids_at = labels_at + rows_ * 4;
+  if (count == 0) {
+    if (labels) labels->clear();
+    if (row_ids) row_ids->clear();
+    return {};
+  }
+  if (auto st = read_(kHeader + first * cols_ * 4, count * cols_ * 4,
+                      reinterpret_cast<char*>(values.data.data()));
+      !st)
+    return st;
+  if (labels) {
+    labels->resize(static_cast<std::size_t>(count));
+    if (auto st = read_(labels_at + first * 4, count * 4, reinterpret_cast<char*>(labels->data()));
+        !st)
+      return st;
+  }
+  if (row_ids) {
+    row_ids->resize(static_cast<std::size_t>(count));
+    if (auto st = read_(ids_at + first * 8, count * 8, reinterpret_cast<char*>(row_ids->data()));
+        !st)
+      return st;
+  }
+  return {};
+}
+
+Result<PredictionFile> PredictionFileReader::read_all() const {
+  PredictionFile f;
+  f.regression = regression_;
+  if (auto st = read_rows(0, rows_, f.values, &f.labels, &f.row_ids); !st) return st.error();
+  return f;
+}
+
+ReadAt read_from(std::shared_ptr<const std::string> bytes) {
+  return [bytes = std::move(bytes)](std::int64_t offset, std::int64_t size, char* out) -> Status {
+    if (offset < 0 || size < 0 || offset + size > static_cast<std::int64_t>(bytes->size()))
+      return Error::invalid("range", "bytes " + std::to_string(offset) + ".." +
+                                         std::to_string(offset + size) + " of " +
+                                         std::to_string(bytes->size()));
+    std::memcpy(out, bytes->data() + offset, static_cast<std::size_t>(size));
+    return {};
+  };
 }
 
 Result<PredictionFile> decode_prediction_file(std::string_view b) {

@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,8 +38,45 @@ struct PredictionFile {
   Targets targets() const;
 };
 
+// Labels as targets: class indices (rounded), or a rows × 1 value matrix.
+Targets targets_of(bool regression, const std::vector<float>& labels);
+
 std::string encode_prediction_file(const PredictionFile& file);
 // kInvalidArgument naming what is wrong (magic, kind, shape, size).
 Result<PredictionFile> decode_prediction_file(std::string_view bytes);
+
+// `size` bytes of a stored file from `offset` into `out` (a file on disk, a
+// range of a value in the store).
+using ReadAt = std::function<Status(std::int64_t offset, std::int64_t size, char* out)>;
+
+// A prediction file read a block of rows at a time, never whole: its header
+// when opened (checked as decode_prediction_file checks it), then the values,
+// labels and row ids of any rows, each straight into its own array.
+class PredictionFileReader {
+ public:
+  // `size`: the file's size in bytes; `what` names it in every error.
+  static Result<PredictionFileReader> open(ReadAt read, std::int64_t size, std::string what);
+
+  bool regression() const { return regression_; }
+  std::int64_t rows() const { return rows_; }
+  std::int64_t cols() const { return cols_; }
+  const std::string& what() const { return what_; }
+
+  // Rows [first, first + count) (clipped to the file): their values into
+  // `values` (reshaped to count × cols), and, where asked, labels and row ids.
+  Status read_rows(std::int64_t first, std::int64_t count, Matrix& values,
+                   std::vector<float>* labels, std::vector<std::int64_t>* row_ids) const;
+  // Every row (what decode_prediction_file returns, without the file's bytes in memory).
+  Result<PredictionFile> read_all() const;
+
+ private:
+  ReadAt read_;
+  std::string what_;
+  bool regression_ = false;
+  std::int64_t rows_ = 0, cols_ = 0;
+};
+
+// A reader of bytes held in memory (tests, small files).
+ReadAt read_from(std::shared_ptr<const std::string> bytes);
 
 }  // namespace hpo::ensemble

@@ -58,11 +58,17 @@ the environment over --config, --config over the defaults):
   --max-releases N       a trial given back more than N times (drains, preemptions
                          faster than it checkpoints) fails, saying so
                          [HPO_MAX_RELEASES] (20; 0: no bound)
+  --max-event-kb KB      the most data one event of the stream carries (a larger
+                         one is replaced by its size) [HPO_MAX_EVENT_KB] (4)
+  --max-events N         the most events the stream keeps (older ones are
+                         trimmed) [HPO_MAX_EVENTS] (100000)
   --sse-queue-mb MB      how far a dashboard's event stream may fall behind before
                          it is dropped (it reconnects and replays) [HPO_SSE_QUEUE_MB] (4)
-  --ensemble-memory-mb MB  the most memory combining an ensemble may take (its
-                         prediction files, counted before any is read); past it
-                         the sweep fails saying so [HPO_ENSEMBLE_MEMORY_MB] (2048)
+  --ensemble-memory-mb MB  the most memory combining an ensemble may take (the
+                         validation predictions it holds, counted before any is
+                         read, and the blocks test and out-of-bag predictions
+                         stream through); past it the sweep fails saying so
+                         [HPO_ENSEMBLE_MEMORY_MB] (2048)
   --reaper-ms MS         lease reaper period [HPO_REAPER_MS] (1000)
   --retention-days D     delete ended sweeps (trials, reports, artifacts) D days
                          after they ended [HPO_RETENTION_DAYS] (0: keep forever)
@@ -168,6 +174,17 @@ const std::vector<S>& settings() {
       {"--max-releases", "HPO_MAX_RELEASES", "max_releases", SettingKind::kValue,
        [](Config& c, const std::string& origin, const std::string& v) -> Status {
          return parse_setting_int(origin, v, 0, 1'000'000, c.max_releases);
+       }},
+      {"--max-event-kb", "HPO_MAX_EVENT_KB", "max_event_kb", SettingKind::kValue,
+       [](Config& c, const std::string& origin, const std::string& v) -> Status {
+         std::int64_t kb = 0;
+         if (auto st = parse_setting_int(origin, v, 1, 1024, kb); !st) return st;
+         c.max_event_bytes = kb << 10;
+         return {};
+       }},
+      {"--max-events", "HPO_MAX_EVENTS", "max_events", SettingKind::kValue,
+       [](Config& c, const std::string& origin, const std::string& v) -> Status {
+         return parse_setting_int(origin, v, 1000, 100'000'000, c.max_events);
        }},
       {"--reaper-ms", "HPO_REAPER_MS", "reaper_ms", SettingKind::kValue,
        [](Config& c, const std::string& origin, const std::string& v) -> Status {

@@ -42,6 +42,10 @@ struct SchedulerConfig {
   // Times a trial may be given back (drains, preemptions) before it fails
   // with the reason (0: no bound).
   std::int64_t max_releases = 20;
+  // The event stream's bounds: the most bytes of one event's data (a larger
+  // one is replaced by its size) and the most events kept.
+  std::int64_t max_event_bytes = 4096;
+  std::int64_t max_events = 100'000;
   // How far (bytes) a dashboard's event stream may fall behind before it is
   // dropped (it reconnects and replays from the store).
   std::int64_t sse_queue_bytes = std::int64_t{4} << 20;

@@ -10,12 +10,15 @@
 //  3. While fewer than `members` exist, members are created up to
 //     search.max_concurrent active ones. kConflict on create means someone
 //     else moved next_member on: the next step looks again.
-//  4. When all exist and none is active: the completed members' predictions
-//     and every completed search trial's (for selection, stacking and the best
-//     single model) are loaded, checked for alignment (same rows of the same
-//     file), evaluated by ensemble::evaluate_ensemble (which chooses among the
-//     candidates), and the record and manifest are stored.
-//     No completed member at all fails the sweep with the reason.
+//  4. When all exist and none is active: the completed members' validation
+//     predictions and those of the best completed search trials (for
+//     selection, stacking and the best single model) are loaded, checked for
+//     alignment (same rows of the same file), evaluated by
+//     ensemble::evaluate_ensemble (which chooses among the candidates); the
+//     test and out-of-bag predictions then stream through, kStreamRows rows of
+//     every model at a time (read as ranges of their files, never whole), for
+//     the test scores and the out-of-bag estimate; the record and manifest are
+//     stored. No completed member at all fails the sweep with the reason.
 #include "scheduler/ensemble_stage.hpp"
 
 #include <algorithm>
@@ -39,25 +42,163 @@ using trials::Trial;
 
 // Search trials (best first) whose predictions join the members' as candidate models.
 constexpr std::size_t kMaxLibraryTrials = 50;
+// The test and out-of-bag predictions stream through this many rows of every model at a time.
+constexpr std::int64_t kStreamRows = 4096;
+// The candidates evaluate_ensemble scores the streamed rows with.
+constexpr std::int64_t kCandidates = 4;
 using trials::TrialState;
 
 // One model the ensemble may combine: a completed member or search trial.
 struct Model {
   const Trial* trial = nullptr;
   ensemble::PredictionFile validation;
-  std::optional<ensemble::PredictionFile> test;
+  std::optional<ensemble::PredictionFileReader> test;
 };
 
+// A stored prediction file opened for reading a block of rows at a time
+// (ranges of the file in the artifact folder, or of its value in Redis).
+Result<std::optional<ensemble::PredictionFileReader>> open_predictions(trials::Store& store,
+                                                                       const std::string& trial_id,
+                                                                       const std::string& name) {
+  using Opened = std::optional<ensemble::PredictionFileReader>;
+  auto size = store.artifacts().artifact_size(trial_id, name);
+  if (!size) return size.error();
+  if (!*size || **size == 0) return Opened{};
+  ensemble::ReadAt read = [&store, trial_id, name](std::int64_t offset, std::int64_t n,
+                                                   char* out) -> Status {
+    auto got = store.artifacts().read_artifact_range(trial_id, name, offset, n, out);
+    if (!got) return got.error();
+    if (!*got) return Error::unavailable(name + " of trial " + trial_id + " is gone");
+    return {};
+  };
+  auto reader =
+      ensemble::PredictionFileReader::open(std::move(read), **size, name + " of trial " + trial_id);
+  if (!reader) return reader.error();
+  return Opened{std::move(*reader)};
+}
+
+// The validation predictions, whole (the combination is fitted on them).
 Result<std::optional<ensemble::PredictionFile>> load_predictions(trials::Store& store,
                                                                  const std::string& trial_id,
                                                                  const std::string& name) {
-  auto bytes = store.artifacts().get_artifact(trial_id, name);
-  if (!bytes) return bytes.error();
-  if (!*bytes || (*bytes)->empty()) return std::optional<ensemble::PredictionFile>{};
-  auto file = ensemble::decode_prediction_file(**bytes);
+  auto reader = open_predictions(store, trial_id, name);
+  if (!reader) return reader.error();
+  if (!*reader) return std::optional<ensemble::PredictionFile>{};
+  auto file = (*reader)->read_all();
   if (!file) return file.error();
   return std::optional<ensemble::PredictionFile>{std::move(*file)};
 }
+
+// Every model's test predictions, kStreamRows rows at a time; a block whose
+// rows differ from the first model's is an error naming both trials.
+class StreamedTestRows final : public ensemble::RowBlocks {
+ public:
+  explicit StreamedTestRows(const std::vector<Model>& models) : models_(models) {}
+  Result<bool> next(std::vector<ensemble::Matrix>& out, ensemble::Targets& targets) override {
+    const auto& first = *models_.front().test;
+    if (next_ >= first.rows()) return false;
+    out.resize(models_.size());
+    for (std::size_t i = 0; i < models_.size(); ++i) {
+      auto& labels = i == 0 ? labels_ : other_labels_;
+      auto& ids = i == 0 ? ids_ : other_ids_;
+      if (auto st = models_[i].test->read_rows(next_, kStreamRows, out[i], &labels, &ids); !st)
+        return st.error();
+      if (i > 0 && (labels != labels_ || ids != ids_))
+        return Error::invalid(
+            "test_predictions",
+            fmt::format("the test predictions of trial {} are not on the same rows as trial {}'s "
+                        "(rows {} to {})",
+                        models_[i].trial->id, models_.front().trial->id, next_,
+                        next_ + static_cast<std::int64_t>(ids_.size())));
+    }
+    targets = ensemble::targets_of(first.regression(), labels_);
+    next_ += out.front().rows;
+    return true;
+  }
+
+ private:
+  const std::vector<Model>& models_;
+  std::int64_t next_ = 0;
+  std::vector<float> labels_, other_labels_;
+  std::vector<std::int64_t> ids_, other_ids_;
+};
+
+// The members' out-of-bag predictions (rows = their plan's out-of-bag
+// training rows, ascending), a range of kStreamRows training rows at a time:
+// each member's file is read forward once, a block of its rows at a time.
+class StreamedOob final : public ensemble::OobBlocks {
+ public:
+  StreamedOob(std::vector<ensemble::PredictionFileReader> files, std::vector<std::string> trials)
+      : trials_(std::move(trials)) {
+    for (auto& f : files) cursors_.push_back(Cursor{std::move(f)});
+  }
+  Result<bool> next(std::vector<ensemble::MemberOob>& members,
+                    ensemble::Targets& targets) override {
+    members.clear();
+    std::int64_t first = -1;
+    for (auto& c : cursors_) {
+      if (auto st = fill(c); !st) return st.error();
+      if (c.pos < c.ids.size() && (first < 0 || c.ids[c.pos] < first)) first = c.ids[c.pos];
+    }
+    if (first < 0) return false;
+    const std::int64_t end = first + kStreamRows;
+    std::vector<float> labels(static_cast<std::size_t>(kStreamRows), 0.0f);
+    std::int64_t highest = first;
+    for (std::size_t i = 0; i < cursors_.size(); ++i) {
+      Cursor& c = cursors_[i];
+      ensemble::MemberOob m;
+      m.member = static_cast<int>(i);
+      m.predictions = ensemble::Matrix(0, c.file.cols());
+      for (;;) {
+        if (auto st = fill(c); !st) return st.error();
+        if (c.pos == c.ids.size() || c.ids[c.pos] >= end) break;
+        const std::int64_t id = c.ids[c.pos];
+        if (id < 0 || id <= c.last)
+          return Error::invalid(
+              "oob_predictions",
+              fmt::format("the out-of-bag predictions of trial {} are not in ascending training "
+                          "row order (row {} after {})",
+                          trials_[i], id, c.last));
+        c.last = id;
+        m.rows.push_back(id - first);
+        const float* row = c.values.row(static_cast<std::int64_t>(c.pos));
+        m.predictions.data.insert(m.predictions.data.end(), row, row + c.file.cols());
+        ++m.predictions.rows;
+        labels[static_cast<std::size_t>(id - first)] = c.labels[c.pos];
+        highest = std::max(highest, id);
+        ++c.pos;
+      }
+      if (!m.rows.empty()) members.push_back(std::move(m));
+    }
+    labels.resize(static_cast<std::size_t>(highest - first + 1));
+    targets = ensemble::targets_of(cursors_.front().file.regression(), labels);
+    total_ = std::max(total_, highest + 1);
+    return true;
+  }
+  std::int64_t rows_total() const override { return total_; }
+
+ private:
+  struct Cursor {
+    ensemble::PredictionFileReader file;
+    std::int64_t next_row = 0;  // the file's next row to read
+    ensemble::Matrix values;    // the block read, from row pos on not yet used
+    std::vector<float> labels;
+    std::vector<std::int64_t> ids;
+    std::size_t pos = 0;
+    std::int64_t last = -1;  // the last training row taken
+  };
+  static Status fill(Cursor& c) {
+    if (c.pos < c.ids.size() || c.next_row >= c.file.rows()) return {};
+    if (auto st = c.file.read_rows(c.next_row, kStreamRows, c.values, &c.labels, &c.ids); !st)
+      return st;
+    c.next_row += c.values.rows;
+    c.pos = 0;
+    return {};
+  }
+  std::vector<Cursor> cursors_;
+  std::vector<std::string> trials_;
+  std::int64_t total_ = 0;
+};
 
 // Same rows of the same data part, same number of outputs.
 bool aligned(const ensemble::PredictionFile& a, const ensemble::PredictionFile& b) {
@@ -67,38 +208,25 @@ bool aligned(const ensemble::PredictionFile& a, const ensemble::PredictionFile& 
 
 // The members' predictions on their own out-of-bag training rows (artifact
 // "oob_predictions", rows = BaggingPlan::oob_rows, labels = the rows' true
-// targets), for the random-forest OOB estimate. Used only when every member
-// stored them; the training targets are assembled from the files' labels (rows
-// no member left out are never scored, so their placeholder does not matter).
-Status load_oob(trials::Store& store, const std::vector<Model>& models, std::size_t member_models,
-                ensemble::EvaluationInput& input) {
-  std::vector<ensemble::PredictionFile> files;
+// targets), for the random-forest OOB estimate, opened for streaming. Used
+// only when every member stored them in the validation predictions' shape
+// (nullptr otherwise); the training targets come from the files' labels (rows
+// no member left out are never scored).
+Result<std::unique_ptr<StreamedOob>> open_oob(trials::Store& store,
+                                              const std::vector<Model>& models,
+                                              std::size_t member_models, bool regression,
+                                              std::int64_t cols) {
+  std::vector<ensemble::PredictionFileReader> files;
+  std::vector<std::string> ids;
   for (std::size_t i = 0; i < member_models; ++i) {
-    auto f = load_predictions(store, models[i].trial->id, trials::artifact::kOobPredictions);
+    auto f = open_predictions(store, models[i].trial->id, trials::artifact::kOobPredictions);
     if (!f) return f.error();
-    if (!*f || (*f)->regression != models[0].validation.regression ||
-        (*f)->values.cols != models[0].validation.values.cols)
-      return {};
+    if (!*f || (*f)->regression() != regression || (*f)->cols() != cols)
+      return std::unique_ptr<StreamedOob>{};
     files.push_back(std::move(**f));
+    ids.push_back(models[i].trial->id);
   }
-  std::int64_t rows = 0;
-  for (const auto& f : files)
-    for (auto r : f.row_ids)
-      if (r < 0)
-        return {};
-      else
-        rows = std::max(rows, r + 1);
-  ensemble::PredictionFile all;
-  all.regression = models[0].validation.regression;
-  all.labels.assign(static_cast<std::size_t>(rows), 0.0f);
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    for (std::size_t k = 0; k < files[i].row_ids.size(); ++k)
-      all.labels[static_cast<std::size_t>(files[i].row_ids[k])] = files[i].labels[k];
-    input.oob.push_back(
-        {static_cast<int>(i), std::move(files[i].row_ids), std::move(files[i].values)});
-  }
-  input.train_targets = all.targets();
-  return {};
+  return std::make_unique<StreamedOob>(std::move(files), std::move(ids));
 }
 
 // Mean of one score over the models that have it.
@@ -120,17 +248,26 @@ EnsembleStage::EnsembleStage(std::string sweep_id, trials::SweepSpec spec,
                              std::int64_t memory_budget)
     : sweep_id_(std::move(sweep_id)), spec_(std::move(spec)), memory_budget_(memory_budget) {}
 
-Result<std::int64_t> EnsembleStage::prediction_bytes(
+Result<EnsembleStage::PredictionMemory> EnsembleStage::prediction_bytes(
     trials::Store& store, const std::vector<const trials::Trial*>& trials) {
-  std::int64_t total = 0;
-  for (const Trial* t : trials)
-    for (const char* name : {trials::artifact::kValPredictions, trials::artifact::kTestPredictions,
-                             trials::artifact::kOobPredictions}) {
-      auto size = store.artifacts().artifact_size(t->id, name);
-      if (!size) return size.error();
-      if (*size) total += 2 * **size;
+  PredictionMemory m;
+  std::int64_t row_bytes = 0;  // one row of one model: values, label, row id
+  for (const Trial* t : trials) {
+    auto size = store.artifacts().artifact_size(t->id, trials::artifact::kValPredictions);
+    if (!size) return size.error();
+    if (!*size) continue;
+    m.held += **size;
+    if (row_bytes == 0) {
+      auto header = open_predictions(store, t->id, trials::artifact::kValPredictions);
+      if (!header) return header.error();
+      if (*header) row_bytes = (*header)->cols() * 4 + 12;
     }
-  return total;
+  }
+  // A block of every model's rows and of every candidate's combination, the
+  // test's and the out-of-bag estimate's.
+  m.streamed =
+      2 * (static_cast<std::int64_t>(trials.size()) + kCandidates) * kStreamRows * row_bytes;
+  return m;
 }
 
 Result<bool> EnsembleStage::fail(trials::Store& store, const std::string& reason) {
@@ -235,13 +372,17 @@ Result<bool> EnsembleStage::combine(trials::Store& store) {
       candidates.push_back(&(*ranked_)[i]);
     auto bytes = prediction_bytes(store, candidates);
     if (!bytes) return bytes.error();
-    if (memory_budget_ > 0 && *bytes > memory_budget_)
-      return fail(store,
-                  fmt::format("combining the ensemble would take about {} MiB of scheduler memory "
-                              "(the prediction files of {} models, read and decoded), more than "
-                              "hpo-scheduler --ensemble-memory-mb {}: raise it, or use fewer "
-                              "members or fewer validation and test rows",
-                              *bytes >> 20, candidates.size(), memory_budget_ >> 20));
+    if (memory_budget_ > 0 && bytes->held + bytes->streamed > memory_budget_)
+      return fail(
+          store,
+          fmt::format("combining the ensemble would take about {} MiB of scheduler memory (the "
+                      "validation prediction files of {} models, {} MiB, held to fit the "
+                      "combination on, and {} MiB of blocks their test and out-of-bag "
+                      "predictions stream through), more than hpo-scheduler "
+                      "--ensemble-memory-mb {}: raise it, or use fewer members or fewer "
+                      "validation rows",
+                      (bytes->held + bytes->streamed) >> 20, candidates.size(), bytes->held >> 20,
+                      bytes->streamed >> 20, memory_budget_ >> 20));
   }
   Json not_used = Json::array();  // models left out, with the reason
   std::vector<Model> models;
@@ -252,7 +393,7 @@ Result<bool> EnsembleStage::combine(trials::Store& store) {
       not_used.push_back({{"trial_id", t.id}, {"reason", "stored no validation predictions"}});
       return {};
     }
-    auto test = load_predictions(store, t.id, trials::artifact::kTestPredictions);
+    auto test = open_predictions(store, t.id, trials::artifact::kTestPredictions);
     if (!test) return test.error();
     if (!models.empty() && !aligned(models.front().validation, **val)) {
       not_used.push_back({{"trial_id", t.id},
@@ -305,29 +446,46 @@ Result<bool> EnsembleStage::combine(trials::Store& store) {
     library_trials += models.size() - before;
   }
 
-  // Test scores only when every model predicted the same test rows.
+  // Test scores only when every model predicted test rows of the same shape
+  // (that they are the same rows is checked as they stream through).
   bool with_test = true;
   for (const auto& m : models)
-    with_test = with_test && m.test && aligned(*models.front().test, *m.test);
+    with_test = with_test && m.test && m.test->rows() == models.front().test->rows() &&
+                m.test->cols() == models.front().validation.values.cols &&
+                m.test->regression() == models.front().validation.regression;
 
   ensemble::EvaluationInput input;
+  const bool regression = models.front().validation.regression;
+  const std::int64_t n_outputs = models.front().validation.values.cols;
   input.validation_targets = models.front().validation.targets();
-  if (with_test) input.test_targets = models.front().test->targets();
-  for (const auto& m : models) {
-    input.validation.push_back(m.validation.values);
-    if (with_test) input.test.push_back(m.test->values);
-  }
+  for (auto& m : models) input.validation.push_back(std::move(m.validation.values));
   input.member_models = member_models;
   input.seed = recipe.seed;
-  auto oob = load_oob(store, models, member_models, input);
-  if (!oob) return oob.error();
   auto eval = ensemble::evaluate_ensemble(recipe, input);
   if (!eval) return fail(store, "combining the members failed: " + eval.error().message);
+  // Rows that cannot be scored leave their scores out, saying why; a store
+  // that is away is waited for (the step is repeated).
+  auto streamed = [&](const Status& st, const char* what) -> Status {
+    if (st) return {};
+    if (st.error().code == ErrorCode::kUnavailable) return st;
+    eval->warnings.push_back(fmt::format("no {}: {}", what, st.error().message));
+    return {};
+  };
+  if (with_test) {
+    StreamedTestRows rows(models);
+    if (auto st = streamed(ensemble::score_rows(*eval, rows), "test scores"); !st)
+      return st.error();
+  }
+  auto oob = open_oob(store, models, member_models, regression, n_outputs);
+  if (!oob) return oob.error();
+  if (*oob)
+    if (auto st = streamed(ensemble::estimate_oob(*eval, **oob), "out-of-bag estimate"); !st)
+      return st.error();
 
   ensemble::EnsembleManifest manifest;
   manifest.sweep_id = sweep_id_;
   manifest.task = input.validation_targets.task;
-  manifest.n_outputs = models.front().validation.values.cols;
+  manifest.n_outputs = n_outputs;
   manifest.combine = eval->combine;
   manifest.method = eval->method;
   if (eval->stacking) manifest.stacking_intercept = eval->stacking->intercept;

@@ -28,12 +28,14 @@ namespace hpo::scheduler {
 inline constexpr const char* kEnsembleRecordArtifact = trials::artifact::kEnsembleRecord;
 inline constexpr const char* kEnsembleManifestArtifact = trials::artifact::kEnsembleManifest;
 
-// The most memory the combination may take: the prediction files it loads
-// (members' and the candidate search trials' validation, test and
-// out-of-bag predictions), counted from their stored sizes before any is
-// read, twice (the bytes and their decoded matrices). Past it the sweep
-// fails with the sizes and the flag (--ensemble-memory-mb), instead of a
-// scheduler killed for memory restarting into the same stage.
+// The most memory the combination may take: the validation predictions it
+// holds (members' and the candidate search trials', which the combination is
+// fitted on), counted from their stored sizes before any is read, plus the
+// blocks the test and out-of-bag predictions stream through (kStreamRows
+// rows of every model; their files are never read whole, whatever their
+// size). Past it the sweep fails with the sizes and the flag
+// (--ensemble-memory-mb), instead of a scheduler killed for memory restarting
+// into the same stage.
 inline constexpr std::int64_t kDefaultEnsembleMemory = std::int64_t{2} << 30;
 
 class EnsembleStage : public Stage {
@@ -54,9 +56,13 @@ class EnsembleStage : public Stage {
   Result<bool> combine(trials::Store& store);
   Result<bool> fail(trials::Store& store, const std::string& reason);
 
-  // The memory the prediction files of `trials` would take (see above).
-  Result<std::int64_t> prediction_bytes(trials::Store& store,
-                                        const std::vector<const trials::Trial*>& trials);
+  // The memory combining the predictions of `trials` would take (see above).
+  struct PredictionMemory {
+    std::int64_t held = 0;      // the validation predictions
+    std::int64_t streamed = 0;  // the blocks of test and out-of-bag rows
+  };
+  Result<PredictionMemory> prediction_bytes(trials::Store& store,
+                                            const std::vector<const trials::Trial*>& trials);
 
   std::string sweep_id_;
   trials::SweepSpec spec_;

@@ -130,7 +130,9 @@ int run(const scheduler::SchedulerConfig& config) {
       return 1;
     }
     // The Functions hold every trial to them, whichever worker calls.
-    if (auto st = probe->announce_limits(config.max_report_bytes, config.max_releases); !st) {
+    if (auto st = probe->announce_limits({config.max_report_bytes, config.max_releases,
+                                          config.max_event_bytes, config.max_events});
+        !st) {
       log_error("cannot announce the pool's limits", {{"error", st.error().message}});
       return 1;
     }

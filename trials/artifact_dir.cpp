@@ -105,6 +105,11 @@ std::string encode_file_reference(const std::string& path, std::int64_t size,
   return std::string(kFileMarker) + j.dump();
 }
 
+std::size_t inline_escape_length(std::string_view head) {
+  static_assert(kInlineMarker.size() <= kStoredPrefixBytes);
+  return starts_with(head, kInlineMarker) ? kInlineMarker.size() : 0;
+}
+
 Result<StoredArtifact> decode_stored(std::string value) {
   StoredArtifact out;
   if (starts_with(value, kInlineMarker)) {
@@ -257,6 +262,43 @@ Status ArtifactDir::read_stream(const StoredArtifact& ref, const std::string& wh
         fmt::format("{}: the file {} does not have the SHA-256 its reference says (changed "
                     "after it was written)",
                     what, path));
+  return {};
+}
+
+Status ArtifactDir::read_range(const StoredArtifact& ref, const std::string& what,
+                               std::int64_t offset, std::int64_t size, char* out) {
+  if (offset < 0 || size < 0 || offset + size > ref.size)
+    return Error::invalid("range", fmt::format("bytes {}..{} of {} ({} bytes)", offset,
+                                               offset + size, what, ref.size));
+  const std::string path = path_of(ref);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Error::internal(
+        fmt::format("{} is a file in the artifact directory that cannot be read: {}", what,
+                    os_error("cannot open", path)));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size != ref.size) {
+    ::close(fd);
+    return Error::internal(fmt::format(
+        "{}: the file {} is not the {} bytes its reference says (a torn or replaced copy)", what,
+        path, ref.size));
+  }
+  std::int64_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, out + done, static_cast<std::size_t>(size - done),
+                              static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int saved = errno;
+      ::close(fd);
+      errno = saved;
+      return Error::internal(fmt::format(
+          "{}: {}", what,
+          n == 0 ? "the file " + path + " ended early" : os_error("cannot read", path)));
+    }
+    done += n;
+  }
+  ::close(fd);
   return {};
 }
 

@@ -64,6 +64,10 @@ std::string encode_file_reference(const std::string& path, std::int64_t size,
                                   const std::string& sha256);
 // Decodes a value written by either; a reference that does not parse is kInternal.
 Result<StoredArtifact> decode_stored(std::string value);
+// How many bytes of an inline value come before the artifact's own (the
+// escape encode_inline adds), from the value's first kStoredPrefixBytes bytes.
+inline constexpr std::size_t kStoredPrefixBytes = 32;
+std::size_t inline_escape_length(std::string_view head);
 
 // Passes the bytes on to `out`, hashing (SHA-256) and counting them.
 class HashingSink final : public ByteSink {
@@ -114,6 +118,10 @@ class ArtifactDir {
   // at the end, so on an error `out` may hold part of the bytes (its owner
   // discards them).
   Status read_stream(const StoredArtifact& ref, const std::string& what, ByteSink& out);
+  // `size` bytes from `offset` of the file a reference names, into `out`; the
+  // file's size is checked against the reference, its checksum cannot be.
+  Status read_range(const StoredArtifact& ref, const std::string& what, std::int64_t offset,
+                    std::int64_t size, char* out);
   // The absolute path of the file a reference names.
   std::string path_of(const StoredArtifact& ref) const { return root_ + "/" + ref.path; }
   // Removes the file a reference names (a replaced checkpoint, a refused

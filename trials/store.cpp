@@ -1,6 +1,7 @@
 #include "trials/store.hpp"
 
 #include <cmath>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -49,6 +50,24 @@ Result<std::optional<ArtifactLocation>> ArtifactStore::locate_artifact(const std
   at.size = static_cast<std::int64_t>((*got)->size());
   at.bytes = std::move(**got);
   return std::optional<ArtifactLocation>{std::move(at)};
+}
+
+Result<bool> ArtifactStore::read_artifact_range(const std::string& trial_id,
+                                                const std::string& name, std::int64_t offset,
+                                                std::int64_t size, char* out) {
+  auto at = locate_artifact(trial_id, name);
+  if (!at) return at.error();
+  if (!*at) return false;
+  if ((*at)->is_file)
+    return Error::internal("artifact " + name + " of trial " + trial_id +
+                           " is a file this store cannot read a range of");
+  const std::string& bytes = (*at)->bytes;
+  if (offset < 0 || size < 0 || offset + size > static_cast<std::int64_t>(bytes.size()))
+    return Error::invalid("range",
+                          fmt::format("bytes {}..{} of artifact {} of trial {} ({} bytes)", offset,
+                                      offset + size, name, trial_id, bytes.size()));
+  std::memcpy(out, bytes.data() + offset, static_cast<std::size_t>(size));
+  return true;
 }
 
 Result<std::optional<std::int64_t>> ArtifactStore::artifact_size(const std::string& trial_id,

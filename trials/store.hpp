@@ -302,6 +302,12 @@ class ArtifactStore {
   // Its size alone (nullopt: there is none), without reading its bytes.
   virtual Result<std::optional<std::int64_t>> artifact_size(const std::string& trial_id,
                                                             const std::string& name);
+  // `size` bytes of a trial's artifact from `offset` into `out`, without the
+  // rest (the ensemble stage reads prediction files a block of rows at a time).
+  // false: there is none; kInvalidArgument when the range passes its end. A
+  // file's size is checked against its reference, its checksum is not.
+  virtual Result<bool> read_artifact_range(const std::string& trial_id, const std::string& name,
+                                           std::int64_t offset, std::int64_t size, char* out);
   // The scheduler's own record kept with a trial.
   virtual Status put_record(const std::string& trial_id, const std::string& name,
                             const std::string& bytes) = 0;

@@ -93,20 +93,26 @@ TEST(SchedulerConfig, LimitsHaveDefaultsAndFlags) {
   EXPECT_EQ(c->max_releases, 20);
   EXPECT_EQ(c->sse_queue_bytes, std::int64_t{4} << 20);
   EXPECT_EQ(c->ensemble_memory_bytes, std::int64_t{2} << 30);
+  EXPECT_EQ(c->max_event_bytes, 4096);
+  EXPECT_EQ(c->max_events, 100'000);
   c = load({"--controller-threads", "3", "--max-report-mb", "0", "--max-releases", "5",
-            "--sse-queue-mb", "1", "--ensemble-memory-mb", "512"});
+            "--sse-queue-mb", "1", "--ensemble-memory-mb", "512", "--max-event-kb", "16",
+            "--max-events", "5000"});
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->controller_threads, 3);
   EXPECT_EQ(c->max_report_bytes, 0);
   EXPECT_EQ(c->max_releases, 5);
   EXPECT_EQ(c->sse_queue_bytes, std::int64_t{1} << 20);
   EXPECT_EQ(c->ensemble_memory_bytes, std::int64_t{512} << 20);
+  EXPECT_EQ(c->max_event_bytes, 16 << 10);
+  EXPECT_EQ(c->max_events, 5000);
   ::setenv("HPO_CONTROLLER_THREADS", "2", 1);
   c = load({});
   ::unsetenv("HPO_CONTROLLER_THREADS");
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->controller_threads, 2);
-  for (const char* flag : {"--controller-threads", "--sse-queue-mb"}) {
+  for (const char* flag :
+       {"--controller-threads", "--sse-queue-mb", "--max-event-kb", "--max-events"}) {
     c = load({flag, "0"});
     ASSERT_FALSE(c.ok()) << flag;
     EXPECT_EQ(c.error().fields.at(0).path, flag);

@@ -6,6 +6,9 @@
 // with the reason; a fresh stage (a restarted scheduler) repeats no member.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include <cmath>
 #include <functional>
 #include <set>
@@ -14,6 +17,7 @@
 
 #include "ensemble/bagging.hpp"
 #include "ensemble/bagging_json.hpp"
+#include "ensemble/evaluate.hpp"
 #include "ensemble/manifest.hpp"
 #include "ensemble/prediction_file.hpp"
 #include "ensemble/rng.hpp"
@@ -335,6 +339,123 @@ TEST(EnsembleStage, OobEstimateWhenEveryMemberStoredOobPredictions) {
   double acc = rec["oob"]["scores"]["accuracy"].get<double>();
   EXPECT_GT(acc, 0.5);
   EXPECT_LE(acc, 1.0);
+}
+
+// Many test and out-of-bag rows (several blocks of the stage's stream): each
+// model's file is read a block of rows at a time, so the ensemble combines
+// within a memory budget smaller than its prediction files, and every score
+// is the one the whole files held in memory give.
+std::string many_rows(std::uint64_t seed, std::int64_t rows, std::int64_t member = -1) {
+  ensemble::PredictionFile f;
+  ensemble::Rng rng(seed);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    if (member >= 0 && (r + member) % 3 != 0) continue;  // a member's out-of-bag rows
+    f.row_ids.push_back(r);
+    f.labels.push_back(static_cast<float>(r % kClasses));
+  }
+  f.values = ensemble::Matrix(static_cast<std::int64_t>(f.row_ids.size()), kClasses, 0.1f);
+  for (std::int64_t i = 0; i < f.values.rows; ++i) {
+    int y = static_cast<int>(f.labels[static_cast<std::size_t>(i)]);
+    f.values(i, rng.next() % 10 < 7 ? y : static_cast<int>(rng.next() % kClasses)) = 0.8f;
+  }
+  return ensemble::encode_prediction_file(f);
+}
+
+TEST(EnsembleStage, TestAndOobPredictionsStreamThroughABudgetSmallerThanTheirFiles) {
+  constexpr std::int64_t kTestRows = 50'000, kTrainRows = 30'000;
+  Fixture f(torch_spec(3, "best"));
+  // Held: 7 validation files of 200 rows; streamed: blocks of 4096 rows. The
+  // 7 test files alone are 8.4 MB, and 3 out-of-bag files 2.4 MB more.
+  f.restart(/*memory_budget=*/std::int64_t{4} << 20);
+  std::map<std::string, std::string> test_files, oob_files;
+  run_to_end(f, [&](const trials::Trial& t) {
+    auto r = train(f.store, t);
+    const bool member = t.role == hpo::trials::TrialRole::kMember;
+    test_files[t.id] = many_rows(500 + t.number + (member ? 100 : 0), kTestRows);
+    EXPECT_TRUE(
+        f.store.put_artifact(t.id, t.attempt, t.worker, "test_predictions", test_files[t.id]).ok());
+    if (member) {
+      oob_files[t.id] = many_rows(900 + t.number, kTrainRows, t.number);
+      EXPECT_TRUE(
+          f.store.put_artifact(t.id, t.attempt, t.worker, "oob_predictions", oob_files[t.id]).ok());
+    }
+    return r;
+  });
+  ASSERT_EQ(f.sweep().state, trials::SweepState::kFinished) << f.sweep().error;
+  Json rec = f.record();
+
+  // The same evaluation with every file whole in memory.
+  auto members = f.store.list_trials(f.sweep_id, hpo::trials::TrialRole::kMember, 0, trials::kAll);
+  ASSERT_TRUE(members.ok());
+  ensemble::EvaluationInput in;
+  std::vector<std::string> order;
+  auto add = [&](const trials::Trial& t) {
+    auto val = f.store.get_artifact(t.id, "val_predictions");
+    auto v = ensemble::decode_prediction_file(**val);
+    auto test = ensemble::decode_prediction_file(test_files.at(t.id));
+    ASSERT_TRUE(v.ok() && test.ok());
+    in.validation_targets = v->targets();
+    in.test_targets = test->targets();
+    in.validation.push_back(v->values);
+    in.test.push_back(test->values);
+    order.push_back(t.id);
+  };
+  for (const auto& t : members->trials) add(t);
+  in.member_models = order.size();
+  std::int64_t rows_total = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    auto oob = ensemble::decode_prediction_file(oob_files.at(order[i]));
+    ASSERT_TRUE(oob.ok());
+    rows_total = std::max(rows_total, oob->row_ids.back() + 1);
+    in.oob.push_back({static_cast<int>(i), oob->row_ids, oob->values});
+  }
+  std::vector<int> train_labels(static_cast<std::size_t>(rows_total));
+  for (std::int64_t r = 0; r < rows_total; ++r) train_labels[r] = static_cast<int>(r % kClasses);
+  in.train_targets = ensemble::Targets::classes(train_labels);
+  for (const auto& t : ranked_search_trials(f)) add(t);
+  in.seed = f.spec.ensemble->seed;
+  auto whole = ensemble::evaluate_ensemble(*f.spec.ensemble, in);
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+
+  EXPECT_NEAR(rec["ensemble"]["test"]["accuracy"].get<double>(), *whole->ensemble.test.accuracy,
+              1e-9);
+  EXPECT_NEAR(rec["ensemble"]["test"]["log_loss"].get<double>(), *whole->ensemble.test.log_loss,
+              1e-9);
+  for (const auto& m : rec["members"]) {
+    auto at = std::find(order.begin(), order.end(), m["trial_id"].get<std::string>());
+    ASSERT_NE(at, order.end());
+    EXPECT_NEAR(m["metrics"]["test"]["accuracy"].get<double>(),
+                *whole->models[static_cast<std::size_t>(at - order.begin())].test.accuracy, 1e-9);
+  }
+  ASSERT_TRUE(rec["oob"].is_object()) << rec.dump(2);
+  EXPECT_EQ(rec["oob"]["rows_total"], whole->oob->rows_total);
+  EXPECT_EQ(rec["oob"]["rows_covered"], whole->oob->rows_covered);
+  EXPECT_NEAR(rec["oob"]["scores"]["accuracy"].get<double>(), *whole->oob->scores.accuracy, 1e-9);
+  EXPECT_NEAR(rec["oob"]["scores"]["log_loss"].get<double>(), *whole->oob->scores.log_loss, 1e-9);
+}
+
+// Test predictions whose rows part ways in a later block: the ensemble is
+// still stored, without test scores, saying which trials differ.
+TEST(EnsembleStage, TestRowsThatDifferMidwayLeaveTheTestScoresOutSayingWhy) {
+  Fixture f(torch_spec(2, "best"));
+  run_to_end(f, [&](const trials::Trial& t) {
+    auto r = train(f.store, t);
+    ensemble::PredictionFile p = *ensemble::decode_prediction_file(many_rows(t.number, 10'000));
+    if (t.role == hpo::trials::TrialRole::kMember && t.number == 1) p.row_ids[9'000] = 123'456;
+    EXPECT_TRUE(f.store
+                    .put_artifact(t.id, t.attempt, t.worker, "test_predictions",
+                                  ensemble::encode_prediction_file(p))
+                    .ok());
+    return r;
+  });
+  ASSERT_EQ(f.sweep().state, trials::SweepState::kFinished) << f.sweep().error;
+  Json rec = f.record();
+  EXPECT_FALSE(rec["ensemble"]["test"].contains("accuracy")) << rec["ensemble"].dump();
+  std::string w;
+  for (const auto& x : rec["warnings"])
+    if (x.get<std::string>().find("no test scores") != std::string::npos) w = x;
+  EXPECT_NE(w.find("test predictions of trial"), std::string::npos) << rec["warnings"].dump();
+  EXPECT_NE(w.find("not on the same rows"), std::string::npos) << w;
 }
 
 TEST(EnsembleStage, NoOobEstimateWithoutOobPredictions) {

@@ -502,6 +502,51 @@ TEST(RedisStore, InlineBytesThatLookLikeAReferenceRoundTrip) {
   }
 }
 
+// A range of an artifact without the rest (the ensemble stage's blocks of
+// rows): of bytes in Redis, large or small, escaped or not, and of a file in
+// the artifact folder; past the end is an error naming the range; none is false.
+TEST(RedisStore, ARangeOfAnArtifactIsReadWithoutTheRest) {
+  char tmpl[] = "/tmp/hpo-artifacts-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  for (bool folder : {false, true}) {
+    RedisStoreConfig config = config_for(shared_server(), unique_prefix());
+    if (folder) config.artifact_dir = dir;
+    RedisStore store(config);
+    auto sweep = store.create_sweep(NewSweep{"ranges", "{}", false});
+    Trial t = add(store, *sweep, 0);
+    ASSERT_TRUE(store.claim_batch("w1", slots_only_offer(1), 1, 60000).ok());
+    std::string large(100'000, '\0');
+    for (std::size_t i = 0; i < large.size(); ++i) large[i] = static_cast<char>(i * 7 % 253);
+    for (const std::string& bytes :
+         {large, std::string("small bytes"), "hpo-artifact-inline/1\n" + large,
+          "hpo-artifact-" + std::string("x")}) {
+      ASSERT_TRUE(store.put_artifact(t.id, 0, "w1", "preds", bytes).ok());
+      const auto size = static_cast<std::int64_t>(bytes.size());
+      for (auto [offset, n] : {std::pair<std::int64_t, std::int64_t>{0, 5},
+                               {size - 5, 5},
+                               {size / 2, size / 3},
+                               {size, 0}}) {
+        std::string out(static_cast<std::size_t>(n), '?');
+        auto got = store.read_artifact_range(t.id, "preds", offset, n, out.data());
+        ASSERT_TRUE(got.ok()) << got.error().message;
+        EXPECT_TRUE(*got);
+        EXPECT_EQ(out, bytes.substr(static_cast<std::size_t>(offset), static_cast<std::size_t>(n)))
+            << "folder " << folder << " size " << size << " offset " << offset;
+      }
+      char one = 0;
+      auto past = store.read_artifact_range(t.id, "preds", size, 1, &one);
+      ASSERT_FALSE(past.ok());
+      EXPECT_NE(past.error().message.find("bytes " + std::to_string(size)), std::string::npos)
+          << past.error().message;
+    }
+    char one = 0;
+    auto none = store.read_artifact_range(t.id, "absent", 0, 1, &one);
+    ASSERT_TRUE(none.ok()) << none.error().message;
+    EXPECT_FALSE(*none);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // Data written by a version with one shared queue: the first claim splits it
 // into per-sweep queues and nothing queued is lost.
 TEST(RedisStore, ASharedQueueFromAnEarlierVersionIsMigrated) {
@@ -588,7 +633,7 @@ TEST(RedisStore, ReportsPastTheCapAreNotStored) {
 TEST(RedisStore, ReportsPastTheByteCapAreNotStoredAndEventsStaySmall) {
   const std::string prefix = unique_prefix();
   RedisStore store(config_for(shared_server(), prefix));
-  ASSERT_TRUE(store.announce_limits(3000, 20).ok());
+  ASSERT_TRUE(store.announce_limits({3000, 20}).ok());
   auto sweep = store.create_sweep(NewSweep{"a", "{}", false});
   Trial t = add(store, *sweep, 0);
   ASSERT_TRUE(store.claim("w", 1, 60'000).ok());
@@ -618,6 +663,39 @@ TEST(RedisStore, ReportsPastTheByteCapAreNotStoredAndEventsStaySmall) {
   EXPECT_EQ(last.type, "trial.reported");
   EXPECT_LE(last.data.size(), 4096u);
   EXPECT_NE(last.data.find("\"truncated\":true"), std::string::npos) << last.data;
+}
+
+// The event stream's bounds are the scheduler's flags (--max-event-kb,
+// --max-events, announced in the deployment hash): an event's data over the
+// smaller bound is replaced by its size, and the stream keeps about the
+// number of events asked for.
+TEST(RedisStore, TheEventStreamKeepsTheAnnouncedBounds) {
+  const std::string prefix = unique_prefix();
+  RedisStore store(config_for(shared_server(), prefix));
+  RedisStore::PoolLimits limits;
+  limits.max_event_bytes = 1024;
+  limits.max_events = 1000;
+  ASSERT_TRUE(store.announce_limits(limits).ok());
+  auto sweep = store.create_sweep(NewSweep{"a", "{}", false});
+  Trial t = add(store, *sweep, 0);
+  ASSERT_TRUE(store.claim("w", 1, 60'000).ok());
+  StepReport mid;  // about 2 KiB of data: under the default bound, over this one
+  mid.step = 1;
+  for (int k = 0; k < 20; ++k)
+    mid.metrics["metric_" + std::string(80, 'x') + std::to_string(k)] = k;
+  ASSERT_TRUE(store.report(t.id, 0, "w", mid).ok());
+  auto events = store.read_events("0", 100000, 0);
+  ASSERT_TRUE(events.ok());
+  ASSERT_FALSE(events->empty());
+  EXPECT_EQ(events->back().type, "trial.reported");
+  EXPECT_NE(events->back().data.find("\"truncated\":true"), std::string::npos)
+      << events->back().data;
+  for (int i = 0; i < 1500; ++i)
+    ASSERT_TRUE(store.create_sweep(NewSweep{"s" + std::to_string(i), "{}", false}).ok());
+  auto len = store.client().command({"XLEN", prefix + "events"});
+  ASSERT_TRUE(len.ok());
+  EXPECT_GE(len->integer, 1000);
+  EXPECT_LT(len->integer, 1300) << "trimmed near max_events (MAXLEN ~ trims whole nodes)";
 }
 
 TEST(RedisStore, BlockingReadWakesOnNewEvent) {
@@ -879,7 +957,7 @@ TEST(RedisStore, ASecondWorkerOfTheSameNameOnAnotherHostIsRefused) {
 // pool's own glitches (a claim that did not fit, a lost claim reply) do not count.
 TEST(RedisStore, ATrialReleasedPastTheBoundFails) {
   RedisStore store(config_for(shared_server(), unique_prefix()));
-  ASSERT_TRUE(store.announce_limits(16 << 20, 2).ok());
+  ASSERT_TRUE(store.announce_limits({16 << 20, 2}).ok());
   auto sweep = store.create_sweep(NewSweep{"preempted", "{}", false});
   Trial t = add(store, *sweep, 0);
   for (int attempt = 0; attempt < 5; ++attempt) {

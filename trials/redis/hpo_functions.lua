@@ -54,11 +54,13 @@ Key schema (P = prefix, default "hpo:"):
   P..'reports:'<tid>         list  StepReport JSON {"step":..,"time_ms":..,"metrics":{..}}
   P..'attempts:'<tid>        list  AttemptRecord JSON, one per ended attempt (the running one is
                                    the trial's own fields; earlier versions wrote it at the claim)
-  P..'events'                stream type sweep trial data(JSON), MAXLEN ~ 100000; a data over
-                                   4 KiB is replaced by {"truncated":true,"bytes":N}, so the
-                                   stream holds at most ~100,000 x ~4.2 KiB
+  P..'events'                stream type sweep trial data(JSON), MAXLEN ~ max_events (100000);
+                                   a data over max_event_bytes (4 KiB) is replaced by
+                                   {"truncated":true,"bytes":N}, so the stream holds at most
+                                   ~max_events x (max_event_bytes + ~100) bytes
   P..'deployment'            hash  artifact_dir (the scheduler's --artifacts), max_report_bytes
-                                   (the scheduler's cap on one trial's stored reports, bytes)
+                                   (the scheduler's cap on one trial's stored reports, bytes),
+                                   max_releases, max_event_bytes, max_events (its flags)
   P..'workers'               hash  name -> WorkerInfo JSON (without last_heartbeat_ms)
   P..'worker_hb'             hash  name -> last heartbeat ms
   P..'worker:'<name>':alive' string with a TTL: the worker is live while it exists
@@ -148,15 +150,20 @@ local function json_obj(tbl, raw)
   return '{' .. table.concat(parts, ',') .. '}'
 end
 
--- The most bytes of one event's data: the stream is bounded in bytes as well
--- as entries. Readers that need more read the trial or the sweep.
-local MAX_EVENT_DATA = 4096
+-- The most bytes of one event's data and the most events kept: the stream is
+-- bounded in bytes as well as entries. Readers that need more read the trial or
+-- the sweep. The scheduler's flags (deployment hash) override the defaults.
+local DEFAULT_EVENT_DATA = 4096
+local DEFAULT_EVENTS = 100000
 
 local function emit(P, typ, sweep, trial, data)
   data = data or '{}'
-  if #data > MAX_EVENT_DATA then data = '{"truncated":true,"bytes":' .. #data .. '}' end
-  redis.call('XADD', P .. 'events', 'MAXLEN', '~', '100000', '*', 'type', typ, 'sweep',
-             sweep or '', 'trial', trial or '', 'data', data)
+  local limits = redis.call('HMGET', P .. 'deployment', 'max_event_bytes', 'max_events')
+  local max_data = tonumber(limits[1] or '') or DEFAULT_EVENT_DATA
+  local max_events = tonumber(limits[2] or '') or DEFAULT_EVENTS
+  if #data > max_data then data = '{"truncated":true,"bytes":' .. #data .. '}' end
+  redis.call('XADD', P .. 'events', 'MAXLEN', '~', tostring(max_events), '*', 'type', typ,
+             'sweep', sweep or '', 'trial', trial or '', 'data', data)
 end
 
 -- Moves trial `t` (a table from hgetall) to state `to`, keeping the sweep's

@@ -17,6 +17,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <random>
@@ -246,11 +247,12 @@ Result<std::int64_t> RedisStore::now_ms() {
   return std::stoll(r->elements[0].str) * 1000 + std::stoll(r->elements[1].str) / 1000;
 }
 
-Status RedisStore::announce_limits(std::int64_t max_report_bytes, std::int64_t max_releases) {
-  auto r =
-      client_.command({"HSET", key("deployment"), "max_report_bytes",
-                       std::to_string(std::max<std::int64_t>(0, max_report_bytes)), "max_releases",
-                       std::to_string(std::max<std::int64_t>(0, max_releases))});
+Status RedisStore::announce_limits(const PoolLimits& limits) {
+  auto at_least = [](std::int64_t v, std::int64_t low) { return std::to_string(std::max(low, v)); };
+  auto r = client_.command(
+      {"HSET", key("deployment"), "max_report_bytes", at_least(limits.max_report_bytes, 0),
+       "max_releases", at_least(limits.max_releases, 0), "max_event_bytes",
+       at_least(limits.max_event_bytes, 64), "max_events", at_least(limits.max_events, 1)});
   if (!r) return r.error();
   if (r->is_error()) return refusal(r->str);
   return {};
@@ -1131,6 +1133,51 @@ Result<std::optional<std::int64_t>> RedisStore::artifact_size(const std::string&
   if (!*stored) return std::optional<std::int64_t>{};
   return std::optional<std::int64_t>{
       (*stored)->is_file ? (*stored)->size : static_cast<std::int64_t>((*stored)->bytes.size())};
+}
+
+Result<bool> RedisStore::read_artifact_range(const std::string& trial_id, const std::string& name,
+                                             std::int64_t offset, std::int64_t size, char* out) {
+  const std::string what = "artifact " + name + " of trial " + trial_id;
+  const std::string k = key("artifact:" + trial_id + ":" + name);
+  // A large value is bytes (a reference is small): only the range is read.
+  auto r = client_.pipeline(
+      {{"STRLEN", k}, {"GETRANGE", k, "0", std::to_string(kStoredPrefixBytes - 1)}});
+  if (!r) return r.error();
+  const Reply& len = (*r)[0];
+  if (len.is_error()) return refusal(len.str);
+  if (len.integer == 0) return false;
+  if (offset < 0 || size < 0)
+    return Error::invalid("range", fmt::format("bytes {}..{} of {}", offset, offset + size, what));
+  if (len.integer <= 4096) {
+    auto stored = stored_artifact(trial_id, name);
+    if (!stored) return stored.error();
+    if (!*stored) return false;
+    const StoredArtifact& a = **stored;
+    if (a.is_file) {
+      if (!files_)
+        return Error::internal(what + " is a file, and this process has no artifact folder");
+      if (auto st = files_->read_range(a, what, offset, size, out); !st) return st.error();
+      return true;
+    }
+    if (offset + size > static_cast<std::int64_t>(a.bytes.size()))
+      return Error::invalid("range", fmt::format("bytes {}..{} of {} ({} bytes)", offset,
+                                                 offset + size, what, a.bytes.size()));
+    std::memcpy(out, a.bytes.data() + offset, static_cast<std::size_t>(size));
+    return true;
+  }
+  const auto skip = static_cast<std::int64_t>(inline_escape_length((*r)[1].str));
+  if (offset + size > len.integer - skip)
+    return Error::invalid("range", fmt::format("bytes {}..{} of {} ({} bytes)", offset,
+                                               offset + size, what, len.integer - skip));
+  if (size == 0) return true;
+  auto got = client_.command(
+      {"GETRANGE", k, std::to_string(skip + offset), std::to_string(skip + offset + size - 1)});
+  if (!got) return got.error();
+  if (got->is_error()) return refusal(got->str);
+  if (static_cast<std::int64_t>(got->str.size()) != size)  // replaced meanwhile
+    return Error::unavailable(what + " changed while it was read");
+  std::memcpy(out, got->str.data(), static_cast<std::size_t>(size));
+  return true;
 }
 
 Result<std::vector<HeldLease>> RedisStore::worker_leases(const std::string& worker) {

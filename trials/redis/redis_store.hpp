@@ -69,9 +69,16 @@ class RedisStore final : public AllRoles {
   Status adopt_pool_artifact_dir(const std::string& own);
   // The pool's limits, for the Functions to enforce whoever calls them
   // (hpo_functions.lua): the most bytes of stored reports one trial may hold
-  // (report), and how many times a trial may be given back before it fails
-  // (release); 0: no limit.
-  Status announce_limits(std::int64_t max_report_bytes, std::int64_t max_releases);
+  // (report), how many times a trial may be given back before it fails
+  // (release; 0: no limit for both), the most bytes of one event's data and
+  // the most events the stream keeps (every call that emits).
+  struct PoolLimits {
+    std::int64_t max_report_bytes = std::int64_t{16} << 20;
+    std::int64_t max_releases = 20;
+    std::int64_t max_event_bytes = 4096;
+    std::int64_t max_events = 100'000;
+  };
+  Status announce_limits(const PoolLimits& limits);
   // Keep trials' artifact bytes in `dir` from now on (empty: in Redis).
   void use_artifact_dir(const std::string& dir);
 
@@ -157,6 +164,8 @@ class RedisStore final : public AllRoles {
                                                           const std::string& name) override;
   Result<std::optional<std::int64_t>> artifact_size(const std::string& trial_id,
                                                     const std::string& name) override;
+  Result<bool> read_artifact_range(const std::string& trial_id, const std::string& name,
+                                   std::int64_t offset, std::int64_t size, char* out) override;
   Result<std::vector<HeldLease>> worker_leases(const std::string& worker) override;
   Result<int> reap(int max, std::int64_t outage_ms) override;
 
