@@ -422,8 +422,9 @@ void Agent::drain(const std::function<bool()>& until_stopped) {
   for (;;) {
     {
       // Gang shares run until their leader stops the gang (asked by the heartbeat).
+      // A claim in flight may hand out a trial yet: it is waited for too.
       std::unique_lock lk(mu_);
-      auto idle = [this] { return running_.empty() && shares_.empty(); };
+      auto idle = [this] { return !claiming_ && running_.empty() && shares_.empty(); };
       if (idle()) break;
       cv_.wait_for(lk, std::chrono::milliseconds(100), idle);
       if (idle()) break;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "search/test_functions.hpp"
 #include "tests/support/redis_server.hpp"
@@ -31,6 +32,9 @@ struct CompletionGate {
   std::condition_variable cv;
   int hold_below = -1;  // completions of attempts below this wait for its claim
   int claimed = -1;     // the highest attempt claimed so far
+  // A claim's reply held back on its way to the agent (until hold_claims is cleared).
+  bool hold_claims = false;
+  bool claim_held = false;
 };
 
 // Passes everything through to a RedisStore, except that heartbeats can be
@@ -54,10 +58,12 @@ class SwallowingConnection final : public trials::Store, public trials::TrialQue
     if (c.ok() && strip_spec_.load())
       for (auto& claim : c->claims) claim.spec_json.clear();
     if (c.ok() && !c->claims.empty()) {
-      std::lock_guard lk(gate_.mu);
+      std::unique_lock lk(gate_.mu);
       for (const auto& claim : c->claims)
         gate_.claimed = std::max(gate_.claimed, claim.trial.attempt);
+      gate_.claim_held = gate_.hold_claims;
       gate_.cv.notify_all();
+      gate_.cv.wait_for(lk, std::chrono::seconds(10), [&] { return !gate_.hold_claims; });
     }
     return c;
   }
@@ -366,6 +372,39 @@ TEST_F(AgentRedisTest, DrainLetsRunningTrialsFinishWithinTheGrace) {
   EXPECT_EQ(trial(t.id).state, trials::TrialState::kCompleted);
   EXPECT_EQ(trial(second.id).state, trials::TrialState::kQueued);  // not claimed while draining
   EXPECT_EQ(trial(second.id).attempt, 0);
+}
+
+// A drain that begins while a claim's reply is on its way waits for that
+// trial too: it runs and completes within the grace instead of being given back.
+TEST_F(AgentRedisTest, ADrainWaitsForTheClaimInFlight) {
+  const std::string sid = create_sweep(synthetic_spec(R"(, "sleep_s": 0.2)"));
+  auto t = create_trial(sid, 0, {{"x1", 1.0}, {"x2", 2.0}});
+  auto o = options(1, 5000);
+  o.drain_grace = std::chrono::minutes(5);
+  Agent agent(o, factory(), builtin_executors(1.0));
+  {
+    std::lock_guard lk(gate_.mu);
+    gate_.hold_claims = true;
+  }
+  ASSERT_TRUE(agent.start().ok());
+  {
+    std::unique_lock lk(gate_.mu);
+    ASSERT_TRUE(gate_.cv.wait_for(lk, std::chrono::seconds(10), [&] { return gate_.claim_held; }));
+  }
+  std::thread drainer([&] { agent.drain(); });
+  // The registry shows the drain (the heartbeat says so at once); then the reply arrives.
+  EXPECT_TRUE(wait_for([&] {
+    auto workers = admin_->list_workers();
+    return workers.ok() && !workers->empty() && workers->front().draining;
+  }));
+  {
+    std::lock_guard lk(gate_.mu);
+    gate_.hold_claims = false;
+  }
+  gate_.cv.notify_all();
+  drainer.join();
+  EXPECT_EQ(trial(t.id).state, trials::TrialState::kCompleted);
+  EXPECT_EQ(trial(t.id).released, 0);
 }
 
 // A claim whose reply never reached the worker: the lease is found and given back.
