@@ -3,7 +3,7 @@
 // what it is, and what it has free at the moment it claims).
 //
 // The store's claim takes a trial only when its request fits the claiming
-// worker's offer; hpo_functions.lua mirrors fits_now() and take() (the store
+// worker's offer; functions/04_placement.lua mirrors fits_now() and take() (the store
 // conformance tests run both). The scheduler reports a sweep whose request no
 // live worker could ever meet (never_fits), with each worker's reason.
 //
@@ -137,7 +137,7 @@ Offer idle_offer(const WorkerInfo& worker);
 Result<std::pair<std::string, std::string>> parse_label(std::string_view text);
 
 // JSON forms: the request as the store keeps it with the sweep, and the offer
-// a claim carries (hpo_functions.lua reads both).
+// a claim carries (functions/04_placement.lua reads both).
 std::string to_json(const ResourceRequest& request);
 Result<ResourceRequest> request_from_json(std::string_view text);
 std::string to_json(const Offer& offer);

@@ -1,4 +1,4 @@
-// MemoryStore: the in-memory twin of RedisStore (see hpo_functions.lua, whose
+// MemoryStore: the in-memory twin of RedisStore (see redis/functions/*.lua, whose
 // transitions this file mirrors one for one; the conformance suite in
 // tests/trials keeps the two in step).
 #include "trials/memory/memory_store.hpp"
@@ -596,7 +596,7 @@ void MemoryStore::enqueue(const std::string& sweep, const std::string& trial, bo
 }
 
 // Claims that pass a trial over for want of room before it is reserved (as in
-// hpo_functions.lua).
+// redis/functions/*.lua).
 constexpr int kReserveAfter = 3;
 
 // Round robin over the ready sweeps, one trial per sweep per round, with
@@ -899,7 +899,7 @@ Status MemoryStore::complete_one(const std::string& worker, const Completion& c)
 
 Status MemoryStore::release(const std::string& trial_id, int attempt, const std::string& worker,
                             const std::string& reason, bool counted) {
-  (void)counted;  // the bound on counted releases is the Functions' (hpo_functions.lua)
+  (void)counted;  // the bound on counted releases is the Functions' (redis/functions/*.lua)
   std::lock_guard lock(mu_);
   auto r = fenced(trial_id, attempt, worker);
   if (!r) return r.error();

@@ -2,7 +2,7 @@
 // worker's credential can do only what workers do.
 //
 // Functions run with the caller's permissions, so a worker needs every
-// command that the Functions it calls use (trials/redis/hpo_functions.lua),
+// command that the Functions it calls use (trials/redis/functions/*.lua),
 // on every key under the prefix: key patterns cannot narrow it below the
 // prefix. What the rule takes away is everything else: FLUSHALL/FLUSHDB,
 // CONFIG, DEBUG, MODULE, SHUTDOWN, SCRIPT, EVAL, FUNCTION LOAD/DELETE/FLUSH/

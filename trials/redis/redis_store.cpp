@@ -1,6 +1,6 @@
 // RedisStore: the C++ half of the Redis persistence layer.
 //
-// Transitions go through FCALL (hpo_functions.lua) so each is atomic inside
+// Transitions go through FCALL (functions/*.lua) so each is atomic inside
 // Redis; this file only encodes arguments, decodes hashes into the domain
 // structs and maps refusals to ErrorCodes. Records kept as JSON (params,
 // metrics, reports, attempts, worker entries) are encoded and decoded by
@@ -844,7 +844,7 @@ Result<Claims> RedisStore::claim_batch(const std::string& worker, const Offer& o
   Claims out;
   out.wake_cursor = r->elements[2].str;
   // Each claim is a row of the fields a worker needs, in this order
-  // (kClaimFields in hpo_functions.lua).
+  // (kClaimFields in functions/03_sweeps_create.lua).
   static constexpr const char* kClaimFields[] = {
       "id",         "sweep",    "number",       "kind",           "params", "state",
       "attempt",    "released", "max_attempts", "slots",          "worker", "created_ms",

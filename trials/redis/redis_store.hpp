@@ -1,11 +1,11 @@
 // RedisStore: every store role (trials/store.hpp) on one Redis connection.
 //
 // Every state transition is one call of the `hpo_v1` Functions library
-// (hpo_functions.lua, embedded at build time and loaded on each connection
+// (functions/*.lua, embedded at build time and loaded on each connection
 // when the server's copy differs), so C++ never does a read-modify-write;
 // plain reads (get_sweep, list_trials, ...) are single HGETALL/LRANGE calls or
-// pipelines of them. The key schema is at the top of hpo_functions.lua and in
-// trials/README.md.
+// pipelines of them. The key schema is at the head of
+// functions/00_schema.lua.
 //
 // One instance per thread (it owns one RedisClient). Connection problems come
 // back as kUnavailable and the next call reconnects with back-off.
@@ -28,7 +28,7 @@ namespace hpo::trials::redis {
 // The version a Functions library's text declares (`-- hpo-functions-version: N`
 // near its top; 1 for a library written before the line existed).
 int functions_version(std::string_view library_code);
-// The text of the library this program loads (hpo_functions.lua).
+// The text of the library this program loads (functions/*.lua).
 const std::string& functions_code();
 
 struct RedisStoreConfig {
@@ -68,7 +68,7 @@ class RedisStore final : public AllRoles {
   // own: artifacts stay in Redis.
   Status adopt_pool_artifact_dir(const std::string& own);
   // The pool's limits, for the Functions to enforce whoever calls them
-  // (hpo_functions.lua): the most bytes of stored reports one trial may hold
+  // (functions/*.lua): the most bytes of stored reports one trial may hold
   // (report), how many times a trial may be given back before it fails
   // (release; 0: no limit for both), the most bytes of one event's data and
   // the most events the stream keeps (every call that emits).

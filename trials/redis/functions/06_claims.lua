@@ -1,0 +1,254 @@
+-- Claims: a worker takes trials (and the gang shares promised to it) that
+-- fit what it offers, round robin over the ready sweeps.
+local function claim_fields(P, tid)
+  local v = redis.call('HMGET', P .. 'trial:' .. tid, 'state', 'slots', 'sweep', 'kind', 'number',
+                       'params', 'attempt', 'released', 'max_attempts', 'created_ms', 'extra')
+  if not v[1] then return nil end
+  return {id = tid, state = v[1], slots = v[2], sweep = v[3], kind = v[4], number = v[5],
+          params = v[6], attempt = v[7], released = v[8] or '0', max_attempts = v[9],
+          created_ms = v[10], extra = v[11] or ''}
+end
+
+-- A reservation this worker holds: nil when it holds none (or it ended), else
+-- true after claiming the reserved trial into `claimed` (it fit), false when
+-- it still does not fit (the reservation is renewed; nothing else is claimed).
+local function honour_reservation(P, worker, o, lease_ms, now, cache, claimed, specs, delta)
+  local rkey = P .. 'reserving:' .. worker
+  local tid = redis.call('GET', rkey)
+  if not tid then return nil end
+  local t = claim_fields(P, tid)
+  local owner = redis.call('GET', P .. 'reserve:' .. tid)
+  local mine = owner == worker
+  local need = t and needs_of(P, t.sweep, cache)
+  if t and t.state == 'queued' and owner and not mine and is_gang(need) then
+    return false  -- held for the gang another worker reserved: its ranks may need our slots
+  end
+  if not t or t.state ~= 'queued' or not mine then
+    redis.call('DEL', rkey)
+    if mine then redis.call('DEL', P .. 'reserve:' .. tid) end
+    return nil
+  end
+  local gang = is_gang(need) and (need.per_host or not fits_idle(need, tonumber(t.slots), o))
+  if gang then
+    local plan = gang_plan(P, worker, o, need, tid, false)
+    local held = cjson.decode(redis.call('HGET', P .. 'trial:' .. tid, 'reserved_for') or '[]')
+    if not plan then
+      for _, w in ipairs(held) do
+        if redis.call('GET', P .. 'reserving:' .. w) == tid then
+          redis.call('PEXPIRE', P .. 'reserving:' .. w, reserve_ms(lease_ms))
+        end
+      end
+      redis.call('PEXPIRE', rkey, reserve_ms(lease_ms))
+      redis.call('PEXPIRE', P .. 'reserve:' .. tid, reserve_ms(lease_ms))
+      return false
+    end
+    for _, w in ipairs(held) do
+      if redis.call('GET', P .. 'reserving:' .. w) == tid then redis.call('DEL', P .. 'reserving:' .. w) end
+    end
+    redis.call('DEL', rkey, P .. 'reserve:' .. tid)
+    redis.call('HDEL', P .. 'trial:' .. tid, 'reserved_for')
+    place_gang(P, t, need, plan, now, lease_ms, delta)
+  elseif not fits_now(need, tonumber(t.slots), o) then
+    redis.call('PEXPIRE', rkey, reserve_ms(lease_ms))
+    redis.call('PEXPIRE', P .. 'reserve:' .. tid, reserve_ms(lease_ms))
+    return false
+  else
+    redis.call('DEL', rkey, P .. 'reserve:' .. tid)
+    take(need, tonumber(t.slots), o)
+    lease_to(P, t, worker, now, lease_ms, delta)
+  end
+  local qkey = P .. 'queue:' .. t.sweep
+  redis.call('LREM', qkey, 1, tid)
+  if redis.call('LLEN', qkey) == 0 then unready(P, t.sweep) end
+  claimed[#claimed + 1] = t
+  specs[t.sweep] = redis.call('HGET', P .. 'sweep:' .. t.sweep, 'spec') or ''
+  return true
+end
+
+-- Takes up to `want` queued trials that fit the offer `o` (free slots, GPUs,
+-- cores, memory, kinds, labels; see above) and leases them to `worker`: a
+-- list of trial tables (running now) with the sweeps' specs by id. Fair across
+-- sweeps: it goes round the ready sweeps (at most sweeps_max of them, in the
+-- claims' round-robin order) taking one trial per sweep per round, and the
+-- sweeps it visited move to the back of 'ready'. In each sweep it takes the
+-- oldest queued trials that fit among the first scan_max of its queue; ids no
+-- longer queued (cancelled while waiting) are dropped on the way, and a sweep
+-- whose queue is empty leaves 'ready'. A trial that would fit the worker idle
+-- but not now, passed over kReserveAfter times, is reserved (above), and the
+-- claim ends there.
+local function claim_many(P, worker, o, want, lease_ms, scan, sweeps_max)
+  if redis.call('EXISTS', P .. 'queue') == 1 then migrate_shared_queue(P) end
+  local claimed, specs = {}, {}
+  local cache = {}  -- the visited sweeps' requests
+  local ranks = take_ranks(P, worker, o, cache)
+  -- What is left after this claim, for the gangs other workers place (below).
+  local function record() redis.call('HSET', P .. 'offers', worker, cjson.encode(o)) end
+  if want < 1 or o.slots < 1 then
+    record()
+    return claimed, specs, ranks
+  end
+  local now = now_ms()
+  local delta = {}
+  local held = honour_reservation(P, worker, o, lease_ms, now, cache, claimed, specs, delta)
+  if held == false then
+    apply_counts(P, delta)
+    record()
+    return claimed, specs, ranks
+  end
+  local ready = P .. 'ready'
+  local order = redis.call('LRANGE', ready, 0, sweeps_max - 1)
+  local queues = {}  -- per visited sweep: its scanned ids, next position, ids to drop
+  local visited = 0
+  local took = true
+  local reserved = false
+  while took and not reserved and #claimed < want and o.slots > 0 do
+    took = false
+    for i, sid in ipairs(order) do
+      if #claimed >= want or o.slots < 1 or reserved then break end
+      local q = queues[i]
+      if not q then
+        q = {ids = {}, pos = 1, drop = {}, more = true}
+        queues[i] = q
+        visited = i
+      end
+      local need = needs_of(P, sid, cache)
+      while true do
+        if q.pos > #q.ids then
+          -- The queue is read in chunks about the size of what is wanted
+          -- (up to scan_max in all), not scan_max ids on every call.
+          if not q.more or #q.ids >= scan then break end
+          local chunk = math.min(scan - #q.ids, math.max(8, 2 * (want - #claimed)))
+          local got = redis.call('LRANGE', P .. 'queue:' .. sid, #q.ids, #q.ids + chunk - 1)
+          for _, id in ipairs(got) do q.ids[#q.ids + 1] = id end
+          q.more = #got == chunk
+          if #got == 0 then break end
+        end
+        local tid = q.ids[q.pos]
+        q.pos = q.pos + 1
+        -- What the claim decides on and the worker needs, not the whole hash.
+        local t = claim_fields(P, tid)
+        if not t or t.state ~= 'queued' then
+          q.drop[#q.drop + 1] = tid
+        elseif fits_now(need, tonumber(t.slots), o) and not need.per_host then
+          q.drop[#q.drop + 1] = tid
+          take(need, tonumber(t.slots), o)
+          lease_to(P, t, worker, now, lease_ms, delta)
+          claimed[#claimed + 1] = t
+          if not specs[sid] then specs[sid] = redis.call('HGET', P .. 'sweep:' .. sid, 'spec') or '' end
+          took = true
+          break
+        elseif is_gang(need) and (need.per_host or (not fits_idle(need, tonumber(t.slots), o) and
+                 not another_holds_whole(P, worker, need, tid, tonumber(t.slots)))) then
+          -- Wider than any one worker (or per_host): across workers, as a gang or not at all.
+          local plan = gang_plan(P, worker, o, need, tid, false)
+          if plan then
+            q.drop[#q.drop + 1] = tid
+            place_gang(P, t, need, plan, now, lease_ms, delta)
+            claimed[#claimed + 1] = t
+            if not specs[sid] then specs[sid] = redis.call('HGET', P .. 'sweep:' .. sid, 'spec') or '' end
+            took = true
+            break
+          end
+          local idle_plan = not q.passed and gang_plan(P, worker, o, need, tid, true)
+          if idle_plan and redis.call('HINCRBY', P .. 'trial:' .. tid, 'skipped', 1) >= kReserveAfter then
+            q.passed = true
+            local rkey = P .. 'reserve:' .. tid
+            local by = redis.call('GET', rkey)
+            if not by or by == worker or redis.call('EXISTS', P .. 'reserving:' .. by) == 0 then
+              -- The gang's leader-to-be and the workers of its plan hold their slots for it.
+              local ttl = reserve_ms(lease_ms)
+              local held = {}
+              redis.call('SET', rkey, worker, 'PX', ttl)
+              redis.call('SET', P .. 'reserving:' .. worker, tid, 'PX', ttl)
+              for i = 2, #idle_plan do
+                local w = idle_plan[i].worker
+                if redis.call('SET', P .. 'reserving:' .. w, tid, 'PX', ttl, 'NX') then
+                  held[#held + 1] = w
+                elseif redis.call('GET', P .. 'reserving:' .. w) == tid then
+                  held[#held + 1] = w
+                end
+              end
+              redis.call('HSET', P .. 'trial:' .. tid, 'reserved_for', cjson.encode(held))
+              reserved = true
+              break
+            end
+          else
+            q.passed = true
+          end
+        elseif not q.passed and fits_idle(need, tonumber(t.slots), o) and
+                 redis.call('HINCRBY', P .. 'trial:' .. tid, 'skipped', 1) >= kReserveAfter then
+          local rkey = P .. 'reserve:' .. tid
+          local by = redis.call('GET', rkey)
+          q.passed = true
+          if not by or by == worker or redis.call('EXISTS', P .. 'reserving:' .. by) == 0 then
+            redis.call('SET', rkey, worker, 'PX', reserve_ms(lease_ms))
+            redis.call('SET', P .. 'reserving:' .. worker, tid, 'PX', reserve_ms(lease_ms))
+            reserved = true
+            break
+          end
+        else
+          q.passed = true  -- only the first trial passed over in a sweep counts a skip
+        end
+      end
+    end
+  end
+  apply_counts(P, delta)
+  -- The visited sweeps go to the back, in order; then the ones left empty leave.
+  for _ = 1, visited do redis.call('LMOVE', ready, ready, 'LEFT', 'RIGHT') end
+  for i = 1, visited do
+    local q, qkey = queues[i], P .. 'queue:' .. order[i]
+    local prefix = #q.drop
+    for j = 1, #q.drop do
+      if q.drop[j] ~= q.ids[j] then
+        prefix = 0
+        break
+      end
+    end
+    if prefix > 0 then
+      redis.call('LTRIM', qkey, prefix, -1)
+    elseif #q.drop > 0 then
+      for _, tid in ipairs(q.drop) do redis.call('LREM', qkey, 1, tid) end
+    end
+    if redis.call('LLEN', qkey) == 0 then unready(P, order[i]) end
+  end
+  record()
+  return claimed, specs, ranks
+end
+
+-- claim_batch P worker free_slots max_trials lease_ms scan_max [sweeps_max]
+--   -> {{claim row (kClaimFields)...}, {sid, spec, ...}, wake cursor}
+-- The cursor is '' when max_trials were claimed, else where wait_for_work
+-- starts waiting.
+local function claim_batch(keys, a)
+  local P, worker = a[1], a[2]
+  local claimed, specs, ranks = claim_many(P, worker, parse_offer(a[3]), tonumber(a[4]),
+                                           tonumber(a[5]), tonumber(a[6]), tonumber(a[7] or '64'))
+  local trials = {}
+  for i, t in ipairs(claimed) do trials[i] = claim_row(t) end
+  local spec_list = {}
+  for sid, spec in pairs(specs) do
+    table.insert(spec_list, sid)
+    table.insert(spec_list, spec)
+  end
+  local cursor = ''
+  if #claimed < tonumber(a[4]) then cursor = wake_cursor(P) end
+  local shares = {}
+  for i, r in ipairs(ranks) do shares[i] = r end
+  return {trials, spec_list, cursor, shares}
+end
+
+-- claim P worker free_slots lease_ms scan_max [sweeps_max] -> nil | trial hash (flat)
+--   followed by 'sweep_spec', the sweep's spec as submitted (one trial; kept
+--   for callers of earlier versions)
+local function claim(keys, a)
+  local P = a[1]
+  local claimed, specs = claim_many(P, a[2], parse_offer(a[3]), 1, tonumber(a[4]),
+                                    tonumber(a[5]), tonumber(a[6] or '64'))
+  if #claimed == 0 then return false end
+  local out = flatten(P .. 'trial:' .. claimed[1].id)
+  table.insert(out, 'sweep_spec')
+  table.insert(out, specs[claimed[1].sweep])
+  return out
+end
+
+
