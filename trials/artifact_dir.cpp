@@ -110,6 +110,22 @@ std::size_t inline_escape_length(std::string_view head) {
   return starts_with(head, kInlineMarker) ? kInlineMarker.size() : 0;
 }
 
+Status check_range(std::int64_t offset, std::int64_t size, std::int64_t total,
+                   const std::string& what) {
+  if (offset < 0 || size < 0 || offset + size > total)
+    return Error::invalid(
+        "range", fmt::format("bytes {}..{} of {} ({} bytes)", offset, offset + size, what, total));
+  return {};
+}
+
+Status copy_range(std::string_view bytes, std::int64_t offset, std::int64_t size,
+                  const std::string& what, char* out) {
+  if (auto st = check_range(offset, size, static_cast<std::int64_t>(bytes.size()), what); !st)
+    return st;
+  std::memcpy(out, bytes.data() + offset, static_cast<std::size_t>(size));
+  return {};
+}
+
 Result<StoredArtifact> decode_stored(std::string value) {
   StoredArtifact out;
   if (starts_with(value, kInlineMarker)) {
@@ -267,9 +283,7 @@ Status ArtifactDir::read_stream(const StoredArtifact& ref, const std::string& wh
 
 Status ArtifactDir::read_range(const StoredArtifact& ref, const std::string& what,
                                std::int64_t offset, std::int64_t size, char* out) {
-  if (offset < 0 || size < 0 || offset + size > ref.size)
-    return Error::invalid("range", fmt::format("bytes {}..{} of {} ({} bytes)", offset,
-                                               offset + size, what, ref.size));
+  if (auto st = check_range(offset, size, ref.size, what); !st) return st;
   const std::string path = path_of(ref);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)

@@ -68,6 +68,13 @@ Result<StoredArtifact> decode_stored(std::string value);
 // escape encode_inline adds), from the value's first kStoredPrefixBytes bytes.
 inline constexpr std::size_t kStoredPrefixBytes = 32;
 std::size_t inline_escape_length(std::string_view head);
+// A range of an artifact of `total` bytes: kInvalidArgument naming it and the
+// size when it passes either end.
+Status check_range(std::int64_t offset, std::int64_t size, std::int64_t total,
+                   const std::string& what);
+// The range of `bytes` into `out`, checked as check_range checks it.
+Status copy_range(std::string_view bytes, std::int64_t offset, std::int64_t size,
+                  const std::string& what, char* out);
 
 // Passes the bytes on to `out`, hashing (SHA-256) and counting them.
 class HashingSink final : public ByteSink {

@@ -1,7 +1,6 @@
 #include "trials/store.hpp"
 
 #include <cmath>
-#include <cstring>
 
 #include <fmt/format.h>
 
@@ -61,12 +60,10 @@ Result<bool> ArtifactStore::read_artifact_range(const std::string& trial_id,
   if ((*at)->is_file)
     return Error::internal("artifact " + name + " of trial " + trial_id +
                            " is a file this store cannot read a range of");
-  const std::string& bytes = (*at)->bytes;
-  if (offset < 0 || size < 0 || offset + size > static_cast<std::int64_t>(bytes.size()))
-    return Error::invalid("range",
-                          fmt::format("bytes {}..{} of artifact {} of trial {} ({} bytes)", offset,
-                                      offset + size, name, trial_id, bytes.size()));
-  std::memcpy(out, bytes.data() + offset, static_cast<std::size_t>(size));
+  if (auto st =
+          copy_range((*at)->bytes, offset, size, "artifact " + name + " of trial " + trial_id, out);
+      !st)
+    return st.error();
   return true;
 }
 

@@ -1146,8 +1146,6 @@ Result<bool> RedisStore::read_artifact_range(const std::string& trial_id, const 
   const Reply& len = (*r)[0];
   if (len.is_error()) return refusal(len.str);
   if (len.integer == 0) return false;
-  if (offset < 0 || size < 0)
-    return Error::invalid("range", fmt::format("bytes {}..{} of {}", offset, offset + size, what));
   if (len.integer <= 4096) {
     auto stored = stored_artifact(trial_id, name);
     if (!stored) return stored.error();
@@ -1159,16 +1157,11 @@ Result<bool> RedisStore::read_artifact_range(const std::string& trial_id, const 
       if (auto st = files_->read_range(a, what, offset, size, out); !st) return st.error();
       return true;
     }
-    if (offset + size > static_cast<std::int64_t>(a.bytes.size()))
-      return Error::invalid("range", fmt::format("bytes {}..{} of {} ({} bytes)", offset,
-                                                 offset + size, what, a.bytes.size()));
-    std::memcpy(out, a.bytes.data() + offset, static_cast<std::size_t>(size));
+    if (auto st = copy_range(a.bytes, offset, size, what, out); !st) return st.error();
     return true;
   }
   const auto skip = static_cast<std::int64_t>(inline_escape_length((*r)[1].str));
-  if (offset + size > len.integer - skip)
-    return Error::invalid("range", fmt::format("bytes {}..{} of {} ({} bytes)", offset,
-                                               offset + size, what, len.integer - skip));
+  if (auto st = check_range(offset, size, len.integer - skip, what); !st) return st.error();
   if (size == 0) return true;
   auto got = client_.command(
       {"GETRANGE", k, std::to_string(skip + offset), std::to_string(skip + offset + size - 1)});
