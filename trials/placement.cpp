@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "trials/slot_choice.hpp"
 #include "trials/spec.hpp"
 #include "trials/trial.hpp"
 
@@ -152,25 +153,38 @@ bool fits_idle(const ResourceRequest& r, const Offer& o) {
   return fits_now(r, idle);
 }
 
+std::vector<int> pick_slots(const ResourceRequest& r, const std::vector<bool>& free,
+                            const std::vector<GpuSlot>& gpus) {
+  const int n = static_cast<int>(free.size());
+  const int n_gpu = std::min(n, static_cast<int>(gpus.size()));
+  const auto k = static_cast<std::size_t>(std::max(1, r.slots));
+  std::vector<int> out;
+  auto want = [&](int i) {
+    if (out.size() < k && free[static_cast<std::size_t>(i)]) out.push_back(i);
+  };
+  if (r.gpus > 0) {
+    for (int i = 0; i < n_gpu; ++i)
+      if (gpu_matches(r, gpus[static_cast<std::size_t>(i)])) want(i);
+  } else {
+    for (int i = n_gpu; i < n; ++i) want(i);
+    for (int i = n_gpu - 1; i >= 0; --i) want(i);
+  }
+  if (out.size() < k) return {};
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 bool take(const ResourceRequest& r, Offer& o) {
   if (!fits_now(r, o)) return false;
-  const int cpu_slots_free = o.slots - static_cast<int>(o.gpus.size());
-  o.slots -= r.slots;
-  if (r.gpus == 0) {  // CPU slots first, then the last GPU slots
-    const auto from_gpus = static_cast<std::size_t>(
-        std::clamp(r.slots - cpu_slots_free, 0, static_cast<int>(o.gpus.size())));
-    o.gpus.resize(o.gpus.size() - from_gpus);
-  } else {
-    int left = r.slots;
-    for (auto it = o.gpus.begin(); it != o.gpus.end() && left > 0;) {
-      if (gpu_matches(r, *it)) {
-        it = o.gpus.erase(it);
-        --left;
-      } else {
-        ++it;
-      }
-    }
+  // The offer's free slots as a worker's: its free GPU slots, then its free CPU slots.
+  const int cpu_slots_free = std::max(0, o.slots - static_cast<int>(o.gpus.size()));
+  const std::vector<bool> free(o.gpus.size() + static_cast<std::size_t>(cpu_slots_free), true);
+  if (r.slots > 0) {
+    const auto picked = pick_slots(r, free, o.gpus);
+    for (auto it = picked.rbegin(); it != picked.rend(); ++it)
+      if (static_cast<std::size_t>(*it) < o.gpus.size()) o.gpus.erase(o.gpus.begin() + *it);
   }
+  o.slots -= r.slots;
   if (r.cpus > 0 && o.cpus >= 0) o.cpus -= r.cpus;
   if (r.memory_gb > 0 && o.memory_gb >= 0) o.memory_gb -= r.memory_gb;
   return true;

@@ -1,6 +1,6 @@
 // Executor: runs one attempt of a trial on a worker's slots.
 //
-// The agent (workers/agent.cpp) claims a trial, picks the executor for its kind
+// The agent (workers/agent/) claims a trial, picks the executor for its kind
 // (command, synthetic, torch) and calls run() on the slot's thread. The
 // executor reports intermediate metrics through the Reporter and returns the
 // attempt's result; a failing trial is a TrialResult with outcome kFailed, not
@@ -9,6 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -140,5 +143,9 @@ class Executor {
     return Error::unavailable("this worker's executor runs no data-parallel ranks");
   }
 };
+
+// The executors a worker has, one factory per trial kind (called once per attempt).
+using ExecutorFactory = std::function<std::unique_ptr<Executor>()>;
+using ExecutorRegistry = std::map<trials::TrialKind, ExecutorFactory>;
 
 }  // namespace hpo::workers

@@ -31,7 +31,7 @@
 #include "core/log.hpp"
 #include "trials/data_roots.hpp"
 #include "trials/redis/redis_store.hpp"
-#include "workers/agent.hpp"
+#include "workers/agent/agent.hpp"
 #include "workers/config.hpp"
 #include "workers/gpu_inventory.hpp"
 #include "workers/host_address.hpp"

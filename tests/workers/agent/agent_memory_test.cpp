@@ -17,7 +17,7 @@
 #include "tests/support/redis_server.hpp"
 #include "trials/memory/memory_store.hpp"
 #include "trials/spec.hpp"
-#include "workers/agent.hpp"
+#include "workers/agent/agent.hpp"
 
 namespace hpo::workers {
 namespace {

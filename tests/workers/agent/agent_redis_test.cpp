@@ -14,7 +14,7 @@
 #include "tests/workers/agent/test_util.hpp"
 #include "trials/redis/redis_store.hpp"
 #include "trials/spec.hpp"
-#include "workers/agent.hpp"
+#include "workers/agent/agent.hpp"
 
 namespace hpo::workers {
 namespace {
