@@ -23,6 +23,14 @@ using Clock = std::chrono::steady_clock;
 
 class TrialReporter;
 
+// The two roles an attempt uses of its slot thread's store connection: the
+// queue (reports, leases, results, its own artifacts) and the artifacts it
+// reads back.
+struct AttemptRoles {
+  trials::TrialQueue& queue;
+  trials::ArtifactStore& artifacts;
+};
+
 // One attempt of a trial from its claim until the store answered its result
 // (or it was released or dropped). Its stop reason only ever goes from kNone
 // to one reason (first writer wins); the executor reads it between steps.

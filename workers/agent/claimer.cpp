@@ -102,12 +102,12 @@ void Claimer::hand_out(std::vector<SharePlan>& shares, trials::Claims* got,
   }
 }
 
-void Claimer::release_misfits(trials::Store& conn, const std::vector<trials::Claim>& misfits,
+void Claimer::release_misfits(trials::TrialQueue& queue, const std::vector<trials::Claim>& misfits,
                               int free) {
   for (const auto& claim : misfits) {
-    auto st = conn.queue().release(claim.trial.id, claim.trial.attempt, shared_.options.name,
-                                   "claimed a trial that does not fit the free slots",
-                                   /*counted=*/false);
+    auto st = queue.release(claim.trial.id, claim.trial.attempt, shared_.options.name,
+                            "claimed a trial that does not fit the free slots",
+                            /*counted=*/false);
     log_warn("claimed a trial that does not fit; released",
              trial_fields(claim.trial, shared_.options.name,
                           {{"slots", std::to_string(claim.trial.slots)},
@@ -119,6 +119,7 @@ void Claimer::release_misfits(trials::Store& conn, const std::vector<trials::Cla
 void Claimer::run() {
   auto conn = shared_.connect_until_stopped("claimer");
   if (!conn) return;
+  trials::TrialQueue& queue = conn->queue();
   const auto& o = shared_.options;
   Backoff backoff(std::chrono::milliseconds(50), std::chrono::milliseconds(2000));
   ThrottledLog errors;
@@ -131,7 +132,7 @@ void Claimer::run() {
   trials::Offer offer;
   while (next_offer(offer)) {
     const int free = offer.slots;
-    auto got = conn->queue().claim_batch(o.name, offer, std::min(free, o.max_batch), o.lease_ms);
+    auto got = queue.claim_batch(o.name, offer, std::min(free, o.max_batch), o.lease_ms);
     std::vector<trials::ResourceRequest> requests;
     std::vector<SharePlan> shares;
     if (got) {
@@ -147,7 +148,7 @@ void Claimer::run() {
     }
     for (int w : woken) shared_.slot_cv[static_cast<std::size_t>(w)].notify_one();
     if (!shares.empty()) shared_.cv.notify_all();  // the lease keeper renews the new shares
-    release_misfits(*conn, misfits, free);
+    release_misfits(queue, misfits, free);
     if (no_claims())  // slot threads wait for the claim in flight before they end
       for (int i = 0; i < o.slots; ++i) shared_.slot_cv[static_cast<std::size_t>(i)].notify_all();
     if (!got) {
@@ -159,8 +160,7 @@ void Claimer::run() {
     // Less than asked for: wait until something is queued after this claim
     // (at once if it already was), bounded so that a stop is noticed.
     if (!got->wake_cursor.empty() && !no_claims()) {
-      auto waited =
-          conn->queue().wait_for_work(got->wake_cursor, static_cast<int>(o.idle_wait.count()));
+      auto waited = queue.wait_for_work(got->wake_cursor, static_cast<int>(o.idle_wait.count()));
       if (!waited) {
         errors.warn("waiting for work failed",
                     {{"worker", o.name}, {"error", waited.error().message}});

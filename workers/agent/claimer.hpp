@@ -42,7 +42,8 @@ class Claimer {
   void hand_out(std::vector<SharePlan>& shares, trials::Claims* got,
                 const std::vector<trials::ResourceRequest>& requests, std::vector<int>& woken,
                 std::vector<trials::Claim>& misfits);
-  void release_misfits(trials::Store& conn, const std::vector<trials::Claim>& misfits, int free);
+  void release_misfits(trials::TrialQueue& queue, const std::vector<trials::Claim>& misfits,
+                       int free);
 
   Shared& shared_;
   bool torch_;

@@ -24,7 +24,7 @@ void Completer::finish() {
 
 bool Completer::deliver(const std::shared_ptr<RunningAttempt>& run,
                         const trials::TrialResult& result, const std::string& log_tail,
-                        trials::Store& conn) {
+                        trials::TrialQueue& queue) {
   const auto& trial = run->trial;
   const StopReason stop = run->stop.load();
   if (stop == StopReason::kLeaseLost) {
@@ -38,7 +38,7 @@ bool Completer::deliver(const std::shared_ptr<RunningAttempt>& run,
   }
   if ((shared_.stopping.load() || stop == StopReason::kShutdown) &&
       result.outcome != trials::TrialState::kCompleted) {
-    release_stopped(*run, log_tail, conn);
+    release_stopped(*run, log_tail, queue);
     return false;
   }
   run->delivering = true;
@@ -51,17 +51,16 @@ bool Completer::deliver(const std::shared_ptr<RunningAttempt>& run,
 }
 
 void Completer::release_stopped(const RunningAttempt& run, const std::string& log_tail,
-                                trials::Store& conn) {
+                                trials::TrialQueue& queue) {
   const auto& trial = run.trial;
   const std::string& me = shared_.options.name;
   if (!log_tail.empty())
     (void)shared_.retry_through_outage([&] {
-      return conn.queue().put_artifact(trial.id, trial.attempt, me, trials::artifact::kLog,
-                                       log_tail);
+      return queue.put_artifact(trial.id, trial.attempt, me, trials::artifact::kLog, log_tail);
     });
   auto st = shared_.retry_through_outage([&] {
-    return conn.queue().release(trial.id, trial.attempt, me, "worker " + me + " stopped",
-                                /*counted=*/true);
+    return queue.release(trial.id, trial.attempt, me, "worker " + me + " stopped",
+                         /*counted=*/true);
   });
   std::lock_guard lk(shared_.mu);
   if (st) {

@@ -26,7 +26,7 @@ class Completer {
 
   // True when the completer now owns the result (else the caller forgets the attempt).
   bool deliver(const std::shared_ptr<RunningAttempt>& run, const trials::TrialResult& result,
-               const std::string& log_tail, trials::Store& conn);
+               const std::string& log_tail, trials::TrialQueue& queue);
   // The completer thread: runs until finish() and every result is sent.
   void run();
   // Every result there will be was delivered: send what is left, then end.
@@ -43,7 +43,8 @@ class Completer {
   void delivered(const std::shared_ptr<RunningAttempt>& run, const trials::TrialResult& result,
                  const Status& st);
   // Gives back an attempt this worker stopped (its log stored first).
-  void release_stopped(const RunningAttempt& run, const std::string& log_tail, trials::Store& conn);
+  void release_stopped(const RunningAttempt& run, const std::string& log_tail,
+                       trials::TrialQueue& queue);
 
   Shared& shared_;
   std::mutex mu_;  // guards the two below

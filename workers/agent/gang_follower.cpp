@@ -13,18 +13,18 @@ namespace {
 class ShareControl : public RankControl {
  public:
   ShareControl(const std::atomic<bool>& stale, const std::atomic<bool>& stopping,
-               trials::Store& conn, const trials::Trial& trial, std::string worker)
+               AttemptRoles store, const trials::Trial& trial, std::string worker)
       : stale_(stale),
         stopping_(stopping),
-        conn_(conn),
+        store_(store),
         trial_(trial),
         worker_(std::move(worker)) {}
   bool should_stop() const override { return stale_.load() || stopping_.load(); }
   Result<std::optional<std::string>> rendezvous() override {
-    return conn_.queue().rendezvous(trial_.id, trial_.attempt);
+    return store_.queue.rendezvous(trial_.id, trial_.attempt);
   }
   Result<bool> read_artifact(const std::string& name, ByteSink& out) override {
-    return read_trial_artifact(conn_, trial_, name, out);
+    return read_trial_artifact(store_.artifacts, trial_, name, out);
   }
   void log(std::string_view line) override {
     log_info("gang ranks", trial_fields(trial_, worker_, {{"line", std::string(line)}}));
@@ -33,7 +33,7 @@ class ShareControl : public RankControl {
  private:
   const std::atomic<bool>& stale_;
   const std::atomic<bool>& stopping_;
-  trials::Store& conn_;
+  AttemptRoles store_;
   const trials::Trial& trial_;
   std::string worker_;
 };
@@ -44,7 +44,7 @@ GangFollower::GangFollower(Shared& shared, const ExecutorRegistry& executors,
                            const WorkRoot& work_root)
     : shared_(shared), executors_(executors), work_root_(work_root) {}
 
-void GangFollower::run(const GangShare& run, const std::vector<int>& slots, trials::Store& conn) {
+void GangFollower::run(const GangShare& run, const std::vector<int>& slots, AttemptRoles store) {
   const auto& o = shared_.options;
   const auto& share = run.share;
   auto spec = shared_.specs.get(share.trial.sweep_id, share.spec_json);
@@ -77,7 +77,7 @@ void GangFollower::run(const GangShare& run, const std::vector<int>& slots, tria
     } else {
       task.box = box->get();
       if (o.sandbox) task.identity = o.sandbox->identity(slots.empty() ? 0 : slots.front());
-      ShareControl control(run.stale, shared_.stopping, conn, share.trial, o.name);
+      ShareControl control(run.stale, shared_.stopping, store, share.trial, o.name);
       st = executor->run_ranks(task, control);
       box->reset();  // every rank process of the share ends here
     }

@@ -19,7 +19,7 @@ class GangFollower {
   GangFollower(Shared& shared, const ExecutorRegistry& executors, const WorkRoot& work_root);
 
   // Runs the share's ranks on `slots` until they end.
-  void run(const GangShare& share, const std::vector<int>& slots, trials::Store& conn);
+  void run(const GangShare& share, const std::vector<int>& slots, AttemptRoles store);
 
  private:
   Shared& shared_;

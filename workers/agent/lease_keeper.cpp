@@ -15,7 +15,7 @@ void LeaseKeeper::set_identity(std::string instance, std::int64_t started_ms) {
   started_ms_ = started_ms;
 }
 
-void LeaseKeeper::renew_trials(trials::Store& conn) {
+void LeaseKeeper::renew_trials(trials::TrialQueue& queue) {
   const auto& o = shared_.options;
   std::vector<std::shared_ptr<RunningAttempt>> running;
   {
@@ -32,7 +32,7 @@ void LeaseKeeper::renew_trials(trials::Store& conn) {
     leases.push_back({r->trial.id, r->trial.attempt});
   }
   if (leases.empty()) return;
-  auto answers = conn.queue().heartbeat_batch(o.name, leases, o.lease_ms);
+  auto answers = queue.heartbeat_batch(o.name, leases, o.lease_ms);
   for (std::size_t i = 0; i < running.size(); ++i) {
     const auto& r = running[i];
     const auto& t = r->trial;
@@ -60,7 +60,7 @@ void LeaseKeeper::renew_trials(trials::Store& conn) {
   }
 }
 
-void LeaseKeeper::renew_shares(trials::Store& conn) {
+void LeaseKeeper::renew_shares(trials::TrialQueue& queue) {
   const auto& o = shared_.options;
   // Each rank lease renewed on its own (few per worker).
   std::vector<std::shared_ptr<GangShare>> shares;
@@ -70,11 +70,11 @@ void LeaseKeeper::renew_shares(trials::Store& conn) {
   }
   for (const auto& share : shares) {
     const auto& t = share->share.trial;
-    auto ok = conn.queue().rank_heartbeat(t.id, t.attempt, o.name, o.lease_ms);
+    auto ok = queue.rank_heartbeat(t.id, t.attempt, o.name, o.lease_ms);
     if (ok && *ok && shared_.draining.load() && !share->release_asked) {
       // Our notice: the whole gang stops together at the leader's word (with a
       // checkpoint, released, no failure counted); killing our ranks would fail it.
-      auto asked = conn.queue().release_gang(t.id, t.attempt, o.name);
+      auto asked = queue.release_gang(t.id, t.attempt, o.name);
       share->release_asked = asked.ok();
       if (asked.ok())
         log_info("gang release asked of its leader",
@@ -118,15 +118,16 @@ trials::WorkerInfo LeaseKeeper::registry_entry() const {
   return info;
 }
 
-Status LeaseKeeper::beat(trials::Store& conn, std::int64_t interval_ms) {
-  renew_trials(conn);
-  renew_shares(conn);
-  return conn.workers().put_worker(registry_entry(), 3 * interval_ms);
+Status LeaseKeeper::beat(trials::TrialQueue& queue, trials::WorkerRegistry& workers,
+                         std::int64_t interval_ms) {
+  renew_trials(queue);
+  renew_shares(queue);
+  return workers.put_worker(registry_entry(), 3 * interval_ms);
 }
 
-void LeaseKeeper::release_orphans(trials::Store& conn) {
+void LeaseKeeper::release_orphans(trials::TrialQueue& queue) {
   const auto& o = shared_.options;
-  auto held = conn.queue().worker_leases(o.name);
+  auto held = queue.worker_leases(o.name);
   if (!held) return;  // the store is away: next round
   for (const auto& lease : *held) {
     {
@@ -148,9 +149,9 @@ void LeaseKeeper::release_orphans(trials::Store& conn) {
     trials::Trial t;
     t.id = lease.trial_id;
     t.attempt = lease.attempt;
-    auto st = conn.queue().release(lease.trial_id, lease.attempt, o.name,
-                                   "worker " + o.name + " does not run it (lost claim reply)",
-                                   /*counted=*/false);
+    auto st = queue.release(lease.trial_id, lease.attempt, o.name,
+                            "worker " + o.name + " does not run it (lost claim reply)",
+                            /*counted=*/false);
     log_warn("orphaned lease released",
              trial_fields(t, o.name, {{"ok", st ? "yes" : st.error().message}}));
     if (st) {
@@ -173,7 +174,7 @@ void LeaseKeeper::run() {
   const std::int64_t interval = std::max<std::int64_t>(10, o.lease_ms / 3);
   ThrottledLog errors;
   do {
-    auto st = beat(*conn, interval);
+    auto st = beat(conn->queue(), conn->workers(), interval);
     if (!st && st.error().code == ErrorCode::kConflict) {
       // Another live worker has this name (on another host): this one stops.
       log_error("worker refused by the registry",
@@ -196,7 +197,7 @@ void LeaseKeeper::run() {
         }
         shared_.notify_everyone();
       }
-      release_orphans(*conn);
+      release_orphans(conn->queue());
     }
   } while ([&] {
     std::unique_lock lk(shared_.mu);

@@ -37,11 +37,11 @@ class LeaseKeeper {
 
  private:
   // One round; returns the registry update's status.
-  Status beat(trials::Store& conn, std::int64_t interval_ms);
-  void renew_trials(trials::Store& conn);
-  void renew_shares(trials::Store& conn);
+  Status beat(trials::TrialQueue& queue, trials::WorkerRegistry& workers, std::int64_t interval_ms);
+  void renew_trials(trials::TrialQueue& queue);
+  void renew_shares(trials::TrialQueue& queue);
   trials::WorkerInfo registry_entry() const;
-  void release_orphans(trials::Store& conn);
+  void release_orphans(trials::TrialQueue& queue);
 
   Shared& shared_;
   const GpuInventory* gpus_;

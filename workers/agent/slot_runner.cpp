@@ -53,12 +53,12 @@ void SlotRunner::run(int slot) {
       shared_.inbox[me].reset();
     }
     if (work->share) {
-      if (conn) follower_.run(*work->share, work->slots, *conn);
+      if (conn) follower_.run(*work->share, work->slots, {conn->queue(), conn->artifacts()});
       std::lock_guard lk(shared_.mu);
       shared_.shares.erase(work->share->key());
       shared_.cv.notify_all();  // a drain waits for the shares too
     } else if (conn) {
-      run_trial(work->claim, *conn);
+      run_trial(work->claim, {conn->queue(), conn->artifacts()});
     } else {
       shared_.forget(work->claim.trial);
     }
@@ -66,7 +66,7 @@ void SlotRunner::run(int slot) {
   }
 }
 
-void SlotRunner::run_trial(const trials::Claim& claim, trials::Store& conn) {
+void SlotRunner::run_trial(const trials::Claim& claim, AttemptRoles store) {
   const std::string& me = shared_.options.name;
   std::shared_ptr<RunningAttempt> run;
   {
@@ -82,21 +82,21 @@ void SlotRunner::run_trial(const trials::Claim& claim, trials::Store& conn) {
     // it back without counting an attempt; a later claim will carry it.
     log_warn("claim carried no sweep spec; trial released", trial_fields(claim.trial, me));
     (void)shared_.retry_through_outage([&] {
-      return conn.queue().release(claim.trial.id, claim.trial.attempt, me,
-                                  "the claim carried no sweep spec", /*counted=*/false);
+      return store.queue.release(claim.trial.id, claim.trial.attempt, me,
+                                 "the claim carried no sweep spec", /*counted=*/false);
     });
   } else {
     // A spec that does not parse will not parse on a retry either.
     trials::TrialResult result =
-        spec ? execute(*run, **spec, conn, log_tail)
+        spec ? execute(*run, **spec, store, log_tail)
              : failed_result("cannot read the sweep spec: " + spec.error().message, false);
-    handed_on = completer_.deliver(run, result, log_tail, conn);
+    handed_on = completer_.deliver(run, result, log_tail, store.queue);
   }
   if (!handed_on) shared_.forget(run->trial);
 }
 
 trials::TrialResult SlotRunner::execute(RunningAttempt& run, const trials::SweepSpec& sp,
-                                        trials::Store& conn, std::string& log_tail) {
+                                        AttemptRoles store, std::string& log_tail) {
   const auto& trial = run.trial;
   TrialTask task;
   task.trial = trial;
@@ -113,7 +113,7 @@ trials::TrialResult SlotRunner::execute(RunningAttempt& run, const trials::Sweep
                                           {"slots", std::to_string(run.slots.size())},
                                           {"gpus", fmt::format("{}", fmt::join(task.gpus, ","))}}));
 
-  TrialReporter reporter(shared_, run, conn, deadline);
+  TrialReporter reporter(shared_, run, store, deadline);
   {
     std::lock_guard lk(run.reporter_mu);
     run.reporter = &reporter;

@@ -29,10 +29,10 @@ class SlotRunner {
 
  private:
   // Runs a trial the claimer handed out (and registered in `running`).
-  void run_trial(const trials::Claim& claim, trials::Store& conn);
+  void run_trial(const trials::Claim& claim, AttemptRoles store);
   // Spec, task, executor: the attempt's result (and its log tail).
   trials::TrialResult execute(RunningAttempt& run, const trials::SweepSpec& spec,
-                              trials::Store& conn, std::string& log_tail);
+                              AttemptRoles store, std::string& log_tail);
   // The executor's part of execute(): box, directory, run.
   trials::TrialResult run_executor(const ExecutorFactory& factory, RunningAttempt& run,
                                    const trials::SweepSpec& spec, TrialTask& task,

@@ -31,25 +31,25 @@ std::string resumed_trial(const trials::Trial& t, const std::string& name) {
 
 }  // namespace
 
-Result<std::optional<std::string>> trial_artifact(trials::Store& conn, const trials::Trial& t,
-                                                  const std::string& name) {
-  auto got = conn.artifacts().get_artifact(t.id, name);
+Result<std::optional<std::string>> trial_artifact(trials::ArtifactStore& artifacts,
+                                                  const trials::Trial& t, const std::string& name) {
+  auto got = artifacts.get_artifact(t.id, name);
   if (!got || *got) return got;
   const std::string from = resumed_trial(t, name);
-  return from.empty() ? got : conn.artifacts().get_artifact(from, name);
+  return from.empty() ? got : artifacts.get_artifact(from, name);
 }
 
-Result<bool> read_trial_artifact(trials::Store& conn, const trials::Trial& t,
+Result<bool> read_trial_artifact(trials::ArtifactStore& artifacts, const trials::Trial& t,
                                  const std::string& name, ByteSink& out) {
-  auto got = conn.artifacts().read_artifact(t.id, name, out);
+  auto got = artifacts.read_artifact(t.id, name, out);
   if (!got || *got) return got;
   const std::string from = resumed_trial(t, name);
-  return from.empty() ? got : conn.artifacts().read_artifact(from, name, out);
+  return from.empty() ? got : artifacts.read_artifact(from, name, out);
 }
 
-TrialReporter::TrialReporter(Shared& shared, RunningAttempt& run, trials::Store& conn,
+TrialReporter::TrialReporter(Shared& shared, RunningAttempt& run, AttemptRoles store,
                              std::optional<Clock::time_point> deadline)
-    : shared_(shared), run_(run), conn_(conn), deadline_(deadline), tokens_(kReportBurst) {}
+    : shared_(shared), run_(run), store_(store), deadline_(deadline), tokens_(kReportBurst) {}
 
 bool TrialReporter::report(std::int64_t step, const trials::Metrics& metrics) {
   trials::StepReport r;
@@ -100,8 +100,8 @@ void TrialReporter::log(std::string_view line) {
 Status TrialReporter::put_artifact(const std::string& name, const std::string& bytes) {
   std::lock_guard lk(mu_);
   return shared_.retry_through_outage([&] {
-    return conn_.queue().put_artifact(run_.trial.id, run_.trial.attempt, shared_.options.name, name,
-                                      bytes);
+    return store_.queue.put_artifact(run_.trial.id, run_.trial.attempt, shared_.options.name, name,
+                                     bytes);
   });
 }
 
@@ -109,7 +109,7 @@ Result<std::optional<std::string>> TrialReporter::get_artifact(const std::string
   std::lock_guard lk(mu_);
   Result<std::optional<std::string>> got = std::optional<std::string>{};
   (void)shared_.retry_through_outage([&]() -> Status {
-    got = trial_artifact(conn_, run_.trial, name);
+    got = trial_artifact(store_.artifacts, run_.trial, name);
     return got ? Status{} : Status(got.error());
   });
   return got;
@@ -118,13 +118,13 @@ Result<std::optional<std::string>> TrialReporter::get_artifact(const std::string
 Status TrialReporter::put_artifact_stream(const std::string& name, const ByteProducer& produce) {
   std::lock_guard lk(mu_);
   return shared_.retry_through_outage([&] {
-    return conn_.queue().put_artifact_stream(run_.trial.id, run_.trial.attempt,
-                                             shared_.options.name, name, produce);
+    return store_.queue.put_artifact_stream(run_.trial.id, run_.trial.attempt, shared_.options.name,
+                                            name, produce);
   });
 }
 
 std::int64_t TrialReporter::inline_artifact_limit() const {
-  return conn_.queue().inline_artifact_limit();
+  return store_.queue.inline_artifact_limit();
 }
 
 Result<bool> TrialReporter::read_artifact(const std::string& name, ByteSink& out) {
@@ -132,7 +132,7 @@ Result<bool> TrialReporter::read_artifact(const std::string& name, ByteSink& out
   CountingSink counting(out);
   Result<bool> got = false;
   (void)shared_.retry_through_outage([&]() -> Status {
-    got = read_trial_artifact(conn_, run_.trial, name, counting);
+    got = read_trial_artifact(store_.artifacts, run_.trial, name, counting);
     if (!got && counting.count() > 0) return Error::internal(got.error().message);  // no retry
     return got ? Status{} : Status(got.error());
   });
@@ -142,8 +142,8 @@ Result<bool> TrialReporter::read_artifact(const std::string& name, ByteSink& out
 Status TrialReporter::publish_rendezvous(const std::string& address) {
   std::lock_guard lk(mu_);
   return shared_.retry_through_outage([&] {
-    return conn_.queue().publish_rendezvous(run_.trial.id, run_.trial.attempt, shared_.options.name,
-                                            address, kRendezvousTtlMs);
+    return store_.queue.publish_rendezvous(run_.trial.id, run_.trial.attempt, shared_.options.name,
+                                           address, kRendezvousTtlMs);
   });
 }
 
@@ -157,7 +157,7 @@ std::string TrialReporter::log_tail() {
 void TrialReporter::send_locked(Clock::time_point now) {
   last_send_ = now;
   auto c =
-      conn_.queue().report_batch(run_.trial.id, run_.trial.attempt, shared_.options.name, pending_);
+      store_.queue.report_batch(run_.trial.id, run_.trial.attempt, shared_.options.name, pending_);
   pending_.clear();
   if (c) {
     run_.set_stop(stop_for(*c));

@@ -25,16 +25,16 @@ struct Shared;
 // checkpoint of a promoted multi-fidelity trial that stored none yet, the one
 // of the trial it resumes (trials/rung.hpp), so a promotion continues where
 // the rung below stopped.
-Result<std::optional<std::string>> trial_artifact(trials::Store& conn, const trials::Trial& t,
-                                                  const std::string& name);
+Result<std::optional<std::string>> trial_artifact(trials::ArtifactStore& artifacts,
+                                                  const trials::Trial& t, const std::string& name);
 // The same, streamed into `out` (false: none stored).
-Result<bool> read_trial_artifact(trials::Store& conn, const trials::Trial& t,
+Result<bool> read_trial_artifact(trials::ArtifactStore& artifacts, const trials::Trial& t,
                                  const std::string& name, ByteSink& out);
 
 class TrialReporter : public Reporter {
  public:
   // `deadline`: the trial's timeout, when it has one.
-  TrialReporter(Shared& shared, RunningAttempt& run, trials::Store& conn,
+  TrialReporter(Shared& shared, RunningAttempt& run, AttemptRoles store,
                 std::optional<Clock::time_point> deadline);
 
   bool report(std::int64_t step, const trials::Metrics& metrics) override;
@@ -63,7 +63,7 @@ class TrialReporter : public Reporter {
 
   Shared& shared_;
   RunningAttempt& run_;
-  trials::Store& conn_;
+  AttemptRoles store_;
   std::optional<Clock::time_point> deadline_;
   std::mutex mu_;
   std::deque<std::string> tail_;
