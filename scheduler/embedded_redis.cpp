@@ -4,10 +4,8 @@
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -172,30 +170,22 @@ Status EmbeddedRedis::spawn() {
                                    // record on every command, thousands inside each batch;
                                    // INFO commandstats still counts calls and time.
                                    "--latency-tracking", "no"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) return Error::unavailable("fork failed for redis-server");
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(1);  // the scheduler died before prctl
-    ::setpgid(0, 0);                        // Ctrl-C in a terminal goes to the scheduler only
-    sigset_t none;                          // the scheduler blocks SIGTERM/SIGINT; Redis must not
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);
-    ::close_range(3, ~0U, 0);  // the scheduler's sockets (the API, Redis clients) stay its own
-    ::execvp("redis-server", argv.data());
-    ::_exit(127);
-  }
-  pid_ = pid;
+  SpawnOptions options;
+  options.argv = std::move(args);
+  for (char** e = environ; *e; ++e) options.env.emplace_back(*e);
+  options.output = SpawnOptions::Output::kNull;  // it logs to log_file
+  // A scheduler killed with -9 takes its Redis down cleanly (Redis fsyncs and exits).
+  options.death_signal = SIGTERM;
+  auto child = ChildProcess::spawn(options);
+  if (!child)
+    return Error::unavailable(
+        fmt::format("cannot start redis-server ({}); is it installed?", child.error().message));
+  child_.emplace(std::move(*child));
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
   while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
+    if (child_->poll(0, {})) {
+      const int status = child_->exit_status().value_or(-1);
+      child_.reset();
       return Error::unavailable(fmt::format(
           "redis-server exited at start (status {}); is it installed? see {}", status, log_file));
     }
@@ -220,10 +210,9 @@ std::string EmbeddedRedis::worker_url() const {
 }
 
 Result<bool> EmbeddedRedis::restart_if_dead() {
-  if (pid_ > 0) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
-    pid_ = -1;
+  if (child_) {
+    if (!child_->poll(0, {})) return false;
+    child_.reset();
   }
   log_warn("embedded redis died; restarting it", {{"port", std::to_string(port_)}});
   if (auto st = spawn(); !st) return st.error();
@@ -231,19 +220,13 @@ Result<bool> EmbeddedRedis::restart_if_dead() {
 }
 
 void EmbeddedRedis::stop() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGTERM);
+  if (!child_) return;
+  child_->signal_group(SIGTERM);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
-      pid_ = -1;
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // poll interval
-  }
-  ::kill(pid_, SIGKILL);
-  ::waitpid(pid_, nullptr, 0);
-  pid_ = -1;
+  // poll() waits up to 20 ms at a time for the exit (there is no output to read).
+  while (std::chrono::steady_clock::now() < deadline)
+    if (child_->poll(20, {})) break;
+  child_.reset();  // still running: SIGKILL to its group, reaped
 }
 
 EmbeddedRedis::~EmbeddedRedis() {

@@ -16,11 +16,11 @@
 // Another local user cannot reach the data behind the API.
 #pragma once
 
-#include <sys/types.h>
-
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "core/child_process.hpp"
 #include "core/result.hpp"
 
 namespace hpo::scheduler {
@@ -58,7 +58,7 @@ class EmbeddedRedis {
   std::string data_dir_;
   int port_ = 0;
   Users users_;
-  pid_t pid_ = -1;
+  std::optional<ChildProcess> child_;  // the running redis-server (core/child_process.hpp)
 };
 
 // A TCP port on 127.0.0.1 that was free a moment ago.

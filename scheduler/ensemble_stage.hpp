@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "scheduler/sweep_controller.hpp"
+#include "scheduler/sweep_roles.hpp"
 #include "trials/artifacts.hpp"
 #include "trials/spec.hpp"
 #include "trials/store.hpp"
@@ -48,21 +49,26 @@ class EnsembleStage : public Stage {
   // ensemble record is stored, or once the stage has failed the sweep itself
   // (finish_sweep failed, with the reason) — the controller then sees the
   // sweep is no longer running.
-  Result<bool> step(trials::Store& store, const trials::Sweep& sweep) override;
+  Result<bool> step(SweepRoles store, const trials::Sweep& sweep) override;
 
  private:
-  Status load_configs(trials::Store& store);
-  Result<bool> create_members(trials::Store& store, const trials::Sweep& sweep);
-  Result<bool> combine(trials::Store& store);
-  Result<bool> fail(trials::Store& store, const std::string& reason);
+  Status load_configs(SweepRoles store);
+  Result<bool> create_members(SweepRoles store, const trials::Sweep& sweep);
+  Result<bool> combine(SweepRoles store);
+  Result<bool> fail(SweepRoles store, const std::string& reason);
 
   // The memory combining the predictions of `trials` would take (see above).
   struct PredictionMemory {
     std::int64_t held = 0;      // the validation predictions
     std::int64_t streamed = 0;  // the blocks of test and out-of-bag rows
   };
-  Result<PredictionMemory> prediction_bytes(trials::Store& store,
+  Result<PredictionMemory> prediction_bytes(SweepRoles store,
                                             const std::vector<const trials::Trial*>& trials);
+  // Why combining `members` (the completed ones) and the best search trials
+  // would take more than memory_budget_, to fail the sweep with; nothing when
+  // it fits.
+  Result<std::optional<std::string>> over_memory_budget(SweepRoles store,
+                                                        const std::vector<trials::Trial>& members);
 
   std::string sweep_id_;
   trials::SweepSpec spec_;

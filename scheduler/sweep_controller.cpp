@@ -55,13 +55,13 @@ SweepController::SweepController(std::string sweep_id, trials::SweepSpec spec)
   if (spec_.search.pbt) population_.emplace(*spec_.search.pbt);
 }
 
-Result<bool> SweepController::step(trials::Store& store) {
-  auto sweep = store.sweeps().get_sweep(sweep_id_);
+Result<bool> SweepController::step(SweepRoles store) {
+  auto sweep = store.sweeps.get_sweep(sweep_id_);
   if (!sweep) return sweep.error();
   if (sweep->state != trials::SweepState::kRunning) return false;
   if (!sampler_) {
-    auto st = store.sweeps().finish_sweep(sweep_id_, trials::SweepState::kFailed,
-                                          "the search algorithm is not available in this build");
+    auto st = store.sweeps.finish_sweep(sweep_id_, trials::SweepState::kFailed,
+                                        "the search algorithm is not available in this build");
     if (!st) return st.error();
     return false;
   }
@@ -86,8 +86,8 @@ Result<bool> SweepController::step(trials::Store& store) {
   }
   if (sweep->stage == trials::SweepStage::kEnsemble) {
     if (!ensemble_) {
-      auto st = store.sweeps().finish_sweep(sweep_id_, trials::SweepState::kFailed,
-                                            "this scheduler has no ensemble stage");
+      auto st = store.sweeps.finish_sweep(sweep_id_, trials::SweepState::kFailed,
+                                          "this scheduler has no ensemble stage");
       if (!st) return st.error();
       return false;
     }
@@ -95,16 +95,16 @@ Result<bool> SweepController::step(trials::Store& store) {
     if (!finished) return finished.error();
     if (!*finished) return true;
     // The stage may have ended the sweep itself (failed, with its reason).
-    auto now = store.sweeps().get_sweep(sweep_id_);
+    auto now = store.sweeps.get_sweep(sweep_id_);
     if (!now) return now.error();
     if (now->state != trials::SweepState::kRunning) return false;
-    if (auto st = store.sweeps().set_stage(sweep_id_, trials::SweepStage::kEnsemble,
-                                           trials::SweepStage::kDone);
+    if (auto st = store.sweeps.set_stage(sweep_id_, trials::SweepStage::kEnsemble,
+                                         trials::SweepStage::kDone);
         !st && st.error().code != ErrorCode::kConflict)
       return st.error();
   }
   // Stage "done": the sweep's work is complete.
-  auto st = store.sweeps().finish_sweep(sweep_id_, trials::SweepState::kFinished, "");
+  auto st = store.sweeps.finish_sweep(sweep_id_, trials::SweepState::kFinished, "");
   if (!st && st.error().code != ErrorCode::kConflict) return st.error();
   log_info("sweep finished", {{"sweep", sweep_id_}});
   return false;
@@ -122,7 +122,7 @@ bool SweepController::finished_already(std::int64_t number) {
   return it != history_.end() && it->number == number;
 }
 
-Status SweepController::absorb(trials::Store& store, Trial t) {
+Status SweepController::absorb(SweepRoles store, Trial t) {
   const std::int64_t number = t.number;
   const bool active = active_.count(number) > 0;
   if (!active && finished_already(number)) return {};  // immutable: seen for good
@@ -181,9 +181,9 @@ void SweepController::note_rung(const Trial& t) {
   if (t.state == TrialState::kCompleted && t.value) run.value = to_min(*t.value);
 }
 
-Status SweepController::refresh(trials::Store& store) {
+Status SweepController::refresh(SweepRoles store) {
   if (resync_) {
-    auto page = store.trials().list_trials(sweep_id_, trials::TrialRole::kTrial, 0, trials::kAll);
+    auto page = store.trials.list_trials(sweep_id_, trials::TrialRole::kTrial, 0, trials::kAll);
     if (!page) return page.error();
     active_.clear();
     history_.clear();
@@ -201,7 +201,7 @@ Status SweepController::refresh(trials::Store& store) {
   }
   if (dirty_.empty()) return {};
   std::vector<std::string> ids(dirty_.begin(), dirty_.end());
-  auto got = store.trials().get_trials(ids);
+  auto got = store.trials.get_trials(ids);
   if (!got) return got.error();  // dirty_ kept: read again next step
   dirty_.clear();
   for (auto& t : *got) {
@@ -215,10 +215,10 @@ Status SweepController::refresh(trials::Store& store) {
   return {};
 }
 
-Status SweepController::read_new_reports(trials::Store& store, std::int64_t number,
+Status SweepController::read_new_reports(SweepRoles store, std::int64_t number,
                                          const std::string& id) {
   std::int64_t& read = reports_read_[number];
-  auto page = store.trials().get_reports(id, read, trials::kAll);
+  auto page = store.trials.get_reports(id, read, trials::kAll);
   if (!page) return page.error();
   auto& curve = curves_[number];
   for (const auto& r : page->reports) {
@@ -283,7 +283,7 @@ search::Observation SweepController::observation(
   return o;
 }
 
-Status SweepController::prune_running(trials::Store& store) {
+Status SweepController::prune_running(SweepRoles store) {
   std::set<std::int64_t> grown;
   grown.swap(grown_);
   const bool any = std::any_of(grown.begin(), grown.end(), [&](std::int64_t n) {
@@ -325,7 +325,7 @@ Status SweepController::prune_running(trials::Store& store) {
     }
     const bool prune = pruner_->should_prune(it->second, std::span(history_.data(), n_others));
     if (!prune) continue;
-    auto st = store.trials().set_control(t.id, trials::Control::kPrune);
+    auto st = store.trials.set_control(t.id, trials::Control::kPrune);
     if (!st && st.error().code != ErrorCode::kConflict) {
       grown_.insert(grown.begin(), grown.end());  // asked again next step
       return st;
@@ -338,14 +338,14 @@ Status SweepController::prune_running(trials::Store& store) {
   return {};
 }
 
-Status SweepController::load_warm_start(trials::Store& store) {
+Status SweepController::load_warm_start(SweepRoles store) {
   std::vector<std::vector<search::PriorTrial>> sources;
   std::size_t read = 0;
   for (const auto& id : spec_.search.warm_start_sweeps) {
     auto& source = sources.emplace_back();
     constexpr std::int64_t kPage = 1000;
     for (std::int64_t offset = 0;; offset += kPage) {
-      auto page = store.trials().list_trials(id, trials::TrialRole::kTrial, offset, kPage);
+      auto page = store.trials.list_trials(id, trials::TrialRole::kTrial, offset, kPage);
       if (!page && page.error().code == ErrorCode::kNotFound) break;  // deleted since the submit
       if (!page) return page.error();
       for (const auto& t : page->trials) {
@@ -370,7 +370,7 @@ Status SweepController::load_warm_start(trials::Store& store) {
   return {};
 }
 
-Result<int> SweepController::fill_queue(trials::Store& store, const trials::Sweep& sweep) {
+Result<int> SweepController::fill_queue(SweepRoles store, const trials::Sweep& sweep) {
   // At most this many trials per create_trials call (a step tops up the
   // rest next time).
   constexpr std::size_t kMaxBatch = 256;
@@ -455,7 +455,7 @@ Result<int> SweepController::fill_queue(trials::Store& store, const trials::Swee
     ++active;
   }
   if (batch.empty()) return 0;
-  auto created = store.trials().create_trials(batch);
+  auto created = store.trials.create_trials(batch);
   if (!created) {
     if (created.error().code == ErrorCode::kConflict) {
       resync_ = true;  // someone else moved the sweep on; look again next step
@@ -474,17 +474,17 @@ Result<int> SweepController::fill_queue(trials::Store& store, const trials::Swee
   return static_cast<int>(created->size());
 }
 
-bool SweepController::checkpointed(trials::Store& store, std::int64_t number) {
+bool SweepController::checkpointed(SweepRoles store, std::int64_t number) {
   if (auto known = has_checkpoint_.find(number); known != has_checkpoint_.end())
     return known->second;
-  auto got = store.artifacts().get_artifact(fmt::format("{}-{}", sweep_id_, number),
-                                            trials::artifact::kCheckpoint);
+  auto got = store.artifacts.get_artifact(fmt::format("{}-{}", sweep_id_, number),
+                                          trials::artifact::kCheckpoint);
   if (!got) return false;  // not known now: not a donor this time, asked again later
   return has_checkpoint_[number] = got->has_value();
 }
 
-Status SweepController::next_intervals(trials::Store& store, std::int64_t& active,
-                                       std::int64_t& next, std::vector<search::Params>& pending,
+Status SweepController::next_intervals(SweepRoles store, std::int64_t& active, std::int64_t& next,
+                                       std::vector<search::Params>& pending,
                                        std::vector<trials::NewTrial>& batch) {
   std::vector<search::MemberRun> runs;
   runs.reserve(members_.size() + 16);
@@ -567,10 +567,10 @@ std::optional<std::vector<search::Observation>> SweepController::model_history(
   return out;
 }
 
-Result<bool> SweepController::end_search(trials::Store& store, const trials::Sweep& sweep) {
+Result<bool> SweepController::end_search(SweepRoles store, const trials::Sweep& sweep) {
   if (spec_.ensemble) {
-    auto st = store.sweeps().set_stage(sweep_id_, trials::SweepStage::kSearch,
-                                       trials::SweepStage::kEnsemble);
+    auto st = store.sweeps.set_stage(sweep_id_, trials::SweepStage::kSearch,
+                                     trials::SweepStage::kEnsemble);
     if (!st && st.error().code != ErrorCode::kConflict) return st.error();
     log_info("search stage finished, ensemble stage starts", {{"sweep", sweep_id_}});
     return true;
@@ -579,7 +579,7 @@ Result<bool> SweepController::end_search(trials::Store& store, const trials::Swe
   bool all_failed = c.completed == 0 && c.pruned == 0 && c.finished() > 0;
   std::string error =
       all_failed ? fmt::format("all {} trials failed; see the trials' errors", c.failed) : "";
-  auto st = store.sweeps().finish_sweep(
+  auto st = store.sweeps.finish_sweep(
       sweep_id_, all_failed ? trials::SweepState::kFailed : trials::SweepState::kFinished, error);
   if (!st && st.error().code != ErrorCode::kConflict) return st.error();
   log_info(all_failed ? "sweep failed" : "sweep finished",

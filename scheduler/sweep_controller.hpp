@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/sweep_roles.hpp"
 #include "search/population_based.hpp"
 #include "search/pruner.hpp"
 #include "search/sampler.hpp"
@@ -35,7 +36,7 @@ class Stage {
  public:
   virtual ~Stage() = default;
   // Returns true when the stage is finished (the sweep may end).
-  virtual Result<bool> step(trials::Store& store, const trials::Sweep& sweep) = 0;
+  virtual Result<bool> step(SweepRoles store, const trials::Sweep& sweep) = 0;
 };
 
 class SweepController {
@@ -44,7 +45,7 @@ class SweepController {
 
   // One step. Returns true while the sweep is still active, false once it has
   // ended (finished, cancelled or failed) and the controller can be dropped.
-  Result<bool> step(trials::Store& store);
+  Result<bool> step(SweepRoles store);
 
   // The loop tells the controller which trials changed since the last step.
   void mark_dirty(const std::string& trial_id) { dirty_.insert(trial_id); }
@@ -58,16 +59,16 @@ class SweepController {
   const trials::SweepSpec& spec() const { return spec_; }
 
  private:
-  Status refresh(trials::Store& store);
-  Status prune_running(trials::Store& store);
-  Result<int> fill_queue(trials::Store& store, const trials::Sweep& sweep);
+  Status refresh(SweepRoles store);
+  Status prune_running(SweepRoles store);
+  Result<int> fill_queue(SweepRoles store, const trials::Sweep& sweep);
   // search.pbt's share of fill_queue: the next intervals while slots are free.
-  Status next_intervals(trials::Store& store, std::int64_t& active, std::int64_t& next,
+  Status next_intervals(SweepRoles store, std::int64_t& active, std::int64_t& next,
                         std::vector<search::Params>& pending, std::vector<trials::NewTrial>& batch);
-  bool checkpointed(trials::Store& store, std::int64_t number);
-  Result<bool> end_search(trials::Store& store, const trials::Sweep& sweep);
+  bool checkpointed(SweepRoles store, std::int64_t number);
+  Result<bool> end_search(SweepRoles store, const trials::Sweep& sweep);
   // Folds a trial as read from the store into active_/history_.
-  Status absorb(trials::Store& store, trials::Trial t);
+  Status absorb(SweepRoles store, trials::Trial t);
   // search.multi_fidelity: the trial's place in the schedule, into runs_.
   void note_rung(const trials::Trial& t);
   // Where trial `number` is (or would go) in the history, kept by ascending number.
@@ -77,11 +78,11 @@ class SweepController {
                                   const std::vector<search::StepValue>& curve) const;
   // Reads the reports of trial `number` stored since the last read and merges
   // them into its curve (kept sorted by step); notes it in grown_ if any came.
-  Status read_new_reports(trials::Store& store, std::int64_t number, const std::string& id);
+  Status read_new_reports(SweepRoles store, std::int64_t number, const std::string& id);
   double to_min(double v) const { return spec_.objective.maximize ? -v : v; }
   // search.warm_start: the earlier sweeps' completed trials, read once per
   // controller (the sweeps are ended, so a restart reads the same).
-  Status load_warm_start(trials::Store& store);
+  Status load_warm_start(SweepRoles store);
   // search.multi_fidelity: what the model learns from: tpe, every
   // configuration at its deepest rung (SuccessiveHalving::by_configuration);
   // bayesian, the finished trials at the largest budget with enough of them

@@ -2,9 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <optional>
+#include <span>
+#include <vector>
 
 #include "search/acquisition.hpp"
 #include "search/acquisition_optimizer.hpp"
@@ -71,6 +76,67 @@ Eigen::MatrixXd shifted(Eigen::MatrixXd f, const std::vector<int>& rows,
 // coefficients (intercept first, then one slope per source).
 Eigen::VectorXd combined(const Eigen::VectorXd& coef, const Eigen::MatrixXd& means) {
   return (coef[0] + (means * coef.tail(coef.size() - 1)).array()).matrix();
+}
+
+// The trials with a finite value, and the rest (failed: no value), which step
+// 3 fantasises at the worst one.
+struct Completed {
+  std::vector<Eigen::VectorXd> us, failed;
+  std::vector<double> ys;
+  std::vector<std::vector<double>> violations;
+  std::vector<char> feasible;
+};
+
+Completed completed_trials(const FeatureMap& map, std::span<const Observation> history) {
+  Completed d;
+  for (const Observation& o : history) {
+    bool usable = o.outcome != TrialOutcome::kFailed && o.value && std::isfinite(*o.value);
+    (usable ? d.us : d.failed).push_back(map.unit_of(o.params));
+    if (!usable) continue;
+    d.ys.push_back(*o.value);
+    d.violations.push_back(o.violations);
+    d.feasible.push_back(is_feasible(o));
+  }
+  return d;
+}
+
+// The values of the points the GP is fitted on (gp_subset of y_all), whose
+// unit coordinates go to `train`.
+Eigen::VectorXd training_subset(const std::vector<Eigen::VectorXd>& us,
+                                const Eigen::VectorXd& y_all, int max_gp_points,
+                                std::vector<Eigen::VectorXd>& train) {
+  auto keep = gp_subset(y_all, max_gp_points);
+  Eigen::VectorXd y(static_cast<Eigen::Index>(keep.size()));
+  for (std::size_t k = 0; k < keep.size(); ++k) {
+    train.push_back(us[static_cast<std::size_t>(keep[k])]);
+    y[static_cast<Eigen::Index>(k)] = y_all[keep[k]];
+  }
+  return y;
+}
+
+// The best feasible value of y_all; +inf when no trial is feasible.
+double best_feasible(const Eigen::VectorXd& y_all, const std::vector<char>& feasible) {
+  double best_raw = std::numeric_limits<double>::infinity();
+  for (Eigen::Index i = 0; i < y_all.size(); ++i)
+    if (feasible[std::size_t(i)]) best_raw = std::min(best_raw, y_all[i]);
+  return best_raw;
+}
+
+// The (up to) five best trials: feasible ones by value first, then the others
+// by total violation.
+std::vector<Eigen::VectorXd> best_trials(const Completed& d) {
+  std::vector<std::size_t> order(d.ys.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<double> broken(d.ys.size());
+  for (std::size_t i = 0; i < d.ys.size(); ++i) broken[i] = total_violation(d.violations[i]);
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) {
+    if (d.feasible[a] != d.feasible[b]) return d.feasible[a] > d.feasible[b];
+    return d.feasible[a] ? d.ys[a] < d.ys[b] : broken[a] < broken[b];
+  });
+  std::vector<Eigen::VectorXd> around;
+  for (std::size_t b = 0; b < std::min<std::size_t>(5, order.size()); ++b)
+    around.push_back(d.us[order[b]]);
+  return around;
 }
 
 }  // namespace
@@ -306,20 +372,9 @@ double trust_region_radius(std::span<const Observation> history, std::int64_t fi
 std::optional<Params> BayesianSampler::ask(std::span<const Observation> history,
                                            std::span<const Params> pending, std::int64_t number) {
   const int p = map_.unit_dims();
-  std::vector<Eigen::VectorXd> us, failed;
-  std::vector<double> ys;
-  std::vector<std::vector<double>> violations;
-  std::vector<char> feasible;
-  for (const Observation& o : history) {
-    bool usable = o.outcome != TrialOutcome::kFailed && o.value && std::isfinite(*o.value);
-    (usable ? us : failed).push_back(map_.unit_of(o.params));
-    if (!usable) continue;
-    ys.push_back(*o.value);
-    violations.push_back(o.violations);
-    feasible.push_back(is_feasible(o));
-  }
+  const Completed d = completed_trials(map_, history);
   const bool warm = !earlier_.empty();
-  if (number < (warm ? warm_design_ : n_initial_) || us.size() < 2 || p == 0) {
+  if (number < (warm ? warm_design_ : n_initial_) || d.us.size() < 2 || p == 0) {
     SobolSequence sobol(p, seed_);
     return map_.params_of(Eigen::Map<const Eigen::VectorXd>(
         sobol.point(static_cast<std::uint64_t>(number)).data(), p));
@@ -327,14 +382,9 @@ std::optional<Params> BayesianSampler::ask(std::span<const Observation> history,
 
   // 2. Fit on the completed trials (a subset above max_gp_points_); warm
   // started, on what the prior mean leaves.
-  Eigen::VectorXd y_all = warm ? warp_outputs(ys, earlier_warped_) : warp_outputs(ys);
-  auto keep = gp_subset(y_all, max_gp_points_);
+  Eigen::VectorXd y_all = warm ? warp_outputs(d.ys, earlier_warped_) : warp_outputs(d.ys);
   std::vector<Eigen::VectorXd> train;
-  Eigen::VectorXd y(static_cast<Eigen::Index>(keep.size()));
-  for (std::size_t k = 0; k < keep.size(); ++k) {
-    train.push_back(us[static_cast<std::size_t>(keep[k])]);
-    y[static_cast<Eigen::Index>(k)] = y_all[keep[k]];
-  }
+  Eigen::VectorXd y = training_subset(d.us, y_all, max_gp_points_, train);
   const Eigen::MatrixXd f_train = map_.features(train);
   const std::optional<Transfer> transfer =
       warm ? fit_transfer(train, f_train, y) : std::optional<Transfer>();
@@ -357,23 +407,22 @@ std::optional<Params> BayesianSampler::ask(std::span<const Observation> history,
   }
 
   // The incumbent is the best feasible trial (every trial without constraints).
-  double best_raw = std::numeric_limits<double>::infinity();
-  for (Eigen::Index i = 0; i < y_all.size(); ++i)
-    if (feasible[std::size_t(i)]) best_raw = std::min(best_raw, y_all[i]);
+  const double best_raw = best_feasible(y_all, d.feasible);
   const bool any_feasible = std::isfinite(best_raw);
   double best = gp.standardize(any_feasible ? best_raw : y_all.minCoeff());
-  const FeasibilityModel feasibility(map_, us, violations, key);
+  const FeasibilityModel feasibility(map_, d.us, d.violations, key);
 
   // 3. Fantasies: pending at the posterior mean, failed at the worst value.
-  if (!pending.empty() || !failed.empty()) {
+  if (!pending.empty() || !d.failed.empty()) {
     std::vector<Eigen::VectorXd> pend;
     for (const Params& params : pending) pend.push_back(map_.unit_of(params));
     Eigen::VectorXd mean, var;
     if (!pend.empty()) gp.predict(map_.features(pend), mean, var);
     Eigen::VectorXd worst =
-        Eigen::VectorXd::Constant(Eigen::Index(failed.size()), y_all.maxCoeff());
-    if (transfer && !failed.empty()) worst -= transfer->at(*this, failed, map_.features(failed));
-    Eigen::VectorXd y_ext(y.size() + Eigen::Index(pend.size() + failed.size()));
+        Eigen::VectorXd::Constant(Eigen::Index(d.failed.size()), y_all.maxCoeff());
+    if (transfer && !d.failed.empty())
+      worst -= transfer->at(*this, d.failed, map_.features(d.failed));
+    Eigen::VectorXd y_ext(y.size() + Eigen::Index(pend.size() + d.failed.size()));
     y_ext << y, mean.unaryExpr([&](double m) { return gp.unstandardize(m); }), worst;
     // The believer treats fantasies as observations, incumbent included: a
     // pending trial predicted below the best must not keep its own EI.
@@ -382,22 +431,12 @@ std::optional<Params> BayesianSampler::ask(std::span<const Observation> history,
       best = std::min(best, mean.minCoeff());
     }
     train.insert(train.end(), pend.begin(), pend.end());
-    train.insert(train.end(), failed.begin(), failed.end());
-    gp.condition(map_.features(train), y_ext, Eigen::Index(pend.size() + failed.size()));
+    train.insert(train.end(), d.failed.begin(), d.failed.end());
+    gp.condition(map_.features(train), y_ext, Eigen::Index(pend.size() + d.failed.size()));
   }
 
   // 4. Maximise log EI (x P(feasible)) around the best (feasible first) trials.
-  std::vector<std::size_t> order(ys.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::vector<double> broken(ys.size());
-  for (std::size_t i = 0; i < ys.size(); ++i) broken[i] = total_violation(violations[i]);
-  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) {
-    if (feasible[a] != feasible[b]) return feasible[a] > feasible[b];
-    return feasible[a] ? ys[a] < ys[b] : broken[a] < broken[b];
-  });
-  std::vector<Eigen::VectorXd> around;
-  for (std::size_t b = 0; b < std::min<std::size_t>(5, order.size()); ++b)
-    around.push_back(us[order[b]]);
+  const std::vector<Eigen::VectorXd> around = best_trials(d);
   Acquisition acq(map_, gp, best, feasibility, any_feasible, prior);
   return map_.params_of(maximize_acquisition(
       map_, [&](const std::vector<Eigen::VectorXd>& c) { return acq(c); }, around, key, 5,

@@ -2,7 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <numeric>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
 
 #include "search/encoding.hpp"
 #include "search/feasibility.hpp"
@@ -64,20 +70,10 @@ bool better(const Member& a, const Member& b) {
   return a.order < b.order;
 }
 
-}  // namespace
-
-Nsga2Sampler::Nsga2Sampler(SearchSpace space, std::uint64_t seed, int population)
-    : space_(std::move(space)),
-      seed_(seed),
-      population_(population > 0 ? population
-                                 : std::max(16, 4 * static_cast<int>(space_.params.size()))) {}
-
-std::optional<Params> Nsga2Sampler::ask(std::span<const Observation> history,
-                                        std::span<const Params>, std::int64_t number) {
-  Rng rng(seed_, number, /*salt=*/0x4E534741);  // "NSGA"
-  const std::size_t n = space_.params.size();
-  // The completed trials with every objective measured (as many as the most
-  // any trial has: one that lacks some takes no part).
+// The completed trials with every objective measured (as many as the most
+// any trial has: one that lacks some takes no part).
+void measured_trials(std::span<const Observation> history, std::vector<Point>& points,
+                     std::vector<const Observation*>& obs) {
   auto objectives = [](const Observation& o) {
     if (o.outcome != TrialOutcome::kCompleted) return Point{};
     if (o.values.empty()) return o.value ? Point{*o.value} : Point{};
@@ -85,8 +81,6 @@ std::optional<Params> Nsga2Sampler::ask(std::span<const Observation> history,
   };
   std::size_t m = 0;
   for (const auto& o : history) m = std::max(m, objectives(o).size());
-  std::vector<Point> points;
-  std::vector<const Observation*> obs;
   for (const auto& o : history) {
     Point p = objectives(o);
     if (p.size() != m || m == 0 ||
@@ -95,14 +89,11 @@ std::optional<Params> Nsga2Sampler::ask(std::span<const Observation> history,
     points.push_back(std::move(p));
     obs.push_back(&o);
   }
-  std::vector<double> child(n);
-  if (points.size() < static_cast<std::size_t>(population_)) {
-    for (double& x : child) x = rng.uniform();
-    return params_from_unit(space_, child);
-  }
-  // Survivors: whole fronts in turn, the last one cut by crowding distance.
-  // Constrained domination (Deb 2002): the feasible trials' fronts first, then
-  // each infeasible trial alone, by ascending total violation.
+}
+
+// The fronts of `points` (indices) under constrained domination.
+std::vector<std::vector<std::size_t>> constrained_fronts(
+    const std::vector<Point>& points, const std::vector<const Observation*>& obs) {
   std::vector<std::size_t> ok, broken;
   for (std::size_t i = 0; i < obs.size(); ++i) (is_feasible(*obs[i]) ? ok : broken).push_back(i);
   std::vector<std::vector<std::size_t>> fronts;
@@ -120,15 +111,23 @@ std::optional<Params> Nsga2Sampler::ask(std::span<const Observation> history,
     });
     for (std::size_t i : broken) fronts.push_back({i});
   }
+  return fronts;
+}
+
+// The first `population` trials of `fronts`, each front by descending crowding.
+std::vector<Member> survivors(const SearchSpace& space, const std::vector<Point>& points,
+                              const std::vector<const Observation*>& obs,
+                              const std::vector<std::vector<std::size_t>>& fronts, int population) {
+  const std::size_t n = space.params.size();
   std::vector<Member> parents;
-  for (std::size_t f = 0; f < fronts.size() && parents.size() < std::size_t(population_); ++f) {
+  for (std::size_t f = 0; f < fronts.size() && parents.size() < std::size_t(population); ++f) {
     const auto crowding = crowding_distance(points, fronts[f]);
     std::vector<std::size_t> idx(fronts[f].size());
     std::iota(idx.begin(), idx.end(), 0);
     std::stable_sort(idx.begin(), idx.end(),
                      [&](std::size_t a, std::size_t b) { return crowding[a] > crowding[b]; });
     for (std::size_t k : idx) {
-      if (parents.size() == std::size_t(population_)) break;
+      if (parents.size() == std::size_t(population)) break;
       Member m;
       m.rank = f;
       m.crowding = crowding[k];
@@ -136,11 +135,19 @@ std::optional<Params> Nsga2Sampler::ask(std::span<const Observation> history,
       const Params& params = obs[m.order]->params;
       m.u.resize(n, 0.5);
       for (std::size_t i = 0; i < n; ++i)
-        if (auto it = params.find(space_.params[i].name); it != params.end())
-          m.u[i] = to_unit(space_.params[i], it->second);
+        if (auto it = params.find(space.params[i].name); it != params.end())
+          m.u[i] = to_unit(space.params[i], it->second);
       parents.push_back(std::move(m));
     }
   }
+  return parents;
+}
+
+// The unit coordinates of one child of two tournament winners.
+std::vector<double> offspring(const SearchSpace& space, const std::vector<Member>& parents,
+                              Rng& rng) {
+  const std::size_t n = space.params.size();
+  std::vector<double> child(n);
   auto tournament = [&]() -> const Member& {
     const Member& a = parents[rng.below(parents.size())];
     const Member& b = parents[rng.below(parents.size())];
@@ -150,7 +157,7 @@ std::optional<Params> Nsga2Sampler::ask(std::span<const Observation> history,
   const Member& father = tournament();
   const bool cross = rng.uniform() < kCrossoverProb;
   for (std::size_t i = 0; i < n; ++i) {
-    const ParamSpec& p = space_.params[i];
+    const ParamSpec& p = space.params[i];
     double u = mother.u[i];
     if (p.type == ParamType::kCategorical) {
       const double from_father = rng.uniform();
@@ -163,7 +170,35 @@ std::optional<Params> Nsga2Sampler::ask(std::span<const Observation> history,
       u = p.type == ParamType::kCategorical ? rng.uniform() : polynomial_mutation(u, rng);
     child[i] = u;
   }
-  return params_from_unit(space_, child);
+  return child;
+}
+
+}  // namespace
+
+Nsga2Sampler::Nsga2Sampler(SearchSpace space, std::uint64_t seed, int population)
+    : space_(std::move(space)),
+      seed_(seed),
+      population_(population > 0 ? population
+                                 : std::max(16, 4 * static_cast<int>(space_.params.size()))) {}
+
+std::optional<Params> Nsga2Sampler::ask(std::span<const Observation> history,
+                                        std::span<const Params>, std::int64_t number) {
+  Rng rng(seed_, number, /*salt=*/0x4E534741);  // "NSGA"
+  const std::size_t n = space_.params.size();
+  std::vector<Point> points;
+  std::vector<const Observation*> obs;
+  measured_trials(history, points, obs);
+  if (points.size() < static_cast<std::size_t>(population_)) {
+    std::vector<double> child(n);
+    for (double& x : child) x = rng.uniform();
+    return params_from_unit(space_, child);
+  }
+  // Survivors: whole fronts in turn, the last one cut by crowding distance.
+  // Constrained domination (Deb 2002): the feasible trials' fronts first, then
+  // each infeasible trial alone, by ascending total violation.
+  const std::vector<std::vector<std::size_t>> fronts = constrained_fronts(points, obs);
+  const std::vector<Member> parents = survivors(space_, points, obs, fronts, population_);
+  return params_from_unit(space_, offspring(space_, parents, rng));
 }
 
 }  // namespace hpo::search

@@ -2,7 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
 #include <limits>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
 
 #include "search/encoding.hpp"
 #include "search/feasibility.hpp"
@@ -88,6 +95,125 @@ bool same_condition(const ParamSpec& a, const ParamSpec& b) {
   return a.when->parent == b.when->parent && a.when->values == b.when->values;
 }
 
+// Ranks the trials that did not fail (`source`: each one's observation);
+// returns how many have a finite value.
+std::size_t rank_history(std::span<const Observation> history, std::vector<Ranked>& ranked,
+                         std::vector<const Observation*>& source) {
+  std::size_t with_value = 0;
+  for (const Observation& o : history) {
+    if (o.outcome == TrialOutcome::kFailed) continue;
+    const double v = o.value             ? *o.value
+                     : !o.values.empty() ? o.values[0]
+                                         : std::numeric_limits<double>::quiet_NaN();
+    Ranked r{&o.params, 0, v, 0, ranked.size()};
+    if (!std::isfinite(v)) {
+      r = {&o.params, 3, 0, 0, ranked.size()};
+    } else if (o.outcome == TrialOutcome::kPruned) {
+      const double last_step = o.curve.empty() ? 0 : double(o.curve.back().step);
+      r = {&o.params, 2, -last_step, v, ranked.size()};
+    } else if (!is_feasible(o)) {
+      r = {&o.params, 1, total_violation(o.violations), v, ranked.size()};
+    }
+    with_value += std::isfinite(v);
+    ranked.push_back(r);
+    source.push_back(&o);
+  }
+  return with_value;
+}
+
+std::vector<Ranked> as_ranked(const std::vector<Params>& set) {
+  std::vector<Ranked> out;
+  for (const Params& p : set) out.push_back({&p, 0, 0, 0, out.size()});
+  return out;
+}
+
+// The trials l(x) and g(x) are fitted on: this sweep's best n_below and the
+// rest, each in trial order, then a warm start's with their weight.
+struct TrialSets {
+  std::vector<Ranked> below, above;
+  std::vector<Ranked> earlier_below, earlier_above;
+  double earlier_weight = 0;
+};
+
+TrialSets split_trials(const std::vector<Ranked>& ranked, std::size_t n_below,
+                       const std::vector<Params>& earlier_below,
+                       const std::vector<Params>& earlier_above, double earlier_weight) {
+  std::vector<Ranked> sorted = ranked;
+  std::stable_sort(sorted.begin(), sorted.end(), better);
+  std::vector<Ranked> below(sorted.begin(), sorted.begin() + std::ptrdiff_t(n_below));
+  std::vector<Ranked> above(sorted.begin() + std::ptrdiff_t(n_below), sorted.end());
+  auto by_order = [](const Ranked& a, const Ranked& b) { return a.order < b.order; };
+  std::sort(below.begin(), below.end(), by_order);
+  std::sort(above.begin(), above.end(), by_order);
+  return {std::move(below), std::move(above), as_ranked(earlier_below), as_ranked(earlier_above),
+          earlier_weight};
+}
+
+// The observations in which the whole group was active, as unit coordinates.
+std::vector<std::vector<double>> group_rows(const SearchSpace& space,
+                                            const std::vector<std::size_t>& group,
+                                            const std::vector<Ranked>& set) {
+  std::vector<std::vector<double>> obs;
+  for (const Ranked& r : set) {
+    std::vector<double> row;
+    for (std::size_t p : group) {
+      const ParamSpec& spec = space.params[p];
+      auto it = r.params->find(spec.name);
+      if (it == r.params->end()) break;
+      if (spec.type == ParamType::kCategorical) {
+        auto c = choice_index(spec, it->second);
+        if (!c) break;
+        row.push_back(double(*c));
+      } else {
+        row.push_back(to_unit(spec, it->second));
+      }
+    }
+    if (row.size() == group.size()) obs.push_back(std::move(row));
+  }
+  return obs;
+}
+
+// The group's unit coordinates (categoricals: the choice index) of the best of
+// kCandidates draws from l(x) by log l - log g.
+std::vector<double> sample_group(const SearchSpace& space, const std::vector<std::size_t>& group,
+                                 const TrialSets& sets, Rng& rng) {
+  std::vector<int> choices;
+  for (std::size_t p : group)
+    choices.push_back(space.params[p].type == ParamType::kCategorical
+                          ? static_cast<int>(space.params[p].choices.size())
+                          : 0);
+  // This sweep's trials (Optuna's weights), then the earlier sweeps'.
+  auto weighted = [&](const std::vector<Ranked>& own, const std::vector<Ranked>& earlier,
+                      std::vector<double>& w) {
+    auto obs = group_rows(space, group, own);
+    w = tpe_default_weights(obs.size());
+    auto more = group_rows(space, group, earlier);
+    w.insert(w.end(), more.size(), sets.earlier_weight);
+    obs.insert(obs.end(), std::make_move_iterator(more.begin()),
+               std::make_move_iterator(more.end()));
+    return obs;
+  };
+  std::vector<double> w_below, w_above;
+  const auto obs_below = weighted(sets.below, sets.earlier_below, w_below);
+  const auto obs_above = weighted(sets.above, sets.earlier_above, w_above);
+  ParzenEstimator l(choices, obs_below, w_below);
+  ParzenEstimator gx(choices, obs_above, w_above);
+  std::vector<double> best;
+  double best_score = -std::numeric_limits<double>::infinity();
+  for (int c = 0; c < TpeSampler::kCandidates; ++c) {
+    std::vector<double> x = l.sample(rng);
+    // Discrete numeric values are scored where they will actually run.
+    for (std::size_t k = 0; k < group.size(); ++k)
+      if (choices[k] == 0) x[k] = snap_unit(space.params[group[k]], x[k]);
+    double score = l.log_pdf(x) - gx.log_pdf(x);
+    if (score > best_score || best.empty()) {
+      best_score = score;
+      best = std::move(x);
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 TpeSampler::TpeSampler(SearchSpace space, std::uint64_t seed, int n_startup)
@@ -121,25 +247,7 @@ std::optional<Params> TpeSampler::ask(std::span<const Observation> history,
                                       std::span<const Params> pending, std::int64_t number) {
   std::vector<Ranked> ranked;
   std::vector<const Observation*> source;  // ranked[i]'s observation
-  std::size_t with_value = 0;
-  for (const Observation& o : history) {
-    if (o.outcome == TrialOutcome::kFailed) continue;
-    const double v = o.value             ? *o.value
-                     : !o.values.empty() ? o.values[0]
-                                         : std::numeric_limits<double>::quiet_NaN();
-    Ranked r{&o.params, 0, v, 0, ranked.size()};
-    if (!std::isfinite(v)) {
-      r = {&o.params, 3, 0, 0, ranked.size()};
-    } else if (o.outcome == TrialOutcome::kPruned) {
-      const double last_step = o.curve.empty() ? 0 : double(o.curve.back().step);
-      r = {&o.params, 2, -last_step, v, ranked.size()};
-    } else if (!is_feasible(o)) {
-      r = {&o.params, 1, total_violation(o.violations), v, ranked.size()};
-    }
-    with_value += std::isfinite(v);
-    ranked.push_back(r);
-    source.push_back(&o);
-  }
+  const std::size_t with_value = rank_history(history, ranked, source);
   if (number < n_startup_ || with_value < 2) {
     SobolSequence sobol(static_cast<int>(space_.params.size()), seed_);
     return params_from_unit(space_, sobol.point(static_cast<std::uint64_t>(number)));
@@ -149,22 +257,10 @@ std::optional<Params> TpeSampler::ask(std::span<const Observation> history,
   const std::size_t n = ranked.size();
   const std::size_t n_below = gamma(n);
   rank_by_fronts(ranked, source, n_below);
-  std::vector<Ranked> sorted = ranked;
-  std::stable_sort(sorted.begin(), sorted.end(), better);
-  std::vector<Ranked> below(sorted.begin(), sorted.begin() + std::ptrdiff_t(n_below));
-  std::vector<Ranked> above(sorted.begin() + std::ptrdiff_t(n_below), sorted.end());
-  auto by_order = [](const Ranked& a, const Ranked& b) { return a.order < b.order; };
-  std::sort(below.begin(), below.end(), by_order);
-  std::sort(above.begin(), above.end(), by_order);
-  auto as_ranked = [](const std::vector<Params>& set) {
-    std::vector<Ranked> out;
-    for (const Params& p : set) out.push_back({&p, 0, 0, 0, out.size()});
-    return out;
-  };
-  const std::vector<Ranked> earlier_below = as_ranked(earlier_below_),
-                            earlier_above = as_ranked(earlier_above_);
   const double earlier_weight =
       double(n_startup_) / double(std::max<std::size_t>(std::size_t(n_startup_), with_value));
+  const TrialSets sets =
+      split_trials(ranked, n_below, earlier_below_, earlier_above_, earlier_weight);
 
   Rng rng(seed_, number, 0x545045);  // "TPE"
   Params out;
@@ -177,61 +273,7 @@ std::optional<Params> TpeSampler::ask(std::span<const Observation> history,
     if (done[gi] || !is_active(space_.params[i], out)) continue;
     done[gi] = 1;
     const auto& group = *g;
-    std::vector<int> choices;
-    for (std::size_t p : group)
-      choices.push_back(space_.params[p].type == ParamType::kCategorical
-                            ? static_cast<int>(space_.params[p].choices.size())
-                            : 0);
-    // The observations in which the whole group was active, as unit coordinates.
-    auto rows = [&](const std::vector<Ranked>& set) {
-      std::vector<std::vector<double>> obs;
-      for (const Ranked& r : set) {
-        std::vector<double> row;
-        for (std::size_t p : group) {
-          const ParamSpec& spec = space_.params[p];
-          auto it = r.params->find(spec.name);
-          if (it == r.params->end()) break;
-          if (spec.type == ParamType::kCategorical) {
-            auto c = choice_index(spec, it->second);
-            if (!c) break;
-            row.push_back(double(*c));
-          } else {
-            row.push_back(to_unit(spec, it->second));
-          }
-        }
-        if (row.size() == group.size()) obs.push_back(std::move(row));
-      }
-      return obs;
-    };
-    // This sweep's trials (Optuna's weights), then the earlier sweeps'.
-    auto weighted = [&](const std::vector<Ranked>& own, const std::vector<Ranked>& earlier,
-                        std::vector<double>& w) {
-      auto obs = rows(own);
-      w = tpe_default_weights(obs.size());
-      auto more = rows(earlier);
-      w.insert(w.end(), more.size(), earlier_weight);
-      obs.insert(obs.end(), std::make_move_iterator(more.begin()),
-                 std::make_move_iterator(more.end()));
-      return obs;
-    };
-    std::vector<double> w_below, w_above;
-    const auto obs_below = weighted(below, earlier_below, w_below);
-    const auto obs_above = weighted(above, earlier_above, w_above);
-    ParzenEstimator l(choices, obs_below, w_below);
-    ParzenEstimator gx(choices, obs_above, w_above);
-    std::vector<double> best;
-    double best_score = -std::numeric_limits<double>::infinity();
-    for (int c = 0; c < kCandidates; ++c) {
-      std::vector<double> x = l.sample(rng);
-      // Discrete numeric values are scored where they will actually run.
-      for (std::size_t k = 0; k < group.size(); ++k)
-        if (choices[k] == 0) x[k] = snap_unit(space_.params[group[k]], x[k]);
-      double score = l.log_pdf(x) - gx.log_pdf(x);
-      if (score > best_score || best.empty()) {
-        best_score = score;
-        best = std::move(x);
-      }
-    }
+    const std::vector<double> best = sample_group(space_, group, sets, rng);
     for (std::size_t k = 0; k < group.size(); ++k) {
       const ParamSpec& spec = space_.params[group[k]];
       out[spec.name] = spec.type == ParamType::kCategorical

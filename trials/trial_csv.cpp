@@ -174,6 +174,169 @@ Result<search::Value> param_value(const search::ParamSpec& p, const std::string&
   return *v;
 }
 
+// A column of the header line: what it holds.
+struct Col {
+  Column kind;
+  std::string name;  // param or metric name
+};
+
+// The header line as read: each column, and the column of each parameter.
+struct Header {
+  std::vector<Col> cols;
+  std::map<std::string, std::size_t> param_col;
+};
+
+// The header line: every column known and named once, every param: column a
+// parameter of the spec's space, and a state column among them.
+Result<Header> read_header(const Record& header, const SweepSpec& spec, const std::string& path) {
+  std::vector<Col> cols;
+  std::set<std::string> seen;
+  std::map<std::string, std::size_t> param_col;
+  bool has_state = false;
+  for (std::size_t c = 0; c < header.cells.size(); ++c) {
+    const std::string name = unguarded(header.cells[c]);
+    const std::string where = fmt::format("line {}, column {}", header.line, c + 1);
+    if (!seen.insert(name).second)
+      return Error::invalid(path, fmt::format("{}: column \"{}\" appears twice", where, name));
+    if (auto it = fixed_columns().find(name); it != fixed_columns().end()) {
+      cols.push_back({it->second, {}});
+      has_state |= it->second == Column::kState;
+    } else if (name.rfind("param:", 0) == 0 && name.size() > 6) {
+      const std::string p = name.substr(6);
+      if (!spec.space.find(p))
+        return Error::invalid(
+            path, fmt::format("{}: column \"{}\": the spec's space has no parameter \"{}\" "
+                              "(it has {}); add it to the spec or drop the column",
+                              where, name, p, space_names(spec.space)));
+      param_col[p] = c;
+      cols.push_back({Column::kParam, p});
+    } else if (name.rfind("metric:", 0) == 0 && name.size() > 7) {
+      cols.push_back({Column::kMetric, name.substr(7)});
+    } else {
+      return Error::invalid(
+          path, fmt::format("{}: unknown column \"{}\"; expected id, number, state, value, "
+                            "attempt, worker, started_ms, finished_ms, error, param:<name> or "
+                            "metric:<name>",
+                            where, name));
+    }
+  }
+  if (!has_state)
+    return Error::invalid(path, fmt::format("line {}: no \"state\" column; expected the header "
+                                            "`hpo trials --csv` writes",
+                                            header.line));
+  return Header{std::move(cols), std::move(param_col)};
+}
+
+// Where cell `c` of `rec` is, for errors: "line N, column C (its header)".
+std::string cell_at(const Record& header, const Record& rec, std::size_t c) {
+  return fmt::format("line {}, column {} ({})", rec.line, c + 1, unguarded(header.cells[c]));
+}
+
+// The row's cells other than its parameters into `t`; the value column into `value`.
+Status read_cells(const Record& header, const std::vector<Col>& cols, const Record& rec,
+                  const std::string& path, ImportedTrial& t, std::optional<double>& value) {
+  for (std::size_t c = 0; c < cols.size(); ++c) {
+    const std::string& cell = rec.cells[c];
+    switch (cols[c].kind) {
+      case Column::kState: {
+        auto s = parse_trial_state(cell);
+        if (!s || !is_finished(*s))
+          return Error::invalid(path, fmt::format("{}: \"{}\"; expected an ended trial's state "
+                                                  "(completed, failed, pruned or cancelled)",
+                                                  cell_at(header, rec, c), cell));
+        t.state = *s;
+        break;
+      }
+      case Column::kValue:
+      case Column::kMetric: {
+        if (cell.empty() || cell == "null") break;  // absent or not finite when written
+        auto v = parse_number(cell);
+        if (!v || !std::isfinite(*v))
+          return Error::invalid(path, fmt::format("{}: \"{}\"; expected a finite number or an "
+                                                  "empty cell",
+                                                  cell_at(header, rec, c), cell));
+        if (cols[c].kind == Column::kValue)
+          value = *v;
+        else
+          t.metrics[cols[c].name] = *v;
+        break;
+      }
+      case Column::kStarted:
+      case Column::kFinished: {
+        auto v = cell.empty() ? std::optional<std::int64_t>(0) : parse_int(cell);
+        if (!v || *v < 0)
+          return Error::invalid(path, fmt::format("{}: \"{}\"; expected milliseconds since the "
+                                                  "epoch (an integer >= 0)",
+                                                  cell_at(header, rec, c), cell));
+        (cols[c].kind == Column::kStarted ? t.started_ms : t.finished_ms) = *v;
+        break;
+      }
+      case Column::kWorker:
+        t.worker = unguarded(cell);
+        break;
+      case Column::kError:
+        t.error = unguarded(cell);
+        break;
+      case Column::kId:
+      case Column::kNumber:
+      case Column::kAttempt:
+      case Column::kParam:
+        break;  // ids are new; parameters below, in the space's order
+    }
+  }
+  return {};
+}
+
+// The space's parameters, parents first: active ones must be present and fit.
+Status read_params(const Record& header, const std::map<std::string, std::size_t>& param_col,
+                   const Record& rec, const SweepSpec& spec, const std::string& path,
+                   ImportedTrial& t) {
+  for (const auto& p : spec.space.params) {
+    auto col = param_col.find(p.name);
+    const std::string* cell = col == param_col.end() ? nullptr : &rec.cells[col->second];
+    const bool active = search::is_active(p, t.params);
+    if (!active) continue;  // a cell of an inactive parameter is ignored
+    if (!cell || cell->empty()) {
+      const std::string at = col == param_col.end()
+                                 ? fmt::format("line {} (no column param:{})", rec.line, p.name)
+                                 : cell_at(header, rec, col->second);
+      return Error::invalid(path, fmt::format("{}: parameter \"{}\" is active but has no "
+                                              "value; expected {}",
+                                              at, p.name, search::describe(p)));
+    }
+    auto v = param_value(p, *cell, cell_at(header, rec, col->second));
+    if (!v) {
+      Error e = v.error();
+      return Error::invalid(path, e.message);
+    }
+    t.params[p.name] = *v;
+  }
+  return {};
+}
+
+// One line of the file as an ended trial of a sweep with `spec`.
+Result<ImportedTrial> read_row(const Record& header, const Header& head, const Record& rec,
+                               const SweepSpec& spec, const std::string& path) {
+  const std::vector<Col>& cols = head.cols;
+  if (rec.cells.size() != cols.size())
+    return Error::invalid(path, fmt::format("line {}: {} cells, expected {} as in the header",
+                                            rec.line, rec.cells.size(), cols.size()));
+  ImportedTrial t;
+  std::optional<double> value;
+  if (auto st = read_cells(header, cols, rec, path, t, value); !st) return st.error();
+  if (auto st = read_params(header, head.param_col, rec, spec, path, t); !st) return st.error();
+  // The objective: its metric, or the value column.
+  const std::string& objective = spec.objective.metric;
+  if (auto m = t.metrics.find(objective); m != t.metrics.end()) value = m->second;
+  if (t.state == TrialState::kCompleted && !value)
+    return Error::invalid(path, fmt::format("line {}: a completed trial without the objective "
+                                            "\"{}\"; expected a number in metric:{} or value",
+                                            rec.line, objective, objective));
+  if (value && !t.metrics.count(objective)) t.metrics[objective] = *value;
+  t.value = value;
+  return t;
+}
+
 }  // namespace
 
 std::string write_trials_csv(const std::vector<const Trial*>& rows) {
@@ -222,137 +385,14 @@ Result<std::vector<ImportedTrial>> read_trials_csv(std::string_view text, const 
                           "empty: expected a header line (id,number,state,value,...) and a "
                           "line per trial, as `hpo trials --csv` writes");
   const Record& header = records->front();
-  struct Col {
-    Column kind;
-    std::string name;  // param or metric name
-  };
-  std::vector<Col> cols;
-  std::set<std::string> seen;
-  std::map<std::string, std::size_t> param_col;
-  bool has_state = false;
-  for (std::size_t c = 0; c < header.cells.size(); ++c) {
-    const std::string name = unguarded(header.cells[c]);
-    const std::string where = fmt::format("line {}, column {}", header.line, c + 1);
-    if (!seen.insert(name).second)
-      return Error::invalid(path, fmt::format("{}: column \"{}\" appears twice", where, name));
-    if (auto it = fixed_columns().find(name); it != fixed_columns().end()) {
-      cols.push_back({it->second, {}});
-      has_state |= it->second == Column::kState;
-    } else if (name.rfind("param:", 0) == 0 && name.size() > 6) {
-      const std::string p = name.substr(6);
-      if (!spec.space.find(p))
-        return Error::invalid(
-            path, fmt::format("{}: column \"{}\": the spec's space has no parameter \"{}\" "
-                              "(it has {}); add it to the spec or drop the column",
-                              where, name, p, space_names(spec.space)));
-      param_col[p] = c;
-      cols.push_back({Column::kParam, p});
-    } else if (name.rfind("metric:", 0) == 0 && name.size() > 7) {
-      cols.push_back({Column::kMetric, name.substr(7)});
-    } else {
-      return Error::invalid(
-          path, fmt::format("{}: unknown column \"{}\"; expected id, number, state, value, "
-                            "attempt, worker, started_ms, finished_ms, error, param:<name> or "
-                            "metric:<name>",
-                            where, name));
-    }
-  }
-  if (!has_state)
-    return Error::invalid(path, fmt::format("line {}: no \"state\" column; expected the header "
-                                            "`hpo trials --csv` writes",
-                                            header.line));
+  auto head = read_header(header, spec, path);
+  if (!head) return head.error();
   std::vector<ImportedTrial> out;
   out.reserve(records->size() - 1);
   for (std::size_t r = 1; r < records->size(); ++r) {
-    const Record& rec = (*records)[r];
-    if (rec.cells.size() != cols.size())
-      return Error::invalid(path, fmt::format("line {}: {} cells, expected {} as in the header",
-                                              rec.line, rec.cells.size(), cols.size()));
-    auto where = [&](std::size_t c) {
-      return fmt::format("line {}, column {} ({})", rec.line, c + 1, unguarded(header.cells[c]));
-    };
-    ImportedTrial t;
-    std::optional<double> value;
-    for (std::size_t c = 0; c < cols.size(); ++c) {
-      const std::string& cell = rec.cells[c];
-      switch (cols[c].kind) {
-        case Column::kState: {
-          auto s = parse_trial_state(cell);
-          if (!s || !is_finished(*s))
-            return Error::invalid(path, fmt::format("{}: \"{}\"; expected an ended trial's state "
-                                                    "(completed, failed, pruned or cancelled)",
-                                                    where(c), cell));
-          t.state = *s;
-          break;
-        }
-        case Column::kValue:
-        case Column::kMetric: {
-          if (cell.empty() || cell == "null") break;  // absent or not finite when written
-          auto v = parse_number(cell);
-          if (!v || !std::isfinite(*v))
-            return Error::invalid(path, fmt::format("{}: \"{}\"; expected a finite number or an "
-                                                    "empty cell",
-                                                    where(c), cell));
-          if (cols[c].kind == Column::kValue)
-            value = *v;
-          else
-            t.metrics[cols[c].name] = *v;
-          break;
-        }
-        case Column::kStarted:
-        case Column::kFinished: {
-          auto v = cell.empty() ? std::optional<std::int64_t>(0) : parse_int(cell);
-          if (!v || *v < 0)
-            return Error::invalid(path, fmt::format("{}: \"{}\"; expected milliseconds since the "
-                                                    "epoch (an integer >= 0)",
-                                                    where(c), cell));
-          (cols[c].kind == Column::kStarted ? t.started_ms : t.finished_ms) = *v;
-          break;
-        }
-        case Column::kWorker:
-          t.worker = unguarded(cell);
-          break;
-        case Column::kError:
-          t.error = unguarded(cell);
-          break;
-        case Column::kId:
-        case Column::kNumber:
-        case Column::kAttempt:
-        case Column::kParam:
-          break;  // ids are new; parameters below, in the space's order
-      }
-    }
-    // The space's parameters, parents first: active ones must be present and fit.
-    for (const auto& p : spec.space.params) {
-      auto col = param_col.find(p.name);
-      const std::string* cell = col == param_col.end() ? nullptr : &rec.cells[col->second];
-      const bool active = search::is_active(p, t.params);
-      if (!active) continue;  // a cell of an inactive parameter is ignored
-      if (!cell || cell->empty()) {
-        const std::string at = col == param_col.end()
-                                   ? fmt::format("line {} (no column param:{})", rec.line, p.name)
-                                   : where(col->second);
-        return Error::invalid(path, fmt::format("{}: parameter \"{}\" is active but has no "
-                                                "value; expected {}",
-                                                at, p.name, search::describe(p)));
-      }
-      auto v = param_value(p, *cell, where(col->second));
-      if (!v) {
-        Error e = v.error();
-        return Error::invalid(path, e.message);
-      }
-      t.params[p.name] = *v;
-    }
-    // The objective: its metric, or the value column.
-    const std::string& objective = spec.objective.metric;
-    if (auto m = t.metrics.find(objective); m != t.metrics.end()) value = m->second;
-    if (t.state == TrialState::kCompleted && !value)
-      return Error::invalid(path, fmt::format("line {}: a completed trial without the objective "
-                                              "\"{}\"; expected a number in metric:{} or value",
-                                              rec.line, objective, objective));
-    if (value && !t.metrics.count(objective)) t.metrics[objective] = *value;
-    t.value = value;
-    out.push_back(std::move(t));
+    auto t = read_row(header, *head, (*records)[r], spec, path);
+    if (!t) return t.error();
+    out.push_back(std::move(*t));
   }
   return out;
 }

@@ -26,12 +26,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/child_process.hpp"
 #include "ensemble/bagging_json.hpp"
 #include "trials/artifacts.hpp"
 #include "trials/json_limits.hpp"
 #include "trials/rung.hpp"
 #include "workers/checkpoint_dir.hpp"
-#include "workers/child_process.hpp"
 #include "workers/command_outputs.hpp"
 #include "workers/outcome.hpp"
 #include "workers/trial_sandbox.hpp"
@@ -189,6 +189,185 @@ void restore_checkpoint(const std::string& dir, Reporter& reporter) {
     std::filesystem::remove_all(e.path(), ec);
 }
 
+// Before the program starts: its folders, an earlier attempt's checkpoint and
+// a member's bagging plan (into `plan`). nullopt: ready; else the attempt's result.
+std::optional<trials::TrialResult> prepare_work_dir(const TrialTask& task, Reporter& reporter,
+                                                    std::optional<ensemble::BaggingPlan>& plan) {
+  const auto& recipe = task.spec->trial.command;
+  std::error_code ec;
+  std::filesystem::create_directories(output_dir(task.work_dir), ec);
+  if (ec) return failed_result("could not create HPO_OUTPUT_DIR: " + ec.message(), true);
+  std::filesystem::create_directories(checkpoint_dir(task.work_dir), ec);
+  if (ec) return failed_result("could not create HPO_CHECKPOINT_DIR: " + ec.message(), true);
+  // An earlier attempt's checkpoint: the program finds it where it left it.
+  restore_checkpoint(checkpoint_dir(task.work_dir), reporter);
+  if (task.trial.role == trials::TrialRole::kMember && recipe.data) {
+    auto p = command_member_plan(task.trial, *recipe.data);
+    if (!p) return failed_result(p.error().message, false);
+    plan = std::move(*p);
+    std::ofstream f(bagging_file(task.work_dir), std::ios::trunc);
+    f << ensemble::bagging_file_json(*plan);
+    if (!f.flush()) return failed_result("could not write HPO_BAGGING_FILE", true);
+    reporter.log(fmt::format("[hpo] ensemble member {}: {} bootstrap rows, {} of {} features",
+                             plan->member_index, plan->rows.size(), plan->features.size(),
+                             plan->n_features));
+  }
+  return std::nullopt;
+}
+
+// `env`: the child's whole environment (CommandExecutor::child_env).
+SpawnOptions spawn_options(const TrialTask& task, std::vector<std::string> env,
+                           Reporter& reporter) {
+  const auto& recipe = task.spec->trial.command;
+  SpawnOptions spawn;
+  spawn.argv = trials::render_argv(recipe.argv, task.trial.params);
+  spawn.env = std::move(env);
+  spawn.cwd = recipe.cwd;
+  spawn.identity = task.identity;
+  if (task.box) spawn.cgroup_procs = task.box->procs_files();
+  // A cgroup holds all the trial's processes together (its box set the
+  // limit). Else a per-process data limit, not on GPU slots: the CUDA driver
+  // maps device memory into the process.
+  const bool held_by_cgroup = !spawn.cgroup_procs.empty();
+  if (!held_by_cgroup && task.gpus.empty())
+    spawn.memory_limit_bytes = memory_limit_bytes(task.spec->trial.memory_gb);
+  else if (!held_by_cgroup && task.spec->trial.memory_gb > 0)
+    reporter.log("[hpo] resources.memory_gb is not enforced on GPU slots without cgroups");
+  return spawn;
+}
+
+// What the program said on its pipes, kept past its end for the result.
+struct AttemptOutput {
+  const TrialTask& task;
+  Reporter& reporter;
+  ChildProcess& child;                   // paused while its checkpoint is read
+  trials::Metrics last;                  // last value of every metric seen
+  std::optional<trials::Metrics> final;  // the final line's metrics
+  std::int64_t next_step = 0;
+  TailBuffer stderr_tail{kStderrTail};
+  std::optional<Error> checkpoint_error;  // the attempt stops: it is not protected
+
+  void on_line(Stream stream, std::string_view line);
+  // What the result carries: the final line's metrics, else the last seen.
+  trials::Metrics metrics() const { return final ? *final : last; }
+};
+
+void AttemptOutput::on_line(Stream stream, std::string_view line) {
+  if (stream == Stream::kStderr) {
+    stderr_tail.add(line);
+    reporter.log(line);
+    return;
+  }
+  if (!task.work_dir.empty() && is_checkpoint_line(line)) {
+    if (checkpoint_error) return;  // stopping already
+    // The program is paused while its folder is read: a consistent
+    // snapshot, even of a program that goes on writing there at once.
+    child.signal_group(SIGSTOP);
+    auto st = store_checkpoint_dir(checkpoint_dir(task.work_dir), reporter);
+    child.signal_group(SIGCONT);
+    if (!st) {
+      checkpoint_error = st.error();
+      reporter.log("[hpo] checkpoint not stored, the attempt stops: " + st.error().message);
+    }
+    return;
+  }
+  auto metric = parse_metric_line(line);
+  if (!metric) {
+    reporter.log(line);
+    return;
+  }
+  if (!*metric) {
+    reporter.log(fmt::format("[hpo] ignored malformed metric line: {}", metric->error().message));
+    return;
+  }
+  auto& m = metric->value();
+  for (const auto& [k, v] : m.metrics) last[k] = v;
+  if (m.final) {
+    final = m.metrics;
+    return;
+  }
+  std::int64_t step = m.step ? *m.step : next_step;
+  next_step = step + 1;
+  reporter.report(step, m.metrics);
+}
+
+// Polls the program until it exits. A stop, the trial's timeout or a
+// checkpoint not stored: SIGTERM to its group, SIGKILL kill_grace_s later.
+// Returns the stop (kNone: the program ended by itself or for the checkpoint).
+StopReason wait_for_exit(AttemptOutput& output, double timeout_s, const CommandOptions& options) {
+  auto sink = [&output](Stream stream, std::string_view line) { output.on_line(stream, line); };
+  auto start = Clock::now();
+  std::optional<Clock::time_point> deadline;
+  if (timeout_s > 0)
+    deadline = start + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(timeout_s));
+  const auto grace = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(options.kill_grace_s));
+  StopReason stop = StopReason::kNone;
+  std::optional<Clock::time_point> kill_at;
+  bool killed = false;
+
+  while (!output.child.poll(options.poll_ms, sink)) {
+    auto now = Clock::now();
+    if (!kill_at) {
+      stop = output.reporter.stop_reason();
+      if (stop == StopReason::kNone && deadline && now >= *deadline) stop = StopReason::kTimeout;
+      if (stop != StopReason::kNone || output.checkpoint_error) {
+        output.child.signal_group(SIGTERM);
+        kill_at = now + grace;
+      }
+    } else if (!killed && now >= *kill_at) {
+      output.child.signal_group(SIGKILL);
+      killed = true;
+    }
+  }
+  return stop;
+}
+
+trials::TrialResult checkpoint_failure(const Error& error, const trials::Metrics& last) {
+  // Too large for a store without an artifact folder stays too large;
+  // anything else (a full disk, an outage) another attempt may get past.
+  const bool too_large = error.code == ErrorCode::kPayloadTooLarge;
+  auto result = failed_result(
+      "the checkpoint could not be stored (" + error.message + ")" +
+          (too_large ? "; a pool with an artifact folder (hpo-scheduler --artifacts DIR) "
+                       "stores checkpoints of any size"
+                     : ""),
+      !too_large);
+  result.metrics = last;
+  return result;
+}
+
+// A non-zero exit or a signal: retryable, with the end of its stderr.
+trials::TrialResult exit_failure(int status, double memory_gb, const std::string& memory_note,
+                                 const AttemptOutput& output) {
+  std::string tail = output.stderr_tail.tail();
+  std::string why = describe_exit(status, memory_gb);
+  if (!memory_note.empty()) why += " (" + memory_note + ")";
+  auto result = failed_result(tail.empty() ? why : fmt::format("{}: {}", why, tail), true);
+  result.metrics = output.last;
+  return result;
+}
+
+// nullopt: every output stored; else the attempt's result.
+std::optional<trials::TrialResult> store_outputs(const TrialTask& task,
+                                                 const ensemble::BaggingPlan* plan,
+                                                 const AttemptOutput& output, Reporter& reporter) {
+  const auto& recipe = task.spec->trial.command;
+  auto outputs =
+      collect_outputs(output_dir(task.work_dir), recipe.data ? &*recipe.data : nullptr, plan);
+  if (!outputs) {
+    auto failed = failed_result(outputs.error().message, false);
+    failed.metrics = output.metrics();
+    return failed;
+  }
+  for (const auto& note : outputs->notes) reporter.log(note);
+  for (const auto& [name, bytes] : outputs->artifacts)
+    if (auto st = reporter.put_artifact(name, bytes); !st)
+      return failed_result(fmt::format("storing {} failed: {}", name, st.error().message), true);
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string output_dir(const std::string& work_dir) {
@@ -268,31 +447,13 @@ std::vector<std::string> CommandExecutor::child_env(const TrialTask& task) const
 
 trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& reporter) {
   if (!task.spec) return failed_result("no sweep spec", false);
-  const auto& recipe = task.spec->trial.command;
   const std::string& objective = task.spec->objective.metric;
   const double timeout_s = task.spec->trial.timeout_s;
 
   // The output folder, and a member's bagging plan for the program to read.
   std::optional<ensemble::BaggingPlan> plan;
   if (!task.work_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(output_dir(task.work_dir), ec);
-    if (ec) return failed_result("could not create HPO_OUTPUT_DIR: " + ec.message(), true);
-    std::filesystem::create_directories(checkpoint_dir(task.work_dir), ec);
-    if (ec) return failed_result("could not create HPO_CHECKPOINT_DIR: " + ec.message(), true);
-    // An earlier attempt's checkpoint: the program finds it where it left it.
-    restore_checkpoint(checkpoint_dir(task.work_dir), reporter);
-    if (task.trial.role == trials::TrialRole::kMember && recipe.data) {
-      auto p = command_member_plan(task.trial, *recipe.data);
-      if (!p) return failed_result(p.error().message, false);
-      plan = std::move(*p);
-      std::ofstream f(bagging_file(task.work_dir), std::ios::trunc);
-      f << ensemble::bagging_file_json(*plan);
-      if (!f.flush()) return failed_result("could not write HPO_BAGGING_FILE", true);
-      reporter.log(fmt::format("[hpo] ensemble member {}: {} bootstrap rows, {} of {} features",
-                               plan->member_index, plan->rows.size(), plan->features.size(),
-                               plan->n_features));
-    }
+    if (auto failed = prepare_work_dir(task, reporter, plan)) return std::move(*failed);
   }
 
   // The attempt's folder becomes the trial user's, and only theirs.
@@ -303,93 +464,13 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
       return failed_result(st.error().message, true);
   }
 
-  SpawnOptions spawn;
-  spawn.argv = trials::render_argv(recipe.argv, task.trial.params);
-  spawn.env = child_env(task);
-  spawn.cwd = recipe.cwd;
-  spawn.identity = task.identity;
-  if (task.box) spawn.cgroup_procs = task.box->procs_files();
-  // A cgroup holds all the trial's processes together (its box set the
-  // limit). Else a per-process data limit, not on GPU slots: the CUDA driver
-  // maps device memory into the process.
-  const bool held_by_cgroup = !spawn.cgroup_procs.empty();
-  if (!held_by_cgroup && task.gpus.empty())
-    spawn.memory_limit_bytes = memory_limit_bytes(task.spec->trial.memory_gb);
-  else if (!held_by_cgroup && task.spec->trial.memory_gb > 0)
-    reporter.log("[hpo] resources.memory_gb is not enforced on GPU slots without cgroups");
+  SpawnOptions spawn = spawn_options(task, child_env(task), reporter);
   auto child = ChildProcess::spawn(spawn);
   if (!child)
     return failed_result(child.error().message, false);  // a missing program stays missing
 
-  trials::Metrics last;                  // last value of every metric seen
-  std::optional<trials::Metrics> final;  // the final line's metrics
-  std::int64_t next_step = 0;
-  TailBuffer stderr_tail(kStderrTail);
-  std::optional<Error> checkpoint_error;  // the attempt stops: it is not protected
-  auto sink = [&](Stream stream, std::string_view line) {
-    if (stream == Stream::kStderr) {
-      stderr_tail.add(line);
-      reporter.log(line);
-      return;
-    }
-    if (!task.work_dir.empty() && is_checkpoint_line(line)) {
-      if (checkpoint_error) return;  // stopping already
-      // The program is paused while its folder is read: a consistent
-      // snapshot, even of a program that goes on writing there at once.
-      child->signal_group(SIGSTOP);
-      auto st = store_checkpoint_dir(checkpoint_dir(task.work_dir), reporter);
-      child->signal_group(SIGCONT);
-      if (!st) {
-        checkpoint_error = st.error();
-        reporter.log("[hpo] checkpoint not stored, the attempt stops: " + st.error().message);
-      }
-      return;
-    }
-    auto metric = parse_metric_line(line);
-    if (!metric) {
-      reporter.log(line);
-      return;
-    }
-    if (!*metric) {
-      reporter.log(fmt::format("[hpo] ignored malformed metric line: {}", metric->error().message));
-      return;
-    }
-    auto& m = metric->value();
-    for (const auto& [k, v] : m.metrics) last[k] = v;
-    if (m.final) {
-      final = m.metrics;
-      return;
-    }
-    std::int64_t step = m.step ? *m.step : next_step;
-    next_step = step + 1;
-    reporter.report(step, m.metrics);
-  };
-
-  auto start = Clock::now();
-  std::optional<Clock::time_point> deadline;
-  if (timeout_s > 0)
-    deadline = start + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(timeout_s));
-  const auto grace = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(options_.kill_grace_s));
-  StopReason stop = StopReason::kNone;
-  std::optional<Clock::time_point> kill_at;
-  bool killed = false;
-
-  while (!child->poll(options_.poll_ms, sink)) {
-    auto now = Clock::now();
-    if (!kill_at) {
-      stop = reporter.stop_reason();
-      if (stop == StopReason::kNone && deadline && now >= *deadline) stop = StopReason::kTimeout;
-      if (stop != StopReason::kNone || checkpoint_error) {
-        child->signal_group(SIGTERM);
-        kill_at = now + grace;
-      }
-    } else if (!killed && now >= *kill_at) {
-      child->signal_group(SIGKILL);
-      killed = true;
-    }
-  }
+  AttemptOutput output{task, reporter, *child};
+  const StopReason stop = wait_for_exit(output, timeout_s, options_);
   int status = child->exit_status().value_or(0);
   // The trial is over: whatever it left running (a setsid() daemon) ends now,
   // before its outputs are read, so nothing of it can change them meanwhile.
@@ -399,33 +480,18 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
     memory_note = task.box->memory_note();
   }
 
-  if (checkpoint_error && stop == StopReason::kNone) {
-    // Too large for a store without an artifact folder stays too large;
-    // anything else (a full disk, an outage) another attempt may get past.
-    const bool too_large = checkpoint_error->code == ErrorCode::kPayloadTooLarge;
-    auto result = failed_result(
-        "the checkpoint could not be stored (" + checkpoint_error->message + ")" +
-            (too_large ? "; a pool with an artifact folder (hpo-scheduler --artifacts DIR) "
-                         "stores checkpoints of any size"
-                       : ""),
-        !too_large);
-    result.metrics = last;
-    return result;
-  }
+  const auto& last = output.last;
+  const auto& final = output.final;
+  if (output.checkpoint_error && stop == StopReason::kNone)
+    return checkpoint_failure(*output.checkpoint_error, last);
   if (stop != StopReason::kNone) {
     auto result = stopped_result(stop, timeout_s);
-    result.metrics = final ? *final : last;
+    result.metrics = output.metrics();
     if (auto it = last.find(objective); it != last.end()) result.value = it->second;
     return result;
   }
-  if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-    std::string tail = stderr_tail.tail();
-    std::string why = describe_exit(status, task.spec->trial.memory_gb);
-    if (!memory_note.empty()) why += " (" + memory_note + ")";
-    auto result = failed_result(tail.empty() ? why : fmt::format("{}: {}", why, tail), true);
-    result.metrics = last;
-    return result;
-  }
+  if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+    return exit_failure(status, task.spec->trial.memory_gb, memory_note, output);
   std::optional<double> value;
   if (final && final->count(objective)) {
     value = final->at(objective);
@@ -436,22 +502,13 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
   }
   // What it wrote: predictions checked against trial.data, other files kept.
   if (!task.work_dir.empty()) {
-    auto outputs = collect_outputs(output_dir(task.work_dir), recipe.data ? &*recipe.data : nullptr,
-                                   plan ? &*plan : nullptr);
-    if (!outputs) {
-      auto failed = failed_result(outputs.error().message, false);
-      failed.metrics = final ? *final : last;
-      return failed;
-    }
-    for (const auto& note : outputs->notes) reporter.log(note);
-    for (const auto& [name, bytes] : outputs->artifacts)
-      if (auto st = reporter.put_artifact(name, bytes); !st)
-        return failed_result(fmt::format("storing {} failed: {}", name, st.error().message), true);
+    if (auto failed = store_outputs(task, plan ? &*plan : nullptr, output, reporter))
+      return std::move(*failed);
   }
   trials::TrialResult result;
   result.outcome = trials::TrialState::kCompleted;
   result.value = value;
-  result.metrics = final ? *final : last;
+  result.metrics = output.metrics();
   return result;
 }
 

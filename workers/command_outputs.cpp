@@ -44,101 +44,87 @@ constexpr Part kParts[] = {{"validation", trials::artifact::kValPredictions},
                            {"test", trials::artifact::kTestPredictions},
                            {"oob", trials::artifact::kOobPredictions}};
 
-}  // namespace
-
-Result<std::optional<ensemble::BaggingPlan>> command_member_plan(const trials::Trial& trial,
-                                                                 const trials::CommandData& data) {
-  if (trial.role != trials::TrialRole::kMember) return std::optional<ensemble::BaggingPlan>{};
-  auto spec = ensemble::member_spec_from_json(trial.extra);
-  if (!spec)
-    return Error{spec.error().code, "ensemble member plan: " + spec.error().message,
-                 spec.error().fields};
-  return std::optional<ensemble::BaggingPlan>{
-      ensemble::plan_member(*spec, data.train_rows, data.features)};
+// One part's predictions (validation, test or oob) as trial.data describes
+// them; the files read are added to `used`.
+Status collect_predictions(const std::string& dir, const Part& part,
+                           const trials::CommandData& data, const ensemble::BaggingPlan* plan,
+                           CommandOutputs& out, std::set<std::string>& used) {
+  const std::string stem = part.stem;
+  const fs::path csv = fs::path(dir) / (stem + ".csv");
+  const fs::path npy = fs::path(dir) / (stem + ".npy");
+  const fs::path targets = fs::path(dir) / (stem + "_targets.npy");
+  std::error_code ec;
+  const bool has_csv = fs::is_regular_file(csv, ec), has_npy = fs::is_regular_file(npy, ec);
+  ensemble::PredictionShape shape;
+  shape.regression = data.regression;
+  shape.classes = data.classes;
+  if (stem == "validation") {
+    shape.rows = data.validation_rows;
+    shape.rows_field = "trial.data.validation_rows";
+  } else if (stem == "test") {
+    shape.rows = data.test_rows;
+    shape.rows_field = "trial.data.test_rows";
+  } else {
+    if (!plan) {
+      if (has_csv || has_npy)
+        out.notes.push_back(
+            fmt::format("[hpo] {}.{} ignored: only ensemble members predict out-of-bag rows", stem,
+                        has_csv ? "csv" : "npy"));
+      used.insert(stem + ".csv");
+      used.insert(stem + ".npy");
+      used.insert(stem + "_targets.npy");
+      return {};
+    }
+    shape.row_ids = plan->oob_rows;
+    if (shape.row_ids.empty()) return {};  // every row was drawn: nothing is out of bag
+  }
+  if (has_csv && has_npy)
+    return bad(fmt::format("HPO_OUTPUT_DIR holds both {0}.csv and {0}.npy: write one", stem));
+  if (!has_csv && !has_npy) {
+    if (plan && stem == "validation")
+      return bad(
+          "the ensemble member wrote no validation predictions: expected validation.csv "
+          "(row_id,target,...) or validation.npy in HPO_OUTPUT_DIR");
+    if (plan && stem == "test" && data.test_rows > 0)
+      return bad(fmt::format(
+          "the ensemble member wrote no test predictions: expected test.csv or test.npy "
+          "in HPO_OUTPUT_DIR (trial.data.test_rows is {})",
+          data.test_rows));
+    return {};
+  }
+  if (stem == "test" && data.test_rows == 0)
+    return bad(
+        fmt::format("{}.{}: trial.data.test_rows is 0 (no test set); set it to the "
+                    "test set's row count",
+                    stem, has_csv ? "csv" : "npy"));
+  Result<ensemble::PredictionFile> file = bad("");
+  if (has_csv) {
+    auto text = read_file(csv, kMaxPredictionFileBytes);
+    if (!text) return text.error();
+    file = ensemble::read_prediction_csv(*text, stem + ".csv", shape);
+    used.insert(stem + ".csv");
+  } else {
+    auto values = read_file(npy, kMaxPredictionFileBytes);
+    if (!values) return values.error();
+    if (!fs::is_regular_file(targets, ec))
+      return bad(
+          fmt::format("{0}.npy needs {0}_targets.npy beside it (the true class or "
+                      "value of each row)",
+                      stem));
+    auto t = read_file(targets, kMaxPredictionFileBytes);
+    if (!t) return t.error();
+    file = ensemble::read_prediction_npy(*values, stem + ".npy", *t, stem + "_targets.npy", shape);
+    used.insert(stem + ".npy");
+    used.insert(stem + "_targets.npy");
+  }
+  if (!file) return file.error();
+  out.artifacts.emplace_back(part.artifact, ensemble::encode_prediction_file(*file));
+  return {};
 }
 
-Result<CommandOutputs> collect_outputs(const std::string& dir, const trials::CommandData* data,
-                                       const ensemble::BaggingPlan* plan) {
-  CommandOutputs out;
-  std::set<std::string> used;  // file names read as predictions
-  if (data) {
-    for (const auto& part : kParts) {
-      const std::string stem = part.stem;
-      const fs::path csv = fs::path(dir) / (stem + ".csv");
-      const fs::path npy = fs::path(dir) / (stem + ".npy");
-      const fs::path targets = fs::path(dir) / (stem + "_targets.npy");
-      std::error_code ec;
-      const bool has_csv = fs::is_regular_file(csv, ec), has_npy = fs::is_regular_file(npy, ec);
-      ensemble::PredictionShape shape;
-      shape.regression = data->regression;
-      shape.classes = data->classes;
-      if (stem == "validation") {
-        shape.rows = data->validation_rows;
-        shape.rows_field = "trial.data.validation_rows";
-      } else if (stem == "test") {
-        shape.rows = data->test_rows;
-        shape.rows_field = "trial.data.test_rows";
-      } else {
-        if (!plan) {
-          if (has_csv || has_npy)
-            out.notes.push_back(
-                fmt::format("[hpo] {}.{} ignored: only ensemble members predict out-of-bag rows",
-                            stem, has_csv ? "csv" : "npy"));
-          used.insert(stem + ".csv");
-          used.insert(stem + ".npy");
-          used.insert(stem + "_targets.npy");
-          continue;
-        }
-        shape.row_ids = plan->oob_rows;
-        if (shape.row_ids.empty()) continue;  // every row was drawn: nothing is out of bag
-      }
-      if (has_csv && has_npy)
-        return bad(fmt::format("HPO_OUTPUT_DIR holds both {0}.csv and {0}.npy: write one", stem));
-      if (!has_csv && !has_npy) {
-        if (plan && stem == "validation")
-          return bad(
-              "the ensemble member wrote no validation predictions: expected validation.csv "
-              "(row_id,target,...) or validation.npy in HPO_OUTPUT_DIR");
-        if (plan && stem == "test" && data->test_rows > 0)
-          return bad(fmt::format(
-              "the ensemble member wrote no test predictions: expected test.csv or test.npy "
-              "in HPO_OUTPUT_DIR (trial.data.test_rows is {})",
-              data->test_rows));
-        continue;
-      }
-      if (stem == "test" && data->test_rows == 0)
-        return bad(
-            fmt::format("{}.{}: trial.data.test_rows is 0 (no test set); set it to the "
-                        "test set's row count",
-                        stem, has_csv ? "csv" : "npy"));
-      Result<ensemble::PredictionFile> file = bad("");
-      if (has_csv) {
-        auto text = read_file(csv, kMaxPredictionFileBytes);
-        if (!text) return text.error();
-        file = ensemble::read_prediction_csv(*text, stem + ".csv", shape);
-        used.insert(stem + ".csv");
-      } else {
-        auto values = read_file(npy, kMaxPredictionFileBytes);
-        if (!values) return values.error();
-        if (!fs::is_regular_file(targets, ec))
-          return bad(
-              fmt::format("{0}.npy needs {0}_targets.npy beside it (the true class or "
-                          "value of each row)",
-                          stem));
-        auto t = read_file(targets, kMaxPredictionFileBytes);
-        if (!t) return t.error();
-        file =
-            ensemble::read_prediction_npy(*values, stem + ".npy", *t, stem + "_targets.npy", shape);
-        used.insert(stem + ".npy");
-        used.insert(stem + "_targets.npy");
-      }
-      if (!file) return file.error();
-      out.artifacts.emplace_back(part.artifact, ensemble::encode_prediction_file(*file));
-    }
-  }
-  if (plan) out.artifacts.emplace_back(trials::artifact::kBaggingPlan, plan_summary_json(*plan));
-
-  // Everything else the program left is kept, within bounds.
+// `used`: the files already read as predictions, not kept a second time.
+void keep_other_files(const std::string& dir, const std::set<std::string>& used,
+                      CommandOutputs& out) {
   std::error_code ec;
   std::vector<fs::path> kept;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -171,6 +157,33 @@ Result<CommandOutputs> collect_outputs(const std::string& dir, const trials::Com
     }
     out.artifacts.emplace_back(trials::artifact::kOutputPrefix + name, std::move(*bytes));
   }
+}
+
+}  // namespace
+
+Result<std::optional<ensemble::BaggingPlan>> command_member_plan(const trials::Trial& trial,
+                                                                 const trials::CommandData& data) {
+  if (trial.role != trials::TrialRole::kMember) return std::optional<ensemble::BaggingPlan>{};
+  auto spec = ensemble::member_spec_from_json(trial.extra);
+  if (!spec)
+    return Error{spec.error().code, "ensemble member plan: " + spec.error().message,
+                 spec.error().fields};
+  return std::optional<ensemble::BaggingPlan>{
+      ensemble::plan_member(*spec, data.train_rows, data.features)};
+}
+
+Result<CommandOutputs> collect_outputs(const std::string& dir, const trials::CommandData* data,
+                                       const ensemble::BaggingPlan* plan) {
+  CommandOutputs out;
+  std::set<std::string> used;  // file names read as predictions
+  if (data) {
+    for (const auto& part : kParts)
+      if (auto st = collect_predictions(dir, part, *data, plan, out, used); !st) return st.error();
+  }
+  if (plan) out.artifacts.emplace_back(trials::artifact::kBaggingPlan, plan_summary_json(*plan));
+
+  // Everything else the program left is kept, within bounds.
+  keep_other_files(dir, used, out);
   return out;
 }
 

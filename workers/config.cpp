@@ -25,8 +25,9 @@ Status parse_int(const std::string& where, const std::string& text, std::int64_t
   return parse_setting_int(where, text, min, std::numeric_limits<int>::max(), out);
 }
 
-const std::vector<Row>& rows() {
-  static const std::vector<Row> kRows = {
+// The worker itself: its store, name and slots, its folders and how long it waits.
+std::vector<Row> worker_rows() {
+  return {
       {text_setting<WorkerConfig>("--redis", "HPO_REDIS", nullptr, &WorkerConfig::redis_url),
        "URL of the Redis server (redis://host:port[/db]); default: the "
        "one a local hpo-scheduler wrote to $HPO_HOME/scheduler.json"},
@@ -96,6 +97,12 @@ const std::vector<Row>& rows() {
         [](WorkerConfig& c) { c.data_roots.clear(); }, ':'},
        "a folder dataset files of torch trials may come from; repeatable (env: colon-separated). "
        "Default: /usr/share/datasets and the work dir; `--data-root /` confines nothing"},
+  };
+}
+
+// The host: what it offers trials (placement), what says it is going, where it is reached.
+std::vector<Row> host_rows() {
+  return {
       {{"--label", "HPO_LABELS", nullptr, SettingKind::kList,
         [](WorkerConfig& c, const std::string& w, const std::string& text) -> Status {
           auto label = trials::parse_label(text);
@@ -157,6 +164,12 @@ const std::vector<Row>& rows() {
                                   &WorkerConfig::address),
        "this host's address other hosts reach: the ranks of data-parallel trials that span "
        "workers listen there; default: the local address of the route to Redis"},
+  };
+}
+
+// How trials run: as whom and contained how (the trust boundary), on which GPUs.
+std::vector<Row> trial_rows() {
+  return {
       {{"--trial-user", "HPO_TRIAL_USER", nullptr, SettingKind::kValue,
         [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
           if (v.empty()) return Error::invalid(w, "must name a user, or be none");
@@ -212,6 +225,16 @@ const std::vector<Row>& rows() {
        "offer these GPUs instead of NVML's (MODEL:GB, comma-separated; for tests: trials see "
        "CUDA_VISIBLE_DEVICES of devices that do not exist)"},
   };
+}
+
+// Their order is the --help text's.
+const std::vector<Row>& rows() {
+  static const std::vector<Row> kRows = [] {
+    std::vector<Row> all;
+    for (const auto& group : {worker_rows(), host_rows(), trial_rows()})
+      all.insert(all.end(), group.begin(), group.end());
+    return all;
+  }();
   return kRows;
 }
 

@@ -17,10 +17,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/child_process.hpp"
 #include "trials/spec.hpp"
 #include "trials/store.hpp"
 #include "trials/trial.hpp"
-#include "workers/child_process.hpp"
 
 namespace hpo::workers {
 

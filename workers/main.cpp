@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -33,9 +35,11 @@
 #include "trials/redis/redis_store.hpp"
 #include "workers/agent/agent.hpp"
 #include "workers/config.hpp"
+#include "workers/executor.hpp"
 #include "workers/gpu_inventory.hpp"
 #include "workers/host_address.hpp"
 #include "workers/termination_notice.hpp"
+#include "workers/trial_sandbox.hpp"
 
 #ifdef HPO_WITH_TORCH
 #include "workers/torch/blas_core.hpp"
@@ -134,50 +138,22 @@ std::string wait_for_local_scheduler(const WorkerConfig& config, const sigset_t&
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Not dumpable: a process of the same uid (a trial that runs as this worker,
-  // with --trial-user none) can neither read /proc/<pid>/environ or mem nor ptrace it.
-  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+// The signals main() waits for (see the top of this file), blocked before
+// any thread starts.
+sigset_t block_stop_signals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by every thread made below
   ::signal(SIGPIPE, SIG_IGN);                       // a closed socket is an error value, not death
+  return signals;
+}
 
-  auto loaded = hpo::workers::load_config(std::vector<std::string>(argv + 1, argv + argc),
-                                          [](const char* k) { return std::getenv(k); });
-  if (!loaded) {
-    std::fprintf(stderr, "hpo-worker: %s\n\n%s", loaded.error().message.c_str(),
-                 hpo::workers::usage().c_str());
-    return 2;
-  }
-  WorkerConfig config = std::move(loaded.value());
-  if (config.help) {
-    std::fputs(hpo::workers::usage().c_str(), stdout);
-    return 0;
-  }
-
-  if (hpo::trials::redis::password_in_args(std::vector<std::string>(argv + 1, argv + argc)))
-    hpo::log_warn(
-        "--redis carries a password, visible to every local user in `ps` and /proc: pass "
-        "HPO_REDIS in the environment (an EnvironmentFile, a Kubernetes secret) instead");
-  std::string url = config.redis_url;
-  if (url.empty()) {
-    bool signalled = false;
-    url = wait_for_local_scheduler(config, signals, signalled);
-    if (url.empty()) return signalled ? 0 : 1;
-  }
-  auto parsed_url = hpo::trials::redis::RedisUrl::parse(url);
-  if (!parsed_url) {
-    std::fprintf(stderr, "hpo-worker: --redis: %s\n", parsed_url.error().message.c_str());
-    return 2;
-  }
-
-  hpo::workers::GpuInventory gpus;
-  hpo::workers::AgentOptions options;
+// What this worker offers (its GPUs, slots, threads, cores, memory, labels,
+// address) and its timing, from the flags and the host.
+void describe_host(const WorkerConfig& config, const hpo::workers::GpuInventory& gpus,
+                   const hpo::trials::redis::RedisUrl& url, hpo::workers::AgentOptions& options) {
   if (config.fake_gpus.empty()) {
     for (const auto& g : gpus.snapshot()) options.gpu_slots.push_back({g.name, g.memory_total_mb});
   } else {
@@ -203,13 +179,17 @@ int main(int argc, char** argv) {
   }
   options.labels = config.labels;
   options.address = config.address;
-  if (options.address.empty() && parsed_url->unix_path.empty())
-    options.address = hpo::workers::address_towards(parsed_url->host, parsed_url->port);
+  if (options.address.empty() && url.unix_path.empty())
+    options.address = hpo::workers::address_towards(url.host, url.port);
   options.lease_ms = config.lease_ms;
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000)); };
   options.drain_grace = ms(config.drain_grace_s);
   options.outage_grace = ms(config.outage_grace_s);
-  // The trust boundary: whom trials run as, and what holds their processes.
+}
+
+// The trust boundary: whom trials run as, and what holds their processes.
+// Sets options.sandbox and options.work_root; the exit code when it cannot.
+std::optional<int> open_sandbox(const WorkerConfig& config, hpo::workers::AgentOptions& options) {
   hpo::workers::SandboxOptions sandbox_options;
   sandbox_options.trial_user = config.trial_user;
   sandbox_options.first_uid = static_cast<uid_t>(config.trial_uid_first);
@@ -245,22 +225,27 @@ int main(int argc, char** argv) {
   else
     hpo::log_warn("trials are not fully isolated from this worker",
                   {{"worker", options.name}, {"trials", options.sandbox->describe()}});
+  return std::nullopt;
+}
 
-  // Artifact files go where --artifacts says, else where the scheduler
-  // announced (asked again on every new connection: the scheduler may start later).
-  hpo::trials::StoreFactory connect =
-      [url, prefix = config.prefix,
-       artifacts = config.artifacts]() -> hpo::Result<std::unique_ptr<hpo::trials::Store>> {
+// Artifact files go where --artifacts says, else where the scheduler
+// announced (asked again on every new connection: the scheduler may start later).
+hpo::trials::StoreFactory store_factory(const std::string& url, const WorkerConfig& config) {
+  return [url, prefix = config.prefix,
+          artifacts = config.artifacts]() -> hpo::Result<std::unique_ptr<hpo::trials::Store>> {
     auto store = hpo::trials::redis::RedisStore::open(url, prefix, artifacts);
     if (!store) return store.error();
     if (auto st = (*store)->adopt_pool_artifact_dir(artifacts); !st) return st.error();
     return std::unique_ptr<hpo::trials::Store>(std::move(store.value()));
   };
-  auto executors = hpo::workers::builtin_executors(config.kill_grace_s);
-  // Folders torch trials may read data from (logged even without LibTorch).
-  std::vector<std::string> data_roots = config.data_roots;
-  if (data_roots.empty()) data_roots = {hpo::trials::kDefaultDataRoot, options.work_root};
+}
+
 #ifdef HPO_WITH_TORCH
+// The torch executor, with what its trials share in this process: the
+// dataset cache, the BLAS kernels, the standby ranks.
+void add_torch_executor(const WorkerConfig& config, const std::vector<std::string>& data_roots,
+                        hpo::workers::AgentOptions& options,
+                        hpo::workers::ExecutorRegistry& executors) {
   // One dataset cache per process: every slot's trials read a file once.
   // Decoded tables also go to disk, where the trials' rank processes (and the
   // next worker process on this host) read them instead of decoding again.
@@ -300,6 +285,90 @@ int main(int argc, char** argv) {
   };
   // Torch trials on GPUs need real devices: fake ones are for other kinds' placement.
   options.cuda = hpo::workers::torch_trainer::cuda_available() && config.fake_gpus.empty();
+}
+#endif
+
+// Runs until a stop: a signal, the termination notice, --exit-when-idle-s or
+// the agent's own fatal error. Returns what stopped it, for the log.
+std::string wait_for_stop(const WorkerConfig& config, const sigset_t& signals,
+                          hpo::workers::Agent& agent, hpo::workers::TrialSandbox& sandbox,
+                          hpo::workers::NoticeWatch& notice, IdleExit& idle) {
+  int sig = 0;
+  std::string noticed;
+  // A file is cheap to look for (every 250 ms); a metadata URL is asked every --notice-poll-s.
+  const auto url_period = std::chrono::milliseconds(
+      std::max<std::int64_t>(10, static_cast<std::int64_t>(config.notice_poll_s * 1000)));
+  const int period_ms = static_cast<int>(
+      config.notice_file.empty() ? std::min<std::int64_t>(1000, url_period.count()) : 250);
+  auto next_url_poll = std::chrono::steady_clock::now();
+  bool went_idle = false;
+  while (!(sig = wait_signal(signals, period_ms))) {
+    // As subreaper (no cgroups) or PID 1, trials' orphans come here: reap the
+    // dead (a trial's end kills the living, TrialBox).
+    if (sandbox.reaps()) sandbox.reap_orphans(/*kill_live=*/false);
+    if ((went_idle = idle.done(agent.busy()))) break;
+    if (!agent.fatal_error().empty()) break;  // refused by the registry: it stopped itself
+    if (!notice.enabled()) continue;
+    const bool ask_url = std::chrono::steady_clock::now() >= next_url_poll;
+    if (ask_url) next_url_poll = std::chrono::steady_clock::now() + url_period;
+    if (noticed = notice.check(ask_url); !noticed.empty()) break;
+  }
+  return went_idle ? fmt::format("idle for {} s: no sweep is running", config.exit_when_idle_s)
+         : !noticed.empty()             ? noticed
+         : !agent.fatal_error().empty() ? std::string("refused by the registry")
+         : sig == SIGTERM               ? std::string("SIGTERM")
+                                        : std::string("SIGINT");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Not dumpable: a process of the same uid (a trial that runs as this worker,
+  // with --trial-user none) can neither read /proc/<pid>/environ or mem nor ptrace it.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  const sigset_t signals = block_stop_signals();
+
+  auto loaded = hpo::workers::load_config(std::vector<std::string>(argv + 1, argv + argc),
+                                          [](const char* k) { return std::getenv(k); });
+  if (!loaded) {
+    std::fprintf(stderr, "hpo-worker: %s\n\n%s", loaded.error().message.c_str(),
+                 hpo::workers::usage().c_str());
+    return 2;
+  }
+  WorkerConfig config = std::move(loaded.value());
+  if (config.help) {
+    std::fputs(hpo::workers::usage().c_str(), stdout);
+    return 0;
+  }
+
+  if (hpo::trials::redis::password_in_args(std::vector<std::string>(argv + 1, argv + argc)))
+    hpo::log_warn(
+        "--redis carries a password, visible to every local user in `ps` and /proc: pass "
+        "HPO_REDIS in the environment (an EnvironmentFile, a Kubernetes secret) instead");
+  std::string url = config.redis_url;
+  if (url.empty()) {
+    bool signalled = false;
+    url = wait_for_local_scheduler(config, signals, signalled);
+    if (url.empty()) return signalled ? 0 : 1;
+  }
+  auto parsed_url = hpo::trials::redis::RedisUrl::parse(url);
+  if (!parsed_url) {
+    std::fprintf(stderr, "hpo-worker: --redis: %s\n", parsed_url.error().message.c_str());
+    return 2;
+  }
+
+  hpo::workers::GpuInventory gpus;
+  hpo::workers::AgentOptions options;
+  describe_host(config, gpus, *parsed_url, options);
+  if (auto failed = open_sandbox(config, options)) return *failed;
+
+  hpo::trials::StoreFactory connect = store_factory(url, config);
+  auto executors = hpo::workers::builtin_executors(config.kill_grace_s);
+  // Folders torch trials may read data from (logged even without LibTorch).
+  std::vector<std::string> data_roots = config.data_roots;
+  if (data_roots.empty()) data_roots = {hpo::trials::kDefaultDataRoot, options.work_root};
+#ifdef HPO_WITH_TORCH
+  add_torch_executor(config, data_roots, options, executors);
 #endif
 
   hpo::log_info("worker configured",
@@ -314,36 +383,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hpo-worker: %s\n", st.error().message.c_str());
     return 1;
   }
-  int sig = 0;
-  std::string noticed;
   hpo::workers::NoticeWatch notice(config.notice_file, config.notice_url, config.notice_headers);
-  // A file is cheap to look for (every 250 ms); a metadata URL is asked every --notice-poll-s.
-  const auto url_period = std::chrono::milliseconds(
-      std::max<std::int64_t>(10, static_cast<std::int64_t>(config.notice_poll_s * 1000)));
-  const int period_ms = static_cast<int>(
-      config.notice_file.empty() ? std::min<std::int64_t>(1000, url_period.count()) : 250);
-  auto next_url_poll = std::chrono::steady_clock::now();
   IdleExit idle(config.exit_when_idle_s, connect);
-  bool went_idle = false;
-  while (!(sig = wait_signal(signals, period_ms))) {
-    // As subreaper (no cgroups) or PID 1, trials' orphans come here: reap the
-    // dead (a trial's end kills the living, TrialBox).
-    if (options.sandbox->reaps()) options.sandbox->reap_orphans(/*kill_live=*/false);
-    if ((went_idle = idle.done(agent.busy()))) break;
-    if (!agent.fatal_error().empty()) break;  // refused by the registry: it stopped itself
-    if (!notice.enabled()) continue;
-    const bool ask_url = std::chrono::steady_clock::now() >= next_url_poll;
-    if (ask_url) next_url_poll = std::chrono::steady_clock::now() + url_period;
-    if (noticed = notice.check(ask_url); !noticed.empty()) break;
-  }
-  hpo::log_info("worker stopping",
-                {{"worker", options.name},
-                 {"signal", went_idle          ? fmt::format("idle for {} s: no sweep is running",
-                                                             config.exit_when_idle_s)
-                            : !noticed.empty() ? noticed
-                            : !agent.fatal_error().empty() ? std::string("refused by the registry")
-                            : sig == SIGTERM               ? std::string("SIGTERM")
-                                                           : std::string("SIGINT")}});
+  const std::string stopped_by =
+      wait_for_stop(config, signals, agent, *options.sandbox, notice, idle);
+  hpo::log_info("worker stopping", {{"worker", options.name}, {"signal", stopped_by}});
   agent.drain([&] { return wait_signal(signals, 0) != 0; });
   if (const std::string why = agent.fatal_error(); !why.empty()) {
     std::fprintf(stderr, "hpo-worker: %s\n", why.c_str());

@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "core/child_process.hpp"
 #include "core/result.hpp"
-#include "workers/child_process.hpp"
 
 namespace hpo::workers {
 

@@ -179,6 +179,7 @@ TEST(EnsembleEndToEnd, EightBaggedMembersSurviveAKilledWorkerAndBeatTheMeanMembe
   ASSERT_NO_FATAL_FAILURE(kill_while_it_trains_a_member(c, id, victim, 90s));
 
   Json sweep = c.wait_finished(id, 120s);
+  ASSERT_TRUE(sweep.is_object()) << "the scheduler does not answer\n" << c.logs();
   ASSERT_EQ(sweep.value("state", ""), "finished") << sweep.dump(2) << c.logs();
   EXPECT_EQ(sweep["stage"], "done");
   EXPECT_EQ(sweep["counts"]["completed"].get<int>(), 6);

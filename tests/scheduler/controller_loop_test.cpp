@@ -50,7 +50,7 @@ class StuckStage : public Stage {
  public:
   StuckStage(std::atomic<bool>& entered, std::atomic<bool>& release)
       : entered_(entered), release_(release) {}
-  Result<bool> step(trials::Store&, const trials::Sweep&) override {
+  Result<bool> step(SweepRoles, const trials::Sweep&) override {
     entered_ = true;
     wait_for([&] { return release_.load(); }, 60s);
     return true;

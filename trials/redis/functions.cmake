@@ -22,4 +22,4 @@ foreach(lua_file IN LISTS HPO_FUNCTIONS_LUA_FILES)
 endforeach()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/hpo_functions_lua.hpp.in
                ${CMAKE_CURRENT_BINARY_DIR}/generated/trials/redis/hpo_functions_lua.hpp @ONLY)
-target_include_directories(hpo_trials PRIVATE ${CMAKE_CURRENT_BINARY_DIR}/generated)
+target_include_directories(hpo_store_redis PRIVATE ${CMAKE_CURRENT_BINARY_DIR}/generated)

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -25,10 +26,10 @@ class TrialReporter;
 
 // The two roles an attempt uses of its slot thread's store connection: the
 // queue (reports, leases, results, its own artifacts) and the artifacts it
-// reads back.
+// reads back, asked of the connection only when it reads one (a checkpoint).
 struct AttemptRoles {
   trials::TrialQueue& queue;
-  trials::ArtifactStore& artifacts;
+  std::function<trials::ArtifactStore&()> artifacts;
 };
 
 // One attempt of a trial from its claim until the store answered its result

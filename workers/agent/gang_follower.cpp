@@ -24,7 +24,7 @@ class ShareControl : public RankControl {
     return store_.queue.rendezvous(trial_.id, trial_.attempt);
   }
   Result<bool> read_artifact(const std::string& name, ByteSink& out) override {
-    return read_trial_artifact(store_.artifacts, trial_, name, out);
+    return read_trial_artifact(store_.artifacts(), trial_, name, out);
   }
   void log(std::string_view line) override {
     log_info("gang ranks", trial_fields(trial_, worker_, {{"line", std::string(line)}}));

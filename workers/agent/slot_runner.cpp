@@ -24,6 +24,11 @@ const char* kind_name(trials::TrialKind k) {
   return "?";
 }
 
+// The roles an attempt uses of the slot thread's connection.
+AttemptRoles roles_of(trials::Store& conn) {
+  return {conn.queue(), [&conn]() -> trials::ArtifactStore& { return conn.artifacts(); }};
+}
+
 }  // namespace
 
 SlotRunner::SlotRunner(Shared& shared, const ExecutorRegistry& executors, const WorkRoot& work_root,
@@ -53,12 +58,12 @@ void SlotRunner::run(int slot) {
       shared_.inbox[me].reset();
     }
     if (work->share) {
-      if (conn) follower_.run(*work->share, work->slots, {conn->queue(), conn->artifacts()});
+      if (conn) follower_.run(*work->share, work->slots, roles_of(*conn));
       std::lock_guard lk(shared_.mu);
       shared_.shares.erase(work->share->key());
       shared_.cv.notify_all();  // a drain waits for the shares too
     } else if (conn) {
-      run_trial(work->claim, {conn->queue(), conn->artifacts()});
+      run_trial(work->claim, roles_of(*conn));
     } else {
       shared_.forget(work->claim.trial);
     }

@@ -109,7 +109,7 @@ Result<std::optional<std::string>> TrialReporter::get_artifact(const std::string
   std::lock_guard lk(mu_);
   Result<std::optional<std::string>> got = std::optional<std::string>{};
   (void)shared_.retry_through_outage([&]() -> Status {
-    got = trial_artifact(store_.artifacts, run_.trial, name);
+    got = trial_artifact(store_.artifacts(), run_.trial, name);
     return got ? Status{} : Status(got.error());
   });
   return got;
@@ -132,7 +132,7 @@ Result<bool> TrialReporter::read_artifact(const std::string& name, ByteSink& out
   CountingSink counting(out);
   Result<bool> got = false;
   (void)shared_.retry_through_outage([&]() -> Status {
-    got = read_trial_artifact(store_.artifacts, run_.trial, name, counting);
+    got = read_trial_artifact(store_.artifacts(), run_.trial, name, counting);
     if (!got && counting.count() > 0) return Error::internal(got.error().message);  // no retry
     return got ? Status{} : Status(got.error());
   });

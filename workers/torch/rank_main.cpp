@@ -27,11 +27,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <sstream>
+#include <string>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -96,6 +100,40 @@ bool write_file(const fs::path& p, const std::string& bytes) {
   return !ec;
 }
 
+// Joins this rank's c10d group: the rendezvous is the job's store (a FileStore
+// in the attempt directory without one).
+hpo::Result<std::unique_ptr<tt::ParallelGroup>> join_group(const tt::RankJob& job,
+                                                           const hpo::trials::DataParallel& dp,
+                                                           int rank, int gpu,
+                                                           const fs::path& out_dir) {
+  tt::RankConfig rc;
+  rc.rank = rank;
+  rc.world = job.world;
+  rc.store_path = job.store.empty() ? (out_dir / "c10d-store").string() : job.store;
+  rc.address = job.address;
+  // A gang's rank 0 tells its worker where its store listens (the worker publishes it).
+  rc.on_store = [](const std::string& where) {
+    std::cout << hpo::workers::kRankStorePrefix << where << std::endl;
+  };
+  rc.average = dp.average;
+  rc.average_every = dp.average_every;
+  rc.timeout = std::chrono::milliseconds(job.timeout_ms);
+  rc.gpu = gpu;
+  rc.bucket_mb = dp.bucket_mb;
+  rc.transport = dp.transport;
+  return tt::ParallelGroup::connect(rc);
+}
+
+// The job's checkpoint file, which every rank starts from; nullopt when it
+// cannot be read.
+std::optional<std::string> read_checkpoint(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << f.rdbuf();
+  if (!f) return std::nullopt;
+  return bytes.str();
+}
+
 int run(const fs::path& job_path, int rank) {
   std::ifstream in(job_path);
   std::stringstream text;
@@ -155,25 +193,9 @@ int run(const fs::path& job_path, int rank) {
                              gpu >= 0 ? fmt::format(", gpu {}", gpu) : ""));
   if (const auto core = hpo::workers::loaded_blas_core(); rank == 0 && !core.empty())
     reporter.log("torch: OpenBLAS kernels " + core);
-  const auto& dp = spec->trial.data_parallel;
   std::unique_ptr<tt::ParallelGroup> group;  // none for a single-process trial
   if (world > 1) {
-    tt::RankConfig rc;
-    rc.rank = rank;
-    rc.world = world;
-    rc.store_path = job.store.empty() ? (out_dir / "c10d-store").string() : job.store;
-    rc.address = job.address;
-    // A gang's rank 0 tells its worker where its store listens (the worker publishes it).
-    rc.on_store = [](const std::string& where) {
-      std::cout << hpo::workers::kRankStorePrefix << where << std::endl;
-    };
-    rc.average = dp.average;
-    rc.average_every = dp.average_every;
-    rc.timeout = std::chrono::milliseconds(job.timeout_ms);
-    rc.gpu = gpu;
-    rc.bucket_mb = dp.bucket_mb;
-    rc.transport = dp.transport;
-    auto g = tt::ParallelGroup::connect(rc);
+    auto g = join_group(job, spec->trial.data_parallel, rank, gpu, out_dir);
     if (!g) {
       std::cerr << "hpo-train-rank " << rank << ": " << g.error().message << "\n";
       return 3;
@@ -183,15 +205,13 @@ int run(const fs::path& job_path, int rank) {
   setup->options.group = group.get();
   setup->options.keep_artifacts = rank == 0;
   if (!job.resume.empty()) {  // every rank starts from the same checkpoint
-    std::ifstream f(job.resume, std::ios::binary);
-    std::stringstream bytes;
-    bytes << f.rdbuf();
-    if (!f) {
+    auto bytes = read_checkpoint(job.resume);
+    if (!bytes) {
       std::cerr << "hpo-train-rank " << rank << ": cannot read the checkpoint " << job.resume
                 << "\n";
       return 3;
     }
-    setup->options.resume = bytes.str();
+    setup->options.resume = std::move(*bytes);
   }
   if (rank == 0)
     setup->options.checkpoint = [&](const std::string& bytes, std::int64_t epoch,

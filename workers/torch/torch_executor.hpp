@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "workers/child_process.hpp"
+#include "core/child_process.hpp"
 #include "workers/executor.hpp"
 #include "workers/torch/dataset.hpp"
 

@@ -32,16 +32,21 @@
 
 #include "workers/torch/model.hpp"
 #include "workers/torch/sync.hpp"
+#include "workers/torch/train_state.hpp"
 
 namespace hpo::workers::torch_trainer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::mutex& seed_mutex() {
-  static std::mutex mu;
-  return mu;
-}
+using train_state::Eval;
+using train_state::evaluate;
+using train_state::load_checkpoint;
+using train_state::put_eval;
+using train_state::Resume;
+using train_state::save_checkpoint;
+using train_state::seed_mutex;
+using train_state::serialize_model;
+using train_state::to_matrix;
 
 std::int64_t unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -62,89 +67,6 @@ torch::Tensor features_tensor(const Split& s, const std::vector<std::int64_t>& s
 torch::Tensor targets_tensor(const Split& s, bool classification) {
   auto y = torch::from_blob(const_cast<float*>(s.y.data()), {s.rows}, torch::kFloat);
   return classification ? y.to(torch::kLong) : y.view({s.rows, 1});
-}
-
-struct Eval {
-  double loss = 0;
-  double accuracy = 0;    // classification
-  double rmse = 0;        // regression
-  torch::Tensor outputs;  // probabilities or values, CPU, when kept
-};
-
-Eval evaluate(torch::nn::Sequential& model, const torch::Tensor& x, const torch::Tensor& y,
-              bool classification, std::int64_t batch, bool keep) {
-  torch::NoGradGuard no_grad;
-  model->eval();
-  const std::int64_t n = x.size(0);
-  double loss = 0, correct = 0;
-  std::vector<torch::Tensor> kept;
-  for (std::int64_t s = 0; s < n; s += batch) {
-    const std::int64_t len = std::min(batch, n - s);
-    auto out = model->forward(x.narrow(0, s, len));
-    auto yb = y.narrow(0, s, len);
-    if (classification) {
-      loss += torch::nn::functional::cross_entropy(
-                  out, yb, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                  .item<double>();
-      correct += out.argmax(1).eq(yb).sum().item<double>();
-      if (keep) kept.push_back(torch::softmax(out, 1).cpu());
-    } else {
-      loss += (out - yb).pow(2).sum().item<double>();
-      if (keep) kept.push_back(out.cpu());
-    }
-  }
-  model->train();
-  Eval e;
-  e.loss = loss / static_cast<double>(n);
-  e.accuracy = correct / static_cast<double>(n);
-  e.rmse = std::sqrt(e.loss);
-  if (keep) e.outputs = torch::cat(kept).contiguous();
-  return e;
-}
-
-void put_eval(trials::Metrics& m, const std::string& prefix, const Eval& e, bool classification) {
-  m[prefix + "loss"] = e.loss;
-  if (classification)
-    m[prefix + "accuracy"] = e.accuracy;
-  else
-    m[prefix + "rmse"] = e.rmse;
-}
-
-PredictionMatrix to_matrix(const Eval& e, const Split& s, bool classification) {
-  PredictionMatrix m;
-  m.regression = !classification;
-  m.rows = e.outputs.size(0);
-  m.cols = e.outputs.size(1);
-  const float* p = e.outputs.data_ptr<float>();
-  m.values.assign(p, p + m.rows * m.cols);
-  m.labels = s.y;
-  m.row_ids = s.row_ids;
-  return m;
-}
-
-std::string serialize_model(torch::nn::Sequential& model, const PreparedData& data,
-                            const TrainOptions& options) {
-  torch::serialize::OutputArchive archive;
-  model->to(torch::kCPU);
-  model->save(archive);
-  auto i64 = [](const std::vector<std::int64_t>& v) {
-    return torch::tensor(v.empty() ? std::vector<std::int64_t>{} : v, torch::kLong);
-  };
-  auto f32 = [](const std::vector<float>& v) { return torch::tensor(v, torch::kFloat); };
-  archive.write("hpo.sample_shape", i64(data.sample_shape));
-  archive.write("hpo.num_classes", torch::tensor({data.num_classes}, torch::kLong));
-  archive.write("hpo.mean", f32(data.mean));
-  archive.write("hpo.inv_std", f32(data.inv_std));
-  archive.write("hpo.feature_index", i64(options.feature_index));
-  std::int64_t inputs = options.input_features;
-  if (inputs <= 0) {
-    inputs = 1;
-    for (auto d : data.sample_shape) inputs *= d;
-  }
-  archive.write("hpo.input_features", torch::tensor({inputs}, torch::kLong));
-  std::ostringstream out;
-  archive.save_to(out);
-  return out.str();
 }
 
 void set_blas_threads(int n) {
@@ -185,312 +107,326 @@ class BlasProbe {
   Clock::duration many_{};
 };
 
-// A checkpoint: everything the loop needs to go on from a batch boundary as
-// if it had never stopped — the model's parameters and buffers, the
-// optimiser's state, where it was (epoch, next batch, step, the epoch's
-// permutation and running loss), and both generators (shuffling, and the
-// global one dropout draws from).
-struct Resume {
-  std::int64_t epoch = 0, batch = 0, step = 0, seen = 0;
-  double loss_sum = 0;
-  torch::Tensor perm;  // defined when it stopped inside an epoch
-};
+// One training, its state kept across the phases train_impl() runs in turn:
+// set_up() (the model, the optimiser, the collectives' state, the resume
+// point, the data on the device), run_epochs() (each epoch's batches, then
+// rank 0's evaluation and report) and finish() (the final metrics and
+// artifacts). A phase that ends the training early returns false with the
+// result's end set; the members are declared in the order the steps need
+// them, so they are built and torn down as the loop's locals were.
+class Training {
+ public:
+  Training(const trials::ResolvedTorchConfig& cfg, const PreparedData& data,
+           const TrainOptions& options, Reporter& reporter)
+      : cfg_(cfg),
+        data_(data),
+        options_(options),
+        reporter_(reporter),
+        classification_(cfg.task == trials::TorchTask::kClassification),
+        cuda_(options.gpu >= 0 && torch::cuda::is_available()),
+        layout_(cfg.model, std::max(1, options.threads), cuda_),
+        device_(cuda_ ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(options.gpu))
+                      : torch::Device(torch::kCPU)),
+        group_(options.group),
+        world_(group_ ? group_->config().world : 1),
+        rank_(group_ ? group_->config().rank : 0),
+        averaging_(group_ && group_->config().average),
+        average_every_(group_ ? std::max(1, group_->config().average_every) : 1),
+        shuffle_(at::detail::createCPUGenerator(options.seed ^ 0x5DEECE66DULL)),
+        probe_(layout_) {}
 
-// The model's dropout layers' generators, in order.
-std::vector<at::Generator*> dropout_generators(torch::nn::Sequential& model) {
-  std::vector<at::Generator*> out;
-  for (const auto& m : model->modules(/*include_self=*/false))
-    if (auto* d = m->as<SeededDropoutImpl>()) out.push_back(&d->generator());
-  return out;
-}
+  TrainOutput take_result() { return std::move(result_); }
 
-std::string save_checkpoint(torch::nn::Sequential& model, torch::optim::Optimizer& optimizer,
-                            const Resume& at, at::Generator& shuffle) {
-  torch::serialize::OutputArchive archive, model_archive, optimizer_archive;
-  model->save(model_archive);
-  optimizer.save(optimizer_archive);
-  archive.write("model", model_archive);
-  archive.write("optimizer", optimizer_archive);
-  archive.write("position", torch::tensor({at.epoch, at.batch, at.step, at.seen}, torch::kLong));
-  archive.write("loss_sum", torch::tensor({at.loss_sum}, torch::kDouble));
-  if (at.perm.defined()) archive.write("perm", at.perm.to(torch::kCPU));
-  archive.write("shuffle_rng", shuffle.get_state());
-  const auto dropouts = dropout_generators(model);
-  for (std::size_t i = 0; i < dropouts.size(); ++i)
-    archive.write("dropout_rng." + std::to_string(i), dropouts[i]->get_state());
-  {
-    std::lock_guard lock(seed_mutex());
-    archive.write("global_rng", at::detail::getDefaultCPUGenerator().get_state());
-  }
-  std::ostringstream out;
-  archive.save_to(out);
-  return out.str();
-}
-
-Result<Resume> load_checkpoint(const std::string& bytes, torch::nn::Sequential& model,
-                               torch::optim::Optimizer& optimizer, at::Generator& shuffle,
-                               const torch::Device& device) {
-  try {
-    std::istringstream in(bytes);
-    torch::serialize::InputArchive archive, model_archive, optimizer_archive;
-    archive.load_from(in, device);
-    archive.read("model", model_archive);
-    model->load(model_archive);
-    archive.read("optimizer", optimizer_archive);
-    optimizer.load(optimizer_archive);
-    torch::Tensor position, loss_sum, rng, global_rng;
-    archive.read("position", position);
-    archive.read("loss_sum", loss_sum);
-    archive.read("shuffle_rng", rng);
-    archive.read("global_rng", global_rng);
-    position = position.to(torch::kCPU);
-    Resume r;
-    r.epoch = position[0].item<std::int64_t>();
-    r.batch = position[1].item<std::int64_t>();
-    r.step = position[2].item<std::int64_t>();
-    r.seen = position[3].item<std::int64_t>();
-    r.loss_sum = loss_sum.to(torch::kCPU)[0].item<double>();
-    if (archive.try_read("perm", r.perm)) r.perm = r.perm.to(torch::kCPU);
-    shuffle.set_state(rng.to(torch::kCPU));
-    const auto dropouts = dropout_generators(model);
-    for (std::size_t i = 0; i < dropouts.size(); ++i) {
-      torch::Tensor state;
-      archive.read("dropout_rng." + std::to_string(i), state);
-      dropouts[i]->set_state(state.to(torch::kCPU));
-    }
+  // False when the model does not fit the data or the checkpoint to resume
+  // from does not load into it.
+  bool set_up() {
     {
       std::lock_guard lock(seed_mutex());
-      at::Generator global = at::detail::getDefaultCPUGenerator();  // a handle to the one generator
-      global.set_state(global_rng.to(torch::kCPU));
+      torch::manual_seed(options_.seed);
+      // Dropout masks: from the trial's seed, a different stream on each data-parallel rank.
+      const auto rank =
+          static_cast<std::uint64_t>(options_.group ? options_.group->config().rank : 0);
+      auto built =
+          build_model(cfg_.model, data_.sample_shape, classification_ ? data_.num_classes : 1,
+                      options_.seed ^ (0xD1B54A32D192ED03ULL * rank));
+      if (!built) return fail(built.error().message);
+      model_ = *built;
     }
-    return r;
-  } catch (const std::exception& e) {
-    return Error::invalid("checkpoint", std::string("does not load into this model: ") + e.what());
-  }
-}
+    model_->to(device_);
+    state_ = model_->parameters();
+    for (const auto& b : model_->buffers()) state_.push_back(b);
+    if (group_) broadcast_from_root(*group_, state_);  // one start for every rank
+    optimizer_ = make_optimizer(cfg_.optimizer, model_->parameters());
+    if (group_ && !averaging_) reducer_.emplace(*group_, model_->parameters());
+    if (!options_.resume.empty() && !resume_from_checkpoint()) return false;
 
-TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedData& data,
-                       const TrainOptions& options, Reporter& reporter) {
-  TrainOutput result;
-  const bool classification = cfg.task == trials::TorchTask::kClassification;
-  const bool cuda = options.gpu >= 0 && torch::cuda::is_available();
-  ThreadLayout layout(cfg.model, std::max(1, options.threads), cuda);
-  const torch::Device device =
-      cuda ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(options.gpu))
-           : torch::Device(torch::kCPU);
-
-  torch::nn::Sequential model{nullptr};
-  {
-    std::lock_guard lock(seed_mutex());
-    torch::manual_seed(options.seed);
-    // Dropout masks: from the trial's seed, a different stream on each data-parallel rank.
-    const auto rank = static_cast<std::uint64_t>(options.group ? options.group->config().rank : 0);
-    auto built = build_model(cfg.model, data.sample_shape, classification ? data.num_classes : 1,
-                             options.seed ^ (0xD1B54A32D192ED03ULL * rank));
-    if (!built) {
-      result.end = TrainOutput::End::kFailed;
-      result.error = built.error().message;
-      return result;
-    }
-    model = *built;
+    x_ = features_tensor(data_.train, data_.sample_shape).to(device_);
+    y_ = targets_tensor(data_.train, classification_).to(device_);
+    xv_ = features_tensor(data_.validation, data_.sample_shape).to(device_);
+    yv_ = targets_tensor(data_.validation, classification_).to(device_);
+    n_ = data_.train.rows;
+    bs_ = std::min(cfg_.batch_size, n_);
+    steps_per_epoch_ = (n_ + bs_ - 1) / bs_;
+    scheduled_ =
+        cfg_.schedule.type != trials::ScheduleType::kConstant || cfg_.schedule.warmup_epochs > 0;
+    step_ = resume_.step;
+    return true;
   }
-  model->to(device);
-  ParallelGroup* const group = options.group;
-  const int world = group ? group->config().world : 1;
-  const int rank = group ? group->config().rank : 0;
-  const bool averaging = group && group->config().average;
-  const std::int64_t average_every = group ? std::max(1, group->config().average_every) : 1;
-  std::vector<torch::Tensor> state = model->parameters();  // what averaging averages
-  for (const auto& b : model->buffers()) state.push_back(b);
-  if (group) broadcast_from_root(*group, state);  // one start for every rank
-  auto optimizer = make_optimizer(cfg.optimizer, model->parameters());
-  std::optional<GradientReducer> reducer;  // allreduce: gradients in buckets during backward
-  if (group && !averaging) reducer.emplace(*group, model->parameters());
-  double average_s = 0;  // average: time in the parameter averages
-  at::Generator shuffle = at::detail::createCPUGenerator(options.seed ^ 0x5DEECE66DULL);
-  Resume resume;
-  if (!options.resume.empty()) {
-    auto loaded = load_checkpoint(options.resume, model, *optimizer, shuffle, device);
-    if (!loaded) {
-      result.end = TrainOutput::End::kFailed;
-      result.error = loaded.error().message;
-      return result;
+
+  // False when the training ended inside an epoch (stopped or diverged).
+  bool run_epochs() {
+    for (std::int64_t epoch = resume_.epoch; epoch < cfg_.epochs; ++epoch) {
+      Epoch e;
+      if (!train_epoch(epoch, e)) return false;
+      if (rank_ != 0) continue;  // rank 0 evaluates and reports for the trial
+      if (!end_epoch(epoch, e)) return false;
     }
-    resume = std::move(*loaded);
+    return true;
+  }
+
+  void finish() {
+    if (pending_.stop) {
+      result_.end = TrainOutput::End::kStopped;
+      return;
+    }
+    if (rank_ != 0) {  // the model only, to compare ranks
+      if (options_.keep_artifacts) result_.model_bytes = serialize_model(model_, data_, options_);
+      return;
+    }
+    put_run_metrics();
+    evaluate_final();
+  }
+
+ private:
+  // Where an epoch is: its permutation and its running loss.
+  struct Epoch {
+    torch::Tensor perm;
+    double loss_sum = 0;
+    std::int64_t seen = 0;
+  };
+
+  bool fail(const std::string& error) {
+    result_.end = TrainOutput::End::kFailed;
+    result_.error = error;
+    return false;
+  }
+
+  bool resume_from_checkpoint() {
+    auto loaded = load_checkpoint(options_.resume, model_, *optimizer_, shuffle_, device_);
+    if (!loaded) return fail(loaded.error().message);
+    resume_ = std::move(*loaded);
     // The optimiser's state comes back with the learning rate it had; this
     // trial's own wins (a PBT exploit goes on from another trial's
     // checkpoint with an explored rate).
-    set_learning_rate(*optimizer, cfg.optimizer.lr);
-    reporter.log(fmt::format("torch: resuming from a checkpoint at epoch {}, batch {}",
-                             resume.epoch + 1, resume.batch + 1));
+    set_learning_rate(*optimizer_, cfg_.optimizer.lr);
+    reporter_.log(fmt::format("torch: resuming from a checkpoint at epoch {}, batch {}",
+                              resume_.epoch + 1, resume_.batch + 1));
+    return true;
   }
 
-  const auto x = features_tensor(data.train, data.sample_shape).to(device);
-  const auto y = targets_tensor(data.train, classification).to(device);
-  const auto xv = features_tensor(data.validation, data.sample_shape).to(device);
-  const auto yv = targets_tensor(data.validation, classification).to(device);
-  const std::int64_t n = data.train.rows;
-  const std::int64_t bs = std::min(cfg.batch_size, n);
-  const std::int64_t steps_per_epoch = (n + bs - 1) / bs;
-  const bool scheduled =
-      cfg.schedule.type != trials::ScheduleType::kConstant || cfg.schedule.warmup_epochs > 0;
-
-  std::int64_t step = resume.step, samples = 0;
-  double train_s = 0;
-  Eval val;
-  SyncFlags pending;  // data-parallel: flags waiting for the next collective
-  auto stop_here = [&](const SyncFlags& flags, std::int64_t epoch, std::int64_t b, double lr,
-                       float value) {
+  // True, with the result's end set, when the flags end the training.
+  bool stop_here(const SyncFlags& flags, std::int64_t epoch, std::int64_t b, double lr,
+                 float value) {
     if (flags.diverged) {
       std::ostringstream why;
       why << "training diverged: loss is " << value << " at epoch " << epoch + 1 << ", batch "
-          << b + 1 << " (learning rate " << lr << ")" << (group ? " on some rank" : "");
-      result.end = TrainOutput::End::kDiverged;
-      result.error = why.str();
+          << b + 1 << " (learning rate " << lr << ")" << (group_ ? " on some rank" : "");
+      result_.end = TrainOutput::End::kDiverged;
+      result_.error = why.str();
       return true;
     }
     if (flags.stop) {
-      result.end = TrainOutput::End::kStopped;
+      result_.end = TrainOutput::End::kStopped;
       return true;
     }
     return false;
-  };
-  BlasProbe probe(layout);
-  std::int64_t first_step_unix_ms = 0;  // wall clock: the executor relates it to the claim
-  for (std::int64_t epoch = resume.epoch; epoch < cfg.epochs; ++epoch) {
+  }
+
+  // Timed without rank 0's evaluation: train_s is the time spent training.
+  bool train_epoch(std::int64_t epoch, Epoch& e) {
     const auto t0 = Clock::now();
-    const bool resumed_inside = epoch == resume.epoch && resume.perm.defined();
-    auto perm = resumed_inside ? resume.perm.to(device)
-                               : torch::randperm(n, shuffle, torch::kLong).to(device);
-    double loss_sum = resumed_inside ? resume.loss_sum : 0;
-    std::int64_t seen = resumed_inside ? resume.seen : 0;
-    for (std::int64_t b = resumed_inside ? resume.batch : 0; b < steps_per_epoch; ++b) {
-      probe.at_step(b);
-      pending.stop = pending.stop || reporter.should_stop();
-      if (!group && pending.stop) {
-        // Drained or preempted: what it did so far is kept for the next attempt.
-        if (options.checkpoint && reporter.stop_reason() == StopReason::kShutdown)
-          options.checkpoint(save_checkpoint(model, *optimizer,
-                                             Resume{epoch, b, step, seen, loss_sum, perm}, shuffle),
-                             epoch, b);
-        result.end = TrainOutput::End::kStopped;
-        return result;
-      }
-      const std::int64_t start = b * bs, full = std::min(bs, n - start);
-      // Every rank skips the same batches (too small to share or to batch-normalise).
-      if (full < 2 * world && (cfg.model.batch_norm || full < world)) continue;
-      const std::int64_t lo = start + rank * full / world, hi = start + (rank + 1) * full / world;
-      const std::int64_t len = hi - lo;
-      const auto idx = perm.narrow(0, lo, len);
-      const double lr =
-          scheduled ? learning_rate(cfg.optimizer, cfg.schedule, step, steps_per_epoch, cfg.epochs)
-                    : cfg.optimizer.lr;
-      if (scheduled) set_learning_rate(*optimizer, lr);
-      if (step == 0) first_step_unix_ms = unix_ms();
-      model->zero_grad(/*set_to_none=*/true);
-      auto out = model->forward(x.index_select(0, idx));
-      auto yb = y.index_select(0, idx);
-      auto loss =
-          classification ? torch::nn::functional::cross_entropy(out, yb) : torch::mse_loss(out, yb);
-      const float value = loss.item<float>();
-      pending.diverged = pending.diverged || !std::isfinite(value);
-      if (reducer) reducer->prepare(pending);
-      if (!pending.diverged) loss.backward();
-      if (reducer) pending = reducer->finish();
-      if ((!group || !averaging) && stop_here(pending, epoch, b, lr, value)) return result;
-      if (!pending.diverged) optimizer->step();
-      loss_sum += static_cast<double>(value) * static_cast<double>(len);
-      seen += len;
-      ++step;
-      if (averaging && step % average_every == 0) {
-        const auto a0 = Clock::now();
-        pending = average_parameters(*group, state, pending);
-        average_s += seconds_since(a0);
-        if (stop_here(pending, epoch, b, lr, value)) return result;
-      }
+    const bool resumed_inside = epoch == resume_.epoch && resume_.perm.defined();
+    e.perm = resumed_inside ? resume_.perm.to(device_)
+                            : torch::randperm(n_, shuffle_, torch::kLong).to(device_);
+    e.loss_sum = resumed_inside ? resume_.loss_sum : 0;
+    e.seen = resumed_inside ? resume_.seen : 0;
+    for (std::int64_t b = resumed_inside ? resume_.batch : 0; b < steps_per_epoch_; ++b)
+      if (!train_batch(epoch, b, e)) return false;
+    if (averaging_ && step_ % average_every_ != 0) {  // evaluate the averaged model
+      pending_ = average_parameters(*group_, state_, pending_);
+      if (stop_here(pending_, epoch, steps_per_epoch_ - 1, cfg_.optimizer.lr, NAN)) return false;
     }
-    if (averaging && step % average_every != 0) {  // evaluate the averaged model
-      pending = average_parameters(*group, state, pending);
-      if (stop_here(pending, epoch, steps_per_epoch - 1, cfg.optimizer.lr, NAN)) return result;
+    train_s_ += seconds_since(t0);
+    samples_ += e.seen * world_;
+    return true;
+  }
+
+  // This rank's slice of global batch b; false when the training ends at it.
+  bool train_batch(std::int64_t epoch, std::int64_t b, Epoch& e) {
+    probe_.at_step(b);
+    pending_.stop = pending_.stop || reporter_.should_stop();
+    if (!group_ && pending_.stop) {
+      // Drained or preempted: what it did so far is kept for the next attempt.
+      if (options_.checkpoint && reporter_.stop_reason() == StopReason::kShutdown)
+        options_.checkpoint(
+            save_checkpoint(model_, *optimizer_,
+                            Resume{epoch, b, step_, e.seen, e.loss_sum, e.perm}, shuffle_),
+            epoch, b);
+      result_.end = TrainOutput::End::kStopped;
+      return false;
     }
-    train_s += seconds_since(t0);
-    samples += seen * world;
-    if (rank != 0) continue;  // rank 0 evaluates and reports for the trial
-    const bool last = epoch + 1 == cfg.epochs;
-    val = evaluate(model, xv, yv, classification, cfg.eval_batch_size,
-                   last && options.keep_artifacts);
+    const std::int64_t start = b * bs_, full = std::min(bs_, n_ - start);
+    // Every rank skips the same batches (too small to share or to batch-normalise).
+    if (full < 2 * world_ && (cfg_.model.batch_norm || full < world_)) return true;
+    const std::int64_t lo = start + rank_ * full / world_, hi = start + (rank_ + 1) * full / world_;
+    const std::int64_t len = hi - lo;
+    const auto idx = e.perm.narrow(0, lo, len);
+    const double lr = scheduled_ ? learning_rate(cfg_.optimizer, cfg_.schedule, step_,
+                                                 steps_per_epoch_, cfg_.epochs)
+                                 : cfg_.optimizer.lr;
+    if (scheduled_) set_learning_rate(*optimizer_, lr);
+    if (step_ == 0) first_step_unix_ms_ = unix_ms();
+    model_->zero_grad(/*set_to_none=*/true);
+    auto out = model_->forward(x_.index_select(0, idx));
+    auto yb = y_.index_select(0, idx);
+    auto loss =
+        classification_ ? torch::nn::functional::cross_entropy(out, yb) : torch::mse_loss(out, yb);
+    const float value = loss.item<float>();
+    pending_.diverged = pending_.diverged || !std::isfinite(value);
+    if (reducer_) reducer_->prepare(pending_);
+    if (!pending_.diverged) loss.backward();
+    if (reducer_) pending_ = reducer_->finish();
+    if ((!group_ || !averaging_) && stop_here(pending_, epoch, b, lr, value)) return false;
+    if (!pending_.diverged) optimizer_->step();
+    e.loss_sum += static_cast<double>(value) * static_cast<double>(len);
+    e.seen += len;
+    ++step_;
+    if (averaging_ && step_ % average_every_ == 0) {
+      const auto a0 = Clock::now();
+      pending_ = average_parameters(*group_, state_, pending_);
+      average_s_ += seconds_since(a0);
+      if (stop_here(pending_, epoch, b, lr, value)) return false;
+    }
+    return true;
+  }
+
+  // Rank 0 after an epoch: evaluation, report, checkpoint. False when the
+  // training ends here (diverged, or stopped where no peer has to hear it).
+  bool end_epoch(std::int64_t epoch, const Epoch& e) {
+    const bool last = epoch + 1 == cfg_.epochs;
+    val_ = evaluate(model_, xv_, yv_, classification_, cfg_.eval_batch_size,
+                    last && options_.keep_artifacts);
     trials::Metrics m;
-    m["train_loss"] = seen ? loss_sum / static_cast<double>(seen) : 0;
-    put_eval(m, "val_", val, classification);
-    put_eval(m, "", val, classification);
+    m["train_loss"] = e.seen ? e.loss_sum / static_cast<double>(e.seen) : 0;
+    put_eval(m, "val_", val_, classification_);
+    put_eval(m, "", val_, classification_);
     m["epoch"] = static_cast<double>(epoch + 1);
-    m["lr"] = scheduled
-                  ? learning_rate(cfg.optimizer, cfg.schedule, std::max<std::int64_t>(0, step - 1),
-                                  steps_per_epoch, cfg.epochs)
-                  : cfg.optimizer.lr;
-    result.metrics = m;
-    if (!std::isfinite(val.loss)) {
-      result.end = TrainOutput::End::kDiverged;
-      result.error = "training diverged: validation loss is not finite after epoch " +
-                     std::to_string(epoch + 1);
-      return result;
+    m["lr"] = scheduled_ ? learning_rate(cfg_.optimizer, cfg_.schedule,
+                                         std::max<std::int64_t>(0, step_ - 1), steps_per_epoch_,
+                                         cfg_.epochs)
+                         : cfg_.optimizer.lr;
+    result_.metrics = m;
+    if (!std::isfinite(val_.loss)) {
+      result_.end = TrainOutput::End::kDiverged;
+      result_.error = "training diverged: validation loss is not finite after epoch " +
+                      std::to_string(epoch + 1);
+      return false;
     }
-    if (options.checkpoint && (!last || options.checkpoint_last))
-      options.checkpoint(
-          save_checkpoint(model, *optimizer, Resume{epoch + 1, 0, step, 0, 0, {}}, shuffle),
+    if (options_.checkpoint && (!last || options_.checkpoint_last))
+      options_.checkpoint(
+          save_checkpoint(model_, *optimizer_, Resume{epoch + 1, 0, step_, 0, 0, {}}, shuffle_),
           epoch + 1, 0);
-    if (!reporter.report(epoch + 1, m) || reporter.should_stop()) {
-      pending.stop = true;  // data-parallel: the others hear it in the next collective
-      if (!group || last) {
-        result.end = TrainOutput::End::kStopped;
-        return result;
+    if (!reporter_.report(epoch + 1, m) || reporter_.should_stop()) {
+      pending_.stop = true;  // data-parallel: the others hear it in the next collective
+      if (!group_ || last) {
+        result_.end = TrainOutput::End::kStopped;
+        return false;
       }
     }
+    return true;
   }
-  if (pending.stop) {
-    result.end = TrainOutput::End::kStopped;
-    return result;
+
+  // Throughput, step time and what synchronisation cost, over the whole run.
+  void put_run_metrics() {
+    result_.metrics["train_samples_per_s"] =
+        train_s_ > 0 ? static_cast<double>(samples_) / train_s_ : 0;
+    result_.metrics["train_time_s"] = train_s_;
+    if (step_ > 0) result_.metrics["step_ms"] = 1000 * train_s_ / static_cast<double>(step_);
+    // Data-parallel: what keeping the ranks in step cost each step on rank 0's critical path.
+    if (reducer_ && reducer_->stats().steps > 0) {
+      const auto& s = reducer_->stats();
+      result_.metrics["sync_ms_per_step"] =
+          1000 * (s.hook_s + s.finish_s) / static_cast<double>(s.steps);
+      result_.metrics["gradient_buckets"] = static_cast<double>(reducer_->buckets());
+    } else if (averaging_ && step_ > 0) {
+      result_.metrics["sync_ms_per_step"] = 1000 * average_s_ / static_cast<double>(step_);
+    }
+    if (first_step_unix_ms_)
+      result_.metrics[kFirstStepUnixMs] = static_cast<double>(first_step_unix_ms_);
   }
-  if (rank != 0) {  // the model only, to compare ranks
-    if (options.keep_artifacts) result.model_bytes = serialize_model(model, data, options);
-    return result;
+
+  // The test and out-of-bag evaluations, and the artifacts rank 0 keeps.
+  void evaluate_final() {
+    if (data_.has_test) {
+      const auto xt = features_tensor(data_.test, data_.sample_shape).to(device_);
+      const auto yt = targets_tensor(data_.test, classification_).to(device_);
+      Eval test =
+          evaluate(model_, xt, yt, classification_, cfg_.eval_batch_size, options_.keep_artifacts);
+      put_eval(result_.metrics, "test_", test, classification_);
+      result_.has_test = true;
+      if (options_.keep_artifacts)
+        result_.test_predictions = to_matrix(test, data_.test, classification_);
+    }
+    if (data_.has_oob && data_.oob.rows > 0 && options_.keep_artifacts) {
+      const auto xo = features_tensor(data_.oob, data_.sample_shape).to(device_);
+      const auto yo = targets_tensor(data_.oob, classification_).to(device_);
+      Eval oob = evaluate(model_, xo, yo, classification_, cfg_.eval_batch_size, true);
+      result_.oob_predictions = to_matrix(oob, data_.oob, classification_);
+      result_.has_oob = true;
+    }
+    if (options_.keep_artifacts) {
+      result_.val_predictions = to_matrix(val_, data_.validation, classification_);
+      result_.model_bytes = serialize_model(model_, data_, options_);
+    }
   }
-  result.metrics["train_samples_per_s"] = train_s > 0 ? static_cast<double>(samples) / train_s : 0;
-  result.metrics["train_time_s"] = train_s;
-  if (step > 0) result.metrics["step_ms"] = 1000 * train_s / static_cast<double>(step);
-  // Data-parallel: what keeping the ranks in step cost each step on rank 0's critical path.
-  if (reducer && reducer->stats().steps > 0) {
-    const auto& s = reducer->stats();
-    result.metrics["sync_ms_per_step"] =
-        1000 * (s.hook_s + s.finish_s) / static_cast<double>(s.steps);
-    result.metrics["gradient_buckets"] = static_cast<double>(reducer->buckets());
-  } else if (averaging && step > 0) {
-    result.metrics["sync_ms_per_step"] = 1000 * average_s / static_cast<double>(step);
-  }
-  if (first_step_unix_ms)
-    result.metrics[kFirstStepUnixMs] = static_cast<double>(first_step_unix_ms);
-  if (data.has_test) {
-    const auto xt = features_tensor(data.test, data.sample_shape).to(device);
-    const auto yt = targets_tensor(data.test, classification).to(device);
-    Eval test =
-        evaluate(model, xt, yt, classification, cfg.eval_batch_size, options.keep_artifacts);
-    put_eval(result.metrics, "test_", test, classification);
-    result.has_test = true;
-    if (options.keep_artifacts)
-      result.test_predictions = to_matrix(test, data.test, classification);
-  }
-  if (data.has_oob && data.oob.rows > 0 && options.keep_artifacts) {
-    const auto xo = features_tensor(data.oob, data.sample_shape).to(device);
-    const auto yo = targets_tensor(data.oob, classification).to(device);
-    Eval oob = evaluate(model, xo, yo, classification, cfg.eval_batch_size, true);
-    result.oob_predictions = to_matrix(oob, data.oob, classification);
-    result.has_oob = true;
-  }
-  if (options.keep_artifacts) {
-    result.val_predictions = to_matrix(val, data.validation, classification);
-    result.model_bytes = serialize_model(model, data, options);
-  }
-  return result;
+
+  const trials::ResolvedTorchConfig& cfg_;
+  const PreparedData& data_;
+  const TrainOptions& options_;
+  Reporter& reporter_;
+  TrainOutput result_;
+  const bool classification_;
+  const bool cuda_;
+  ThreadLayout layout_;
+  const torch::Device device_;
+  torch::nn::Sequential model_{nullptr};
+  ParallelGroup* const group_;
+  const int world_;
+  const int rank_;
+  const bool averaging_;
+  const std::int64_t average_every_;
+  std::vector<torch::Tensor> state_;  // what averaging averages
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::optional<GradientReducer> reducer_;  // allreduce: gradients in buckets during backward
+  double average_s_ = 0;                    // average: time in the parameter averages
+  at::Generator shuffle_;
+  Resume resume_;
+  torch::Tensor x_, y_, xv_, yv_;  // training and validation data on the device
+  std::int64_t n_ = 0, bs_ = 0, steps_per_epoch_ = 0;
+  bool scheduled_ = false;
+  std::int64_t step_ = 0, samples_ = 0;
+  double train_s_ = 0;
+  Eval val_;
+  SyncFlags pending_;  // data-parallel: flags waiting for the next collective
+  BlasProbe probe_;
+  std::int64_t first_step_unix_ms_ = 0;  // wall clock: the executor relates it to the claim
+};
+
+TrainOutput train_impl(const trials::ResolvedTorchConfig& cfg, const PreparedData& data,
+                       const TrainOptions& options, Reporter& reporter) {
+  Training training(cfg, data, options, reporter);
+  if (training.set_up() && training.run_epochs()) training.finish();
+  return training.take_result();
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "core/child_process.hpp"
 #include "ensemble/bagging.hpp"
 #include "ensemble/bagging_json.hpp"
 #include "ensemble/prediction_file.hpp"
@@ -18,7 +19,6 @@
 #include "tests/workers/agent/test_util.hpp"
 #include "trials/rung.hpp"
 #include "workers/checkpoint_dir.hpp"
-#include "workers/child_process.hpp"
 #include "workers/command_executor.hpp"
 
 namespace hpo::workers {

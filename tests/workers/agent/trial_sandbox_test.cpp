@@ -14,10 +14,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/child_process.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/workers/agent/test_util.hpp"
-#include "workers/child_process.hpp"
 #include "workers/trial_files.hpp"
 #include "workers/trial_sandbox.hpp"
 

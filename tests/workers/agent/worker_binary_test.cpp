@@ -8,11 +8,11 @@
 
 #include <fstream>
 
+#include "core/child_process.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/workers/agent/test_util.hpp"
 #include "trials/redis/redis_store.hpp"
-#include "workers/child_process.hpp"
 #include "workers/command_executor.hpp"
 
 namespace hpo::workers {

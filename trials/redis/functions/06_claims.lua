@@ -65,6 +65,123 @@ local function honour_reservation(P, worker, o, lease_ms, now, cache, claimed, s
   return true
 end
 
+-- The next id of sweep sid's queue for this claim, nil when none is left
+-- within scan_max. The queue is read in chunks about the size of what is
+-- wanted (up to scan_max in all), not scan_max ids on every call.
+local function next_queued(P, sid, q, scan, wanted)
+  if q.pos > #q.ids then
+    if not q.more or #q.ids >= scan then return nil end
+    local chunk = math.min(scan - #q.ids, math.max(8, 2 * wanted))
+    local got = redis.call('LRANGE', P .. 'queue:' .. sid, #q.ids, #q.ids + chunk - 1)
+    for _, id in ipairs(got) do q.ids[#q.ids + 1] = id end
+    q.more = #got == chunk
+    if #got == 0 then return nil end
+  end
+  local tid = q.ids[q.pos]
+  q.pos = q.pos + 1
+  return tid
+end
+
+-- Whether trial tid's reservation may be (re)made by this worker: none, its
+-- own, or one whose worker no longer reserves anything.
+local function may_reserve(P, worker, tid)
+  local by = redis.call('GET', P .. 'reserve:' .. tid)
+  return not by or by == worker or redis.call('EXISTS', P .. 'reserving:' .. by) == 0
+end
+
+-- A gang passed over kReserveAfter times: its leader-to-be and the workers of
+-- its idle plan hold their slots for it.
+local function reserve_gang(P, worker, tid, idle_plan, lease_ms)
+  local ttl = reserve_ms(lease_ms)
+  local held = {}
+  redis.call('SET', P .. 'reserve:' .. tid, worker, 'PX', ttl)
+  redis.call('SET', P .. 'reserving:' .. worker, tid, 'PX', ttl)
+  for i = 2, #idle_plan do
+    local w = idle_plan[i].worker
+    if redis.call('SET', P .. 'reserving:' .. w, tid, 'PX', ttl, 'NX') then
+      held[#held + 1] = w
+    elseif redis.call('GET', P .. 'reserving:' .. w) == tid then
+      held[#held + 1] = w
+    end
+  end
+  redis.call('HSET', P .. 'trial:' .. tid, 'reserved_for', cjson.encode(held))
+end
+
+-- A trial wider than any one worker (or per_host): across workers, as a gang
+-- or not at all; reserved once passed over often enough.
+local function decide_gang(P, worker, o, need, q, tid, t, now, lease_ms, delta)
+  local plan = gang_plan(P, worker, o, need, tid, false)
+  if plan then
+    q.drop[#q.drop + 1] = tid
+    place_gang(P, t, need, plan, now, lease_ms, delta)
+    return 'took'
+  end
+  local idle_plan = not q.passed and gang_plan(P, worker, o, need, tid, true)
+  q.passed = true
+  if idle_plan and redis.call('HINCRBY', P .. 'trial:' .. tid, 'skipped', 1) >= kReserveAfter and
+       may_reserve(P, worker, tid) then
+    reserve_gang(P, worker, tid, idle_plan, lease_ms)
+    return 'reserved'
+  end
+  return nil
+end
+
+-- What the claim does with queued trial tid (t: its claim fields) of a sweep
+-- needing `need`: 'took' (leased to the worker, or placed as a gang),
+-- 'reserved' (the claim ends there), or nil (passed over: the next one).
+local function decide(P, worker, o, need, q, tid, t, now, lease_ms, delta)
+  if not t or t.state ~= 'queued' then
+    q.drop[#q.drop + 1] = tid
+    return nil
+  end
+  local slots = tonumber(t.slots)
+  if fits_now(need, slots, o) and not need.per_host then
+    q.drop[#q.drop + 1] = tid
+    take(need, slots, o)
+    lease_to(P, t, worker, now, lease_ms, delta)
+    return 'took'
+  end
+  if is_gang(need) and (need.per_host or (not fits_idle(need, slots, o) and
+       not another_holds_whole(P, worker, need, tid, slots))) then
+    return decide_gang(P, worker, o, need, q, tid, t, now, lease_ms, delta)
+  end
+  if not q.passed and fits_idle(need, slots, o) and
+       redis.call('HINCRBY', P .. 'trial:' .. tid, 'skipped', 1) >= kReserveAfter then
+    q.passed = true
+    if may_reserve(P, worker, tid) then
+      redis.call('SET', P .. 'reserve:' .. tid, worker, 'PX', reserve_ms(lease_ms))
+      redis.call('SET', P .. 'reserving:' .. worker, tid, 'PX', reserve_ms(lease_ms))
+      return 'reserved'
+    end
+    return nil
+  end
+  q.passed = true  -- only the first trial passed over in a sweep counts a skip
+  return nil
+end
+
+-- After a claim: the visited sweeps go to the back of 'ready', in order; the
+-- ids taken or found gone leave their queues; then the queues left empty leave.
+local function settle_queues(P, order, queues, visited)
+  local ready = P .. 'ready'
+  for _ = 1, visited do redis.call('LMOVE', ready, ready, 'LEFT', 'RIGHT') end
+  for i = 1, visited do
+    local q, qkey = queues[i], P .. 'queue:' .. order[i]
+    local prefix = #q.drop
+    for j = 1, #q.drop do
+      if q.drop[j] ~= q.ids[j] then
+        prefix = 0
+        break
+      end
+    end
+    if prefix > 0 then
+      redis.call('LTRIM', qkey, prefix, -1)
+    elseif #q.drop > 0 then
+      for _, tid in ipairs(q.drop) do redis.call('LREM', qkey, 1, tid) end
+    end
+    if redis.call('LLEN', qkey) == 0 then unready(P, order[i]) end
+  end
+end
+
 -- Takes up to `want` queued trials that fit the offer `o` (free slots, GPUs,
 -- cores, memory, kinds, labels; see above) and leases them to `worker`: a
 -- list of trial tables (running now) with the sweeps' specs by id. Fair across
@@ -95,8 +212,7 @@ local function claim_many(P, worker, o, want, lease_ms, scan, sweeps_max)
     record()
     return claimed, specs, ranks
   end
-  local ready = P .. 'ready'
-  local order = redis.call('LRANGE', ready, 0, sweeps_max - 1)
+  local order = redis.call('LRANGE', P .. 'ready', 0, sweeps_max - 1)
   local queues = {}  -- per visited sweep: its scanned ids, next position, ids to drop
   local visited = 0
   local took = true
@@ -113,104 +229,25 @@ local function claim_many(P, worker, o, want, lease_ms, scan, sweeps_max)
       end
       local need = needs_of(P, sid, cache)
       while true do
-        if q.pos > #q.ids then
-          -- The queue is read in chunks about the size of what is wanted
-          -- (up to scan_max in all), not scan_max ids on every call.
-          if not q.more or #q.ids >= scan then break end
-          local chunk = math.min(scan - #q.ids, math.max(8, 2 * (want - #claimed)))
-          local got = redis.call('LRANGE', P .. 'queue:' .. sid, #q.ids, #q.ids + chunk - 1)
-          for _, id in ipairs(got) do q.ids[#q.ids + 1] = id end
-          q.more = #got == chunk
-          if #got == 0 then break end
-        end
-        local tid = q.ids[q.pos]
-        q.pos = q.pos + 1
+        local tid = next_queued(P, sid, q, scan, want - #claimed)
+        if not tid then break end
         -- What the claim decides on and the worker needs, not the whole hash.
         local t = claim_fields(P, tid)
-        if not t or t.state ~= 'queued' then
-          q.drop[#q.drop + 1] = tid
-        elseif fits_now(need, tonumber(t.slots), o) and not need.per_host then
-          q.drop[#q.drop + 1] = tid
-          take(need, tonumber(t.slots), o)
-          lease_to(P, t, worker, now, lease_ms, delta)
+        local verdict = decide(P, worker, o, need, q, tid, t, now, lease_ms, delta)
+        if verdict == 'took' then
           claimed[#claimed + 1] = t
           if not specs[sid] then specs[sid] = redis.call('HGET', P .. 'sweep:' .. sid, 'spec') or '' end
           took = true
           break
-        elseif is_gang(need) and (need.per_host or (not fits_idle(need, tonumber(t.slots), o) and
-                 not another_holds_whole(P, worker, need, tid, tonumber(t.slots)))) then
-          -- Wider than any one worker (or per_host): across workers, as a gang or not at all.
-          local plan = gang_plan(P, worker, o, need, tid, false)
-          if plan then
-            q.drop[#q.drop + 1] = tid
-            place_gang(P, t, need, plan, now, lease_ms, delta)
-            claimed[#claimed + 1] = t
-            if not specs[sid] then specs[sid] = redis.call('HGET', P .. 'sweep:' .. sid, 'spec') or '' end
-            took = true
-            break
-          end
-          local idle_plan = not q.passed and gang_plan(P, worker, o, need, tid, true)
-          if idle_plan and redis.call('HINCRBY', P .. 'trial:' .. tid, 'skipped', 1) >= kReserveAfter then
-            q.passed = true
-            local rkey = P .. 'reserve:' .. tid
-            local by = redis.call('GET', rkey)
-            if not by or by == worker or redis.call('EXISTS', P .. 'reserving:' .. by) == 0 then
-              -- The gang's leader-to-be and the workers of its plan hold their slots for it.
-              local ttl = reserve_ms(lease_ms)
-              local held = {}
-              redis.call('SET', rkey, worker, 'PX', ttl)
-              redis.call('SET', P .. 'reserving:' .. worker, tid, 'PX', ttl)
-              for i = 2, #idle_plan do
-                local w = idle_plan[i].worker
-                if redis.call('SET', P .. 'reserving:' .. w, tid, 'PX', ttl, 'NX') then
-                  held[#held + 1] = w
-                elseif redis.call('GET', P .. 'reserving:' .. w) == tid then
-                  held[#held + 1] = w
-                end
-              end
-              redis.call('HSET', P .. 'trial:' .. tid, 'reserved_for', cjson.encode(held))
-              reserved = true
-              break
-            end
-          else
-            q.passed = true
-          end
-        elseif not q.passed and fits_idle(need, tonumber(t.slots), o) and
-                 redis.call('HINCRBY', P .. 'trial:' .. tid, 'skipped', 1) >= kReserveAfter then
-          local rkey = P .. 'reserve:' .. tid
-          local by = redis.call('GET', rkey)
-          q.passed = true
-          if not by or by == worker or redis.call('EXISTS', P .. 'reserving:' .. by) == 0 then
-            redis.call('SET', rkey, worker, 'PX', reserve_ms(lease_ms))
-            redis.call('SET', P .. 'reserving:' .. worker, tid, 'PX', reserve_ms(lease_ms))
-            reserved = true
-            break
-          end
-        else
-          q.passed = true  -- only the first trial passed over in a sweep counts a skip
+        elseif verdict == 'reserved' then
+          reserved = true
+          break
         end
       end
     end
   end
   apply_counts(P, delta)
-  -- The visited sweeps go to the back, in order; then the ones left empty leave.
-  for _ = 1, visited do redis.call('LMOVE', ready, ready, 'LEFT', 'RIGHT') end
-  for i = 1, visited do
-    local q, qkey = queues[i], P .. 'queue:' .. order[i]
-    local prefix = #q.drop
-    for j = 1, #q.drop do
-      if q.drop[j] ~= q.ids[j] then
-        prefix = 0
-        break
-      end
-    end
-    if prefix > 0 then
-      redis.call('LTRIM', qkey, prefix, -1)
-    elseif #q.drop > 0 then
-      for _, tid in ipairs(q.drop) do redis.call('LREM', qkey, 1, tid) end
-    end
-    if redis.call('LLEN', qkey) == 0 then unready(P, order[i]) end
-  end
+  settle_queues(P, order, queues, visited)
   record()
   return claimed, specs, ranks
 end

@@ -1,5 +1,7 @@
 // ChildProcess: one external program run with fork + execve, in its own
-// process group, with its stdout and stderr read through pipes.
+// process group, with its stdout and stderr read through pipes (or left to the
+// parent's, or to /dev/null). The one way hpo starts another program: trials
+// and their ranks, the embedded redis-server, `hpo predict`'s predictor.
 //
 // Everything the child needs (argv, envp, the resolved program path) is built
 // before fork(), so the child only calls async-signal-safe functions (setpgid,
@@ -22,6 +24,8 @@
 
 #include <sys/types.h>
 
+#include <csignal>
+
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -32,9 +36,9 @@
 
 #include "core/result.hpp"
 
-namespace hpo::workers {
+namespace hpo {
 
-// Who a child runs as when it must not be the worker (workers/trial_sandbox.hpp).
+// Who a child runs as when it must not be its parent (workers/trial_sandbox.hpp: a trial).
 struct Identity {
   uid_t uid = 0;
   gid_t gid = 0;
@@ -58,6 +62,15 @@ struct SpawnOptions {
   std::optional<Identity> identity;
   // cgroup.procs files the child writes itself into first (a trial's cgroups).
   std::vector<std::string> cgroup_procs;
+  // Where the child's stdout and stderr go: pipes the parent reads with
+  // poll() (a trial's metric lines), the parent's own (a program the user
+  // watches: `hpo predict`), or /dev/null (a server that logs to its own
+  // file: the embedded redis-server).
+  enum class Output { kPipes, kInherit, kNull };
+  Output output = Output::kPipes;
+  // Sent to the child when its parent dies (PR_SET_PDEATHSIG): a trial is
+  // killed with its worker; a server gets the chance to end cleanly.
+  int death_signal = SIGKILL;
 };
 
 // Which pipe a chunk of output came from.
@@ -149,4 +162,4 @@ Result<std::string> find_program(const std::string& name, const std::string& pat
 // "exited with status 3", "killed by signal 9 (Killed)".
 std::string describe_wait_status(int status);
 
-}  // namespace hpo::workers
+}  // namespace hpo

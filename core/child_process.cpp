@@ -15,7 +15,7 @@
 //  - when the leader exits, the rest of its group gets SIGKILL before the
 //    leader is reaped: a zombie leader keeps its pid (= the group id) from
 //    being reused, so the signal cannot hit an unrelated process group.
-#include "workers/child_process.hpp"
+#include "core/child_process.hpp"
 
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -35,7 +35,7 @@
 
 #include <fmt/format.h>
 
-namespace hpo::workers {
+namespace hpo {
 namespace {
 
 long now_ms() {
@@ -67,6 +67,7 @@ struct ChildPlan {
   int in_fd, out_fd, err_fd, errpipe;
   pid_t parent;
   std::int64_t memory_limit;
+  int death_signal;
   const Identity* identity;               // null: stay the worker
   const std::vector<const char*>* procs;  // cgroup.procs files to join
 };
@@ -136,7 +137,7 @@ bool become(const Identity& id) {
   if (p.identity && !become(*p.identity)) child_fail(p.errpipe, kIdentity);
   // After the identity: a change of credentials clears the parent-death signal.
   // A worker killed with SIGKILL cannot stop its trials: let the kernel do it.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  ::prctl(PR_SET_PDEATHSIG, p.death_signal);
   if (::getppid() != p.parent) ::_exit(127);  // the worker died before prctl
   if (p.cwd && ::chdir(p.cwd) != 0) child_fail(p.errpipe, kChdir);
   ::execve(p.path, p.argv, p.envp);
@@ -262,13 +263,14 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
   for (const auto& f : options.cgroup_procs) procs.push_back(f.c_str());
 
   int out[2] = {-1, -1}, err[2] = {-1, -1}, errpipe[2] = {-1, -1}, in[2] = {-1, -1};
-  int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  const bool pipes = options.output == SpawnOptions::Output::kPipes;
   auto cleanup = [&] {
     for (int* fd :
          {&out[0], &out[1], &err[0], &err[1], &errpipe[0], &errpipe[1], &in[0], &in[1], &devnull})
       close_fd(*fd);
   };
-  if (devnull < 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 ||
+  if (devnull < 0 || (pipes && (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)) ||
       ::pipe2(errpipe, O_CLOEXEC) != 0 || (options.stdin_pipe && ::pipe2(in, O_CLOEXEC) != 0)) {
     int e = errno;
     cleanup();
@@ -276,16 +278,22 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
   }
 
   const pid_t parent = ::getpid();
+  const bool inherit = options.output == SpawnOptions::Output::kInherit;
   const ChildPlan plan{program->c_str(),
                        argv.data(),
                        envp.data(),
                        cwd,
                        options.stdin_pipe ? in[0] : devnull,
-                       out[1],
-                       err[1],
+                       pipes     ? out[1]
+                       : inherit ? 1
+                                 : devnull,
+                       pipes     ? err[1]
+                       : inherit ? 2
+                                 : devnull,
                        errpipe[1],
                        parent,
                        options.memory_limit_bytes,
+                       options.death_signal,
                        options.identity ? &*options.identity : nullptr,
                        &procs};
   pid_t pid;
@@ -479,4 +487,4 @@ bool ChildProcess::poll(int timeout_ms, const LineSink& sink) {
   return false;
 }
 
-}  // namespace hpo::workers
+}  // namespace hpo

@@ -1,0 +1,83 @@
+// What every `hpo` command shares: the exit codes, the REST client that turns
+// an HTTP failure into one of them, the decoding of the server's documents and
+// the text forms of numbers, parameters and sweeps. One header so that each
+// command file reads only its own commands.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.hpp"
+#include "search/space.hpp"
+#include "trials/record_json.hpp"
+#include "web/http_client.hpp"
+
+namespace hpo::cli {
+
+namespace record = hpo::trials::record;
+using record::Json;
+
+enum Exit {
+  kOk = 0,
+  kSweepFailed = 1,
+  kUsage = 2,
+  kCancelled = 3,
+  kUnreachable = 4,
+  kNotFound = 5,
+  kUnauthorized = 6
+};
+
+int fail(int code, const std::string& message);
+
+// Maps an HTTP error response to an exit code, printing the server's message
+// and each field error with its path.
+int http_error(const hpo::web::ClientResponse& r);
+
+struct Client {
+  hpo::web::HttpClient http;  // prefixes every target with the URL's base path
+
+  Client(const hpo::web::HttpUrl& url, const std::string& token)
+      : http(url, std::chrono::milliseconds(15000)) {
+    http.set_token(token);
+  }
+  // Returns the parsed body of a 2xx response, or sets `exit_code`.
+  std::optional<Json> call(const std::string& method, const std::string& path, int& exit_code,
+                           const std::string& body = "", std::string* raw = nullptr,
+                           std::map<std::string, std::string> headers = {});
+  // A response (or the failure to get one) as call() returns it.
+  std::optional<Json> interpret(const hpo::Result<hpo::web::ClientResponse>& r, int& exit_code,
+                                std::string* raw = nullptr);
+};
+
+std::string fmt_number(double v);
+std::string fmt_params(const hpo::search::Params& params);
+std::string fmt_duration(double seconds);
+
+// A document of the server decoded with the records' codec; a document that
+// does not decode is the server's fault (exit code 4, the field named).
+template <class T>
+std::optional<T> decode(const Json& j, int& exit_code) {
+  T out;
+  if (auto st = record::from_json(j, out); !st) {
+    exit_code = fail(kUnreachable, "the server's answer does not decode: " + st.error().message);
+    return std::nullopt;
+  }
+  return out;
+}
+
+template <class T>
+std::optional<std::vector<T>> decode_list(const Json& j, const char* key, int& exit_code) {
+  std::vector<T> out;
+  if (auto st = record::from_json_list(j, key, out); !st) {
+    exit_code = fail(kUnreachable, "the server's answer does not decode: " + st.error().message);
+    return std::nullopt;
+  }
+  return out;
+}
+
+void print_sweep(const record::SweepDocument& d);
+
+}  // namespace hpo::cli

@@ -1,0 +1,22 @@
+// The small helpers that the Api's handler files share (api_sweeps.cpp,
+// api_trials.cpp, api_resources.cpp): a JSON response and an integer query
+// parameter checked against its range. Internal to web/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/result.hpp"
+#include "web/http_message.hpp"
+#include "web/json_codec.hpp"
+
+namespace hpo::web {
+
+Response json_ok(int status, const Json& j);
+
+// ?name= as an integer in [min, max]; `fallback` when absent or empty, an
+// invalid_argument naming `name` otherwise.
+Result<std::int64_t> int_param(const Request& req, const std::string& name, std::int64_t fallback,
+                               std::int64_t min, std::int64_t max);
+
+}  // namespace hpo::web
