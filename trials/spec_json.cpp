@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trials/record_json.hpp"
+#include "trials/spec_names.hpp"
 
 namespace hpo::trials {
 namespace {
@@ -58,26 +59,8 @@ Json parameter_json(const search::ParamSpec& p) {
   return j;
 }
 
-const char* algorithm_name(search::Algorithm a) {
-  switch (a) {
-    case search::Algorithm::kGrid:
-      return "grid";
-    case search::Algorithm::kRandom:
-      return "random";
-    case search::Algorithm::kSobol:
-      return "sobol";
-    case search::Algorithm::kBayesian:
-      return "bayesian";
-    case search::Algorithm::kTpe:
-      return "tpe";
-    case search::Algorithm::kNsga2:
-      return "nsga2";
-  }
-  return "?";
-}
-
 Json search_json(const SearchConfig& s) {
-  Json j = {{"algorithm", algorithm_name(s.sampler.algorithm)},
+  Json j = {{"algorithm", kAlgorithmNames(s.sampler.algorithm)},
             {"seed", s.sampler.seed},
             {"n_initial", s.sampler.n_initial},
             {"max_trials", s.max_trials},
@@ -85,7 +68,7 @@ Json search_json(const SearchConfig& s) {
   if (s.sampler.population > 0) j["population"] = s.sampler.population;
   if (!s.warm_start_sweeps.empty()) j["warm_start"] = {{"sweeps", s.warm_start_sweeps}};
   if (const auto& f = s.fidelity)
-    j["multi_fidelity"] = {{"type", f->schedule == search::Schedule::kAsha ? "asha" : "hyperband"},
+    j["multi_fidelity"] = {{"type", kScheduleNames(f->schedule)},
                            {"resource", f->resource},
                            {"min", f->min_budget},
                            {"max", f->max_budget},
@@ -102,9 +85,11 @@ Json search_json(const SearchConfig& s) {
 Json pruner_json(const search::PrunerConfig& c) {
   switch (c.type) {
     case search::PrunerType::kMedian:
-      return {{"type", "median"}, {"warmup_steps", c.warmup_steps}, {"min_trials", c.min_trials}};
+      return {{"type", kPrunerNames(c.type)},
+              {"warmup_steps", c.warmup_steps},
+              {"min_trials", c.min_trials}};
     case search::PrunerType::kAsha:
-      return {{"type", "asha"},
+      return {{"type", kPrunerNames(c.type)},
               {"grace_period", c.grace_period},
               {"reduction_factor", c.reduction_factor},
               {"max_steps", c.max_steps}};
@@ -193,7 +178,7 @@ Json trial_json(const TrialRecipe& t) {
   if (t.data_parallel.per_host > 0) j["data_parallel"]["per_host"] = t.data_parallel.per_host;
   switch (t.kind) {
     case TrialKind::kCommand: {
-      j["kind"] = "command";
+      j["kind"] = kTrialKindNames(t.kind);
       j["argv"] = t.command.argv;
       Json env = Json::object();
       for (const auto& [name, value] : t.command.env) env[name] = value;
@@ -211,7 +196,7 @@ Json trial_json(const TrialRecipe& t) {
       break;
     }
     case TrialKind::kSynthetic:
-      j["kind"] = "synthetic";
+      j["kind"] = kTrialKindNames(t.kind);
       j["function"] = t.synthetic.function;
       j["sleep_s"] = t.synthetic.sleep_s;
       j["noise"] = t.synthetic.noise;
@@ -219,7 +204,7 @@ Json trial_json(const TrialRecipe& t) {
       if (t.synthetic.crossing) j["curve"] = "crossing";
       break;
     case TrialKind::kTorch:
-      j["kind"] = "torch";
+      j["kind"] = kTrialKindNames(t.kind);
       add_torch(t.torch, j);
       break;
   }

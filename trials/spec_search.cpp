@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "trials/spec_names.hpp"
+
 namespace hpo::trials::spec_sections {
 
 namespace {
@@ -105,8 +107,7 @@ void parse_fidelity(const Json& j, const std::string& path, SearchConfig& out,
                     std::vector<FieldError>& errors) {
   Reader r(j, path, errors);
   search::FidelityConfig c;
-  if (auto t = r.one_of("type", {"asha", "hyperband"}, true))
-    c.schedule = *t == "asha" ? search::Schedule::kAsha : search::Schedule::kHyperband;
+  if (auto t = r.one_of("type", kScheduleNames.all(), true)) c.schedule = *kScheduleNames.parse(*t);
   if (auto res = read_resource(r)) c.resource = *res;
   auto lo = r.number("min", true);
   auto hi = r.number("max", true);
@@ -210,15 +211,9 @@ void parse_search(const Json* j, const search::SearchSpace& space, SearchConfig&
                   std::vector<FieldError>& errors) {
   if (!j) return;
   Reader r(*j, "search", errors);
-  auto algo = r.one_of("algorithm", {"grid", "random", "sobol", "bayesian", "tpe", "nsga2"});
+  auto algo = r.one_of("algorithm", kAlgorithmNames.all());
   using search::Algorithm;
-  if (algo) {
-    static const std::map<std::string, Algorithm> kAlgos = {
-        {"grid", Algorithm::kGrid},   {"random", Algorithm::kRandom},
-        {"sobol", Algorithm::kSobol}, {"bayesian", Algorithm::kBayesian},
-        {"tpe", Algorithm::kTpe},     {"nsga2", Algorithm::kNsga2}};
-    out.sampler.algorithm = kAlgos.at(*algo);
-  }
+  if (algo) out.sampler.algorithm = *kAlgorithmNames.parse(*algo);
   if (auto n = r.integer("max_trials", 1, kMaxTrials, true)) out.max_trials = *n;
   if (auto c = r.integer("max_concurrent", 1, kMaxConcurrent)) out.max_concurrent = *c;
   if (auto s = r.integer("seed", 0, std::int64_t{1} << 53))
@@ -280,9 +275,9 @@ void parse_early_stopping(const Json* j, std::optional<search::PrunerConfig>& ou
                           std::vector<FieldError>& errors) {
   if (!j) return;
   Reader r(*j, "early_stopping", errors);
-  auto type = r.one_of("type", {"median", "asha"}, true);
+  auto type = r.one_of("type", kPrunerNames.all(), true);
   search::PrunerConfig c;
-  if (type && *type == "median") {
+  if (type && kPrunerNames.parse(*type) == search::PrunerType::kMedian) {
     c.type = search::PrunerType::kMedian;
     if (auto w = r.integer("warmup_steps", 0, 1'000'000)) c.warmup_steps = *w;
     if (auto m = r.integer("min_trials", 1, 1'000'000)) c.min_trials = *m;

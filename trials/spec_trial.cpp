@@ -14,6 +14,7 @@
 
 #include "search/test_functions.hpp"
 #include "trials/placement.hpp"
+#include "trials/spec_names.hpp"
 
 namespace hpo::trials {
 
@@ -210,7 +211,7 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
                  std::vector<FieldError>& errors) {
   if (!j) return;
   Reader r(*j, "trial", errors);
-  auto kind = r.one_of("kind", {"command", "synthetic", "torch"}, true);
+  auto kind = r.one_of("kind", kTrialKindNames.all(), true);
   if (auto t = r.number_in("timeout_s", 0, 30 * 24 * 3600.0)) out.timeout_s = *t;
   if (auto a = r.integer("max_attempts", 1, 100)) out.max_attempts = static_cast<int>(*a);
   if (const Json* res = r.object("resources")) parse_resources(*res, out, errors);
@@ -219,15 +220,17 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
     for (auto it = j->begin(); it != j->end(); ++it) r.mark_seen(it.key());
     return;
   }
-  if (*kind == "command") {
-    out.kind = TrialKind::kCommand;
-    parse_command(r, space, out, errors);
-  } else if (*kind == "synthetic") {
-    out.kind = TrialKind::kSynthetic;
-    parse_synthetic(r, space, out);
-  } else {
-    out.kind = TrialKind::kTorch;
-    parse_torch(*j, r, space, out, errors);
+  out.kind = *kTrialKindNames.parse(*kind);
+  switch (out.kind) {
+    case TrialKind::kCommand:
+      parse_command(r, space, out, errors);
+      break;
+    case TrialKind::kSynthetic:
+      parse_synthetic(r, space, out);
+      break;
+    case TrialKind::kTorch:
+      parse_torch(*j, r, space, out, errors);
+      break;
   }
 }
 

@@ -162,9 +162,10 @@ void keep_other_files(const std::string& dir, const std::set<std::string>& used,
 }  // namespace
 
 Result<std::optional<ensemble::BaggingPlan>> command_member_plan(const trials::Trial& trial,
+                                                                 const AttemptPlan& attempt,
                                                                  const trials::CommandData& data) {
   if (trial.role != trials::TrialRole::kMember) return std::optional<ensemble::BaggingPlan>{};
-  auto spec = ensemble::member_spec_from_json(trial.extra);
+  const auto& spec = attempt.member;
   if (!spec)
     return Error{spec.error().code, "ensemble member plan: " + spec.error().message,
                  spec.error().fields};

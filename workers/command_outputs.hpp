@@ -21,6 +21,7 @@
 #include "ensemble/bagging.hpp"
 #include "trials/spec.hpp"
 #include "trials/trial.hpp"
+#include "workers/attempt_plan.hpp"
 
 namespace hpo::workers {
 
@@ -43,6 +44,7 @@ Result<CommandOutputs> collect_outputs(const std::string& dir, const trials::Com
 // A member trial's bagging plan for the command's data (nullopt for a search
 // trial); the error when its `extra` is not a member spec.
 Result<std::optional<ensemble::BaggingPlan>> command_member_plan(const trials::Trial& trial,
+                                                                 const AttemptPlan& attempt,
                                                                  const trials::CommandData& data);
 
 }  // namespace hpo::workers

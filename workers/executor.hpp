@@ -21,6 +21,7 @@
 #include "trials/spec.hpp"
 #include "trials/store.hpp"
 #include "trials/trial.hpp"
+#include "workers/attempt_plan.hpp"
 
 namespace hpo::workers {
 
@@ -89,7 +90,13 @@ struct TrialTask {
   // the box its processes run in (null: none); both the agent's, for this attempt.
   std::optional<Identity> identity;
   TrialBox* box = nullptr;
+  // What trial.extra says of this attempt, decoded once by the agent; null
+  // for a task built without one (plan_for decodes it then).
+  std::shared_ptr<const AttemptPlan> plan;
 };
+
+// The task's plan, decoded from its trial when the task carries none.
+std::shared_ptr<const AttemptPlan> plan_for(const TrialTask& task);
 
 // A follower's share of a gang trial another worker leads
 // (trials/placement.hpp, "Gangs"): ranks first .. first + count - 1 of world.

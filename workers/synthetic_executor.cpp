@@ -131,7 +131,8 @@ std::optional<trials::TrialResult> SyntheticAttempt::schedule() {
   if (const auto& pbt = task.spec->search.pbt; pbt && pbt->resource == "steps")
     schedule_max = pbt->max_budget;
   if (schedule_max) {
-    auto parsed = trials::rung_from_json(task.trial.extra);
+    const auto plan = plan_for(task);
+    const auto& parsed = plan->rung;
     if (!parsed) return failed_result("schedule record: " + parsed.error().message, false);
     rung = *parsed;
   }

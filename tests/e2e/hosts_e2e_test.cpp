@@ -66,27 +66,33 @@ class HostPool {
     ASSERT_TRUE(control_->ok()) << "cannot enter the control host";
     cluster_ = std::make_unique<hpo::testing::Cluster>();
     const std::string home = cluster_->home();
+    // The password in a file and in HPO_REDIS, never on a command line: every
+    // process on this machine reads those (a trust-boundary test running beside
+    // this one looks for exactly that).
+    const std::string conf = home + "/redis-bridge.conf";
+    std::ofstream(conf) << "requirepass " << kPassword << "\n";
+    std::filesystem::permissions(
+        conf, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     redis_ = std::make_unique<Process>(
-        std::vector<std::string>{"/usr/bin/redis-server", "--bind", hosts_.address(0), "--port",
-                                 std::to_string(kRedisPort), "--requirepass", kPassword,
-                                 "--appendonly", "yes", "--appendfsync", "always", "--save", "",
-                                 "--dir", home},
+        std::vector<std::string>{"/usr/bin/redis-server", conf, "--bind", hosts_.address(0),
+                                 "--port", std::to_string(kRedisPort), "--appendonly", "yes",
+                                 "--appendfsync", "always", "--save", "", "--dir", home},
         std::vector<std::pair<std::string, std::string>>{}, home + "/redis.log");
     ASSERT_TRUE(wait_for(
         [&] { return read_file(home + "/redis.log").find("Ready to accept") != std::string::npos; },
         30s))
         << read_file(home + "/redis.log");
     ASSERT_NO_FATAL_FAILURE(
-        cluster_->start_scheduler({"--redis", redis_url(), "--data-root", kDatasets}));
+        cluster_->start_scheduler({"--data-root", kDatasets}, {{"HPO_REDIS", redis_url()}}));
   }
 
   Process& start_worker(int host, const std::string& name, int slots,
                         std::vector<std::string> extra = {}) {
     const std::string host_home = fmt::format("{}/host{}", cluster_->home(), host);
     std::filesystem::create_directories(host_home);
-    extra.insert(extra.begin(), {"--redis", redis_url(), "--data-root", kDatasets});
+    extra.insert(extra.begin(), {"--data-root", kDatasets});
     return cluster_->start_worker(name, slots, 3000, extra, hosts_.on(host),
-                                  {{"HPO_HOME", host_home}});
+                                  {{"HPO_HOME", host_home}, {"HPO_REDIS", redis_url()}});
   }
 
  private:

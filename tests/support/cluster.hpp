@@ -62,8 +62,10 @@ class Cluster {
     return {{"HPO_HOME", home_}, {"HPO_LOG_LEVEL", "info"}};
   }
 
-  // `extra` flags, e.g. --redis URL for an external Redis instead of the embedded one.
-  void start_scheduler(const std::vector<std::string>& extra = {}) {
+  // `extra` flags; `more_env` added to the cluster's environment (HPO_REDIS: an
+  // external Redis instead of the embedded one, its password kept off the command line).
+  void start_scheduler(const std::vector<std::string>& extra = {},
+                       const std::vector<std::pair<std::string, std::string>>& more_env = {}) {
     std::filesystem::remove(home_ + "/scheduler.json");
     std::vector<std::string> argv{kBinaryDir + "/scheduler/hpo-scheduler",
                                   "--listen",
@@ -73,7 +75,9 @@ class Cluster {
                                   "--data-root",
                                   home_};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    scheduler_ = std::make_unique<Process>(argv, env(), home_ + "/scheduler.log");
+    auto environment = env();
+    environment.insert(environment.end(), more_env.begin(), more_env.end());
+    scheduler_ = std::make_unique<Process>(argv, environment, home_ + "/scheduler.log");
     ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(home_ + "/scheduler.json"); },
                          std::chrono::seconds(30)))
         << read_file(home_ + "/scheduler.log");

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -16,6 +17,7 @@
 #include "trials/placement.hpp"
 #include "trials/store.hpp"
 #include "trials/trial.hpp"
+#include "workers/attempt_plan.hpp"
 #include "workers/executor.hpp"
 
 namespace hpo::workers::agent {
@@ -39,7 +41,8 @@ struct RunningAttempt {
   trials::Trial trial;  // as claimed: id, sweep, attempt
   std::vector<int> slots;
   trials::ResourceRequest request;  // what it was claimed with (its cores and memory are taken)
-  std::atomic<bool> checkpoints{false};  // its executor checkpoints on a kShutdown stop
+  std::shared_ptr<const AttemptPlan> plan;  // its trial's extra, decoded once at the claim
+  std::atomic<bool> checkpoints{false};     // its executor checkpoints on a kShutdown stop
   std::atomic<StopReason> stop{StopReason::kNone};
   std::atomic<bool> delivering{false};             // its result is with the completer
   Clock::time_point last_lease_ok = Clock::now();  // lease keeper only

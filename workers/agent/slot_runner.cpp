@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "trials/spec_names.hpp"
 #include "workers/agent/completer.hpp"
 #include "workers/agent/shared.hpp"
 #include "workers/agent/trial_reporter.hpp"
@@ -11,18 +12,6 @@
 
 namespace hpo::workers::agent {
 namespace {
-
-const char* kind_name(trials::TrialKind k) {
-  switch (k) {
-    case trials::TrialKind::kCommand:
-      return "command";
-    case trials::TrialKind::kSynthetic:
-      return "synthetic";
-    case trials::TrialKind::kTorch:
-      return "torch";
-  }
-  return "?";
-}
 
 // The roles an attempt uses of the slot thread's connection.
 AttemptRoles roles_of(trials::Store& conn) {
@@ -109,12 +98,13 @@ trials::TrialResult SlotRunner::execute(RunningAttempt& run, const trials::Sweep
   task.gpus = shared_.gpus_of(run.slots);
   task.threads = shared_.threads_for(run.slots, run.request.cpus);
   task.address = shared_.options.address;
+  task.plan = run.plan;
   std::optional<Clock::time_point> deadline;
   if (sp.trial.timeout_s > 0)
     deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                   std::chrono::duration<double>(sp.trial.timeout_s));
   log_info("trial started", trial_fields(trial, shared_.options.name,
-                                         {{"kind", kind_name(sp.trial.kind)},
+                                         {{"kind", trials::kTrialKindNames(sp.trial.kind)},
                                           {"slots", std::to_string(run.slots.size())},
                                           {"gpus", fmt::format("{}", fmt::join(task.gpus, ","))}}));
 
@@ -126,9 +116,9 @@ trials::TrialResult SlotRunner::execute(RunningAttempt& run, const trials::Sweep
   trials::TrialResult result;
   auto factory = executors_.find(sp.trial.kind);
   if (factory == executors_.end() || !factory->second) {
-    result = failed_result(
-        fmt::format("this worker cannot run trials of kind {}", kind_name(sp.trial.kind)),
-        /*retryable=*/true);  // another worker may
+    result = failed_result(fmt::format("this worker cannot run trials of kind {}",
+                                       trials::kTrialKindNames(sp.trial.kind)),
+                           /*retryable=*/true);  // another worker may
   } else {
     result = run_executor(factory->second, run, sp, task, reporter);
   }

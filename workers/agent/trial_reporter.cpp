@@ -20,9 +20,9 @@ constexpr std::int64_t kRendezvousTtlMs = 3'600'000;
 
 // The trial whose checkpoint an attempt of `t` falls back to when it has
 // none of its own (empty: none).
-std::string resumed_trial(const trials::Trial& t, const std::string& name) {
+std::string resumed_trial(const AttemptPlan& plan, const std::string& name) {
   if (name != trials::artifact::kCheckpoint) return {};
-  auto rung = trials::rung_from_json(t.extra);
+  const auto& rung = plan.rung;
   // Budgets of training rows retrain: a model fitted on fewer rows has no
   // epoch to go on from.
   if (!rung || !*rung || (*rung)->resume_from.empty() || (*rung)->resource == "subset") return {};
@@ -32,18 +32,19 @@ std::string resumed_trial(const trials::Trial& t, const std::string& name) {
 }  // namespace
 
 Result<std::optional<std::string>> trial_artifact(trials::ArtifactStore& artifacts,
-                                                  const trials::Trial& t, const std::string& name) {
+                                                  const trials::Trial& t, const AttemptPlan& plan,
+                                                  const std::string& name) {
   auto got = artifacts.get_artifact(t.id, name);
   if (!got || *got) return got;
-  const std::string from = resumed_trial(t, name);
+  const std::string from = resumed_trial(plan, name);
   return from.empty() ? got : artifacts.get_artifact(from, name);
 }
 
 Result<bool> read_trial_artifact(trials::ArtifactStore& artifacts, const trials::Trial& t,
-                                 const std::string& name, ByteSink& out) {
+                                 const AttemptPlan& plan, const std::string& name, ByteSink& out) {
   auto got = artifacts.read_artifact(t.id, name, out);
   if (!got || *got) return got;
-  const std::string from = resumed_trial(t, name);
+  const std::string from = resumed_trial(plan, name);
   return from.empty() ? got : artifacts.read_artifact(from, name, out);
 }
 
@@ -109,7 +110,7 @@ Result<std::optional<std::string>> TrialReporter::get_artifact(const std::string
   std::lock_guard lk(mu_);
   Result<std::optional<std::string>> got = std::optional<std::string>{};
   (void)shared_.retry_through_outage([&]() -> Status {
-    got = trial_artifact(store_.artifacts(), run_.trial, name);
+    got = trial_artifact(store_.artifacts(), run_.trial, *run_.plan, name);
     return got ? Status{} : Status(got.error());
   });
   return got;
@@ -132,7 +133,7 @@ Result<bool> TrialReporter::read_artifact(const std::string& name, ByteSink& out
   CountingSink counting(out);
   Result<bool> got = false;
   (void)shared_.retry_through_outage([&]() -> Status {
-    got = read_trial_artifact(store_.artifacts(), run_.trial, name, counting);
+    got = read_trial_artifact(store_.artifacts(), run_.trial, *run_.plan, name, counting);
     if (!got && counting.count() > 0) return Error::internal(got.error().message);  // no retry
     return got ? Status{} : Status(got.error());
   });

@@ -26,10 +26,11 @@ struct Shared;
 // of the trial it resumes (trials/rung.hpp), so a promotion continues where
 // the rung below stopped.
 Result<std::optional<std::string>> trial_artifact(trials::ArtifactStore& artifacts,
-                                                  const trials::Trial& t, const std::string& name);
+                                                  const trials::Trial& t, const AttemptPlan& plan,
+                                                  const std::string& name);
 // The same, streamed into `out` (false: none stored).
 Result<bool> read_trial_artifact(trials::ArtifactStore& artifacts, const trials::Trial& t,
-                                 const std::string& name, ByteSink& out);
+                                 const AttemptPlan& plan, const std::string& name, ByteSink& out);
 
 class TrialReporter : public Reporter {
  public:
