@@ -19,7 +19,7 @@ int fail(int code, const std::string& message) {
   return code;
 }
 
-int http_error(const hpo::web::ClientResponse& r) {
+int http_error(const hpo::ClientResponse& r) {
   std::string message = fmt::format("HTTP {}", r.status);
   auto j = Json::parse(r.body, nullptr, false);
   std::vector<std::string> fields;
@@ -46,8 +46,8 @@ std::optional<Json> Client::call(const std::string& method, const std::string& p
   return interpret(http.request(method, path, body, headers), exit_code, raw);
 }
 
-std::optional<Json> Client::interpret(const hpo::Result<hpo::web::ClientResponse>& r,
-                                      int& exit_code, std::string* raw) {
+std::optional<Json> Client::interpret(const hpo::Result<hpo::ClientResponse>& r, int& exit_code,
+                                      std::string* raw) {
   if (!r) {
     exit_code = fail(kUnreachable, "cannot reach the scheduler: " + r.error().message);
     return std::nullopt;

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "core/http_client.hpp"
 #include "core/result.hpp"
 #include "search/space.hpp"
 #include "trials/record_json.hpp"
-#include "web/http_client.hpp"
 
 namespace hpo::cli {
 
@@ -34,12 +34,12 @@ int fail(int code, const std::string& message);
 
 // Maps an HTTP error response to an exit code, printing the server's message
 // and each field error with its path.
-int http_error(const hpo::web::ClientResponse& r);
+int http_error(const hpo::ClientResponse& r);
 
 struct Client {
-  hpo::web::HttpClient http;  // prefixes every target with the URL's base path
+  hpo::HttpClient http;  // prefixes every target with the URL's base path
 
-  Client(const hpo::web::HttpUrl& url, const std::string& token)
+  Client(const hpo::HttpUrl& url, const std::string& token)
       : http(url, std::chrono::milliseconds(15000)) {
     http.set_token(token);
   }
@@ -48,7 +48,7 @@ struct Client {
                            const std::string& body = "", std::string* raw = nullptr,
                            std::map<std::string, std::string> headers = {});
   // A response (or the failure to get one) as call() returns it.
-  std::optional<Json> interpret(const hpo::Result<hpo::web::ClientResponse>& r, int& exit_code,
+  std::optional<Json> interpret(const hpo::Result<hpo::ClientResponse>& r, int& exit_code,
                                 std::string* raw = nullptr);
 };
 

@@ -19,7 +19,7 @@ namespace {
 constexpr int kTries = 5;
 
 // The message of an error answer: its JSON error's message, else the status.
-std::string answer_message(const web::ClientResponse& r) {
+std::string answer_message(const ClientResponse& r) {
   auto j = nlohmann::json::parse(r.body, nullptr, false);
   if (j.is_object() && j.contains("error") && j["error"].is_object() &&
       j["error"].contains("message") && j["error"]["message"].is_string())
@@ -46,7 +46,7 @@ Result<std::string> file_sha(int fd, const std::string& path) {
 
 }  // namespace
 
-Status download_file(web::HttpClient& http, const std::string& target,
+Status download_file(HttpClient& http, const std::string& target,
                      const std::filesystem::path& path) {
   const std::string part = path.string() + ".part";
   // The ETag of the artifact the part belongs to: a resumed download asks
@@ -74,7 +74,7 @@ Status download_file(web::HttpClient& http, const std::string& target,
     std::map<std::string, std::string> headers;
     if (offset > 0) headers = {{"Range", fmt::format("bytes={}-", offset)}, {"If-Range", tag}};
     bool restart = false;
-    auto r = http.download(target, file, headers, [&](const web::ClientResponse& h) {
+    auto r = http.download(target, file, headers, [&](const ClientResponse& h) {
       // The whole artifact (another version, or no ranges): not into the part.
       if (offset > 0 && h.status == 200) {
         restart = true;

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <string>
 
+#include "core/http_client.hpp"
 #include "core/result.hpp"
-#include "web/http_client.hpp"
 
 namespace hpo::cli {
 
@@ -15,7 +15,7 @@ namespace hpo::cli {
 // server's X-Content-SHA256 when it sends one, and renamed into place only
 // when whole. An HTTP error is kUnavailable with the server's message;
 // a checksum that does not match is kInternal (the part is removed).
-Status download_file(web::HttpClient& http, const std::string& target,
+Status download_file(HttpClient& http, const std::string& target,
                      const std::filesystem::path& path);
 
 }  // namespace hpo::cli

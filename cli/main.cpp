@@ -17,8 +17,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "core/http_client.hpp"
 #include "core/local_state.hpp"
-#include "web/http_client.hpp"
 
 namespace hpo::cli {
 
@@ -113,7 +113,7 @@ int run(int argc, char** argv) {
     else if (local)
       o.token = local->token;
   }
-  auto url = hpo::web::parse_http_url(o.server);
+  auto url = hpo::parse_http_url(o.server);
   if (!url) return fail(kUsage, "bad --server: " + url.error().message);
   Client client(*url, o.token);
   if (!o.ca_file.empty()) client.http.set_ca_file(o.ca_file);

@@ -20,10 +20,10 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/backoff.hpp"
+#include "core/http_client.hpp"
 #include "trials/json_limits.hpp"
 #include "trials/record_json.hpp"
 #include "trials/trial.hpp"
-#include "web/http_client.hpp"
 
 namespace hpo::cli {
 

@@ -1,12 +1,20 @@
 // Small text helpers shared by the readers of user files (the torch trainer's
 // CSV datasets, a command trial's prediction files): trimming a field and
-// reading a number from all of it.
+// reading a number from all of it; and ASCII lower case (HTTP header names).
 #pragma once
 
+#include <cctype>
 #include <charconv>
+#include <string>
 #include <string_view>
 
 namespace hpo {
+
+// ASCII letters in lower case, other bytes as they are.
+inline std::string ascii_lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
 
 // Without leading blanks and trailing blanks or a '\r' (a CRLF line).
 inline std::string_view trim_field(std::string_view s) {

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "trials/slot_choice.hpp"
 #include "trials/spec.hpp"
 #include "trials/trial.hpp"
 
@@ -80,14 +80,14 @@ ResourceRequest rank_request(const ResourceRequest& r) {
 
 int ranks_fitting_idle(const ResourceRequest& r, const Offer& o) {
   const ResourceRequest one = rank_request(r);
-  Offer idle = o;
-  idle.slots = o.total_slots;
-  idle.gpus = o.all_gpus;
-  idle.cpus = o.total_cpus;
-  idle.memory_gb = o.total_memory_gb;
-  int n = 0;
-  while (n < 4096 && take(one, idle)) ++n;
-  return n;
+  if (!fits_idle(one, o)) return 0;
+  int n = o.total_slots;
+  if (one.gpus > 0) n = std::min(n, matching(one, o.all_gpus));
+  if (one.cpus > 0 && o.total_cpus >= 0)
+    n = std::min(n, static_cast<int>(std::floor(o.total_cpus / one.cpus + 1e-9)));
+  if (one.memory_gb > 0 && o.total_memory_gb >= 0)
+    n = std::min(n, static_cast<int>(std::floor(o.total_memory_gb / one.memory_gb + 1e-9)));
+  return std::max(0, n);
 }
 
 std::string gang_never_fits(const ResourceRequest& r,
@@ -123,6 +123,7 @@ std::string gang_never_fits(const ResourceRequest& r,
 Offer slots_only_offer(int free) {
   Offer o;
   o.slots = o.total_slots = free;
+  for (int i = 0; i < free; ++i) o.free.push_back(i);
   o.torch = true;
   return o;
 }
@@ -151,43 +152,6 @@ bool fits_idle(const ResourceRequest& r, const Offer& o) {
   idle.cpus = o.total_cpus;
   idle.memory_gb = o.total_memory_gb;
   return fits_now(r, idle);
-}
-
-std::vector<int> pick_slots(const ResourceRequest& r, const std::vector<bool>& free,
-                            const std::vector<GpuSlot>& gpus) {
-  const int n = static_cast<int>(free.size());
-  const int n_gpu = std::min(n, static_cast<int>(gpus.size()));
-  const auto k = static_cast<std::size_t>(std::max(1, r.slots));
-  std::vector<int> out;
-  auto want = [&](int i) {
-    if (out.size() < k && free[static_cast<std::size_t>(i)]) out.push_back(i);
-  };
-  if (r.gpus > 0) {
-    for (int i = 0; i < n_gpu; ++i)
-      if (gpu_matches(r, gpus[static_cast<std::size_t>(i)])) want(i);
-  } else {
-    for (int i = n_gpu; i < n; ++i) want(i);
-    for (int i = n_gpu - 1; i >= 0; --i) want(i);
-  }
-  if (out.size() < k) return {};
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-bool take(const ResourceRequest& r, Offer& o) {
-  if (!fits_now(r, o)) return false;
-  // The offer's free slots as a worker's: its free GPU slots, then its free CPU slots.
-  const int cpu_slots_free = std::max(0, o.slots - static_cast<int>(o.gpus.size()));
-  const std::vector<bool> free(o.gpus.size() + static_cast<std::size_t>(cpu_slots_free), true);
-  if (r.slots > 0) {
-    const auto picked = pick_slots(r, free, o.gpus);
-    for (auto it = picked.rbegin(); it != picked.rend(); ++it)
-      if (static_cast<std::size_t>(*it) < o.gpus.size()) o.gpus.erase(o.gpus.begin() + *it);
-  }
-  o.slots -= r.slots;
-  if (r.cpus > 0 && o.cpus >= 0) o.cpus -= r.cpus;
-  if (r.memory_gb > 0 && o.memory_gb >= 0) o.memory_gb -= r.memory_gb;
-  return true;
 }
 
 std::string never_fits(const ResourceRequest& r, const Offer& o) {
@@ -343,18 +307,21 @@ std::string to_json(const Offer& o) {
   };
   Json labels = Json::object();
   for (const auto& [k, v] : o.labels) labels[k] = v;
-  return Json{{"slots", o.slots},
-              {"gpus", gpus(o.gpus)},
-              {"cpus", o.cpus},
-              {"memory_gb", o.memory_gb},
-              {"total_slots", o.total_slots},
-              {"all_gpus", gpus(o.all_gpus)},
-              {"total_cpus", o.total_cpus},
-              {"total_memory_gb", o.total_memory_gb},
-              {"torch", o.torch},
-              {"cuda", o.cuda},
-              {"labels", labels}}
-      .dump();
+  Json j{{"slots", o.slots},
+         {"gpus", gpus(o.gpus)},
+         {"cpus", o.cpus},
+         {"memory_gb", o.memory_gb},
+         {"total_slots", o.total_slots},
+         {"all_gpus", gpus(o.all_gpus)},
+         {"total_cpus", o.total_cpus},
+         {"total_memory_gb", o.total_memory_gb},
+         {"torch", o.torch},
+         {"cuda", o.cuda},
+         {"labels", labels}};
+  // Without the free slots' indices (an offer written by hand) the claim
+  // assumes the lowest ones (functions/04_placement.lua, free_slots_of).
+  if (!o.free.empty()) j["free"] = o.free;
+  return j.dump();
 }
 
 }  // namespace hpo::trials

@@ -2,13 +2,18 @@
 // (ResourceRequest, from the trial recipe) and what a worker offers (Offer:
 // what it is, and what it has free at the moment it claims).
 //
-// The store's claim takes a trial only when its request fits the claiming
-// worker's offer; functions/04_placement.lua mirrors fits_now() and take() (the store
-// conformance tests run both). The scheduler reports a sweep whose request no
-// live worker could ever meet (never_fits), with each worker's reason.
+// Placement is decided in one place, the store's claim
+// (trials/redis/functions/04_placement.lua): it takes a trial only when its
+// request fits the claiming worker's offer, and names the slots the attempt
+// takes (Claim::slots), which the worker then books. The rules below are the
+// ones it applies; this file states them, and explains in words a request
+// that no live worker could ever meet (never_fits, the scheduler's
+// schedulability check), with each worker's reason.
 //
 // Rules:
-//  - slots: the attempt takes that many of the worker's slots;
+//  - slots: the attempt takes that many of the worker's slots: a GPU request
+//    the lowest free slots whose GPU matches; any other the free slots
+//    without a GPU first, then the highest free GPU slots;
 //  - gpus > 0: every slot it takes is a GPU slot whose GPU matches gpu_model
 //    (a case-insensitive substring of the device name, "A100") and has at
 //    least gpu_memory_gb of memory; a torch trial on GPUs also needs a
@@ -61,6 +66,7 @@ struct GpuSlot {
 struct Offer {
   // What is free now (a claim subtracts what it takes).
   int slots = 0;
+  std::vector<int> free;      // the free slots' indices, ascending (a claim names those it takes)
   std::vector<GpuSlot> gpus;  // the free slots that own a GPU, lowest slot first
   double cpus = -1;           // < 0: not counted
   double memory_gb = -1;      // < 0: not counted
@@ -74,20 +80,17 @@ struct Offer {
   std::map<std::string, std::string> labels;  // a label without a value maps to ""
 };
 
-// An offer of `free` slots and nothing else known (callers of the slot-count
-// claim): torch trials allowed, no GPUs, cpus and memory not counted.
+// An offer of `free` slots (0 .. free-1) and nothing else known (callers of
+// the slot-count claim): torch trials allowed, no GPUs, cpus and memory not counted.
 Offer slots_only_offer(int free);
 
 // True when a GPU slot can serve the request's GPUs.
 bool gpu_matches(const ResourceRequest& request, const GpuSlot& gpu);
-// Whether the request fits what the offer has free now.
+// Whether the request fits what the offer has free now, and whether it
+// would fit the worker with nothing running (the offer's totals): the
+// claim's rules, for the explanations below and the scheduler's checks.
 bool fits_now(const ResourceRequest& request, const Offer& offer);
-// Whether it would fit the worker with nothing running (the offer's totals).
 bool fits_idle(const ResourceRequest& request, const Offer& offer);
-// fits_now, and then subtracts what the attempt takes: a GPU request the
-// first matching GPU slots; any other the slots without a GPU first, then the
-// last GPU slots (the agent picks its slots the same way).
-bool take(const ResourceRequest& request, Offer& offer);
 // "" when the worker could run the request once idle; else why not, naming
 // the field ("needs 2 GPU slots matching resources.gpu_model 'A100'; has 1").
 std::string never_fits(const ResourceRequest& request, const Offer& offer);
@@ -123,8 +126,9 @@ struct RankShare {
   int first = 0;
   int count = 0;
   int world = 0;
-  std::string leader;     // the worker that holds the trial's lease (and rank 0)
-  std::string spec_json;  // the sweep's spec, as in a Claim
+  std::string leader;      // the worker that holds the trial's lease (and rank 0)
+  std::string spec_json;   // the sweep's spec, as in a Claim
+  std::vector<int> slots;  // the follower's slots its ranks take (empty: handed out again)
 };
 Result<RankShare> rank_share_from_json(std::string_view text);
 

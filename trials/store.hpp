@@ -111,6 +111,10 @@ struct Claim {
   Trial trial;
   std::int64_t lease_deadline_ms = 0;
   std::string spec_json;
+  // The worker's slots the claim placed the attempt on (indices into the
+  // offer's slots, ascending): placement is decided by the claim alone, the
+  // worker books these. Empty only from a slot-less offer.
+  std::vector<int> slots;
 };
 
 // A lease the store says a worker holds (and what a worker renews).

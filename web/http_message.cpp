@@ -14,11 +14,6 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
-std::string ascii_lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 namespace {
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/text.hpp"
+
 namespace hpo::web {
 
 class Subscription;
@@ -67,9 +69,10 @@ using Handler = std::function<Response(const Request&)>;
 
 // "%2Fa+b" -> "/a b" when `plus_is_space` (query strings), else "/a+b".
 // Returns false on a malformed escape or a decoded NUL byte.
-// ASCII case-insensitive equality (header names, auth schemes), and ASCII lower case.
+// ASCII case-insensitive equality (header names, auth schemes), and ASCII
+// lower case (core/text.hpp).
 bool iequals(std::string_view a, std::string_view b);
-std::string ascii_lower(std::string s);
+using ::hpo::ascii_lower;
 
 bool percent_decode(std::string_view in, std::string& out, bool plus_is_space);
 std::string percent_encode(std::string_view in);

@@ -1,26 +1,19 @@
 #include "workers/termination_notice.hpp"
 
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/http_client.hpp"
 #include "core/log.hpp"
 
 namespace hpo::workers {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr std::size_t kBodyLimit = 64 * 1024;
 
 std::string lower(std::string_view s) {
@@ -35,29 +28,6 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
   return s;
 }
-
-int ms_left(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return static_cast<int>(std::max<std::int64_t>(0, left.count()));
-}
-
-// Waits for `events` on fd until the deadline: false when it passed first.
-bool wait_fd(int fd, short events, Clock::time_point deadline) {
-  for (;;) {
-    pollfd p{fd, events, 0};
-    const int n = ::poll(&p, 1, ms_left(deadline));
-    if (n > 0) return true;
-    if (n == 0) return false;
-    if (errno != EINTR) return false;
-  }
-}
-
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 }  // namespace
 
@@ -137,78 +107,13 @@ bool is_notice(int status, std::string_view body) {
 Result<HttpAnswer> http_get(const NoticeUrl& url,
                             const std::vector<std::pair<std::string, std::string>>& headers,
                             std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  const std::string what = fmt::format("GET http://{}:{}{}", url.host, url.port, url.target);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const std::string port = std::to_string(url.port);
-  if (int rc = ::getaddrinfo(url.host.c_str(), port.c_str(), &hints, &found); rc != 0)
-    return Error::unavailable(
-        fmt::format("{}: cannot resolve {}: {}", what, url.host, ::gai_strerror(rc)));
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addrs(found, ::freeaddrinfo);
-  Fd sock;
-  std::string why = "no address";
-  for (addrinfo* a = found; a; a = a->ai_next) {
-    Fd s{::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol)};
-    if (s.fd < 0) continue;
-    if (::connect(s.fd, a->ai_addr, a->ai_addrlen) != 0) {
-      if (errno != EINPROGRESS) {
-        why = std::strerror(errno);
-        continue;
-      }
-      if (!wait_fd(s.fd, POLLOUT, deadline)) {
-        why = "timed out connecting";
-        continue;
-      }
-      int err = 0;
-      socklen_t len = sizeof(err);
-      ::getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-      if (err != 0) {
-        why = std::strerror(err);
-        continue;
-      }
-    }
-    std::swap(sock.fd, s.fd);
-    break;
-  }
-  if (sock.fd < 0) return Error::unavailable(fmt::format("{}: {}", what, why));
-
-  std::string request =
-      fmt::format("GET {} HTTP/1.0\r\nHost: {}\r\nConnection: close\r\n", url.target, url.host);
-  for (const auto& [name, value] : headers) request += fmt::format("{}: {}\r\n", name, value);
-  request += "\r\n";
-  for (std::size_t sent = 0; sent < request.size();) {
-    if (!wait_fd(sock.fd, POLLOUT, deadline))
-      return Error::unavailable(what + ": timed out sending");
-    const ssize_t n = ::send(sock.fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n < 0 && errno != EAGAIN && errno != EINTR)
-      return Error::unavailable(fmt::format("{}: {}", what, std::strerror(errno)));
-    if (n > 0) sent += static_cast<std::size_t>(n);
-  }
-  std::string raw;
-  char buf[4096];
-  for (;;) {
-    if (!wait_fd(sock.fd, POLLIN, deadline))
-      return Error::unavailable(what + ": timed out reading");
-    const ssize_t n = ::recv(sock.fd, buf, sizeof buf, 0);
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
-      return Error::unavailable(fmt::format("{}: {}", what, std::strerror(errno)));
-    }
-    raw.append(buf, static_cast<std::size_t>(n));
-    if (raw.size() > kBodyLimit + 16 * 1024) break;  // enough to judge; the rest is dropped
-  }
-  // "HTTP/1.x NNN reason\r\n" headers "\r\n\r\n" body
-  HttpAnswer out;
-  if (raw.size() < 12 || !raw.starts_with("HTTP/1.") || raw[8] != ' ')
-    return Error::unavailable(what + ": not an HTTP answer");
-  out.status = std::atoi(raw.c_str() + 9);
-  const auto end = raw.find("\r\n\r\n");
-  if (end != std::string::npos) out.body = raw.substr(end + 4, kBodyLimit);
-  return out;
+  HttpClient client(url.host, url.port, timeout);
+  client.set_body_limit(kBodyLimit);
+  std::map<std::string, std::string> sent;
+  for (const auto& [name, value] : headers) sent[name] = value;
+  auto got = client.request("GET", url.target, "", sent);
+  if (!got) return got.error();
+  return HttpAnswer{got->status, std::move(got->body)};
 }
 
 NoticeWatch::NoticeWatch(std::string file, std::string url,

@@ -51,9 +51,11 @@ struct HttpAnswer {
   int status = 0;
   std::string body;
 };
-// One GET over HTTP/1.0 (the answer ends at the connection's end), within
-// `timeout` from connect to the last byte; at most 64 KiB of body is kept.
-// kUnavailable when the host cannot be resolved or reached in time.
+// One GET with the one HTTP client (core/http_client.hpp), within `timeout`
+// to connect and `timeout` for the answer; an answer's body of over 64 KiB is
+// refused (no metadata endpoint says that much). kUnavailable when the host
+// cannot be resolved or reached in time ("timed out reading": it accepted the
+// connection and never answered).
 Result<HttpAnswer> http_get(const NoticeUrl& url,
                             const std::vector<std::pair<std::string, std::string>>& headers,
                             std::chrono::milliseconds timeout);

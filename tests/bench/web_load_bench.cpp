@@ -29,9 +29,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/http_client.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
-#include "web/http_client.hpp"
 
 using namespace hpo;
 using Clock = std::chrono::steady_clock;
@@ -116,13 +116,13 @@ int main(int argc, char** argv) {
   testing::Process worker({kBin + "/workers/hpo-worker", "--name", "load", "--slots", "2"}, env,
                           home + "/worker.log");
   const Json state = Json::parse(read_file(home + "/scheduler.json"));
-  auto url = web::parse_http_url(state["api"].get<std::string>());
+  auto url = parse_http_url(state["api"].get<std::string>());
   const std::string token = state["token"].get<std::string>();
   const std::string host = url->host;
   const int port = url->port;
 
   // One sweep whose trials the readers ask about.
-  web::HttpClient admin(*url);
+  HttpClient admin(*url);
   admin.set_token(token);
   auto created = admin.post("/api/sweeps", sweep_json(0, 20));
   if (!created.ok() || created->status != 201) return 1;
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
 
   for (int i = 0; i < readers; ++i)
     threads.emplace_back([&, i] {
-      web::HttpClient c(host, port, std::chrono::seconds(30));
+      HttpClient c(host, port, std::chrono::seconds(30));
       std::vector<double> us;
       std::int64_t errors = 0;
       for (std::size_t k = static_cast<std::size_t>(i); !stop; ++k) {
@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < streams; ++i)
     threads.emplace_back([&] {
       while (!stop) {
-        web::SseClient s(host, port);
+        SseClient s(host, port);
         auto opened = s.open("/api/events");
         if (!opened.ok() || opened->status != 200) {
           ++stream_errors;
@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
     });
   for (int i = 0; i < submitters; ++i)
     threads.emplace_back([&, i] {
-      web::HttpClient c(host, port, std::chrono::seconds(30));
+      HttpClient c(host, port, std::chrono::seconds(30));
       c.set_token(token);
       std::vector<double> us;
       std::int64_t errors = 0;
@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
       submits.add(us, errors);
     });
   threads.emplace_back([&] {  // the health probe
-    web::HttpClient c(host, port, std::chrono::seconds(10));
+    HttpClient c(host, port, std::chrono::seconds(10));
     std::vector<double> us;
     std::int64_t errors = 0;
     while (!stop) {

@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   so.port = 0;
   web::HttpServer server(so, api.handler());
   if (!server.start()) return 1;
-  web::HttpClient client("127.0.0.1", server.port(), std::chrono::seconds(60));
+  HttpClient client("127.0.0.1", server.port(), std::chrono::seconds(60));
 
   struct Case {
     const char* name;

@@ -29,13 +29,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/http_client.hpp"
 #include "tests/support/cluster.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/redis_sentinel.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/tabular.hpp"
 #include "trials/redis/redis_store.hpp"
-#include "web/http_client.hpp"
 
 namespace hpo::chaos {
 namespace {
@@ -142,9 +142,9 @@ class Pool {
         << read_file(home_ + "/scheduler.log");
     auto state = Json::parse(read_file(home_ + "/scheduler.json"));
     redis_url_ = state["redis"].get<std::string>();
-    auto url = web::parse_http_url(state["api"].get<std::string>());
+    auto url = parse_http_url(state["api"].get<std::string>());
     ASSERT_TRUE(url.ok());
-    api_ = std::make_unique<web::HttpClient>(*url, 20s);
+    api_ = std::make_unique<HttpClient>(*url, 20s);
     token_ = state["token"].get<std::string>();
     api_url_ = state["api"].get<std::string>();
     api_->set_token(token_);
@@ -162,7 +162,7 @@ class Pool {
     return *workers_.back();
   }
 
-  web::HttpClient& api() { return *api_; }
+  HttpClient& api() { return *api_; }
   const std::string& token() const { return token_; }
   const std::string& api_url() const { return api_url_; }
 
@@ -233,7 +233,7 @@ class Pool {
   std::unique_ptr<RedisServer> redis_;
   std::unique_ptr<Process> scheduler_;
   std::vector<std::unique_ptr<Process>> workers_;
-  std::unique_ptr<web::HttpClient> api_;
+  std::unique_ptr<HttpClient> api_;
   std::string token_;
   std::string api_url_;
   std::string redis_url_;
@@ -512,8 +512,9 @@ TEST(Chaos, RedisFrozenUnderAGangLosesNoRank) {
   ASSERT_TRUE(attempts.ok());
   ASSERT_EQ(attempts->size(), 1u) << pool.logs();
   EXPECT_EQ((*attempts)[0].outcome, "completed");
-  std::printf("chaos: redis frozen %d ms under a 2-rank gang over 2 workers: %s in %zu attempt(s)\n",
-              2 * kLeaseMs + 1000, trials::to_string(done->state), attempts->size());
+  std::printf(
+      "chaos: redis frozen %d ms under a 2-rank gang over 2 workers: %s in %zu attempt(s)\n",
+      2 * kLeaseMs + 1000, trials::to_string(done->state), attempts->size());
 }
 
 TEST(Chaos, APoisonTorchTrialFailsAloneBesideHealthyOnes) {

@@ -184,7 +184,7 @@ TEST(ExportDownload, AConnectionBrokenHalfwayResumesWithTheRestOfTheSameVersion)
   TempDir dir;
   const std::string bytes = artifact(1);
   ScriptedServer server(serve(bytes, "\"v1\"", 1'234'567, sha_of(bytes)));
-  web::HttpClient http("127.0.0.1", server.port());
+  HttpClient http("127.0.0.1", server.port());
   const std::filesystem::path out = dir.file("model.pt");
   auto st = download_file(http, "/api/trials/t-0/artifacts/model.pt", out);
   ASSERT_TRUE(st.ok()) << st.error().message;
@@ -210,7 +210,7 @@ TEST(ExportDownload, APartOfAnotherVersionStartsOver) {
   std::ofstream(out.string() + ".part", std::ios::binary) << artifact(9).substr(0, 1000);
   std::ofstream(out.string() + ".part.etag") << "\"v0\"";
   ScriptedServer server(serve(bytes, "\"v1\"", 0, sha_of(bytes)));
-  web::HttpClient http("127.0.0.1", server.port());
+  HttpClient http("127.0.0.1", server.port());
   auto st = download_file(http, "/api/trials/t-0/artifacts/checkpoint", out);
   ASSERT_TRUE(st.ok()) << st.error().message;
   EXPECT_EQ(read_file(out), bytes);  // nothing of v0 spliced in
@@ -225,7 +225,7 @@ TEST(ExportDownload, AChecksumThatDoesNotMatchRemovesThePartAndSaysSo) {
   const std::string bytes = artifact(3);
   const std::string wrong = sha_of("something else");
   ScriptedServer server(serve(bytes, "\"v1\"", 0, wrong));
-  web::HttpClient http("127.0.0.1", server.port());
+  HttpClient http("127.0.0.1", server.port());
   const std::filesystem::path out = dir.file("model.pt");
   auto st = download_file(http, "/api/trials/t-0/artifacts/model.pt", out);
   ASSERT_FALSE(st.ok());

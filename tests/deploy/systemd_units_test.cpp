@@ -21,10 +21,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/http_client.hpp"
 #include "tests/support/cluster.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
-#include "web/http_client.hpp"
 
 namespace hpo::deploy {
 namespace {
@@ -239,7 +239,7 @@ TEST_F(SystemdUnits, TheUnitsCommandLinesRunASweepAndAStopDrainsTheWorker) {
   Json st = Json::parse(read_file(state));
   EXPECT_EQ(st["token"],
             read_file(root_ + "/etc/hpo/token"));  // the token file's, not a random one
-  web::HttpClient api("127.0.0.1", port, 10s);
+  HttpClient api("127.0.0.1", port, 10s);
   api.set_token(st["token"].get<std::string>());
   auto health = api.get("/healthz");
   ASSERT_TRUE(health.ok() && health->status == 200);

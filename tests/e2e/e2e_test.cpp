@@ -25,13 +25,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/http_client.hpp"
 #include "tests/support/cluster.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/tls_certs.hpp"
 #include "tests/support/toy_spec.hpp"
 #include "trials/redis/redis_client.hpp"
-#include "web/http_client.hpp"
 
 namespace hpo::e2e {
 namespace {
@@ -369,7 +369,7 @@ TEST(EndToEnd, BadSpecGets400WithTheFieldPathAndStoresNothing) {
   Json list = c.get("/api/sweeps");
   EXPECT_TRUE(list["sweeps"].empty()) << list.dump();
   // Without the token a submit is refused.
-  web::HttpClient anon(*web::parse_http_url(
+  HttpClient anon(*parse_http_url(
       Json::parse(read_file(c.home() + "/scheduler.json"))["api"].get<std::string>()));
   auto unauth = anon.post("/api/sweeps", command_spec(5, 0).dump());
   ASSERT_TRUE(unauth.ok());

@@ -21,12 +21,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/http_client.hpp"
 #include "tests/e2e/preemption_check.hpp"
 #include "tests/support/cluster.hpp"
 #include "tests/support/hosts.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/tabular.hpp"
-#include "web/http_client.hpp"
 
 namespace hpo::e2e {
 namespace {

@@ -1,9 +1,14 @@
 // Fuzz target: the HTTP request path. The input is the raw bytes of one or more
 // pipelined requests; each is parsed with Boost.Beast under the server's own
 // limits, turned into a Request as the server does, and answered by the real
-// router and REST handlers over a MemoryStore that holds one seeded sweep with
-// a running trial. "@S" and "@T" in the input stand for that sweep's and
-// trial's ids, so the fuzzer reaches the handlers of existing records too.
+// router and REST handlers over the real RedisStore (tests/support/
+// test_store.hpp: one redis-server for the process, started on the first
+// input). Each input gets a key prefix of its own holding one seeded sweep
+// with a running trial, and every connection the Api opens is on that prefix.
+// "@S" and "@T" in the input stand for that sweep's and trial's ids, so the
+// fuzzer reaches the handlers of existing records too. Every 1000 inputs the
+// database is flushed (the Functions library survives FLUSHDB, and each
+// connection loads it when missing), so Redis stays small over a long run.
 //
 // Checked besides memory safety: every answer has a status in [200, 600) and,
 // for JSON answers, a body that parses; an error answer (>= 400) is the
@@ -16,7 +21,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "trials/memory/memory_store.hpp"
+#include "tests/support/test_store.hpp"
+#include "trials/redis/redis_store.hpp"
 #include "trials/spec.hpp"
 #include "web/api.hpp"
 #include "web/event_hub.hpp"
@@ -34,13 +40,18 @@ constexpr char kSpec[] = R"({"name":"fz","objective":{"metric":"value","mode":"m
   "trial":{"kind":"synthetic","function":"branin"}})";
 
 struct Seeded {
-  std::unique_ptr<trials::memory::MemoryStore> store;
+  std::string prefix;
+  std::unique_ptr<trials::redis::RedisStore> store;
   std::string sweep, trial;
 };
 
 Seeded seed_store() {
+  static std::uint64_t inputs = 0;
   Seeded s;
-  s.store = std::make_unique<trials::memory::MemoryStore>([] { return std::int64_t{1'000'000}; });
+  s.prefix = hpo::testing::fresh_store_prefix();
+  s.store = hpo::testing::open_test_store(s.prefix);
+  // The previous inputs' connections are closed by now: nothing reads their keys.
+  if (++inputs % 1000 == 0) (void)s.store->client().command({"FLUSHDB"});
   trials::NewSweep ns;
   ns.name = "fz";
   ns.spec_json = kSpec;
@@ -51,11 +62,12 @@ Seeded seed_store() {
   nt.limit = 4;
   nt.params = trials::params_from_json(R"({"x":0.5})").value();
   s.trial = s.store->create_trial(nt).value().id;
-  (void)s.store->claim("w1", 1, 60'000);
+  auto claimed = s.store->claim("w1", 1, 60'000);
+  const int attempt = claimed.ok() && claimed->has_value() ? (*claimed)->trial.attempt : 0;
   trials::StepReport r;
   r.step = 1;
   r.metrics["value"] = 0.25;
-  (void)s.store->report(s.trial, 1, "w1", r);
+  (void)s.store->report(s.trial, attempt, "w1", r);
   return s;
 }
 
@@ -87,12 +99,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   web::ApiOptions options;
   options.token = "tok";
   options.auth_reads = (size % 2) == 1;  // both auth modes
+  // The seeding connection first, then new ones on the input's prefix.
   auto first = std::make_shared<std::unique_ptr<trials::Store>>(std::move(seeded.store));
   web::Api api(
       options,
-      [first]() -> Result<std::unique_ptr<trials::Store>> {
+      [first, prefix = seeded.prefix]() -> Result<std::unique_ptr<trials::Store>> {
         if (*first) return std::move(*first);
-        return std::unique_ptr<trials::Store>(std::make_unique<trials::memory::MemoryStore>());
+        return std::unique_ptr<trials::Store>(hpo::testing::open_test_store(prefix));
       },
       hub);
 

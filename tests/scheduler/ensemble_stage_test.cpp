@@ -1,9 +1,10 @@
-// EnsembleStage driven through SweepController against the in-memory store:
-// members are created with the right parameters and bagging seeds, never more
-// than max_concurrent at once, retried like trials after a lost lease, the
-// record is written from the members' prediction artifacts when all are done;
-// every member failing, or trials that store no predictions, fail the sweep
-// with the reason; a fresh stage (a restarted scheduler) repeats no member.
+// EnsembleStage driven through SweepController against the real RedisStore
+// (tests/support/test_store.hpp, through the sweep fixture): members are
+// created with the right parameters and bagging seeds, never more than
+// max_concurrent at once, retried like trials after a lost lease, the record
+// is written from the members' prediction artifacts when all are done; every
+// member failing, or trials that store no predictions, fail the sweep with the
+// reason; a fresh stage (a restarted scheduler) repeats no member.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -24,12 +25,12 @@
 #include "scheduler/ensemble_stage.hpp"
 #include "scheduler/sweep_controller.hpp"
 #include "tests/scheduler/sweep_fixture.hpp"
-#include "trials/memory/memory_store.hpp"
+#include "tests/support/redis_server.hpp"
+#include "trials/store.hpp"
 
 namespace hpo::scheduler {
 namespace {
 
-using trials::memory::MemoryStore;
 using Json = nlohmann::json;
 
 constexpr int kRows = 200, kClasses = 3;
@@ -100,7 +101,7 @@ struct Fixture : testing::SweepFixture {
 };
 
 // Search trials: value = lr (so the ranking is known); members: predictions by seed.
-trials::TrialResult train(MemoryStore& store, const trials::Trial& t) {
+trials::TrialResult train(trials::TrialQueue& store, const trials::Trial& t) {
   trials::TrialResult r;
   r.outcome = trials::TrialState::kCompleted;
   // An ensemble-only sweep's members have no parameters.
@@ -472,13 +473,22 @@ TEST(EnsembleStage, LostLeaseRetriesTheMemberAndStillEndsWithAllMembers) {
     f.work_one([&](const trials::Trial& t) { return train(f.store, t); });
   }
   ASSERT_TRUE(f.step());  // first members
-  // A worker claims a member and dies: its lease lapses and the reaper re-queues it.
-  auto c = f.store.claim("dead", 1, 1000);
+  // A worker claims a member and dies: its lease lapses and the reaper re-queues
+  // it. The lease is 1 ms of the store's clock (Redis TIME, which a test cannot
+  // move), so it lapses at once; the reaper is called until it has handled it,
+  // counting every lease it handled on the way: exactly this one.
+  auto c = f.store.claim("dead", 1, /*lease_ms=*/1);
   ASSERT_TRUE(c.ok() && *c);
   ASSERT_EQ((*c)->trial.role, hpo::trials::TrialRole::kMember);
   std::string lost = (*c)->trial.id;
-  f.now += 5000;
-  ASSERT_EQ(*f.store.reap(100, 0), 1);
+  int reaped = 0;
+  ASSERT_TRUE(hpo::testing::wait_for([&] {
+    auto n = f.store.reap(100, 0);
+    EXPECT_TRUE(n.ok()) << n.error().message;
+    if (n.ok()) reaped += *n;
+    return reaped >= 1;
+  }));
+  ASSERT_EQ(reaped, 1);
   EXPECT_EQ(f.store.get_trial(lost)->attempt, 1);
   EXPECT_EQ(f.store.get_trial(lost)->state, trials::TrialState::kQueued);
   // The dead worker's late artifacts and result are refused (fencing).

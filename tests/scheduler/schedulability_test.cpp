@@ -1,10 +1,12 @@
-// SchedulabilityWatch against the memory store: the verdict, the parking of a
-// sweep no registered worker can run, and its return once one can.
+// SchedulabilityWatch against the real RedisStore (tests/support/test_store.hpp):
+// the verdict, the parking of a sweep no registered worker can run, and its
+// return once one can.
 #include "scheduler/schedulability.hpp"
 
 #include <gtest/gtest.h>
 
-#include "trials/memory/memory_store.hpp"
+#include "tests/support/test_store.hpp"
+#include "trials/redis/redis_store.hpp"
 
 namespace hpo::scheduler {
 namespace {
@@ -74,7 +76,8 @@ TEST(Schedulability, AGangIsSchedulableWhenThePoolCanHoldItsRanks) {
 }
 
 TEST(Schedulability, ParksASweepUntilABigEnoughWorkerRegisters) {
-  trials::memory::MemoryStore store;
+  hpo::testing::TestStore db;
+  trials::redis::RedisStore& store = db.store;
   const std::string spec = R"({"name": "big",
     "objective": {"metric": "value", "mode": "min"},
     "parameters": {"x1": {"type": "float", "min": 0, "max": 1}},

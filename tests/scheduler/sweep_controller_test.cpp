@@ -1,7 +1,8 @@
-// SweepController against the in-memory store: the controller keeps
-// max_concurrent trials in flight, ends with exactly max_trials, resumes after
-// a "restart" (a fresh controller) without repeating a trial number, stops a
-// grid when it runs out, fails a sweep whose every trial failed, and prunes.
+// SweepController against the real RedisStore (tests/support/test_store.hpp,
+// through the sweep fixture): the controller keeps max_concurrent trials in
+// flight, ends with exactly max_trials, resumes after a "restart" (a fresh
+// controller) without repeating a trial number, stops a grid when it runs out,
+// fails a sweep whose every trial failed, and prunes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,15 +13,16 @@
 #include <nlohmann/json.hpp>
 
 #include "scheduler/sweep_controller.hpp"
+#include "scheduler/sweep_roles.hpp"
 #include "search/test_functions.hpp"
 #include "tests/scheduler/sweep_fixture.hpp"
-#include "trials/memory/memory_store.hpp"
+#include "tests/support/test_store.hpp"
+#include "trials/redis/redis_store.hpp"
 #include "trials/rung.hpp"
 
 namespace hpo::scheduler {
 namespace {
 
-using trials::memory::MemoryStore;
 using Json = nlohmann::ordered_json;
 
 Json base_spec() {
@@ -206,27 +208,52 @@ TEST(SweepController, MedianPrunerFlagsAHopelessRunningTrial) {
 // the last one (not the whole history again), and the pruner still sees the
 // whole curve: the hopeless trial is stopped once its curve says so.
 TEST(SweepController, CurvesGrowByTheNewReportsOnly) {
-  struct CountingStore : MemoryStore {
+  // The store's trial role as the controller sees it, counting the reports it
+  // reads; everything else goes to the RedisStore as it is.
+  struct CountingTrials : trials::TrialStore {
+    explicit CountingTrials(trials::TrialStore& to) : inner(to) {}
+    trials::TrialStore& inner;
     std::int64_t read = 0;
+    Result<std::vector<trials::Trial>> create_trials(
+        const std::vector<trials::NewTrial>& batch) override {
+      return inner.create_trials(batch);
+    }
+    Result<trials::Trial> get_trial(const std::string& id) override { return inner.get_trial(id); }
+    Result<std::vector<trials::Trial>> get_trials(const std::vector<std::string>& ids) override {
+      return inner.get_trials(ids);
+    }
+    Result<trials::TrialPage> list_trials(const std::string& sweep_id, trials::TrialRole role,
+                                          std::int64_t offset, std::int64_t limit) override {
+      return inner.list_trials(sweep_id, role, offset, limit);
+    }
     Result<trials::ReportPage> get_reports(const std::string& id, std::int64_t offset,
                                            std::int64_t limit) override {
-      auto page = MemoryStore::get_reports(id, offset, limit);
+      auto page = inner.get_reports(id, offset, limit);
       if (page) read += static_cast<std::int64_t>(page->reports.size());
       return page;
+    }
+    Result<std::vector<trials::AttemptRecord>> get_attempts(const std::string& id) override {
+      return inner.get_attempts(id);
+    }
+    Status set_control(const std::string& id, trials::Control control) override {
+      return inner.set_control(id, control);
     }
   };
   auto j = base_spec();
   j["search"]["max_trials"] = 8;
   j["search"]["max_concurrent"] = 8;
   j["early_stopping"] = Json::parse(R"({"type": "median", "warmup_steps": 0, "min_trials": 3})");
-  CountingStore store;
+  hpo::testing::TestStore db;
+  trials::redis::RedisStore& store = db.store;
+  CountingTrials counting(store);
+  const SweepRoles roles(store, counting, store);  // what the controller reads through
   auto spec = trials::parse_spec(j.dump());
   ASSERT_TRUE(spec.ok());
   trials::NewSweep ns{"t", j.dump(), false};
   auto sweep_id = store.create_sweep(ns);
   ASSERT_TRUE(sweep_id.ok());
   SweepController c(*sweep_id, *spec);
-  ASSERT_TRUE(*c.step(store));
+  ASSERT_TRUE(*c.step(roles));
   for (int i = 0; i < 3; ++i) {  // three good curves, finished
     const auto t = (*store.claim("w", 1, 10'000))->trial;
     for (int s = 1; s <= 1000; ++s)
@@ -236,8 +263,8 @@ TEST(SweepController, CurvesGrowByTheNewReportsOnly) {
     ASSERT_TRUE(store.complete(t.id, t.attempt, "w", r).ok());
     c.mark_dirty(t.id);
   }
-  ASSERT_TRUE(c.step(store).ok());
-  const std::int64_t before = store.read;
+  ASSERT_TRUE(c.step(roles).ok());
+  const std::int64_t before = counting.read;
   EXPECT_EQ(before, 3000);
   const auto bad = (*store.claim("w", 1, 10'000))->trial;
   int steps = 0;
@@ -246,12 +273,12 @@ TEST(SweepController, CurvesGrowByTheNewReportsOnly) {
       // 0.002 is as good as the others' best (1/step) until step 500, worse after.
       ASSERT_TRUE(store.report(bad.id, bad.attempt, "w", {steps, {{"value", 0.002}}, 0}).ok());
     c.mark_dirty(bad.id);
-    ASSERT_TRUE(c.step(store).ok());
+    ASSERT_TRUE(c.step(roles).ok());
     if (store.get_trial(bad.id)->control == trials::Control::kPrune) break;
   }
   EXPECT_EQ(store.get_trial(bad.id)->control, trials::Control::kPrune);
   EXPECT_GT(steps, 500);
-  EXPECT_EQ(store.read - before, steps);  // each report read once, not once per step
+  EXPECT_EQ(counting.read - before, steps);  // each report read once, not once per step
 }
 
 }  // namespace
@@ -314,7 +341,7 @@ TEST(SweepController, BayesianSweepContinuesAfterARestartWithoutRepeatingTrials)
 namespace hpo::scheduler {
 namespace {
 
-// search.pbt against the in-memory store: each interval is a trial; a fake
+// search.pbt against the RedisStore: each interval is a trial; a fake
 // worker steps the noisy quadratic from the checkpoint its trial resumes
 // (its own, else the one it goes on from) and stores its own. A fresh
 // controller halfway (a restart) goes on where the first stopped.

@@ -1,15 +1,16 @@
-// A sweep in an in-memory store with a settable clock, and a fake worker that
-// claims queued trials and completes them with a given function: what the
-// scheduler's unit tests build on.
+// A sweep in the real RedisStore (tests/support/test_store.hpp: a key prefix of
+// its own on the test executable's redis-server, on the server's clock), and a
+// fake worker that claims queued trials and completes them with a given
+// function: what the scheduler's tests build on.
 #pragma once
 
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <functional>
 #include <string>
 
-#include "trials/memory/memory_store.hpp"
+#include "tests/support/test_store.hpp"
+#include "trials/redis/redis_store.hpp"
 #include "trials/spec.hpp"
 
 namespace hpo::scheduler::testing {
@@ -17,8 +18,9 @@ namespace hpo::scheduler::testing {
 using TrialRun = std::function<trials::TrialResult(const trials::Trial&)>;
 
 struct SweepFixture {
-  std::int64_t now = 1'000'000;
-  trials::memory::MemoryStore store{[this] { return now; }};
+  // Declared before `store`, which refers into it.
+  ::hpo::testing::TestStore db;
+  trials::redis::RedisStore& store = db.store;
   std::string sweep_id;
   trials::SweepSpec spec;
 
@@ -27,7 +29,7 @@ struct SweepFixture {
     EXPECT_TRUE(parsed.ok()) << parsed.error().message;
     if (parsed.ok()) spec = *parsed;
     auto id = store.create_sweep({spec.name, spec_json, spec.objective.maximize});
-    EXPECT_TRUE(id.ok());
+    EXPECT_TRUE(id.ok()) << id.error().message;
     if (id.ok()) sweep_id = *id;
   }
 
@@ -36,7 +38,7 @@ struct SweepFixture {
   // Claims one queued trial and finishes it with `run`; false when none is queued.
   bool work_one(const TrialRun& run) {
     auto c = store.claim("w", 1, 10'000);
-    EXPECT_TRUE(c.ok());
+    EXPECT_TRUE(c.ok()) << c.error().message;
     if (!c.ok() || !*c) return false;
     const auto& t = (*c)->trial;
     EXPECT_TRUE(store.complete(t.id, t.attempt, "w", run(t)).ok());

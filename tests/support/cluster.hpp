@@ -21,10 +21,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/http_client.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
 #include "trials/redis/redis_client.hpp"
-#include "web/http_client.hpp"
 
 namespace hpo::testing {
 
@@ -82,9 +82,9 @@ class Cluster {
                          std::chrono::seconds(30)))
         << read_file(home_ + "/scheduler.log");
     auto state = Json::parse(read_file(home_ + "/scheduler.json"));
-    auto url = web::parse_http_url(state["api"].get<std::string>());
+    auto url = parse_http_url(state["api"].get<std::string>());
     ASSERT_TRUE(url.ok());
-    api_ = std::make_unique<web::HttpClient>(*url, std::chrono::seconds(10));
+    api_ = std::make_unique<HttpClient>(*url, std::chrono::seconds(10));
     api_->set_token(state["token"].get<std::string>());
     if (state.contains("ca_file")) api_->set_ca_file(state["ca_file"].get<std::string>());
   }
@@ -124,7 +124,7 @@ class Cluster {
     return fmt::format("redis://hpo-scheduler:{}@127.0.0.1:{}", password, url ? url->port : 0);
   }
 
-  web::HttpClient& api() { return *api_; }
+  HttpClient& api() { return *api_; }
   Process& scheduler() { return *scheduler_; }
   const std::string& home() const { return home_; }
 
@@ -177,7 +177,7 @@ class Cluster {
   std::string home_;
   std::unique_ptr<Process> scheduler_;
   std::vector<std::unique_ptr<Process>> workers_;
-  std::unique_ptr<web::HttpClient> api_;
+  std::unique_ptr<HttpClient> api_;
 };
 
 }  // namespace hpo::testing

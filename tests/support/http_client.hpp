@@ -12,13 +12,13 @@
 #include <chrono>
 #include <string>
 
-#include "web/http_client.hpp"
+#include "core/http_client.hpp"
 
 namespace hpo::testing {
 
-using web::ClientResponse;
-using web::HttpClient;
-using web::SseClient;
+using ClientResponse;
+using HttpClient;
+using SseClient;
 
 class RawConnection {
  public:

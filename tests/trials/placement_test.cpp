@@ -1,6 +1,7 @@
-// Placement rules (trials/placement.hpp): what fits an offer now, what a claim
-// takes from it, why a worker can never run a request, and the JSON forms the
-// store's claim reads.
+// Placement rules (trials/placement.hpp): what fits an offer now, why a worker
+// can never run a request, and the JSON forms the store's claim reads. Which
+// slots a claim takes, and what it leaves of the offer, is the claim's own
+// decision: redis_store_test.cpp, AClaimNamesTheSlots*.
 #include "trials/placement.hpp"
 
 #include <gtest/gtest.h>
@@ -38,29 +39,6 @@ TEST(Placement, GpuRequestsMatchModelAndMemory) {
   EXPECT_FALSE(fits_now(r, gpu_worker({kT4, kT4})));
   EXPECT_TRUE(fits_now(r, gpu_worker({kT4, kA100})));
   EXPECT_FALSE(fits_now(r, gpu_worker({}, 4)));  // CPU slots serve no GPU request
-}
-
-TEST(Placement, TakeSubtractsWhatTheAttemptUses) {
-  Offer o = gpu_worker({kT4, kA100}, 1);
-  ResourceRequest gpu;
-  gpu.slots = gpu.gpus = 1;
-  gpu.gpu_model = "A100";
-  gpu.cpus = 6;
-  gpu.memory_gb = 20;
-  ASSERT_TRUE(take(gpu, o));
-  EXPECT_EQ(o.slots, 2);
-  EXPECT_EQ(o.gpus, std::vector<GpuSlot>{kT4});
-  EXPECT_DOUBLE_EQ(o.cpus, 10);
-  EXPECT_DOUBLE_EQ(o.memory_gb, 44);
-  EXPECT_FALSE(take(gpu, o));  // the one A100 is taken
-  // A request without GPUs takes the CPU slot first, then the last GPU slots.
-  ResourceRequest cpu;
-  cpu.slots = 1;
-  ASSERT_TRUE(take(cpu, o));
-  EXPECT_EQ(o.gpus, std::vector<GpuSlot>{kT4});
-  ASSERT_TRUE(take(cpu, o));
-  EXPECT_TRUE(o.gpus.empty());
-  EXPECT_EQ(o.slots, 0);
 }
 
 TEST(Placement, CoresMemoryTorchAndLabels) {

@@ -6,12 +6,14 @@
 #include <hiredis/hiredis.h>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -760,8 +762,9 @@ TEST(RedisStore, AGangIsPlacedAcrossWorkersTogetherAndFailsWholeWhenAFollowerIsL
   got = store.claim_batch("a", two, 2, kLease);
   ASSERT_TRUE(got.ok());
   ASSERT_EQ(got->claims.size(), 1u);
-  const Trial led = got->claims[0].trial;  // a copy: `got` is reused
-  EXPECT_EQ(led.slots, 2);                 // the leader's own share
+  const Trial led = got->claims[0].trial;                     // a copy: `got` is reused
+  EXPECT_EQ(led.slots, 2);                                    // the leader's own share
+  EXPECT_EQ(got->claims[0].slots, (std::vector<int>{0, 1}));  // on these of a's slots
   auto layout = gang_from_json(led.gang);
   ASSERT_TRUE(layout.ok()) << led.gang;
   EXPECT_EQ(layout->world, 4);
@@ -785,12 +788,14 @@ TEST(RedisStore, AGangIsPlacedAcrossWorkersTogetherAndFailsWholeWhenAFollowerIsL
   EXPECT_EQ(share.count, 2);
   EXPECT_EQ(share.world, 4);
   EXPECT_EQ(share.leader, "a");
+  EXPECT_EQ(share.slots, (std::vector<int>{0, 1}));  // the claim placed b's ranks on these
   // Handed out again until b renews its rank lease (a claim reply lost on
   // the way must not lose the share), then no more.
   got = store.claim_batch("b", two, 2, kLease);
   ASSERT_EQ(got->ranks.size(), 1u);
   EXPECT_EQ(got->ranks[0].trial.id, led.id);
   EXPECT_EQ(got->ranks[0].first, 2);
+  EXPECT_TRUE(got->ranks[0].slots.empty());  // b's slots hold it already
   ASSERT_TRUE(*store.rank_heartbeat(led.id, 0, "b", kLease));
   EXPECT_TRUE(store.claim_batch("b", two, 2, kLease)->ranks.empty());
 
@@ -955,6 +960,165 @@ TEST(RedisStore, ASecondWorkerOfTheSameNameOnAnotherHostIsRefused) {
 // A trial given back more often than the pool allows (hosts preempted faster
 // than it checkpoints) fails with the reason instead of circling forever; the
 // pool's own glitches (a claim that did not fit, a lost claim reply) do not count.
+// Placement is decided by the claim alone: it names the worker's slots each
+// attempt takes (the worker books those). A GPU request takes the lowest free
+// slots whose GPU matches; any other the free CPU slots first, then the
+// highest free GPU slots; cores and memory are subtracted as it goes.
+TEST(RedisStore, AClaimNamesTheSlotsItTakesAndWhatIsLeft) {
+  RedisStore store(config_for(shared_server(), unique_prefix()));
+  const GpuSlot t4{"tesla t4", 15360}, a100{"nvidia a100-sxm4-80gb", 81920};
+  auto sweep_with = [&](ResourceRequest needs) {
+    NewSweep ns{"placed", "{}", false};
+    ns.needs = std::move(needs);
+    return *store.create_sweep(ns);
+  };
+  ResourceRequest gpu;
+  gpu.slots = gpu.gpus = 1;
+  gpu.gpu_model = "A100";
+  gpu.cpus = 6;
+  gpu.memory_gb = 20;
+  const std::string gpu_sweep = sweep_with(gpu), cpu_sweep = sweep_with(ResourceRequest{});
+  Offer o;  // slot 0 a T4, slot 1 an A100, slot 2 a CPU slot; 16 cores, 64 GB
+  o.slots = o.total_slots = 3;
+  o.free = {0, 1, 2};
+  o.gpus = o.all_gpus = {t4, a100};
+  o.cpus = o.total_cpus = 16;
+  o.memory_gb = o.total_memory_gb = 64;
+  add(store, gpu_sweep, 0);
+  auto got = store.claim_batch("w", o, 1, 60000);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  ASSERT_EQ(got->claims.size(), 1u);
+  EXPECT_EQ(got->claims[0].slots, std::vector<int>{1});  // the A100's slot
+  // The offer the claim leaves (recorded for gangs) is what the rule says.
+  auto left = [&] {
+    redisContext* c = redisConnect("127.0.0.1", shared_server().port());
+    auto* r = static_cast<redisReply*>(
+        redisCommand(c, "HGET %s %s", (store.prefix() + "offers").c_str(), "w"));
+    std::string text = r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
+    if (r) freeReplyObject(r);
+    redisFree(c);
+    return nlohmann::json::parse(text);
+  };
+  auto rest = left();
+  EXPECT_EQ(rest["slots"], 2);
+  EXPECT_EQ(rest["free"], nlohmann::json({0, 2}));
+  EXPECT_EQ(rest["gpus"].size(), 1u);
+  EXPECT_EQ(rest["gpus"][0]["model"], "tesla t4");
+  EXPECT_DOUBLE_EQ(rest["cpus"].get<double>(), 10);
+  EXPECT_DOUBLE_EQ(rest["memory_gb"].get<double>(), 44);
+  // The one A100 is taken: a second A100 trial does not fit what is left.
+  add(store, gpu_sweep, 1);
+  o.slots = 2;
+  o.free = {0, 2};
+  o.gpus = {t4};
+  o.cpus = 10;
+  o.memory_gb = 44;
+  got = store.claim_batch("w", o, 1, 60000);
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(got->claims.empty());
+  ASSERT_TRUE(store.cancel_sweep(gpu_sweep).ok());
+  // A request without GPUs takes the CPU slot first, then the last GPU slot.
+  add(store, cpu_sweep, 0);
+  add(store, cpu_sweep, 1);
+  got = store.claim_batch("w", o, 2, 60000);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->claims.size(), 2u);
+  EXPECT_EQ(got->claims[0].slots, std::vector<int>{2});
+  EXPECT_EQ(got->claims[1].slots, std::vector<int>{0});
+  rest = left();
+  EXPECT_EQ(rest["slots"], 0);
+  EXPECT_TRUE(rest["gpus"].empty());
+}
+
+// Whatever a worker holds, in any order, each claim's slots are free, as many
+// as the trial asks, and the ones the rule picks (written out again here).
+TEST(RedisStore, AClaimNamesTheSlotsByTheRule) {
+  RedisStore store(config_for(shared_server(), unique_prefix()));
+  const GpuSlot t4{"tesla t4", 15360}, a100{"nvidia a100-sxm4-80gb", 81920};
+  const std::vector<GpuSlot> gpus{t4, a100, t4, a100};  // slots 0-3; 4-5 are CPU slots
+  struct Kind {
+    ResourceRequest need;
+    std::string sweep;
+    std::int64_t next = 0;  // its next trial's number
+  };
+  std::vector<Kind> kinds;
+  for (int n = 1; n <= 3; ++n) {
+    ResourceRequest r;
+    r.slots = n;
+    kinds.push_back({r, "", 0});
+  }
+  for (const char* model : {"", "a100"})
+    for (int n = 1; n <= 2; ++n) {
+      ResourceRequest r;
+      r.slots = r.gpus = n;
+      r.gpu_model = model;
+      kinds.push_back({r, "", 0});
+    }
+  for (auto& k : kinds) {
+    NewSweep ns{"rule", "{}", false};
+    ns.needs = k.need;
+    k.sweep = *store.create_sweep(ns);
+  }
+  // The rule, as the test states it.
+  auto expected = [&](const ResourceRequest& r, const std::vector<bool>& free) {
+    std::vector<int> out;
+    auto want = [&](int i) {
+      if (static_cast<int>(out.size()) < r.slots && free[static_cast<std::size_t>(i)])
+        out.push_back(i);
+    };
+    if (r.gpus > 0) {
+      for (int i = 0; i < 4; ++i)
+        if (gpu_matches(r, gpus[static_cast<std::size_t>(i)])) want(i);
+    } else {
+      for (int i = 4; i < 6; ++i) want(i);
+      for (int i = 3; i >= 0; --i) want(i);
+    }
+    std::sort(out.begin(), out.end());
+    return static_cast<int>(out.size()) == r.slots ? out : std::vector<int>{};
+  };
+  std::mt19937 rng(7);
+  std::vector<bool> free(6, true);
+  std::vector<std::vector<int>> held;
+  int claims = 0;
+  for (int step = 0; step < 300; ++step) {
+    if (!held.empty() && rng() % 3 == 0) {
+      const auto i = rng() % held.size();
+      for (int s : held[i]) free[static_cast<std::size_t>(s)] = true;
+      held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    Kind& k = kinds[rng() % kinds.size()];
+    const std::vector<int> want = expected(k.need, free);
+    if (want.empty()) continue;  // what does not fit is not queued (no reservations here)
+    NewTrial nt;
+    nt.sweep_id = k.sweep;
+    nt.number = k.next++;
+    nt.limit = 1'000'000;
+    nt.slots = k.need.slots;
+    ASSERT_TRUE(store.create_trial(nt).ok());
+    Offer o;
+    o.total_slots = 6;
+    o.all_gpus = gpus;
+    for (int i = 0; i < 6; ++i)
+      if (free[static_cast<std::size_t>(i)]) {
+        o.free.push_back(i);
+        if (i < 4) o.gpus.push_back(gpus[static_cast<std::size_t>(i)]);
+      }
+    o.slots = static_cast<int>(o.free.size());
+    auto got = store.claim_batch("w", o, 1, 60000);
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    ASSERT_EQ(got->claims.size(), 1u) << "step " << step;
+    EXPECT_EQ(got->claims[0].slots, want) << "step " << step;
+    for (int s : got->claims[0].slots) {
+      ASSERT_TRUE(free[static_cast<std::size_t>(s)]) << "step " << step;
+      free[static_cast<std::size_t>(s)] = false;
+    }
+    held.push_back(got->claims[0].slots);
+    ++claims;
+  }
+  EXPECT_GT(claims, 50);
+}
+
 TEST(RedisStore, ATrialReleasedPastTheBoundFails) {
   RedisStore store(config_for(shared_server(), unique_prefix()));
   ASSERT_TRUE(store.announce_limits({16 << 20, 2}).ok());
@@ -966,7 +1130,9 @@ TEST(RedisStore, ATrialReleasedPastTheBoundFails) {
     const bool preempted = attempt >= 2;
     ASSERT_TRUE(
         store.release(t.id, attempt, "w", preempted ? "preempted" : "did not fit", preempted).ok());
-    if (attempt < 4) EXPECT_EQ(store.get_trial(t.id)->state, TrialState::kQueued) << attempt;
+    if (attempt < 4) {
+      EXPECT_EQ(store.get_trial(t.id)->state, TrialState::kQueued) << attempt;
+    }
   }
   auto after = store.get_trial(t.id);
   ASSERT_TRUE(after.ok());

@@ -1,11 +1,14 @@
-// The store conformance suite: the same tests run against every
-// implementation (memory_store_test.cpp, redis_store_test.cpp instantiate it).
+// The store's contract (trials/store.hpp), one test per transition, run over
+// each way the store may be set up (redis_store_test.cpp instantiates it:
+// artifacts in Redis, artifacts in a folder). RedisStore and its Functions
+// library are the one implementation of every transition; the tests that only
+// a real server can show (and gangs) follow in redis_store_test.cpp.
 //
-// An Env provides: store() (the implementation: every role, trials/store.hpp),
-// advance(ms) (moves the memory store's clock; a no-op for Redis, where real
-// time passes while we poll), pass(ms) (lets at least ms of store time go by:
-// an outage of that length), and kLeaseMs, a lease short enough that tests
-// can wait for it to lapse with bounded polling.
+// An Env provides: store() (every role, trials/store.hpp), advance(ms) (a
+// point where a test lets store time run on: it polls while real time
+// passes), pass(ms) (lets at least ms of store time go by: an outage of that
+// length), and kLeaseMs, a lease short enough that tests can wait for it to
+// lapse with bounded polling.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/http_client.hpp"
 #include "web/api_errors.hpp"
-#include "web/http_client.hpp"
 
 namespace hpo::web {
 namespace {

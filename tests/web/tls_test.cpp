@@ -8,11 +8,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/http_client.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/redis_server.hpp"  // wait_for
 #include "tests/support/tls_certs.hpp"
 #include "web/event_hub.hpp"
-#include "web/http_client.hpp"
 #include "web/http_server.hpp"
 
 namespace hpo::web {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -34,6 +35,23 @@ using detail::metrics_to_json;
 using detail::refusal;
 using detail::to_i64;
 using detail::trial_from_hash;
+
+// A claim's slots as the functions write them: "0,2" (ascending indices), "" for none.
+static Result<std::vector<int>> slot_list(const std::string& text) {
+  std::vector<int> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, end - at);
+    char* stop = nullptr;
+    const long v = std::strtol(item.c_str(), &stop, 10);
+    if (item.empty() || *stop != '\0' || v < 0 || v > 1'000'000)
+      return Error::internal("claim_batch: a claim's slots are not indices: '" + text + "'");
+    out.push_back(static_cast<int>(v));
+    at = end + 1;
+  }
+  return out;
+}
 
 // A batch's per-item answer: a refusal's text starts with its code, anything
 // else is the success value.
@@ -62,26 +80,30 @@ Result<Claims> RedisStore::claim_batch(const std::string& worker, const Offer& o
   static constexpr const char* kClaimFields[] = {
       "id",         "sweep",    "number",       "kind",           "params", "state",
       "attempt",    "released", "max_attempts", "slots",          "worker", "created_ms",
-      "started_ms", "control",  "extra",        "lease_deadline", "gang"};
+      "started_ms", "control",  "extra",        "lease_deadline", "gang",   "placed"};
   constexpr std::size_t kRow = std::size(kClaimFields);
   for (const auto& row : r->elements[0].elements) {
-    // Functions of the version before gangs send rows without the last field ('gang').
-    if (row.elements.size() != kRow && row.elements.size() != kRow - 1)
-      return Error::internal("claim_batch: unexpected claim row");
+    if (row.elements.size() != kRow) return Error::internal("claim_batch: unexpected claim row");
     Hash h;
     for (std::size_t i = 0; i < row.elements.size(); ++i)
       h.emplace(kClaimFields[i], row.elements[i].str);
     auto t = trial_from_hash(h);
     if (!t) return t.error();
     std::string spec = specs.count(t->sweep_id) ? specs[t->sweep_id] : std::string();
-    out.claims.push_back(Claim{std::move(*t), to_i64(get(h, "lease_deadline")), std::move(spec)});
+    auto slots = slot_list(get(h, "placed"));
+    if (!slots) return slots.error();
+    out.claims.push_back(
+        Claim{std::move(*t), to_i64(get(h, "lease_deadline")), std::move(spec), std::move(*slots)});
   }
   if (r->elements.size() > 3)
     for (const auto& share : r->elements[3].elements) {
-      if (share.elements.size() != 2) return Error::internal("claim_batch: unexpected rank share");
+      if (share.elements.size() != 3) return Error::internal("claim_batch: unexpected rank share");
       auto s = rank_share_from_json(share.elements[0].str);
       if (!s) return s.error();
       s->spec_json = share.elements[1].str;
+      auto slots = slot_list(share.elements[2].str);
+      if (!slots) return slots.error();
+      s->slots = std::move(*slots);
       out.ranks.push_back(std::move(*s));
     }
   return out;

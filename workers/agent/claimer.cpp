@@ -64,9 +64,10 @@ void Claimer::hand_out(std::vector<SharePlan>& shares, trials::Claims* got,
     // Handed out again (the store does until this worker first renews its
     // rank lease, in case a claim's reply was lost): it runs already.
     if (shared_.shares.count(run->key())) continue;
-    std::vector<int> slots;
-    if (!shared_.slots.reserve(run->request, slots)) {  // the leader's heartbeat fails the attempt
-      log_warn("a gang share does not fit the free slots; its ranks do not start",
+    const std::vector<int>& slots = run->share.slots;
+    if (static_cast<int>(slots.size()) != run->share.count ||
+        !shared_.slots.book(slots)) {  // the leader's heartbeat fails the attempt
+      log_warn("a gang share's slots are not free here; its ranks do not start",
                trial_fields(run->share.trial, shared_.options.name,
                             {{"ranks", std::to_string(run->share.count)}}));
       continue;
@@ -84,10 +85,11 @@ void Claimer::hand_out(std::vector<SharePlan>& shares, trials::Claims* got,
   for (std::size_t c = 0; c < got->claims.size(); ++c) {
     auto& claim = got->claims[c];
     ++shared_.stats.claimed;
-    std::vector<int> slots;
-    if (!shared_.slots.reserve(requests[c], slots)) {
-      // Only when the slots the store counted differ from the free ones
-      // here (another version's claim): give it back rather than overcommit.
+    const std::vector<int> slots = claim.slots;
+    if (static_cast<int>(slots.size()) != std::max(1, claim.trial.slots) ||
+        !shared_.slots.book(slots)) {
+      // The claim placed it on slots that are not free here (never from a
+      // claim of this book's offer): give it back rather than overcommit.
       misfits.push_back(std::move(claim));
       continue;
     }

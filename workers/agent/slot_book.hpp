@@ -1,9 +1,9 @@
 // SlotBook: which of the worker's slots are free, and which attempt holds the
 // others. Not thread-safe: the agent holds its lock around every call.
 //
-// Slots are taken by the rule the store's claim counted them with
-// (trials/slot_choice.hpp): a GPU request the lowest free GPU slots that match
-// it; any other the slots without a GPU first, then the highest free GPU slots.
+// The book does not choose slots: a claim names the slots it placed each
+// attempt on (trials::Claim::slots, decided by the store's claim out of the
+// offer this book made), and the book takes exactly those.
 #pragma once
 
 #include <vector>
@@ -17,15 +17,15 @@ class SlotBook {
   // `gpu_slots[i]` is the GPU slot i owns; slots beyond them are CPU slots.
   SlotBook(int slots, std::vector<trials::GpuSlot> gpu_slots);
 
-  // Takes request.slots (at least one) free slots into `out`, lowest first;
-  // false (and nothing taken) when they are not free.
-  bool reserve(const trials::ResourceRequest& request, std::vector<int>& out);
+  // Takes `slots` (a claim's, ascending); false (and nothing taken) when
+  // there are none, or one is out of range, repeated or not free.
+  bool book(const std::vector<int>& slots);
   void free(const std::vector<int>& slots);
 
   int size() const { return static_cast<int>(owner_.size()); }
   int free_count() const;
   int busy_count() const { return size() - free_count(); }
-  // The slot side of a claim's offer: total_slots, slots, all_gpus and gpus.
+  // The slot side of a claim's offer: total_slots, slots, free, all_gpus and gpus.
   void offer(trials::Offer& o) const;
 
  private:

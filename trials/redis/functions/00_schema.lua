@@ -1,5 +1,5 @@
 #!lua name=hpo_v1
--- hpo-functions-version: 4
+-- hpo-functions-version: 5
 --[[
 hpo's atomic state transitions, one Redis Functions library (Redis >= 7).
 

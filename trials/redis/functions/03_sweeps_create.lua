@@ -197,8 +197,9 @@ local function migrate_shared_queue(P)
 end
 
 -- What a worker needs of a claimed trial, by position (claim_batch's reply;
--- RedisStore reads it in this order): half the strings of a flat hash.
+-- RedisStore reads it in this order): half the strings of a flat hash, and
+-- 'placed', the worker's slots the claim put the attempt on ('0,2'; not stored).
 local kClaimFields = {'id', 'sweep', 'number', 'kind', 'params', 'state', 'attempt', 'released',
                       'max_attempts', 'slots', 'worker', 'created_ms', 'started_ms', 'control',
-                      'extra', 'lease_deadline', 'gang'}
+                      'extra', 'lease_deadline', 'gang', 'placed'}
 

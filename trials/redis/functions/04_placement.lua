@@ -1,5 +1,7 @@
--- Placement: whether a trial fits a worker's offer (trials/placement.hpp is
--- the same rule in C++), and reservations of big trials.
+-- Placement: whether a trial fits a worker's offer and which of its slots it
+-- takes (decided here only: the claim names the slots and the worker books
+-- them), and reservations of big trials. trials/placement.hpp states the rules
+-- and explains, in words, a request that can never fit.
 local function claim_row(t)
   local out = {}
   for i, f in ipairs(kClaimFields) do out[i] = t[f] or '' end
@@ -14,10 +16,12 @@ local function wake_cursor(P)
   return last[1][1]
 end
 
--- Placement (trials/placement.hpp has the rules; these mirror fits_now/take).
+-- Placement (trials/placement.hpp has the rules).
 -- `o` is the claiming worker's offer (to_json(Offer)): what it has free now
--- (slots, gpus, cpus, memory_gb; cpus/memory < 0: not counted) and what it is
--- (total_slots, all_gpus, total_cpus, total_memory_gb, torch, cuda, labels).
+-- (free: the free slots' indices, ascending; slots: how many; gpus: the free
+-- GPU slots' devices; cpus, memory_gb: < 0 not counted) and what it is
+-- (total_slots, all_gpus: slot i < #all_gpus owns all_gpus[i + 1];
+-- total_cpus, total_memory_gb, torch, cuda, labels).
 -- `need` is the sweep's request (to_json(ResourceRequest), field 'needs' of
 -- the sweep; sweeps stored before requests existed have none: {}).
 local function gpu_ok(need, g)
@@ -70,32 +74,93 @@ local function fits_idle(need, slots, o)
            amounts_ok(need, slots, o.total_slots, o.all_gpus, o.total_cpus, o.total_memory_gb)
 end
 
-local function take(need, slots, o)
-  local cpu_free = o.slots - #o.gpus
-  o.slots = o.slots - slots
-  if (need.gpus or 0) == 0 then  -- slots without a GPU first, then the last GPU slots
-    for _ = 1, math.min(#o.gpus, math.max(0, slots - cpu_free)) do table.remove(o.gpus) end
-  else
-    local left, kept = slots, {}
-    for _, g in ipairs(o.gpus) do
-      if left > 0 and gpu_ok(need, g) then left = left - 1 else kept[#kept + 1] = g end
-    end
-    o.gpus = kept
-  end
-  if need.cpus and o.cpus >= 0 then o.cpus = o.cpus - need.cpus end
-  if need.memory_gb and o.memory_gb >= 0 then o.memory_gb = o.memory_gb - need.memory_gb end
+-- How many of the worker's slots own a GPU (slots 0 .. n-1).
+local function gpu_slot_count(o)
+  local g = #o.all_gpus
+  if (o.total_slots or 0) > 0 then g = math.min(g, o.total_slots) end
+  return g
 end
 
--- The offer of a caller that sends only a free-slot count (earlier versions, tests).
+-- Which free slots an attempt takes: a GPU request the lowest free slots
+-- whose GPU matches it; any other the free slots without a GPU first, then
+-- the highest free GPU slots. Ascending; fewer than `slots` when they are not free.
+local function pick_slots(need, slots, o)
+  local g, picked = gpu_slot_count(o), {}
+  if (need.gpus or 0) > 0 then
+    for _, i in ipairs(o.free) do
+      if #picked < slots and i < g and gpu_ok(need, o.all_gpus[i + 1]) then picked[#picked + 1] = i end
+    end
+  else
+    for _, i in ipairs(o.free) do
+      if #picked < slots and i >= g then picked[#picked + 1] = i end
+    end
+    for j = #o.free, 1, -1 do
+      if #picked < slots and o.free[j] < g then picked[#picked + 1] = o.free[j] end
+    end
+    table.sort(picked)
+  end
+  return picked, g
+end
+
+-- Takes what an attempt that fits uses out of the offer; returns the slots it
+-- takes (their indices, ascending: what the claim tells the worker).
+local function take(need, slots, o)
+  if need.cpus and o.cpus >= 0 then o.cpus = o.cpus - need.cpus end
+  if need.memory_gb and o.memory_gb >= 0 then o.memory_gb = o.memory_gb - need.memory_gb end
+  local picked, g = pick_slots(need, slots, o)
+  local taken, left, gpus = {}, {}, {}
+  for _, i in ipairs(picked) do taken[i] = true end
+  for _, i in ipairs(o.free) do
+    if not taken[i] then
+      left[#left + 1] = i
+      if i < g then gpus[#gpus + 1] = o.all_gpus[i + 1] end
+    end
+  end
+  o.free, o.gpus, o.slots = left, gpus, #left
+  return picked
+end
+
+-- Slot indices as a claim row carries them: '0,2'.
+local function slot_list(picked)
+  return table.concat(picked, ',')
+end
+
+-- The free slots of an offer that does not name them (an earlier version's,
+-- one written by hand): each free GPU is the first slot of all_gpus with that
+-- device, and the free CPU slots the first ones after the GPU slots.
+local function free_slots_of(o)
+  local g = gpu_slot_count(o)
+  local free, used = {}, {}
+  for _, d in ipairs(o.gpus) do
+    for i = 1, g do
+      local a = o.all_gpus[i]
+      if not used[i] and a.model == d.model and a.mb == d.mb then
+        used[i] = true
+        free[#free + 1] = i - 1
+        break
+      end
+    end
+  end
+  for i = g, g + (o.slots or 0) - #free - 1 do free[#free + 1] = i end
+  table.sort(free)
+  return free
+end
+
+-- An offer as JSON, or a free-slot count (the slot-count claim: slots 0 .. n-1,
+-- no GPUs).
 local function parse_offer(text)
   if string.sub(text, 1, 1) == '{' then
     local o = cjson.decode(text)
     o.gpus, o.all_gpus, o.labels = o.gpus or {}, o.all_gpus or {}, o.labels or {}
+    if type(o.free) ~= 'table' then o.free = free_slots_of(o) end
     return o
   end
   local n = tonumber(text)
-  return {slots = n, gpus = {}, cpus = -1, memory_gb = -1, total_slots = n, all_gpus = {},
-          total_cpus = -1, total_memory_gb = -1, torch = true, cuda = false, labels = {}}
+  local free = {}
+  for i = 1, n do free[i] = i - 1 end
+  return {slots = n, free = free, gpus = {}, cpus = -1, memory_gb = -1, total_slots = n,
+          all_gpus = {}, total_cpus = -1, total_memory_gb = -1, torch = true, cuda = false,
+          labels = {}}
 end
 
 local function needs_of(P, sid, cache)

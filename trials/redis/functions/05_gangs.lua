@@ -117,18 +117,24 @@ end
 -- A plan of one worker (the whole trial fits it) is a plain claim out of its offer.
 local function place_gang(P, t, need, plan, now, lease_ms, delta)
   if #plan == 1 then
-    take(need, tonumber(t.slots), plan[1].offer)
+    t.placed = slot_list(take(need, tonumber(t.slots), plan[1].offer))
     lease_to(P, t, plan[1].worker, now, lease_ms, delta)
     return
   end
   local rn = rank_need(need)
-  local layout, first = {}, 0
+  local layout, first, mine = {}, 0, {}
   for i, p in ipairs(plan) do
-    for _ = 1, p.count do take(rn, 1, p.offer) end
+    for _ = 1, p.count do
+      for _, s in ipairs(take(rn, 1, p.offer)) do
+        if i == 1 then mine[#mine + 1] = s end
+      end
+    end
     layout[i] = {worker = p.worker, first = first, count = p.count}
     first = first + p.count
   end
   local leader = plan[1].worker
+  table.sort(mine)
+  t.placed = slot_list(mine)
   lease_to(P, t, leader, now, lease_ms, delta)
   t.gang = cjson.encode({world = first, ranks = layout})
   t.slots = int(plan[1].count)
@@ -149,7 +155,8 @@ local function place_gang(P, t, need, plan, now, lease_ms, delta)
 end
 
 -- A follower's claim first takes the gang shares waiting for it (those of
--- attempts still running), out of its offer: {{share table, spec}, ...}.
+-- attempts still running), out of its offer: {{share JSON, spec, slots}, ...}
+-- (slots: the indices its ranks take, '' for a share handed out again).
 -- A share handed out stays in P..'ranks_sent:'<worker> until the follower
 -- first renews its rank lease (rank_heartbeat): a claim whose reply was lost
 -- on the way hands it out again with the next one (the worker knows a share
@@ -166,11 +173,16 @@ local function take_ranks(P, worker, o, cache)
     local r = cjson.decode(text)
     local st = redis.call('HMGET', P .. 'trial:' .. r.trial, 'state', 'attempt')
     if st[1] == 'running' and tonumber(st[2]) == r.attempt then
+      local placed = {}
       if i > resent then
         local rn = rank_need(needs_of(P, r.sweep, cache))
-        for _ = 1, r.count do take(rn, 1, o) end
+        for _ = 1, r.count do
+          for _, s in ipairs(take(rn, 1, o)) do placed[#placed + 1] = s end
+        end
+        table.sort(placed)
       end
-      out[#out + 1] = {text, redis.call('HGET', P .. 'sweep:' .. r.sweep, 'spec') or ''}
+      out[#out + 1] = {text, redis.call('HGET', P .. 'sweep:' .. r.sweep, 'spec') or '',
+                       slot_list(placed)}
       redis.call('RPUSH', sent, text)
     end
   end

@@ -54,7 +54,7 @@ local function honour_reservation(P, worker, o, lease_ms, now, cache, claimed, s
     return false
   else
     redis.call('DEL', rkey, P .. 'reserve:' .. tid)
-    take(need, tonumber(t.slots), o)
+    t.placed = slot_list(take(need, tonumber(t.slots), o))
     lease_to(P, t, worker, now, lease_ms, delta)
   end
   local qkey = P .. 'queue:' .. t.sweep
@@ -137,7 +137,7 @@ local function decide(P, worker, o, need, q, tid, t, now, lease_ms, delta)
   local slots = tonumber(t.slots)
   if fits_now(need, slots, o) and not need.per_host then
     q.drop[#q.drop + 1] = tid
-    take(need, slots, o)
+    t.placed = slot_list(take(need, slots, o))
     lease_to(P, t, worker, now, lease_ms, delta)
     return 'took'
   end

@@ -1,4 +1,4 @@
-#include "web/http_client.hpp"
+#include "core/http_client.hpp"
 
 #include <array>
 #include <limits>
@@ -13,9 +13,9 @@
 #include <boost/beast/ssl.hpp>
 
 #include "core/byte_stream.hpp"
-#include "web/http_message.hpp"
+#include "core/text.hpp"
 
-namespace hpo::web {
+namespace hpo {
 
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -24,7 +24,10 @@ using tcp = net::ip::tcp;
 
 namespace {
 
-Error transport_error(const std::string& what, const beast::error_code& ec) {
+// `doing`: what the deadline cut short, "connecting", "sending" or "reading".
+Error transport_error(const std::string& what, const beast::error_code& ec,
+                      const char* doing = "reading") {
+  if (ec == beast::error::timeout) return Error::unavailable(what + ": timed out " + doing);
   return Error::unavailable(what + ": " + ec.message());
 }
 
@@ -99,7 +102,7 @@ Status open_connection(net::io_context& ioc, Connection& conn, const std::string
   const std::string where = host + ":" + std::to_string(port);
   beast::tcp_stream tcp_stream(ioc);
   if (auto ec = connect(ioc, tcp_stream, host, port, timeout))
-    return transport_error("connect to " + where, ec);
+    return transport_error("connect to " + where, ec, "connecting");
   if (!ctx) {
     conn.plain.emplace(std::move(tcp_stream));
     return {};
@@ -219,6 +222,7 @@ struct HttpClient::Impl {
   bool tls = false;
   std::string ca_file;
   std::chrono::milliseconds timeout;
+  std::uint64_t body_limit = std::uint64_t{1} << 30;
   std::string token;
   net::io_context ioc;
   std::unique_ptr<net::ssl::context> ctx;  // made at the first TLS connect
@@ -300,6 +304,9 @@ void HttpClient::set_ca_file(std::string path) {
 void HttpClient::set_timeout(std::chrono::milliseconds timeout) {
   impl_->timeout = timeout;
 }
+void HttpClient::set_body_limit(std::uint64_t bytes) {
+  impl_->body_limit = bytes;
+}
 void HttpClient::close() {
   impl_->drop();
 }
@@ -323,12 +330,13 @@ Result<ClientResponse> HttpClient::request(const std::string& method, const std:
     req.prepare_payload();
 
     http::response_parser<http::string_body> parser;
-    parser.body_limit(std::uint64_t{1} << 30);
+    parser.body_limit(im.body_limit);
     beast::error_code read_ec;
     beast::error_code ec = im.exchange(req, read_ec, [&](auto& stream) {
       http::async_read(stream, im.buffer, parser,
                        [&](beast::error_code e, std::size_t) { read_ec = e; });
     });
+    const bool sent = read_ec != net::error::would_block;  // the read began
     if (ec) {
       bool stale = reused && attempt == 0 && !parser.got_some() &&
                    (ec == http::error::end_of_stream || ec == net::error::connection_reset ||
@@ -336,7 +344,10 @@ Result<ClientResponse> HttpClient::request(const std::string& method, const std:
                     ec == net::ssl::error::stream_truncated);
       im.drop();
       if (stale) continue;  // the server closed the idle connection: once more, fresh
-      return transport_error(method + " " + target, ec);
+      if (ec == http::error::body_limit)
+        return Error::unavailable(
+            fmt::format("{} {}: the answer is over {} bytes", method, target, im.body_limit));
+      return transport_error(method + " " + target, ec, sent ? "reading" : "sending");
     }
     auto res = parser.release();
     bool keep = res.keep_alive();
@@ -569,4 +580,4 @@ Result<std::optional<SseEvent>> SseClient::next(std::chrono::milliseconds timeou
   }
 }
 
-}  // namespace hpo::web
+}  // namespace hpo

@@ -1,6 +1,7 @@
-// The Agent against the in-memory store (milliseconds, no redis-server):
-// slot accounting for multi-slot trials, prune/cancel control, timeouts, and
-// kinds this worker cannot run.
+// The Agent against the real RedisStore (tests/support/test_store.hpp: one
+// redis-server for this executable, a key prefix per test): slot accounting
+// for multi-slot trials, prune/cancel control, timeouts, and kinds this worker
+// cannot run.
 #include <algorithm>
 
 #include <fcntl.h>
@@ -15,7 +16,8 @@
 
 #include "search/test_functions.hpp"
 #include "tests/support/redis_server.hpp"
-#include "trials/memory/memory_store.hpp"
+#include "tests/support/test_store.hpp"
+#include "trials/redis/redis_store.hpp"
 #include "trials/spec.hpp"
 #include "workers/agent/agent.hpp"
 
@@ -23,41 +25,45 @@ namespace hpo::workers {
 namespace {
 
 using hpo::testing::wait_for;
-using trials::memory::MemoryStore;
+using trials::redis::RedisStore;
 
-// Every agent thread shares the one (thread-safe) MemoryStore. The roles the
-// agent has no business with count their uses: it needs the queue and the
-// worker registry only (a claim carries the spec).
-class SharedConnection final : public trials::Store {
+// Each agent thread gets a connection of its own (a RedisStore is one
+// connection, not thread-safe) on the test's key prefix. The roles the agent
+// has no business with count their uses: it needs the queue and the worker
+// registry only (a claim carries the spec).
+class CountingConnection final : public trials::Store {
  public:
-  SharedConnection(MemoryStore& s, std::atomic<int>& foreign) : s_(s), foreign_(foreign) {}
-  trials::SweepStore& sweeps() override { return ++foreign_, s_; }
-  trials::TrialStore& trials() override { return ++foreign_, s_; }
-  trials::TrialQueue& queue() override { return s_; }
-  trials::WorkerRegistry& workers() override { return s_; }
-  trials::EventLog& events() override { return ++foreign_, s_; }
-  trials::ArtifactStore& artifacts() override { return ++foreign_, s_; }
+  CountingConnection(std::unique_ptr<RedisStore> s, std::atomic<int>& foreign)
+      : s_(std::move(s)), foreign_(foreign) {}
+  trials::SweepStore& sweeps() override { return ++foreign_, *s_; }
+  trials::TrialStore& trials() override { return ++foreign_, *s_; }
+  trials::TrialQueue& queue() override { return *s_; }
+  trials::WorkerRegistry& workers() override { return *s_; }
+  trials::EventLog& events() override { return ++foreign_, *s_; }
+  trials::ArtifactStore& artifacts() override { return ++foreign_, *s_; }
 
  private:
-  MemoryStore& s_;
+  std::unique_ptr<RedisStore> s_;
   std::atomic<int>& foreign_;
 };
 
-class AgentMemoryTest : public ::testing::Test {
+class AgentSlotsTest : public ::testing::Test {
  protected:
+  // The agent's connections: each call opens a new one on this test's prefix.
+  ConnectionFactory connect() {
+    return [this]() -> Result<std::unique_ptr<trials::Store>> {
+      return std::unique_ptr<trials::Store>(std::make_unique<CountingConnection>(
+          hpo::testing::open_test_store(test_store_.prefix), foreign_roles_));
+    };
+  }
+
   Agent make_agent(int slots, ExecutorRegistry executors = builtin_executors(1.0)) {
     AgentOptions o;
     o.name = "mem-w";
     o.host = "h";
     o.slots = slots;
     o.lease_ms = 600;  // registry refresh every 200 ms
-    return Agent(
-        o,
-        [this]() -> Result<std::unique_ptr<trials::Store>> {
-          return std::unique_ptr<trials::Store>(
-              std::make_unique<SharedConnection>(store_, foreign_roles_));
-        },
-        std::move(executors));
+    return Agent(o, connect(), std::move(executors));
   }
 
   std::string sweep(const std::string& trial_json) {
@@ -87,11 +93,12 @@ class AgentMemoryTest : public ::testing::Test {
 
   trials::Trial get(const std::string& id) { return *store_.get_trial(id); }
 
-  MemoryStore store_;
-  std::atomic<int> foreign_roles_{0};  // the agent's uses of roles it should not need
+  hpo::testing::TestStore test_store_;
+  RedisStore& store_ = test_store_.store;  // the test thread's own connection
+  std::atomic<int> foreign_roles_{0};      // the agent's uses of roles it should not need
 };
 
-TEST_F(AgentMemoryTest, ATwoSlotTrialNeverOverlapsAnotherOnTwoSlots) {
+TEST_F(AgentSlotsTest, ATwoSlotTrialNeverOverlapsAnotherOnTwoSlots) {
   auto sid = sweep(R"({"kind": "synthetic", "function": "branin", "sleep_s": 0.2})");
   auto wide = trial(sid, 0, /*slots=*/2);
   auto a = trial(sid, 1);
@@ -118,7 +125,7 @@ TEST_F(AgentMemoryTest, ATwoSlotTrialNeverOverlapsAnotherOnTwoSlots) {
   EXPECT_TRUE(ta.started_ms < tb.finished_ms && tb.started_ms < ta.finished_ms);
 }
 
-TEST_F(AgentMemoryTest, PruneControlStopsTheTrialPromptly) {
+TEST_F(AgentSlotsTest, PruneControlStopsTheTrialPromptly) {
   auto sid = sweep(R"({"kind": "synthetic", "function": "branin", "sleep_s": 60, "steps": 600})");
   auto t = trial(sid, 0);
   auto agent = make_agent(1);
@@ -135,7 +142,7 @@ TEST_F(AgentMemoryTest, PruneControlStopsTheTrialPromptly) {
 
 // A program that prints metric lines in a tight loop: the burst gets through,
 // the flood is thinned, the trial still completes with its final value.
-TEST_F(AgentMemoryTest, AReportFloodIsThinned) {
+TEST_F(AgentSlotsTest, AReportFloodIsThinned) {
   char tmpl[] = "/tmp/hpo-flood-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
   const std::string script = dir + "/flood.sh";
@@ -170,7 +177,7 @@ TEST_F(AgentMemoryTest, AReportFloodIsThinned) {
       << sends << " sends for " << reports->reports.size() << " reports";
 }
 
-TEST_F(AgentMemoryTest, TheTrialTimeoutAppliesToEveryKind) {
+TEST_F(AgentSlotsTest, TheTrialTimeoutAppliesToEveryKind) {
   auto sid = sweep(R"({"kind": "synthetic", "function": "branin", "sleep_s": 60, "timeout_s": 0.2,
                        "max_attempts": 1})");
   auto t = trial(sid, 0);
@@ -181,7 +188,7 @@ TEST_F(AgentMemoryTest, TheTrialTimeoutAppliesToEveryKind) {
   EXPECT_EQ(get(t.id).error, "timed out after 0.2 s");
 }
 
-TEST_F(AgentMemoryTest, AKindWithoutAnExecutorFailsWithTheReason) {
+TEST_F(AgentSlotsTest, AKindWithoutAnExecutorFailsWithTheReason) {
   auto sid = sweep(R"({"kind": "synthetic", "function": "branin", "max_attempts": 1})");
   auto t = trial(sid, 0);
   ExecutorRegistry only_command = builtin_executors(1.0);
@@ -193,7 +200,7 @@ TEST_F(AgentMemoryTest, AKindWithoutAnExecutorFailsWithTheReason) {
   EXPECT_EQ(get(t.id).error, "this worker cannot run trials of kind synthetic");
 }
 
-TEST_F(AgentMemoryTest, RegistersItselfWithSlotsAndRunningTrials) {
+TEST_F(AgentSlotsTest, RegistersItselfWithSlotsAndRunningTrials) {
   auto sid = sweep(R"({"kind": "synthetic", "function": "branin", "sleep_s": 60})");
   auto t = trial(sid, 0);
   auto agent = make_agent(3);
@@ -211,7 +218,7 @@ TEST_F(AgentMemoryTest, RegistersItselfWithSlotsAndRunningTrials) {
 
 // Work directories of dead workers on this host are removed at start; a live
 // worker's (its lock held) and anything that is not a worker's are left alone.
-TEST_F(AgentMemoryTest, RemovesTheWorkDirectoriesOfDeadWorkers) {
+TEST_F(AgentSlotsTest, RemovesTheWorkDirectoriesOfDeadWorkers) {
   namespace fs = std::filesystem;
   char tmpl[] = "/tmp/hpo-work-XXXXXX";
   const fs::path base = ::mkdtemp(tmpl);
@@ -229,13 +236,7 @@ TEST_F(AgentMemoryTest, RemovesTheWorkDirectoriesOfDeadWorkers) {
   AgentOptions o;
   o.name = "me";
   o.work_root = (base / "me").string();
-  Agent agent(
-      o,
-      [this]() -> Result<std::unique_ptr<trials::Store>> {
-        return std::unique_ptr<trials::Store>(
-            std::make_unique<SharedConnection>(store_, foreign_roles_));
-      },
-      builtin_executors(1.0));
+  Agent agent(o, connect(), builtin_executors(1.0));
   ASSERT_TRUE(agent.start().ok());
   EXPECT_FALSE(fs::exists(base / "dead-worker"));
   EXPECT_TRUE(fs::exists(base / "live-worker" / "s-0-a0" / "model.pt"));

@@ -1,5 +1,6 @@
-// HttpClient: a small synchronous HTTP/1.1 client with a deadline on every
-// call, for the `hpo` CLI, the end-to-end tests and the web tests.
+// HttpClient: the one HTTP client of hpo, small and synchronous, with a
+// deadline on every call: the `hpo` CLI, the worker's termination-notice
+// watch (a cloud's metadata endpoint), the end-to-end and web tests.
 //
 // Synchronous in interface, asynchronous inside: each call runs Beast's async
 // operations on a private io_context, so the tcp_stream's timer can abort a
@@ -14,6 +15,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,7 +26,7 @@
 #include "core/byte_stream.hpp"
 #include "core/result.hpp"
 
-namespace hpo::web {
+namespace hpo {
 
 struct ClientResponse {
   int status = 0;
@@ -59,9 +61,12 @@ class HttpClient {
   // certificates in `path` instead of the system's store.
   void set_ca_file(std::string path);
   void set_timeout(std::chrono::milliseconds timeout);
+  // The most body bytes request() takes (default 1 GiB); a longer answer is
+  // kUnavailable, naming the limit.
+  void set_body_limit(std::uint64_t bytes);
 
   // Any status is a response; errors are transport failures: kUnavailable
-  // (refused, reset, timed out) or kInternal.
+  // (refused, reset, "timed out connecting / sending / reading") or kInternal.
   Result<ClientResponse> request(const std::string& method, const std::string& target,
                                  const std::string& body = "",
                                  const std::map<std::string, std::string>& headers = {});
@@ -117,4 +122,4 @@ class SseClient {
   int retry_ms_ = 0;
 };
 
-}  // namespace hpo::web
+}  // namespace hpo
