@@ -10,8 +10,11 @@ std::shared_ptr<const AttemptPlan> AttemptPlan::of(const trials::Trial& trial) {
       trials::rung_from_json(trial.extra), ensemble::member_spec_from_json(trial.extra)});
 }
 
-std::shared_ptr<const AttemptPlan> plan_for(const TrialTask& task) {
-  return task.plan ? task.plan : AttemptPlan::of(task.trial);
+const AttemptPlan& plan_of(const TrialTask& task) {
+  static const AttemptPlan none{
+      std::optional<trials::RungInfo>{},
+      Error::internal("the attempt was handed no plan (TrialTask::plan)")};
+  return task.plan ? *task.plan : none;
 }
 
 }  // namespace hpo::workers

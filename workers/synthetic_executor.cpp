@@ -131,8 +131,7 @@ std::optional<trials::TrialResult> SyntheticAttempt::schedule() {
   if (const auto& pbt = task.spec->search.pbt; pbt && pbt->resource == "steps")
     schedule_max = pbt->max_budget;
   if (schedule_max) {
-    const auto plan = plan_for(task);
-    const auto& parsed = plan->rung;
+    const auto& parsed = plan_of(task).rung;
     if (!parsed) return failed_result("schedule record: " + parsed.error().message, false);
     rung = *parsed;
   }

@@ -18,6 +18,7 @@
 #include "tests/support/redis_server.hpp"
 #include "tests/workers/agent/test_util.hpp"
 #include "trials/rung.hpp"
+#include "workers/attempt_plan.hpp"
 #include "workers/checkpoint_dir.hpp"
 #include "workers/command_executor.hpp"
 
@@ -380,14 +381,17 @@ echo 'hpo-metric {"final": true, "loss": 1}'
   RecordingReporter rep;
   auto task = make_task(spec);
   task.trial.extra = trials::rung_to_json({9, "shards", 0, 2, "sw1-4", 4});
+  task.plan = AttemptPlan::of(task.trial);
   auto r = CommandExecutor(fast_options()).run(task, rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
   EXPECT_EQ(read_file(dir.file("budget")), "9|shards|2|sw1-4");
   task.trial.extra = trials::rung_to_json({0.25, "fraction", 0, 0, "", -1});
+  task.plan = AttemptPlan::of(task.trial);
   r = CommandExecutor(fast_options()).run(task, rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
   EXPECT_EQ(read_file(dir.file("budget")), "0.25|fraction|0|unset");
   task.trial.extra.clear();
+  task.plan = AttemptPlan::of(task.trial);
   r = CommandExecutor(fast_options()).run(task, rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
   EXPECT_EQ(read_file(dir.file("budget")), "unset|unset|unset|unset");
@@ -560,6 +564,7 @@ echo 'hpo-metric {"final": true, "loss": 0.1}'
   auto task = make_task(spec);
   task.trial.role = trials::TrialRole::kMember;
   task.trial.extra = ensemble::member_spec_to_json(member);
+  task.plan = AttemptPlan::of(task.trial);
   RecordingReporter rep;
   auto r = run_in_work_dir(task, dir, "attempt", rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;

@@ -12,6 +12,7 @@
 #include "tests/support/redis_server.hpp"
 #include "tests/workers/agent/test_util.hpp"
 #include "trials/rung.hpp"
+#include "workers/attempt_plan.hpp"
 #include "workers/synthetic_executor.hpp"
 
 namespace hpo::workers {
@@ -100,6 +101,7 @@ TEST(SyntheticExecutor, ARungRunsToItsBudgetAndAPromotionResumesItsCheckpoint) {
   RecordingReporter rep;
   auto task = make_task(spec, p);
   task.trial.extra = trials::rung_to_json({3, "steps", 0, 1, "", -1});
+  task.plan = AttemptPlan::of(task.trial);
   auto r = SyntheticExecutor().run(task, rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
   ASSERT_EQ(rep.reports.size(), 3u);
@@ -110,6 +112,7 @@ TEST(SyntheticExecutor, ARungRunsToItsBudgetAndAPromotionResumesItsCheckpoint) {
   // The promotion (the reporter hands it the rung below's checkpoint).
   rep.reports.clear();
   task.trial.extra = trials::rung_to_json({9, "steps", 0, 2, "syn-1", 1});
+  task.plan = AttemptPlan::of(task.trial);
   r = SyntheticExecutor().run(task, rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
   ASSERT_EQ(rep.reports.size(), 6u);
@@ -138,6 +141,7 @@ TEST(SyntheticExecutor, TheNoisyQuadraticGoesOnFromTheStateInItsCheckpoint) {
   RecordingReporter rep;
   auto task = make_task(spec, {{"lr", 0.1}});
   task.trial.extra = trials::rung_to_json(first);
+  task.plan = AttemptPlan::of(task.trial);
   auto r = SyntheticExecutor().run(task, rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
   double v = 1;
@@ -150,6 +154,7 @@ TEST(SyntheticExecutor, TheNoisyQuadraticGoesOnFromTheStateInItsCheckpoint) {
   second.exploited = true;
   task = make_task(spec, {{"lr", 0.05}});
   task.trial.extra = trials::rung_to_json(second);
+  task.plan = AttemptPlan::of(task.trial);
   rep.reports.clear();
   r = SyntheticExecutor().run(task, rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
