@@ -51,8 +51,36 @@ SweepController::SweepController(std::string sweep_id, trials::SweepSpec spec)
   }
   sampler_ = search::make_sampler(config, spec_.space);
   if (spec_.early_stopping) pruner_ = search::make_pruner(*spec_.early_stopping);
-  if (spec_.search.fidelity) schedule_.emplace(*spec_.search.fidelity);
-  if (spec_.search.pbt) population_.emplace(*spec_.search.pbt);
+  // New configurations: a warm start's design first (search.warm_start),
+  // then the sampler. PBT's first members come from the sampler alone.
+  auto designed = [this](std::span<const search::Observation> seen,
+                         std::span<const search::Params> pending,
+                         std::int64_t index) -> std::optional<search::Params> {
+    if (warm_)
+      if (auto p = warm_->initial(index)) return p;
+    return sampler_->ask(seen, pending, index);
+  };
+  auto sampled = [this](std::span<const search::Observation> seen,
+                        std::span<const search::Params> pending,
+                        std::int64_t index) { return sampler_->ask(seen, pending, index); };
+  using search::Algorithm;
+  using search::FidelityModel;
+  if (spec_.search.pbt) {
+    planner_ = search::pbt_planner(*spec_.search.pbt, spec_.space, sampled);
+  } else if (spec_.search.fidelity) {
+    // What the model learns from: TPE every configuration at its deepest rung
+    // (tests/bench/fidelity_bench.sh: better than BOHB's one budget on
+    // crossing curves); the GP (BOHB, Falkner et al., 2018) the largest budget
+    // with at least d + 2 results; the model-free samplers the history as it is.
+    const Algorithm a = spec_.search.sampler.algorithm;
+    const FidelityModel model = a == Algorithm::kTpe        ? FidelityModel::kByConfiguration
+                                : a == Algorithm::kBayesian ? FidelityModel::kLargestBudget
+                                                            : FidelityModel::kHistory;
+    planner_ = search::halving_planner(*spec_.search.fidelity, designed, model,
+                                       spec_.space.params.size() + 2);
+  } else {
+    planner_ = search::plain_planner(designed);
+  }
 }
 
 Result<bool> SweepController::step(SweepRoles store) {
@@ -75,13 +103,14 @@ Result<bool> SweepController::step(SweepRoles store) {
     if (pruner_)
       if (auto st = prune_running(store); !st) return st.error();
     const auto& c = sweep->counts;
-    bool done = c.finished() >= spec_.search.max_trials ||
-                ((exhausted_ || sweep->next_number >= spec_.search.max_trials) && c.active() == 0);
+    bool done =
+        c.finished() >= spec_.search.max_trials ||
+        ((planner_->done() || sweep->next_number >= spec_.search.max_trials) && c.active() == 0);
     if (done) return end_search(store, *sweep);
     auto created = fill_queue(store, *sweep);
     if (!created) return created.error();
     // The grid may have run out just now with nothing left running.
-    if (exhausted_ && *created == 0 && c.active() == 0) return end_search(store, *sweep);
+    if (planner_->done() && *created == 0 && c.active() == 0) return end_search(store, *sweep);
     return true;
   }
   if (sweep->stage == trials::SweepStage::kEnsemble) {
@@ -126,7 +155,7 @@ Status SweepController::absorb(SweepRoles store, Trial t) {
   const std::int64_t number = t.number;
   const bool active = active_.count(number) > 0;
   if (!active && finished_already(number)) return {};  // immutable: seen for good
-  note_rung(t);
+  track(t);
   // A curve grows while the trial runs; a finished one's last reports are
   // read before it joins the history.
   if (pruner_ && t.state != TrialState::kQueued)
@@ -151,34 +180,18 @@ Status SweepController::absorb(SweepRoles store, Trial t) {
   return {};
 }
 
-void SweepController::note_rung(const Trial& t) {
-  if (!schedule_ && !population_) return;
-  // A record the controller wrote; one it cannot read is no rung of the
+void SweepController::track(const Trial& t) {
+  search::TrackedTrial tracked{t.number, std::nullopt, trials::is_finished(t.state), std::nullopt,
+                               t.params};
+  // A record the controller wrote; one it cannot read is no place in a
   // schedule (never promoted, never counted).
-  auto rung = trials::rung_from_json(t.extra);
-  if (!rung || !*rung) return;
-  if (population_) {
-    if ((*rung)->member < 0) return;
-    search::MemberRun& m = members_[t.number];
-    m.number = t.number;
-    m.member = (*rung)->member;
-    m.generation = (*rung)->generation();
-    m.resumed_from = (*rung)->resume_number;
-    m.exploited = (*rung)->exploited ? (*rung)->resume_number : -1;
-    m.finished = trials::is_finished(t.state);
-    m.value.reset();
-    if (t.state == TrialState::kCompleted && t.value) m.value = to_min(*t.value);
-    m.params = t.params;
-    return;
+  if (auto rung = trials::rung_from_json(t.extra); rung && *rung) {
+    const trials::RungInfo& r = **rung;
+    tracked.lineage =
+        search::Lineage{r.budget, r.bracket, r.rung, r.member, r.resume_number, r.exploited};
   }
-  search::RungRun& run = runs_[t.number];
-  run.number = t.number;
-  run.bracket = (*rung)->bracket;
-  run.rung = (*rung)->rung;
-  run.resumed_from = (*rung)->resume_number;
-  run.finished = trials::is_finished(t.state);
-  run.value.reset();
-  if (t.state == TrialState::kCompleted && t.value) run.value = to_min(*t.value);
+  if (t.state == TrialState::kCompleted && t.value) tracked.value = to_min(*t.value);
+  planner_->track(tracked);
 }
 
 Status SweepController::refresh(SweepRoles store) {
@@ -192,8 +205,7 @@ Status SweepController::refresh(SweepRoles store) {
     reports_read_.clear();
     grown_.clear();
     dirty_.clear();
-    runs_.clear();
-    members_.clear();
+    planner_->clear();
     for (auto& t : page->trials)
       if (auto st = absorb(store, std::move(t)); !st) return st;
     resync_ = false;
@@ -383,73 +395,20 @@ Result<int> SweepController::fill_queue(SweepRoles store, const trials::Sweep& s
   if (!spec_.search.warm_start_sweeps.empty() && !warm_ && active < spec_.search.max_concurrent &&
       next < spec_.search.max_trials)
     if (auto st = load_warm_start(store); !st) return st.error();
-  // Multi-fidelity: the schedule's view, grown by each trial of the batch.
-  std::vector<search::RungRun> runs;
-  std::int64_t configurations = 0;
-  if (schedule_) {
-    runs.reserve(runs_.size() + kMaxBatch);
-    for (const auto& [number, run] : runs_) {
-      runs.push_back(run);
-      if (run.resumed_from < 0) ++configurations;
+  search::PlanInputs in{history_, {}, [&](std::int64_t n) { return checkpointed(store, n); }};
+  while (!planner_->done() && active < spec_.search.max_concurrent &&
+         next < spec_.search.max_trials && batch.size() < kMaxBatch) {
+    in.pending = pending;
+    search::Plan plan = planner_->next(next, in);
+    if (!plan.error.empty()) {
+      resync_ = true;  // read the sweep's trials again before planning on them
+      return Error::internal(fmt::format("sweep {}: {}", sweep_id_, plan.error));
     }
-  }
-  if (population_) {
-    if (auto st = next_intervals(store, active, next, pending, batch); !st) return st.error();
-  }
-  while (!population_ && active < spec_.search.max_concurrent && next < spec_.search.max_trials &&
-         !exhausted_ && batch.size() < kMaxBatch) {
-    std::optional<search::Params> params;
-    std::string extra;
-    if (schedule_) {
-      const search::RungJob job = schedule_->next(runs);
-      trials::RungInfo rung{job.budget, spec_.search.fidelity->resource, job.bracket, job.rung, "",
-                            -1};
-      if (job.promote >= 0) {
-        auto parent = history_at(job.promote);
-        if (parent == history_.end() || parent->number != job.promote)
-          return Error::internal(
-              fmt::format("sweep {}: trial {} to promote is not among the finished ones", sweep_id_,
-                          job.promote));
-        params = parent->params;
-        rung.resume_from = fmt::format("{}-{}", sweep_id_, job.promote);
-        rung.resume_number = job.promote;
-      } else {
-        // A new configuration: the sampler's `number` counts configurations,
-        // so its initial design (and a warm start's) spans configurations, not rungs.
-        params = warm_ ? warm_->initial(configurations) : std::nullopt;
-        if (!params) {
-          const auto seen = model_history(runs);
-          params = sampler_->ask(seen ? std::span<const search::Observation>(*seen)
-                                      : std::span<const search::Observation>(history_),
-                                 pending, configurations);
-        }
-        if (!params) {
-          exhausted_ = true;
-          break;
-        }
-        ++configurations;
-      }
-      runs.push_back({next, job.bracket, job.rung, job.promote, false, std::nullopt});
-      extra = trials::rung_to_json(rung);
-    } else {
-      // With a warm start the earlier sweeps' best replace the initial design.
-      params = warm_ ? warm_->initial(next) : std::nullopt;
-      if (!params) params = sampler_->ask(history_, pending, next);
-      if (!params) {
-        exhausted_ = true;
-        break;
-      }
-    }
-    pending.push_back(*params);
-    trials::NewTrial nt;
-    nt.extra = std::move(extra);
-    nt.sweep_id = sweep_id_;
-    nt.role = trials::TrialRole::kTrial;
-    nt.number = next;
-    nt.limit = spec_.search.max_trials;
-    nt.params = std::move(*params);
-    nt.max_attempts = spec_.trial.max_attempts;
-    nt.slots = spec_.trial.slots();
+    if (!plan.params) break;
+    pending.push_back(*plan.params);
+    trials::NewTrial nt = new_trial(next, std::move(*plan.params), plan.lineage);
+    // The planner sees it queued before the next one (a promotion is handed out once).
+    planner_->track({next, plan.lineage, false, std::nullopt, nt.params});
     batch.push_back(std::move(nt));
     ++next;
     ++active;
@@ -457,10 +416,8 @@ Result<int> SweepController::fill_queue(SweepRoles store, const trials::Sweep& s
   if (batch.empty()) return 0;
   auto created = store.trials.create_trials(batch);
   if (!created) {
-    if (created.error().code == ErrorCode::kConflict) {
-      resync_ = true;  // someone else moved the sweep on; look again next step
-      return 0;
-    }
+    resync_ = true;  // the planner counted trials that do not exist: read them all again
+    if (created.error().code == ErrorCode::kConflict) return 0;  // someone else moved the sweep on
     return created.error();
   }
   log_info("trials queued", {{"sweep", sweep_id_},
@@ -468,10 +425,41 @@ Result<int> SweepController::fill_queue(SweepRoles store, const trials::Sweep& s
                              {"count", std::to_string(created->size())}});
   for (auto& t : *created) {
     std::int64_t number = t.number;
-    note_rung(t);  // the next step's schedule sees it queued (a promotion is handed out once)
+    track(t);
     active_[number] = std::move(t);
   }
   return static_cast<int>(created->size());
+}
+
+trials::NewTrial SweepController::new_trial(std::int64_t number, search::Params params,
+                                            const std::optional<search::Lineage>& lineage) const {
+  trials::NewTrial nt;
+  nt.sweep_id = sweep_id_;
+  nt.role = trials::TrialRole::kTrial;
+  nt.number = number;
+  nt.limit = spec_.search.max_trials;
+  nt.params = std::move(params);
+  nt.max_attempts = spec_.trial.max_attempts;
+  nt.slots = spec_.trial.slots();
+  if (lineage) {
+    // Its place in the schedule, the trial record's one codec (trials/rung.hpp).
+    const auto& resource =
+        spec_.search.pbt ? spec_.search.pbt->resource : spec_.search.fidelity->resource;
+    trials::RungInfo rung{lineage->budget, resource, lineage->bracket, lineage->rung, "", -1};
+    rung.member = lineage->member;
+    rung.exploited = lineage->exploited;
+    if (lineage->resume >= 0) {
+      rung.resume_from = fmt::format("{}-{}", sweep_id_, lineage->resume);
+      rung.resume_number = lineage->resume;
+    }
+    if (rung.exploited)
+      log_info("pbt exploit", {{"sweep", sweep_id_},
+                               {"member", std::to_string(rung.member)},
+                               {"from", rung.resume_from},
+                               {"generation", std::to_string(rung.generation())}});
+    nt.extra = trials::rung_to_json(rung);
+  }
+  return nt;
 }
 
 bool SweepController::checkpointed(SweepRoles store, std::int64_t number) {
@@ -481,90 +469,6 @@ bool SweepController::checkpointed(SweepRoles store, std::int64_t number) {
                                           trials::artifact::kCheckpoint);
   if (!got) return false;  // not known now: not a donor this time, asked again later
   return has_checkpoint_[number] = got->has_value();
-}
-
-Status SweepController::next_intervals(SweepRoles store, std::int64_t& active, std::int64_t& next,
-                                       std::vector<search::Params>& pending,
-                                       std::vector<trials::NewTrial>& batch) {
-  std::vector<search::MemberRun> runs;
-  runs.reserve(members_.size() + 16);
-  for (const auto& [number, run] : members_) runs.push_back(run);
-  const auto has_checkpoint = [&](std::int64_t number) { return checkpointed(store, number); };
-  const search::PbtConfig& config = population_->config();
-  while (active < spec_.search.max_concurrent && next < spec_.search.max_trials &&
-         batch.size() < 256) {
-    auto job = population_->next(runs, has_checkpoint, next);
-    if (!job) {
-      exhausted_ = population_->done(runs);
-      break;
-    }
-    search::MemberRun run;
-    run.number = next;
-    run.member = job->member;
-    run.generation = job->generation;
-    run.resumed_from = job->resume;
-    run.exploited = job->exploit;
-    trials::RungInfo rung{job->budget, config.resource, 0, job->generation, "", -1};
-    rung.member = job->member;
-    if (job->resume < 0) {
-      // A first member: the sampler's design, counted by member.
-      auto params = sampler_->ask(history_, pending, job->member);
-      if (!params) return Error::internal("the sampler gave no first member");
-      run.params = std::move(*params);
-    } else {
-      auto from = std::find_if(runs.begin(), runs.end(),
-                               [&](const search::MemberRun& r) { return r.number == job->resume; });
-      if (from == runs.end())
-        return Error::internal(
-            fmt::format("sweep {}: trial {} to go on from is unknown", sweep_id_, job->resume));
-      run.params =
-          job->exploit >= 0 ? population_->explore(spec_.space, from->params, next) : from->params;
-      rung.resume_from = fmt::format("{}-{}", sweep_id_, job->resume);
-      rung.resume_number = job->resume;
-      rung.exploited = job->exploit >= 0;
-      if (rung.exploited)
-        log_info("pbt exploit", {{"sweep", sweep_id_},
-                                 {"member", std::to_string(job->member)},
-                                 {"from", rung.resume_from},
-                                 {"generation", std::to_string(job->generation)}});
-    }
-    pending.push_back(run.params);
-    trials::NewTrial nt;
-    nt.sweep_id = sweep_id_;
-    nt.role = trials::TrialRole::kTrial;
-    nt.number = next;
-    nt.limit = spec_.search.max_trials;
-    nt.params = run.params;
-    nt.max_attempts = spec_.trial.max_attempts;
-    nt.slots = spec_.trial.slots();
-    nt.extra = trials::rung_to_json(rung);
-    batch.push_back(std::move(nt));
-    runs.push_back(std::move(run));
-    ++next;
-    ++active;
-  }
-  return {};
-}
-
-std::optional<std::vector<search::Observation>> SweepController::model_history(
-    std::span<const search::RungRun> runs) const {
-  using search::Algorithm;
-  const Algorithm a = spec_.search.sampler.algorithm;
-  if (a != Algorithm::kTpe && a != Algorithm::kBayesian) return std::nullopt;
-  // TPE: every configuration at its deepest rung, the ones below the full
-  // budget ranked as pruned trials (tests/bench/fidelity_bench.sh: better than
-  // BOHB's one budget on crossing curves).
-  if (a == Algorithm::kTpe) return schedule_->by_configuration(runs, history_);
-  // The GP (BOHB, Falkner et al., 2018): the largest budget with at least d + 2 results.
-  const std::size_t min_points = spec_.space.params.size() + 2;
-  auto budget = schedule_->model_budget(runs, min_points);
-  std::vector<search::Observation> out;
-  if (!budget) return out;
-  for (const search::Observation& o : history_) {
-    auto run = runs_.find(o.number);
-    if (run != runs_.end() && schedule_->budget_of(run->second) == *budget) out.push_back(o);
-  }
-  return out;
 }
 
 Result<bool> SweepController::end_search(SweepRoles store, const trials::Sweep& sweep) {

@@ -21,10 +21,9 @@
 #include <vector>
 
 #include "scheduler/sweep_roles.hpp"
-#include "search/population_based.hpp"
+#include "search/planner.hpp"
 #include "search/pruner.hpp"
 #include "search/sampler.hpp"
-#include "search/successive_halving.hpp"
 #include "search/warm_start.hpp"
 #include "trials/spec.hpp"
 #include "trials/store.hpp"
@@ -42,6 +41,8 @@ class Stage {
 class SweepController {
  public:
   SweepController(std::string sweep_id, trials::SweepSpec spec);
+  SweepController(const SweepController&) = delete;  // its planner asks back (this)
+  SweepController& operator=(const SweepController&) = delete;
 
   // One step. Returns true while the sweep is still active, false once it has
   // ended (finished, cancelled or failed) and the controller can be dropped.
@@ -62,15 +63,16 @@ class SweepController {
   Status refresh(SweepRoles store);
   Status prune_running(SweepRoles store);
   Result<int> fill_queue(SweepRoles store, const trials::Sweep& sweep);
-  // search.pbt's share of fill_queue: the next intervals while slots are free.
-  Status next_intervals(SweepRoles store, std::int64_t& active, std::int64_t& next,
-                        std::vector<search::Params>& pending, std::vector<trials::NewTrial>& batch);
+  // Whether finished trial `number` stored a checkpoint (a PBT donor must have).
   bool checkpointed(SweepRoles store, std::int64_t number);
+  // The trial `number` the planner planned, as it will be created.
+  trials::NewTrial new_trial(std::int64_t number, search::Params params,
+                             const std::optional<search::Lineage>& lineage) const;
   Result<bool> end_search(SweepRoles store, const trials::Sweep& sweep);
   // Folds a trial as read from the store into active_/history_.
   Status absorb(SweepRoles store, trials::Trial t);
-  // search.multi_fidelity: the trial's place in the schedule, into runs_.
-  void note_rung(const trials::Trial& t);
+  // The trial as the planner tracks it (its place in a schedule, its state).
+  void track(const trials::Trial& t);
   // Where trial `number` is (or would go) in the history, kept by ascending number.
   std::vector<search::Observation>::iterator history_at(std::int64_t number);
   bool finished_already(std::int64_t number);
@@ -83,13 +85,6 @@ class SweepController {
   // search.warm_start: the earlier sweeps' completed trials, read once per
   // controller (the sweeps are ended, so a restart reads the same).
   Status load_warm_start(SweepRoles store);
-  // search.multi_fidelity: what the model learns from: tpe, every
-  // configuration at its deepest rung (SuccessiveHalving::by_configuration);
-  // bayesian, the finished trials at the largest budget with enough of them
-  // (BOHB's rule); nullopt for the model-free algorithms (they are handed the
-  // history as it is).
-  std::optional<std::vector<search::Observation>> model_history(
-      std::span<const search::RungRun> runs) const;
 
   std::string sweep_id_;
   trials::SweepSpec spec_;
@@ -97,15 +92,12 @@ class SweepController {
   std::unique_ptr<search::Pruner> pruner_;
   std::optional<search::WarmStart> warm_;
   std::unique_ptr<Stage> ensemble_;
-  // search.multi_fidelity: the schedule, and every trial's place in it (from
-  // the trials' extra, so a restarted controller knows the same).
-  std::optional<search::SuccessiveHalving> schedule_;
-  std::map<std::int64_t, search::RungRun> runs_;
-  // search.pbt: the population schedule, every interval's place in it, and
-  // which finished trials stored a checkpoint (asked of the store once each:
+  // What runs next (search/planner.hpp): plain search, successive halving or
+  // PBT over the sampler, tracking every trial's place in its schedule (from
+  // the trials' records, so a restarted controller plans the same).
+  std::unique_ptr<search::Planner> planner_;
+  // Which finished trials stored a checkpoint (asked of the store once each:
   // a trial without one is never exploited).
-  std::optional<search::PopulationSchedule> population_;
-  std::map<std::int64_t, search::MemberRun> members_;
   std::map<std::int64_t, bool> has_checkpoint_;
 
   // The search's memory, kept incrementally so that a step costs what changed,
@@ -124,7 +116,6 @@ class SweepController {
   std::set<std::int64_t> grown_;
   std::set<std::string> dirty_;
   bool resync_ = true;
-  bool exhausted_ = false;  // the sampler has no more points (grid)
 };
 
 }  // namespace hpo::scheduler

@@ -866,8 +866,9 @@ TEST(EndToEnd, APbtSweepExploitsCheckpointsAndSurvivesASchedulerKill) {
       EXPECT_NE(parent["params"], t["params"]) << t.dump();  // explored
       // The donor was ahead of this member's own interval g - 1.
       for (const auto& [oid, o] : by_id)
-        if (o["extra"]["member"] == member && o["extra"]["generation"] == generation - 1)
+        if (o["extra"]["member"] == member && o["extra"]["generation"] == generation - 1) {
           EXPECT_LT(parent["value"].get<double>(), o["value"].get<double>()) << t.dump();
+        }
     } else {
       EXPECT_EQ(parent["extra"]["member"], member) << t.dump();
       EXPECT_EQ(parent["params"], t["params"]) << t.dump();

@@ -16,9 +16,9 @@
 
 namespace hpo::testing {
 
-using ClientResponse;
-using HttpClient;
-using SseClient;
+using ::hpo::ClientResponse;
+using ::hpo::HttpClient;
+using ::hpo::SseClient;
 
 class RawConnection {
  public:
