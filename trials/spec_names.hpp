@@ -5,36 +5,13 @@
 // its name fails to compile here.
 #pragma once
 
-#include <array>
-#include <cstddef>
-#include <optional>
-#include <span>
-#include <string_view>
-
 #include "search/pruner.hpp"
 #include "search/sampler.hpp"
 #include "search/successive_halving.hpp"
+#include "trials/name_table.hpp"
 #include "trials/spec.hpp"
 
 namespace hpo::trials {
-
-template <class E, std::size_t N>
-struct NameTable {
-  std::array<const char*, N> names;  // names[i]: the value E(i)
-
-  constexpr const char* operator()(E value) const {
-    const auto i = static_cast<std::size_t>(value);
-    return i < N ? names[i] : "?";
-  }
-  // The value of that name; nullopt for any other text.
-  constexpr std::optional<E> parse(std::string_view name) const {
-    for (std::size_t i = 0; i < N; ++i)
-      if (name == names[i]) return static_cast<E>(i);
-    return std::nullopt;
-  }
-  // Every name, for the parser's "expected one of ...".
-  constexpr std::span<const char* const> all() const { return names; }
-};
 
 inline constexpr NameTable<search::Algorithm, 6> kAlgorithmNames{
     {"grid", "random", "sobol", "bayesian", "tpe", "nsga2"}};

@@ -3,6 +3,12 @@
 // and that every path here is a registered route, so the two stay equal.
 #include "web/api.hpp"
 
+#include <span>
+#include <string>
+#include <utility>
+
+#include "trials/record_names.hpp"
+
 namespace hpo::web {
 
 namespace {
@@ -33,8 +39,8 @@ const char* const kOpenApi = R"json({
       "Metrics": {"type": "object", "additionalProperties": {"type": "number", "nullable": true}},
       "Sweep": {"type": "object", "required": ["id", "name", "state", "counts", "best", "objective"], "properties": {
         "id": {"type": "string"}, "name": {"type": "string"},
-        "state": {"type": "string", "enum": ["running", "finished", "cancelled", "failed"]},
-        "stage": {"type": "string", "enum": ["search", "ensemble", "done"]},
+        "state": {"type": "string", "enum": @SWEEP_STATES@},
+        "stage": {"type": "string", "enum": @STAGES@},
         "unschedulable": {"type": "string", "description": "why no registered worker can run this sweep's trials (they wait aside, behind no other sweep); empty when one can"},
         "objective": {"type": "object", "properties": {"metric": {"type": "string"}, "mode": {"type": "string", "enum": ["min", "max"]}}},
         "counts": {"$ref": "#/components/schemas/Counts"},
@@ -45,12 +51,12 @@ const char* const kOpenApi = R"json({
         "spec": {"type": "object", "description": "the spec as submitted (its keys in the order written)"}}},
       "Trial": {"type": "object", "required": ["id", "number", "state", "params", "value", "attempt", "worker"], "properties": {
         "id": {"type": "string"}, "sweep_id": {"type": "string"}, "number": {"type": "integer"},
-        "kind": {"type": "string", "enum": ["trial", "member"]},
-        "state": {"type": "string", "enum": ["queued", "running", "completed", "failed", "pruned", "cancelled"]},
+        "kind": {"type": "string", "enum": @ROLES@},
+        "state": {"type": "string", "enum": @TRIAL_STATES@},
         "params": {"$ref": "#/components/schemas/Params"}, "value": {"type": "number", "nullable": true},
         "attempt": {"type": "integer"}, "max_attempts": {"type": "integer"}, "slots": {"type": "integer"},
         "worker": {"type": "string"}, "metrics": {"$ref": "#/components/schemas/Metrics"}, "error": {"type": "string"},
-        "control": {"type": "string", "enum": ["none", "prune", "cancel", "release"]},
+        "control": {"type": "string", "enum": @CONTROLS@},
         "created_ms": {"type": "integer"}, "started_ms": {"type": "integer"}, "finished_ms": {"type": "integer"},
         "extra": {"nullable": true},
         "gang": {"type": "object", "nullable": true, "description": "a data-parallel attempt whose ranks span workers: world and, per worker, its ranks", "properties": {
@@ -111,9 +117,9 @@ const char* const kOpenApi = R"json({
     "/api/sweeps/{id}/trials": {
       "get": {"summary": "Trials of a sweep: paged, filtered, sorted; CSV with format=csv; one array per field with format=columns (CSV and columns are unbounded unless limit is given)",
         "parameters": [{"$ref": "#/components/parameters/id"}, {"$ref": "#/components/parameters/offset"}, {"$ref": "#/components/parameters/limit"},
-          {"name": "state", "in": "query", "schema": {"type": "string", "enum": ["queued", "running", "completed", "failed", "pruned", "cancelled"]}},
+          {"name": "state", "in": "query", "schema": {"type": "string", "enum": @TRIAL_STATES@}},
           {"name": "sort", "in": "query", "description": "[-]number | [-]value | [-]started | [-]finished | [-]metric:NAME | [-]param:NAME; '-' sorts descending; missing values last", "schema": {"type": "string", "default": "number"}},
-          {"name": "kind", "in": "query", "schema": {"type": "string", "enum": ["trial", "member"], "default": "trial"}},
+          {"name": "kind", "in": "query", "schema": {"type": "string", "enum": @ROLES@, "default": "trial"}},
           {"name": "format", "in": "query", "schema": {"type": "string", "enum": ["json", "csv", "columns"], "default": "json"}}],
         "responses": {"200": {"description": "a page", "content": {
             "application/json": {"schema": {"oneOf": [
@@ -194,10 +200,33 @@ const char* const kOpenApi = R"json({
     }
   }
 })json";
+
+// The enums of the records, from their one spelling (trials/record_names.hpp).
+std::string with_names(std::string doc) {
+  auto list = [](std::span<const char* const> names) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < names.size(); ++i)
+      out += std::string(i ? ", " : "") + "\"" + names[i] + "\"";
+    return out + "]";
+  };
+  const std::pair<const char*, std::string> marks[] = {
+      {"@TRIAL_STATES@", list(trials::kTrialStateNames.all())},
+      {"@SWEEP_STATES@", list(trials::kSweepStateNames.all())},
+      {"@STAGES@", list(trials::kSweepStageNames.all())},
+      {"@ROLES@", list(trials::kTrialRoleNames.all())},
+      {"@CONTROLS@", list(trials::kControlNames.all())}};
+  for (const auto& [mark, names] : marks) {
+    const std::string m = mark;
+    for (auto at = doc.find(m); at != std::string::npos; at = doc.find(m, at + names.size()))
+      doc.replace(at, m.size(), names);
+  }
+  return doc;
+}
+
 }  // namespace
 
 const std::string& Api::openapi_json() {
-  static const std::string doc = kOpenApi;
+  static const std::string doc = with_names(kOpenApi);
   return doc;
 }
 

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "trials/record_names.hpp"
 #include "web/api.hpp"
 #include "web/json_codec.hpp"
 
@@ -29,6 +30,23 @@ TEST(OpenApi, DocumentAndRouterListTheSameRoutes) {
   for (const auto& r : api.routes()) routed.insert(lower(r.method) + " " + r.pattern);
   EXPECT_EQ(documented, routed);
   EXPECT_GE(routed.size(), 10u);
+}
+
+// The records' enums come from their one spelling (trials/record_names.hpp).
+TEST(OpenApi, TheRecordsEnumsAreTheNameTables) {
+  auto doc = parse_json(Api::openapi_json());
+  ASSERT_TRUE(doc.ok());
+  auto names = [](auto table) {
+    Json out = Json::array();
+    for (const char* n : table.all()) out.push_back(n);
+    return out;
+  };
+  const Json& schemas = (*doc)["components"]["schemas"];
+  EXPECT_EQ(schemas["Trial"]["properties"]["state"]["enum"], names(trials::kTrialStateNames));
+  EXPECT_EQ(schemas["Trial"]["properties"]["kind"]["enum"], names(trials::kTrialRoleNames));
+  EXPECT_EQ(schemas["Trial"]["properties"]["control"]["enum"], names(trials::kControlNames));
+  EXPECT_EQ(schemas["Sweep"]["properties"]["state"]["enum"], names(trials::kSweepStateNames));
+  EXPECT_EQ(schemas["Sweep"]["properties"]["stage"]["enum"], names(trials::kSweepStageNames));
 }
 
 TEST(OpenApi, EveryReferenceResolves) {

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,6 +29,7 @@
 
 #include "core/log.hpp"
 #include "trials/artifact_dir.hpp"
+#include "trials/record_names.hpp"
 #include "trials/redis/hpo_functions_lua.hpp"
 #include "trials/redis/redis_store_codec.hpp"
 
@@ -126,8 +128,52 @@ std::string RedisStore::key(std::string_view suffix) const {
   return config_.prefix + std::string(suffix);
 }
 
+namespace {
+
+// {'a', 'b'}: names as a Lua list; {a = 'a', b = 'b'}: as a table by name.
+std::string lua_list(std::span<const char* const> names) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += fmt::format("{}'{}'", i ? ", " : "", names[i]);
+  return out + "}";
+}
+std::string lua_table(std::span<const char* const> names) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += fmt::format("{}{} = '{}'", i ? ", " : "", names[i], names[i]);
+  return out + "}";
+}
+
+// The records' names (trials/record_names.hpp) as Lua tables, written into
+// the library after its first file (the schema), ahead of every function.
+// Plain table constructors: a library's top level, run at FUNCTION LOAD,
+// has no standard library (not even ipairs).
+std::string names_prelude() {
+  std::string out =
+      "\n-- The records' names, written in from trials/record_names.hpp (RedisStore): their one\n"
+      "-- spelling. TrialState.running is 'running'.\n";
+  out += "local kTrialStates = " + lua_list(kTrialStateNames.all()) + "\n";
+  out += "local TrialState = " + lua_table(kTrialStateNames.all()) + "\n";
+  out += "local SweepState = " + lua_table(kSweepStateNames.all()) + "\n";
+  out += "local Stage = " + lua_table(kSweepStageNames.all()) + "\n";
+  out += "local Role = " + lua_table(kTrialRoleNames.all()) + "\n";
+  out += "local Control = " + lua_table(kControlNames.all()) + "\n";
+  return out;
+}
+
+}  // namespace
+
 const std::string& functions_code() {
-  return functions_lua();
+  static const std::string text = [] {
+    std::string out;
+    for (const char* part : kFunctionsLuaParts) {
+      const bool schema = out.empty();
+      out += part;
+      if (schema) out += names_prelude();
+    }
+    return out;
+  }();
+  return text;
 }
 
 int functions_version(std::string_view code) {
@@ -145,13 +191,13 @@ Status RedisStore::load_functions(RedisClient& c) {
   auto list = c.command({"FUNCTION", "LIST", "LIBRARYNAME", kFunctionsLibraryName, "WITHCODE"});
   if (!list) return list.error();
   if (list->is_error()) return refusal(list->str);
-  const int mine = functions_version(functions_lua());
+  const int mine = functions_version(functions_code());
   for (const auto& lib : list->elements) {
     for (size_t i = 0; i + 1 < lib.elements.size(); i += 2) {
       const Reply& field = lib.elements[i];
       if (field.str != "library_code") continue;
       const std::string& held = lib.elements[i + 1].str;
-      if (held == functions_lua()) return {};
+      if (held == functions_code()) return {};
       if (const int theirs = functions_version(held); theirs > mine)
         return Error::conflict(fmt::format(
             "the Redis at {} holds hpo's functions version {}, newer than this program's {}: "
@@ -160,7 +206,7 @@ Status RedisStore::load_functions(RedisClient& c) {
             config_.url.to_string(), theirs, mine));
     }
   }
-  auto load = c.command({"FUNCTION", "LOAD", "REPLACE", functions_lua()});
+  auto load = c.command({"FUNCTION", "LOAD", "REPLACE", functions_code()});
   if (!load) return load.error();
   // A worker's Redis user may not load Functions (trials/redis/acl.hpp): the
   // scheduler of this release does, and the worker retries until it has.

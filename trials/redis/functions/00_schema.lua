@@ -11,8 +11,10 @@ atomically inside the server, and all times come from the server's clock
 
 These files (trials/redis/functions/, one concern each, joined in the order of
 their numbers) are the single source and this is the one description of the
-key schema: CMake embeds them into the C++ (redis_store.cpp) and RedisStore
-loads the library with FUNCTION LOAD REPLACE on a (re)connection when
+key schema. The records' names (TrialState, SweepState, Stage, Role, Control,
+and kTrialStates in order) are not spelled here: RedisStore writes them in
+after this file, from trials/record_names.hpp, as Lua tables. CMake embeds
+the files into the C++ (redis_store.cpp) and RedisStore loads the library with FUNCTION LOAD REPLACE on a (re)connection when
 the server holds other code, unless the server's library is of a newer
 version (the line `hpo-functions-version: N` above): a process older than the
 one that loaded them is refused, never lets them go back. Raise N with every

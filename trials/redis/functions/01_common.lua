@@ -1,5 +1,4 @@
 -- Common helpers: server time, JSON, refusals, and the event stream (emit).
-local kTrialStates = {'queued', 'running', 'completed', 'failed', 'pruned', 'cancelled'}
 
 local function now_ms()
   local t = redis.call('TIME')

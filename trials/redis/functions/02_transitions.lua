@@ -85,7 +85,7 @@ end
 -- written once at the end (write_bests). A trial that breaks one of the
 -- sweep's constraints is never the best.
 local function update_best(P, t, value, metrics, bests)
-  if t.kind ~= 'trial' or value == nil or value == '' then return end
+  if t.kind ~= Role.trial or value == nil or value == '' then return end
   local v = tonumber(value)
   if v == nil or v ~= v then return end
   local skey = P .. 'sweep:' .. t.sweep
@@ -142,8 +142,8 @@ end
 -- Back to the queue tail with the next attempt (retry or expired lease).
 local function requeue(P, t, reason, at_head)
   local next_attempt = tonumber(t.attempt) + 1
-  move(P, t, 'queued')
-  redis.call('HSET', P .. 'trial:' .. t.id, 'attempt', int(next_attempt), 'control', 'none',
+  move(P, t, TrialState.queued)
+  redis.call('HSET', P .. 'trial:' .. t.id, 'attempt', int(next_attempt), 'control', Control.none,
              'error', reason)
   enqueue(P, t.sweep, t.id, at_head)
   emit(P, 'trial.queued', t.sweep, t.id,
@@ -159,8 +159,8 @@ end
 -- unless somebody already gave up on it: then the verdict is that decision.
 local function stop_verdict(P, t)
   local sweep_state = redis.call('HGET', P .. 'sweep:' .. t.sweep, 'state')
-  if t.control == 'cancel' or sweep_state ~= 'running' then return 'cancelled' end
-  if t.control == 'prune' then return 'pruned' end
+  if t.control == Control.cancel or sweep_state ~= SweepState.running then return TrialState.cancelled end
+  if t.control == Control.prune then return TrialState.pruned end
   return nil
 end
 
@@ -180,7 +180,7 @@ local function finish(P, t, now, state, value, metrics, err, delta, bests)
     raw.value = value
   end
   redis.call('HSET', P .. 'trial:' .. t.id, unpack(fields))
-  if state == 'completed' then update_best(P, t, value, metrics, bests) end
+  if state == TrialState.completed then update_best(P, t, value, metrics, bests) end
   emit(P, 'trial.finished', t.sweep, t.id,
        json_obj({state = state, attempt = tonumber(t.attempt), error = err or ''}, raw))
 end
@@ -189,7 +189,7 @@ end
 local function fenced(P, tid, attempt, worker)
   local t = hgetall(P .. 'trial:' .. tid)
   if not t then return nil, refuse('NOT_FOUND', 'trial ' .. tid) end
-  if t.state ~= 'running' or t.attempt ~= attempt or t.worker ~= worker then
+  if t.state ~= TrialState.running or t.attempt ~= attempt or t.worker ~= worker then
     return nil, refuse('LEASE_LOST', 'trial ' .. tid .. ' is ' .. t.state .. ' at attempt ' ..
                        t.attempt .. ' by ' .. (t.worker or '') .. '; caller has attempt ' .. attempt ..
                        ' by ' .. worker)

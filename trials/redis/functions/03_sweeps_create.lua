@@ -23,10 +23,10 @@ local function new_sweep(P, id, name, spec, maximize, needs, idem, idem_ttl, now
   local skey = P .. 'sweep:' .. id
   if redis.call('EXISTS', skey) == 1 then return refuse('CONFLICT', 'sweep id ' .. id .. ' taken') end
   redis.call('HSET', skey, 'id', id, 'name', name, 'spec', spec, 'maximize', maximize, 'state',
-             'running', 'stage', 'search', 'created_ms', int(now), 'finished_ms', '0',
+             SweepState.running, 'stage', Stage.search, 'created_ms', int(now), 'finished_ms', '0',
              'next_trial', '0', 'next_member', '0', 'error', '', 'needs', needs or '',
              'constraints', constraints or '')
-  for _, kind in ipairs({'trial', 'member'}) do
+  for _, kind in ipairs({Role.trial, Role.member}) do
     for _, s in ipairs(kTrialStates) do redis.call('HSET', skey, kind .. '.' .. s, '0') end
   end
   local seq = redis.call('INCR', P .. 'seq:sweeps')
@@ -84,7 +84,7 @@ local function import_sweep(keys, a)
     local tid = id .. '-' .. int(num)
     ids[i] = tid
     local state = a[at + 2]
-    local fields = {'id', tid, 'sweep', id, 'number', int(num), 'kind', 'trial', 'params', a[at + 1],
+    local fields = {'id', tid, 'sweep', id, 'number', int(num), 'kind', Role.trial, 'params', a[at + 1],
                     'state', state, 'attempt', '0', 'max_attempts', '1', 'slots', '1', 'created_ms',
                     int(now), 'worker', a[at + 6], 'started_ms', a[at + 7], 'finished_ms', a[at + 8],
                     'error', a[at + 5], 'lease_deadline', '0'}
@@ -100,8 +100,8 @@ local function import_sweep(keys, a)
     redis.call('RPUSH', P .. 'attempts:' .. tid,
                attempt_json(0, a[at + 6], a[at + 7], a[at + 8], state, a[at + 5]))
     count(delta, id, 'trial.' .. state, 1)
-    if state == 'completed' then
-      update_best(P, {kind = 'trial', sweep = id, id = tid, number = int(num), params = a[at + 1]},
+    if state == TrialState.completed then
+      update_best(P, {kind = Role.trial, sweep = id, id = tid, number = int(num), params = a[at + 1]},
                   a[at + 3], a[at + 4], bests)
     end
   end
@@ -111,9 +111,9 @@ local function import_sweep(keys, a)
   end
   apply_counts(P, delta)
   write_bests(P, bests)
-  redis.call('HSET', skey, 'next_trial', int(n), 'state', 'finished', 'stage', 'done', 'finished_ms',
+  redis.call('HSET', skey, 'next_trial', int(n), 'state', SweepState.finished, 'stage', Stage.done, 'finished_ms',
              int(now), 'import_digest', digest)
-  emit(P, 'sweep.finished', id, '', json_obj({state = 'finished', error = ''}))
+  emit(P, 'sweep.finished', id, '', json_obj({state = SweepState.finished, error = ''}))
   return id
 end
 
@@ -122,11 +122,11 @@ end
 -- sweep's next number (all or none are created) -> the new trial ids and the
 -- creation time, or a refusal.
 local function create_many(P, sid, kind, number, limit, items)
-  if kind ~= 'trial' and kind ~= 'member' then return nil, refuse('INVALID', 'kind ' .. kind) end
+  if kind ~= Role.trial and kind ~= Role.member then return nil, refuse('INVALID', 'kind ' .. kind) end
   local skey = P .. 'sweep:' .. sid
   local s = redis.call('HMGET', skey, 'state', 'next_' .. kind)
   if not s[1] then return nil, refuse('NOT_FOUND', 'sweep ' .. sid) end
-  if s[1] ~= 'running' then return nil, refuse('CONFLICT', 'sweep ' .. sid .. ' is ' .. s[1]) end
+  if s[1] ~= SweepState.running then return nil, refuse('CONFLICT', 'sweep ' .. sid .. ' is ' .. s[1]) end
   if tonumber(s[2]) ~= number then
     return nil, refuse('CONFLICT', 'next ' .. kind .. ' number of ' .. sid .. ' is ' .. s[2] ..
                        ', not ' .. int(number))
@@ -138,7 +138,7 @@ local function create_many(P, sid, kind, number, limit, items)
   local ids = {}
   for i, it in ipairs(items) do
     local n = number + i - 1
-    local tid = sid .. '-' .. (kind == 'member' and 'm' or '') .. int(n)
+    local tid = sid .. '-' .. (kind == Role.member and 'm' or '') .. int(n)
     ids[i] = tid
     -- Only the fields with a value: the rest (worker, started_ms, finished_ms,
     -- value, metrics, error, control, lease_deadline, lease_ms, released,
@@ -146,7 +146,7 @@ local function create_many(P, sid, kind, number, limit, items)
     -- smaller hash is less to write to the AOF and to keep.
     local tkey = P .. 'trial:' .. tid
     redis.call('HSET', tkey, 'id', tid, 'sweep', sid, 'number', int(n), 'kind', kind, 'params',
-               it[1], 'state', 'queued', 'attempt', '0', 'max_attempts', it[2], 'slots', it[3],
+               it[1], 'state', TrialState.queued, 'attempt', '0', 'max_attempts', it[2], 'slots', it[3],
                'created_ms', int(now))
     if it[4] ~= '' then redis.call('HSET', tkey, 'extra', it[4]) end
     emit(P, 'trial.queued', sid, tid, json_obj({attempt = 0, number = n, kind = kind}))
@@ -191,7 +191,7 @@ local function migrate_shared_queue(P)
   local old = P .. 'queue'
   for _, tid in ipairs(redis.call('LRANGE', old, 0, -1)) do
     local ts = redis.call('HMGET', P .. 'trial:' .. tid, 'state', 'sweep')
-    if ts[1] == 'queued' then enqueue(P, ts[2], tid, false) end
+    if ts[1] == TrialState.queued then enqueue(P, ts[2], tid, false) end
   end
   redis.call('DEL', old)
 end

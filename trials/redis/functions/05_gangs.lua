@@ -100,11 +100,11 @@ end
 
 -- The trial `t` (the fields claim_many reads) becomes running, leased to `worker`.
 local function lease_to(P, t, worker, now, lease_ms, delta)
-  move_counts(P, t, 'running', delta)
-  t.worker, t.started_ms, t.control, t.error = worker, int(now), 'none', ''
+  move_counts(P, t, TrialState.running, delta)
+  t.worker, t.started_ms, t.control, t.error = worker, int(now), Control.none, ''
   t.lease_ms, t.lease_deadline = int(lease_ms), int(now + lease_ms)
-  redis.call('HSET', P .. 'trial:' .. t.id, 'state', 'running', 'worker', worker, 'started_ms',
-             t.started_ms, 'control', 'none', 'error', '', 'lease_ms', t.lease_ms,
+  redis.call('HSET', P .. 'trial:' .. t.id, 'state', TrialState.running, 'worker', worker, 'started_ms',
+             t.started_ms, 'control', Control.none, 'error', '', 'lease_ms', t.lease_ms,
              'lease_deadline', t.lease_deadline, 'gang', '')
   redis.call('ZADD', P .. 'leases', t.lease_deadline, t.id)
   emit(P, 'trial.started', t.sweep, t.id, json_obj({worker = worker, attempt = tonumber(t.attempt)}))
@@ -172,7 +172,7 @@ local function take_ranks(P, worker, o, cache)
   for i, text in ipairs(waiting) do
     local r = cjson.decode(text)
     local st = redis.call('HMGET', P .. 'trial:' .. r.trial, 'state', 'attempt')
-    if st[1] == 'running' and tonumber(st[2]) == r.attempt then
+    if st[1] == TrialState.running and tonumber(st[2]) == r.attempt then
       local placed = {}
       if i > resent then
         local rn = rank_need(needs_of(P, r.sweep, cache))

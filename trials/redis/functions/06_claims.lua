@@ -20,10 +20,10 @@ local function honour_reservation(P, worker, o, lease_ms, now, cache, claimed, s
   local owner = redis.call('GET', P .. 'reserve:' .. tid)
   local mine = owner == worker
   local need = t and needs_of(P, t.sweep, cache)
-  if t and t.state == 'queued' and owner and not mine and is_gang(need) then
+  if t and t.state == TrialState.queued and owner and not mine and is_gang(need) then
     return false  -- held for the gang another worker reserved: its ranks may need our slots
   end
-  if not t or t.state ~= 'queued' or not mine then
+  if not t or t.state ~= TrialState.queued or not mine then
     redis.call('DEL', rkey)
     if mine then redis.call('DEL', P .. 'reserve:' .. tid) end
     return nil
@@ -130,7 +130,7 @@ end
 -- needing `need`: 'took' (leased to the worker, or placed as a gang),
 -- 'reserved' (the claim ends there), or nil (passed over: the next one).
 local function decide(P, worker, o, need, q, tid, t, now, lease_ms, delta)
-  if not t or t.state ~= 'queued' then
+  if not t or t.state ~= TrialState.queued then
     q.drop[#q.drop + 1] = tid
     return nil
   end

@@ -11,7 +11,7 @@ local function expire(P, t, now, outcome, reason, final)
   elseif attempts < tonumber(t.max_attempts) then
     requeue(P, t, reason)
   else
-    finish(P, t, now, 'failed', nil, nil, (final or reason) .. ' after ' .. int(attempts) .. ' attempts')
+    finish(P, t, now, TrialState.failed, nil, nil, (final or reason) .. ' after ' .. int(attempts) .. ' attempts')
   end
 end
 
@@ -33,7 +33,7 @@ local function renew(P, tid, attempt, worker, lease_ms, now)
   local tkey = P .. 'trial:' .. tid
   local ts = redis.call('HMGET', tkey, 'state', 'attempt', 'worker', 'control', 'lease_ms', 'gang')
   if not ts[1] then return nil, refuse('NOT_FOUND', 'trial ' .. tid) end
-  if ts[1] ~= 'running' or ts[2] ~= attempt or ts[3] ~= worker then
+  if ts[1] ~= TrialState.running or ts[2] ~= attempt or ts[3] ~= worker then
     return nil, refuse('LEASE_LOST', 'trial ' .. tid .. ' is ' .. ts[1] .. ' at attempt ' ..
                        tostring(ts[2]) .. ' by ' .. tostring(ts[3]) .. '; caller has attempt ' ..
                        attempt .. ' by ' .. worker)

@@ -49,7 +49,7 @@ local function keep_named(P, kind, owner, name, bytes)
 end
 
 local function valid_outcome(o)
-  return o == 'completed' or o == 'failed' or o == 'pruned' or o == 'cancelled'
+  return o == TrialState.completed or o == TrialState.failed or o == TrialState.pruned or o == TrialState.cancelled
 end
 
 -- Ends the current attempt of `tid` with a result -> the trial's new state, or
@@ -63,12 +63,12 @@ local function complete_one(P, tid, attempt, worker, outcome, value, metrics, er
   if log ~= '' then keep_named(P, 'artifact', t.id, 'log.txt', log) end
   redis.call('ZREM', P .. 'leases', t.id)
   attempt_end(P, t, now, outcome, err)
-  if outcome == 'failed' and retryable == '1' and failures_after(t) < tonumber(t.max_attempts) then
+  if outcome == TrialState.failed and retryable == '1' and failures_after(t) < tonumber(t.max_attempts) then
     local verdict = stop_verdict(P, t)  -- cancelled or pruned meanwhile: no retry
     if not verdict then
       redis.call('HSET', P .. 'trial:' .. t.id, 'lease_deadline', '0')
       requeue(P, t, err)
-      return 'queued'
+      return TrialState.queued
     end
     finish(P, t, now, verdict, nil, metrics, err, delta, bests)
     return verdict

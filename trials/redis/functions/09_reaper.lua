@@ -52,7 +52,7 @@ local function reap(keys, a)
   for _, tid in ipairs(ids) do
     redis.call('ZREM', P .. 'leases', tid)
     local t = hgetall(P .. 'trial:' .. tid)
-    if t and t.state == 'running' then
+    if t and t.state == TrialState.running then
       handled = handled + 1
       expire(P, t, now, 'lease_expired', 'lease of worker ' .. t.worker .. ' expired', 'lease expired')
     end
@@ -92,14 +92,14 @@ local function release(keys, a)
   local bound = tonumber(redis.call('HGET', P .. 'deployment', 'max_releases') or '')
   if not bound then bound = DEFAULT_MAX_RELEASES end
   if bound > 0 and stopped > bound then
-    finish(P, t, now, 'failed', nil, nil,
+    finish(P, t, now, TrialState.failed, nil, nil,
            'given back ' .. int(stopped) .. ' times without finishing (drains, preemptions), ' ..
            'more than the pool allows (hpo-scheduler --max-releases ' .. int(bound) ..
            '); the last time: ' .. a[5])
-    return 'failed'
+    return TrialState.failed
   end
   requeue(P, t, 'released: ' .. a[5], true)
-  return 'queued'
+  return TrialState.queued
 end
 
 

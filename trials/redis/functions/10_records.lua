@@ -37,7 +37,7 @@ local function worker_leases(keys, a)
   local out = {}
   for _, tid in ipairs(redis.call('ZRANGE', P .. 'leases', 0, -1)) do
     local ts = redis.call('HMGET', P .. 'trial:' .. tid, 'state', 'worker', 'attempt')
-    if ts[1] == 'running' and ts[2] == worker then
+    if ts[1] == TrialState.running and ts[2] == worker then
       table.insert(out, tid)
       table.insert(out, ts[3])
     end

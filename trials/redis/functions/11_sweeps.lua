@@ -9,7 +9,7 @@ local function delete_sweep(keys, a)
   local skey = P .. 'sweep:' .. sid
   local state = redis.call('HGET', skey, 'state')
   if not state then return refuse('NOT_FOUND', 'sweep ' .. sid) end
-  if state == 'running' then
+  if state == SweepState.running then
     return refuse('CONFLICT', 'sweep ' .. sid .. ' is running: cancel it first')
   end
   local still = redis.call('HMGET', skey, 'trial.running', 'member.running')
@@ -19,7 +19,7 @@ local function delete_sweep(keys, a)
                   ' running trial(s), stopping at their next heartbeat: try again shortly')
   end
   local left = 0
-  for _, kind in ipairs({'trial', 'member'}) do
+  for _, kind in ipairs({Role.trial, Role.member}) do
     local list = P .. 'trials:' .. sid .. ':' .. kind
     while max > 0 do
       local tid = redis.call('LPOP', list)
@@ -53,16 +53,16 @@ local function end_sweep(P, sid, to, err)
   local now = now_ms()
   redis.call('HSET', P .. 'sweep:' .. sid, 'state', to, 'finished_ms', int(now), 'error', err)
   redis.call('SREM', P .. 'sweeps:active', sid)
-  for _, kind in ipairs({'trial', 'member'}) do
+  for _, kind in ipairs({Role.trial, Role.member}) do
     for _, tid in ipairs(redis.call('LRANGE', P .. 'trials:' .. sid .. ':' .. kind, 0, -1)) do
       local tkey = P .. 'trial:' .. tid
       local ts = redis.call('HMGET', tkey, 'state', 'attempt', 'kind', 'number', 'params')
-      if ts[1] == 'queued' then
-        local t = {id = tid, sweep = sid, state = 'queued', attempt = ts[2], kind = ts[3],
+      if ts[1] == TrialState.queued then
+        local t = {id = tid, sweep = sid, state = TrialState.queued, attempt = ts[2], kind = ts[3],
                    number = ts[4], params = ts[5]}
-        finish(P, t, now, 'cancelled', nil, nil, 'sweep ' .. to)
-      elseif ts[1] == 'running' then
-        redis.call('HSET', tkey, 'control', 'cancel')
+        finish(P, t, now, TrialState.cancelled, nil, nil, 'sweep ' .. to)
+      elseif ts[1] == TrialState.running then
+        redis.call('HSET', tkey, 'control', Control.cancel)
       end
     end
   end
@@ -83,21 +83,21 @@ local function cancel_sweep(keys, a)
   local P, sid = a[1], a[2]
   local state, err = sweep_state(P, sid)
   if not state then return err end
-  if state == 'cancelled' then return 1 end
-  if state ~= 'running' then return refuse('CONFLICT', 'sweep ' .. sid .. ' is ' .. state) end
-  end_sweep(P, sid, 'cancelled', 'cancelled by user')
+  if state == SweepState.cancelled then return 1 end
+  if state ~= SweepState.running then return refuse('CONFLICT', 'sweep ' .. sid .. ' is ' .. state) end
+  end_sweep(P, sid, SweepState.cancelled, 'cancelled by user')
   return 1
 end
 
 -- finish_sweep P sid state(finished|failed|cancelled) error -> 1
 local function finish_sweep(keys, a)
   local P, sid, to = a[1], a[2], a[3]
-  if to ~= 'finished' and to ~= 'failed' and to ~= 'cancelled' then
+  if to ~= SweepState.finished and to ~= SweepState.failed and to ~= SweepState.cancelled then
     return refuse('INVALID', 'sweep state ' .. to)
   end
   local state, err = sweep_state(P, sid)
   if not state then return err end
-  if state ~= 'running' then return refuse('CONFLICT', 'sweep ' .. sid .. ' is ' .. state) end
+  if state ~= SweepState.running then return refuse('CONFLICT', 'sweep ' .. sid .. ' is ' .. state) end
   end_sweep(P, sid, to, a[4])
   return 1
 end
@@ -121,18 +121,18 @@ end
 -- report); a queued trial that is cancelled is finished at once.
 local function set_control(keys, a)
   local P, tid, control = a[1], a[2], a[3]
-  if control ~= 'none' and control ~= 'prune' and control ~= 'cancel' then
+  if control ~= Control.none and control ~= Control.prune and control ~= Control.cancel then
     return refuse('INVALID', 'control ' .. control)
   end
   local t = hgetall(P .. 'trial:' .. tid)
   if not t then return refuse('NOT_FOUND', 'trial ' .. tid) end
-  if t.state == 'running' then
+  if t.state == TrialState.running then
     redis.call('HSET', P .. 'trial:' .. tid, 'control', control)
     emit(P, 'trial.control', t.sweep, tid, json_obj({control = control}))
     return 1
   end
-  if t.state == 'queued' and control == 'cancel' then
-    finish(P, t, now_ms(), 'cancelled', nil, nil, 'cancelled')
+  if t.state == TrialState.queued and control == Control.cancel then
+    finish(P, t, now_ms(), TrialState.cancelled, nil, nil, 'cancelled while queued')
     return 1
   end
   return refuse('CONFLICT', 'trial ' .. tid .. ' is ' .. t.state)
@@ -146,7 +146,7 @@ local function set_unschedulable(keys, a)
   local skey = P .. 'sweep:' .. sid
   local state = redis.call('HGET', skey, 'state')
   if not state then return refuse('NOT_FOUND', 'sweep ' .. sid) end
-  if state ~= 'running' then return 1 end
+  if state ~= SweepState.running then return 1 end
   local was = redis.call('HGET', skey, 'unschedulable')
   if reason ~= '' then
     redis.call('HSET', skey, 'unschedulable', reason)

@@ -5,7 +5,7 @@
 local function rank_heartbeat(keys, a)
   local P, tid, attempt, worker = a[1], a[2], a[3], a[4]
   local st = redis.call('HMGET', P .. 'trial:' .. tid, 'state', 'attempt')
-  if st[1] ~= 'running' or st[2] ~= attempt then return 0 end
+  if st[1] ~= TrialState.running or st[2] ~= attempt then return 0 end
   redis.call('SET', P .. 'rank_lease:' .. tid .. ':' .. attempt .. ':' .. worker, '1', 'PX', a[5])
   -- The share has arrived: it is not handed out again (see take_ranks).
   local sent = P .. 'ranks_sent:' .. worker
@@ -29,9 +29,9 @@ local function release_gang(keys, a)
   end
   local tkey = P .. 'trial:' .. tid
   local st = redis.call('HMGET', tkey, 'state', 'attempt', 'control', 'sweep')
-  if st[1] ~= 'running' or st[2] ~= attempt then return 0 end
-  if (st[3] or 'none') == 'none' then
-    redis.call('HSET', tkey, 'control', 'release')
+  if st[1] ~= TrialState.running or st[2] ~= attempt then return 0 end
+  if (st[3] or Control.none) == Control.none then
+    redis.call('HSET', tkey, 'control', Control.release)
     emit(P, 'trial.release_requested', st[4], tid, json_obj({worker = worker, attempt = tonumber(attempt)}))
   end
   return 1
