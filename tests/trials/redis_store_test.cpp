@@ -790,12 +790,26 @@ TEST(RedisStore, AGangIsPlacedAcrossWorkersTogetherAndFailsWholeWhenAFollowerIsL
   EXPECT_EQ(share.leader, "a");
   EXPECT_EQ(share.slots, (std::vector<int>{0, 1}));  // the claim placed b's ranks on these
   // Handed out again until b renews its rank lease (a claim reply lost on
-  // the way must not lose the share), then no more.
+  // the way must not lose the share), on the same slots, then no more. Here
+  // the reply was lost: b's offer still has both slots free, so b can start
+  // the share on them, and the claim takes them out of b's offer (it claims
+  // nothing else, though a queued trial would fit two free slots).
+  auto plain = store.create_sweep(NewSweep{"plain", "{}", false});
+  ASSERT_TRUE(plain.ok());
+  add(store, *plain, 0);
   got = store.claim_batch("b", two, 2, kLease);
   ASSERT_EQ(got->ranks.size(), 1u);
   EXPECT_EQ(got->ranks[0].trial.id, led.id);
   EXPECT_EQ(got->ranks[0].first, 2);
-  EXPECT_TRUE(got->ranks[0].slots.empty());  // b's slots hold it already
+  EXPECT_EQ(got->ranks[0].slots, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(got->claims.empty()) << "the share's slots are not offered twice";
+  ASSERT_TRUE(store.cancel_sweep(*plain).ok());  // out of the way of what follows
+  // b got that reply and booked them: the share comes again, b's offer is full.
+  Offer full = two;
+  full.slots = 0;
+  got = store.claim_batch("b", full, 2, kLease);
+  ASSERT_EQ(got->ranks.size(), 1u);
+  EXPECT_EQ(got->ranks[0].slots, (std::vector<int>{0, 1}));
   ASSERT_TRUE(*store.rank_heartbeat(led.id, 0, "b", kLease));
   EXPECT_TRUE(store.claim_batch("b", two, 2, kLease)->ranks.empty());
 

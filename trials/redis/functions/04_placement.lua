@@ -120,6 +120,31 @@ local function take(need, slots, o)
   return picked
 end
 
+-- A gang share handed out again (its claim's reply was lost): when its slots
+-- `list` are all free in the offer, the worker never booked them, so they are
+-- taken out of the offer again (with one rank's cores and memory each);
+-- otherwise the worker holds them already and the offer stays as it is.
+local function take_these(need, list, o)
+  local free = {}
+  for _, i in ipairs(o.free) do free[i] = true end
+  for _, i in ipairs(list) do
+    if not free[i] then return end
+  end
+  for _, i in ipairs(list) do
+    if need.cpus and o.cpus >= 0 then o.cpus = o.cpus - need.cpus end
+    if need.memory_gb and o.memory_gb >= 0 then o.memory_gb = o.memory_gb - need.memory_gb end
+    free[i] = nil
+  end
+  local g, left, gpus = gpu_slot_count(o), {}, {}
+  for _, i in ipairs(o.free) do
+    if free[i] then
+      left[#left + 1] = i
+      if i < g then gpus[#gpus + 1] = o.all_gpus[i + 1] end
+    end
+  end
+  o.free, o.gpus, o.slots = left, gpus, #left
+end
+
 -- Slot indices as a claim row carries them: '0,2'.
 local function slot_list(picked)
   return table.concat(picked, ',')

@@ -156,11 +156,13 @@ end
 
 -- A follower's claim first takes the gang shares waiting for it (those of
 -- attempts still running), out of its offer: {{share JSON, spec, slots}, ...}
--- (slots: the indices its ranks take, '' for a share handed out again).
--- A share handed out stays in P..'ranks_sent:'<worker> until the follower
--- first renews its rank lease (rank_heartbeat): a claim whose reply was lost
--- on the way hands it out again with the next one (the worker knows a share
--- it already runs by its trial, attempt and first rank).
+-- (slots: the indices its ranks take).
+-- A share handed out stays in P..'ranks_sent:'<worker>, with its slots, until
+-- the follower first renews its rank lease (rank_heartbeat): a claim whose
+-- reply was lost on the way hands it out again with the next one, on the same
+-- slots (the worker knows a share it already runs by its trial, attempt and
+-- first rank; one that does not finds those slots free, and the claim takes
+-- them out of its offer).
 local function take_ranks(P, worker, o, cache)
   local key, sent = P .. 'ranks:' .. worker, P .. 'ranks_sent:' .. worker
   local waiting = redis.call('LRANGE', sent, 0, -1)
@@ -173,16 +175,20 @@ local function take_ranks(P, worker, o, cache)
     local r = cjson.decode(text)
     local st = redis.call('HMGET', P .. 'trial:' .. r.trial, 'state', 'attempt')
     if st[1] == TrialState.running and tonumber(st[2]) == r.attempt then
-      local placed = {}
+      local rn = rank_need(needs_of(P, r.sweep, cache))
       if i > resent then
-        local rn = rank_need(needs_of(P, r.sweep, cache))
+        local placed = {}
         for _ = 1, r.count do
           for _, s in ipairs(take(rn, 1, o)) do placed[#placed + 1] = s end
         end
         table.sort(placed)
+        r.slots = placed
+        text = cjson.encode(r)
+      else
+        take_these(rn, r.slots or {}, o)  -- only when the reply was lost: they are free
       end
       out[#out + 1] = {text, redis.call('HGET', P .. 'sweep:' .. r.sweep, 'spec') or '',
-                       slot_list(placed)}
+                       slot_list(r.slots or {})}
       redis.call('RPUSH', sent, text)
     end
   end
