@@ -6,11 +6,14 @@
 // what cannot continue (programmer errors, out of memory).
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include "core/name_table.hpp"
 
 namespace hpo {
 
@@ -24,6 +27,13 @@ enum class ErrorCode {
   kPayloadTooLarge,
   kInternal,
 };
+
+// The one spelling of each code: REST errors ({"error": {"code": ...}}), the
+// OpenAPI document's enum, the CLI.
+inline constexpr NameTable<ErrorCode, 8> kErrorCodeNames{
+    {"invalid_argument", "not_found", "conflict", "lease_lost", "unavailable", "unauthorized",
+     "payload_too_large", "internal"}};
+static_assert(static_cast<std::size_t>(ErrorCode::kInternal) == 7);
 
 // One offending field of a JSON document: `path` is a JSON pointer-like path
 // ("parameters.lr.min", "trial.argv[2]").
@@ -49,7 +59,9 @@ struct Error {
   static Error internal(std::string m) { return {ErrorCode::kInternal, std::move(m), {}}; }
 };
 
-const char* to_string(ErrorCode code);
+inline const char* to_string(ErrorCode code) {
+  return kErrorCodeNames(code);
+}
 
 template <class T>
 class [[nodiscard]] Result {

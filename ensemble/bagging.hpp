@@ -1,7 +1,7 @@
 // Bagging plans: which training rows and which features one ensemble member sees.
 //
 // A plan is a pure function of (member seed, recipe fractions, data shape), so the
-// scheduler records only the member's MemberSpec (in the trial's `extra`) and the
+// scheduler records only the member's MemberSpec (in its trial's plan) and the
 // worker recomputes the identical plan after loading the data; a retried or
 // re-trained member draws exactly the same rows. Rows and features come from two
 // independent streams derived from the member seed, so changing max_features does
@@ -13,19 +13,12 @@
 #include <vector>
 
 #include "trials/recipe/ensemble_recipe.hpp"
+#include "trials/trial_plan.hpp"
 
 namespace hpo::ensemble {
 
-// What one member needs to rebuild its plan; serialised by bagging_json.hpp.
-struct MemberSpec {
-  int member_index = 0;          // 0-based within the ensemble
-  std::uint64_t seed = 0;        // member seed, derived from the ensemble seed and the index
-  bool bootstrap = true;         // with replacement; false: subsample without replacement
-  double sample_fraction = 1.0;  // (0, 1]
-  double max_features = 1.0;     // (0, 1] fraction, or an integer count > 1 (see EnsembleRecipe)
-  std::optional<std::int64_t> epochs;  // the member's training budget, when the recipe sets one
-  std::optional<std::int64_t> subset;
-};
+// What one member needs to rebuild its plan: part of its trial record.
+using trials::MemberSpec;
 
 // The member's spec: its seed is derive_seed(recipe.seed, member_index).
 MemberSpec member_spec(const trials::EnsembleRecipe& recipe, int member_index);

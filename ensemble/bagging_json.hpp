@@ -1,11 +1,6 @@
-// JSON codec of a MemberSpec: what the scheduler stores in a member trial's
-// `extra` field and the worker reads back to recompute the member's BaggingPlan.
+// JSON of a member's bagging plan, as its trial's files read it. (The member's
+// spec, its seed and fractions, is part of the trial record: trials/trial_plan.hpp.)
 //
-//   {"member": 3, "seed": 1234567890123, "bootstrap": true,
-//    "sample_fraction": 1.0, "max_features": 0.5}
-//
-// Unknown keys are ignored on read, so the scheduler may add its own (e.g. the
-// configuration rank for base top_k) to the same object.
 #pragma once
 
 #include <string>
@@ -16,9 +11,6 @@
 #include "ensemble/bagging.hpp"
 
 namespace hpo::ensemble {
-
-std::string member_spec_to_json(const MemberSpec& spec);
-Result<MemberSpec> member_spec_from_json(std::string_view json_text);
 
 // The plan a command trial's member reads from HPO_BAGGING_FILE:
 //   {"member": 3, "seed": ..., "train_seed": ..., "n_rows": 800, "n_features": 12,

@@ -82,12 +82,11 @@ void read_member(const json& j, const std::string& path, ManifestMember& m, bool
               params.error().fields.at(0).message);
   }
   if (const json* b = r.object("bagging")) {
-    auto spec = member_spec_from_json(b->dump());
+    auto spec = trials::member_from_json(*b, r.at("bagging"));
     if (spec.ok())
       m.bagging = *spec;
     else
-      r.error(r.at("bagging") + spec.error().fields.at(0).path.substr(5),
-              spec.error().fields.at(0).message);
+      r.error(spec.error().fields.at(0).path, spec.error().fields.at(0).message);
   }
   if (const json* f = r.get("features")) {
     bool good = f->is_array();
@@ -122,7 +121,7 @@ std::string manifest_to_json(const EnsembleManifest& manifest) {
             {"weight", m.weight},
             {"artifact", m.artifact},
             {"metrics", summary_to_json(m.metrics)}};
-    if (m.bagging) jm["bagging"] = json::parse(member_spec_to_json(*m.bagging));
+    if (m.bagging) jm["bagging"] = trials::member_json(*m.bagging);
     members.push_back(std::move(jm));
   }
   json j{

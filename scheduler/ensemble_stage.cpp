@@ -5,7 +5,7 @@
 //     trial.data; parse_spec refuses anything else): anything else fails it.
 //  2. The completed search trials are ranked (objective, ties to the lower
 //     number). Member i trains with the best one's parameters (base best) or
-//     the (i mod K)-th best's (base top_k K); its `extra` holds its bagging
+//     the (i mod K)-th best's (base top_k K); its plan holds its bagging
 //     spec (seed, fractions) plus the configuration it came from.
 //  3. While fewer than `members` exist, members are created up to
 //     search.max_concurrent active ones. kConflict on create means someone
@@ -221,8 +221,7 @@ Result<ensemble::EnsembleManifest> make_manifest(SweepRoles store, const std::st
     mm.trial_id = t.id;
     mm.kind = trials::to_string(t.role);
     mm.params = t.params;
-    if (t.role == trials::TrialRole::kMember)
-      if (auto member = ensemble::member_spec_from_json(t.extra); member) mm.bagging = *member;
+    if (t.role == trials::TrialRole::kMember) mm.bagging = t.plan.member;
     mm.weight = eval.weights[i];
     // A member's plan summary: the data's width and its feature subset.
     if (t.role == trials::TrialRole::kMember) {
@@ -408,7 +407,7 @@ Result<bool> EnsembleStage::create_members(SweepRoles store, const trials::Sweep
     nt.limit = recipe.members;
     nt.max_attempts = spec_.trial.max_attempts;
     nt.slots = spec_.trial.slots();
-    Json extra = Json::parse(ensemble::member_spec_to_json(ensemble::member_spec(recipe, index)));
+    nt.plan.member = ensemble::member_spec(recipe, index);
     if (!ranked_->empty()) {
       int k = recipe.base == trials::EnsembleRecipe::Base::kTopK
                   ? std::min<int>(recipe.top_k, static_cast<int>(ranked_->size()))
@@ -416,18 +415,16 @@ Result<bool> EnsembleStage::create_members(SweepRoles store, const trials::Sweep
       int rank = index % k;
       const Trial& base = (*ranked_)[rank];
       nt.params = base.params;
-      extra["base_trial"] = base.id;
-      extra["base_rank"] = rank;
+      nt.plan.base_trial = base.id;
+      nt.plan.base_rank = rank;
     }
-    nt.extra = extra.dump();
     auto created = store.trials.create_trial(nt);
     if (!created) {
       if (created.error().code == ErrorCode::kConflict) return false;  // look again next step
       return created.error();
     }
-    log_info(
-        "ensemble member queued",
-        {{"sweep", sweep_id_}, {"trial", created->id}, {"base", extra.value("base_trial", "")}});
+    log_info("ensemble member queued",
+             {{"sweep", sweep_id_}, {"trial", created->id}, {"base", nt.plan.base_trial}});
     ++next;
     ++active;
   }

@@ -32,7 +32,6 @@
 
 #include "core/log.hpp"
 #include "trials/artifacts.hpp"
-#include "trials/rung.hpp"
 
 namespace hpo::scheduler {
 
@@ -181,15 +180,10 @@ Status SweepController::absorb(SweepRoles store, Trial t) {
 }
 
 void SweepController::track(const Trial& t) {
-  search::TrackedTrial tracked{t.number, std::nullopt, trials::is_finished(t.state), std::nullopt,
+  // A plan the store could not decode is no place in a schedule (never
+  // promoted, never counted).
+  search::TrackedTrial tracked{t.number, t.plan.lineage, trials::is_finished(t.state), std::nullopt,
                                t.params};
-  // A record the controller wrote; one it cannot read is no place in a
-  // schedule (never promoted, never counted).
-  if (auto rung = trials::rung_from_json(t.extra); rung && *rung) {
-    const trials::RungInfo& r = **rung;
-    tracked.lineage =
-        search::Lineage{r.budget, r.bracket, r.rung, r.member, r.resume_number, r.exploited};
-  }
   if (t.state == TrialState::kCompleted && t.value) tracked.value = to_min(*t.value);
   planner_->track(tracked);
 }
@@ -441,24 +435,12 @@ trials::NewTrial SweepController::new_trial(std::int64_t number, search::Params 
   nt.params = std::move(params);
   nt.max_attempts = spec_.trial.max_attempts;
   nt.slots = spec_.trial.slots();
-  if (lineage) {
-    // Its place in the schedule, the trial record's one codec (trials/rung.hpp).
-    const auto& resource =
-        spec_.search.pbt ? spec_.search.pbt->resource : spec_.search.fidelity->resource;
-    trials::RungInfo rung{lineage->budget, resource, lineage->bracket, lineage->rung, "", -1};
-    rung.member = lineage->member;
-    rung.exploited = lineage->exploited;
-    if (lineage->resume >= 0) {
-      rung.resume_from = fmt::format("{}-{}", sweep_id_, lineage->resume);
-      rung.resume_number = lineage->resume;
-    }
-    if (rung.exploited)
-      log_info("pbt exploit", {{"sweep", sweep_id_},
-                               {"member", std::to_string(rung.member)},
-                               {"from", rung.resume_from},
-                               {"generation", std::to_string(rung.generation())}});
-    nt.extra = trials::rung_to_json(rung);
-  }
+  nt.plan.lineage = lineage;
+  if (lineage && lineage->exploited)
+    log_info("pbt exploit", {{"sweep", sweep_id_},
+                             {"member", std::to_string(lineage->member)},
+                             {"from", trials::resumed_trial_id(sweep_id_, nt.plan)},
+                             {"generation", std::to_string(lineage->generation())}});
   return nt;
 }
 

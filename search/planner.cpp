@@ -39,7 +39,8 @@ class HalvingPlanner final : public Planner {
  public:
   HalvingPlanner(FidelityConfig config, ConfigSource source, FidelityModel model,
                  std::size_t min_points)
-      : schedule_(std::move(config)),
+      : resource_(config.resource),
+        schedule_(std::move(config)),
         source_(std::move(source)),
         model_(model),
         min_points_(min_points) {}
@@ -61,7 +62,7 @@ class HalvingPlanner final : public Planner {
     }
     const RungJob job = schedule_.next(runs);
     Plan plan;
-    plan.lineage = Lineage{job.budget, job.bracket, job.rung, -1, job.promote, false};
+    plan.lineage = Lineage{job.budget, job.bracket, job.rung, -1, job.promote, false, resource_};
     if (job.promote >= 0) {
       const Observation* parent = finished(in.history, job.promote);
       if (!parent) {
@@ -108,6 +109,7 @@ class HalvingPlanner final : public Planner {
     return std::nullopt;
   }
 
+  std::string resource_;  // what the budgets count
   SuccessiveHalving schedule_;
   ConfigSource source_;
   FidelityModel model_;
@@ -119,7 +121,10 @@ class HalvingPlanner final : public Planner {
 class PbtPlanner final : public Planner {
  public:
   PbtPlanner(PbtConfig config, SearchSpace space, ConfigSource source)
-      : schedule_(std::move(config)), space_(std::move(space)), source_(std::move(source)) {}
+      : resource_(config.resource),
+        schedule_(std::move(config)),
+        space_(std::move(space)),
+        source_(std::move(source)) {}
 
   void track(const TrackedTrial& t) override {
     if (!t.lineage || t.lineage->member < 0) return;
@@ -147,7 +152,8 @@ class PbtPlanner final : public Planner {
       done_ = schedule_.done(runs);
       return plan;
     }
-    Lineage lineage{job->budget, 0, job->generation, job->member, job->resume, job->exploit >= 0};
+    Lineage lineage{job->budget,       0,        job->generation, job->member, job->resume,
+                    job->exploit >= 0, resource_};
     if (job->resume < 0) {
       // A first member: the source's design, counted by member.
       plan.params = source_(in.history, in.pending, job->member);
@@ -164,6 +170,7 @@ class PbtPlanner final : public Planner {
   bool done() const override { return done_; }
 
  private:
+  std::string resource_;  // what the budgets count
   PopulationSchedule schedule_;
   SearchSpace space_;
   ConfigSource source_;

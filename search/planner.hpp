@@ -22,22 +22,13 @@
 #include <span>
 #include <string>
 
+#include "search/lineage.hpp"
 #include "search/population_based.hpp"
 #include "search/sampler.hpp"
 #include "search/space.hpp"
 #include "search/successive_halving.hpp"
 
 namespace hpo::search {
-
-// A trial's place in a schedule: what its record keeps of it.
-struct Lineage {
-  double budget = 0;
-  int bracket = 0;
-  int rung = 0;              // PBT: the member's interval (generation)
-  int member = -1;           // PBT: the population member; -1 for a rung of successive halving
-  std::int64_t resume = -1;  // the trial whose checkpoint it goes on from; -1: a new one
-  bool exploited = false;    // PBT: `resume` is another member's trial
-};
 
 // A trial of the sweep as a planner tracks it.
 struct TrackedTrial {

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "core/text.hpp"
 #include "trials/spec.hpp"
 #include "trials/trial.hpp"
 
@@ -15,12 +16,6 @@ namespace hpo::trials {
 namespace {
 
 using Json = nlohmann::json;
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 bool label_ok(const std::map<std::string, std::string>& have, const std::string& want) {
   auto eq = want.find('=');
@@ -131,7 +126,8 @@ Offer slots_only_offer(int free) {
 bool gpu_matches(const ResourceRequest& r, const GpuSlot& g) {
   if (r.gpu_memory_gb > 0 && static_cast<double>(g.memory_mb) < r.gpu_memory_gb * 1024)
     return false;
-  return r.gpu_model.empty() || lower(g.model).find(lower(r.gpu_model)) != std::string::npos;
+  return r.gpu_model.empty() ||
+         ascii_lower(g.model).find(ascii_lower(r.gpu_model)) != std::string::npos;
 }
 
 bool fits_now(const ResourceRequest& r, const Offer& o) {
@@ -225,7 +221,7 @@ Result<std::pair<std::string, std::string>> parse_label(std::string_view text) {
 std::string to_json(const ResourceRequest& r) {
   Json j{{"slots", r.slots}, {"gpus", r.gpus}, {"torch", r.torch}};
   if (r.gpu_memory_gb > 0) j["gpu_mb"] = r.gpu_memory_gb * 1024;
-  if (!r.gpu_model.empty()) j["gpu_model"] = lower(r.gpu_model);
+  if (!r.gpu_model.empty()) j["gpu_model"] = ascii_lower(r.gpu_model);
   if (r.cpus > 0) j["cpus"] = r.cpus;
   if (r.memory_gb > 0) j["memory_gb"] = r.memory_gb;
   j["labels"] = Json::array();
@@ -285,7 +281,7 @@ Result<RankShare> rank_share_from_json(std::string_view text) {
     t.number = j.value("number", std::int64_t{0});
     t.role = parse_trial_role(j.value("kind", "trial")).value_or(TrialRole::kTrial);
     t.state = TrialState::kRunning;
-    t.extra = j.value("extra", std::string());
+    t.plan = plan_from_text(j.value("extra", std::string()));
     auto params = params_from_json(j.value("params", std::string("{}")));
     if (!params) return params.error();
     t.params = std::move(params).value();
@@ -302,7 +298,8 @@ Result<RankShare> rank_share_from_json(std::string_view text) {
 std::string to_json(const Offer& o) {
   auto gpus = [](const std::vector<GpuSlot>& list) {
     Json a = Json::array();
-    for (const auto& g : list) a.push_back(Json{{"model", lower(g.model)}, {"mb", g.memory_mb}});
+    for (const auto& g : list)
+      a.push_back(Json{{"model", ascii_lower(g.model)}, {"mb", g.memory_mb}});
     return a;
   };
   Json labels = Json::object();

@@ -122,7 +122,7 @@ Result<GangLayout> gang_from_json(std::string_view text);
 
 // A follower's share of a gang, as its claim hands it over (Claims::ranks).
 struct RankShare {
-  Trial trial;  // id, sweep, number, kind, params, extra, attempt (running)
+  Trial trial;  // id, sweep, number, kind, params, plan, attempt (running)
   int first = 0;
   int count = 0;
   int world = 0;

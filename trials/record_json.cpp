@@ -141,8 +141,9 @@ Json to_json(const Metrics& metrics) {
 }
 
 Json to_json(const Counts& c) {
-  return {{"queued", c.queued}, {"running", c.running}, {"completed", c.completed},
-          {"failed", c.failed}, {"pruned", c.pruned},   {"cancelled", c.cancelled}};
+  Json out = Json::object();
+  for (TrialState s : kAllTrialStates) out[to_string(s)] = c.of(s);
+  return out;
 }
 
 Json to_json(const BestTrial& b) {
@@ -214,8 +215,6 @@ Json to_json(const Sweep& s, const SweepSpec* typed) {
 }
 
 Json to_json(const Trial& t) {
-  Json extra = t.extra.empty() ? Json(nullptr) : Json::parse(t.extra, nullptr, false);
-  if (extra.is_discarded()) extra = t.extra;
   // A data-parallel attempt across workers: which ranks run where.
   Json gang = t.gang.empty() ? Json(nullptr) : Json::parse(t.gang, nullptr, false);
   if (gang.is_discarded()) gang = nullptr;
@@ -237,7 +236,7 @@ Json to_json(const Trial& t) {
           {"created_ms", t.created_ms},
           {"started_ms", t.started_ms},
           {"finished_ms", t.finished_ms},
-          {"extra", extra},
+          {"extra", plan_json(t.plan, t.sweep_id)},
           {"gang", gang}};
 }
 
@@ -327,12 +326,8 @@ Status from_json(const Json& j, Metrics& out) {
 
 Status from_json(const Json& j, Counts& out) {
   Reader r(j, "counts");
-  r.integer("queued", out.queued);
-  r.integer("running", out.running);
-  r.integer("completed", out.completed);
-  r.integer("failed", out.failed);
-  r.integer("pruned", out.pruned);
-  r.integer("cancelled", out.cancelled, false);
+  for (TrialState s : kAllTrialStates)  // cancelled: optional (older records)
+    r.integer(to_string(s), out.of(s), s != TrialState::kCancelled);
   return r.status();
 }
 
@@ -440,7 +435,7 @@ Status from_json(const Json& j, Trial& out) {
   r.integer("started_ms", out.started_ms, false);
   r.integer("finished_ms", out.finished_ms, false);
   if (const Json* e = r.raw("extra"); e && !e->is_null())
-    out.extra = e->is_string() ? e->get<std::string>() : dump(*e);
+    out.plan = e->is_string() ? plan_from_text(e->get<std::string>()) : plan_from_json(*e);
   return r.status();
 }
 

@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-#include "trials/name_table.hpp"
+#include "core/name_table.hpp"
 #include "trials/trial.hpp"
 
 namespace hpo::trials {

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "search/population_based.hpp"
 #include "search/pruner.hpp"
 #include "search/sampler.hpp"
 #include "search/space.hpp"
-#include "search/population_based.hpp"
 #include "search/successive_halving.hpp"
 #include "trials/constraints.hpp"
 #include "trials/recipe/ensemble_recipe.hpp"
@@ -41,10 +41,10 @@ struct SearchConfig {
   // search.multi_fidelity: ASHA or Hyperband with promotions (BOHB with
   // algorithm tpe or bayesian): every rung of a configuration is a trial with a
   // budget, a promotion resumes the checkpoint of the rung below
-  // (trials/rung.hpp). max_trials counts those trials.
+  // (trials/trial_plan.hpp). max_trials counts those trials.
   std::optional<search::FidelityConfig> fidelity;
   // search.pbt: population-based training (search/population_based.hpp); each
-  // interval of each member is a trial resuming a checkpoint (trials/rung.hpp).
+  // interval of each member is a trial resuming a checkpoint (trials/trial_plan.hpp).
   std::optional<search::PbtConfig> pbt;
 };
 

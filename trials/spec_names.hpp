@@ -5,10 +5,10 @@
 // its name fails to compile here.
 #pragma once
 
+#include "core/name_table.hpp"
 #include "search/pruner.hpp"
 #include "search/sampler.hpp"
 #include "search/successive_halving.hpp"
-#include "trials/name_table.hpp"
 #include "trials/spec.hpp"
 
 namespace hpo::trials {

@@ -68,7 +68,7 @@ struct NewTrial {
   search::Params params;
   int max_attempts = 1;
   int slots = 1;
-  std::string extra;  // opaque JSON stored with the trial
+  TrialPlan plan;  // kept with the trial (trial_plan.hpp)
 };
 
 // One ended trial of a sweep made by SweepStore::import_sweep (`hpo import`).

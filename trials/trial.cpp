@@ -2,34 +2,7 @@
 
 #include <string_view>
 
-#include "core/result.hpp"
 #include "trials/record_names.hpp"
-
-namespace hpo {
-
-const char* to_string(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kInvalidArgument:
-      return "invalid_argument";
-    case ErrorCode::kNotFound:
-      return "not_found";
-    case ErrorCode::kConflict:
-      return "conflict";
-    case ErrorCode::kLeaseLost:
-      return "lease_lost";
-    case ErrorCode::kUnavailable:
-      return "unavailable";
-    case ErrorCode::kUnauthorized:
-      return "unauthorized";
-    case ErrorCode::kPayloadTooLarge:
-      return "payload_too_large";
-    case ErrorCode::kInternal:
-      return "internal";
-  }
-  return "internal";
-}
-
-}  // namespace hpo
 
 namespace hpo::trials {
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "search/space.hpp"
+#include "trials/trial_plan.hpp"
 
 namespace hpo::trials {
 
@@ -85,7 +86,7 @@ struct Trial {
   Metrics metrics;              // final metrics
   std::string error;            // why it failed / was pruned / cancelled
   Control control = Control::kNone;
-  std::string extra;  // role-specific JSON (ensemble member seeds), opaque to the store
+  TrialPlan plan;  // its place in a schedule or its member plan (trial_plan.hpp)
   // A data-parallel attempt whose ranks span workers: its layout as the claim
   // placed it, JSON {"world": k, "ranks": [{"worker", "first", "count"}, ...]}
   // (the first entry is this lease holder's); empty otherwise.
@@ -103,7 +104,29 @@ struct Counts {
   std::int64_t queued = 0, running = 0, completed = 0, failed = 0, pruned = 0, cancelled = 0;
   std::int64_t finished() const { return completed + failed + pruned + cancelled; }
   std::int64_t active() const { return queued + running; }
+  // The count of one state (the codecs walk the states' name table).
+  std::int64_t& of(TrialState s) {
+    switch (s) {
+      case TrialState::kQueued:
+        return queued;
+      case TrialState::kRunning:
+        return running;
+      case TrialState::kCompleted:
+        return completed;
+      case TrialState::kFailed:
+        return failed;
+      case TrialState::kPruned:
+        return pruned;
+      case TrialState::kCancelled:
+        break;
+    }
+    return cancelled;
+  }
+  std::int64_t of(TrialState s) const { return const_cast<Counts*>(this)->of(s); }
 };
+inline constexpr TrialState kAllTrialStates[] = {TrialState::kQueued,    TrialState::kRunning,
+                                                 TrialState::kCompleted, TrialState::kFailed,
+                                                 TrialState::kPruned,    TrialState::kCancelled};
 
 struct BestTrial {
   std::string trial_id;

@@ -45,8 +45,8 @@ Response error_response(const Error& error) {
   return r;
 }
 
-Response error_response(int status, const char* code, std::string message) {
-  return make(status, code, message, {});
+Response error_response(int status, HttpError code, std::string message) {
+  return make(status, kHttpErrorNames(code), message, {});
 }
 
 }  // namespace hpo::web

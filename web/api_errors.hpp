@@ -5,14 +5,23 @@
 //              "fields": [{"path": "parameters.lr.min", "message": "..."}]}}
 #pragma once
 
+#include <cstddef>
+
+#include "core/name_table.hpp"
 #include "core/result.hpp"
 #include "web/http_message.hpp"
 
 namespace hpo::web {
 
+// Errors of the HTTP layer that no handler returns (405, 400, 431, 416):
+// codes of their own beside ErrorCode's, in the same JSON shape.
+enum class HttpError { kMethodNotAllowed, kBadRequest, kHeaderTooLarge, kRangeNotSatisfiable };
+inline constexpr NameTable<HttpError, 4> kHttpErrorNames{
+    {"method_not_allowed", "bad_request", "header_too_large", "range_not_satisfiable"}};
+static_assert(static_cast<std::size_t>(HttpError::kRangeNotSatisfiable) == 3);
+
 int http_status(ErrorCode code);
 Response error_response(const Error& error);
-// For errors that have no ErrorCode of their own (405, 431): same JSON shape.
-Response error_response(int status, const char* code, std::string message);
+Response error_response(int status, HttpError code, std::string message);
 
 }  // namespace hpo::web

@@ -194,7 +194,8 @@ Response Api::pareto(const std::string& id) {
   if (!sweep) return error_response(sweep.error());
   auto spec = options_.specs->get(sweep->id, sweep->spec_json);
   if (!spec) return error_response(spec.error());
-  auto all = store.track(trial_cache_.load(*store, id, trials::TrialRole::kTrial));
+  auto all = store.track(
+      trial_cache_.load(store->sweeps(), store->trials(), id, trials::TrialRole::kTrial));
   if (!all) return error_response(all.error());
   std::vector<const trials::Trial*> view;
   view.reserve(all->size());

@@ -111,12 +111,13 @@ Response Api::list_trials(const Request& request, const std::string& sweep_id) {
   std::int64_t total = 0;
   if (!state && field == "number" && !descending && !csv) {
     // Only the page's range; its finished trials from the cache.
-    auto page = store.track(trial_cache_.load(*store, sweep_id, kind, *offset, *limit, &total));
+    auto page = store.track(trial_cache_.load(store->sweeps(), store->trials(), sweep_id, kind,
+                                              *offset, *limit, &total));
     if (!page) return error_response(page.error());
     rows = std::move(*page);
   } else {
     // Every trial of the sweep (finished ones cached), then filter, sort and slice.
-    auto all = store.track(trial_cache_.load(*store, sweep_id, kind));
+    auto all = store.track(trial_cache_.load(store->sweeps(), store->trials(), sweep_id, kind));
     if (!all) return error_response(all.error());
     std::vector<std::pair<SortKey, TrialPtr>> keyed;
     keyed.reserve(all->size());

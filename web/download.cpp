@@ -71,7 +71,7 @@ Response download(const Request& request, trials::ArtifactLocation at) {
   auto range = same_version ? parse_range(request.header("range"), at.size)
                             : Result<std::optional<ByteRange>>(std::optional<ByteRange>{});
   if (!range) {
-    Response r = error_response(416, "range_not_satisfiable", range.error().message);
+    Response r = error_response(416, HttpError::kRangeNotSatisfiable, range.error().message);
     r.headers.emplace_back("Content-Range", fmt::format("bytes */{}", at.size));
     return r;
   }

@@ -182,10 +182,11 @@ class Session : public Conn, public std::enable_shared_from_this<Session<Stream>
                   "request body exceeds " + std::to_string(st_->opts.body_limit) + " bytes",
                   {}}));
       } else if (ec == http::error::header_limit) {
-        queue_ready(error_response(431, "header_too_large", "request headers too large"));
+        queue_ready(error_response(431, HttpError::kHeaderTooLarge, "request headers too large"));
       } else if (is_http_error(ec) && ec != http::error::end_of_stream &&
                  ec != http::error::partial_message) {
-        queue_ready(error_response(400, "bad_request", "malformed request: " + ec.message()));
+        queue_ready(
+            error_response(400, HttpError::kBadRequest, "malformed request: " + ec.message()));
       } else {
         maybe_finish();  // end of stream, timeout, reset: nothing to answer
       }
@@ -199,7 +200,7 @@ class Session : public Conn, public std::enable_shared_from_this<Session<Stream>
     if (!keep_alive) read_closed_ = true;
     if (!target_ok) {
       read_closed_ = true;
-      queue_ready(error_response(400, "bad_request", "malformed request target"));
+      queue_ready(error_response(400, HttpError::kBadRequest, "malformed request target"));
       return;
     }
     // Probes (/healthz) take their own lane: answered now, not after the queue.
@@ -213,9 +214,8 @@ class Session : public Conn, public std::enable_shared_from_this<Session<Stream>
     if (st_->in_handlers.fetch_add(1) >= st_->opts.max_queued_requests) {
       st_->in_handlers.fetch_sub(1);
       read_closed_ = true;
-      Response busy = error_response(503, "unavailable", "the server is busy; retry shortly");
-      busy.headers.emplace_back("Retry-After", "1");
-      queue_ready(std::move(busy));
+      // 503 with Retry-After: 1, as every kUnavailable.
+      queue_ready(error_response(Error::unavailable("the server is busy; retry shortly")));
       return;
     }
     dispatch(st_->pool, std::move(req), keep_alive, version, /*counted=*/true);

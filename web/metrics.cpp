@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "trials/record_names.hpp"
+
 namespace hpo::web {
 
 namespace {
@@ -65,7 +67,7 @@ std::string render_cluster(const ClusterSnapshot& s) {
   std::string out =
       "# HELP hpo_sweeps Sweeps by state.\n"
       "# TYPE hpo_sweeps gauge\n";
-  for (const char* st : {"running", "finished", "cancelled", "failed"}) {
+  for (const char* st : trials::kSweepStateNames.all()) {
     auto it = s.sweeps_by_state.find(st);
     out += fmt::format("hpo_sweeps{{state=\"{}\"}} {}\n", st,
                        it == s.sweeps_by_state.end() ? 0 : it->second);
@@ -74,13 +76,8 @@ std::string render_cluster(const ClusterSnapshot& s) {
   out +=
       "# HELP hpo_trials Trials (and ensemble members) by state, over every sweep.\n"
       "# TYPE hpo_trials gauge\n";
-  for (auto [name, n] : {std::pair<const char*, std::int64_t>{"queued", c.queued},
-                         {"running", c.running},
-                         {"completed", c.completed},
-                         {"failed", c.failed},
-                         {"pruned", c.pruned},
-                         {"cancelled", c.cancelled}})
-    out += fmt::format("hpo_trials{{state=\"{}\"}} {}\n", name, n);
+  for (trials::TrialState st : trials::kAllTrialStates)
+    out += fmt::format("hpo_trials{{state=\"{}\"}} {}\n", trials::to_string(st), c.of(st));
   out += fmt::format(
       "# HELP hpo_results_total Trial results accepted (completed, failed or pruned); rate() "
       "gives results per second.\n"

@@ -6,8 +6,10 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "trials/record_names.hpp"
+#include "web/api_errors.hpp"
 
 namespace hpo::web {
 
@@ -29,7 +31,7 @@ const char* const kOpenApi = R"json({
     "schemas": {
       "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object",
         "required": ["code", "message", "fields"], "properties": {
-          "code": {"type": "string", "enum": ["invalid_argument", "not_found", "conflict", "lease_lost", "unavailable", "unauthorized", "payload_too_large", "internal", "method_not_allowed", "bad_request", "header_too_large"]},
+          "code": {"type": "string", "enum": @ERROR_CODES@},
           "message": {"type": "string"},
           "fields": {"type": "array", "items": {"type": "object", "properties": {"path": {"type": "string"}, "message": {"type": "string"}}}}}}}},
       "Counts": {"type": "object", "properties": {
@@ -209,12 +211,16 @@ std::string with_names(std::string doc) {
       out += std::string(i ? ", " : "") + "\"" + names[i] + "\"";
     return out + "]";
   };
+  // ErrorCode's codes, then the HTTP layer's own.
+  std::vector<const char*> error_codes(kErrorCodeNames.all().begin(), kErrorCodeNames.all().end());
+  error_codes.insert(error_codes.end(), kHttpErrorNames.all().begin(), kHttpErrorNames.all().end());
   const std::pair<const char*, std::string> marks[] = {
       {"@TRIAL_STATES@", list(trials::kTrialStateNames.all())},
       {"@SWEEP_STATES@", list(trials::kSweepStateNames.all())},
       {"@STAGES@", list(trials::kSweepStageNames.all())},
       {"@ROLES@", list(trials::kTrialRoleNames.all())},
-      {"@CONTROLS@", list(trials::kControlNames.all())}};
+      {"@CONTROLS@", list(trials::kControlNames.all())},
+      {"@ERROR_CODES@", list(error_codes)}};
   for (const auto& [mark, names] : marks) {
     const std::string m = mark;
     for (auto at = doc.find(m); at != std::string::npos; at = doc.find(m, at + names.size()))

@@ -48,7 +48,7 @@ Response Router::handle(const Request& request) const {
     if (allow.find(r.method) == std::string::npos) allow += (allow.empty() ? "" : ", ") + r.method;
   }
   if (!allow.empty()) {
-    Response res = error_response(405, "method_not_allowed",
+    Response res = error_response(405, HttpError::kMethodNotAllowed,
                                   request.method + " is not allowed on " + request.path);
     res.headers.emplace_back("Allow", allow);
     return res;

@@ -20,6 +20,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "web/api_errors.hpp"
 #include "web/http_session.hpp"
 #include "web/server_state.hpp"
 
@@ -68,7 +69,8 @@ class TlsDetector : public Conn, public std::enable_shared_from_this<TlsDetector
     }
     static const std::string kPlain = [] {
       const std::string body =
-          R"({"error":{"code":"bad_request","fields":[],"message":"this server speaks HTTPS: use an https:// URL"}})";
+          std::string(R"({"error":{"code":")") + kHttpErrorNames(HttpError::kBadRequest) +
+          R"(","fields":[],"message":"this server speaks HTTPS: use an https:// URL"}})";
       return "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: " +
              std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
     }();

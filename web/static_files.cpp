@@ -71,21 +71,22 @@ std::optional<std::string> read_file(const fs::path& p) {
 
 Response StaticFiles::handle(const Request& request) const {
   if (request.method != "GET" && request.method != "HEAD") {
-    Response r = error_response(405, "method_not_allowed", request.method + " is not allowed");
+    Response r =
+        error_response(405, HttpError::kMethodNotAllowed, request.method + " is not allowed");
     r.headers.emplace_back("Allow", "GET, HEAD");
     return r;
   }
   const std::string& path = request.path;
   if (path.empty() || path[0] != '/' || path.find('\\') != std::string::npos ||
       path.find('\0') != std::string::npos)
-    return error_response(400, "bad_request", "bad path");
+    return error_response(400, HttpError::kBadRequest, "bad path");
   fs::path rel;
   std::size_t start = 1;
   while (start <= path.size()) {
     auto slash = path.find('/', start);
     if (slash == std::string::npos) slash = path.size();
     std::string seg = path.substr(start, slash - start);
-    if (seg == ".." || seg == ".") return error_response(400, "bad_request", "bad path");
+    if (seg == ".." || seg == ".") return error_response(400, HttpError::kBadRequest, "bad path");
     if (!seg.empty()) rel /= seg;
     start = slash + 1;
   }

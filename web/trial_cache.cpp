@@ -4,10 +4,12 @@
 
 namespace hpo::web {
 
-Result<std::vector<TrialPtr>> TrialCache::load(trials::Store& store, const std::string& sweep_id,
-                                               trials::TrialRole role, std::int64_t offset,
-                                               std::int64_t limit, std::int64_t* total) {
-  auto sweep = store.sweeps().get_sweep(sweep_id);
+Result<std::vector<TrialPtr>> TrialCache::load(trials::SweepStore& sweeps,
+                                               trials::TrialStore& trial_store,
+                                               const std::string& sweep_id, trials::TrialRole role,
+                                               std::int64_t offset, std::int64_t limit,
+                                               std::int64_t* total) {
+  auto sweep = sweeps.get_sweep(sweep_id);
   if (!sweep) {
     if (sweep.error().code == ErrorCode::kNotFound) {
       std::lock_guard lock(mu_);
@@ -45,7 +47,7 @@ Result<std::vector<TrialPtr>> TrialCache::load(trials::Store& store, const std::
     }
     std::int64_t end = i;
     while (end < last && !at(end) && end - i < kChunk) ++end;
-    auto page = store.trials().list_trials(sweep_id, role, i, end - i);
+    auto page = trial_store.list_trials(sweep_id, role, i, end - i);
     if (!page) return page.error();
     for (auto& t : page->trials) {
       if (t.number < first || t.number >= last) continue;

@@ -33,9 +33,9 @@ class TrialCache {
   // The trials of (sweep, role) numbered [offset, offset + limit) (all by
   // default), by ascending number; `total` (optional) gets how many the
   // sweep has. kNotFound when the sweep is unknown.
-  Result<std::vector<TrialPtr>> load(trials::Store& store, const std::string& sweep_id,
-                                     trials::TrialRole role, std::int64_t offset = 0,
-                                     std::int64_t limit = trials::kAll,
+  Result<std::vector<TrialPtr>> load(trials::SweepStore& sweeps, trials::TrialStore& trial_store,
+                                     const std::string& sweep_id, trials::TrialRole role,
+                                     std::int64_t offset = 0, std::int64_t limit = trials::kAll,
                                      std::int64_t* total = nullptr);
   std::size_t cached_trials(const std::string& sweep_id, trials::TrialRole role);
 

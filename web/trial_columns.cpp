@@ -6,7 +6,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "trials/rung.hpp"
+#include "trials/trial_plan.hpp"
 
 namespace hpo::web {
 namespace {
@@ -51,16 +51,14 @@ trials::record::Json trials_columns(const std::vector<std::shared_ptr<const tria
   for (const auto& p : param_names) params.emplace(p, column());
   for (const auto& m : metric_names) metrics.emplace(m, column());
   Dictionary states, workers, errors;
-  // A multi-fidelity or PBT trial's place in its schedule (trials/rung.hpp),
+  // A multi-fidelity or PBT trial's place in its schedule (trials/trial_plan.hpp),
   // for the dashboard's lineage; the column only exists when one has it.
   Json extra = column();
   bool any_extra = false;
   for (const auto& row : rows) {
     const trials::Trial& t = *row;
-    auto rung = t.extra.empty() ? Result<std::optional<trials::RungInfo>>(std::nullopt)
-                                : trials::rung_from_json(t.extra);
-    if (rung && *rung) {
-      extra.push_back(Json::parse(t.extra, nullptr, false));
+    if (t.plan.lineage) {
+      extra.emplace_back(trials::plan_json(t.plan, t.sweep_id));
       any_extra = true;
     } else {
       extra.push_back(nullptr);

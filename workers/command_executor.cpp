@@ -30,7 +30,7 @@
 #include "ensemble/bagging_json.hpp"
 #include "trials/artifacts.hpp"
 #include "trials/json_limits.hpp"
-#include "trials/rung.hpp"
+#include "trials/trial_plan.hpp"
 #include "workers/checkpoint_dir.hpp"
 #include "workers/command_outputs.hpp"
 #include "workers/outcome.hpp"
@@ -202,7 +202,7 @@ std::optional<trials::TrialResult> prepare_work_dir(const TrialTask& task, Repor
   // An earlier attempt's checkpoint: the program finds it where it left it.
   restore_checkpoint(checkpoint_dir(task.work_dir), reporter);
   if (task.trial.role == trials::TrialRole::kMember && recipe.data) {
-    auto p = command_member_plan(task.trial, plan_of(task), *recipe.data);
+    auto p = command_member_plan(task.trial, *recipe.data);
     if (!p) return failed_result(p.error().message, false);
     plan = std::move(*p);
     std::ofstream f(bagging_file(task.work_dir), std::ios::trunc);
@@ -424,16 +424,16 @@ std::vector<std::string> CommandExecutor::child_env(const TrialTask& task) const
   }
   // A multi-fidelity trial: its rung's budget of the spec's resource (its
   // checkpoint folder holds the rung below's checkpoint when it is a promotion).
-  const AttemptPlan& plan = plan_of(task);
-  if (const auto& rung = plan.rung; rung && *rung && t.role == trials::TrialRole::kTrial) {
-    set("HPO_BUDGET", trials::budget_text((*rung)->budget));
-    set("HPO_BUDGET_RESOURCE", (*rung)->resource);
-    set("HPO_RUNG", std::to_string((*rung)->rung));
-    if (!(*rung)->resume_from.empty()) set("HPO_RESUME_FROM", (*rung)->resume_from);
+  if (const auto& rung = t.plan.lineage; rung && t.role == trials::TrialRole::kTrial) {
+    set("HPO_BUDGET", trials::budget_text(rung->budget));
+    set("HPO_BUDGET_RESOURCE", rung->resource);
+    set("HPO_RUNG", std::to_string(rung->rung));
+    if (rung->resume >= 0) set("HPO_RESUME_FROM", trials::resumed_trial_id(t.sweep_id, t.plan));
   }
   if (t.role == trials::TrialRole::kMember && !task.work_dir.empty()) {
     set("HPO_BAGGING_FILE", bagging_file(task.work_dir));
-    if (const auto& spec = plan.member) set("HPO_MEMBER_INDEX", std::to_string(spec->member_index));
+    if (const auto& spec = t.plan.member)
+      set("HPO_MEMBER_INDEX", std::to_string(spec->member_index));
   }
   // No slot GPUs (a CPU host, or a CPU-only trial): hide every GPU so a trial
   // never lands on a device another slot owns.

@@ -162,10 +162,9 @@ void keep_other_files(const std::string& dir, const std::set<std::string>& used,
 }  // namespace
 
 Result<std::optional<ensemble::BaggingPlan>> command_member_plan(const trials::Trial& trial,
-                                                                 const AttemptPlan& attempt,
                                                                  const trials::CommandData& data) {
   if (trial.role != trials::TrialRole::kMember) return std::optional<ensemble::BaggingPlan>{};
-  const auto& spec = attempt.member;
+  const auto spec = trials::member_spec_of(trial.plan);
   if (!spec)
     return Error{spec.error().code, "ensemble member plan: " + spec.error().message,
                  spec.error().fields};

@@ -21,7 +21,6 @@
 #include "ensemble/bagging.hpp"
 #include "trials/spec.hpp"
 #include "trials/trial.hpp"
-#include "workers/attempt_plan.hpp"
 
 namespace hpo::workers {
 
@@ -42,9 +41,8 @@ Result<CommandOutputs> collect_outputs(const std::string& dir, const trials::Com
                                        const ensemble::BaggingPlan* plan);
 
 // A member trial's bagging plan for the command's data (nullopt for a search
-// trial); the error when its `extra` is not a member spec.
+// trial); the error when its plan has no member spec.
 Result<std::optional<ensemble::BaggingPlan>> command_member_plan(const trials::Trial& trial,
-                                                                 const AttemptPlan& attempt,
                                                                  const trials::CommandData& data);
 
 }  // namespace hpo::workers

@@ -21,7 +21,6 @@
 #include "trials/spec.hpp"
 #include "trials/store.hpp"
 #include "trials/trial.hpp"
-#include "workers/attempt_plan.hpp"
 
 namespace hpo::workers {
 
@@ -90,14 +89,7 @@ struct TrialTask {
   // the box its processes run in (null: none); both the agent's, for this attempt.
   std::optional<Identity> identity;
   TrialBox* box = nullptr;
-  // What trial.extra says of this attempt, decoded once by the agent when it
-  // takes the claim (AttemptPlan::of); nothing decodes it again.
-  std::shared_ptr<const AttemptPlan> plan;
 };
-
-// The task's plan; for a task handed none: no rung, and no member plan (an
-// error a member's attempt fails with).
-const AttemptPlan& plan_of(const TrialTask& task);
 
 // A follower's share of a gang trial another worker leads
 // (trials/placement.hpp, "Gangs"): ranks first .. first + count - 1 of world.

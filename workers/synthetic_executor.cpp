@@ -26,7 +26,7 @@
 #include "search/rng.hpp"
 #include "search/test_functions.hpp"
 #include "trials/artifacts.hpp"
-#include "trials/rung.hpp"
+#include "trials/trial_plan.hpp"
 #include "workers/outcome.hpp"
 
 namespace hpo::workers {
@@ -80,7 +80,7 @@ struct SyntheticAttempt {
   // on step by step from the checkpoint, at the trial's learning rate.
   bool quadratic = false;
   double lr = 0, loss = 1;
-  std::optional<trials::RungInfo> rung;
+  std::optional<search::Lineage> rung;
   std::optional<double> schedule_max;
   double u = 0;
   std::int64_t n = 0;  // the curve's length
@@ -131,9 +131,9 @@ std::optional<trials::TrialResult> SyntheticAttempt::schedule() {
   if (const auto& pbt = task.spec->search.pbt; pbt && pbt->resource == "steps")
     schedule_max = pbt->max_budget;
   if (schedule_max) {
-    const auto& parsed = plan_of(task).rung;
-    if (!parsed) return failed_result("schedule record: " + parsed.error().message, false);
-    rung = *parsed;
+    const auto& plan = task.trial.plan;
+    if (!plan.error.empty()) return failed_result("schedule record: " + plan.error, false);
+    rung = plan.lineage;
   }
   u = search::learning_speed(task.spec->space, task.trial.params);
   n = std::max<std::int64_t>(0, recipe.steps);

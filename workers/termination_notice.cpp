@@ -10,18 +10,12 @@
 
 #include "core/http_client.hpp"
 #include "core/log.hpp"
+#include "core/text.hpp"
 
 namespace hpo::workers {
 namespace {
 
 constexpr std::size_t kBodyLimit = 64 * 1024;
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -95,7 +89,7 @@ Result<std::pair<std::string, std::string>> parse_notice_header(std::string_view
 bool is_notice(int status, std::string_view body) {
   if (status != 200) return false;
   const auto b = trim(body);
-  if (b.empty() || lower(b) == "false") return false;
+  if (b.empty() || ascii_lower(std::string(b)) == "false") return false;
   if (b.front() == '{') {
     auto j = nlohmann::json::parse(b, nullptr, false);
     if (!j.is_discarded() && j.is_object() && j.contains("Events") && j["Events"].is_array())

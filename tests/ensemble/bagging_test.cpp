@@ -6,6 +6,7 @@
 #include "ensemble/bagging.hpp"
 #include "ensemble/bagging_json.hpp"
 #include "ensemble/rng.hpp"
+#include "trials/trial_plan.hpp"
 
 namespace hpo::ensemble {
 namespace {
@@ -131,10 +132,22 @@ TEST(Bagging, EmptyData) {
   EXPECT_TRUE(plan.features.empty());
 }
 
+// A member's spec as the worker reads it back: through the trial record's
+// one codec (trials/trial_plan.hpp).
+Result<MemberSpec> through_record(const MemberSpec& spec) {
+  trials::TrialPlan plan;
+  plan.member = spec;
+  return trials::member_spec_of(trials::plan_from_text(trials::plan_to_json(plan, "sweep")));
+}
+
+Result<MemberSpec> member_from_text(std::string_view text) {
+  return trials::member_from_json(nlohmann::json::parse(text), "extra");
+}
+
 TEST(BaggingJson, WorkerRecomputesTheSamePlanFromExtra) {
   auto recipe = recipe_with(0xDEADBEEFCAFEF00DULL, false, 0.7, 0.5);
   auto spec = member_spec(recipe, 5);
-  auto parsed = member_spec_from_json(member_spec_to_json(spec));
+  auto parsed = through_record(spec);
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
   EXPECT_EQ(parsed->seed, spec.seed);
   EXPECT_EQ(parsed->member_index, 5);
@@ -147,31 +160,31 @@ TEST(BaggingJson, WorkerRecomputesTheSamePlanFromExtra) {
 
 TEST(BaggingJson, MemberBudgetTravelsWithTheMember) {
   auto recipe = recipe_with(7, true, 1.0, 1.0);
-  EXPECT_FALSE(member_spec_from_json(member_spec_to_json(member_spec(recipe, 0)))->epochs);
+  EXPECT_FALSE(through_record(member_spec(recipe, 0))->epochs);
   recipe.epochs = 12;
   recipe.subset = 0;
-  auto parsed = member_spec_from_json(member_spec_to_json(member_spec(recipe, 3)));
+  auto parsed = through_record(member_spec(recipe, 3));
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
   EXPECT_EQ(parsed->epochs, 12);
   EXPECT_EQ(parsed->subset, 0);
-  EXPECT_EQ(member_spec_from_json(R"({"member": 1, "seed": 4, "epochs": 0})")
-                .error()
-                .fields.at(0)
-                .path,
+  EXPECT_EQ(member_from_text(R"({"member": 1, "seed": 4, "epochs": 0})").error().fields.at(0).path,
             "extra.epochs");
 }
 
 TEST(BaggingJson, RejectsBadExtra) {
-  EXPECT_FALSE(member_spec_from_json("not json").ok());
-  EXPECT_EQ(member_spec_from_json(R"({"seed": 1})").error().fields.at(0).path, "extra.member");
-  EXPECT_EQ(member_spec_from_json(R"({"member": 1, "seed": -4})").error().fields.at(0).path,
+  EXPECT_FALSE(trials::member_spec_of(trials::plan_from_text("not json")).ok());
+  EXPECT_EQ(member_from_text(R"({"seed": 1})").error().fields.at(0).path, "extra.member");
+  EXPECT_EQ(member_from_text(R"({"member": 1, "seed": -4})").error().fields.at(0).path,
             "extra.seed");
-  EXPECT_EQ(member_spec_from_json(R"({"member": 1, "seed": 4, "sample_fraction": 0})")
+  EXPECT_EQ(member_from_text(R"({"member": 1, "seed": 4, "sample_fraction": 0})")
                 .error()
                 .fields.at(0)
                 .path,
             "extra.sample_fraction");
-  EXPECT_TRUE(member_spec_from_json(R"({"member": 1, "seed": 4, "rank": 2})").ok());
+  EXPECT_TRUE(member_from_text(R"({"member": 1, "seed": 4, "rank": 2})").ok());
+  // The record's codec says the same of a member trial's plan.
+  EXPECT_EQ(trials::member_spec_of(trials::plan_from_text(R"({"seed": 1})")).error().message,
+            "extra.member: expected a member index >= 0");
 }
 
 }  // namespace

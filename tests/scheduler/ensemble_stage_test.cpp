@@ -152,7 +152,7 @@ TEST(EnsembleStage, TopKMembersGetParamsSeedsAndTheRecordIsStored) {
     EXPECT_EQ(m.params, base.params) << m.id;
     EXPECT_EQ(m.max_attempts, 3);
     EXPECT_EQ(m.slots, 1);
-    Json extra = Json::parse(m.extra);
+    Json extra = trials::plan_json(m.plan, m.sweep_id);  // as REST shows it
     EXPECT_EQ(extra["member"], m.number);
     EXPECT_EQ(extra["seed"].get<std::uint64_t>(),
               ensemble::member_spec(*f.spec.ensemble, static_cast<int>(m.number)).seed);
@@ -204,7 +204,7 @@ TEST(EnsembleStage, TheStageChoosesAmongCandidatesAndRecordsThem) {
   run_to_end(f, [&](const trials::Trial& t) {
     auto r = train(f.store, t);
     if (t.role == hpo::trials::TrialRole::kMember) {
-      auto spec = ensemble::member_spec_from_json(t.extra);
+      auto spec = trials::member_spec_of(t.plan);
       EXPECT_TRUE(spec.ok());
       auto plan = ensemble::plan_member(*spec, 120, 8);
       EXPECT_TRUE(f.store

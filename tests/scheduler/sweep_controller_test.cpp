@@ -18,7 +18,7 @@
 #include "tests/scheduler/sweep_fixture.hpp"
 #include "tests/support/test_store.hpp"
 #include "trials/redis/redis_store.hpp"
-#include "trials/rung.hpp"
+#include "trials/trial_plan.hpp"
 
 namespace hpo::scheduler {
 namespace {
@@ -355,21 +355,22 @@ TEST(SweepController, PbtRunsEveryIntervalOnceAndGoesOnFromCheckpoints) {
     "trial": {"kind": "synthetic", "function": "noisy_quadratic"}
   })"));
   auto run = [&](const trials::Trial& t) {
-    auto rung = trials::rung_from_json(t.extra);
-    EXPECT_TRUE(rung && *rung) << t.extra;
+    const auto& rung = t.plan.lineage;
+    EXPECT_TRUE(rung) << t.plan.error;
+    if (!rung) return trials::TrialResult{};
     double v = 1;
     int from = 0;
-    if (!(*rung)->resume_from.empty()) {
-      auto got = f.store.get_artifact((*rung)->resume_from, "checkpoint");
-      EXPECT_TRUE(got && *got) << t.id << " resumes " << (*rung)->resume_from;
+    if (const auto resumed = trials::resumed_trial_id(t.sweep_id, t.plan); !resumed.empty()) {
+      auto got = f.store.get_artifact(resumed, "checkpoint");
+      EXPECT_TRUE(got && *got) << t.id << " resumes " << resumed;
       if (got && *got) std::sscanf((*got)->c_str(), "step %d %lf", &from, &v);
     }
     const double lr = std::get<double>(t.params.at("lr"));
-    for (int s = from; s < static_cast<int>((*rung)->budget); ++s)
+    for (int s = from; s < static_cast<int>(rung->budget); ++s)
       v = search::noisy_quadratic_step(v, lr);
     EXPECT_TRUE(f.store
                     .put_artifact(t.id, t.attempt, "w", "checkpoint",
-                                  fmt::format("step {} {:.17g}", (*rung)->budget, v))
+                                  fmt::format("step {} {:.17g}", rung->budget, v))
                     .ok());
     trials::TrialResult r;
     r.value = v;
@@ -399,10 +400,10 @@ TEST(SweepController, PbtRunsEveryIntervalOnceAndGoesOnFromCheckpoints) {
   std::set<std::pair<int, int>> intervals;
   int exploits = 0;
   for (const auto& t : page->trials) {
-    auto rung = trials::rung_from_json(t.extra);
-    ASSERT_TRUE(rung && *rung);
-    EXPECT_TRUE(intervals.insert({(*rung)->member, (*rung)->generation()}).second) << t.extra;
-    exploits += (*rung)->exploited;
+    const auto& rung = t.plan.lineage;
+    ASSERT_TRUE(rung) << t.plan.error;
+    EXPECT_TRUE(intervals.insert({rung->member, rung->generation()}).second) << t.id;
+    exploits += rung->exploited;
   }
   EXPECT_EQ(intervals.size(), 16u);
   EXPECT_GT(exploits, 0);

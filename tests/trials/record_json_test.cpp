@@ -193,10 +193,13 @@ TEST(JsonCodec, EveryStoredRecordRoundTrips) {
   Trial t;
   t.id = "s-1";
   t.released = 2;
-  t.extra = R"({"seed":7})";
+  t.sweep_id = "s";
+  t.plan.lineage = search::Lineage{8, 0, 1, 3, 0, true, "steps"};
   Trial tb;
   ASSERT_TRUE(from_json(to_json(t), tb).ok());
   EXPECT_EQ(tb.released, 2);
+  EXPECT_EQ(tb.plan, t.plan);
+  EXPECT_EQ(to_json(t)["extra"]["resume_from"], "s-0");
   EXPECT_EQ(to_json(tb), to_json(t));
   Sweep s = sample_sweep();
   s.unschedulable = "needs 8 slots";

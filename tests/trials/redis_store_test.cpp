@@ -73,10 +73,11 @@ struct RedisFilesEnv : RedisEnv {
 using Envs = ::testing::Types<RedisEnv, RedisFilesEnv>;
 INSTANTIATE_TYPED_TEST_SUITE_P(Redis, StoreConformance, Envs);
 
-Trial add(RedisStore& store, const std::string& sweep, std::int64_t number) {
+Trial add(RedisStore& store, const std::string& sweep, std::int64_t number, int slots = 1) {
   NewTrial nt;
   nt.sweep_id = sweep;
   nt.number = number;
+  nt.slots = slots;
   nt.limit = 1'000'000;
   nt.params = {{"i", number}};
   auto t = store.create_trial(nt);
@@ -1042,6 +1043,25 @@ TEST(RedisStore, AClaimNamesTheSlotsItTakesAndWhatIsLeft) {
   rest = left();
   EXPECT_EQ(rest["slots"], 0);
   EXPECT_TRUE(rest["gpus"].empty());
+  // An offer that counts two free slots but lists one leases no two-slot
+  // trial: a claim never names fewer slots than its trial asks.
+  ResourceRequest two;
+  two.slots = 2;
+  const std::string two_sweep = sweep_with(two);
+  add(store, two_sweep, 0, 2);
+  Offer odd;
+  odd.slots = 2;
+  odd.total_slots = 3;
+  odd.free = {2};
+  odd.all_gpus = {t4, a100};
+  got = store.claim_batch("w", odd, 1, 60000);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_TRUE(got->claims.empty());
+  odd.free = {0, 2};  // both listed: it is leased, on those two
+  got = store.claim_batch("w", odd, 1, 60000);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  ASSERT_EQ(got->claims.size(), 1u);
+  EXPECT_EQ(got->claims[0].slots, (std::vector<int>{0, 2}));
 }
 
 // Whatever a worker holds, in any order, each claim's slots are free, as many

@@ -39,6 +39,16 @@ class StoreConformance : public ::testing::Test {
     return id.ok() ? *id : "";
   }
 
+  // The plan add_trial gives a trial: the store keeps it typed, through the
+  // record's codec, and hands it back with every read and claim.
+  static TrialPlan kept_plan(std::int64_t number) {
+    TrialPlan plan;
+    plan.member = MemberSpec{static_cast<int>(number), 7, false, 0.5, 0.25, 3, std::nullopt};
+    plan.base_trial = "x-1";
+    plan.base_rank = 1;
+    return plan;
+  }
+
   Trial add_trial(const std::string& sweep, std::int64_t number, int max_attempts = 1,
                   int slots = 1, TrialRole role = TrialRole::kTrial) {
     NewTrial nt;
@@ -50,7 +60,7 @@ class StoreConformance : public ::testing::Test {
         {"x", static_cast<double>(number) + 0.5}, {"n", number}, {"opt", std::string("adam")}};
     nt.max_attempts = max_attempts;
     nt.slots = slots;
-    nt.extra = R"({"seed":7})";
+    nt.plan = kept_plan(number);
     auto t = store().create_trial(nt);
     EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
     return t.ok() ? *t : Trial{};
@@ -164,7 +174,8 @@ TYPED_TEST_P(StoreConformance, CreateTrialIsCompareAndSetWithLimit) {
   EXPECT_EQ(std::get<double>(t0.params.at("x")), 0.5);
   EXPECT_EQ(std::get<std::int64_t>(t0.params.at("n")), 0);
   EXPECT_EQ(std::get<std::string>(t0.params.at("opt")), "adam");
-  EXPECT_EQ(t0.extra, R"({"seed":7})");
+  EXPECT_EQ(t0.plan, this->kept_plan(0));
+  EXPECT_EQ(this->store().get_trial(t0.id)->plan, this->kept_plan(0));
 
   NewTrial again;
   again.sweep_id = s;
@@ -214,6 +225,7 @@ TYPED_TEST_P(StoreConformance, ClaimHeartbeatReportComplete) {
   EXPECT_EQ(c.trial.state, TrialState::kRunning);
   EXPECT_EQ(c.trial.worker, "w1");
   EXPECT_EQ(c.trial.attempt, 0);
+  EXPECT_EQ(c.trial.plan, this->kept_plan(0));
   EXPECT_GE(c.trial.started_ms, t0.created_ms);
   EXPECT_EQ(c.lease_deadline_ms, c.trial.started_ms + TypeParam::kLeaseMs);
   EXPECT_EQ(this->store().get_sweep(s)->counts.running, 1);
@@ -1012,7 +1024,7 @@ TYPED_TEST_P(StoreConformance, CreateTrialsIsOneCompareAndSet) {
       nt.limit = limit;
       nt.params = {{"x", static_cast<double>(first + i)}};
       nt.max_attempts = 2;
-      nt.extra = R"({"k":1})";
+      nt.plan.lineage = search::Lineage{9, 1, 2, -1, first + i - 1, false, "epochs"};
       out.push_back(nt);
     }
     return out;
@@ -1027,7 +1039,8 @@ TYPED_TEST_P(StoreConformance, CreateTrialsIsOneCompareAndSet) {
     EXPECT_EQ(stored->state, TrialState::kQueued);
     EXPECT_EQ(stored->params, (*made)[static_cast<std::size_t>(i)].params);
     EXPECT_EQ(stored->max_attempts, 2);
-    EXPECT_EQ(stored->extra, R"({"k":1})");
+    EXPECT_EQ(stored->plan.lineage,
+              (search::Lineage{9, 1, 2, -1, static_cast<std::int64_t>(i) - 1, false, "epochs"}));
     EXPECT_EQ(stored->created_ms, (*made)[static_cast<std::size_t>(i)].created_ms);
   }
   // Not the next number, or past the limit: nothing is created.

@@ -5,6 +5,7 @@
 
 #include "trials/record_names.hpp"
 #include "web/api.hpp"
+#include "web/api_errors.hpp"
 #include "web/json_codec.hpp"
 
 namespace hpo::web {
@@ -47,6 +48,10 @@ TEST(OpenApi, TheRecordsEnumsAreTheNameTables) {
   EXPECT_EQ(schemas["Trial"]["properties"]["control"]["enum"], names(trials::kControlNames));
   EXPECT_EQ(schemas["Sweep"]["properties"]["state"]["enum"], names(trials::kSweepStateNames));
   EXPECT_EQ(schemas["Sweep"]["properties"]["stage"]["enum"], names(trials::kSweepStageNames));
+  // Error codes: ErrorCode's (core/result.hpp), then the HTTP layer's own.
+  Json codes = names(kErrorCodeNames);
+  for (const auto& c : names(kHttpErrorNames)) codes.push_back(c);
+  EXPECT_EQ(schemas["Error"]["properties"]["error"]["properties"]["code"]["enum"], codes);
 }
 
 TEST(OpenApi, EveryReferenceResolves) {

@@ -11,17 +11,11 @@
 namespace hpo::web {
 namespace {
 
-// The RedisStore `s` as the cache sees it, recording the ranges list_trials
-// is asked for (RedisStore is final: a wrapper, not a subclass).
-class SpyStore final : public trials::Store, public trials::TrialStore {
+// The RedisStore `s`'s trials as the cache reads them, recording the ranges
+// list_trials is asked for (RedisStore is final: a wrapper, not a subclass).
+class SpyStore final : public trials::TrialStore {
  public:
   explicit SpyStore(trials::redis::RedisStore& s) : s_(s) {}
-  trials::SweepStore& sweeps() override { return s_; }
-  trials::TrialStore& trials() override { return *this; }
-  trials::TrialQueue& queue() override { return s_; }
-  trials::WorkerRegistry& workers() override { return s_; }
-  trials::EventLog& events() override { return s_; }
-  trials::ArtifactStore& artifacts() override { return s_; }
 
   Result<trials::TrialPage> list_trials(const std::string& sweep_id, trials::TrialRole role,
                                         std::int64_t offset, std::int64_t limit) override {
@@ -89,13 +83,13 @@ class TrialCacheTest : public ::testing::Test {
 TEST_F(TrialCacheTest, FinishedTrialsAreReadOnce) {
   finish_next(1);  // 0
   finish_next(2);  // 1
-  auto first = cache_.load(spy_, sweep_, hpo::trials::TrialRole::kTrial);
+  auto first = cache_.load(store_, spy_, sweep_, hpo::trials::TrialRole::kTrial);
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(first->size(), 6u);
   EXPECT_EQ(cache_.cached_trials(sweep_, hpo::trials::TrialRole::kTrial), 2u);
   spy_.ranges.clear();
   finish_next(3);  // 2
-  auto second = cache_.load(spy_, sweep_, hpo::trials::TrialRole::kTrial);
+  auto second = cache_.load(store_, spy_, sweep_, hpo::trials::TrialRole::kTrial);
   ASSERT_TRUE(second.ok());
   ASSERT_EQ(second->size(), 6u);
   // Only numbers 2..5 were read again, as one range.
@@ -109,9 +103,9 @@ TEST_F(TrialCacheTest, FinishedTrialsAreReadOnce) {
 
 TEST_F(TrialCacheTest, EverythingFinishedNeedsNoTrialReads) {
   for (int i = 0; i < 6; ++i) finish_next(i);
-  ASSERT_TRUE(cache_.load(spy_, sweep_, hpo::trials::TrialRole::kTrial).ok());
+  ASSERT_TRUE(cache_.load(store_, spy_, sweep_, hpo::trials::TrialRole::kTrial).ok());
   spy_.ranges.clear();
-  auto again = cache_.load(spy_, sweep_, hpo::trials::TrialRole::kTrial);
+  auto again = cache_.load(store_, spy_, sweep_, hpo::trials::TrialRole::kTrial);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->size(), 6u);
   EXPECT_TRUE(spy_.ranges.empty());
@@ -122,7 +116,7 @@ TEST_F(TrialCacheTest, EverythingFinishedNeedsNoTrialReads) {
 TEST_F(TrialCacheTest, APageReadsOnlyItsRange) {
   for (int i = 0; i < 4; ++i) finish_next(i);  // 0..3 finished, 4 and 5 queued
   std::int64_t total = 0;
-  auto page = cache_.load(spy_, sweep_, hpo::trials::TrialRole::kTrial, 2, 3, &total);
+  auto page = cache_.load(store_, spy_, sweep_, hpo::trials::TrialRole::kTrial, 2, 3, &total);
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(total, 6);
   ASSERT_EQ(page->size(), 3u);
@@ -131,20 +125,20 @@ TEST_F(TrialCacheTest, APageReadsOnlyItsRange) {
   ASSERT_EQ(spy_.ranges.size(), 1u);
   EXPECT_EQ(spy_.ranges[0], std::make_pair(std::int64_t{2}, std::int64_t{3}));
   spy_.ranges.clear();
-  auto again = cache_.load(spy_, sweep_, hpo::trials::TrialRole::kTrial, 2, 3);
+  auto again = cache_.load(store_, spy_, sweep_, hpo::trials::TrialRole::kTrial, 2, 3);
   ASSERT_TRUE(again.ok());
   ASSERT_EQ(spy_.ranges.size(), 1u);  // only number 4, still queued
   EXPECT_EQ(spy_.ranges[0], std::make_pair(std::int64_t{4}, std::int64_t{1}));
   EXPECT_EQ((*again)[1]->value, 3.0);
   // Past the end: an empty page, the total still told.
-  auto past = cache_.load(spy_, sweep_, hpo::trials::TrialRole::kTrial, 10, 5, &total);
+  auto past = cache_.load(store_, spy_, sweep_, hpo::trials::TrialRole::kTrial, 10, 5, &total);
   ASSERT_TRUE(past.ok());
   EXPECT_TRUE(past->empty());
   EXPECT_EQ(total, 6);
 }
 
 TEST_F(TrialCacheTest, UnknownSweepIsNotFound) {
-  auto r = cache_.load(spy_, "nope", hpo::trials::TrialRole::kTrial);
+  auto r = cache_.load(store_, spy_, "nope", hpo::trials::TrialRole::kTrial);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::kNotFound);
 }
@@ -152,10 +146,10 @@ TEST_F(TrialCacheTest, UnknownSweepIsNotFound) {
 TEST_F(TrialCacheTest, OldSweepsAreEvicted) {
   TrialCache small(1);
   finish_next(1);
-  ASSERT_TRUE(small.load(spy_, sweep_, hpo::trials::TrialRole::kTrial).ok());
+  ASSERT_TRUE(small.load(store_, spy_, sweep_, hpo::trials::TrialRole::kTrial).ok());
   EXPECT_EQ(small.cached_trials(sweep_, hpo::trials::TrialRole::kTrial), 1u);
   auto other = store_.create_sweep({"t", "{}", false});
-  ASSERT_TRUE(small.load(spy_, *other, hpo::trials::TrialRole::kTrial).ok());
+  ASSERT_TRUE(small.load(store_, spy_, *other, hpo::trials::TrialRole::kTrial).ok());
   EXPECT_EQ(small.cached_trials(sweep_, hpo::trials::TrialRole::kTrial), 0u);
 }
 

@@ -23,9 +23,10 @@ Control control_of(const Hash& h) {
 }
 
 Counts counts_from_hash(const Hash& h, const std::string& kind) {
-  auto c = [&](const char* s) { return to_i64(get(h, (kind + "." + s).c_str())); };
-  return Counts{c("queued"), c("running"), c("completed"),
-                c("failed"), c("pruned"),  c("cancelled")};
+  Counts counts;
+  for (TrialState s : kAllTrialStates)
+    counts.of(s) = to_i64(get(h, (kind + "." + to_string(s)).c_str()));
+  return counts;
 }
 
 }  // namespace
@@ -69,7 +70,7 @@ Result<Trial> trial_from_hash(const Hash& h) {
     }
   t.error = get(h, "error");
   t.control = control_of(h);
-  t.extra = get(h, "extra");
+  t.plan = plan_from_text(get(h, "extra"));
   t.gang = get(h, "gang");
   return t;
 }

@@ -33,7 +33,7 @@ Result<std::vector<Trial>> RedisStore::create_trials(const std::vector<NewTrial>
     args.push_back(params_to_json(t.params));
     args.push_back(std::to_string(std::max(1, t.max_attempts)));
     args.push_back(std::to_string(std::max(1, t.slots)));
-    args.push_back(t.extra);
+    args.push_back(plan_to_json(t.plan, t.sweep_id));
   }
   auto r = fcall("create_trials", std::move(args));
   if (!r) return r.error();
@@ -54,7 +54,7 @@ Result<std::vector<Trial>> RedisStore::create_trials(const std::vector<NewTrial>
     t.max_attempts = std::max(1, nt.max_attempts);
     t.slots = std::max(1, nt.slots);
     t.created_ms = created_ms;
-    t.extra = nt.extra;
+    t.plan = nt.plan;
     out.push_back(std::move(t));
   }
   return out;

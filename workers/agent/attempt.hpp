@@ -17,7 +17,6 @@
 #include "trials/placement.hpp"
 #include "trials/store.hpp"
 #include "trials/trial.hpp"
-#include "workers/attempt_plan.hpp"
 #include "workers/executor.hpp"
 
 namespace hpo::workers::agent {
@@ -41,8 +40,7 @@ struct RunningAttempt {
   trials::Trial trial;  // as claimed: id, sweep, attempt
   std::vector<int> slots;
   trials::ResourceRequest request;  // what it was claimed with (its cores and memory are taken)
-  std::shared_ptr<const AttemptPlan> plan;  // its trial's extra, decoded once at the claim
-  std::atomic<bool> checkpoints{false};     // its executor checkpoints on a kShutdown stop
+  std::atomic<bool> checkpoints{false};  // its executor checkpoints on a kShutdown stop
   std::atomic<StopReason> stop{StopReason::kNone};
   std::atomic<bool> delivering{false};             // its result is with the completer
   Clock::time_point last_lease_ok = Clock::now();  // lease keeper only

@@ -97,7 +97,6 @@ void Claimer::hand_out(std::vector<SharePlan>& shares, trials::Claims* got,
     run->trial = claim.trial;
     run->slots = slots;
     run->request = requests[c];
-    run->plan = AttemptPlan::of(claim.trial);
     shared_.running[run->trial.id] = run;
     shared_.inbox[static_cast<std::size_t>(slots.front())] =
         Assignment{std::move(claim), slots, {}};

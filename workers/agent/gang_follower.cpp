@@ -18,14 +18,13 @@ class ShareControl : public RankControl {
         stopping_(stopping),
         store_(store),
         trial_(trial),
-        plan_(AttemptPlan::of(trial)),
         worker_(std::move(worker)) {}
   bool should_stop() const override { return stale_.load() || stopping_.load(); }
   Result<std::optional<std::string>> rendezvous() override {
     return store_.queue.rendezvous(trial_.id, trial_.attempt);
   }
   Result<bool> read_artifact(const std::string& name, ByteSink& out) override {
-    return read_trial_artifact(store_.artifacts(), trial_, *plan_, name, out);
+    return read_trial_artifact(store_.artifacts(), trial_, name, out);
   }
   void log(std::string_view line) override {
     log_info("gang ranks", trial_fields(trial_, worker_, {{"line", std::string(line)}}));
@@ -36,7 +35,6 @@ class ShareControl : public RankControl {
   const std::atomic<bool>& stopping_;
   AttemptRoles store_;
   const trials::Trial& trial_;
-  std::shared_ptr<const AttemptPlan> plan_;  // the share's trial's extra, decoded once
   std::string worker_;
 };
 

@@ -98,7 +98,6 @@ trials::TrialResult SlotRunner::execute(RunningAttempt& run, const trials::Sweep
   task.gpus = shared_.gpus_of(run.slots);
   task.threads = shared_.threads_for(run.slots, run.request.cpus);
   task.address = shared_.options.address;
-  task.plan = run.plan;
   std::optional<Clock::time_point> deadline;
   if (sp.trial.timeout_s > 0)
     deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(

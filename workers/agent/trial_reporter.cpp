@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "trials/artifacts.hpp"
-#include "trials/rung.hpp"
+#include "trials/trial_plan.hpp"
 #include "workers/agent/shared.hpp"
 
 namespace hpo::workers::agent {
@@ -20,31 +20,29 @@ constexpr std::int64_t kRendezvousTtlMs = 3'600'000;
 
 // The trial whose checkpoint an attempt of `t` falls back to when it has
 // none of its own (empty: none).
-std::string resumed_trial(const AttemptPlan& plan, const std::string& name) {
+std::string resumed_trial(const trials::Trial& t, const std::string& name) {
   if (name != trials::artifact::kCheckpoint) return {};
-  const auto& rung = plan.rung;
   // Budgets of training rows retrain: a model fitted on fewer rows has no
   // epoch to go on from.
-  if (!rung || !*rung || (*rung)->resume_from.empty() || (*rung)->resource == "subset") return {};
-  return (*rung)->resume_from;
+  if (!t.plan.lineage || t.plan.lineage->resource == "subset") return {};
+  return trials::resumed_trial_id(t.sweep_id, t.plan);
 }
 
 }  // namespace
 
 Result<std::optional<std::string>> trial_artifact(trials::ArtifactStore& artifacts,
-                                                  const trials::Trial& t, const AttemptPlan& plan,
-                                                  const std::string& name) {
+                                                  const trials::Trial& t, const std::string& name) {
   auto got = artifacts.get_artifact(t.id, name);
   if (!got || *got) return got;
-  const std::string from = resumed_trial(plan, name);
+  const std::string from = resumed_trial(t, name);
   return from.empty() ? got : artifacts.get_artifact(from, name);
 }
 
 Result<bool> read_trial_artifact(trials::ArtifactStore& artifacts, const trials::Trial& t,
-                                 const AttemptPlan& plan, const std::string& name, ByteSink& out) {
+                                 const std::string& name, ByteSink& out) {
   auto got = artifacts.read_artifact(t.id, name, out);
   if (!got || *got) return got;
-  const std::string from = resumed_trial(plan, name);
+  const std::string from = resumed_trial(t, name);
   return from.empty() ? got : artifacts.read_artifact(from, name, out);
 }
 
@@ -110,7 +108,7 @@ Result<std::optional<std::string>> TrialReporter::get_artifact(const std::string
   std::lock_guard lk(mu_);
   Result<std::optional<std::string>> got = std::optional<std::string>{};
   (void)shared_.retry_through_outage([&]() -> Status {
-    got = trial_artifact(store_.artifacts(), run_.trial, *run_.plan, name);
+    got = trial_artifact(store_.artifacts(), run_.trial, name);
     return got ? Status{} : Status(got.error());
   });
   return got;
@@ -133,7 +131,7 @@ Result<bool> TrialReporter::read_artifact(const std::string& name, ByteSink& out
   CountingSink counting(out);
   Result<bool> got = false;
   (void)shared_.retry_through_outage([&]() -> Status {
-    got = read_trial_artifact(store_.artifacts(), run_.trial, *run_.plan, name, counting);
+    got = read_trial_artifact(store_.artifacts(), run_.trial, name, counting);
     if (!got && counting.count() > 0) return Error::internal(got.error().message);  // no retry
     return got ? Status{} : Status(got.error());
   });

@@ -23,14 +23,13 @@ struct Shared;
 
 // An artifact as an attempt of trial `t` reads it: its own; for the
 // checkpoint of a promoted multi-fidelity trial that stored none yet, the one
-// of the trial it resumes (trials/rung.hpp), so a promotion continues where
+// of the trial it resumes (trials/trial_plan.hpp), so a promotion continues where
 // the rung below stopped.
 Result<std::optional<std::string>> trial_artifact(trials::ArtifactStore& artifacts,
-                                                  const trials::Trial& t, const AttemptPlan& plan,
-                                                  const std::string& name);
+                                                  const trials::Trial& t, const std::string& name);
 // The same, streamed into `out` (false: none stored).
 Result<bool> read_trial_artifact(trials::ArtifactStore& artifacts, const trials::Trial& t,
-                                 const AttemptPlan& plan, const std::string& name, ByteSink& out);
+                                 const std::string& name, ByteSink& out);
 
 class TrialReporter : public Reporter {
  public:

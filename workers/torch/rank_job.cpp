@@ -43,7 +43,7 @@ std::string encode_rank_job(const RankJob& job) {
            {"kind", trials::to_string(t.role)},
            {"attempt", t.attempt},
            {"params", Json::parse(trials::params_to_json(t.params))},
-           {"extra", t.extra}}},
+           {"extra", trials::plan_json(t.plan, t.sweep_id)}}},
          {"world", job.world},
          {"threads", job.threads},
          {"first_rank", job.first_rank},
@@ -76,9 +76,9 @@ Result<RankJob> decode_rank_job(std::string_view text) {
   auto& trial = job.trial;
   for (Status st :
        {read(*t, "id", trial.id, "job.trial"), read(*t, "sweep_id", trial.sweep_id, "job.trial"),
-        read(*t, "attempt", trial.attempt, "job.trial"),
-        read(*t, "extra", trial.extra, "job.trial")})
+        read(*t, "attempt", trial.attempt, "job.trial")})
     if (!st) return st.error();
+  if (auto e = t->find("extra"); e != t->end()) trial.plan = trials::plan_from_json(*e);
   trial.role =
       trials::parse_trial_role(t->value("kind", "trial")).value_or(trials::TrialRole::kTrial);
   auto params = trials::params_from_json(t->value("params", Json::object()).dump());

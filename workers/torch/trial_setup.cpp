@@ -5,7 +5,7 @@
 #include "ensemble/bagging.hpp"
 #include "ensemble/bagging_json.hpp"
 #include "trials/artifacts.hpp"
-#include "trials/rung.hpp"
+#include "trials/trial_plan.hpp"
 
 namespace hpo::workers::torch_trainer {
 namespace {
@@ -43,29 +43,25 @@ Result<TrialSetup> setup_trial(const trials::SweepSpec& spec, const trials::Tria
   auto config = trials::resolve(spec.trial.torch, trial.params);
   if (!config) return config.error();
   // An ensemble member: its bagging plan, and the ensemble's own training budget when it sets one.
-  std::optional<ensemble::MemberSpec> member;
-  if (!trial.extra.empty()) {
-    auto m = ensemble::member_spec_from_json(trial.extra);
-    if (m)
-      member = *m;
-    else if (trial.role == trials::TrialRole::kMember)
-      return Error{m.error().code, "ensemble member plan: " + m.error().message, m.error().fields};
+  const std::optional<ensemble::MemberSpec>& member = trial.plan.member;
+  if (trial.role == trials::TrialRole::kMember && !member) {
+    auto m = trials::member_spec_of(trial.plan);
+    return Error{m.error().code, "ensemble member plan: " + m.error().message, m.error().fields};
   }
   if (member && member->epochs) config->epochs = *member->epochs;
   if (member && member->subset) config->data.subset = *member->subset;
-  // A multi-fidelity trial (trials/rung.hpp): its rung's budget replaces the
+  // A multi-fidelity trial (trials/trial_plan.hpp): its rung's budget replaces the
   // recipe's epochs or training rows; below the largest budget its last
   // epoch is checkpointed too, for the promotion that resumes it.
   bool pause_at_end = false;
   if (const auto& fid = spec.search.fidelity; fid && trial.role == trials::TrialRole::kTrial) {
-    auto rung = trials::rung_from_json(trial.extra);
-    if (!rung)
-      return Error{rung.error().code, "multi-fidelity record: " + rung.error().message, {}};
-    if (*rung) {
-      const auto budget = static_cast<std::int64_t>((*rung)->budget);
+    if (!trial.plan.error.empty())
+      return Error{ErrorCode::kInvalidArgument, "multi-fidelity record: " + trial.plan.error, {}};
+    if (const auto& rung = trial.plan.lineage) {
+      const auto budget = static_cast<std::int64_t>(rung->budget);
       if (fid->resource == "epochs") config->epochs = budget;
       if (fid->resource == "subset") config->data.subset = budget;
-      pause_at_end = fid->resource == "epochs" && (*rung)->budget < fid->max_budget;
+      pause_at_end = fid->resource == "epochs" && rung->budget < fid->max_budget;
     }
   }
   if (auto st = confine_data_paths(config->data, data_roots); !st) return st.error();

@@ -17,8 +17,7 @@
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/workers/agent/test_util.hpp"
-#include "trials/rung.hpp"
-#include "workers/attempt_plan.hpp"
+#include "trials/trial_plan.hpp"
 #include "workers/checkpoint_dir.hpp"
 #include "workers/command_executor.hpp"
 
@@ -368,7 +367,7 @@ echo 'hpo-metric {"final": true, "loss": 5}'
   EXPECT_TRUE(started);
 }
 
-// A multi-fidelity rung (trials/rung.hpp): the program is told its budget,
+// A multi-fidelity rung (trials/trial_plan.hpp): the program is told its budget,
 // its resource, its rung and the trial it resumes; a trial of no rung gets none.
 TEST(CommandExecutor, ARungTrialIsToldItsBudget) {
   TempDir dir;
@@ -380,18 +379,16 @@ echo 'hpo-metric {"final": true, "loss": 1}'
   spec.trial.command.env = {{"D", dir.path()}};
   RecordingReporter rep;
   auto task = make_task(spec);
-  task.trial.extra = trials::rung_to_json({9, "shards", 0, 2, "sw1-4", 4});
-  task.plan = AttemptPlan::of(task.trial);
+  // Resumes trial 4 of sweep "sw1": "sw1-4".
+  task.trial.plan.lineage = search::Lineage{9, 0, 2, -1, 4, false, "shards"};
   auto r = CommandExecutor(fast_options()).run(task, rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
   EXPECT_EQ(read_file(dir.file("budget")), "9|shards|2|sw1-4");
-  task.trial.extra = trials::rung_to_json({0.25, "fraction", 0, 0, "", -1});
-  task.plan = AttemptPlan::of(task.trial);
+  task.trial.plan.lineage = search::Lineage{0.25, 0, 0, -1, -1, false, "fraction"};
   r = CommandExecutor(fast_options()).run(task, rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
   EXPECT_EQ(read_file(dir.file("budget")), "0.25|fraction|0|unset");
-  task.trial.extra.clear();
-  task.plan = AttemptPlan::of(task.trial);
+  task.trial.plan = {};
   r = CommandExecutor(fast_options()).run(task, rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
   EXPECT_EQ(read_file(dir.file("budget")), "unset|unset|unset|unset");
@@ -563,8 +560,7 @@ echo 'hpo-metric {"final": true, "loss": 0.1}'
   spec.trial.command.argv = {script};
   auto task = make_task(spec);
   task.trial.role = trials::TrialRole::kMember;
-  task.trial.extra = ensemble::member_spec_to_json(member);
-  task.plan = AttemptPlan::of(task.trial);
+  task.trial.plan.member = member;
   RecordingReporter rep;
   auto r = run_in_work_dir(task, dir, "attempt", rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;

@@ -11,8 +11,7 @@
 #include "search/test_functions.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/workers/agent/test_util.hpp"
-#include "trials/rung.hpp"
-#include "workers/attempt_plan.hpp"
+#include "trials/trial_plan.hpp"
 #include "workers/synthetic_executor.hpp"
 
 namespace hpo::workers {
@@ -100,8 +99,7 @@ TEST(SyntheticExecutor, ARungRunsToItsBudgetAndAPromotionResumesItsCheckpoint) {
   const double u = (0.5 + 5) / 20;
   RecordingReporter rep;
   auto task = make_task(spec, p);
-  task.trial.extra = trials::rung_to_json({3, "steps", 0, 1, "", -1});
-  task.plan = AttemptPlan::of(task.trial);
+  task.trial.plan.lineage = search::Lineage{3, 0, 1, -1, -1, false, "steps"};
   auto r = SyntheticExecutor().run(task, rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
   ASSERT_EQ(rep.reports.size(), 3u);
@@ -111,8 +109,7 @@ TEST(SyntheticExecutor, ARungRunsToItsBudgetAndAPromotionResumesItsCheckpoint) {
 
   // The promotion (the reporter hands it the rung below's checkpoint).
   rep.reports.clear();
-  task.trial.extra = trials::rung_to_json({9, "steps", 0, 2, "syn-1", 1});
-  task.plan = AttemptPlan::of(task.trial);
+  task.trial.plan.lineage = search::Lineage{9, 0, 2, -1, 1, false, "steps"};  // resumes syn-1
   r = SyntheticExecutor().run(task, rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
   ASSERT_EQ(rep.reports.size(), 6u);
@@ -136,12 +133,11 @@ TEST(SyntheticExecutor, TheNoisyQuadraticGoesOnFromTheStateInItsCheckpoint) {
   pbt.interval = 4;
   pbt.max_budget = 8;
   spec.search.pbt = pbt;
-  trials::RungInfo first{4, "steps", 0, 0, "", -1};
+  search::Lineage first{4, 0, 0, -1, -1, false, "steps"};
   first.member = 1;
   RecordingReporter rep;
   auto task = make_task(spec, {{"lr", 0.1}});
-  task.trial.extra = trials::rung_to_json(first);
-  task.plan = AttemptPlan::of(task.trial);
+  task.trial.plan.lineage = first;
   auto r = SyntheticExecutor().run(task, rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
   double v = 1;
@@ -149,12 +145,11 @@ TEST(SyntheticExecutor, TheNoisyQuadraticGoesOnFromTheStateInItsCheckpoint) {
   EXPECT_DOUBLE_EQ(*r.value, v);
   EXPECT_EQ(rep.artifacts.at("checkpoint"), fmt::format("step 4 {:.17g}", v));
   // The next interval at another rate, from that state (exploited or not).
-  trials::RungInfo second{8, "steps", 0, 1, "syn-0", 0};
+  search::Lineage second{8, 0, 1, -1, 0, false, "steps"};  // resumes syn-0
   second.member = 1;
   second.exploited = true;
   task = make_task(spec, {{"lr", 0.05}});
-  task.trial.extra = trials::rung_to_json(second);
-  task.plan = AttemptPlan::of(task.trial);
+  task.trial.plan.lineage = second;
   rep.reports.clear();
   r = SyntheticExecutor().run(task, rep);
   ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;

@@ -17,7 +17,7 @@ TEST(RankJob, RoundTripsEveryField) {
   job.trial.role = hpo::trials::TrialRole::kMember;
   job.trial.attempt = 2;
   job.trial.params = {{"lr", 0.01}, {"layers", std::int64_t{3}}, {"act", std::string("relu")}};
-  job.trial.extra = R"({"member": 1})";
+  job.trial.plan.member = trials::MemberSpec{1, 42, true, 0.8, 0.5, std::nullopt, 100};
   job.world = 4;
   job.threads = 2;
   job.gpus = {0, 3};
@@ -33,7 +33,7 @@ TEST(RankJob, RoundTripsEveryField) {
   EXPECT_EQ(back->trial.role, trials::TrialRole::kMember);
   EXPECT_EQ(back->trial.attempt, 2);
   EXPECT_EQ(back->trial.params, job.trial.params);
-  EXPECT_EQ(back->trial.extra, job.trial.extra);
+  EXPECT_EQ(back->trial.plan, job.trial.plan);
   EXPECT_EQ(back->world, 4);
   EXPECT_EQ(back->threads, 2);
   EXPECT_EQ(back->gpus, job.gpus);

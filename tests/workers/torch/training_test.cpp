@@ -14,10 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ensemble/bagging.hpp"
-#include "ensemble/bagging_json.hpp"
 #include "tests/workers/torch/test_files.hpp"
-#include "trials/rung.hpp"
-#include "workers/attempt_plan.hpp"
+#include "trials/trial_plan.hpp"
 #include "workers/torch/blas_core.hpp"
 #include "workers/torch/predictions.hpp"
 #include "workers/torch/torch_executor.hpp"
@@ -69,8 +67,7 @@ TrialTask member_task(const trials::SweepSpec& spec, const search::Params& param
                       const ensemble::MemberSpec& member) {
   auto task = task_for(spec, params);
   task.trial.role = hpo::trials::TrialRole::kMember;
-  task.trial.extra = ensemble::member_spec_to_json(member);
-  task.plan = AttemptPlan::of(task.trial);
+  task.trial.plan.member = member;
   return task;
 }
 
@@ -188,24 +185,23 @@ TEST_F(TorchTraining, APromotionResumesTheRungBelowAndEndsAsOneTrainingWould) {
   spec.search.fidelity = fid;
   auto task = task_for(spec, params);
   task.threads = 1;
-  task.trial.extra = trials::rung_to_json({4, "epochs", 0, 1, "", -1});
-  task.plan = AttemptPlan::of(task.trial);
+  task.trial.sweep_id = "s";  // the rung below is trial 0 of sweep "s": "s-0"
+  task.trial.plan.lineage = search::Lineage{4, 0, 1, -1, -1, false, "epochs"};
   FakeReporter whole;
   auto uninterrupted = executor.run(task, whole);
   ASSERT_EQ(uninterrupted.outcome, trials::TrialState::kCompleted) << uninterrupted.error;
   EXPECT_EQ(whole.reports.size(), 4u);
   EXPECT_EQ(whole.count("checkpoint"), 3);  // the full budget: none after the last epoch
 
-  task.trial.extra = trials::rung_to_json({2, "epochs", 0, 0, "", -1});
-  task.plan = AttemptPlan::of(task.trial);
+  task.trial.plan.lineage = search::Lineage{2, 0, 0, -1, -1, false, "epochs"};
 
   FakeReporter rung;
   auto paused = executor.run(task, rung);
   ASSERT_EQ(paused.outcome, trials::TrialState::kCompleted) << paused.error;
   EXPECT_EQ(rung.reports.size(), 2u);
   EXPECT_EQ(rung.count("checkpoint"), 2);  // its last epoch too
-  task.trial.extra = trials::rung_to_json({4, "epochs", 0, 1, "s-0", 0});
-  task.plan = AttemptPlan::of(task.trial);
+  // The promotion resumes s-0.
+  task.trial.plan.lineage = search::Lineage{4, 0, 1, -1, 0, false, "epochs"};
   FakeReporter promoted;
   promoted.artifacts = {{"checkpoint", *rung.get_artifact("checkpoint").value()}};
   auto resumed = executor.run(task, promoted);

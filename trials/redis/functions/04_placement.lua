@@ -64,10 +64,6 @@ local function amounts_ok(need, slots, free_slots, gpus, cpus, mem)
   return true
 end
 
-local function fits_now(need, slots, o)
-  return kinds_ok(need, o) and amounts_ok(need, slots, o.slots, o.gpus, o.cpus, o.memory_gb)
-end
-
 -- Could it fit once the worker is idle? (Then a worker short of room now may reserve it.)
 local function fits_idle(need, slots, o)
   return kinds_ok(need, o) and
@@ -100,6 +96,13 @@ local function pick_slots(need, slots, o)
     table.sort(picked)
   end
   return picked, g
+end
+
+-- Does it fit the offer now: its kind, its amounts, and `slots` free slots to
+-- pick (an offer whose counts and free list disagree leases nothing).
+local function fits_now(need, slots, o)
+  return kinds_ok(need, o) and amounts_ok(need, slots, o.slots, o.gpus, o.cpus, o.memory_gb) and
+           #(pick_slots(need, slots, o)) >= slots
 end
 
 -- Takes what an attempt that fits uses out of the offer; returns the slots it

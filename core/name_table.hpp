@@ -1,6 +1,6 @@
 // NameTable: the one spelling of an enum's values, in the enum's order (its
 // values run 0..N-1), so a value added without its name fails to compile
-// where the table is declared (spec_names.hpp, record_names.hpp).
+// where the table is declared (trials/spec_names.hpp, trials/record_names.hpp, core/result.hpp).
 #pragma once
 
 #include <array>
@@ -9,7 +9,7 @@
 #include <span>
 #include <string_view>
 
-namespace hpo::trials {
+namespace hpo {
 
 template <class E, std::size_t N>
 struct NameTable {
@@ -29,4 +29,4 @@ struct NameTable {
   constexpr std::span<const char* const> all() const { return names; }
 };
 
-}  // namespace hpo::trials
+}  // namespace hpo
