@@ -40,40 +40,65 @@ std::optional<PbtJob> PopulationSchedule::next(
   for (int m = 0; m < n; ++m)
     if (!latest[m]) return PbtJob{m, 0, budget(0), -1, -1};
 
-  // A member whose interval g just ended is ranked among every member's
-  // interval g (the same training so far, whatever the timing).
+  // Each member's completed intervals, generation -> its latest trial there.
+  std::vector<std::map<int, const MemberRun*>> scored(n);
+  for (const MemberRun& r : runs)
+    if (r.finished && r.value && std::isfinite(*r.value) && r.member >= 0 && r.member < n) {
+      const MemberRun*& at = scored[r.member][r.generation];
+      if (!at || r.number > at->number) at = &r;
+    }
+  // A member whose interval g just ended is ranked against the population:
+  // every other member at their common budget — the other's interval g when
+  // it has completed one, else its latest — against this member's own score
+  // at that interval. So the member that finishes first is ranked too (by
+  // where it stood an interval ago), not only the last one to get there.
   for (int m = 0; m < n; ++m) {
     const MemberRun& last = *latest[m];
     if (!last.finished || !last.value || last.generation + 1 >= generations_) continue;
-    std::map<int, const MemberRun*> peers;  // member -> its completed interval g
-    for (const MemberRun& r : runs)
-      if (r.generation == last.generation && r.finished && r.value && std::isfinite(*r.value) &&
-          r.member >= 0 && r.member < n &&
-          (!peers.count(r.member) || r.number > peers[r.member]->number))
-        peers[r.member] = &r;
-    std::vector<std::pair<double, const MemberRun*>> ranked;
-    for (const auto& [member, r] : peers) ranked.emplace_back(*r->value, r);
-    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first < b.first : a.second->number < b.second->number;
-    });
+    struct Peer {
+      double margin;         // its score minus the member's, at their common interval
+      const MemberRun* run;  // its trial there
+    };
+    std::vector<Peer> ahead;  // the peers ranked above the member
+    std::size_t compared = 1;
+    for (int x = 0; x < n; ++x) {
+      if (x == m) continue;
+      // The largest interval <= g that both have completed.
+      const MemberRun* theirs = nullptr;
+      const MemberRun* mine = nullptr;
+      for (auto it = scored[x].upper_bound(last.generation); it != scored[x].begin();) {
+        --it;
+        if (auto own = scored[m].find(it->first); own != scored[m].end()) {
+          theirs = it->second;
+          mine = own->second;
+          break;
+        }
+      }
+      if (!theirs) continue;
+      ++compared;
+      const double margin = *theirs->value - *mine->value;
+      if (margin < 0 || (margin == 0 && theirs->number < mine->number))
+        ahead.push_back({margin, theirs});
+    }
     const std::size_t k =
-        ranked.size() < 2
+        compared < 2
             ? 0
             : std::max<std::size_t>(1, static_cast<std::size_t>(std::floor(
-                                           config_.quantile * static_cast<double>(ranked.size()))));
-    const auto place = static_cast<std::size_t>(
-        std::find_if(ranked.begin(), ranked.end(),
-                     [&](const auto& e) { return e.second->member == m; }) -
-        ranked.begin());
-    if (k > 0 && place >= ranked.size() - k && place >= k) {
+                                           config_.quantile * static_cast<double>(compared))));
+    const std::size_t place = ahead.size();
+    if (k > 0 && place >= compared - k && place >= k) {
+      // The top quantile: the k members furthest ahead of it; a donor is
+      // taken at that common interval (never past the member's next budget).
+      std::sort(ahead.begin(), ahead.end(), [](const Peer& a, const Peer& b) {
+        return a.margin != b.margin ? a.margin < b.margin : a.run->number < b.run->number;
+      });
       std::vector<const MemberRun*> donors;
       for (std::size_t i = 0; i < k; ++i)
-        if (ranked[i].second->member != m && has_checkpoint(ranked[i].second->number))
-          donors.push_back(ranked[i].second);
+        if (has_checkpoint(ahead[i].run->number)) donors.push_back(ahead[i].run);
       if (!donors.empty()) {
         Rng rng(config_.seed, key, kExploitSalt);
         const MemberRun& d = *donors[rng.below(donors.size())];
-        return PbtJob{m, d.generation + 1, budget(d.generation + 1), d.number, d.number};
+        return PbtJob{m, last.generation + 1, budget(last.generation + 1), d.number, d.number};
       }
     }
     return PbtJob{m, last.generation + 1, budget(last.generation + 1), last.number, -1};

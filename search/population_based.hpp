@@ -2,13 +2,19 @@
 // Tune's PBT): `population` members train in intervals of `interval` budget
 // up to `max_budget` each. Every interval of a member is a trial that resumes
 // the checkpoint the member's last interval left. When a member's interval g
-// ends in the bottom `quantile` of the members' intervals g completed so far
-// (the same training time, whatever the timing), its next interval
-// *exploits* one of the top quantile — goes on from that trial's checkpoint
-// with its parameters — and *explores* them: each mutable parameter is
+// ends, it is ranked against the whole population at comparable budgets: each
+// other member's interval g when it has completed one, else its latest
+// completed interval h < g compared with this member's own interval h. In the
+// bottom `quantile`, its next interval *exploits* one of the top quantile —
+// goes on from that member's checkpoint at their common interval (so never
+// past its own next budget) with its parameters, and trains from there to
+// its interval g + 1's budget — and *explores* them: each mutable parameter is
 // resampled from the space with `resample_probability`, else multiplied by
 // 0.8 or 1.2 (a categorical moves to a neighbouring choice). A donor must
-// have stored a checkpoint: a trial without one is never exploited.
+// have stored a checkpoint: a trial without one is never exploited. Ranking
+// only against the members that already completed interval g would never
+// rank the member that gets there first (trials go out in member order and
+// intervals take about the same time): it would never be exploited.
 //
 // Like the other schedules, a function of the sweep's trials alone (plus
 // whether a finished trial has a checkpoint), so a restarted scheduler makes

@@ -117,6 +117,69 @@ TEST(PopulationSchedule, MembersAreRankedAtTheSameInterval) {
   EXPECT_EQ(job->generation, 2);
 }
 
+// Intervals that take the same time, handed out in member order, end in
+// member order: member 0 always gets to an interval first. Whichever member
+// is the worst, it is exploited (ranked against the population at comparable
+// budgets, not only against those that reached its interval before it).
+TEST(PopulationSchedule, EveryMemberCanBeExploitedWhenMembersFinishInAFixedOrder) {
+  for (int worst = 0; worst < 4; ++worst) {
+    PopulationSchedule p(config(4, 1, 6));
+    std::vector<MemberRun> runs;
+    std::vector<std::int64_t> training;  // trial numbers, in the order they started
+    std::vector<int> exploited(4, 0);
+    // A member's quality travels with its parameters (an exploit copies the donor's).
+    auto quality = [](const Params& params) { return std::get<double>(params.at("q")); };
+    auto hand_out = [&] {
+      for (;;) {
+        const auto number = static_cast<std::int64_t>(runs.size());
+        auto job = p.next(runs, kAll, number);
+        if (!job) return;
+        MemberRun r{number,       job->member, job->generation, job->resume,
+                    job->exploit, false,       std::nullopt,    {}};
+        if (job->resume < 0)
+          r.params = {{"q", job->member == worst ? 3.0 : 1.0 + 0.1 * job->member}};
+        else
+          r.params = runs[static_cast<std::size_t>(job->resume)].params;
+        if (job->exploit >= 0) ++exploited[static_cast<std::size_t>(job->member)];
+        training.push_back(number);
+        runs.push_back(r);
+      }
+    };
+    hand_out();
+    while (!training.empty()) {  // the oldest ends first
+      MemberRun& r = runs[static_cast<std::size_t>(training.front())];
+      training.erase(training.begin());
+      r.finished = true;
+      r.value = quality(r.params) * std::pow(0.9, p.budget(r.generation));
+      hand_out();
+    }
+    EXPECT_TRUE(p.done(runs));
+    EXPECT_EQ(runs.size(), 24u) << "one trial per member and interval";
+    EXPECT_GE(exploited[static_cast<std::size_t>(worst)], 1) << "member " << worst;
+  }
+}
+
+// A member that gets to interval g first is ranked by where it stood at its
+// peers' latest interval: behind them there, it takes a donor's checkpoint of
+// that interval and trains from it to its own next budget.
+TEST(PopulationSchedule, TheFirstToGetThereIsRankedAtItsPeersLatestInterval) {
+  PopulationSchedule p(config(4, 2, 10));
+  // Interval 0: member 0 the worst. Member 0 then ends interval 1 before anyone else.
+  std::vector<MemberRun> runs = {done(0, 0, 0, 0.9), done(1, 1, 0, 0.1), done(2, 2, 0, 0.5),
+                                 done(3, 3, 0, 0.6)};
+  runs.push_back({4, 1, 1, 1, -1, false, std::nullopt, {}});
+  runs.push_back({5, 2, 1, 2, -1, false, std::nullopt, {}});
+  runs.push_back({6, 3, 1, 3, -1, false, std::nullopt, {}});
+  runs.push_back(done(7, 0, 1, 0.05, 0));  // better than anyone's interval 0
+  auto job = p.next(runs, kAll, 8);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->member, 0);
+  EXPECT_EQ(job->exploit, 1);  // member 1's interval-0 checkpoint
+  EXPECT_EQ(job->resume, 1);
+  EXPECT_EQ(job->generation, 2);
+  EXPECT_EQ(job->budget, 6);
+}
+
 TEST(PopulationSchedule, DoneWhenEveryMemberFinishedItsLastIntervalOrFailed) {
   PopulationSchedule p(config(2, 5, 10));
   std::vector<MemberRun> runs = {done(0, 0, 0, 1.0), done(1, 1, 0, 2.0), done(2, 0, 1, 0.5, 0)};
