@@ -1,6 +1,7 @@
 // NameTable: the one spelling of an enum's values, in the enum's order (its
 // values run 0..N-1), so a value added without its name fails to compile
-// where the table is declared (trials/spec_names.hpp, trials/record_names.hpp, core/result.hpp).
+// where the table is declared (trials/spec/spec_names.hpp, trials/record_names.hpp,
+// core/result.hpp).
 #pragma once
 
 #include <array>

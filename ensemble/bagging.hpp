@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "trials/recipe/ensemble_recipe.hpp"
+#include "trials/spec/recipe/ensemble_recipe.hpp"
 #include "trials/trial_plan.hpp"
 
 namespace hpo::ensemble {

@@ -24,7 +24,7 @@
 #include "core/result.hpp"
 #include "ensemble/matrix.hpp"
 #include "ensemble/selection.hpp"
-#include "trials/recipe/ensemble_recipe.hpp"
+#include "trials/spec/recipe/ensemble_recipe.hpp"
 
 namespace hpo::ensemble {
 

@@ -31,7 +31,7 @@
 #include "ensemble/manifest.hpp"
 #include "ensemble/metrics.hpp"
 #include "ensemble/stacking.hpp"
-#include "trials/recipe/ensemble_recipe.hpp"
+#include "trials/spec/recipe/ensemble_recipe.hpp"
 
 namespace hpo::ensemble {
 

@@ -1,7 +1,7 @@
 // Manifest codec. Reading goes through the field reader (trials/json_fields.hpp): it
 // checks every known field's type and reports the first problem with its JSON path;
 // unknown keys are skipped (forward compatibility).
-// Parameters and bagging specs reuse their own codecs (trials/spec.hpp,
+// Parameters and bagging specs reuse their own codecs (trials/spec/spec.hpp,
 // bagging_json.hpp) so there is one JSON form for each.
 #include "ensemble/manifest.hpp"
 
@@ -15,7 +15,7 @@
 #include "ensemble/stacking.hpp"
 #include "trials/json_fields.hpp"
 #include "trials/json_limits.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 
 namespace hpo::ensemble {
 

@@ -23,7 +23,7 @@
 #include "ensemble/combiners.hpp"
 #include "ensemble/metrics.hpp"
 #include "search/space.hpp"
-#include "trials/recipe/ensemble_recipe.hpp"
+#include "trials/spec/recipe/ensemble_recipe.hpp"
 
 namespace hpo::ensemble {
 

@@ -40,7 +40,7 @@
 
 #include "scheduler/periodic.hpp"
 #include "scheduler/sweep_controller.hpp"
-#include "trials/spec_cache.hpp"
+#include "trials/spec/spec_cache.hpp"
 #include "trials/store.hpp"
 
 namespace hpo::scheduler {
@@ -49,7 +49,7 @@ struct ControllerLoopOptions {
   std::chrono::milliseconds rescan{5000};     // new sweeps, lost wake-ups, trimmed events
   std::chrono::milliseconds event_wait{250};  // XREAD BLOCK per iteration
   int threads = 8;                            // the pool that steps controllers
-  // The process's spec cache (trials/spec_cache.hpp); one is made when null.
+  // The process's spec cache (trials/spec/spec_cache.hpp); one is made when null.
   std::shared_ptr<trials::SpecCache> specs;
 };
 

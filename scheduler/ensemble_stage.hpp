@@ -19,7 +19,7 @@
 #include "scheduler/sweep_controller.hpp"
 #include "scheduler/sweep_roles.hpp"
 #include "trials/artifacts.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "trials/store.hpp"
 
 namespace hpo::scheduler {

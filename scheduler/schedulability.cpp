@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/log.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 
 namespace hpo::scheduler {
 

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "scheduler/periodic.hpp"
-#include "trials/spec_cache.hpp"
+#include "trials/spec/spec_cache.hpp"
 #include "trials/store.hpp"
 
 namespace hpo::scheduler {

@@ -36,7 +36,7 @@
 #include "scheduler/retention.hpp"
 #include "scheduler/schedulability.hpp"
 #include "trials/redis/redis_store.hpp"
-#include "trials/spec_cache.hpp"
+#include "trials/spec/spec_cache.hpp"
 #include "web/api.hpp"
 #include "web/event_hub.hpp"
 #include "web/event_pump.hpp"

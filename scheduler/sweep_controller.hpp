@@ -25,7 +25,7 @@
 #include "search/pruner.hpp"
 #include "search/sampler.hpp"
 #include "search/warm_start.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "trials/store.hpp"
 
 namespace hpo::scheduler {

@@ -1,6 +1,6 @@
 // The search space: typed parameter definitions and the values a trial takes.
 //
-// A SearchSpace is built once from a validated sweep spec (trials/spec.cpp does
+// A SearchSpace is built once from a validated sweep spec (trials/spec/spec.cpp does
 // the parsing and validation) and never changes afterwards. Parameters are kept
 // in an order where every parent of a conditional parameter comes before its
 // children, so a sampler can walk the list front to back and decide which

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "trials/trial.hpp"
 
 namespace hpo::trials {

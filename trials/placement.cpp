@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/text.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "trials/trial.hpp"
 
 namespace hpo::trials {

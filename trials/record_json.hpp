@@ -44,7 +44,7 @@
 
 #include "core/result.hpp"
 #include "trials/pareto_front.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "trials/trial.hpp"
 
 namespace hpo::trials::record {

@@ -6,7 +6,7 @@
 
 #include "trials/artifact_dir.hpp"
 #include "trials/record_json.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 
 namespace hpo::trials {
 

@@ -105,7 +105,7 @@ struct TrialResult {
 };
 
 // A claimed trial with what the worker needs to run it: the sweep's spec as
-// submitted (a worker parses it once per sweep, trials/spec_cache.hpp), so a
+// submitted (a worker parses it once per sweep, trials/spec/spec_cache.hpp), so a
 // claim costs one round trip and the worker never reads the sweep itself.
 struct Claim {
   Trial trial;

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "core/result.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "trials/store.hpp"
 #include "trials/trial.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "trials/recipe/ensemble_recipe.hpp"
+#include "trials/spec/recipe/ensemble_recipe.hpp"
 
 namespace hpo::trials {
 namespace {
@@ -127,6 +127,7 @@ Result<MemberSpec> member_from_json(const Json& j, std::string_view path) {
 }
 
 Json plan_json(const TrialPlan& plan, std::string_view sweep_id) {
+  if (!plan.error.empty()) return plan.unread;
   if (plan.lineage) return lineage_json(*plan.lineage, sweep_id);
   if (!plan.member) return nullptr;
   Json j = member_json(*plan.member);
@@ -138,11 +139,15 @@ Json plan_json(const TrialPlan& plan, std::string_view sweep_id) {
 }
 
 std::string plan_to_json(const TrialPlan& plan, std::string_view sweep_id) {
+  if (!plan.error.empty()) return plan.unread;
   Json j = plan_json(plan, sweep_id);
   return j.is_null() ? std::string() : j.dump();
 }
 
-TrialPlan plan_from_json(const Json& j) {
+namespace {
+
+// The plan in `j`, or the error of its first field that does not decode.
+TrialPlan decode_plan(const Json& j) {
   TrialPlan plan;
   if (j.is_null()) return plan;
   if (!j.is_object()) {
@@ -178,15 +183,33 @@ TrialPlan plan_from_json(const Json& j) {
   return plan;
 }
 
+}  // namespace
+
+TrialPlan plan_from_json(const Json& j) {
+  if (j.is_string()) return plan_from_text(j.get<std::string>());
+  TrialPlan plan = decode_plan(j);
+  if (!plan.error.empty()) {
+    plan.lineage.reset();
+    plan.member.reset();
+    plan.unread = j.dump();
+  }
+  return plan;
+}
+
 TrialPlan plan_from_text(std::string_view text) {
   if (text.empty()) return {};
   auto j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    TrialPlan plan;
+  TrialPlan plan;
+  if (j.is_discarded())
     plan.error = "extra: expected a JSON object";
-    return plan;
+  else
+    plan = decode_plan(j);
+  if (!plan.error.empty()) {
+    plan.lineage.reset();
+    plan.member.reset();
+    plan.unread = std::string(text);
   }
-  return plan_from_json(j);
+  return plan;
 }
 
 Result<MemberSpec> member_spec_of(const TrialPlan& plan) {

@@ -51,16 +51,19 @@ struct TrialPlan {
   // A stored plan that did not decode: the field and why. An attempt of the
   // trial fails with it; the scheduler counts the trial in no schedule.
   std::string error;
+  std::string unread;  // that plan's text, passed on and shown as it is (a JSON string)
   bool empty() const { return !lineage && !member && error.empty(); }
   bool operator==(const TrialPlan&) const = default;
 };
 
-// The plan as the record's JSON object; null for an empty plan. `sweep_id`
-// names the trial a lineage resumes ("<sweep>-<number>").
+// The plan as the record's JSON object; null for an empty plan; a plan that
+// did not decode, its text as a JSON string (which decodes to the same error).
+// `sweep_id` names the trial a lineage resumes ("<sweep>-<number>").
 nlohmann::json plan_json(const TrialPlan& plan, std::string_view sweep_id);
-std::string plan_to_json(const TrialPlan& plan, std::string_view sweep_id);  // "" when empty
-TrialPlan plan_from_json(const nlohmann::json& j);
-TrialPlan plan_from_text(std::string_view text);  // "": the empty plan
+// "" when empty; a plan that did not decode, its text.
+std::string plan_to_json(const TrialPlan& plan, std::string_view sweep_id);
+TrialPlan plan_from_json(const nlohmann::json& j);  // a string: its text (plan_from_text)
+TrialPlan plan_from_text(std::string_view text);    // "": the empty plan
 
 // The member's draw alone, as the ensemble manifest keeps it (its "bagging");
 // errors name `path` and the field.

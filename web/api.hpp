@@ -40,7 +40,7 @@
 #include <string>
 #include <vector>
 
-#include "trials/spec_cache.hpp"
+#include "trials/spec/spec_cache.hpp"
 #include "trials/store.hpp"
 #include "web/event_hub.hpp"
 #include "web/event_pump.hpp"
@@ -60,7 +60,7 @@ struct ApiOptions {
   std::string static_dir;   // empty: no dashboard
   // Dataset files a torch spec may name (trials/data_roots.hpp); empty: any.
   std::vector<std::string> data_roots;
-  // The process's spec cache (trials/spec_cache.hpp): submit puts each
+  // The process's spec cache (trials/spec/spec_cache.hpp): submit puts each
   // accepted spec in, sweep documents read their typed spec from it. One is
   // made when null.
   std::shared_ptr<trials::SpecCache> specs;

@@ -17,7 +17,7 @@
 #include "trials/data_roots.hpp"
 #include "trials/pareto_front.hpp"
 #include "trials/placement.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "trials/trial_csv.hpp"
 #include "web/api_errors.hpp"
 #include "web/api_helpers.hpp"

@@ -19,7 +19,7 @@
 
 #include "core/result.hpp"
 #include "ensemble/bagging.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "trials/trial.hpp"
 
 namespace hpo::workers {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/child_process.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "trials/store.hpp"
 #include "trials/trial.hpp"
 

@@ -22,7 +22,7 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "workers/torch/blas_core.hpp"
 #include "workers/torch/model.hpp"
 #include "workers/torch/torch_executor.hpp"

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trials/recipe/ensemble_recipe.hpp"
+#include "trials/spec/recipe/ensemble_recipe.hpp"
 
 namespace hpo::trials {
 namespace {

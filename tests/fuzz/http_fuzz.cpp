@@ -23,7 +23,7 @@
 
 #include "tests/support/test_store.hpp"
 #include "trials/redis/redis_store.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "web/api.hpp"
 #include "web/event_hub.hpp"
 #include "web/http_server.hpp"

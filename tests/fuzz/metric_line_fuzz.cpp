@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "workers/command_executor.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "trials/spec.hpp"
-#include "trials/spec_json.hpp"
+#include "trials/spec/spec.hpp"
+#include "trials/spec/spec_json.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

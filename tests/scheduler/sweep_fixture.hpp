@@ -11,7 +11,7 @@
 
 #include "tests/support/test_store.hpp"
 #include "trials/redis/redis_store.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 
 namespace hpo::scheduler::testing {
 

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "trials/trial.hpp"
 
 namespace hpo::trials {

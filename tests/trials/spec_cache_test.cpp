@@ -1,7 +1,7 @@
 // SpecCache: one parse per sweep per process, shared, bounded.
 #include <gtest/gtest.h>
 
-#include "trials/spec_cache.hpp"
+#include "trials/spec/spec_cache.hpp"
 
 namespace hpo::trials {
 namespace {

@@ -76,5 +76,25 @@ TEST(TrialPlan, ADamagedRecordNamesItsField) {
   EXPECT_EQ(member_spec_of(bad).error().message, bad.error);
 }
 
+// A damaged plan travels on as its text (the REST record shows it, a rank's
+// job carries it): whoever decodes it again gets the same error.
+TEST(TrialPlan, ADamagedPlanIsPassedOnAsItsText) {
+  for (const char* text :
+       {"not json", R"({"budget": 0, "bracket": 0, "rung": 0})", R"({"member": 1, "seed": -4})"}) {
+    const TrialPlan bad = plan_from_text(text);
+    ASSERT_FALSE(bad.error.empty()) << text;
+    EXPECT_EQ(bad.unread, text);
+    EXPECT_EQ(plan_json(bad, "sw"), nlohmann::json(text));
+    EXPECT_EQ(plan_to_json(bad, "sw"), text);
+    EXPECT_EQ(plan_from_json(plan_json(bad, "sw")), bad) << text;
+    EXPECT_EQ(plan_from_text(plan_to_json(bad, "sw")), bad) << text;
+  }
+  // Valid JSON that is no valid plan, read from a JSON document.
+  const auto j = nlohmann::json::parse(R"({"budget": -1, "bracket": 0, "rung": 0})");
+  const TrialPlan bad = plan_from_json(j);
+  EXPECT_EQ(bad.error, "extra.budget: expected a positive number");
+  EXPECT_EQ(plan_from_json(plan_json(bad, "sw")), bad);
+}
+
 }  // namespace
 }  // namespace hpo::trials

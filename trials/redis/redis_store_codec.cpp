@@ -11,7 +11,7 @@
 
 #include "core/log.hpp"
 #include "trials/record_json.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 
 namespace hpo::trials::redis::detail {
 

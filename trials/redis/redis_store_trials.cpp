@@ -12,7 +12,7 @@
 
 #include "trials/record_json.hpp"
 #include "trials/redis/redis_store_codec.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 
 namespace hpo::trials::redis {
 

@@ -43,7 +43,7 @@
 #include <thread>
 #include <vector>
 
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "trials/store.hpp"
 #include "workers/executor.hpp"
 #include "workers/gpu_inventory.hpp"

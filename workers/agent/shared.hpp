@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "trials/spec_cache.hpp"
+#include "trials/spec/spec_cache.hpp"
 #include "workers/agent/agent.hpp"
 #include "workers/agent/attempt.hpp"
 #include "workers/agent/slot_book.hpp"

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "trials/spec_names.hpp"
+#include "trials/spec/spec_names.hpp"
 #include "workers/agent/completer.hpp"
 #include "workers/agent/shared.hpp"
 #include "workers/agent/trial_reporter.hpp"

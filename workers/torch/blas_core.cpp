@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "core/text.hpp"
+
 namespace hpo::workers {
 
 CpuFeatures cpu_features() {
@@ -38,18 +40,12 @@ constexpr std::array<std::string_view, 12> kPreAvx = {
     "prescott", "core2",      "penryn",    "dunnington", "nehalem", "atom",
     "katmai",   "coppermine", "northwood", "banias",     "opteron", "barcelona"};
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 }  // namespace
 
 std::string blas_core_override(const std::string& loaded, const CpuFeatures& cpu,
                                const std::string& user) {
   if (!user.empty() || loaded.empty()) return "";
-  const auto name = lower(loaded);
+  const auto name = ascii_lower(loaded);
   if (std::find(kPreAvx.begin(), kPreAvx.end(), name) == kPreAvx.end()) return "";
   return best_blas_core(cpu);
 }

@@ -10,7 +10,7 @@
 #include <torch/torch.h>
 
 #include "core/result.hpp"
-#include "trials/recipe/torch_recipe.hpp"
+#include "trials/spec/recipe/torch_recipe.hpp"
 
 namespace hpo::workers::torch_trainer {
 

@@ -24,7 +24,7 @@
 #include "core/text.hpp"
 #include "ensemble/manifest.hpp"
 #include "trials/artifacts.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "workers/torch/dataset.hpp"
 #include "workers/torch/model.hpp"
 

@@ -25,7 +25,7 @@
 #include "core/byte_stream.hpp"
 #include "core/child_process.hpp"
 #include "core/result.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "trials/trial.hpp"
 #include "workers/executor.hpp"
 #include "workers/torch/dataset.hpp"

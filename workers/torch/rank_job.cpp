@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trials/json_limits.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 
 namespace hpo::workers::torch_trainer {
 namespace {

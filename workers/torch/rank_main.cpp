@@ -40,7 +40,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "workers/torch/blas_core.hpp"
 #include "workers/torch/data_parallel.hpp"
 #include "workers/torch/rank_job.hpp"

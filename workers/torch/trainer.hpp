@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "trials/recipe/torch_recipe.hpp"
+#include "trials/spec/recipe/torch_recipe.hpp"
 #include "trials/trial.hpp"
 #include "workers/executor.hpp"
 #include "workers/torch/data_parallel.hpp"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/result.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "trials/store.hpp"
 #include "workers/executor.hpp"
 #include "workers/torch/trainer.hpp"

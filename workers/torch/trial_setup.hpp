@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/result.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "trials/trial.hpp"
 #include "workers/executor.hpp"
 #include "workers/torch/dataset.hpp"

@@ -1,6 +1,6 @@
-// The spec enums' name tables (trials/spec_names.hpp): every value has one
+// The spec enums' name tables (trials/spec/spec_names.hpp): every value has one
 // name, each name reads back as its value, and nothing else reads.
-#include "trials/spec_names.hpp"
+#include "trials/spec/spec_names.hpp"
 
 #include <gtest/gtest.h>
 

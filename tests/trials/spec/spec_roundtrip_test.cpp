@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trials/spec.hpp"
-#include "trials/spec_json.hpp"
+#include "trials/spec/spec.hpp"
+#include "trials/spec/spec_json.hpp"
 
 namespace hpo::trials {
 namespace {

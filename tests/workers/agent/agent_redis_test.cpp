@@ -13,7 +13,7 @@
 #include "tests/support/redis_server.hpp"
 #include "tests/workers/agent/test_util.hpp"
 #include "trials/redis/redis_store.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "workers/agent/agent.hpp"
 
 namespace hpo::workers {

@@ -18,7 +18,7 @@
 #include "tests/support/redis_server.hpp"
 #include "tests/support/test_store.hpp"
 #include "trials/redis/redis_store.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 #include "workers/agent/agent.hpp"
 
 namespace hpo::workers {

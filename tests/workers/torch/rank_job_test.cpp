@@ -41,6 +41,13 @@ TEST(RankJob, RoundTripsEveryField) {
   EXPECT_EQ(back->out, "/w");
   EXPECT_EQ(back->timeout_ms, 1234);
   EXPECT_EQ(back->data_roots, job.data_roots);
+  // A plan that did not decode reaches the ranks with its error (they fail
+  // the attempt with it), not as no plan.
+  job.trial.plan = trials::plan_from_text(R"({"budget": 0, "bracket": 0, "rung": 0})");
+  ASSERT_FALSE(job.trial.plan.error.empty());
+  back = decode_rank_job(encode_rank_job(job));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->trial.plan, job.trial.plan);
 }
 
 TEST(RankJob, BadTextsNameTheField) {

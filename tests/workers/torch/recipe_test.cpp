@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trials/recipe/torch_recipe.hpp"
+#include "trials/spec/recipe/torch_recipe.hpp"
 
 namespace hpo::trials {
 namespace {

@@ -34,6 +34,9 @@ local function ranks_fitting(rn, o, idle)
   if (rn.gpus or 0) > 0 then n = math.min(n, count_gpus(rn, gpus or {})) end
   if rn.cpus and (cpus or -1) >= 0 then n = math.min(n, math.floor(cpus / rn.cpus + 1e-9)) end
   if rn.memory_gb and (mem or -1) >= 0 then n = math.min(n, math.floor(mem / rn.memory_gb + 1e-9)) end
+  -- Now: no more ranks than free slots it can pick (an offer whose counts
+  -- and free list disagree places no rank on a slot it does not list).
+  if not idle and n > 0 then n = math.min(n, #(pick_slots(rn, n, o))) end
   return math.max(0, n)
 end
 

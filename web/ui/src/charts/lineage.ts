@@ -3,7 +3,7 @@
 // Hyperband bracket), joined to the trial it went on from — grey where a
 // member continued itself or a rung was promoted, orange and dashed where a
 // PBT member exploited another's checkpoint. Read from each trial's `extra`
-// (trials/rung.hpp).
+// (trials/trial_plan.hpp).
 import type { Trial } from '../api';
 import { fmtNum } from '../dom';
 

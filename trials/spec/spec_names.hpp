@@ -9,7 +9,7 @@
 #include "search/pruner.hpp"
 #include "search/sampler.hpp"
 #include "search/successive_halving.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 
 namespace hpo::trials {
 

@@ -2,7 +2,7 @@
 // its budget, the warm start, the schedules (search.multi_fidelity, search.pbt)
 // and the pruner; and what a schedule asks of the rest of the spec, checked once
 // all of it is read (check_fidelity, check_pbt).
-#include "trials/spec_sections.hpp"
+#include "trials/spec/spec_sections.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "trials/spec_names.hpp"
+#include "trials/spec/spec_names.hpp"
 
 namespace hpo::trials::spec_sections {
 

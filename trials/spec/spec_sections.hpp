@@ -16,7 +16,7 @@
 #include "search/pruner.hpp"
 #include "search/space.hpp"
 #include "trials/json_fields.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 
 namespace hpo::trials::spec_sections {
 

@@ -2,7 +2,7 @@
 // literal, or the parameter it names, converted) and every value check on it.
 // resolve() runs them on a trial's parameters, the parser on the literals alone
 // (literal_errors); apart from the parser because it reads parameters, not JSON.
-#include "trials/recipe/torch_resolve.hpp"
+#include "trials/spec/recipe/torch_resolve.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "trials/recipe/torch_recipe.hpp"
+#include "trials/spec/recipe/torch_recipe.hpp"
 
 namespace hpo::trials {
 namespace {

@@ -1,6 +1,6 @@
 // Parser of the `ensemble` spec section, through the field reader (json_fields.hpp): it checks
 // every key and keeps going after a bad one, so one round trip reports every problem.
-#include "trials/recipe/ensemble_recipe.hpp"
+#include "trials/spec/recipe/ensemble_recipe.hpp"
 
 #include <array>
 #include <cmath>

@@ -20,7 +20,7 @@
 #include <string>
 
 #include "core/result.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 
 namespace hpo::trials {
 

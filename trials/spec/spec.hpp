@@ -18,8 +18,8 @@
 #include "search/space.hpp"
 #include "search/successive_halving.hpp"
 #include "trials/constraints.hpp"
-#include "trials/recipe/ensemble_recipe.hpp"
-#include "trials/recipe/torch_recipe.hpp"
+#include "trials/spec/recipe/ensemble_recipe.hpp"
+#include "trials/spec/recipe/torch_recipe.hpp"
 
 namespace hpo::trials {
 

@@ -15,7 +15,7 @@
 
 #include <string>
 
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 
 namespace hpo::trials {
 

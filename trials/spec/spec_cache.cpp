@@ -1,4 +1,4 @@
-#include "trials/spec_cache.hpp"
+#include "trials/spec/spec_cache.hpp"
 
 #include <algorithm>
 

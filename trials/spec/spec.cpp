@@ -10,7 +10,7 @@
 // This file holds the top level (name, objectives, constraints, ensemble) and
 // the checks across sections; each other section has a file of its own
 // (spec_sections.hpp).
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 
 #include <string>
 #include <vector>
@@ -20,7 +20,7 @@
 
 #include "trials/json_fields.hpp"
 #include "trials/json_limits.hpp"
-#include "trials/spec_sections.hpp"
+#include "trials/spec/spec_sections.hpp"
 
 namespace hpo::trials {
 

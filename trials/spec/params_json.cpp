@@ -3,7 +3,7 @@
 // to be integral, 1.0, is written as 1.0 so it reads back as a float), so
 // `{layers}` renders "3" and `{lr}` renders "0.001"; a NaN float is null.
 #include "trials/record_json.hpp"
-#include "trials/spec.hpp"
+#include "trials/spec/spec.hpp"
 
 namespace hpo::trials {
 

@@ -2,7 +2,7 @@
 // choices and `when` condition, then the order that puts parents first.
 // Apart from the rest of the spec because the space has rules of its own (the
 // samplers' arithmetic bounds the ranges, conditions form a graph).
-#include "trials/spec_sections.hpp"
+#include "trials/spec/spec_sections.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 // and errors on their paths are dropped, so a literal lr of -1 is refused at
 // submit time and a swept lr of -1 is refused when that trial is resolved, by
 // the same line.
-#include "trials/recipe/torch_recipe.hpp"
+#include "trials/spec/recipe/torch_recipe.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +16,7 @@
 
 #include "trials/json_fields.hpp"
 #include "trials/json_limits.hpp"
-#include "trials/recipe/torch_resolve.hpp"
+#include "trials/spec/recipe/torch_resolve.hpp"
 
 namespace hpo::trials {
 namespace {

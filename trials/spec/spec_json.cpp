@@ -11,7 +11,7 @@
 //
 // The enum switches have no default: a new algorithm, pruner, kind or ensemble base is a warning
 // here until the encoder writes it.
-#include "trials/spec_json.hpp"
+#include "trials/spec/spec_json.hpp"
 
 #include <algorithm>
 #include <variant>
@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trials/record_json.hpp"
-#include "trials/spec_names.hpp"
+#include "trials/spec/spec_names.hpp"
 
 namespace hpo::trials {
 namespace {

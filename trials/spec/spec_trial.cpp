@@ -3,7 +3,7 @@
 // recipe's own functions (the slots it takes, argv with its placeholders filled).
 // Apart from the rest of the spec because each kind has its own grammar, checked
 // against the parameters the space holds.
-#include "trials/spec_sections.hpp"
+#include "trials/spec/spec_sections.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -14,7 +14,7 @@
 
 #include "search/test_functions.hpp"
 #include "trials/placement.hpp"
-#include "trials/spec_names.hpp"
+#include "trials/spec/spec_names.hpp"
 
 namespace hpo::trials {
 
