@@ -49,36 +49,47 @@ std::optional<PbtJob> PopulationSchedule::next(
     }
   // A member whose interval g just ended is ranked against the population:
   // every other member at their common budget — the other's interval g when
-  // it has completed one, else its latest — against this member's own score
-  // at that interval. So the member that finishes first is ranked too (by
-  // where it stood an interval ago), not only the last one to get there.
+  // it has completed one, else its interval g - 1 — against this member's
+  // own score at that interval. So the member that finishes first is ranked
+  // too (by where it stood an interval ago), not only the last one to get
+  // there. A member further behind, or stopped for good (its last interval
+  // failed), is not ranked; an interval whose value is no number ranks below
+  // every other.
   for (int m = 0; m < n; ++m) {
     const MemberRun& last = *latest[m];
     if (!last.finished || !last.value || last.generation + 1 >= generations_) continue;
+    const int g = last.generation;
+    const bool diverged = !std::isfinite(*last.value);
     struct Peer {
-      double margin;         // its score minus the member's, at their common interval
+      int at;                // their common interval
+      double margin;         // its score minus the member's there (diverged: its score)
       const MemberRun* run;  // its trial there
     };
     std::vector<Peer> ahead;  // the peers ranked above the member
     std::size_t compared = 1;
     for (int x = 0; x < n; ++x) {
-      if (x == m) continue;
-      // The largest interval <= g that both have completed.
+      if (x == m || (latest[x]->finished && !latest[x]->value)) continue;
       const MemberRun* theirs = nullptr;
       const MemberRun* mine = nullptr;
-      for (auto it = scored[x].upper_bound(last.generation); it != scored[x].begin();) {
-        --it;
-        if (auto own = scored[m].find(it->first); own != scored[m].end()) {
-          theirs = it->second;
-          mine = own->second;
+      int at = g;
+      for (; at >= std::max(0, g - 1); --at) {
+        auto t = scored[x].find(at);
+        auto own = scored[m].find(at);
+        if (t != scored[x].end() && (diverged || own != scored[m].end())) {
+          theirs = t->second;
+          mine = diverged ? nullptr : own->second;
           break;
         }
       }
       if (!theirs) continue;
       ++compared;
+      if (diverged) {
+        ahead.push_back({at, *theirs->value, theirs});
+        continue;
+      }
       const double margin = *theirs->value - *mine->value;
       if (margin < 0 || (margin == 0 && theirs->number < mine->number))
-        ahead.push_back({margin, theirs});
+        ahead.push_back({at, margin, theirs});
     }
     const std::size_t k =
         compared < 2
@@ -87,9 +98,11 @@ std::optional<PbtJob> PopulationSchedule::next(
                                            config_.quantile * static_cast<double>(compared))));
     const std::size_t place = ahead.size();
     if (k > 0 && place >= compared - k && place >= k) {
-      // The top quantile: the k members furthest ahead of it; a donor is
-      // taken at that common interval (never past the member's next budget).
+      // The top quantile: the k members furthest ahead of it, those compared
+      // at interval g first (margins at one budget are on one scale); a donor
+      // is taken at that common interval (never past the member's next budget).
       std::sort(ahead.begin(), ahead.end(), [](const Peer& a, const Peer& b) {
+        if (a.at != b.at) return a.at > b.at;
         return a.margin != b.margin ? a.margin < b.margin : a.run->number < b.run->number;
       });
       std::vector<const MemberRun*> donors;

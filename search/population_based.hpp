@@ -3,8 +3,9 @@
 // up to `max_budget` each. Every interval of a member is a trial that resumes
 // the checkpoint the member's last interval left. When a member's interval g
 // ends, it is ranked against the whole population at comparable budgets: each
-// other member's interval g when it has completed one, else its latest
-// completed interval h < g compared with this member's own interval h. In the
+// other member's interval g when it has completed one, else its interval
+// g - 1 compared with this member's own interval g - 1 (members further
+// behind, or stopped for good, are not ranked). In the
 // bottom `quantile`, its next interval *exploits* one of the top quantile —
 // goes on from that member's checkpoint at their common interval (so never
 // past its own next budget) with its parameters, and trains from there to

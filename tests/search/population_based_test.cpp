@@ -180,6 +180,29 @@ TEST(PopulationSchedule, TheFirstToGetThereIsRankedAtItsPeersLatestInterval) {
   EXPECT_EQ(job->budget, 6);
 }
 
+// A member stopped by a failure is ranked no more (its old scores would
+// stand against every later interval), and an interval whose value is no
+// number ranks below every other.
+TEST(PopulationSchedule, AStoppedMemberIsNotRankedAndADivergedOneIsTheWorst) {
+  PopulationSchedule p(config(4, 1, 10));
+  std::vector<MemberRun> runs = {done(0, 0, 0, 0.5), done(1, 1, 0, 0.4), done(2, 2, 0, 0.3),
+                                 done(3, 3, 0, 0.2)};
+  runs.push_back({4, 3, 1, 3, -1, true, std::nullopt, {}});  // member 3 failed for good
+  runs.push_back(done(5, 1, 1, 0.35, 1));
+  runs.push_back(done(6, 2, 1, 0.25, 2));
+  runs.push_back(done(7, 0, 1, 0.45, 0));
+  auto job = p.next(runs, kAll, 8);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->member, 0);
+  EXPECT_EQ(job->exploit, 6);  // member 2's interval 1, not member 3's interval 0
+  EXPECT_EQ(job->generation, 2);
+  runs.back().value = std::nan("");
+  job = p.next(runs, kAll, 8);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->member, 0);
+  EXPECT_EQ(job->exploit, 6);
+}
+
 TEST(PopulationSchedule, DoneWhenEveryMemberFinishedItsLastIntervalOrFailed) {
   PopulationSchedule p(config(2, 5, 10));
   std::vector<MemberRun> runs = {done(0, 0, 0, 1.0), done(1, 1, 0, 2.0), done(2, 0, 1, 0.5, 0)};
