@@ -28,6 +28,12 @@ struct NameTable {
   }
   // Every name, for the parser's "expected one of ...".
   constexpr std::span<const char* const> all() const { return names; }
+  // Every value, in the enum's order, for walking it.
+  static constexpr std::array<E, N> values() {
+    std::array<E, N> v{};
+    for (std::size_t i = 0; i < N; ++i) v[i] = static_cast<E>(i);
+    return v;
+  }
 };
 
 }  // namespace hpo

@@ -8,6 +8,7 @@
 
 #include "trials/json_fields.hpp"
 #include "trials/json_limits.hpp"
+#include "trials/record_names.hpp"
 
 namespace hpo::trials::record {
 
@@ -142,7 +143,7 @@ Json to_json(const Metrics& metrics) {
 
 Json to_json(const Counts& c) {
   Json out = Json::object();
-  for (TrialState s : kAllTrialStates) out[to_string(s)] = c.of(s);
+  for (TrialState s : kTrialStateNames.values()) out[to_string(s)] = c.of(s);
   return out;
 }
 
@@ -326,7 +327,7 @@ Status from_json(const Json& j, Metrics& out) {
 
 Status from_json(const Json& j, Counts& out) {
   Reader r(j, "counts");
-  for (TrialState s : kAllTrialStates)  // cancelled: optional (older records)
+  for (TrialState s : kTrialStateNames.values())  // cancelled: optional (older records)
     r.integer(to_string(s), out.of(s), s != TrialState::kCancelled);
   return r.status();
 }

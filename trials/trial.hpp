@@ -124,9 +124,6 @@ struct Counts {
   }
   std::int64_t of(TrialState s) const { return const_cast<Counts*>(this)->of(s); }
 };
-inline constexpr TrialState kAllTrialStates[] = {TrialState::kQueued,    TrialState::kRunning,
-                                                 TrialState::kCompleted, TrialState::kFailed,
-                                                 TrialState::kPruned,    TrialState::kCancelled};
 
 struct BestTrial {
   std::string trial_id;

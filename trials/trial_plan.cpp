@@ -1,6 +1,8 @@
 #include "trials/trial_plan.hpp"
 
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -183,17 +185,20 @@ TrialPlan decode_plan(const Json& j) {
   return plan;
 }
 
+// A plan that does not decode keeps nothing it decoded, only its text.
+TrialPlan keep_unread(TrialPlan plan, std::string text) {
+  if (plan.error.empty()) return plan;
+  plan.lineage.reset();
+  plan.member.reset();
+  plan.unread = std::move(text);
+  return plan;
+}
+
 }  // namespace
 
 TrialPlan plan_from_json(const Json& j) {
   if (j.is_string()) return plan_from_text(j.get<std::string>());
-  TrialPlan plan = decode_plan(j);
-  if (!plan.error.empty()) {
-    plan.lineage.reset();
-    plan.member.reset();
-    plan.unread = j.dump();
-  }
-  return plan;
+  return keep_unread(decode_plan(j), j.dump());
 }
 
 TrialPlan plan_from_text(std::string_view text) {
@@ -204,12 +209,7 @@ TrialPlan plan_from_text(std::string_view text) {
     plan.error = "extra: expected a JSON object";
   else
     plan = decode_plan(j);
-  if (!plan.error.empty()) {
-    plan.lineage.reset();
-    plan.member.reset();
-    plan.unread = std::string(text);
-  }
-  return plan;
+  return keep_unread(std::move(plan), std::string(text));
 }
 
 Result<MemberSpec> member_spec_of(const TrialPlan& plan) {

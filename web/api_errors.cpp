@@ -1,5 +1,7 @@
 #include "web/api_errors.hpp"
 
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 namespace hpo::web {
@@ -37,11 +39,12 @@ Response make(int status, const char* code, const std::string& message,
 }
 }  // namespace
 
-Response error_response(const Error& error) {
+Response error_response(const Error& error, int retry_after_s) {
   Response r = make(http_status(error.code), to_string(error.code), error.message, error.fields);
   if (error.code == ErrorCode::kUnauthorized)
     r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"hpo\"");
-  if (error.code == ErrorCode::kUnavailable) r.headers.emplace_back("Retry-After", "1");
+  if (error.code == ErrorCode::kUnavailable)
+    r.headers.emplace_back("Retry-After", std::to_string(retry_after_s));
   return r;
 }
 

@@ -21,7 +21,8 @@ inline constexpr NameTable<HttpError, 4> kHttpErrorNames{
 static_assert(static_cast<std::size_t>(HttpError::kRangeNotSatisfiable) == 3);
 
 int http_status(ErrorCode code);
-Response error_response(const Error& error);
+// An unavailable error says when to retry: after retry_after_s seconds.
+Response error_response(const Error& error, int retry_after_s = 1);
 Response error_response(int status, HttpError code, std::string message);
 
 }  // namespace hpo::web

@@ -149,12 +149,12 @@ Response Api::events(const Request& request) {
   const std::string client = request.remote.substr(0, request.remote.rfind(':'));
   auto sub = hub_.subscribe(sweep, client);
   if (!sub) {
-    Response busy = error_response(Error::unavailable(
-        "too many event streams (at most " + std::to_string(hub_.limits().max_per_client) +
-        " per client and " + std::to_string(hub_.limits().max_subscribers) + " in all)"));
-    for (auto& [name, value] : busy.headers)
-      if (name == "Retry-After") value = "5";  // a stream ends later than a request
-    return busy;
+    // A stream ends later than a request: retry after 5 s.
+    return error_response(
+        Error::unavailable("too many event streams (at most " +
+                           std::to_string(hub_.limits().max_per_client) + " per client and " +
+                           std::to_string(hub_.limits().max_subscribers) + " in all)"),
+        5);
   }
   std::string body = "retry: " + std::to_string(options_.sse_retry_ms) + "\n\n";
   if (!last.empty()) {

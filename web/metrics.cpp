@@ -76,7 +76,7 @@ std::string render_cluster(const ClusterSnapshot& s) {
   out +=
       "# HELP hpo_trials Trials (and ensemble members) by state, over every sweep.\n"
       "# TYPE hpo_trials gauge\n";
-  for (trials::TrialState st : trials::kAllTrialStates)
+  for (trials::TrialState st : trials::kTrialStateNames.values())
     out += fmt::format("hpo_trials{{state=\"{}\"}} {}\n", trials::to_string(st), c.of(st));
   out += fmt::format(
       "# HELP hpo_results_total Trial results accepted (completed, failed or pruned); rate() "

@@ -11,6 +11,7 @@
 
 #include "core/log.hpp"
 #include "trials/record_json.hpp"
+#include "trials/record_names.hpp"
 #include "trials/spec/spec.hpp"
 
 namespace hpo::trials::redis::detail {
@@ -24,7 +25,7 @@ Control control_of(const Hash& h) {
 
 Counts counts_from_hash(const Hash& h, const std::string& kind) {
   Counts counts;
-  for (TrialState s : kAllTrialStates)
+  for (TrialState s : kTrialStateNames.values())
     counts.of(s) = to_i64(get(h, (kind + "." + to_string(s)).c_str()));
   return counts;
 }
