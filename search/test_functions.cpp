@@ -107,6 +107,11 @@ std::vector<double> zdt2(const std::vector<double>& x) {
   return {x[0], g * (1 - (x[0] / g) * (x[0] / g))};
 }
 
+std::vector<double> zdt3(const std::vector<double>& x) {
+  const double g = zdt_g(x), r = x[0] / g;
+  return {x[0], g * (1 - std::sqrt(r) - r * std::sin(10 * std::numbers::pi * x[0]))};
+}
+
 std::vector<double> dtlz2(const std::vector<double>& x) {
   double g = 0;
   for (std::size_t i = 2; i < x.size(); ++i) g += (x[i] - 0.5) * (x[i] - 0.5);
@@ -116,7 +121,8 @@ std::vector<double> dtlz2(const std::vector<double>& x) {
 }
 
 std::optional<MultiObjectiveInfo> multi_objective_info(std::string_view name) {
-  if (name == "zdt1" || name == "zdt2") return MultiObjectiveInfo{6, 2, {1.1, 1.1}};
+  if (name == "zdt1" || name == "zdt2" || name == "zdt3")
+    return MultiObjectiveInfo{6, 2, {1.1, 1.1}};
   if (name == "dtlz2") return MultiObjectiveInfo{7, 3, {1.1, 1.1, 1.1}};
   return std::nullopt;
 }
@@ -129,6 +135,7 @@ std::optional<std::vector<double>> evaluate_multi_objective(std::string_view nam
   if (!x) return std::nullopt;
   if (name == "zdt1") return zdt1(*x);
   if (name == "zdt2") return zdt2(*x);
+  if (name == "zdt3") return zdt3(*x);
   return dtlz2(*x);
 }
 

@@ -39,12 +39,16 @@ double rosenbrock(const std::vector<double>& x);
 double ackley(const std::vector<double>& x);
 
 // Multi-objective test problems (all objectives minimised, inputs in [0, 1]):
-// ZDT1 (convex front) and ZDT2 (concave front) of Zitzler, Deb & Thiele
-// (2000) over x1..x6, two objectives; DTLZ2 of Deb, Thiele, Laumanns &
-// Zitzler (2002) over x1..x7, three objectives (the front is the unit sphere's
-// positive octant). x.size() must be the dims.
+// ZDT1 (convex front), ZDT2 (concave front) and ZDT3 (a front of five
+// disconnected pieces) of Zitzler, Deb & Thiele (2000) over x1..x6, two
+// objectives; DTLZ2 of Deb, Thiele, Laumanns & Zitzler (2002) over x1..x7,
+// three objectives (the front is the unit sphere's positive octant).
+// ZDT3's f2 goes below 0 (to about -0.773 on its front): a hypervolume needs
+// only a reference above every point, not a bound below. x.size() must be
+// the dims.
 std::vector<double> zdt1(const std::vector<double>& x);
 std::vector<double> zdt2(const std::vector<double>& x);
+std::vector<double> zdt3(const std::vector<double>& x);
 std::vector<double> dtlz2(const std::vector<double>& x);
 
 struct MultiObjectiveInfo {
@@ -53,7 +57,7 @@ struct MultiObjectiveInfo {
   std::vector<double> reference;  // the usual hypervolume reference point
 };
 
-// nullopt for names other than zdt1, zdt2, dtlz2.
+// nullopt for names other than zdt1, zdt2, zdt3, dtlz2.
 std::optional<MultiObjectiveInfo> multi_objective_info(std::string_view name);
 // Objectives at params x1..xd; nullopt as for evaluate_test_function.
 std::optional<std::vector<double>> evaluate_multi_objective(std::string_view name,

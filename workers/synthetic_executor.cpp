@@ -5,7 +5,7 @@
 // sees the same ranking at every step as at the end — and the final value is
 // f(x); each reading gets its own noise draw when `noise` > 0 (`curve:
 // crossing`: search::learning_curve's crossing curve instead, the final
-// value its last point). The multi-objective functions (zdt1, zdt2, dtlz2)
+// value its last point). The multi-objective functions (zdt1, zdt2, zdt3, dtlz2)
 // also report f1..fM. Under search.multi_fidelity (resource steps) N is the
 // schedule's max budget and a trial runs up to its rung's budget, from the
 // step its checkpoint ("step K", stored when it ends below N) says.

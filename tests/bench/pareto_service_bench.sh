@@ -1,6 +1,6 @@
 #!/bin/bash
 # Multi-objective search through the real service: sweeps of the synthetic
-# ZDT1, ZDT2 (6 inputs, 2 objectives) and DTLZ2 (7 inputs, 3) submitted over
+# ZDT1, ZDT2, ZDT3 (6 inputs, 2 objectives) and DTLZ2 (7 inputs, 3) submitted over
 # REST to hpo-scheduler (embedded Redis) and run by one hpo-worker of S slots,
 # max_concurrent S (so the samplers ask with trials in flight); each
 # objective's reference 1.1 declared. Prints the hypervolume GET
@@ -9,6 +9,7 @@
 # tests/bench/pareto_bench.sh measures in isolation (one trial at a time).
 # Usage (from the repository root):
 #   tests/bench/pareto_service_bench.sh [--build DIR] [--seeds 3] [--trials 100] [--slots 4]
+#                                       [--functions zdt1,zdt2,zdt3,dtlz2]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${BUILD_DIR:-build}
@@ -16,6 +17,7 @@ seeds=3
 trials=100
 slots=4
 algorithms=bayesian,nsga2,random
+functions=zdt1,zdt2,zdt3,dtlz2
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -23,6 +25,7 @@ while [ $# -gt 0 ]; do
     --trials) trials=$2; shift 2 ;;
     --slots) slots=$2; shift 2 ;;
     --algorithms) algorithms=$2; shift 2 ;;
+    --functions) functions=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -48,8 +51,13 @@ submit() {  # FUNCTION DIMS OBJECTIVES ALGORITHM SEED -> sweep id
 
 printf '%-6s %7s %-9s %24s %10s\n' function trials algorithm "hypervolume [min, max]" "wall s"
 IFS=, read -r -a algos <<<"$algorithms"
-for problem in "zdt1 6 2" "zdt2 6 2" "dtlz2 7 3"; do
-  read -r f d m <<<"$problem"
+IFS=, read -r -a fns <<<"$functions"
+for f in "${fns[@]}"; do
+  case "$f" in  # inputs and objectives, as search::multi_objective_info has them
+    zdt1 | zdt2 | zdt3) d=6 m=2 ;;
+    dtlz2) d=7 m=3 ;;
+    *) echo "unknown function $f" >&2; exit 2 ;;
+  esac
   for a in "${algos[@]}"; do
     hv=()
     t0=$SECONDS

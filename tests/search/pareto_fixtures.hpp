@@ -28,7 +28,7 @@ inline std::vector<Point> random_points(Rng& rng, std::size_t m, int n) {
 }
 
 // The hypervolume, at the function's reference point, of `trials` trials of
-// the test function `fname` (zdt1, zdt2, dtlz2) asked one at a time.
+// the test function `fname` (zdt1, zdt2, zdt3, dtlz2) asked one at a time.
 inline double pareto_run(Sampler& sampler, const std::string& fname, int trials) {
   const auto info = multi_objective_info(fname);
   EXPECT_TRUE(info.has_value()) << fname;

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numbers>
+
+#include "search/pareto.hpp"
 
 namespace hpo::search {
 namespace {
@@ -70,6 +73,48 @@ TEST(MultiObjectiveFunctions, FrontsHaveTheirClosedForms) {
   EXPECT_FALSE(evaluate_multi_objective("branin", front));
   EXPECT_EQ(multi_objective_info("zdt2")->objectives, 2);
   EXPECT_EQ(multi_objective_info("dtlz2")->reference, (std::vector<double>{1.1, 1.1, 1.1}));
+}
+
+// ZDT3 with x2..x6 = 0 (its Pareto-optimal set, where g = 1) is f2 = 1 - sqrt(x1) -
+// x1 sin(10 pi x1): values picked where the sine is 0 or 1, so they are known by hand,
+// one of them on the front's lowest piece, below 0.
+TEST(MultiObjectiveFunctions, Zdt3MatchesHandValues) {
+  auto at = [](double x1, double rest) { return zdt3({x1, rest, rest, rest, rest, rest}); };
+  // At x1 = 0, f2 = g: 1 on the optimal set, 1 + 9 * 0.5 = 5.5 with the rest at 0.5.
+  EXPECT_DOUBLE_EQ(at(0, 0)[1], 1);
+  EXPECT_DOUBLE_EQ(at(0, 0.5)[1], 5.5);
+  EXPECT_EQ(at(0.1, 0)[0], 0.1);
+  EXPECT_NEAR(at(0.1, 0)[1], 1 - std::sqrt(0.1), 1e-12);           // sin(pi) = 0
+  EXPECT_NEAR(at(0.25, 0)[1], 1 - 0.5 - 0.25, 1e-12);              // sin(2.5 pi) = 1
+  EXPECT_NEAR(at(0.85, 0)[1], 1 - std::sqrt(0.85) - 0.85, 1e-12);  // -0.771954...
+  EXPECT_LT(at(0.85, 0)[1], 0);
+  // Off the optimal set, g = 5.5: f2 = 5.5 (1 - sqrt(0.25 / 5.5) - 0.25 / 5.5).
+  EXPECT_NEAR(at(0.25, 0.5)[1], 5.25 - std::sqrt(0.25 * 5.5), 1e-12);
+  for (double x1 : {0.0, 0.1, 0.25, 0.6, 0.85, 1.0}) {
+    const double h = 1 - std::sqrt(x1) - x1 * std::sin(10 * std::numbers::pi * x1);
+    EXPECT_NEAR(at(x1, 0)[1], h, 1e-12) << x1;
+  }
+  const auto params = evaluate_multi_objective(
+      "zdt3", {{"x1", 0.85}, {"x2", 0.0}, {"x3", 0.0}, {"x4", 0.0}, {"x5", 0.0}, {"x6", 0.0}});
+  ASSERT_TRUE(params);
+  EXPECT_EQ(*params, at(0.85, 0));
+  EXPECT_FALSE(evaluate_multi_objective("zdt3", {{"x1", 0.85}}));
+  const auto info = multi_objective_info("zdt3");
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->dims, 6);
+  EXPECT_EQ(info->objectives, 2);
+  EXPECT_EQ(info->reference, (std::vector<double>{1.1, 1.1}));
+}
+
+// A negative f2 counts in full: the volume runs from the point up to the
+// reference, with no floor at 0 (search_pareto_optuna.py's WFG does the same).
+TEST(MultiObjectiveFunctions, Zdt3NegativeObjectiveCountsInHypervolume) {
+  const std::vector<double> ref{1.1, 1.1};
+  const Point low = zdt3({0.85, 0, 0, 0, 0, 0});
+  EXPECT_NEAR(hypervolume({low}, ref), (1.1 - 0.85) * (1.1 - low[1]), 1e-12);
+  const Point high = zdt3({0.25, 0, 0, 0, 0, 0});  // (0.25, 0.25)
+  EXPECT_NEAR(hypervolume({low, high}, ref),
+              (1.1 - 0.85) * (1.1 - low[1]) + (0.85 - 0.25) * (1.1 - 0.25), 1e-12);
 }
 
 }  // namespace

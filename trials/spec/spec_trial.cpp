@@ -160,7 +160,7 @@ void parse_command(Reader& r, const search::SearchSpace& space, TrialRecipe& out
 // kind synthetic: a test function, whose inputs must be numeric parameters.
 void parse_synthetic(Reader& r, const search::SearchSpace& space, TrialRecipe& out) {
   auto fn = r.one_of("function",
-                     {"noop", "branin", "hartmann6", "rosenbrock", "ackley", "zdt1", "zdt2",
+                     {"noop", "branin", "hartmann6", "rosenbrock", "ackley", "zdt1", "zdt2", "zdt3",
                       "dtlz2", "noisy_quadratic"},
                      true);
   if (fn && *fn == "noisy_quadratic") {
