@@ -23,30 +23,6 @@ namespace hpo::ensemble {
 
 namespace {
 
-// Higher is better: accuracy for classification, -MSE for regression.
-double rank_score(const Scores& s) {
-  return s.accuracy ? *s.accuracy : -s.mse.value_or(0);
-}
-
-// Per-row loss: -ln p[label] (clipped as log_loss), or the mean squared error over outputs.
-std::vector<double> row_losses(const Matrix& p, const Targets& t) {
-  std::vector<double> out(static_cast<std::size_t>(p.rows));
-  for (std::int64_t r = 0; r < p.rows; ++r) {
-    if (t.classification()) {
-      double q = p(r, t.labels[static_cast<std::size_t>(r)]);
-      out[static_cast<std::size_t>(r)] = -std::log(std::clamp(q, kLogLossEps, 1.0));
-    } else {
-      double s = 0;
-      for (std::int64_t c = 0; c < p.cols; ++c) {
-        double d = p(r, c) - t.values(r, c);
-        s += d * d;
-      }
-      out[static_cast<std::size_t>(r)] = s / static_cast<double>(p.cols);
-    }
-  }
-  return out;
-}
-
 double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
@@ -92,7 +68,8 @@ Result<Fitted> fit_on(std::unique_ptr<Combiner> c, std::vector<int> inputs,
 
 struct Candidate {
   std::string name;
-  FitProcedure fit;
+  FitProcedure fit;    // on a fold's other rows, and on every row unless `final` is set
+  FitProcedure final;  // on every validation row, when it differs
 };
 
 // The out-of-bag predictions held in memory, as one range.
@@ -115,35 +92,50 @@ class MemoryOobBlocks final : public OobBlocks {
   bool done_ = false;
 };
 
-// Every model's validation scores, and the best of them by rank_score.
+// Every model's validation scores.
 void score_models(Evaluation& ev, const std::vector<Matrix>& library, const Targets& vt) {
-  const std::size_t n_models = library.size();
-  ev.models.resize(n_models);
-  for (std::size_t m = 0; m < n_models; ++m) {
-    ev.models[m].validation = score(library[m], vt);
-    if (rank_score(ev.models[m].validation) > rank_score(ev.models[ev.best_model].validation))
-      ev.best_model = static_cast<int>(m);
-  }
+  ev.models.resize(library.size());
+  for (std::size_t m = 0; m < library.size(); ++m) ev.models[m].validation = score(library[m], vt);
+}
+
+// The incumbent when the caller names none: the search trial (an
+// ensemble-only sweep: the member) with the lowest validation loss.
+int default_incumbent(const std::vector<Matrix>& library, const Targets& vt,
+                      std::size_t n_members) {
+  for (int m : by_loss(library, vt))
+    if (static_cast<std::size_t>(m) >= n_members || n_members == library.size()) return m;
+  return 0;
 }
 
 // The candidates, in tie-break order. Their fit procedures run after this
 // returns, so they hold the recipe (evaluate_ensemble's caller's) by reference
 // and everything else by value.
 std::vector<Candidate> make_candidates(const trials::EnsembleRecipe& recipe, std::size_t n_members,
-                                       bool classification, bool can_stack) {
+                                       int incumbent, Loss objective, bool classification,
+                                       bool can_stack) {
   using Combine = trials::EnsembleRecipe::Combine;
   std::vector<Candidate> candidates;
-  // The best single model is the best search trial (bagged members train on a
-  // bootstrap of the rows: one scoring lower on the validation rows than the
-  // configuration it copies is luck); an ensemble-only sweep's best member.
+  // The incumbent is the sweep's best trial by the user's objective, found by
+  // the search on these very validation rows: its own loss on them is
+  // optimistic. So what is cross-validated is the procedure that found it,
+  // picking the search trial with the best objective on a fold's other rows
+  // (ties: the sweep's ranking, the library's order); the model returned is
+  // the incumbent itself.
+  auto pick = [n_members, objective](const std::vector<Matrix>& lib, const Targets& t) {
+    int best = -1;
+    double best_loss = 0;
+    for (std::size_t m = 0; m < lib.size(); ++m) {
+      if (m < n_members && n_members != lib.size()) continue;  // search trials only
+      const double l = loss(lib[m], t, objective);
+      if (best < 0 || l < best_loss) best = static_cast<int>(m), best_loss = l;
+    }
+    return fit_on(std::make_unique<WeightedMeanCombiner>(std::vector<double>{1.0}), {best}, lib, t,
+                  fmt::format("model {}", best));
+  };
   candidates.push_back(
-      {"best_single", [n_members](const std::vector<Matrix>& lib, const Targets& t) {
-         int best = -1;
-         for (int m : by_loss(lib, t))
-           if (best < 0 && (static_cast<std::size_t>(m) >= n_members || n_members == lib.size()))
-             best = m;
-         return fit_on(std::make_unique<WeightedMeanCombiner>(std::vector<double>{1.0}), {best},
-                       lib, t, fmt::format("model {}", best));
+      {"best_single", pick, [incumbent](const std::vector<Matrix>& lib, const Targets& t) {
+         return fit_on(std::make_unique<WeightedMeanCombiner>(std::vector<double>{1.0}),
+                       {incumbent}, lib, t, fmt::format("model {}", incumbent));
        }});
   candidates.push_back(
       {"bagged", [&recipe, n_members](const std::vector<Matrix>& lib, const Targets& t) {
@@ -235,17 +227,31 @@ Status predict_out_of_fold(const Candidate& candidate, const std::vector<Matrix>
 }
 
 // One candidate cross-validated, then refitted on every validation row: its
-// summary, its per-row losses (for the paired comparison the choice makes) and
-// the refitted combiner (the one returned if it is chosen).
+// summary, its per-row out-of-fold losses (for the paired comparison the
+// choice makes: the loss, the objective's and the error rate) and the refitted
+// combiner (the one returned if it is chosen).
 struct EvaluatedCandidate {
   CandidateSummary summary;
-  std::vector<double> per_row;
+  std::vector<double> loss, objective, error;
   Fitted final_fit;
 };
 
+// Why a classifier's out-of-fold loss is not taken at face value: zero, or
+// certain on nearly every row. Empty: it is.
+std::string untrusted_loss(const Matrix& oof, const Targets& vt, double cv_loss) {
+  if (cv_loss < 1e-6) return fmt::format("its cross-validated loss is {:.2g}", cv_loss);
+  if (!vt.classification() || oof.rows == 0) return {};
+  std::int64_t certain = 0;
+  for (std::int64_t r = 0; r < oof.rows; ++r)
+    certain += *std::max_element(oof.row(r), oof.row(r) + oof.cols) >= 1 - 1e-6;
+  const double share = static_cast<double>(certain) / static_cast<double>(oof.rows);
+  if (share < 0.95) return {};
+  return fmt::format("its probabilities are degenerate (certain on {:.0f}% of rows)", 100 * share);
+}
+
 Result<EvaluatedCandidate> evaluate_candidate(const Candidate& candidate,
                                               const std::vector<Matrix>& library, const Targets& vt,
-                                              const Folds& folds) {
+                                              const Folds& folds, Loss objective) {
   const std::size_t n_models = library.size();
   CandidateSummary s;
   s.name = candidate.name;
@@ -254,15 +260,18 @@ Result<EvaluatedCandidate> evaluate_candidate(const Candidate& candidate,
   if (folds.cross_validate)
     if (auto st = predict_out_of_fold(candidate, library, vt, folds, oof); !st.ok())
       return st.error();
-  auto final_fit = candidate.fit(library, vt);
+  auto final_fit = (candidate.final ? candidate.final : candidate.fit)(library, vt);
   if (!final_fit) return final_fit.error();
   auto val = predict_with(*final_fit, library);
   if (!val) return val.error();
   if (!folds.cross_validate) oof = *val;
   EvaluatedCandidate e;
-  e.per_row = row_losses(oof, vt);
-  s.cv_loss = mean(e.per_row);
+  e.loss = row_losses(oof, vt, Loss::kAuto);
+  e.objective = row_losses(oof, vt, objective);
+  if (vt.classification()) e.error = row_losses(oof, vt, Loss::kError);
+  s.cv_loss = mean(e.loss);
   if (vt.classification()) s.cv_accuracy = accuracy(oof, vt.labels);
+  s.untrusted = untrusted_loss(oof, vt, s.cv_loss);
   s.detail = final_fit->detail;
   s.scores.validation = score(*val, vt);
   s.weights.assign(n_models, 0.0);
@@ -276,62 +285,21 @@ Result<EvaluatedCandidate> evaluate_candidate(const Candidate& candidate,
   return e;
 }
 
-// Per candidate, the out-of-fold loss of each validation row.
-using RowLosses = std::vector<std::vector<double>>;
-
-// Paired out-of-fold per-row loss differences of candidate c against
-// candidate `ref`: their mean (positive: c is better) and its standard error.
-std::pair<double, double> advantage(const RowLosses& per_row, std::size_t c, std::size_t ref) {
-  const std::size_t n = per_row[c].size();
-  double md = 0;
-  for (std::size_t r = 0; r < n; ++r) md += per_row[ref][r] - per_row[c][r];
-  md /= static_cast<double>(std::max<std::size_t>(n, 1));
-  double var = 0;
-  for (std::size_t r = 0; r < n; ++r) {
-    const double x = per_row[ref][r] - per_row[c][r] - md;
-    var += x * x;
-  }
-  const double se =
-      n > 1 ? std::sqrt(var / static_cast<double>(n - 1) / static_cast<double>(n)) : 0.0;
-  return std::pair{md, se};
-}
-
-// The choice: the index of the candidate the evaluation returns.
-Result<int> choose_candidate(const trials::EnsembleRecipe& recipe,
-                             const std::vector<CandidateSummary>& candidates,
-                             const RowLosses& per_row, std::int64_t n_rows) {
-  using Choose = trials::EnsembleRecipe::Choose;
-  int chosen = 0;
-  if (recipe.choose == Choose::kAuto) {
-    // A combination replaces the best single model only when its advantage is
-    // more than one standard error (cross-validated); then the lowest loss
-    // among those that clear it wins.
-    for (std::size_t c = 1; c < candidates.size(); ++c) {
-      auto [md, se] = advantage(per_row, c, 0);
-      if (md > se && (chosen == 0 ||
-                      candidates[c].cv_loss < candidates[static_cast<std::size_t>(chosen)].cv_loss))
-        chosen = static_cast<int>(c);
-    }
-  } else {
-    const char* want = trials::to_string(recipe.choose);
-    auto it = std::find_if(candidates.begin(), candidates.end(),
-                           [&](const CandidateSummary& s) { return s.name == want; });
-    if (it == candidates.end())
-      return Error::invalid("ensemble.choose",
-                            fmt::format("{} needs at least {} validation rows, got {}", want,
-                                        kMinCrossValidationRows, n_rows));
-    chosen = static_cast<int>(it - candidates.begin());
-  }
-  return chosen;
+// Per row, the incumbent's loss minus the candidate's.
+PairedSum paired(const std::vector<double>& incumbent, const std::vector<double>& candidate) {
+  PairedSum sum;
+  for (std::size_t r = 0; r < candidate.size(); ++r) sum.add(incumbent[r] - candidate[r]);
+  return sum;
 }
 
 // Makes candidate `chosen` the evaluation's result: its scores and weights, and
 // the combine rule and combiner that reproduce it.
-void adopt_candidate(Evaluation& ev, const trials::EnsembleRecipe& recipe,
-                     const std::vector<Fitted>& finals, int chosen, bool classification) {
+void adopt_candidate(Evaluation& ev, const trials::EnsembleRecipe& recipe, int chosen) {
   using Combine = trials::EnsembleRecipe::Combine;
+  const bool classification = ev.classification;
   ev.chosen = chosen;
   const auto& pick = ev.candidates[static_cast<std::size_t>(chosen)];
+  const auto& fitted = ev.fitted[static_cast<std::size_t>(chosen)];
   ev.method = pick.name;
   ev.weights = pick.weights;
   ev.ensemble = pick.scores;
@@ -343,109 +311,150 @@ void adopt_candidate(Evaluation& ev, const trials::EnsembleRecipe& recipe,
     ev.combine = classification ? Combine::kSoftVote : Combine::kMean;
   }
   if (pick.name == "stacking") {
-    auto model =
-        static_cast<const StackingCombiner&>(*finals[static_cast<std::size_t>(chosen)].combiner)
-            .model();
+    auto model = static_cast<const StackingCombiner&>(*fitted.combiner).model();
     model.coefficients = pick.weights;  // over every model, 0 for those not stacked
     ev.stacking = model;
-    ev.combiner = std::make_unique<StackingCombiner>(std::move(model));
+    ev.combiner = std::make_shared<StackingCombiner>(std::move(model));
   } else if (pick.name == "bagged" &&
              (recipe.combine == Combine::kHardVote || recipe.combine == Combine::kMedian)) {
-    ev.combiner = finals[static_cast<std::size_t>(chosen)].combiner;
+    ev.combiner = fitted.combiner;
   } else {
-    ev.combiner = std::make_unique<WeightedMeanCombiner>(pick.weights);
+    ev.combiner = std::make_shared<WeightedMeanCombiner>(pick.weights);
   }
 }
 
-// Can the validation rows tell the choice from the runner-up?
-void warn_if_unclear(Evaluation& ev, const trials::EnsembleRecipe& recipe, const RowLosses& per_row,
-                     bool cross_validate, std::int64_t n_rows) {
-  using Choose = trials::EnsembleRecipe::Choose;
-  const int chosen = ev.chosen;
-  int lowest = 0;  // the lowest cv loss, whether or not it clears the bar
-  for (std::size_t c = 1; c < ev.candidates.size(); ++c)
-    if (ev.candidates[c].cv_loss < ev.candidates[static_cast<std::size_t>(lowest)].cv_loss)
-      lowest = static_cast<int>(c);
-  if (!cross_validate)
-    ev.warnings.push_back(fmt::format(
-        "{} validation rows: too few to cross-validate the candidates; they were compared "
-        "on the rows they were fitted on",
-        n_rows));
-  if (ev.candidates.size() > 1 && n_rows > 1) {
-    // The question that matters: is the combination really better than the
-    // best single model? When the best single model is the choice, against the
-    // lowest-loss combination.
-    const std::size_t other = chosen == 0 ? static_cast<std::size_t>(lowest == 0 ? 1 : lowest)
-                                          : static_cast<std::size_t>(chosen);
-    auto [md, se] = advantage(per_row, other, 0);
-    const auto& c = ev.candidates[other];
-    const auto& b = ev.candidates[0];
-    if (chosen == 0 && md > 0 && recipe.choose == Choose::kAuto)
-      ev.warnings.push_back(fmt::format(
-          "kept the best single model: {} has a lower cv loss ({:.4g} against {:.4g}) but its "
-          "advantage {:.3g} is within one standard error ({:.3g}) over the {} validation rows; "
-          "a larger validation set would tell",
-          c.name, c.cv_loss, b.cv_loss, md, se, n_rows));
-    else if (chosen != 0 && std::abs(md) <= 2 * se)
-      ev.warnings.push_back(fmt::format(
-          "the {} validation rows cannot tell {} (cv loss {:.4g}) from best_single (cv loss "
-          "{:.4g}) apart: the difference {:.3g} is within two standard errors ({:.3g}); a larger "
-          "validation set would make the choice reliable",
-          n_rows, c.name, c.cv_loss, b.cv_loss, md, 2 * se));
+// Per training row of a block: the mean loss (and objective's) of the members
+// trained with the incumbent's parameters that left it out, and how many did.
+struct CopyLosses {
+  std::vector<double> loss, objective, error;
+  std::vector<int> count;
+};
+
+CopyLosses copy_losses(const std::vector<MemberOob>& members, const Targets& targets,
+                       const std::vector<int>& copies, Loss objective) {
+  const auto n = static_cast<std::size_t>(targets.rows());
+  CopyLosses c{std::vector<double>(n), std::vector<double>(n), std::vector<double>(n),
+               std::vector<int>(n)};
+  for (const auto& m : members) {
+    if (std::find(copies.begin(), copies.end(), m.member) == copies.end()) continue;
+    for (std::size_t i = 0; i < m.rows.size(); ++i) {
+      const auto r = m.rows[i];
+      if (r < 0 || r >= targets.rows()) continue;
+      const float* p = m.predictions.row(static_cast<std::int64_t>(i));
+      const auto cols = m.predictions.cols;
+      const double l = row_loss(p, cols, targets, r, Loss::kAuto);
+      c.loss[static_cast<std::size_t>(r)] += l;
+      c.objective[static_cast<std::size_t>(r)] += row_loss(p, cols, targets, r, objective);
+      if (targets.classification())
+        c.error[static_cast<std::size_t>(r)] += row_loss(p, cols, targets, r, Loss::kError);
+      ++c.count[static_cast<std::size_t>(r)];
+    }
   }
+  return c;
 }
 
 }  // namespace
 
-Result<Evaluation> evaluate_ensemble(const trials::EnsembleRecipe& recipe,
-                                     const EvaluationInput& input) {
+Result<Evaluation> evaluate_candidates(const trials::EnsembleRecipe& recipe,
+                                       const EvaluationInput& input) {
   const auto& library = input.validation;
   const Targets& vt = input.validation_targets;
   if (auto st = check_predictions(library, &vt); !st.ok()) return st.error();
   const std::size_t n_models = library.size();
   const std::size_t n_members =
       input.member_models == 0 ? n_models : std::min(input.member_models, n_models);
-  const bool with_test = !input.test.empty();
-  if (with_test) {
-    if (input.test.size() != n_models)
-      return Error::invalid("test", "expected test predictions of every model");
-    if (auto st = check_predictions(input.test, &input.test_targets); !st.ok()) return st.error();
-  }
+  if (input.incumbent && *input.incumbent >= n_models)
+    return Error::invalid("incumbent", fmt::format("model {} of {}", *input.incumbent, n_models));
   const bool classification = vt.classification();
 
   Evaluation ev;
   score_models(ev, library, vt);
+  ev.incumbent = input.incumbent ? static_cast<int>(*input.incumbent)
+                                 : default_incumbent(library, vt, n_members);
+  ev.objective = input.objective;
+  if (ev.objective.loss == Loss::kAuto)
+    ev.objective.loss = classification ? Loss::kLogLoss : Loss::kMse;
+  ev.classification = classification;
+  if ((ev.objective.loss == Loss::kMse) == classification)
+    return Error::invalid(
+        "objective", fmt::format("{} does not score {} predictions", loss_name(ev.objective.loss),
+                                 classification ? "class" : "regression"));
+  ev.incumbent_copies = input.incumbent_copies;
+  ev.validation_rows = vt.rows();
 
   const bool can_stack = vt.rows() >= kMinCrossValidationRows;
-  const std::vector<Candidate> candidates =
-      make_candidates(recipe, n_members, classification, can_stack);
-  const std::int64_t n_rows = vt.rows();
-  const Folds folds = assign_folds(n_rows, input.seed);
+  const std::vector<Candidate> candidates = make_candidates(
+      recipe, n_members, ev.incumbent, ev.objective.loss, classification, can_stack);
+  const Folds folds = assign_folds(vt.rows(), input.seed);
+  ev.cross_validated = folds.cross_validate;
 
-  RowLosses per_row(candidates.size());
-  std::vector<Fitted> finals(candidates.size());
-  for (std::size_t c = 0; c < candidates.size(); ++c) {
-    auto e = evaluate_candidate(candidates[c], library, vt, folds);
+  std::vector<EvaluatedCandidate> done;
+  for (const auto& candidate : candidates) {
+    auto e = evaluate_candidate(candidate, library, vt, folds, ev.objective.loss);
     if (!e) return e.error();
-    per_row[c] = std::move(e->per_row);
-    ev.candidates.push_back(std::move(e->summary));
-    finals[c] = std::move(e->final_fit);
+    done.push_back(std::move(*e));
   }
+  for (auto& e : done) {
+    CandidateEvidence ce;
+    ce.name = e.summary.name;
+    ce.cv_loss = e.summary.cv_loss;
+    ce.untrusted = e.summary.untrusted;
+    // Rows a candidate was fitted on are no evidence for it (the bagged rule
+    // may still win on out-of-bag rows, see estimate_oob).
+    ce.eligible = folds.cross_validate;
+    const bool fits_weights = ce.name == "selection" || ce.name == "stacking";
+    if (fits_weights && vt.rows() < kSmallValidationRows) ce.bar = kDoubtfulNoise;
+    ce.loss = paired(done[0].loss, e.loss);
+    ce.objective = paired(done[0].objective, e.objective);
+    ce.error = paired(done[0].error, e.error);
+    ev.evidence.push_back(std::move(ce));
+    ev.candidates.push_back(std::move(e.summary));
+    ev.fitted.push_back({std::move(e.final_fit.combiner), std::move(e.final_fit.inputs)});
+  }
+  return ev;
+}
 
-  auto chosen = choose_candidate(recipe, ev.candidates, per_row, n_rows);
-  if (!chosen) return chosen.error();
-  adopt_candidate(ev, recipe, finals, *chosen, classification);
-  warn_if_unclear(ev, recipe, per_row, folds.cross_validate, n_rows);
+Status choose(Evaluation& ev, const trials::EnsembleRecipe& recipe) {
+  DecisionInput in;
+  in.candidates = ev.evidence;
+  in.objective = ev.objective;
+  in.objective_is_loss = ev.objective.loss != Loss::kError;
+  in.classification = ev.classification;
+  in.validation_rows = ev.validation_rows;
+  in.cross_validated = ev.cross_validated;
+  in.choose = recipe.choose;
+  auto d = decide(in);
+  if (!d) return d.error();
+  adopt_candidate(ev, recipe, d->chosen);
+  if (!ev.cross_validated)
+    ev.warnings.push_back(fmt::format(
+        "{} validation rows: too few to cross-validate the candidates; they were compared "
+        "on the rows they were fitted on",
+        ev.validation_rows));
+  if (!d->decided) ev.warnings.push_back(d->reason);
+  ev.decision = std::move(*d);
+  return {};
+}
 
-  for (auto& f : finals) ev.fitted.push_back({std::move(f.combiner), std::move(f.inputs)});
+Result<Evaluation> evaluate_ensemble(const trials::EnsembleRecipe& recipe,
+                                     const EvaluationInput& input) {
+  const bool with_test = !input.test.empty();
   if (with_test) {
-    MatrixRowBlocks rows(input.test, input.test_targets);
-    if (auto st = score_rows(ev, rows); !st.ok()) return st.error();
+    if (input.test.size() != input.validation.size())
+      return Error::invalid("test", "expected test predictions of every model");
+    if (auto st = check_predictions(input.test, &input.test_targets); !st.ok()) return st.error();
   }
+  auto ev = evaluate_candidates(recipe, input);
+  if (!ev) return ev.error();
   // The random-forest out-of-bag estimate of the bagged combination.
   if (!input.oob.empty()) {
     MemoryOobBlocks blocks(input.oob, input.train_targets);
-    if (auto st = estimate_oob(ev, blocks); !st.ok()) return st.error();
+    if (auto st = estimate_oob(*ev, blocks); !st.ok()) return st.error();
+  }
+  if (auto st = choose(*ev, recipe); !st.ok()) return st.error();
+  if (with_test) {
+    MatrixRowBlocks rows(input.test, input.test_targets);
+    if (auto st = score_rows(*ev, rows); !st.ok()) return st.error();
   }
   return ev;
 }
@@ -460,10 +469,12 @@ Result<bool> MatrixRowBlocks::next(std::vector<Matrix>& models, Targets& targets
 
 Status score_rows(Evaluation& ev, RowBlocks& rows) {
   const std::size_t n_models = ev.models.size();
-  if (ev.fitted.size() != ev.candidates.size())
-    return Error::internal("score_rows: the candidates were not kept fitted");
+  if (ev.fitted.size() != ev.candidates.size() || ev.chosen < 0)
+    return Error::internal("score_rows: no candidate chosen yet");
+  const auto chosen = static_cast<std::size_t>(ev.chosen);
   std::vector<ScoreSum> models(n_models), candidates(ev.candidates.size());
-  std::vector<Matrix> block;
+  PairedSum test_advantage;
+  std::vector<Matrix> block, predicted(ev.candidates.size());
   Targets targets;
   std::vector<Matrix> in;
   for (;;) {
@@ -482,12 +493,16 @@ Status score_rows(Evaluation& ev, RowBlocks& rows) {
       auto p = combine(*ev.fitted[c].combiner, in);
       if (!p) return p.error();
       candidates[c].add(score(*p, targets), n);
+      predicted[c] = std::move(*p);
     }
+    test_advantage.add(paired(row_losses(predicted[0], targets, ev.objective.loss),
+                              row_losses(predicted[chosen], targets, ev.objective.loss)));
   }
   for (std::size_t m = 0; m < n_models; ++m) ev.models[m].test = models[m].mean();
   for (std::size_t c = 0; c < candidates.size(); ++c)
     ev.candidates[c].scores.test = candidates[c].mean();
-  ev.ensemble.test = ev.candidates[static_cast<std::size_t>(ev.chosen)].scores.test;
+  ev.ensemble.test = ev.candidates[chosen].scores.test;
+  if (test_advantage.rows() > 0) ev.test_advantage = test_advantage.advantage();
   return {};
 }
 
@@ -496,9 +511,16 @@ Status estimate_oob(Evaluation& ev, OobBlocks& blocks) {
                          [](const CandidateSummary& c) { return c.name == "bagged"; });
   if (it == ev.candidates.end() || ev.fitted.size() != ev.candidates.size())
     return Error::internal("estimate_oob: no fitted bagged candidate");
-  const Combiner& bagged =
-      *ev.fitted[static_cast<std::size_t>(it - ev.candidates.begin())].combiner;
+  const auto bagged_at = static_cast<std::size_t>(it - ev.candidates.begin());
+  const Combiner& bagged = *ev.fitted[bagged_at].combiner;
+  // A small validation set: the out-of-bag rows are heard too, the bagged rule
+  // against the members trained with the incumbent's parameters (decision.hpp:
+  // pooled when the incumbent is one of them, else able only to overrule).
+  const auto& copies_of = ev.incumbent_copies;
+  const bool hear = ev.validation_rows < kSmallValidationRows && !copies_of.empty();
+  const bool pool = std::find(copies_of.begin(), copies_of.end(), ev.incumbent) != copies_of.end();
   ScoreSum sum;
+  PairedSum loss, objective, error;
   std::int64_t covered = 0;
   std::vector<MemberOob> members;
   Targets targets;
@@ -510,8 +532,33 @@ Status estimate_oob(Evaluation& ev, OobBlocks& blocks) {
     if (!est.ok()) return est.error();
     sum.add(est->scores, est->rows_covered);
     covered += est->rows_covered;
+    if (!hear) continue;
+    const CopyLosses copies = copy_losses(members, targets, ev.incumbent_copies, ev.objective.loss);
+    for (std::size_t i = 0; i < est->rows.size(); ++i) {
+      const auto r = est->rows[i];
+      const auto k = static_cast<std::size_t>(r);
+      if (copies.count[k] == 0) continue;
+      const float* p = est->predictions.row(static_cast<std::int64_t>(i));
+      const auto cols = est->predictions.cols;
+      const double n = copies.count[k];
+      loss.add(copies.loss[k] / n - row_loss(p, cols, targets, r, Loss::kAuto));
+      objective.add(copies.objective[k] / n - row_loss(p, cols, targets, r, ev.objective.loss));
+      if (targets.classification())
+        error.add(copies.error[k] / n - row_loss(p, cols, targets, r, Loss::kError));
+    }
   }
   ev.oob = OobSummary{blocks.rows_total(), covered, sum.mean()};
+  auto& e = ev.evidence[bagged_at];
+  if (hear && pool && loss.rows() > 0) {
+    e.loss.add(loss);
+    e.objective.add(objective);
+    e.error.add(error);
+    e.oob_rows += loss.rows();
+    e.eligible = true;  // the bagged rule fits nothing on the out-of-bag rows
+  } else if (hear) {
+    e.oob_loss = loss;
+    e.oob_objective = objective;
+  }
   return {};
 }
 

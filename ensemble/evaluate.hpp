@@ -1,24 +1,25 @@
-// One call for the ensemble stage's arithmetic: fit the recipe's combiner on the
-// validation predictions, then score every model, the best single one and the
-// ensemble on validation and test, and the ensemble's out-of-bag estimate.
+// The ensemble stage's arithmetic: fit the candidates on the validation
+// predictions, score every model and candidate on validation and test, the
+// bagged combination's out-of-bag estimate, and the choice among them.
 //
 // The ensemble returned is one of four candidates, never just the bagged one:
-//   best_single  the search trial with the lowest validation loss
+//   best_single  the incumbent: the sweep's best trial by the user's objective
 //   bagged       the recipe's `combine` rule over the bagged members
 //   selection    Caruana's ensemble selection over every model (members and trials)
 //   stacking     a regularised linear meta-model (stacking.hpp) over the best
 //                kMaxStackingInputs models
 // Each is fitted and scored by k-fold cross-validation over the validation rows
-// (k = 5; the procedure, e.g. which model is best or which weights selection
-// picks, is refitted on each fold's other rows). The best single model is the
-// best search trial (members only in an ensemble-only sweep), and a combination
-// replaces it only when its paired out-of-fold advantage (per-row losses:
-// log-loss, or squared error for regression) is more than one standard error;
-// among those, the lowest out-of-fold loss wins. The winner is refitted on
-// every validation row and returned — unless the recipe's `choose` names one.
-// A warning is recorded when the best single model was kept although a
-// combination scored a lower loss, when the chosen combination's advantage is
-// within two standard errors, or when the rows are too few to cross-validate.
+// (k = 5; the procedure, e.g. which weights selection picks, is refitted on each
+// fold's other rows; the incumbent is fixed). A combination replaces the
+// incumbent only when it is better on the cross-validated loss and on the
+// user's objective beyond the noise (decision.hpp says exactly when, and what is
+// not taken at face value); the winner is refitted on every validation row and
+// returned — unless the recipe's `choose` names one.
+//
+// The steps, for a caller that streams the rows (the ensemble stage):
+// evaluate_candidates, then estimate_oob (its evidence counts for a small
+// validation set), then choose, then score_rows (the test rows).
+// evaluate_ensemble runs them all on rows held in memory.
 #pragma once
 
 #include <memory>
@@ -28,6 +29,7 @@
 
 #include "core/result.hpp"
 #include "ensemble/combiners.hpp"
+#include "ensemble/decision.hpp"
 #include "ensemble/manifest.hpp"
 #include "ensemble/metrics.hpp"
 #include "ensemble/stacking.hpp"
@@ -71,12 +73,20 @@ struct EvaluationInput {
   // 0 = every model is a member.
   std::size_t member_models = 0;
   std::uint64_t seed = 0;  // the cross-validation folds' shuffle
+  // The incumbent (the candidate best_single, the record's best single model):
+  // the sweep's best trial by the user's objective. nullopt: the search trial
+  // (an ensemble-only sweep: the member) with the lowest validation loss.
+  std::optional<std::size_t> incumbent;
+  // The user's objective as the predictions score it; Loss::kAuto: the
+  // cross-validated loss alone decides.
+  ObjectiveLoss objective;
+  // Members (indices in [0, member_models)) trained with the incumbent's
+  // parameters: on training rows, their out-of-bag predictions stand for it.
+  std::vector<int> incumbent_copies;
 };
 
 inline constexpr int kCrossValidationFolds = 5;
 inline constexpr int kMaxStackingInputs = 16;
-// Fewer validation rows than this: no cross-validation, candidates compared in-sample.
-inline constexpr std::int64_t kMinCrossValidationRows = 20;
 
 struct CandidateSummary {
   std::string name;    // best_single | bagged | selection | stacking
@@ -85,6 +95,7 @@ struct CandidateSummary {
   double cv_loss = 0;                 // out-of-fold (or in-sample) validation loss
   std::optional<double> cv_accuracy;  // out-of-fold accuracy, classification
   MetricSummary scores;               // refitted on every validation row
+  std::string untrusted;              // why its loss is not taken at face value; empty: it is
   std::vector<double> weights;        // per model; stacking: the meta-model's coefficients
 };
 
@@ -95,35 +106,57 @@ struct FittedCandidate {
 };
 
 struct Evaluation {
-  std::shared_ptr<Combiner> combiner;  // the chosen candidate, fitted on every validation row
-  std::vector<double> weights;         // per model: the chosen candidate's
-  std::string method;                  // the chosen candidate's name
+  std::shared_ptr<const Combiner> combiner;  // the chosen candidate, fitted on every validation row
+  std::vector<double> weights;               // per model: the chosen candidate's
+  std::string method;                        // the chosen candidate's name
   trials::EnsembleRecipe::Combine combine = trials::EnsembleRecipe::Combine::kSoftVote;
   std::optional<StackingModel> stacking;  // method "stacking"
   std::vector<CandidateSummary> candidates;
   std::vector<FittedCandidate> fitted;  // per candidate
-  int chosen = 0;                       // index into candidates
+  int chosen = -1;                      // index into candidates; -1 until choose()
   std::vector<std::string> warnings;
   std::vector<MetricSummary> models;  // per model
-  int best_model =
-      0;  // best single model by validation accuracy (regression: MSE); lowest index on ties
-  MetricSummary ensemble;         // the chosen candidate's scores
-  std::optional<OobSummary> oob;  // of the bagged combination
+  int incumbent = 0;                  // the model candidate best_single is
+  MetricSummary ensemble;             // the chosen candidate's scores
+  std::optional<OobSummary> oob;      // of the bagged combination
+  Decision decision;                  // why the chosen candidate
+  // The chosen candidate against the incumbent on the test rows, in the
+  // objective's per-row loss (positive: better).
+  std::optional<Advantage> test_advantage;
+
+  // What choose() weighs: per candidate its evidence against the incumbent.
+  std::vector<CandidateEvidence> evidence;
+  ObjectiveLoss objective;  // kAuto resolved to the task's loss
+  std::vector<int> incumbent_copies;
+  bool classification = true;
+  std::int64_t validation_rows = 0;
+  bool cross_validated = false;
 };
 
-Result<Evaluation> evaluate_ensemble(const trials::EnsembleRecipe& recipe,
-                                     const EvaluationInput& input);
-
-// Scores every model and every candidate on rows that come a block at a time
-// (the test rows): sets models[m].test, candidates[c].scores.test and
-// ensemble.test, all at the end, so an error (a block whose shape differs)
-// leaves `ev` as it was.
-Status score_rows(Evaluation& ev, RowBlocks& rows);
+// Scores every model and cross-validates every candidate; chooses nothing yet.
+Result<Evaluation> evaluate_candidates(const trials::EnsembleRecipe& recipe,
+                                       const EvaluationInput& input);
 
 // The random-forest out-of-bag estimate of the bagged candidate (fitted on the
 // members' validation rows), over training rows that come a range at a time:
-// sets `ev.oob`, at the end.
+// sets `ev.oob`, at the end. With a small validation set the same rows become
+// evidence for the bagged candidate against the members trained with the
+// incumbent's parameters. Before choose().
 Status estimate_oob(Evaluation& ev, OobBlocks& blocks);
+
+// The decision (decision.hpp): sets chosen, method, weights, combiner, the
+// validation scores of the ensemble, decision and warnings.
+Status choose(Evaluation& ev, const trials::EnsembleRecipe& recipe);
+
+// Scores every model and every candidate on rows that come a block at a time
+// (the test rows): sets models[m].test, candidates[c].scores.test,
+// ensemble.test and test_advantage, all at the end, so an error (a block whose
+// shape differs) leaves `ev` as it was. After choose().
+Status score_rows(Evaluation& ev, RowBlocks& rows);
+
+// Every step on rows held in memory.
+Result<Evaluation> evaluate_ensemble(const trials::EnsembleRecipe& recipe,
+                                     const EvaluationInput& input);
 
 // The rows of predictions held in memory as one block.
 class MatrixRowBlocks final : public RowBlocks {

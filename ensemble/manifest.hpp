@@ -66,7 +66,9 @@ struct EnsembleManifest {
   std::vector<double> stacking_intercept;
   std::vector<ManifestMember> members;
   MetricSummary ensemble_metrics;
-  std::string best_single_trial_id;  // the best single model, for the comparison
+  // The best single model: the sweep's best trial by its objective, the
+  // incumbent every combination was compared with (ensemble/decision.hpp).
+  std::string best_single_trial_id;
   MetricSummary best_single_metrics;
   std::optional<OobSummary> oob;
 };

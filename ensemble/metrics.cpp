@@ -79,6 +79,34 @@ double loss(const Matrix& predictions, const Targets& targets, Loss kind) {
   return 0;
 }
 
+double row_loss(const float* row, std::int64_t cols, const Targets& targets, std::int64_t r,
+                Loss kind) {
+  if (kind == Loss::kAuto) kind = targets.classification() ? Loss::kLogLoss : Loss::kMse;
+  if (kind == Loss::kMse) {
+    require(!targets.classification(), "MSE needs regression targets");
+    double s = 0;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const double d = static_cast<double>(row[c]) - targets.values(r, c);
+      s += d * d;
+    }
+    return cols > 0 ? s / static_cast<double>(cols) : 0;
+  }
+  require(targets.classification(), "log-loss and error rate need class labels");
+  const int label = targets.labels[static_cast<std::size_t>(r)];
+  if (kind == Loss::kError) return argmax(row, cols) == label ? 0.0 : 1.0;
+  const double p = row[label];
+  return -std::log(std::clamp(std::isnan(p) ? 0.0 : p, kLogLossEps, 1.0));
+}
+
+std::vector<double> row_losses(const Matrix& predictions, const Targets& targets, Loss kind) {
+  require(predictions.rows == targets.rows(), "one target per row expected");
+  std::vector<double> out(static_cast<std::size_t>(predictions.rows));
+  for (std::int64_t r = 0; r < predictions.rows; ++r)
+    out[static_cast<std::size_t>(r)] =
+        row_loss(predictions.row(r), predictions.cols, targets, r, kind);
+  return out;
+}
+
 Scores score(const Matrix& predictions, const Targets& targets) {
   Scores s;
   if (targets.classification()) {

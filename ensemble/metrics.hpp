@@ -33,6 +33,11 @@ enum class Loss {
   kMse,
 };
 double loss(const Matrix& predictions, const Targets& targets, Loss kind);
+// One row's loss: `row` holds `cols` predictions for target row `r`.
+double row_loss(const float* row, std::int64_t cols, const Targets& targets, std::int64_t r,
+                Loss kind);
+// Every row's loss, in order (their mean is loss()).
+std::vector<double> row_losses(const Matrix& predictions, const Targets& targets, Loss kind);
 
 // Every metric that applies to the task (the others are empty).
 struct Scores {

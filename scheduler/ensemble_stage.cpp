@@ -13,12 +13,15 @@
 //  4. When all exist and none is active: the completed members' validation
 //     predictions and those of the best completed search trials (for
 //     selection, stacking and the best single model) are loaded, checked for
-//     alignment (same rows of the same file), evaluated by
-//     ensemble::evaluate_ensemble (which chooses among the candidates); the
-//     test and out-of-bag predictions then stream through, kStreamRows rows of
-//     every model at a time (read as ranges of their files, never whole), for
-//     the test scores and the out-of-bag estimate; the record and manifest are
-//     stored. No completed member at all fails the sweep with the reason.
+//     alignment (same rows of the same file), and the candidates
+//     cross-validated (ensemble/evaluate.hpp). The incumbent, the record's
+//     only best single model, is the sweep's best trial by its objective. The
+//     out-of-bag predictions then stream through, kStreamRows rows of every
+//     model at a time (read as ranges of their files, never whole), for the
+//     out-of-bag estimate and, with a small validation set, as evidence; then
+//     the choice (ensemble/decision.hpp); then the test rows stream through
+//     for the test scores. The record and manifest are stored. No completed
+//     member at all fails the sweep with the reason.
 #include "scheduler/ensemble_stage.hpp"
 
 #include <algorithm>
@@ -171,11 +174,13 @@ bool same_test_shape(const std::vector<Model>& models) {
   return with_test;
 }
 
-// The test scores (when `with_test`) and the out-of-bag estimate, from the
-// predictions streamed through; `regression` and `n_outputs` are the
-// validation predictions' shape, which the out-of-bag files must have.
-Status score_streamed_rows(SweepRoles store, const Library& lib, bool with_test, bool regression,
-                           std::int64_t n_outputs, ensemble::Evaluation& eval) {
+// The out-of-bag estimate, then the choice, then the test scores (when
+// `with_test`), from the predictions streamed through; `regression` and
+// `n_outputs` are the validation predictions' shape, which the out-of-bag files
+// must have.
+Status choose_and_score(SweepRoles store, const Library& lib, const trials::EnsembleRecipe& recipe,
+                        bool with_test, bool regression, std::int64_t n_outputs,
+                        ensemble::Evaluation& eval) {
   const auto& models = lib.models;
   // Rows that cannot be scored leave their scores out, saying why; a store
   // that is away is waited for (the step is repeated).
@@ -185,17 +190,51 @@ Status score_streamed_rows(SweepRoles store, const Library& lib, bool with_test,
     eval.warnings.push_back(fmt::format("no {}: {}", what, st.error().message));
     return {};
   };
-  if (with_test) {
-    auto rows = stream_test_rows(models);
-    if (auto st = streamed(ensemble::score_rows(eval, *rows), "test scores"); !st)
-      return st.error();
-  }
   auto oob = open_oob(store, models, lib.member_models, regression, n_outputs);
   if (!oob) return oob.error();
   if (*oob)
     if (auto st = streamed(ensemble::estimate_oob(eval, **oob), "out-of-bag estimate"); !st)
       return st.error();
+  if (auto st = ensemble::choose(eval, recipe); !st) return st.error();
+  if (with_test) {
+    auto rows = stream_test_rows(models);
+    if (auto st = streamed(ensemble::score_rows(eval, *rows), "test scores"); !st)
+      return st.error();
+  }
   return {};
+}
+
+// The incumbent: the sweep's best trial by its objective, the first search
+// trial in the library (they are loaded best first); in an ensemble-only
+// sweep, the best member by the objective. Members trained with its
+// parameters stand for it on their out-of-bag rows. A note when the sweep's
+// best trial could not be the incumbent.
+std::optional<std::string> set_incumbent(const Library& lib, const std::vector<Trial>& ranked,
+                                         bool maximize, ensemble::EvaluationInput& input) {
+  const auto& models = lib.models;
+  if (models.size() > lib.member_models) {
+    const Trial& best = *models[lib.member_models].trial;
+    input.incumbent = lib.member_models;
+    for (std::size_t m = 0; m < lib.member_models; ++m)
+      if (models[m].trial->plan.base_trial == best.id)
+        input.incumbent_copies.push_back(static_cast<int>(m));
+    if (!ranked.empty() && ranked.front().id != best.id)
+      return fmt::format(
+          "the sweep's best trial {} has no usable validation predictions (see not_used): the "
+          "best trial that has, {}, is the best single model",
+          ranked.front().id, best.id);
+    return std::nullopt;
+  }
+  // Ensemble-only: every member has the same (empty) parameters.
+  std::optional<std::size_t> best;
+  for (std::size_t m = 0; m < lib.member_models; ++m) {
+    const auto& v = models[m].trial->value;
+    const auto& b = best ? models[*best].trial->value : std::nullopt;
+    if (v && (!b || (maximize ? *v > *b : *v < *b))) best = m;
+    input.incumbent_copies.push_back(static_cast<int>(m));
+  }
+  input.incumbent = best;
+  return std::nullopt;
 }
 
 // The manifest of every model considered, in the library's order (weight 0 =
@@ -239,14 +278,48 @@ Result<ensemble::EnsembleManifest> make_manifest(SweepRoles store, const std::st
     manifest.members.push_back(std::move(mm));
   }
   manifest.ensemble_metrics = eval.ensemble;
-  manifest.best_single_trial_id = models[eval.best_model].trial->id;
-  manifest.best_single_metrics = eval.models[eval.best_model];
+  manifest.best_single_trial_id = models[eval.incumbent].trial->id;
+  manifest.best_single_metrics = eval.models[eval.incumbent];
   manifest.oob = eval.oob;
   return manifest;
 }
 
-// The candidates the stage chose among, and why.
-Json candidates_json(const ensemble::Evaluation& eval, const std::vector<Model>& models) {
+Json advantage_json(const ensemble::Advantage& a) {
+  return {{"mean", a.mean}, {"se", a.se}, {"rows", a.rows}};
+}
+
+// Why the chosen candidate: the comparison with the best single model.
+Json decision_json(const ensemble::Evaluation& eval, const trials::Objective& objective,
+                   const std::string& best_single) {
+  const auto& d = eval.decision;
+  Json j{{"best_single", best_single},
+         {"objective",
+          {{"metric", objective.metric},
+           {"scored_as", ensemble::loss_name(eval.objective.loss)},
+           {"stand_in", eval.objective.stand_in}}},
+         {"chosen", eval.method},
+         {"compared", d.challenger == 0
+                          ? Json(nullptr)
+                          : Json(eval.candidates[static_cast<std::size_t>(d.challenger)].name)},
+         {"decided", d.decided},
+         {"reason", d.reason},
+         {"validation_rows", eval.validation_rows},
+         {"oob_rows", d.oob_rows}};
+  if (d.challenger != 0) {
+    j["loss_advantage"] = advantage_json(d.loss);
+    j["objective_advantage"] = advantage_json(d.objective);
+    // The noise: the margin it had to clear, in the objective's per-row loss
+    // (`bar` standard errors of its paired difference).
+    j["bar"] = d.bar;
+    j["noise"] = d.bar * d.objective.se;
+  }
+  if (eval.test_advantage) j["test_advantage"] = advantage_json(*eval.test_advantage);
+  return j;
+}
+
+// The candidates the stage chose among.
+Json candidates_json(const ensemble::Evaluation& eval, const std::vector<Model>& models,
+                     const std::string& metric) {
   Json candidates = Json::array();
   for (const auto& c : eval.candidates) {
     Json jc{{"name", c.name},
@@ -256,11 +329,12 @@ Json candidates_json(const ensemble::Evaluation& eval, const std::vector<Model>&
             {"validation", ensemble::scores_to_json(c.scores.validation)},
             {"test", ensemble::scores_to_json(c.scores.test)}};
     if (c.cv_accuracy) jc["cv_accuracy"] = *c.cv_accuracy;
+    if (!c.untrusted.empty()) jc["untrusted"] = c.untrusted;
     Json weights = Json::object();
     for (std::size_t i = 0; i < c.weights.size(); ++i)
       if (c.weights[i] != 0) weights[models[i].trial->id] = c.weights[i];
     if (c.name == "best_single" && weights.size() == 1)  // name the model, not its index
-      jc["detail"] = "the lowest validation loss: " + weights.begin().key();
+      jc["detail"] = fmt::format("the sweep's best trial by {}: {}", metric, weights.begin().key());
     jc["weights"] = std::move(weights);
     candidates.push_back(std::move(jc));
   }
@@ -270,13 +344,15 @@ Json candidates_json(const ensemble::Evaluation& eval, const std::vector<Model>&
 // The record: the manifest of every model considered (weight 0 = not picked),
 // plus what happened to the members. Takes the library's lists of left-out
 // models.
-Json make_record(const ensemble::EnsembleManifest& manifest, const trials::EnsembleRecipe& recipe,
+Json make_record(const ensemble::EnsembleManifest& manifest, const trials::SweepSpec& spec,
                  const ensemble::Evaluation& eval, Library& lib) {
+  const auto& recipe = *spec.ensemble;
   Json record = Json::parse(ensemble::manifest_to_json(manifest));
   std::vector<ensemble::MetricSummary> member_metrics(eval.models.begin(),
                                                       eval.models.begin() + lib.member_models);
-  record["candidates"] = candidates_json(eval, lib.models);
+  record["candidates"] = candidates_json(eval, lib.models, spec.objective.metric);
   record["chosen"] = eval.method;
+  record["decision"] = decision_json(eval, spec.objective, manifest.best_single_trial_id);
   record["choose"] = trials::to_string(recipe.choose);
   record["warnings"] = eval.warnings;
   record["members_requested"] = recipe.members;
@@ -455,15 +531,26 @@ Result<bool> EnsembleStage::combine(SweepRoles store) {
   for (auto& m : models) input.validation.push_back(std::move(m.validation.values));
   input.member_models = lib.member_models;
   input.seed = recipe.seed;
-  auto eval = ensemble::evaluate_ensemble(recipe, input);
+  input.objective = ensemble::objective_loss(spec_.objective.metric, !regression);
+  auto note = set_incumbent(lib, *ranked_, spec_.objective.maximize, input);
+  auto eval = ensemble::evaluate_candidates(recipe, input);
   if (!eval) return fail(store, "combining the members failed: " + eval.error().message);
-  if (auto st = score_streamed_rows(store, lib, with_test, regression, n_outputs, *eval); !st)
-    return st.error();
+  if (note) eval->warnings.push_back(*note);
+  if (input.objective.stand_in)
+    eval->warnings.push_back(
+        fmt::format("the objective {} is not scored from predictions: {} stands in for it when a "
+                    "combination is compared with the best single model",
+                    spec_.objective.metric, ensemble::loss_name(input.objective.loss)));
+  if (auto st = choose_and_score(store, lib, recipe, with_test, regression, n_outputs, *eval);
+      !st) {
+    if (st.error().code == ErrorCode::kUnavailable) return st.error();
+    return fail(store, "combining the members failed: " + st.error().message);
+  }
 
   auto manifest = make_manifest(store, sweep_id_, spec_, *eval, models,
                                 input.validation_targets.task, n_outputs);
   if (!manifest) return manifest.error();
-  Json record = make_record(*manifest, recipe, *eval, lib);
+  Json record = make_record(*manifest, spec_, *eval, lib);
 
   // The manifest keeps only the models with a weight (selection may skip some;
   // a stacking coefficient may be negative).

@@ -3,12 +3,13 @@
 the scikit-learn command trial (tabular_trial.py) and prints its shape as the
 spec's trial.data JSON.
 
-  make_data.py NAME OUT_DIR        NAME from the table below, or 'list'
+  make_data.py NAME OUT_DIR [SPLIT]   NAME from the table below, or 'list'
 
 The data sets come from scikit-learn's generators with fixed seeds (nothing here
 is tuned to any model): sizes from 150 to 20,000 rows, informative, redundant and
 noise features, label noise, several classes. Split: 60 % train, 20 % validation,
-20 % test, stratified for classification.
+20 % test, stratified for classification; SPLIT (default 0) draws another split
+of the same rows.
 """
 import json
 import os
@@ -20,7 +21,9 @@ from sklearn.model_selection import train_test_split
 
 # name: (task, rows, generator kwargs)
 DATASETS = {
+    "c135-small": ("classification", 135, dict(n_features=8, n_informative=4, n_redundant=1, n_classes=3, class_sep=1.3, flip_y=0.03)),
     "c150-easy": ("classification", 150, dict(n_features=6, n_informative=3, n_redundant=1, n_classes=2, class_sep=1.2, flip_y=0.02)),
+    "c250-overlap": ("classification", 250, dict(n_features=10, n_informative=3, n_redundant=2, n_classes=2, class_sep=0.6, flip_y=0.1)),
     "c400-3class": ("classification", 400, dict(n_features=10, n_informative=4, n_redundant=2, n_classes=3, class_sep=1.0, flip_y=0.05)),
     "c800-noisy": ("classification", 800, dict(n_features=20, n_informative=5, n_redundant=5, n_classes=2, class_sep=0.7, flip_y=0.15)),
     "c1500-5class": ("classification", 1500, dict(n_features=16, n_informative=8, n_redundant=2, n_classes=5, n_clusters_per_class=2, class_sep=1.0, flip_y=0.03)),
@@ -35,7 +38,7 @@ DATASETS = {
 }
 
 
-def generate(name):
+def generate(name, split=0):
     task, rows, kw = DATASETS[name]
     seed = sum(ord(c) for c in name)
     kw = dict(kw)
@@ -46,9 +49,10 @@ def generate(name):
     else:
         x, y = make_regression(n_samples=rows, random_state=seed, **kw)
     strat = y if task == "classification" else None
-    x_tr, x_rest, y_tr, y_rest = train_test_split(x, y, test_size=0.4, random_state=seed, stratify=strat)
+    at = seed + 7919 * split
+    x_tr, x_rest, y_tr, y_rest = train_test_split(x, y, test_size=0.4, random_state=at, stratify=strat)
     strat = y_rest if task == "classification" else None
-    x_va, x_te, y_va, y_te = train_test_split(x_rest, y_rest, test_size=0.5, random_state=seed, stratify=strat)
+    x_va, x_te, y_va, y_te = train_test_split(x_rest, y_rest, test_size=0.5, random_state=at, stratify=strat)
     return task, (x_tr, y_tr), (x_va, y_va), (x_te, y_te)
 
 
@@ -63,7 +67,8 @@ def main():
         print("\n".join(DATASETS))
         return
     name, out = sys.argv[1], sys.argv[2]
-    task, train, val, test = generate(name)
+    split = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    task, train, val, test = generate(name, split)
     os.makedirs(out, exist_ok=True)
     for part, (x, y) in (("train", train), ("validation", val), ("test", test)):
         write(os.path.join(out, f"{part}.csv"), x, y, task == "classification")

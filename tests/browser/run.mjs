@@ -196,6 +196,7 @@ try {
     assert((await chosen.count()) === 1, 'exactly one chosen candidate');
     assert((await chosen.locator('th').textContent()).startsWith(record.chosen), `chosen row is not ${record.chosen}`);
     assert((await page.locator('#ensemble-choice').textContent()).includes(record.chosen), 'the choice is stated');
+    assert((await page.locator('#ensemble-choice').textContent()).includes(record.decision.reason), 'the reason for the choice is stated');
     assert((await page.locator('#ensemble-compare tbody tr').count()) === 4, 'ensemble/best/mean/oob rows');
     assert((await page.locator('#ensemble-members tbody tr').count()) === 3, 'member rows');
     assert((await page.locator('#ensemble-models tbody tr').count()) === record.members.length, 'model rows (members + trials)');

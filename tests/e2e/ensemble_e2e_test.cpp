@@ -299,30 +299,35 @@ TEST(EnsembleEndToEnd, APythonCommandSweepBecomesAnEnsemble) {
   // The candidates and the choice.
   ASSERT_EQ(rec["candidates"].size(), 4u) << rec.dump(2);
   const std::string chosen = rec["chosen"];
-  double lowest = 1e300, chosen_loss = -1, chosen_test = -1;
+  double chosen_test = -1;
   for (const auto& cand : rec["candidates"]) {
     EXPECT_TRUE(cand["cross_validated"].get<bool>());
-    lowest = std::min(lowest, cand["cv_loss"].get<double>());
-    if (cand["name"] == chosen) {
-      chosen_loss = cand["cv_loss"].get<double>();
-      chosen_test = cand["test"]["accuracy"].get<double>();
-    }
+    if (cand["name"] == chosen) chosen_test = cand["test"]["accuracy"].get<double>();
   }
-  // The lowest cross-validated loss wins, unless its advantage over the best
-  // single model is within one standard error (then that is kept, with a warning).
-  if (chosen_loss != lowest) {
-    EXPECT_EQ(chosen, "best_single") << rec["candidates"].dump(2);
+  // A combination replaces the sweep's best trial only when it beats it beyond
+  // the noise (the objective is val_loss: the loss and the objective are one);
+  // the record says what was compared and why.
+  const Json& d = rec["decision"];
+  EXPECT_EQ(d["chosen"], chosen);
+  EXPECT_EQ(d["objective"]["scored_as"], "log_loss");
+  if (chosen != "best_single") {
+    EXPECT_TRUE(d["decided"].get<bool>()) << d.dump(2);
+    EXPECT_GT(d["loss_advantage"]["mean"].get<double>(), d["loss_advantage"]["se"].get<double>());
+  } else if (!d["decided"].get<bool>()) {
     ASSERT_FALSE(rec["warnings"].empty()) << rec.dump(2);
   }
   EXPECT_EQ(chosen_test, rec["ensemble"]["test"]["accuracy"].get<double>());
   // Not worse on the held-out rows than the model the search found best (the
-  // trial with the lowest val_loss): within 3 of 400 test rows.
+  // trial with the lowest val_loss, the record's only best single model):
+  // within 3 of 400 test rows.
   Json trials = c.get("/api/sweeps/" + id + "/trials?limit=100");
   std::string best_trial;
   double best_loss = 1e300;
   for (const auto& t : trials["trials"])
     if (t["value"].is_number() && t["value"].get<double>() < best_loss)
       best_loss = t["value"].get<double>(), best_trial = t["id"];
+  EXPECT_EQ(rec["best_single"]["trial_id"], best_trial);
+  EXPECT_EQ(d["best_single"], best_trial);
   double best_trial_test = -1;
   for (const auto& m : rec["members"])
     if (m["trial_id"] == best_trial) best_trial_test = m["metrics"]["test"]["accuracy"];

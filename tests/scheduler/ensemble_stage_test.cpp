@@ -194,9 +194,11 @@ TEST(EnsembleStage, TopKMembersGetParamsSeedsAndTheRecordIsStored) {
   ASSERT_TRUE(parsed->members[0].bagging.has_value());
 }
 
-// choose "auto": every candidate is cross-validated and recorded, the lowest
-// loss wins, the manifest is the winner's; members' plan summaries fill the
-// data's width and their feature subsets.
+// choose "auto": every candidate is cross-validated and recorded, a
+// combination that beats the best single model beyond the noise wins, the
+// manifest is the winner's; members' plan summaries fill the data's width and
+// their feature subsets. The record holds one best single model: the sweep's
+// best trial by its objective, although another trial has a lower validation loss.
 TEST(EnsembleStage, TheStageChoosesAmongCandidatesAndRecordsThem) {
   Json j = torch_spec(4, "best", "soft_vote", "auto");
   j["ensemble"]["max_features"] = 0.5;
@@ -212,6 +214,8 @@ TEST(EnsembleStage, TheStageChoosesAmongCandidatesAndRecordsThem) {
                                     ensemble::plan_summary_json(plan))
                       .ok());
     } else if (t.number == 2) {  // one search trial is much better than the rest
+      r.value = 0.0;             // but the worst by the sweep's objective
+      r.metrics["val_accuracy"] = 0.0;
       ensemble::PredictionFile good;
       good.values = ensemble::Matrix(kRows, kClasses, 0.025f);
       for (int r = 0; r < kRows; ++r) {
@@ -231,22 +235,30 @@ TEST(EnsembleStage, TheStageChoosesAmongCandidatesAndRecordsThem) {
   Json rec = f.record();
   ASSERT_EQ(rec["candidates"].size(), 4u) << rec.dump(2);
   std::vector<std::string> names;
-  std::string lowest;
-  double lowest_loss = 1e300;
-  for (const auto& c : rec["candidates"]) {
-    names.push_back(c["name"]);
-    if (c["cv_loss"].get<double>() < lowest_loss) lowest_loss = c["cv_loss"], lowest = c["name"];
-  }
+  for (const auto& c : rec["candidates"]) names.push_back(c["name"]);
   EXPECT_EQ(names, (std::vector<std::string>{"best_single", "bagged", "selection", "stacking"}));
-  // The lowest loss wins, unless only the best single model's is within one
-  // standard error of it: then that is kept, and the record says so.
-  if (rec["chosen"] != lowest) {
-    EXPECT_EQ(rec["chosen"], "best_single");
-    ASSERT_FALSE(rec["warnings"].empty()) << rec.dump(2);
-    EXPECT_NE(rec["warnings"][0].get<std::string>().find("kept the best single model"),
-              std::string::npos);
-  }
-  EXPECT_NE(rec["chosen"], "bagged");  // the perfect search trial beats 70%-right members
+  // One best single model: the sweep's best trial by val_accuracy, everywhere.
+  const std::string best = f.sweep().best->trial_id;
+  EXPECT_EQ(best, ranked_search_trials(f).front().id);
+  EXPECT_EQ(rec["best_single"]["trial_id"], best);
+  EXPECT_EQ(rec["decision"]["best_single"], best);
+  EXPECT_EQ(rec["candidates"][0]["weights"], Json({{best, 1.0}})) << rec["candidates"][0].dump();
+  EXPECT_NE(rec["candidates"][0]["detail"].get<std::string>().find(best), std::string::npos);
+  // The perfect search trial (weighted in by selection or stacking) beats the
+  // best single model on the cross-validated loss and the error rate, beyond the noise.
+  const Json& d = rec["decision"];
+  EXPECT_NE(rec["chosen"], "best_single") << d.dump(2);
+  EXPECT_NE(rec["chosen"], "bagged");
+  EXPECT_TRUE(d["decided"].get<bool>()) << d.dump(2);
+  EXPECT_EQ(d["chosen"], rec["chosen"]);
+  EXPECT_EQ(d["compared"], rec["chosen"]);
+  EXPECT_EQ(d["objective"]["scored_as"], "error_rate");
+  for (const char* k : {"loss_advantage", "objective_advantage"})
+    EXPECT_GT(d[k]["mean"].get<double>(), 2 * d[k]["se"].get<double>()) << k;
+  EXPECT_EQ(d["bar"], 2.0);
+  EXPECT_DOUBLE_EQ(d["noise"].get<double>(), 2 * d["objective_advantage"]["se"].get<double>());
+  EXPECT_EQ(d["validation_rows"], kRows);
+  ASSERT_TRUE(d.contains("test_advantage")) << d.dump(2);
   EXPECT_EQ(rec["method"], rec["chosen"]);
   EXPECT_EQ(rec["choose"], "auto");
   EXPECT_TRUE(rec["warnings"].is_array());
@@ -263,6 +275,71 @@ TEST(EnsembleStage, TheStageChoosesAmongCandidatesAndRecordsThem) {
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
   EXPECT_EQ(parsed->method, rec["chosen"].get<std::string>());
   for (const auto& m : parsed->members) EXPECT_NE(m.weight, 0.0) << m.trial_id;
+}
+
+// The case, through the stage: a tiny validation set (27 rows), the
+// sweep's best trial wrong on two of them, another trial certain and right on
+// all 27 but poor on the test rows. The stage keeps the best trial, the
+// record's only best single model.
+TEST(EnsembleStage, KeepsTheIncumbentOnATinyValidationSet) {
+  constexpr int kTiny = 27;
+  // Two-class predictions, wrong on the rows `wrong` and on about `percent_wrong` % of the others.
+  auto file = [](int rows, const std::vector<int>& wrong, unsigned percent_wrong, float confidence,
+                 std::uint64_t seed) {
+    ensemble::PredictionFile p;
+    p.values = ensemble::Matrix(rows, 2, 0.0f);
+    ensemble::Rng rng(seed);
+    for (int r = 0; r < rows; ++r) {
+      const int y = r % 2;
+      const bool is_wrong = std::find(wrong.begin(), wrong.end(), r) != wrong.end() ||
+                            rng.next() % 100 < percent_wrong;
+      const int said = is_wrong ? 1 - y : y;
+      p.values(r, said) = confidence;
+      p.values(r, 1 - said) = 1 - confidence;
+      p.labels.push_back(static_cast<float>(y));
+      p.row_ids.push_back(r);
+    }
+    return ensemble::encode_prediction_file(p);
+  };
+  Json j = torch_spec(4, "best", "soft_vote", "auto");
+  Fixture f(j);
+  std::string best_id, lucky_id;
+  run_to_end(f, [&](const trials::Trial& t) {
+    trials::TrialResult r;
+    r.outcome = trials::TrialState::kCompleted;
+    r.value =
+        t.role == trials::TrialRole::kMember ? 0.7 : 0.5 + 0.1 * static_cast<double>(t.number);
+    if (t.number == 1 && t.role == trials::TrialRole::kTrial) r.value = 0.1;  // the lucky one
+    r.metrics["val_accuracy"] = *r.value;
+    std::string val, test;
+    if (t.role == trials::TrialRole::kMember) {  // 70% right
+      val = file(kTiny, {}, 30, 0.7f, 500 + t.number);
+      test = file(400, {}, 30, 0.7f, 900 + t.number);
+    } else if (t.number == 1) {  // certain, right on every validation row, 20% wrong on test
+      lucky_id = t.id;
+      val = file(kTiny, {}, 0, 1.0f, 1);
+      test = file(400, {}, 20, 1.0f, 77);
+    } else {  // wrong on two validation rows, 5% on test
+      val = file(kTiny, {3, 17}, 0, 0.8f, 1);
+      test = file(400, {}, 5, 0.8f, 40 + t.number);
+    }
+    EXPECT_TRUE(f.store.put_artifact(t.id, t.attempt, t.worker, "val_predictions", val).ok());
+    EXPECT_TRUE(f.store.put_artifact(t.id, t.attempt, t.worker, "test_predictions", test).ok());
+    return r;
+  });
+  ASSERT_EQ(f.sweep().state, trials::SweepState::kFinished) << f.sweep().error;
+  best_id = f.sweep().best->trial_id;
+  ASSERT_NE(best_id, lucky_id);
+  Json rec = f.record();
+  EXPECT_EQ(rec["chosen"], "best_single") << rec["decision"].dump(2);
+  EXPECT_EQ(rec["best_single"]["trial_id"], best_id);
+  EXPECT_EQ(rec["decision"]["best_single"], best_id);
+  EXPECT_EQ(rec["decision"]["validation_rows"], kTiny);
+  EXPECT_EQ(rec["ensemble"]["test"]["accuracy"], rec["best_single"]["test"]["accuracy"]);
+  double lucky_test = -1;
+  for (const auto& m : rec["members"])
+    if (m["trial_id"] == lucky_id) lucky_test = m["metrics"]["test"]["accuracy"];
+  EXPECT_LT(lucky_test, rec["ensemble"]["test"]["accuracy"].get<double>());
 }
 
 // An ensemble-only sweep (no parameters): no search trial, the members are the sweep.

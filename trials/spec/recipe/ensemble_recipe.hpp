@@ -31,8 +31,9 @@ struct EnsembleRecipe {
   };
   // How member predictions become the ensemble's prediction (ensemble/combiners.hpp).
   enum class Combine { kHardVote, kSoftVote, kMean, kMedian, kWeighted, kSelection };
-  // Which candidate the stage returns (ensemble/evaluate.hpp): the one with the lowest
-  // cross-validated validation loss (auto), or the one named.
+  // Which candidate the stage returns (ensemble/evaluate.hpp): the sweep's best trial
+  // unless a combination beats it beyond the noise (auto, ensemble/decision.hpp), or the
+  // one named.
   enum class Choose { kAuto, kBestSingle, kBagged, kSelection, kStacking };
 
   static constexpr int kMaxMembers = 1000;

@@ -134,6 +134,30 @@ export interface EnsembleCandidate {
   validation?: Scores;
   test?: Scores;
   weights?: Record<string, number>;
+  untrusted?: string;
+}
+
+export interface Advantage {
+  mean: number;
+  se: number;
+  rows: number;
+}
+
+// Why the chosen candidate: the comparison with the best single model (the
+// sweep's best trial by its objective).
+export interface EnsembleDecision {
+  best_single?: string;
+  objective?: { metric: string; scored_as: string; stand_in: boolean };
+  chosen?: string;
+  compared?: string | null;
+  decided?: boolean;
+  reason?: string;
+  validation_rows?: number;
+  oob_rows?: number;
+  loss_advantage?: Advantage;
+  objective_advantage?: Advantage;
+  noise?: number;
+  test_advantage?: Advantage;
 }
 
 export interface EnsembleRecord {
@@ -145,6 +169,7 @@ export interface EnsembleRecord {
   n_features?: number;
   candidates?: EnsembleCandidate[];
   warnings?: string[];
+  decision?: EnsembleDecision;
   members?: { trial_id: string; kind: string; weight: number; features?: number[]; params?: Params; metrics?: ScoreSummary }[];
   ensemble?: ScoreSummary;
   best_single?: ScoreSummary & { trial_id?: string };

@@ -47,13 +47,16 @@ function bars(rec: EnsembleRecord, metric: keyof Scores): HTMLElement {
 }
 
 // The candidates the stage chose among (best single, bagged, selection,
-// stacking): cross-validated loss first, the chosen one marked.
+// stacking): cross-validated loss first, the chosen one marked, and the
+// decision's reason (a record without one: an older scheduler's).
 function candidatesView(record: EnsembleRecord, metrics: (keyof Scores)[]): Node[] {
   const cands: EnsembleCandidate[] = record.candidates ?? [];
   if (!cands.length) return [];
   const cv = cands.some((c) => c.cross_validated);
-  const how = record.choose && record.choose !== 'auto' ? `named by the spec (choose: ${record.choose})` : `the lowest ${cv ? 'cross-validated' : 'validation'} loss`;
+  const d = record.decision;
+  const how = d?.reason ?? (record.choose && record.choose !== 'auto' ? `named by the spec (choose: ${record.choose})` : `the lowest ${cv ? 'cross-validated' : 'validation'} loss`);
   const out: Node[] = [h('p', { id: 'ensemble-choice' }, 'Chosen: ', h('strong', null, record.chosen ?? '?'), ` — ${how}.`)];
+  if (d?.decided === false) out.push(h('p', { id: 'ensemble-undecided', class: 'warn' }, `The ${d.validation_rows ?? '?'} validation rows${d.oob_rows ? ` and ${d.oob_rows} out-of-bag rows` : ''} could not tell: the best single model was kept.`));
   if (record.warnings?.length) out.push(h('ul', { id: 'ensemble-warnings', class: 'warn' }, record.warnings.map((w) => h('li', null, w))));
   out.push(
     h(
@@ -75,7 +78,7 @@ function candidatesView(record: EnsembleRecord, metrics: (keyof Scores)[]): Node
             h('td', { class: 'num' }, fmtNum(c.cv_loss, 4)),
             h('td', { class: 'num' }, fmtNum(c.cv_accuracy, 4)),
             ...metrics.map((m) => h('td', { class: 'num' }, fmtNum(c.test?.[m]))),
-            h('td', { class: 'muted small' }, c.detail ?? ''),
+            h('td', { class: 'muted small' }, c.detail ?? '', c.untrusted ? ` (not taken at face value: ${c.untrusted})` : ''),
           ),
         ),
       ),
