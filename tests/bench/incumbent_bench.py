@@ -10,8 +10,9 @@ the stage chose with the sweep's best trial by its objective (the record's
 best_single, the incumbent) on the test rows, in the objective's own per-row
 loss (log-loss for val_loss, the error rate for val_accuracy; the record's
 decision.test_advantage, positive: the chosen model is better), against the
-noise the record reports (decision.noise: one standard error of the
-objective's paired difference on the rows it decided on).
+noise the record reports (decision.noise: the bar, two or three standard
+errors, times the standard error of the objective's paired difference on the
+rows it decided on). Where the best trial is kept this holds by construction.
 
   incumbent_bench.py API TOKEN [--splits K] [--objective val_loss|val_accuracy] [DATASET ...]
 
