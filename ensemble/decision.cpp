@@ -43,18 +43,17 @@ bool overruled(const CandidateEvidence& e, bool objective_is_loss) {
 
 // Does candidate `e` beat the incumbent by enough?
 bool clears(const CandidateEvidence& e, const DecisionInput& in) {
-  if (!e.eligible || overruled(e, in.objective_is_loss)) return false;
+  if (!e.eligible || overruled(e, in.objective_is_loss())) return false;
   const double bar = bar_of(e);
   if (!e.untrusted.empty()) {
     // Its loss says little: the error rate (classification) or the loss
-    // (a perfect regression fit) must clear the bar.
+    // (a perfect regression fit) must clear the bar; the objective is one of
+    // the two, so nothing else is asked.
     const auto& judge = in.classification ? e.error : e.loss;
-    return judge.advantage().clears(bar) &&
-           (in.objective_is_loss || in.objective.loss == Loss::kError ||
-            e.objective.advantage().clears(bar));
+    return judge.advantage().clears(bar);
   }
   return e.loss.advantage().clears(bar) &&
-         (in.objective_is_loss || e.objective.advantage().clears(bar));
+         (in.objective_is_loss() || e.objective.advantage().clears(bar));
 }
 
 // The candidate (not the incumbent) with the largest loss advantage, if any is positive.
@@ -87,7 +86,7 @@ std::string kept_because(const DecisionInput& in, const CandidateEvidence& e,
         "kept the best single model: {} scored a lower loss ({:.4g} against {:.4g}) on the {} "
         "validation rows it was fitted on, which is no evidence; too few rows to cross-validate",
         e.name, e.cv_loss, incumbent.cv_loss, in.validation_rows);
-  if (overruled(e, in.objective_is_loss))
+  if (overruled(e, in.objective_is_loss()))
     return fmt::format(
         "kept the best single model: {} has a lower cv loss ({:.4g} against {:.4g}) on the {} "
         "validation rows, but on {} out-of-bag training rows it is no better than the members "
@@ -102,7 +101,7 @@ std::string kept_because(const DecisionInput& in, const CandidateEvidence& e,
         e.name, e.cv_loss, incumbent.cv_loss, e.untrusted,
         in.classification ? "error rate" : "loss", noise(bar_of(e)),
         by((in.classification ? e.error : e.loss).advantage()), rows_text(in, e));
-  if (!in.objective_is_loss && o.mean <= 0) {
+  if (!in.objective_is_loss() && o.mean <= 0) {
     decided = true;  // no better at what the user asked for: nothing to doubt
     return fmt::format(
         "kept the best single model: {} has a lower cv loss ({:.4g} against {:.4g}) but {} {} "
@@ -210,7 +209,7 @@ Result<Decision> decide(const DecisionInput& in) {
     d.reason = fmt::format(
         "{} is better than the best single model beyond {}: cv loss by {}{} over the {}", e.name,
         noise(d.bar), by(d.loss),
-        in.objective_is_loss
+        in.objective_is_loss()
             ? std::string()
             : fmt::format(", {} by {}", loss_name(in.objective.loss), by(d.objective)),
         rows_text(in, e));

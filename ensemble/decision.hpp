@@ -111,11 +111,13 @@ struct CandidateEvidence {
 struct DecisionInput {
   std::vector<CandidateEvidence> candidates;  // [0]: the incumbent
   ObjectiveLoss objective;
-  bool objective_is_loss = true;  // the objective's per-row loss is the cross-validated one
   bool classification = true;
   std::int64_t validation_rows = 0;
   bool cross_validated = true;
   trials::EnsembleRecipe::Choose choose = trials::EnsembleRecipe::Choose::kAuto;
+  // The objective's per-row loss is the cross-validated one (log-loss or
+  // squared error), not the error rate.
+  bool objective_is_loss() const { return objective.loss != Loss::kError; }
 };
 
 struct Decision {

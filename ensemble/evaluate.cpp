@@ -66,6 +66,12 @@ Result<Fitted> fit_on(std::unique_ptr<Combiner> c, std::vector<int> inputs,
   return Fitted{std::move(c), std::move(inputs), std::move(detail)};
 }
 
+// One library model alone, as a candidate's fit.
+Result<Fitted> fit_single(int model, const std::vector<Matrix>& library, const Targets& t) {
+  return fit_on(std::make_unique<WeightedMeanCombiner>(std::vector<double>{1.0}), {model}, library,
+                t, fmt::format("model {}", model));
+}
+
 struct Candidate {
   std::string name;
   FitProcedure fit;    // on a fold's other rows, and on every row unless `final` is set
@@ -129,13 +135,11 @@ std::vector<Candidate> make_candidates(const trials::EnsembleRecipe& recipe, std
       const double l = loss(lib[m], t, objective);
       if (best < 0 || l < best_loss) best = static_cast<int>(m), best_loss = l;
     }
-    return fit_on(std::make_unique<WeightedMeanCombiner>(std::vector<double>{1.0}), {best}, lib, t,
-                  fmt::format("model {}", best));
+    return fit_single(best, lib, t);
   };
   candidates.push_back(
       {"best_single", pick, [incumbent](const std::vector<Matrix>& lib, const Targets& t) {
-         return fit_on(std::make_unique<WeightedMeanCombiner>(std::vector<double>{1.0}),
-                       {incumbent}, lib, t, fmt::format("model {}", incumbent));
+         return fit_single(incumbent, lib, t);
        }});
   candidates.push_back(
       {"bagged", [&recipe, n_members](const std::vector<Matrix>& lib, const Targets& t) {
@@ -330,8 +334,11 @@ struct CopyLosses {
   std::vector<int> count;
 };
 
+// Only rows the out-of-bag estimate covered (`covered`, ascending): their
+// targets were checked against the predictions' shape there.
 CopyLosses copy_losses(const std::vector<MemberOob>& members, const Targets& targets,
-                       const std::vector<int>& copies, Loss objective) {
+                       const std::vector<std::int64_t>& covered, const std::vector<int>& copies,
+                       Loss objective) {
   const auto n = static_cast<std::size_t>(targets.rows());
   CopyLosses c{std::vector<double>(n), std::vector<double>(n), std::vector<double>(n),
                std::vector<int>(n)};
@@ -339,7 +346,7 @@ CopyLosses copy_losses(const std::vector<MemberOob>& members, const Targets& tar
     if (std::find(copies.begin(), copies.end(), m.member) == copies.end()) continue;
     for (std::size_t i = 0; i < m.rows.size(); ++i) {
       const auto r = m.rows[i];
-      if (r < 0 || r >= targets.rows()) continue;
+      if (!std::binary_search(covered.begin(), covered.end(), r)) continue;
       const float* p = m.predictions.row(static_cast<std::int64_t>(i));
       const auto cols = m.predictions.cols;
       const double l = row_loss(p, cols, targets, r, Loss::kAuto);
@@ -418,7 +425,6 @@ Status choose(Evaluation& ev, const trials::EnsembleRecipe& recipe) {
   DecisionInput in;
   in.candidates = ev.evidence;
   in.objective = ev.objective;
-  in.objective_is_loss = ev.objective.loss != Loss::kError;
   in.classification = ev.classification;
   in.validation_rows = ev.validation_rows;
   in.cross_validated = ev.cross_validated;
@@ -533,7 +539,8 @@ Status estimate_oob(Evaluation& ev, OobBlocks& blocks) {
     sum.add(est->scores, est->rows_covered);
     covered += est->rows_covered;
     if (!hear) continue;
-    const CopyLosses copies = copy_losses(members, targets, ev.incumbent_copies, ev.objective.loss);
+    const CopyLosses copies =
+        copy_losses(members, targets, est->rows, ev.incumbent_copies, ev.objective.loss);
     for (std::size_t i = 0; i < est->rows.size(); ++i) {
       const auto r = est->rows[i];
       const auto k = static_cast<std::size_t>(r);

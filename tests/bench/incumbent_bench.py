@@ -26,10 +26,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tabular_bench import MAKE_DATA, call, spec_for  # noqa: E402
+from tabular_bench import MAKE_DATA, call, spec_for, wait_ended  # noqa: E402
 
 SMALL = ["c135-small", "c150-easy", "c250-overlap", "c400-3class", "c800-noisy", "r300-linear"]
 
@@ -42,11 +41,7 @@ def run(api, token, name, split, objective, work):
     if objective == "val_accuracy" and data["task"] == "classification":
         spec["objective"] = {"metric": "val_accuracy", "mode": "max"}
     sweep = call(api, token, "POST", "/api/sweeps", spec)["id"]
-    while True:
-        doc = call(api, None, "GET", f"/api/sweeps/{sweep}")
-        if doc["state"] != "running":
-            break
-        time.sleep(1)  # a benchmark's poll, not a test's wait
+    doc = wait_ended(api, sweep)
     if doc["state"] != "finished":
         trials = call(api, None, "GET", f"/api/sweeps/{sweep}/trials?limit=3")["trials"]
         raise SystemExit(f"{name} split {split}: the sweep ended {doc['state']}: {doc.get('error')}; "

@@ -43,6 +43,15 @@ def call(api, token, method, path, body=None):
         return json.loads(r.read())
 
 
+def wait_ended(api, sweep):
+    """The sweep's document once it is no longer running."""
+    while True:
+        doc = call(api, None, "GET", f"/api/sweeps/{sweep}")
+        if doc["state"] != "running":
+            return doc
+        time.sleep(1)  # a benchmark's poll, not a test's wait
+
+
 def spec_for(name, data_dir, data):
     task = data["task"]
     models = ["hgb", "knn", "linear"] + (["svm"] if data["train_rows"] <= 3000 else [])
@@ -103,11 +112,7 @@ def run(api, token, name, work):
     task = data["task"]
     t0 = time.time()
     sweep = call(api, token, "POST", "/api/sweeps", spec_for(name, data_dir, data))["id"]
-    while True:
-        doc = call(api, None, "GET", f"/api/sweeps/{sweep}")
-        if doc["state"] != "running":
-            break
-        time.sleep(1)  # a benchmark's poll, not a test's wait
+    doc = wait_ended(api, sweep)
     wall = time.time() - t0
     if doc["state"] != "finished":
         raise SystemExit(f"{name}: the sweep ended {doc['state']}: {doc.get('error')}")

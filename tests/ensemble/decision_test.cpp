@@ -67,7 +67,6 @@ DecisionInput accuracy_objective(std::vector<CandidateEvidence> cs) {
   DecisionInput in;
   in.candidates = std::move(cs);
   in.objective = {Loss::kError, false};
-  in.objective_is_loss = false;
   in.validation_rows = in.candidates.front().loss.rows();
   return in;
 }
