@@ -48,9 +48,10 @@ bool clears(const CandidateEvidence& e, const DecisionInput& in) {
   if (!e.untrusted.empty()) {
     // Its loss says little: the error rate (classification) or the loss
     // (a perfect regression fit) must clear the bar; the objective is one of
-    // the two, so nothing else is asked.
+    // the two unless it is the absolute error, which must clear it too.
     const auto& judge = in.classification ? e.error : e.loss;
-    return judge.advantage().clears(bar);
+    return judge.advantage().clears(bar) &&
+           (in.classification || in.objective_is_loss() || e.objective.advantage().clears(bar));
   }
   return e.loss.advantage().clears(bar) &&
          (in.objective_is_loss() || e.objective.advantage().clears(bar));
@@ -94,13 +95,17 @@ std::string kept_because(const DecisionInput& in, const CandidateEvidence& e,
         "could not tell",
         e.name, e.cv_loss, incumbent.cv_loss, in.validation_rows, e.oob_loss.rows(),
         by(e.oob_loss.advantage()), objective, by(e.oob_objective.advantage()));
-  if (!e.untrusted.empty())
+  const double bar = bar_of(e);
+  const PairedSum& judge = in.classification ? e.error : e.loss;
+  if (!e.untrusted.empty() && !judge.advantage().clears(bar))
     return fmt::format(
         "kept the best single model: {} has a lower cv loss ({:.4g} against {:.4g}) but {}, so "
         "its loss is not taken at face value, and its {} is not lower by {} ({}) over the {}",
         e.name, e.cv_loss, incumbent.cv_loss, e.untrusted,
-        in.classification ? "error rate" : "loss", noise(bar_of(e)),
-        by((in.classification ? e.error : e.loss).advantage()), rows_text(in, e));
+        in.classification ? "error rate" : "loss", noise(bar), by(judge.advantage()),
+        rows_text(in, e));
+  // Untrusted from here on only in regression with the absolute error as the
+  // objective: its loss cleared the bar, the objective did not.
   if (!in.objective_is_loss() && o.mean <= 0) {
     decided = true;  // no better at what the user asked for: nothing to doubt
     return fmt::format(
@@ -110,18 +115,20 @@ std::string kept_because(const DecisionInput& in, const CandidateEvidence& e,
         by(o), rows_text(in, e));
   }
   const std::string fitted =
-      e.bar > kNoise
+      !e.untrusted.empty()
+          ? fmt::format(" ({}, so its loss is not taken at face value)", e.untrusted)
+      : e.bar > kNoise
           ? " (it fits weights on a small validation set, where a lucky model looks good)"
           : "";
-  if (!l.clears(e.bar))
+  if (!l.clears(bar))
     return fmt::format(
         "kept the best single model: {} has a lower cv loss ({:.4g} against {:.4g}) but its "
         "advantage {} is within {} over the {}{}; a larger validation set would tell",
-        e.name, e.cv_loss, incumbent.cv_loss, by(l), noise(e.bar), rows_text(in, e), fitted);
+        e.name, e.cv_loss, incumbent.cv_loss, by(l), noise(bar), rows_text(in, e), fitted);
   return fmt::format(
       "kept the best single model: {} has a lower cv loss ({:.4g} against {:.4g}, by {}) but "
       "its {} advantage {} is within {} over the {}{}; a larger validation set would tell",
-      e.name, e.cv_loss, incumbent.cv_loss, by(l), objective, by(o), noise(e.bar), rows_text(in, e),
+      e.name, e.cv_loss, incumbent.cv_loss, by(l), objective, by(o), noise(bar), rows_text(in, e),
       fitted);
 }
 
@@ -130,6 +137,7 @@ std::string kept_because(const DecisionInput& in, const CandidateEvidence& e,
 ObjectiveLoss objective_loss(std::string_view metric, bool classification) {
   const std::string name = ascii_lower(std::string(metric));
   if (!classification) {
+    if (has(name, "mae") || has(name, "absolute")) return {Loss::kMae, false};
     const bool named = has(name, "mse") || has(name, "loss") || has(name, "err") ||
                        has(name, "l2") || has(name, "squared");
     return {Loss::kMse, !named};
@@ -147,6 +155,8 @@ const char* loss_name(Loss loss) {
       return "error_rate";
     case Loss::kMse:
       return "squared_error";
+    case Loss::kMae:
+      return "absolute_error";
     case Loss::kAuto:
       break;
   }

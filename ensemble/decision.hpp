@@ -7,8 +7,8 @@
 // mean difference) both on the cross-validated loss (log-loss, or squared
 // error) and on the user's objective as the predictions can score it (an
 // accuracy as the error rate, a classification loss as log-loss, regression as
-// squared error). Among those that clear both, the lowest cross-validated loss
-// wins.
+// squared or absolute error). Among those that clear both, the lowest
+// cross-validated loss wins.
 //
 // Three kinds of evidence are not taken at face value:
 //   - a candidate whose cross-validated loss is zero, or whose probabilities are
@@ -45,6 +45,16 @@
 
 namespace hpo::ensemble {
 
+// The candidates' names (CandidateEvidence::name, CandidateSummary::name, the
+// record's `chosen` and the manifest's `method`), spelled as the recipe's
+// `choose` names them (trials::to_string(EnsembleRecipe::Choose)).
+namespace candidate_name {
+inline constexpr std::string_view kBestSingle = "best_single";
+inline constexpr std::string_view kBagged = "bagged";
+inline constexpr std::string_view kSelection = "selection";
+inline constexpr std::string_view kStacking = "stacking";
+}  // namespace candidate_name
+
 // Fewer validation rows than this: no cross-validation, candidates compared in-sample.
 inline constexpr std::int64_t kMinCrossValidationRows = 20;
 // Fewer validation rows than this: the out-of-bag rows are heard too.
@@ -56,15 +66,16 @@ inline constexpr double kDoubtfulNoise = 3;
 
 // The user's objective as a per-row loss on the predictions.
 struct ObjectiveLoss {
-  Loss loss = Loss::kAuto;  // kError (an accuracy or error rate), kLogLoss or kMse
+  Loss loss = Loss::kAuto;  // kError (an accuracy or error rate), kLogLoss, kMse or kMae
   bool stand_in = false;    // the metric has no counterpart in predictions: `loss` stands in
 };
 // From the objective's metric name: classification "…acc…" or "…err…" is the
 // error rate, "…loss…", "…nll…" or "…entropy…" log-loss, anything else the
-// error rate standing in; regression is always squared error (standing in
-// unless the name says mse, rmse, loss or error).
+// error rate standing in; regression is absolute error when the name says
+// mae or absolute, else squared error (standing in unless the name says
+// mse, rmse, loss or error).
 ObjectiveLoss objective_loss(std::string_view metric, bool classification);
-// "log_loss", "error_rate", "squared_error" (kAuto: "loss").
+// "log_loss", "error_rate", "squared_error", "absolute_error" (kAuto: "loss").
 const char* loss_name(Loss loss);
 
 // A candidate's mean per-row advantage over the incumbent (the incumbent's
@@ -116,8 +127,10 @@ struct DecisionInput {
   bool cross_validated = true;
   trials::EnsembleRecipe::Choose choose = trials::EnsembleRecipe::Choose::kAuto;
   // The objective's per-row loss is the cross-validated one (log-loss or
-  // squared error), not the error rate.
-  bool objective_is_loss() const { return objective.loss != Loss::kError; }
+  // squared error), not the error rate or the absolute error.
+  bool objective_is_loss() const {
+    return objective.loss != Loss::kError && objective.loss != Loss::kMae;
+  }
 };
 
 struct Decision {

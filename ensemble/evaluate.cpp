@@ -12,6 +12,7 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -73,9 +74,9 @@ Result<Fitted> fit_single(int model, const std::vector<Matrix>& library, const T
 }
 
 struct Candidate {
-  std::string name;
-  FitProcedure fit;    // on a fold's other rows, and on every row unless `final` is set
-  FitProcedure final;  // on every validation row, when it differs
+  std::string_view name;  // a candidate_name
+  FitProcedure fit;       // on a fold's other rows, and on every row unless `final` is set
+  FitProcedure final;     // on every validation row, when it differs
 };
 
 // The out-of-bag predictions held in memory, as one range.
@@ -120,6 +121,7 @@ std::vector<Candidate> make_candidates(const trials::EnsembleRecipe& recipe, std
                                        int incumbent, Loss objective, bool classification,
                                        bool can_stack) {
   using Combine = trials::EnsembleRecipe::Combine;
+  using namespace candidate_name;  // kBestSingle, kBagged, kSelection, kStacking
   std::vector<Candidate> candidates;
   // The incumbent is the sweep's best trial by the user's objective, found by
   // the search on these very validation rows: its own loss on them is
@@ -138,11 +140,11 @@ std::vector<Candidate> make_candidates(const trials::EnsembleRecipe& recipe, std
     return fit_single(best, lib, t);
   };
   candidates.push_back(
-      {"best_single", pick, [incumbent](const std::vector<Matrix>& lib, const Targets& t) {
+      {kBestSingle, pick, [incumbent](const std::vector<Matrix>& lib, const Targets& t) {
          return fit_single(incumbent, lib, t);
        }});
   candidates.push_back(
-      {"bagged", [&recipe, n_members](const std::vector<Matrix>& lib, const Targets& t) {
+      {kBagged, [&recipe, n_members](const std::vector<Matrix>& lib, const Targets& t) {
          std::vector<int> members(n_members);
          std::iota(members.begin(), members.end(), 0);
          return fit_on(make_combiner(recipe), std::move(members), lib, t,
@@ -155,7 +157,7 @@ std::vector<Candidate> make_candidates(const trials::EnsembleRecipe& recipe, std
     sel.init = recipe.selection_init;
   }
   candidates.push_back(
-      {"selection", [sel](const std::vector<Matrix>& lib, const Targets& t) {
+      {kSelection, [sel](const std::vector<Matrix>& lib, const Targets& t) {
          return fit_on(
              std::make_unique<WeightedMeanCombiner>(WeightedMeanCombiner::Rule::kSelection, sel),
              all_models(lib.size()), lib, t,
@@ -163,7 +165,7 @@ std::vector<Candidate> make_candidates(const trials::EnsembleRecipe& recipe, std
        }});
   if (can_stack)
     candidates.push_back(
-        {"stacking", [classification](const std::vector<Matrix>& lib, const Targets& t) {
+        {kStacking, [classification](const std::vector<Matrix>& lib, const Targets& t) {
            auto order = by_loss(lib, t);
            if (order.size() > static_cast<std::size_t>(kMaxStackingInputs))
              order.resize(kMaxStackingInputs);
@@ -307,19 +309,19 @@ void adopt_candidate(Evaluation& ev, const trials::EnsembleRecipe& recipe, int c
   ev.method = pick.name;
   ev.weights = pick.weights;
   ev.ensemble = pick.scores;
-  if (pick.name == "bagged") {
+  if (pick.name == candidate_name::kBagged) {
     ev.combine = recipe.combine;
-  } else if (pick.name == "selection") {
+  } else if (pick.name == candidate_name::kSelection) {
     ev.combine = Combine::kSelection;
   } else {
     ev.combine = classification ? Combine::kSoftVote : Combine::kMean;
   }
-  if (pick.name == "stacking") {
+  if (pick.name == candidate_name::kStacking) {
     auto model = static_cast<const StackingCombiner&>(*fitted.combiner).model();
     model.coefficients = pick.weights;  // over every model, 0 for those not stacked
     ev.stacking = model;
     ev.combiner = std::make_shared<StackingCombiner>(std::move(model));
-  } else if (pick.name == "bagged" &&
+  } else if (pick.name == candidate_name::kBagged &&
              (recipe.combine == Combine::kHardVote || recipe.combine == Combine::kMedian)) {
     ev.combiner = fitted.combiner;
   } else {
@@ -360,6 +362,14 @@ CopyLosses copy_losses(const std::vector<MemberOob>& members, const Targets& tar
   return c;
 }
 
+// The out-of-bag rows heard as evidence (pooled, or able to overrule): the
+// bagged candidate's, the only one they are heard for.
+std::int64_t oob_rows_heard(const Evaluation& ev) {
+  for (const auto& e : ev.evidence)
+    if (e.name == candidate_name::kBagged) return e.oob_rows + e.oob_loss.rows();
+  return 0;
+}
+
 }  // namespace
 
 Result<Evaluation> evaluate_candidates(const trials::EnsembleRecipe& recipe,
@@ -382,7 +392,8 @@ Result<Evaluation> evaluate_candidates(const trials::EnsembleRecipe& recipe,
   if (ev.objective.loss == Loss::kAuto)
     ev.objective.loss = classification ? Loss::kLogLoss : Loss::kMse;
   ev.classification = classification;
-  if ((ev.objective.loss == Loss::kMse) == classification)
+  const bool regression_loss = ev.objective.loss == Loss::kMse || ev.objective.loss == Loss::kMae;
+  if (regression_loss == classification)
     return Error::invalid(
         "objective", fmt::format("{} does not score {} predictions", loss_name(ev.objective.loss),
                                  classification ? "class" : "regression"));
@@ -409,7 +420,8 @@ Result<Evaluation> evaluate_candidates(const trials::EnsembleRecipe& recipe,
     // Rows a candidate was fitted on are no evidence for it (the bagged rule
     // may still win on out-of-bag rows, see estimate_oob).
     ce.eligible = folds.cross_validate;
-    const bool fits_weights = ce.name == "selection" || ce.name == "stacking";
+    const bool fits_weights =
+        ce.name == candidate_name::kSelection || ce.name == candidate_name::kStacking;
     if (fits_weights && vt.rows() < kSmallValidationRows) ce.bar = kDoubtfulNoise;
     ce.loss = paired(done[0].loss, e.loss);
     ce.objective = paired(done[0].objective, e.objective);
@@ -438,6 +450,14 @@ Status choose(Evaluation& ev, const trials::EnsembleRecipe& recipe) {
         "on the rows they were fitted on",
         ev.validation_rows));
   if (!d->decided) ev.warnings.push_back(d->reason);
+  if (recipe.choose == trials::EnsembleRecipe::Choose::kAuto &&
+      ev.validation_rows < kSmallValidationRows && oob_rows_heard(ev) == 0)
+    ev.warnings.push_back(fmt::format(
+        "the validation set has {} rows (fewer than {}) and no out-of-bag predictions{} were "
+        "available, so the choice rests on those {} rows",
+        ev.validation_rows, kSmallValidationRows,
+        ev.oob ? " of the members trained with the best single model's parameters" : "",
+        ev.validation_rows));
   ev.decision = std::move(*d);
   return {};
 }
@@ -513,8 +533,9 @@ Status score_rows(Evaluation& ev, RowBlocks& rows) {
 }
 
 Status estimate_oob(Evaluation& ev, OobBlocks& blocks) {
-  auto it = std::find_if(ev.candidates.begin(), ev.candidates.end(),
-                         [](const CandidateSummary& c) { return c.name == "bagged"; });
+  auto it = std::find_if(ev.candidates.begin(), ev.candidates.end(), [](const CandidateSummary& c) {
+    return c.name == candidate_name::kBagged;
+  });
   if (it == ev.candidates.end() || ev.fitted.size() != ev.candidates.size())
     return Error::internal("estimate_oob: no fitted bagged candidate");
   const auto bagged_at = static_cast<std::size_t>(it - ev.candidates.begin());

@@ -92,7 +92,10 @@ struct CandidateSummary {
   std::string name;    // best_single | bagged | selection | stacking
   std::string detail;  // which model, rule or penalty
   bool cross_validated = false;
-  double cv_loss = 0;                 // out-of-fold (or in-sample) validation loss
+  // Out-of-fold (or in-sample) validation loss. best_single's is that of the
+  // procedure that picks the best search trial on each fold's other rows, not
+  // of the incumbent itself (whose rows chose it).
+  double cv_loss = 0;
   std::optional<double> cv_accuracy;  // out-of-fold accuracy, classification
   MetricSummary scores;               // refitted on every validation row
   std::string untrusted;              // why its loss is not taken at face value; empty: it is

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ensemble/bagging_json.hpp"
+#include "ensemble/decision.hpp"
 #include "ensemble/stacking.hpp"
 #include "trials/json_fields.hpp"
 #include "trials/json_limits.hpp"
@@ -136,7 +137,8 @@ std::string manifest_to_json(const EnsembleManifest& manifest) {
       {"ensemble", summary_to_json(manifest.ensemble_metrics)},
       {"best_single", summary_to_json(manifest.best_single_metrics)}};
   j["best_single"]["trial_id"] = manifest.best_single_trial_id;
-  if (manifest.method == "stacking") j["stacking"] = {{"intercept", manifest.stacking_intercept}};
+  if (manifest.method == candidate_name::kStacking)
+    j["stacking"] = {{"intercept", manifest.stacking_intercept}};
   if (manifest.oob)
     j["oob"] = {{"rows_total", manifest.oob->rows_total},
                 {"rows_covered", manifest.oob->rows_covered},
@@ -164,9 +166,12 @@ Result<EnsembleManifest> manifest_from_json(std::string_view json_text) {
   if (auto c = r.one_of("combine", trials::combine_names(), true))
     m.combine = *trials::parse_combine(*c);
   // Absent in manifests written before the stage chose among candidates: bagged.
-  if (auto method = r.one_of("method", {"best_single", "bagged", "selection", "stacking"}))
+  // (The names are string literals: data() ends in a NUL.)
+  if (auto method =
+          r.one_of("method", {candidate_name::kBestSingle.data(), candidate_name::kBagged.data(),
+                              candidate_name::kSelection.data(), candidate_name::kStacking.data()}))
     m.method = *method;
-  const bool stacking = m.method == "stacking";
+  const bool stacking = m.method == candidate_name::kStacking;
   if (stacking) {
     const json* st = r.object("stacking", true);
     auto rs = child(r, st, "stacking", errors);
@@ -206,7 +211,7 @@ Result<EnsembleManifest> manifest_from_json(std::string_view json_text) {
 
 std::unique_ptr<Combiner> combiner_for(const EnsembleManifest& manifest) {
   using C = trials::EnsembleRecipe::Combine;
-  if (manifest.method == "stacking") {
+  if (manifest.method == candidate_name::kStacking) {
     StackingModel model;
     model.regression = manifest.task == Targets::Task::kRegression;
     for (const auto& m : manifest.members) model.coefficients.push_back(m.weight);

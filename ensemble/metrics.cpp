@@ -62,6 +62,16 @@ double rmse(const Matrix& predictions, const Matrix& targets) {
   return std::sqrt(mse(predictions, targets));
 }
 
+double mae(const Matrix& predictions, const Matrix& targets) {
+  require(predictions.rows == targets.rows && predictions.cols == targets.cols,
+          "predictions and targets differ in shape");
+  if (predictions.data.empty()) return 0;
+  double sum = 0;
+  for (std::size_t i = 0; i < predictions.data.size(); ++i)
+    sum += std::abs(static_cast<double>(predictions.data[i]) - targets.data[i]);
+  return sum / static_cast<double>(predictions.data.size());
+}
+
 double loss(const Matrix& predictions, const Targets& targets, Loss kind) {
   if (kind == Loss::kAuto) kind = targets.classification() ? Loss::kLogLoss : Loss::kMse;
   switch (kind) {
@@ -75,6 +85,9 @@ double loss(const Matrix& predictions, const Targets& targets, Loss kind) {
     case Loss::kAuto:
       require(!targets.classification(), "MSE needs regression targets");
       return mse(predictions, targets.values);
+    case Loss::kMae:
+      require(!targets.classification(), "MAE needs regression targets");
+      return mae(predictions, targets.values);
   }
   return 0;
 }
@@ -82,12 +95,12 @@ double loss(const Matrix& predictions, const Targets& targets, Loss kind) {
 double row_loss(const float* row, std::int64_t cols, const Targets& targets, std::int64_t r,
                 Loss kind) {
   if (kind == Loss::kAuto) kind = targets.classification() ? Loss::kLogLoss : Loss::kMse;
-  if (kind == Loss::kMse) {
-    require(!targets.classification(), "MSE needs regression targets");
+  if (kind == Loss::kMse || kind == Loss::kMae) {
+    require(!targets.classification(), "MSE and MAE need regression targets");
     double s = 0;
     for (std::int64_t c = 0; c < cols; ++c) {
       const double d = static_cast<double>(row[c]) - targets.values(r, c);
-      s += d * d;
+      s += kind == Loss::kMse ? d * d : std::abs(d);
     }
     return cols > 0 ? s / static_cast<double>(cols) : 0;
   }

@@ -24,6 +24,8 @@ double log_loss(const Matrix& probabilities, const std::vector<int>& labels);
 // Mean over rows and outputs of the squared difference; rmse is its square root.
 double mse(const Matrix& predictions, const Matrix& targets);
 double rmse(const Matrix& predictions, const Matrix& targets);
+// Mean over rows and outputs of the absolute difference.
+double mae(const Matrix& predictions, const Matrix& targets);
 
 // The loss a selection or a comparison minimises.
 enum class Loss {
@@ -31,6 +33,7 @@ enum class Loss {
   kLogLoss,
   kError,  // 1 - accuracy
   kMse,
+  kMae,  // mean absolute error (regression)
 };
 double loss(const Matrix& predictions, const Targets& targets, Loss kind);
 // One row's loss: `row` holds `cols` predictions for target row `r`.

@@ -31,7 +31,7 @@ Result<SelectionResult> ensemble_selection(const std::vector<Matrix>& validation
   if (options.rounds < 1) return Error::invalid("selection_rounds", "expected at least 1 round");
   Loss kind = options.loss;
   if (kind == Loss::kAuto) kind = targets.classification() ? Loss::kLogLoss : Loss::kMse;
-  if ((kind == Loss::kMse) == targets.classification())
+  if ((kind == Loss::kMse || kind == Loss::kMae) == targets.classification())
     return Error::invalid("selection.loss", "the loss does not fit the targets' task");
 
   const std::size_t models = validation.size();

@@ -205,36 +205,56 @@ Status choose_and_score(SweepRoles store, const Library& lib, const trials::Ense
 }
 
 // The incumbent: the sweep's best trial by its objective, the first search
-// trial in the library (they are loaded best first); in an ensemble-only
-// sweep, the best member by the objective. Members trained with its
-// parameters stand for it on their out-of-bag rows. A note when the sweep's
-// best trial could not be the incumbent.
+// trial in the library (they are loaded best first). Otherwise the best member
+// by the objective: in an ensemble-only sweep (no search trial ranked) every
+// member has its (empty) parameters; when search trials were ranked but none
+// had usable predictions, only the members with its base trial do. Members
+// trained with its parameters stand for it on their out-of-bag rows. A note
+// when the sweep's best trial could not be the incumbent.
 std::optional<std::string> set_incumbent(const Library& lib, const std::vector<Trial>& ranked,
                                          bool maximize, ensemble::EvaluationInput& input) {
   const auto& models = lib.models;
-  if (models.size() > lib.member_models) {
+  if (!ranked.empty() && models.size() > lib.member_models) {
     const Trial& best = *models[lib.member_models].trial;
     input.incumbent = lib.member_models;
     for (std::size_t m = 0; m < lib.member_models; ++m)
       if (models[m].trial->plan.base_trial == best.id)
         input.incumbent_copies.push_back(static_cast<int>(m));
-    if (!ranked.empty() && ranked.front().id != best.id)
+    if (ranked.front().id != best.id)
       return fmt::format(
           "the sweep's best trial {} has no usable validation predictions (see not_used): the "
           "best trial that has, {}, is the best single model",
           ranked.front().id, best.id);
     return std::nullopt;
   }
-  // Ensemble-only: every member has the same (empty) parameters.
   std::optional<std::size_t> best;
   for (std::size_t m = 0; m < lib.member_models; ++m) {
     const auto& v = models[m].trial->value;
     const auto& b = best ? models[*best].trial->value : std::nullopt;
     if (v && (!b || (maximize ? *v > *b : *v < *b))) best = m;
-    input.incumbent_copies.push_back(static_cast<int>(m));
   }
   input.incumbent = best;
-  return std::nullopt;
+  if (ranked.empty()) {  // ensemble-only: every member has the same (empty) parameters
+    for (std::size_t m = 0; m < lib.member_models; ++m)
+      input.incumbent_copies.push_back(static_cast<int>(m));
+    return std::nullopt;
+  }
+  const auto considered = static_cast<std::int64_t>(ranked.size()) - lib.beyond_library;
+  if (!best)  // evaluate_candidates takes the member with the lowest validation loss
+    return fmt::format(
+        "none of the {} search trials considered had usable validation predictions (see "
+        "not_used) and no member reported the objective: the member with the lowest validation "
+        "loss is the best single model",
+        considered);
+  const Trial& incumbent = *models[*best].trial;
+  for (std::size_t m = 0; m < lib.member_models; ++m)
+    if (models[m].trial->plan.base_trial == incumbent.plan.base_trial)
+      input.incumbent_copies.push_back(static_cast<int>(m));
+  return fmt::format(
+      "none of the {} search trials considered had usable validation predictions (see "
+      "not_used): the best member by the objective, {} (objective {:g}, trained with trial {}'s "
+      "parameters), is the best single model",
+      considered, incumbent.id, *incumbent.value, incumbent.plan.base_trial);
 }
 
 // The manifest of every model considered, in the library's order (weight 0 =
@@ -333,8 +353,11 @@ Json candidates_json(const ensemble::Evaluation& eval, const std::vector<Model>&
     Json weights = Json::object();
     for (std::size_t i = 0; i < c.weights.size(); ++i)
       if (c.weights[i] != 0) weights[models[i].trial->id] = c.weights[i];
-    if (c.name == "best_single" && weights.size() == 1)  // name the model, not its index
-      jc["detail"] = fmt::format("the sweep's best trial by {}: {}", metric, weights.begin().key());
+    if (c.name == ensemble::candidate_name::kBestSingle && weights.size() == 1)  // its trial id
+      jc["detail"] = fmt::format(
+          "the sweep's best trial by {}: {}; its cross-validated loss is that of picking the "
+          "best trial on each fold",
+          metric, weights.begin().key());
     jc["weights"] = std::move(weights);
     candidates.push_back(std::move(jc));
   }

@@ -26,6 +26,15 @@ TEST(ObjectiveLoss, TheMetricNameSaysWhatThePredictionsScore) {
   EXPECT_STREQ(loss_name(Loss::kError), "error_rate");
 }
 
+TEST(ObjectiveLoss, AnAbsoluteErrorIsScoredAsOneNotAsASquaredError) {
+  for (const char* name : {"val_mae", "mean_absolute_error", "MAE"}) {
+    EXPECT_EQ(objective_loss(name, false).loss, Loss::kMae) << name;
+    EXPECT_FALSE(objective_loss(name, false).stand_in) << name;
+  }
+  EXPECT_EQ(objective_loss("val_mse", false).loss, Loss::kMse);
+  EXPECT_STREQ(loss_name(Loss::kMae), "absolute_error");
+}
+
 TEST(PairedSum, MeanAndStandardErrorOfTheDifferences) {
   PairedSum s;
   for (double d : {1.0, 2.0, 3.0, 4.0}) s.add(d);
@@ -83,7 +92,7 @@ TEST(Decide, TheLowestLossAmongThoseThatClearBothWins) {
   EXPECT_EQ(d->chosen, 2);
   EXPECT_TRUE(d->decided);
   EXPECT_EQ(d->challenger, 2);
-  EXPECT_GT(d->objective.mean, d->objective.se);
+  EXPECT_GT(d->objective.mean, kNoise * d->objective.se);
   EXPECT_NE(d->reason.find("selection is better than the best single model"), std::string::npos)
       << d->reason;
 }
@@ -98,6 +107,123 @@ TEST(Decide, ABetterLossWithAWorseObjectiveKeepsTheIncumbent) {
   EXPECT_EQ(d->challenger, 1);
   EXPECT_TRUE(d->decided);  // it is worse on what the user asked for: nothing to doubt
   EXPECT_NE(d->reason.find("worse error_rate"), std::string::npos) << d->reason;
+}
+
+// The loss, the objective and the error rate are told apart: each gets its own
+// evidence, so reading one for another changes the outcome or the reason.
+TEST(Decide, TheLossClearsTheNoiseButTheObjectiveDoesNot) {
+  auto bagged = candidate("bagged", 0.4, rows_of(200, 150, 0.1), rows_of(200, 3, 1, 1, 1));
+  bagged.error = rows_of(200, 30, 1);  // clears: asked instead of the objective, it would win
+  auto in = accuracy_objective(
+      {candidate("best_single", 0.5, rows_of(200, 0, 0), rows_of(200, 0, 0)), bagged});
+  auto d = decide(in);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->chosen, 0);
+  EXPECT_EQ(d->challenger, 1);
+  EXPECT_FALSE(d->decided);
+  EXPECT_NEAR(d->loss.mean, 0.075, 1e-12);
+  EXPECT_NEAR(d->objective.mean, 0.01, 1e-12);
+  EXPECT_TRUE(d->loss.clears());
+  EXPECT_FALSE(d->objective.clears());
+  EXPECT_NE(d->reason.find("but its error_rate advantage 0.01 ± "), std::string::npos) << d->reason;
+  EXPECT_NE(d->reason.find("within the noise (2 standard errors)"), std::string::npos) << d->reason;
+}
+
+TEST(Decide, TheObjectiveClearsTheNoiseButTheLossDoesNot) {
+  auto bagged = candidate("bagged", 0.45, rows_of(200, 3, 0.1, 1, 0.1), rows_of(200, 30, 1));
+  bagged.error = rows_of(200, 3, 1, 1, 1);
+  auto in = accuracy_objective(
+      {candidate("best_single", 0.5, rows_of(200, 0, 0), rows_of(200, 0, 0)), bagged});
+  auto d = decide(in);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->chosen, 0);
+  EXPECT_EQ(d->challenger, 1);
+  EXPECT_FALSE(d->decided);
+  EXPECT_NEAR(d->loss.mean, 0.001, 1e-12);
+  EXPECT_NEAR(d->objective.mean, 0.15, 1e-12);
+  EXPECT_FALSE(d->loss.clears());
+  EXPECT_TRUE(d->objective.clears());
+  EXPECT_NE(d->reason.find("but its advantage 0.001 ± "), std::string::npos) << d->reason;
+  EXPECT_NE(d->reason.find("within the noise (2 standard errors)"), std::string::npos) << d->reason;
+}
+
+// The bar is two standard errors, not one. On 100 rows with k better by the
+// same amount and the rest equal, mean / se = sqrt(k (100 - 1) / (100 - k)):
+// 1.75 for k = 3 (kept), 2.03 for k = 4 (replaced); for the objective, then
+// for the loss.
+TEST(Decide, TheNoiseIsTwoStandardErrorsNotOne) {
+  const auto incumbent = candidate("best_single", 0.5, rows_of(100, 0, 0), rows_of(100, 0, 0));
+  auto in = accuracy_objective(
+      {incumbent, candidate("bagged", 0.4, rows_of(100, 60, 0.1), rows_of(100, 3, 1))});
+  auto d = decide(in);
+  ASSERT_TRUE(d.ok());
+  ASSERT_GT(d->objective.mean, d->objective.se);
+  ASSERT_LT(d->objective.mean, kNoise * d->objective.se);
+  EXPECT_EQ(d->chosen, 0);
+  EXPECT_FALSE(d->decided);
+  EXPECT_NE(d->reason.find("error_rate advantage"), std::string::npos) << d->reason;
+  EXPECT_NE(d->reason.find("within the noise (2 standard errors)"), std::string::npos) << d->reason;
+
+  in.candidates[1].objective = in.candidates[1].error = rows_of(100, 4, 1);
+  d = decide(in);
+  ASSERT_TRUE(d.ok());
+  ASSERT_GT(d->objective.mean, kNoise * d->objective.se);
+  ASSERT_LT(d->objective.mean, 2.1 * d->objective.se);
+  EXPECT_EQ(d->chosen, 1);
+  EXPECT_TRUE(d->decided);
+
+  in.candidates[1].objective = in.candidates[1].error = rows_of(100, 60, 1);
+  in.candidates[1].loss = rows_of(100, 3, 0.2);
+  d = decide(in);
+  ASSERT_TRUE(d.ok());
+  ASSERT_GT(d->loss.mean, d->loss.se);
+  ASSERT_LT(d->loss.mean, kNoise * d->loss.se);
+  EXPECT_EQ(d->chosen, 0);
+  EXPECT_FALSE(d->decided);
+  EXPECT_NE(d->reason.find("but its advantage"), std::string::npos) << d->reason;
+
+  in.candidates[1].loss = rows_of(100, 4, 0.2);
+  d = decide(in);
+  ASSERT_TRUE(d.ok());
+  ASSERT_GT(d->loss.mean, kNoise * d->loss.se);
+  ASSERT_LT(d->loss.mean, 2.1 * d->loss.se);
+  EXPECT_EQ(d->chosen, 1);
+  EXPECT_TRUE(d->decided);
+}
+
+// Regression scored by absolute error: a lower squared error (the loss) is not
+// enough, the absolute error must clear the noise too, also when the loss is
+// not taken at face value.
+TEST(Decide, AnAbsoluteErrorObjectiveMustClearTheNoiseToo) {
+  DecisionInput in;
+  in.classification = false;
+  in.objective = objective_loss("val_mae", false);
+  in.validation_rows = 200;
+  in.candidates = {
+      candidate("best_single", 0.3, rows_of(200, 0, 0), rows_of(200, 0, 0)),
+      candidate("stacking", 0.2, rows_of(200, 150, 0.1), rows_of(200, 3, 0.5, 1, 0.5))};
+  auto d = decide(in);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->chosen, 0);
+  EXPECT_FALSE(d->decided);
+  EXPECT_TRUE(d->loss.clears());
+  EXPECT_NE(d->reason.find("its absolute_error advantage"), std::string::npos) << d->reason;
+
+  in.candidates[1].untrusted = "its cross-validated loss is 0";
+  d = decide(in);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->chosen, 0);
+  EXPECT_EQ(d->bar, kDoubtfulNoise);
+  EXPECT_NE(d->reason.find("its absolute_error advantage"), std::string::npos) << d->reason;
+  EXPECT_NE(d->reason.find("not taken at face value"), std::string::npos) << d->reason;
+  EXPECT_NE(d->reason.find("3 standard errors"), std::string::npos) << d->reason;
+
+  in.candidates[1].untrusted.clear();
+  in.candidates[1].objective = rows_of(200, 30, 0.5);
+  d = decide(in);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->chosen, 1);
+  EXPECT_NE(d->reason.find("absolute_error by"), std::string::npos) << d->reason;
 }
 
 TEST(Decide, WithinTheNoiseItSaysItCouldNotTell) {

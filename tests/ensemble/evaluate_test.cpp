@@ -154,8 +154,8 @@ TEST(EvaluateChoice, WarnsWhenTheValidationRowsCannotTellTheCandidatesApart) {
   EXPECT_FALSE(ev->candidates[0].cross_validated);
 
   // Two models alike in skill on 60 rows: a combination may score a little lower
-  // loss, but not by more than one standard error, so the best single model is
-  // kept, and the record says why.
+  // loss, but not beyond the noise (two standard errors), so the best single
+  // model is kept, and the record says why.
   auto some = alternating(60);
   in = {};
   in.validation = {lab.model(some, 0.75, 0.7), lab.model(some, 0.75, 0.7)};
@@ -303,6 +303,18 @@ TEST(EvaluateIncumbent, KeptOnATinyValidationSetAgainstALuckyModel) {
   bool named = false;
   for (const auto& c : ev->candidates) named = named || !c.untrusted.empty();
   EXPECT_TRUE(named);
+  // The rule that kept it: the procedure that found the incumbent picks the
+  // lucky model on every fold (rows 3 and 17 fall in different folds), so its
+  // out-of-fold loss is 0 and no combination scores better; decided.
+  EXPECT_EQ(ev->decision.challenger, 0);
+  EXPECT_TRUE(ev->decision.decided);
+  EXPECT_EQ(ev->decision.reason, "no combination scored better than the best single model");
+  // On 27 rows with no out-of-bag predictions, the record says what the choice rests on.
+  EXPECT_NE(std::find(ev->warnings.begin(), ev->warnings.end(),
+                      "the validation set has 27 rows (fewer than 200) and no out-of-bag "
+                      "predictions were available, so the choice rests on those 27 rows"),
+            ev->warnings.end())
+      << ::testing::PrintToString(ev->warnings);
 }
 
 TEST(EvaluateIncumbent, ACombinationMustAlsoBeBetterOnTheObjective) {
@@ -328,7 +340,7 @@ TEST(EvaluateIncumbent, ACombinationMustAlsoBeBetterOnTheObjective) {
   ev = evaluate_ensemble({}, in);
   ASSERT_TRUE(ev.ok()) << ev.error().message;
   EXPECT_NE(ev->method, "best_single");
-  EXPECT_GT(ev->decision.loss.mean, ev->decision.loss.se);
+  EXPECT_GT(ev->decision.loss.mean, ev->decision.bar * ev->decision.loss.se);
 }
 
 TEST(EvaluateIncumbent, OutOfBagRowsDecideForASmallValidationSet) {
@@ -346,6 +358,17 @@ TEST(EvaluateIncumbent, OutOfBagRowsDecideForASmallValidationSet) {
   ASSERT_TRUE(without.ok()) << without.error().message;
   EXPECT_EQ(without->method, "best_single");
   EXPECT_EQ(without->decision.oob_rows, 0);
+  // The incumbent (model 9) is the best member on these rows, and in-sample
+  // selection picks it alone: no combination scores better; decided.
+  EXPECT_EQ(without->decision.challenger, 0);
+  EXPECT_TRUE(without->decision.decided);
+  EXPECT_EQ(without->decision.reason, "no combination scored better than the best single model");
+  const std::string rests_on =
+      "the validation set has 12 rows (fewer than 200) and no out-of-bag predictions were "
+      "available, so the choice rests on those 12 rows";
+  EXPECT_NE(std::find(without->warnings.begin(), without->warnings.end(), rests_on),
+            without->warnings.end())
+      << ::testing::PrintToString(without->warnings);
 
   in.train_targets = Targets::classes(train);
   for (int m = 0; m < 10; ++m) {
@@ -365,6 +388,8 @@ TEST(EvaluateIncumbent, OutOfBagRowsDecideForASmallValidationSet) {
   EXPECT_TRUE(with->decision.decided);
   EXPECT_GT(with->decision.oob_rows, 400);
   EXPECT_NE(with->decision.reason.find("out-of-bag rows"), std::string::npos);
+  EXPECT_EQ(std::find(with->warnings.begin(), with->warnings.end(), rests_on),
+            with->warnings.end());
   // The out-of-bag estimate itself is unchanged by it.
   ASSERT_TRUE(with->oob.has_value());
   EXPECT_EQ(with->oob->rows_covered, with->decision.oob_rows);

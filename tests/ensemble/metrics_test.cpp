@@ -34,6 +34,17 @@ TEST(Metrics, MseAndRmse) {
   EXPECT_DOUBLE_EQ(*s.mse, 13.0 / 4);
 }
 
+TEST(Metrics, MaeRowByRow) {
+  Matrix p = Matrix::from({{1.f, 2.f}, {3.f, 4.f}});
+  auto t = Targets::regression(Matrix::from({{1.f, 0.f}, {0.f, 4.f}}));
+  EXPECT_DOUBLE_EQ(mae(p, t.values), (2.0 + 3.0) / 4);
+  EXPECT_DOUBLE_EQ(loss(p, t, Loss::kMae), (2.0 + 3.0) / 4);
+  // Per row, the mean over outputs of |y - prediction|, not of its square.
+  EXPECT_EQ(row_losses(p, t, Loss::kMae), (std::vector<double>{1.0, 1.5}));
+  EXPECT_EQ(row_losses(p, t, Loss::kMse), (std::vector<double>{2.0, 4.5}));
+  EXPECT_THROW(loss(p, Targets::classes({0, 1}), Loss::kMae), std::invalid_argument);
+}
+
 TEST(Oob, CombinesOnlyTheMembersForWhichTheRowWasOutOfBag) {
   // 4 training rows. Member 0 is OOB on rows 0 and 1, member 1 on row 1, member 2 on none:
   // row 0 is predicted by member 0 alone, row 1 by members 0 and 1, rows 2 and 3 by nobody.

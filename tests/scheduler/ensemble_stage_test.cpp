@@ -247,7 +247,11 @@ TEST(EnsembleStage, TheStageChoosesAmongCandidatesAndRecordsThem) {
   EXPECT_EQ(rec["best_single"]["trial_id"], best);
   EXPECT_EQ(rec["decision"]["best_single"], best);
   EXPECT_EQ(rec["candidates"][0]["weights"], Json({{best, 1.0}})) << rec["candidates"][0].dump();
-  EXPECT_NE(rec["candidates"][0]["detail"].get<std::string>().find(best), std::string::npos);
+  const std::string detail = rec["candidates"][0]["detail"];
+  EXPECT_NE(detail.find("the sweep's best trial by val_accuracy: " + best), std::string::npos)
+      << detail;
+  // Its cv_loss is the pick procedure's, not the incumbent's own.
+  EXPECT_NE(detail.find("picking the best trial on each fold"), std::string::npos) << detail;
   // A sharper combination of it has a lower loss, but no lower error rate
   // (the user's objective): the best single model is kept, decided.
   const Json& d = rec["decision"];
@@ -360,6 +364,46 @@ TEST(EnsembleStage, AnEnsembleOnlySweepRunsNoSearchTrials) {
   EXPECT_EQ(s.counts.finished(), 0);
   EXPECT_EQ(s.member_counts.completed, 3);
   EXPECT_EQ(f.record()["members_completed"], 3);
+}
+
+// Search trials ran, but none stored validation predictions: the incumbent is
+// the best member by the objective (the first trained with the best trial's
+// parameters), and the record says why.
+TEST(EnsembleStage, WithoutUsableSearchTrialPredictionsTheBestMemberIsTheIncumbent) {
+  Fixture f(torch_spec(4, {{"top_k", 2}}, "soft_vote", "auto"));
+  run_to_end(f, [&](const trials::Trial& t) {
+    if (t.role == trials::TrialRole::kMember) return train(f.store, t);  // value: its base's lr
+    trials::TrialResult r;  // completed, but no predictions stored
+    r.outcome = trials::TrialState::kCompleted;
+    r.value = std::get<double>(t.params.at("lr"));
+    r.metrics["val_accuracy"] = *r.value;
+    return r;
+  });
+  ASSERT_EQ(f.sweep().state, trials::SweepState::kFinished) << f.sweep().error;
+  const auto ranked = ranked_search_trials(f);
+  ASSERT_EQ(ranked.size(), 4u);
+  auto members = f.store.list_trials(f.sweep_id, hpo::trials::TrialRole::kMember, 0, trials::kAll);
+  ASSERT_TRUE(members.ok());
+  std::string incumbent;
+  for (const auto& m : members->trials)
+    if (m.plan.base_trial == ranked.front().id) {
+      incumbent = m.id;
+      break;
+    }
+  ASSERT_FALSE(incumbent.empty());
+  Json rec = f.record();
+  EXPECT_EQ(rec["best_single"]["trial_id"], incumbent) << rec.dump(2);
+  EXPECT_EQ(rec["decision"]["best_single"], incumbent);
+  EXPECT_EQ(rec["not_used"].size(), 4u) << rec["not_used"].dump();
+  std::string w;
+  for (const auto& x : rec["warnings"])
+    if (x.get<std::string>().find("search trials considered") != std::string::npos) w = x;
+  EXPECT_NE(w.find("none of the 4 search trials considered had usable validation predictions"),
+            std::string::npos)
+      << rec["warnings"].dump();
+  EXPECT_NE(w.find("the best member by the objective, " + incumbent), std::string::npos) << w;
+  EXPECT_NE(w.find("trained with trial " + ranked.front().id + "'s parameters"), std::string::npos)
+      << w;
 }
 
 TEST(EnsembleStage, BaseBestGivesEveryMemberTheBestParams) {
