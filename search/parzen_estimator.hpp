@@ -4,8 +4,14 @@
 // One kernel per observation plus a prior kernel, mixed with the given
 // observation weights (prior weight 1), normalised. Per dimension:
 //  - numeric: a normal truncated to [0, 1] centred on the observation with
-//    the multivariate bandwidth 0.2 * n^(-1/(d+4)) (Scott-like), clipped to
-//    [1 / min(100, 1 + kernels), 1] ("magic clip"); the prior is N(0.5, 1);
+//    Scott's bandwidth for that dimension, s * n^(-1/(d+4)), where s is the
+//    observations' weighted standard deviation there (Optuna assumes
+//    s = 0.2 in every dimension; this estimator does so below two
+//    observations), clipped to [1 / min(100, 1 + kernels), 1] ("magic clip");
+//    the prior is N(0.5, 1). A dimension where the good trials agree gets
+//    narrow kernels while one where they spread keeps wide ones (MOTPE on
+//    DTLZ2, whose last five inputs all sit at 0.5 on the front, 40 seeds at
+//    200 trials: 0.53 -> 0.65);
 //  - categorical: weighted counts — each kernel puts mass 1 on its observed
 //    choice plus prior_weight / kernels on every choice, normalised; the prior
 //    kernel is uniform.
@@ -34,7 +40,7 @@ class ParzenEstimator {
   std::vector<int> choices_;
   std::vector<double> log_weights_;            // per kernel
   std::vector<std::vector<double>> mus_;       // per kernel, numeric dims (categorical: index)
-  std::vector<double> sigmas_;                 // per kernel (same for all numeric dims)
+  std::vector<std::vector<double>> sigmas_;    // per kernel, per dim (categorical: unused)
   std::vector<std::vector<double>> log_norm_;  // per kernel, per dim: truncated-normal normaliser
   std::vector<std::vector<std::vector<double>>> log_cat_;  // per kernel, per dim: log probabilities
   std::vector<double> weights_;                            // per kernel, normalised

@@ -18,8 +18,9 @@
 //    with the same activation condition (all unconditional ones form one),
 //    visited in spec order once its condition holds. For a group, l(x) and
 //    g(x) are multivariate Parzen estimators fitted on the below/above trials
-//    in which the group was active; 24 candidates are drawn from l and the
-//    one with the highest log l - log g wins.
+//    in which the group was active; 64 candidates are drawn from l and the
+//    one with the highest log l - log g wins (Optuna draws 24, but per
+//    parameter: 24 joint draws search a group of several far less well).
 //  - warm-started (learn_from): each earlier sweep is split the same way (its
 //    best gamma(n) below, by its own ranks, so scales never mix) and its
 //    trials join l and g with weight n_startup / max(n_startup, this sweep's
@@ -37,7 +38,7 @@ namespace hpo::search {
 
 class TpeSampler final : public Sampler {
  public:
-  static constexpr int kCandidates = 24;
+  static constexpr int kCandidates = 64;
 
   TpeSampler(SearchSpace space, std::uint64_t seed, int n_startup);
 

@@ -158,6 +158,21 @@ TEST(ParzenEstimator, DensityIntegratesToOneAndFollowsTheData) {
   EXPECT_GT(near, 600);
 }
 
+// Scott's rule per dimension: where the observations agree (x0, all 0.5) the
+// kernels are narrow, where they spread (x1, 0.1 or 0.9) wide. One bandwidth
+// for both dimensions (Optuna's 0.2 n^(-1/(d+4))) gives a step of 0.15 off an
+// observation the same density in either direction.
+TEST(ParzenEstimator, EachDimensionGetsTheBandwidthOfItsOwnSpread) {
+  std::vector<std::vector<double>> obs;
+  for (int i = 0; i < 10; ++i) obs.push_back({0.5, i % 2 ? 0.9 : 0.1});
+  ParzenEstimator pe({0, 0}, obs, std::vector<double>(10, 1.0));
+  const double across_agreement = pe.log_pdf({0.65, 0.1});
+  const double across_spread = pe.log_pdf({0.5, 0.25});
+  std::printf("log density 0.15 off an observation: along x0 %.3f, along x1 %.3f\n",
+              across_agreement, across_spread);
+  EXPECT_GT(across_spread - across_agreement, 1.0);
+}
+
 TEST(ParzenEstimator, DefaultWeightsRampOlderObservations) {
   EXPECT_EQ(tpe_default_weights(10), std::vector<double>(10, 1.0));
   auto w = tpe_default_weights(50);
