@@ -205,21 +205,22 @@ Status choose_and_score(SweepRoles store, const Library& lib, const trials::Ense
 }
 
 // The incumbent: the sweep's best trial by its objective, the first search
-// trial in the library (they are loaded best first). Otherwise the best member
-// by the objective: in an ensemble-only sweep (no search trial ranked) every
-// member has its (empty) parameters; when search trials were ranked but none
-// had usable predictions, only the members with its base trial do. Members
-// trained with its parameters stand for it on their out-of-bag rows. A note
-// when the sweep's best trial could not be the incumbent.
+// trial in the library (loaded best first); else the best member by it. Its
+// copies (members trained with its parameters: every member in an
+// ensemble-only sweep) stand for it on their out-of-bag rows. A note when the
+// sweep's best trial could not be the incumbent.
 std::optional<std::string> set_incumbent(const Library& lib, const std::vector<Trial>& ranked,
                                          bool maximize, ensemble::EvaluationInput& input) {
   const auto& models = lib.models;
+  auto copies_of = [&](const std::string& base_trial, bool every) {
+    for (std::size_t m = 0; m < lib.member_models; ++m)
+      if (every || models[m].trial->plan.base_trial == base_trial)
+        input.incumbent_copies.push_back(static_cast<int>(m));
+  };
   if (!ranked.empty() && models.size() > lib.member_models) {
     const Trial& best = *models[lib.member_models].trial;
     input.incumbent = lib.member_models;
-    for (std::size_t m = 0; m < lib.member_models; ++m)
-      if (models[m].trial->plan.base_trial == best.id)
-        input.incumbent_copies.push_back(static_cast<int>(m));
+    copies_of(best.id, false);
     if (ranked.front().id != best.id)
       return fmt::format(
           "the sweep's best trial {} has no usable validation predictions (see not_used): the "
@@ -235,8 +236,7 @@ std::optional<std::string> set_incumbent(const Library& lib, const std::vector<T
   }
   input.incumbent = best;
   if (ranked.empty()) {  // ensemble-only: every member has the same (empty) parameters
-    for (std::size_t m = 0; m < lib.member_models; ++m)
-      input.incumbent_copies.push_back(static_cast<int>(m));
+    copies_of({}, true);
     return std::nullopt;
   }
   const auto considered = static_cast<std::int64_t>(ranked.size()) - lib.beyond_library;
@@ -247,9 +247,7 @@ std::optional<std::string> set_incumbent(const Library& lib, const std::vector<T
         "loss is the best single model",
         considered);
   const Trial& incumbent = *models[*best].trial;
-  for (std::size_t m = 0; m < lib.member_models; ++m)
-    if (models[m].trial->plan.base_trial == incumbent.plan.base_trial)
-      input.incumbent_copies.push_back(static_cast<int>(m));
+  copies_of(incumbent.plan.base_trial, false);
   return fmt::format(
       "none of the {} search trials considered had usable validation predictions (see "
       "not_used): the best member by the objective, {} (objective {:g}, trained with trial {}'s "
