@@ -108,7 +108,9 @@ TEST(EvaluateChoice, AGoodSearchTrialBeatsWeakBaggedMembers) {
   // The choice is the search trial, or beats it beyond the noise; not worse
   // than it on the test rows either way.
   for (const auto& c : ev->candidates) EXPECT_TRUE(c.cross_validated);
-  if (ev->method != "best_single") EXPECT_TRUE(ev->decision.loss.clears()) << ev->decision.reason;
+  if (ev->method != "best_single") {
+    EXPECT_TRUE(ev->decision.loss.clears()) << ev->decision.reason;
+  }
   EXPECT_GT(candidate(*ev, "best_single").cv_loss + 0.05, ev->candidates[ev->chosen].cv_loss);
   EXPECT_GE(*ev->ensemble.test.accuracy, *ev->models[6].test.accuracy - 0.02);
   EXPECT_LT(*candidate(*ev, "bagged").scores.test.accuracy, *ev->ensemble.test.accuracy);
