@@ -43,11 +43,12 @@ ParzenEstimator::ParzenEstimator(std::vector<int> choices,
   const std::size_t d = choices_.size();
   const std::size_t n = observations.size();
   const std::size_t kernels = n + 1;  // the prior is the last kernel
+  prior_kernel_ = n;
   const double shrink =
       std::pow(double(std::max<std::size_t>(n, 1)), -1.0 / double(std::max(d, std::size_t(1)) + 4));
   const double min_sigma = 1.0 / std::min(100.0, 1.0 + double(kernels));
   // Scott's rule per dimension: the observations' weighted spread there.
-  std::vector<double> bandwidth(d, kUnitSpread * shrink);
+  sigma_.assign(d, kUnitSpread * shrink);
   double weight_sum = 0;
   for (std::size_t k = 0; k < n; ++k) weight_sum += weights[k];
   for (std::size_t i = 0; i < d && n >= 2 && weight_sum > 0; ++i) {
@@ -57,8 +58,9 @@ ParzenEstimator::ParzenEstimator(std::vector<int> choices,
     mean /= weight_sum;
     for (std::size_t k = 0; k < n; ++k)
       var += weights[k] * (observations[k][i] - mean) * (observations[k][i] - mean);
-    bandwidth[i] = std::sqrt(var / weight_sum) * shrink;
+    sigma_[i] = std::sqrt(var / weight_sum) * shrink;
   }
+  for (double& b : sigma_) b = std::clamp(b, min_sigma, 1.0);
 
   double total = kPriorWeight;
   for (double w : weights) total += w;
@@ -66,15 +68,14 @@ ParzenEstimator::ParzenEstimator(std::vector<int> choices,
     const bool prior = k == n;
     weights_.push_back((prior ? kPriorWeight : weights[k]) / total);
     log_weights_.push_back(std::log(weights_.back()));
-    std::vector<double> sigma(d, 1.0);
     std::vector<double> mu(d), lnorm(d, 0.0);
     std::vector<std::vector<double>> lcat(d);
     for (std::size_t i = 0; i < d; ++i) {
       if (choices_[i] == 0) {
         mu[i] = prior ? 0.5 : observations[k][i];
-        if (!prior) sigma[i] = std::clamp(bandwidth[i], min_sigma, 1.0);
-        double mass = normal_cdf((1 - mu[i]) / sigma[i]) - normal_cdf(-mu[i] / sigma[i]);
-        lnorm[i] = std::log(std::max(mass, 1e-300)) + std::log(sigma[i]) + kHalfLogTwoPi;
+        const double sigma = this->sigma(k, i);
+        double mass = normal_cdf((1 - mu[i]) / sigma) - normal_cdf(-mu[i] / sigma);
+        lnorm[i] = std::log(std::max(mass, 1e-300)) + std::log(sigma) + kHalfLogTwoPi;
       } else {
         const int c = choices_[i];
         std::vector<double> p(static_cast<std::size_t>(c),
@@ -87,7 +88,6 @@ ParzenEstimator::ParzenEstimator(std::vector<int> choices,
         mu[i] = prior ? -1 : observations[k][i];
       }
     }
-    sigmas_.push_back(std::move(sigma));
     mus_.push_back(std::move(mu));
     log_norm_.push_back(std::move(lnorm));
     log_cat_.push_back(std::move(lcat));
@@ -109,7 +109,7 @@ std::vector<double> ParzenEstimator::sample(Rng& rng) const {
       // mass inside [0, 1] (sigma <= 1, mu in [0, 1]), so this ends quickly.
       double v = mus_[k][i];
       for (int tries = 0; tries < 64; ++tries) {
-        double c = mus_[k][i] + sigmas_[k][i] * rng.normal();
+        double c = mus_[k][i] + sigma(k, i) * rng.normal();
         if (c >= 0 && c <= 1) {
           v = c;
           break;
@@ -136,7 +136,7 @@ double ParzenEstimator::log_pdf(const std::vector<double>& x) const {
     double t = log_weights_[k];
     for (std::size_t i = 0; i < choices_.size(); ++i) {
       if (choices_[i] == 0) {
-        double z = (x[i] - mus_[k][i]) / sigmas_[k][i];
+        double z = (x[i] - mus_[k][i]) / sigma(k, i);
         t += -0.5 * z * z - log_norm_[k][i];
       } else {
         t += log_cat_[k][i][static_cast<std::size_t>(x[i])];

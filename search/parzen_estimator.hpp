@@ -19,6 +19,7 @@
 // between parameters survive (the point of multivariate TPE).
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "search/rng.hpp"
@@ -38,9 +39,14 @@ class ParzenEstimator {
 
  private:
   std::vector<int> choices_;
-  std::vector<double> log_weights_;            // per kernel
-  std::vector<std::vector<double>> mus_;       // per kernel, numeric dims (categorical: index)
-  std::vector<std::vector<double>> sigmas_;    // per kernel, per dim (categorical: unused)
+  std::vector<double> log_weights_;       // per kernel
+  std::vector<std::vector<double>> mus_;  // per kernel, numeric dims (categorical: index)
+  // Per numeric dim: the data kernels' width (all share it); the prior's is 1.
+  std::vector<double> sigma_;
+  std::size_t prior_kernel_ = 0;  // the last one
+  double sigma(std::size_t kernel, std::size_t dim) const {
+    return kernel == prior_kernel_ ? 1.0 : sigma_[dim];
+  }
   std::vector<std::vector<double>> log_norm_;  // per kernel, per dim: truncated-normal normaliser
   std::vector<std::vector<std::vector<double>>> log_cat_;  // per kernel, per dim: log probabilities
   std::vector<double> weights_;                            // per kernel, normalised
