@@ -33,4 +33,12 @@ int cmd_workers(Client& client, const Options& o);
 int cmd_export(Client& client, const Options& o);
 int cmd_predict(Client& client, const Options& o);
 
+// access_commands.cpp: users, tokens, projects, members, the audit log.
+int cmd_whoami(Client& client, const Options& o);
+int cmd_project(Client& client, const Options& o);
+int cmd_user(Client& client, const Options& o);
+int cmd_token(Client& client, const Options& o);
+int cmd_audit(Client& client, const Options& o);
+int cmd_annotate(Client& client, const Options& o);
+
 }  // namespace hpo::cli

@@ -30,10 +30,10 @@ int http_error(const hpo::ClientResponse& r) {
       for (const auto& f : e["fields"])
         fields.push_back(f.value("path", "") + ": " + f.value("message", ""));
   }
-  int code = r.status == 400 || r.status == 413 ? kUsage
-             : r.status == 404                  ? kNotFound
-             : r.status == 401                  ? kUnauthorized
-                                                : kUnreachable;
+  int code = r.status == 400 || r.status == 413   ? kUsage
+             : r.status == 404                    ? kNotFound
+             : r.status == 401 || r.status == 403 ? kUnauthorized
+                                                  : kUnreachable;
   fail(code, message);
   for (const auto& f : fields) std::fprintf(stderr, "  %s\n", f.c_str());
   return code;

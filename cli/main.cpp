@@ -5,7 +5,8 @@
 // Exit codes (scripts rely on them):
 //   0 success (a followed sweep finished), 1 the followed sweep failed,
 //   2 usage error or rejected input (400), 3 the followed sweep was cancelled,
-//   4 the server is unreachable or answered 5xx, 5 not found, 6 unauthorized.
+//   4 the server is unreachable or answered 5xx, 5 not found, 6 unauthorized (401)
+//   or forbidden (403).
 //
 // This file reads the global flags and picks the command; the commands are in
 // the *_commands.cpp files (commands.hpp), what they share in common.cpp.
@@ -27,12 +28,17 @@ namespace {
 const char* kUsageText = R"(usage: hpo [--server URL] [--token T] [--json] COMMAND [ARGS]
 
 commands:
-  submit SPEC.json [--follow]   submit a sweep; prints its id. --follow shows a live
-                                progress line until the sweep ends
-  status [ID]                   one sweep (state, counts, best trial), or all sweeps
-  trials ID [--csv] [--state S] [--kind trial|member] [--limit N] [--offset N]
+  submit SPEC.json [--follow] [--project P]
+                                submit a sweep (to project P; default: "default");
+                                prints its id. --follow shows a live progress line
+                                until the sweep ends
+  status [ID] [--project P] [--tag T]
+                                one sweep (state, counts, best trial), or the sweeps
+                                (of one project, with one tag)
+  trials ID [--csv] [--state S] [--kind trial|member] [--tag T] [--limit N] [--offset N]
                                 the sweep's search trials, or its ensemble members
-  import SPEC.json TRIALS.csv   store past trials (the CSV `trials --csv` writes, checked
+  import SPEC.json TRIALS.csv [--project P]
+                                store past trials (the CSV `trials --csv` writes, checked
                                 against the spec they were run with) as an ended sweep;
                                 prints its id, which search.warm_start.sweeps can name
   pareto ID                     the Pareto front of a sweep's objectives (its trials no
@@ -48,18 +54,40 @@ commands:
                                 predict INPUT (CSV or IDX images) with the sweep's
                                 ensemble: export to a temporary directory, then run
                                 hpo-predict (beside hpo, ../workers/, or on PATH)
+  whoami                        the token's user and their role in each project
+  project list | create NAME [SETTINGS] | set NAME SETTINGS | members NAME
+        | add-member NAME USER viewer|member|admin | remove-member NAME USER
+                                projects, what each holds and may hold (creating and
+                                settings: a service admin; members: the project's
+                                admins). SETTINGS: --weight W (its share of free
+                                slots) --max-slots N --max-queued-trials N
+                                --max-active-sweeps N (0: no limit)
+  user list | create NAME [--service-admin]
+                                users (a service admin); create prints the first token
+  token create [--user U] [--label L] | list [--user U] | revoke ID
+                                your tokens (a service admin: anyone's); a token is
+                                printed once, the server keeps only its hash
+  annotate ID [--tag T]... [--untag T]... [--note TEXT] [--priority N]
+                                tags and a note on a sweep or a trial (its sweep's
+                                owner or the project's admins); a sweep's priority
+                                within its project (the project's admins)
+  audit [--project P] [--after ID] [--limit N]
+                                who did what: the project's log (its admins), or the
+                                service's own (users, tokens; a service admin)
 
 flags:
   --server URL   the scheduler [HPO_SERVER] (default: the local scheduler from
                  $HPO_HOME/scheduler.json, else http://127.0.0.1:8080)
-  --token T      API token for submit/cancel [HPO_TOKEN] (default: from scheduler.json)
+  --token T      your API token [HPO_TOKEN] (default: the local scheduler's admin token,
+                 from scheduler.json)
   --ca-file F    an https:// scheduler: trust the PEM CA certificate(s) in F instead of
                  the system's [HPO_CA_FILE] (default for the local scheduler: its own)
   --json         print the API's JSON documents instead of text
   --help         this text
 
 exit codes: 0 ok, 1 followed sweep failed, 2 usage or rejected input, 3 followed
-sweep cancelled, 4 server unreachable or failing, 5 not found, 6 unauthorized
+sweep cancelled, 4 server unreachable or failing, 5 not found, 6 unauthorized or
+forbidden
 )";
 
 // The global flags (then the environment, then a local scheduler's
@@ -128,6 +156,12 @@ int run(int argc, char** argv) {
   if (cmd == "delete") return cmd_delete(client, o);
   if (cmd == "export") return cmd_export(client, o);
   if (cmd == "predict") return cmd_predict(client, o);
+  if (cmd == "whoami") return cmd_whoami(client, o);
+  if (cmd == "project") return cmd_project(client, o);
+  if (cmd == "user") return cmd_user(client, o);
+  if (cmd == "token") return cmd_token(client, o);
+  if (cmd == "audit") return cmd_audit(client, o);
+  if (cmd == "annotate") return cmd_annotate(client, o);
   return fail(kUsage, "unknown command \"" + cmd + "\" (see hpo --help)");
 }
 

@@ -8,15 +8,29 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "trials/record_json.hpp"
 #include "trials/trial.hpp"
+#include "web/http_message.hpp"
 
 namespace hpo::cli {
 
-int cmd_status(Client& client, const Options& o) {
+int cmd_status(Client& client, const Options& options) {
   int code = 0;
+  Options o = options;
+  // `--project P` and `--tag T`: the list of one project's, or one tag's, sweeps.
+  std::string filter;
+  for (std::size_t i = 1; i + 1 < o.args.size();) {
+    if (o.args[i] == "--project" || o.args[i] == "--tag") {
+      filter += "&" + o.args[i].substr(2) + "=" + hpo::web::percent_encode(o.args[i + 1]);
+      o.args.erase(o.args.begin() + static_cast<std::ptrdiff_t>(i),
+                   o.args.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+    } else {
+      ++i;
+    }
+  }
   if (o.args.size() >= 2) {
     auto s = client.call("GET", "/api/sweeps/" + o.args[1], code);
     if (!s) return code;
@@ -29,7 +43,7 @@ int cmd_status(Client& client, const Options& o) {
     print_sweep(*doc);
     return kOk;
   }
-  auto list = client.call("GET", "/api/sweeps?limit=100", code);
+  auto list = client.call("GET", "/api/sweeps?limit=100" + filter, code);
   if (!list) return code;
   if (o.json) {
     std::printf("%s\n", list->dump(2).c_str());
@@ -37,28 +51,32 @@ int cmd_status(Client& client, const Options& o) {
   }
   auto sweeps = decode_list<record::SweepDocument>(*list, "sweeps", code);
   if (!sweeps) return code;
-  std::printf("%-10s %-24s %-10s %-12s %s\n", "ID", "NAME", "STATE", "DONE", "BEST");
+  std::printf("%-10s %-24s %-14s %-10s %-12s %-12s %s\n", "ID", "NAME", "PROJECT", "STATE", "DONE",
+              "BEST", "TAGS");
   for (const auto& d : *sweeps) {
     const auto& s = d.sweep;
     std::string best = s.best ? fmt_number(s.best->value) : "-";
-    std::printf("%-10s %-24s %-10s %-12s %s\n", s.id.c_str(), s.name.substr(0, 24).c_str(),
+    std::printf("%-10s %-24s %-14s %-10s %-12s %-12s %s\n", s.id.c_str(),
+                s.name.substr(0, 24).c_str(), s.project.substr(0, 14).c_str(),
                 hpo::trials::to_string(s.state),
-                fmt::format("{}/{}", s.counts.finished(), d.max_trials).c_str(), best.c_str());
+                fmt::format("{}/{}", s.counts.finished(), d.max_trials).c_str(), best.c_str(),
+                fmt::format("{}", fmt::join(s.annotation.tags, ",")).c_str());
   }
   return kOk;
 }
 
 int cmd_trials(Client& client, const Options& o) {
-  if (o.args.size() < 2) return fail(kUsage, "usage: hpo trials ID [--csv] [--state S]");
+  if (o.args.size() < 2) return fail(kUsage, "usage: hpo trials ID [--csv] [--state S] [--tag T]");
   std::string query = "?limit=1000";
   bool csv = false;
   for (std::size_t i = 2; i < o.args.size(); ++i) {
     const auto& a = o.args[i];
     if (a == "--csv")
       csv = true;
-    else if ((a == "--state" || a == "--kind" || a == "--limit" || a == "--offset") &&
+    else if ((a == "--state" || a == "--kind" || a == "--limit" || a == "--offset" ||
+              a == "--tag") &&
              i + 1 < o.args.size())
-      query += "&" + a.substr(2) + "=" + o.args[++i];
+      query += "&" + a.substr(2) + "=" + hpo::web::percent_encode(o.args[++i]);
     else
       return fail(kUsage, "unknown argument " + a);
   }

@@ -24,6 +24,7 @@
 #include "trials/json_limits.hpp"
 #include "trials/record_json.hpp"
 #include "trials/trial.hpp"
+#include "web/http_message.hpp"
 
 namespace hpo::cli {
 
@@ -141,8 +142,30 @@ std::optional<std::string> read_file(const std::string& path) {
 
 }  // namespace
 
-int cmd_import(Client& client, const Options& o) {
-  if (o.args.size() != 3) return fail(kUsage, "usage: hpo import SPEC.json TRIALS.csv");
+// `--project P` among a command's arguments, taken out: the ?project= of its request.
+static std::string take_project(std::vector<std::string>& args) {
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    std::string value;
+    if (args[i].rfind("--project=", 0) == 0) {
+      value = args[i].substr(10);
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
+    } else if (args[i] == "--project" && i + 1 < args.size()) {
+      value = args[i + 1];
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i),
+                 args.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+    } else {
+      continue;
+    }
+    return value.empty() ? "" : "?project=" + hpo::web::percent_encode(value);
+  }
+  return "";
+}
+
+int cmd_import(Client& client, const Options& options) {
+  Options o = options;
+  const std::string project = take_project(o.args);
+  if (o.args.size() != 3)
+    return fail(kUsage, "usage: hpo import SPEC.json TRIALS.csv [--project P]");
   auto spec_text = read_file(o.args[1]);
   if (!spec_text) return fail(kUsage, "cannot read " + o.args[1]);
   auto csv = read_file(o.args[2]);
@@ -156,7 +179,8 @@ int cmd_import(Client& client, const Options& o) {
   body["spec"] = std::move(spec);
   body["csv"] = std::move(*csv);
   int code = 0;
-  auto r = post_idempotent(client, "/api/sweeps/import", record::dump(body), "import", code);
+  auto r =
+      post_idempotent(client, "/api/sweeps/import" + project, record::dump(body), "import", code);
   if (!r) return code;
   if (o.json)
     std::printf("%s\n", r->dump().c_str());
@@ -166,7 +190,9 @@ int cmd_import(Client& client, const Options& o) {
   return kOk;
 }
 
-int cmd_submit(Client& client, const Options& o) {
+int cmd_submit(Client& client, const Options& options) {
+  Options o = options;
+  const std::string project = take_project(o.args);
   std::string path;
   bool do_follow = false;
   for (std::size_t i = 1; i < o.args.size(); ++i) {
@@ -177,13 +203,13 @@ int cmd_submit(Client& client, const Options& o) {
     else
       return fail(kUsage, "submit takes one spec file");
   }
-  if (path.empty()) return fail(kUsage, "usage: hpo submit SPEC.json [--follow]");
+  if (path.empty()) return fail(kUsage, "usage: hpo submit SPEC.json [--follow] [--project P]");
   std::ifstream in(path);
   if (!in) return fail(kUsage, "cannot read " + path);
   std::stringstream ss;
   ss << in.rdbuf();
   int code = 0;
-  auto r = post_idempotent(client, "/api/sweeps", ss.str(), "submit", code);
+  auto r = post_idempotent(client, "/api/sweeps" + project, ss.str(), "submit", code);
   if (!r) return code;
   std::string id = r->value("id", "");
   if (o.json && !do_follow)

@@ -26,14 +26,16 @@ enum class ErrorCode {
   kUnauthorized,
   kPayloadTooLarge,
   kInternal,
+  kQuotaExceeded,  // a limit of its project (queued trials, active sweeps) is reached; the message
+                   // says which
 };
 
 // The one spelling of each code: REST errors ({"error": {"code": ...}}), the
 // OpenAPI document's enum, the CLI.
-inline constexpr NameTable<ErrorCode, 8> kErrorCodeNames{
+inline constexpr NameTable<ErrorCode, 9> kErrorCodeNames{
     {"invalid_argument", "not_found", "conflict", "lease_lost", "unavailable", "unauthorized",
-     "payload_too_large", "internal"}};
-static_assert(static_cast<std::size_t>(ErrorCode::kInternal) == 7);
+     "payload_too_large", "internal", "quota_exceeded"}};
+static_assert(static_cast<std::size_t>(ErrorCode::kQuotaExceeded) == 8);
 
 // One offending field of a JSON document: `path` is a JSON pointer-like path
 // ("parameters.lr.min", "trial.argv[2]").

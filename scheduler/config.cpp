@@ -248,6 +248,11 @@ Result<SchedulerConfig> load_scheduler_config(int argc, char** argv) {
     if (::gethostname(name, sizeof name - 1) == 0 && *name) c.allowed_hosts.push_back(name);
     c.allowed_hosts.push_back(c.listen_host);  // a name, or an IP (which passes anyway)
   }
+  // Users and tokens live under the prefix with "-access:" for its last ':'
+  // (trials/redis/functions/14_access.lua), which a worker's key pattern
+  // (prefix*) must not cover.
+  if (c.prefix.empty() || c.prefix.back() != ':')
+    return Error::invalid("--prefix", "'" + c.prefix + "': expected a prefix ending in ':' (hpo:)");
   if (c.data_dir.empty()) c.data_dir = hpo_home() + "/data";
   if (c.tls_cert_file.empty() != c.tls_key_file.empty())
     return Error::invalid(c.tls_cert_file.empty() ? "--tls-cert" : "--tls-key",

@@ -21,6 +21,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
@@ -35,6 +36,7 @@
 #include "scheduler/ownership.hpp"
 #include "scheduler/retention.hpp"
 #include "scheduler/schedulability.hpp"
+#include "trials/access.hpp"
 #include "trials/redis/redis_store.hpp"
 #include "trials/spec/spec_cache.hpp"
 #include "web/api.hpp"
@@ -240,6 +242,25 @@ void wait_for_stop_signal(const sigset_t& signals, scheduler::EmbeddedRedis* emb
   }
 }
 
+// The bootstrap admin and default project, retried for a while (a Redis
+// that is starting answers LOADING).
+Status bootstrap_access(const trials::StoreFactory& stores, const std::string& token) {
+  Status last = Error::unavailable("not tried");
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    auto store = stores();
+    if (!store) {
+      last = store.error();
+      continue;
+    }
+    last = (*store)->access().bootstrap(std::string(trials::kBootstrapAdmin),
+                                        trials::token_digest(token),
+                                        std::string(trials::kDefaultProject));
+    if (last || last.error().code != ErrorCode::kUnavailable) return last;
+  }
+  return last;
+}
+
 // The controllers, the lease reaper, the event pump and the API over a
 // prepared Redis, from their start to a stop signal and their stop.
 int serve(const scheduler::SchedulerConfig& config, const sigset_t& signals,
@@ -267,6 +288,12 @@ int serve(const scheduler::SchedulerConfig& config, const sigset_t& signals,
 
   warn_of_secrets_on_command_line(config);
   std::string token = config.token.empty() ? random_token() : config.token;
+  // The one-person install: this token is the admin's, and the default
+  // project exists (trials/access.hpp). Redis was reachable a moment ago.
+  if (auto st = bootstrap_access(stores, token); !st) {
+    log_error("cannot set up users and projects", {{"error", st.error().message}});
+    return 1;
+  }
   web::HubLimits hub_limits;
   hub_limits.max_queue_bytes = static_cast<std::size_t>(config.sse_queue_bytes);
   web::EventHub hub(hub_limits);

@@ -212,6 +212,11 @@ Json to_json(const Sweep& s, const SweepSpec* typed) {
           {"finished_ms", s.finished_ms},
           {"error", s.error},
           {"unschedulable", s.unschedulable},
+          {"project", s.project},
+          {"owner", s.owner},
+          {"tags", s.annotation.tags},
+          {"note", s.annotation.note},
+          {"priority", s.priority},
           {"spec", spec}};
 }
 
@@ -376,6 +381,11 @@ Status from_json(const Json& j, Sweep& out) {
   r.integer("finished_ms", out.finished_ms, false);
   r.str("error", out.error, false);
   r.str("unschedulable", out.unschedulable, false);
+  r.str("project", out.project, false);
+  r.str("owner", out.owner, false);
+  r.list("tags", out.annotation.tags, false);
+  r.str("note", out.annotation.note, false);
+  r.integer("priority", out.priority, false);
   if (const Json* spec = r.raw("spec"); spec && !spec->is_null()) out.spec_json = dump(*spec);
   return r.status();
 }
@@ -501,6 +511,17 @@ Status from_json(const Json& j, Event& out) {
   r.str("trial_id", out.trial_id, false);
   if (const Json* d = r.raw("data"); d && !d->is_null())
     out.data = d->is_string() ? d->get<std::string>() : dump(*d);
+  return r.status();
+}
+
+Json to_json(const Annotation& a) {
+  return {{"tags", a.tags}, {"note", a.note}};
+}
+
+Status from_json(const Json& j, Annotation& out) {
+  Reader r(j, "annotation");
+  r.list("tags", out.tags, false);
+  r.str("note", out.note, false);
   return r.status();
 }
 

@@ -71,6 +71,7 @@ Json to_json(const ParetoFront& front);
 // without it they are empty and 0 (the stored text is never read leniently).
 Json to_json(const Sweep& sweep, const SweepSpec* typed = nullptr);
 Json to_json(const Trial& trial);
+Json to_json(const Annotation& annotation);  // {"tags", "note"}
 Json to_json(const AttemptRecord& attempt);
 Json to_json(const StepReport& report);
 Json to_json(const GpuInfo& gpu);
@@ -83,6 +84,7 @@ Status from_json(const Json& j, Counts& out);
 Status from_json(const Json& j, BestTrial& out);
 Status from_json(const Json& j, Sweep& out);
 Status from_json(const Json& j, Trial& out);
+Status from_json(const Json& j, Annotation& out);
 Status from_json(const Json& j, AttemptRecord& out);
 Status from_json(const Json& j, StepReport& out);
 Status from_json(const Json& j, GpuInfo& out);

@@ -1,4 +1,4 @@
-// The persistence contract of hpo: one connection (Store) hands out six small
+// The persistence contract of hpo: one connection (Store) hands out seven small
 // role interfaces, and each consumer takes only the roles it uses:
 //
 //   role            methods                                  used by
@@ -8,6 +8,7 @@
 //   WorkerRegistry  put and list live workers                worker agent, watch, API
 //   EventLog        read the event stream                    SSE pump
 //   ArtifactStore   scheduler records and artifact reads     ensemble stage, API
+//   AccessStore     users, tokens, projects, audit log       API, scheduler start (access.hpp)
 //
 // Every method is one atomic step (in Redis: one Function call) so that any
 // number of schedulers' and workers' threads may call concurrently; there is no
@@ -29,6 +30,7 @@
 #include <charconv>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +40,7 @@
 
 #include "core/byte_stream.hpp"
 #include "core/result.hpp"
+#include "trials/access.hpp"
 #include "trials/constraints.hpp"
 #include "trials/placement.hpp"
 #include "trials/trial.hpp"
@@ -48,6 +51,10 @@ struct NewSweep {
   std::string name;
   std::string spec_json;
   bool maximize = false;
+  // Its project (trials/access.hpp; must exist, but the default one is made
+  // when missing) and the user who submitted it ("": nobody in particular).
+  std::string project = std::string(kDefaultProject);
+  std::string owner;
   // spec `constraints`: a completed trial that breaks one is never the best.
   std::vector<MetricBound> constraints;
   // A client's key for this submit (HTTP Idempotency-Key): while the key is
@@ -182,6 +189,12 @@ class SweepStore {
   virtual Result<Sweep> get_sweep(const std::string& sweep_id) = 0;
   // Newest first.
   virtual Result<std::vector<Sweep>> list_sweeps(std::int64_t offset, std::int64_t limit) = 0;
+  // Newest first, of these projects only.
+  virtual Result<std::vector<Sweep>> list_sweeps_in(const std::vector<std::string>& projects,
+                                                    std::int64_t offset, std::int64_t limit) = 0;
+  // The project of a sweep (kNotFound for no such sweep): one small read, for
+  // authorising what names only the sweep (its trials, its events).
+  virtual Result<std::string> sweep_project(const std::string& sweep_id) = 0;
   // Ids of sweeps in state running (the scheduler resumes these after a restart).
   virtual Result<std::vector<std::string>> active_sweeps() = 0;
   // Controller: the sweep reached its end. Only from state running. Leftovers
@@ -198,6 +211,16 @@ class SweepStore {
   // schedulable again (its trials return to the head of the queue). Ended
   // sweeps: no-op.
   virtual Status set_unschedulable(const std::string& sweep_id, const std::string& reason) = 0;
+  // User: the tags and note of sweep `sweep_id` (`trial_id` "") or of one of
+  // its trials, replacing the last ones (check_annotation first; kNotFound
+  // for no such sweep or trial of it).
+  virtual Status annotate(const std::string& sweep_id, const std::string& trial_id,
+                          const Annotation& annotation) = 0;
+  // Project admin: the sweep's priority within its project (kNotFound without it).
+  virtual Status set_priority(const std::string& sweep_id, std::int64_t priority) = 0;
+  // The annotated trials of a sweep, by trial id.
+  virtual Result<std::map<std::string, Annotation>> trial_annotations(
+      const std::string& sweep_id) = 0;
   // User: deletes an ended sweep with its trials, reports, attempts and
   // artifacts, its own included (kConflict while it runs). Idempotent only up
   // to kNotFound.
@@ -483,6 +506,7 @@ class Store {
   // Replication as it stands now (the default: nothing to say).
   virtual Result<StoreHealth> health() { return StoreHealth{}; }
   virtual ArtifactStore& artifacts() = 0;
+  virtual AccessStore& access() = 0;
 };
 
 // The one way to make a store: each call opens a new connection (one per
@@ -496,7 +520,8 @@ class AllRoles : public Store,
                  public TrialQueue,
                  public WorkerRegistry,
                  public EventLog,
-                 public ArtifactStore {
+                 public ArtifactStore,
+                 public AccessStore {
  public:
   SweepStore& sweeps() final { return *this; }
   TrialStore& trials() final { return *this; }
@@ -504,6 +529,7 @@ class AllRoles : public Store,
   WorkerRegistry& workers() final { return *this; }
   EventLog& events() final { return *this; }
   ArtifactStore& artifacts() final { return *this; }
+  AccessStore& access() final { return *this; }
 };
 
 }  // namespace hpo::trials

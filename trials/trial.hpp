@@ -16,12 +16,14 @@
 // whose attempt is not the trial's current one (a stale worker).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/result.hpp"
 #include "search/space.hpp"
 #include "trials/trial_plan.hpp"
 
@@ -132,6 +134,22 @@ struct BestTrial {
   double value = 0;
 };
 
+// A user's words on a sweep or a trial: tags (filterable in the API, the CLI
+// and the dashboard) and a note. Not part of a trial's record (a finished
+// trial's bytes stay immutable): kept beside it, changed by the sweep's owner
+// or its project's admins.
+struct Annotation {
+  std::vector<std::string> tags;
+  std::string note;
+  bool empty() const { return tags.empty() && note.empty(); }
+};
+inline constexpr std::size_t kMaxTags = 32;
+inline constexpr std::size_t kMaxTagBytes = 64;
+inline constexpr std::size_t kMaxNoteBytes = 4096;
+// kInvalidArgument naming the field ("tags[2]", "note") past a limit or for a
+// tag that is not 1 to kMaxTagBytes of A-Z a-z 0-9 . _ : / = + -.
+Status check_annotation(const Annotation& a);
+
 struct Sweep {
   std::string id;
   std::string name;
@@ -148,6 +166,12 @@ struct Sweep {
   std::optional<BestTrial> best;  // best completed trial of role trial
   std::string error;
   std::string unschedulable;  // why no registered worker can run its trials; "" when one can
+  std::string project;        // trials/access.hpp
+  std::string owner;          // the user who submitted it ("": none recorded)
+  Annotation annotation;
+  // Within its project, a claim serves the sweeps of the highest priority
+  // first (round robin among equals); set by the project's admins.
+  std::int64_t priority = 0;
 };
 
 // The worker registry entry, refreshed by the worker's heartbeat.

@@ -29,19 +29,11 @@
 
 namespace hpo::web {
 
-namespace {
-
-bool constant_time_equal(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
-  return diff == 0;
-}
-
-}  // namespace
-
 Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
-    : options_(std::move(options)), factory_(std::move(factory)), hub_(hub) {
+    : options_(std::move(options)),
+      factory_(std::move(factory)),
+      hub_(hub),
+      access_(std::make_shared<AccessControl>(options_.token, options_.auth_reads, factory_)) {
   if (!options_.specs) options_.specs = std::make_shared<trials::SpecCache>();
   if (!options_.static_dir.empty()) static_files_.emplace(options_.static_dir);
   auto& r = router_;
@@ -52,49 +44,37 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
   r.add("GET", "/api/sweeps",
         [this](const Request& q, const PathParams&) { return list_sweeps(q); });
   r.add("GET", "/api/sweeps/{id}",
-        [this](const Request&, const PathParams& p) { return get_sweep(p.at("id")); });
+        [this](const Request& q, const PathParams& p) { return get_sweep(q, p.at("id")); });
   r.add("GET", "/api/sweeps/{id}/pareto",
-        [this](const Request&, const PathParams& p) { return pareto(p.at("id")); });
+        [this](const Request& q, const PathParams& p) { return pareto(q, p.at("id")); });
   r.add("GET", "/api/sweeps/{id}/trials",
         [this](const Request& q, const PathParams& p) { return list_trials(q, p.at("id")); });
-  r.add("GET", "/api/sweeps/{id}/ensemble", [this](const Request&, const PathParams& p) {
-    // The record the ensemble stage stores with the sweep
-    // (scheduler/ensemble_stage.hpp).
-    const std::string& id = p.at("id");
-    auto store = borrow();
-    if (!store) return error_response(Error::unavailable("no store"));
-    auto sweep = store.track(store->sweeps().get_sweep(id));
-    if (!sweep) return error_response(sweep.error());
-    auto record =
-        store.track(store->artifacts().get_sweep_artifact(id, trials::artifact::kEnsembleRecord));
-    if (!record) return error_response(record.error());
-    if (!*record)
-      return error_response(
-          Error::not_found("sweep " + id +
-                           " has no ensemble record (yet): it is written when every ensemble "
-                           "member has finished; sweep stage is '" +
-                           trials::to_string(sweep->stage) + "'"));
-    return Response::json(200, std::move(**record));
-  });
+  r.add("GET", "/api/sweeps/{id}/ensemble",
+        [this](const Request& q, const PathParams& p) { return ensemble(q, p.at("id")); });
   r.add("GET", "/api/sweeps/{id}/artifacts/{name}", [this](const Request& q, const PathParams& p) {
     return artifact(q, Owner::kSweep, p.at("id"), p.at("name"));
   });
   r.add("DELETE", "/api/sweeps/{id}",
-        [this](const Request&, const PathParams& p) { return delete_sweep(p.at("id")); });
+        [this](const Request& q, const PathParams& p) { return delete_sweep(q, p.at("id")); });
+  r.add("PATCH", "/api/sweeps/{id}",
+        [this](const Request& q, const PathParams& p) { return annotate(q, p.at("id"), false); });
+  r.add("PATCH", "/api/trials/{id}",
+        [this](const Request& q, const PathParams& p) { return annotate(q, p.at("id"), true); });
   r.add("POST", "/api/sweeps/{id}/cancel",
-        [this](const Request&, const PathParams& p) { return cancel_sweep(p.at("id")); });
+        [this](const Request& q, const PathParams& p) { return cancel_sweep(q, p.at("id")); });
   r.add("GET", "/api/trials/{id}",
         [this](const Request& r, const PathParams& p) { return get_trial(r, p.at("id")); });
   r.add("GET", "/api/trials/{id}/artifacts/{name}", [this](const Request& q, const PathParams& p) {
     return artifact(q, Owner::kTrial, p.at("id"), p.at("name"));
   });
   r.add("GET", "/api/workers",
-        [this](const Request&, const PathParams&) { return list_workers(); });
+        [this](const Request& q, const PathParams&) { return list_workers(q); });
   r.add("GET", "/api/events", [this](const Request& q, const PathParams&) { return events(q); });
   r.add("GET", "/api/openapi.json",
         [](const Request&, const PathParams&) { return Response::json(200, openapi_json()); });
   r.add("GET", "/healthz", [this](const Request&, const PathParams&) { return healthz(); });
-  r.add("GET", "/metrics", [this](const Request&, const PathParams&) { return metrics(); });
+  r.add("GET", "/metrics", [this](const Request& q, const PathParams&) { return metrics(q); });
+  add_access_routes();
   if (static_files_) {
     r.set_fallback([this](const Request& q) {
       if (q.path.rfind("/api/", 0) == 0 || q.path == "/api")
@@ -122,24 +102,6 @@ Api::StoreLease Api::borrow() {
 void Api::give_back(std::unique_ptr<trials::Store> store) {
   std::lock_guard lock(pool_mu_);
   pool_.push_back(std::move(store));
-}
-
-bool Api::authorized(const Request& request) const {
-  if (options_.token.empty()) return true;
-  const std::string& m = request.method;
-  const bool read = m == "GET" || m == "HEAD" || m == "OPTIONS";
-  if (read && (!options_.auth_reads || request.path == "/healthz")) return true;
-  std::string auth = request.header("authorization");
-  constexpr std::string_view prefix = "Bearer ";
-  if (auth.size() > prefix.size() &&
-      iequals(std::string_view(auth).substr(0, prefix.size()), prefix))
-    return constant_time_equal(auth.substr(prefix.size()), options_.token);
-  // EventSource cannot send headers: protected reads may carry ?access_token=.
-  if (read) {
-    auto it = request.query.find("access_token");
-    if (it != request.query.end()) return constant_time_equal(it->second, options_.token);
-  }
-  return false;
 }
 
 // DNS rebinding: a page from evil.example whose name the attacker re-points to
@@ -171,11 +133,12 @@ Response Api::handle(const Request& request) {
         "Host", "'" + request.header("host").substr(0, 200) +
                     "' is not a name this server answers to (its --allowed-host list)"));
   }
-  if (!authorized(request))
-    return error_response(
-        Error{ErrorCode::kUnauthorized, "this call needs Authorization: Bearer <token>", {}});
+  auto who = access_->identify(request);
+  if (!who) return error_response(who.error());
   auto t0 = std::chrono::steady_clock::now();
-  Response r = router_.handle(request);
+  Request call = request;
+  call.principal = std::move(*who);
+  Response r = router_.handle(call);
   std::string route = router_.pattern_for(request);
   request_metrics_.record(
       request.method, route.empty() ? (static_files_ ? "static" : "unmatched") : route, r.status,

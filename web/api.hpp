@@ -10,10 +10,12 @@
 // Host: a request whose Host header names a host not in `allowed_hosts` (IP
 // literals always pass) gets 400 before anything else (DNS rebinding).
 //
-// Auth: when `token` is set, every mutating call (POST, PUT, PATCH, DELETE)
-// needs `Authorization: Bearer <token>` (compared in constant time); reads are
-// open unless `auth_reads` (then GETs but /healthz need it too, as the header
-// or ?access_token=). Errors of every kind leave through web/api_errors.
+// Auth (web/access_control.hpp): `token` is the bootstrap admin's; users'
+// own tokens name them, and every handler shows and changes only what their
+// role in each project allows (trials/access.hpp). A sweep, trial, artifact or
+// event of a project the caller may not read answers exactly as an id that
+// does not exist (404); one they may read but not change answers 403. Without
+// `token` the API is open. Errors of every kind leave through web/api_errors.
 //
 // Routes (the OpenAPI document at /api/openapi.json lists them all; a test
 // keeps the two equal):
@@ -22,10 +24,16 @@
 //   GET  /api/sweeps/{id}            the sweep document (json_codec.hpp)
 //   GET  /api/sweeps/{id}/trials     ?offset&limit&state&sort&kind&format=csv
 //   POST /api/sweeps/{id}/cancel
+//   PATCH /api/sweeps/{id}, /api/trials/{id}   {"tags", "note"}; GET lists take ?tag=
 //   GET  /api/sweeps/{id}/ensemble   the ensemble record (404 until every member finished)
 //   GET  /api/trials/{id}            trial + attempts + reports (?reports_offset&reports_limit)
 //   GET  /api/workers
 //   GET  /api/events                 server-sent events; Last-Event-ID resumes
+//   GET  /api/whoami, /api/projects[/{name}/members|audit], /api/users[/{name}/tokens],
+//        /api/audit; POST /api/projects, /api/users, /api/users/{name}/tokens;
+//        PATCH /api/projects/{name}; PUT|DELETE /api/projects/{name}/members/{user};
+//        DELETE /api/tokens/{id}
+//                                    projects, users, tokens, the audit log (api_access.cpp)
 //   GET  /api/openapi.json
 //   GET  /healthz                    200 when the store answers, else 503
 //   GET  /metrics                    Prometheus text: trials by state, queue, leases,
@@ -34,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,6 +51,7 @@
 
 #include "trials/spec/spec_cache.hpp"
 #include "trials/store.hpp"
+#include "web/access_control.hpp"
 #include "web/event_hub.hpp"
 #include "web/event_pump.hpp"
 #include "web/http_message.hpp"
@@ -93,26 +103,56 @@ class Api {
   StoreLease borrow();
   void give_back(std::unique_ptr<trials::Store> store);
 
-  bool authorized(const Request& request) const;
   bool host_allowed(const Request& request) const;
+  // Tenancy (api_access.cpp): the sweep if the caller may read it, else the
+  // store's own answer for an id that does not exist.
+  Result<trials::Sweep> readable_sweep(StoreLease& store, const Request& request,
+                                       const std::string& id);
+  // The trial if the caller may read its sweep, else as for a missing trial.
+  Result<trials::Trial> readable_trial(StoreLease& store, const Request& request,
+                                       const std::string& id);
+  // Whether the caller may read sweep `sweep_id`'s project (for what names
+  // only its sweep); `seen` (optional) remembers answers within one request.
+  bool can_read(StoreLease& store, const Request& request, const std::string& sweep_id,
+                std::map<std::string, bool>* seen = nullptr);
+  // Records a mutation in its project's audit log (a failure is logged, not returned).
+  void audit(StoreLease& store, const Request& request, const std::string& project,
+             const std::string& action, const std::string& target, const std::string& detail = "");
+  void add_access_routes();
+  Response whoami(const Request& request);
+  Response list_projects(const Request& request);
+  Response create_project(const Request& request);
+  Response update_project(const Request& request, const std::string& name);
+  Response project_members(const Request& request, const std::string& project);
+  Response set_member(const Request& request, const std::string& project, const std::string& user,
+                      bool remove);
+  Response read_audit(const Request& request, const std::string& project);
+  Response list_users(const Request& request);
+  Response create_user(const Request& request);
+  Response create_token(const Request& request, const std::string& user);
+  Response list_tokens(const Request& request, const std::string& user);
+  Response revoke_token(const Request& request, const std::string& id);
   Response create_sweep(const Request& request);
   Response import_sweep(const Request& request);
   Response list_sweeps(const Request& request);
-  Response get_sweep(const std::string& id);
-  Response pareto(const std::string& id);
+  Response get_sweep(const Request& request, const std::string& id);
+  Response pareto(const Request& request, const std::string& id);
+  Response ensemble(const Request& request, const std::string& id);
   // The sweep document, its objective and budget from the typed spec.
   Json sweep_doc(const trials::Sweep& sweep);
   Response list_trials(const Request& request, const std::string& sweep_id);
-  Response cancel_sweep(const std::string& id);
-  Response delete_sweep(const std::string& id);
+  Response cancel_sweep(const Request& request, const std::string& id);
+  // PATCH a sweep's or a trial's tags and note (its sweep's owner or project admin).
+  Response annotate(const Request& request, const std::string& id, bool of_trial);
+  Response delete_sweep(const Request& request, const std::string& id);
   Response get_trial(const Request& request, const std::string& id);
   enum class Owner { kTrial, kSweep };
   Response artifact(const Request& request, Owner owner, const std::string& id,
                     const std::string& name);
-  Response list_workers();
+  Response list_workers(const Request& request);
   Response events(const Request& request);
   Response healthz();
-  Response metrics();
+  Response metrics(const Request& request);
 
   ApiOptions options_;
   StoreFactory factory_;
@@ -122,6 +162,7 @@ class Api {
   RequestMetrics request_metrics_;
   ParetoCache pareto_cache_;
   TrialCache trial_cache_;
+  std::shared_ptr<AccessControl> access_;  // shared with event filters
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<trials::Store>> pool_;
 };

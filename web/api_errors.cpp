@@ -24,6 +24,8 @@ int http_status(ErrorCode code) {
       return 503;
     case ErrorCode::kInternal:
       return 500;
+    case ErrorCode::kQuotaExceeded:
+      return 429;
   }
   return 500;
 }

@@ -13,12 +13,21 @@
 
 namespace hpo::web {
 
-// Errors of the HTTP layer that no handler returns (405, 400, 431, 416):
+// Errors of the HTTP layer that no handler returns (405, 400, 431, 416), and 403:
 // codes of their own beside ErrorCode's, in the same JSON shape.
-enum class HttpError { kMethodNotAllowed, kBadRequest, kHeaderTooLarge, kRangeNotSatisfiable };
-inline constexpr NameTable<HttpError, 4> kHttpErrorNames{
-    {"method_not_allowed", "bad_request", "header_too_large", "range_not_satisfiable"}};
-static_assert(static_cast<std::size_t>(HttpError::kRangeNotSatisfiable) == 3);
+// 403 is the API's refusal of a caller who may see the resource but not do
+// this to it (a viewer's cancel); one who may not see it gets 404 instead.
+enum class HttpError {
+  kMethodNotAllowed,
+  kBadRequest,
+  kHeaderTooLarge,
+  kRangeNotSatisfiable,
+  kForbidden
+};
+inline constexpr NameTable<HttpError, 5> kHttpErrorNames{{"method_not_allowed", "bad_request",
+                                                          "header_too_large",
+                                                          "range_not_satisfiable", "forbidden"}};
+static_assert(static_cast<std::size_t>(HttpError::kForbidden) == 4);
 
 int http_status(ErrorCode code);
 // An unavailable error says when to retry: after retry_after_s seconds.

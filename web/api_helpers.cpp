@@ -1,6 +1,8 @@
 // The helpers shared by the Api's handler files (api_helpers.hpp).
 #include "web/api_helpers.hpp"
 
+#include "web/api_errors.hpp"
+
 #include <charconv>
 #include <cstdint>
 #include <string>
@@ -12,6 +14,10 @@ namespace hpo::web {
 
 Response json_ok(int status, const Json& j) {
   return Response::json(status, dump(j));
+}
+
+Response forbidden(const std::string& message) {
+  return error_response(403, HttpError::kForbidden, message);
 }
 
 Result<std::int64_t> int_param(const Request& req, const std::string& name, std::int64_t fallback,

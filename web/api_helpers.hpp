@@ -14,6 +14,9 @@ namespace hpo::web {
 
 Response json_ok(int status, const Json& j);
 
+// 403: the caller may see the resource but not do this to it.
+Response forbidden(const std::string& message);
+
 // ?name= as an integer in [min, max]; `fallback` when absent or empty, an
 // invalid_argument naming `name` otherwise.
 Result<std::int64_t> int_param(const Request& req, const std::string& name, std::int64_t fallback,

@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 
+#include "trials/access.hpp"
 #include "trials/artifacts.hpp"
 #include "trials/store.hpp"
 #include "trials/trial.hpp"
+#include "web/access_control.hpp"
 #include "web/api_errors.hpp"
 #include "web/api_helpers.hpp"
 #include "web/download.hpp"
@@ -20,6 +23,7 @@
 #include "web/json_codec.hpp"
 #include "web/metrics.hpp"
 #include "web/store_lease.hpp"
+#include "web/sweep_projects.hpp"
 
 namespace hpo::web {
 
@@ -48,9 +52,9 @@ Response Api::artifact(const Request& request, Owner owner, const std::string& i
   const bool of_sweep = owner == Owner::kSweep;
   // The owner must exist: an unknown id is 404 naming it, not an absent artifact.
   if (of_sweep) {
-    if (auto sweep = store.track(store->sweeps().get_sweep(id)); !sweep)
+    if (auto sweep = readable_sweep(store, request, id); !sweep)
       return error_response(sweep.error());
-  } else if (auto trial = store.track(store->trials().get_trial(id)); !trial) {
+  } else if (auto trial = readable_trial(store, request, id); !trial) {
     return error_response(trial.error());
   }
   auto& artifacts = store->artifacts();
@@ -73,13 +77,21 @@ Response Api::artifact(const Request& request, Owner owner, const std::string& i
   return download(request, std::move(**at));
 }
 
-Response Api::list_workers() {
+Response Api::list_workers(const Request& request) {
   auto store = borrow();
   if (!store) return error_response(Error::unavailable("no store"));
   auto workers = store.track(store->workers().list_workers());
   if (!workers) return error_response(workers.error());
   Json list = Json::array();
-  for (const auto& w : *workers) list.push_back(to_json(w));
+  std::map<std::string, bool> seen;
+  for (auto& w : *workers) {
+    // The pool is everyone's; the trials on it only their projects'.
+    if (!request.principal->sees_all_projects())
+      std::erase_if(w.trials, [&](const std::string& trial) {
+        return !can_read(store, request, sweep_of_trial(trial), &seen);
+      });
+    list.push_back(to_json(w));
+  }
   return json_ok(200, {{"workers", list}, {"total", workers->size()}});
 }
 
@@ -103,7 +115,10 @@ Response Api::healthz() {
   return json_ok(200, doc);
 }
 
-Response Api::metrics() {
+Response Api::metrics(const Request& request) {
+  // Counts over every project: for those who may see every project.
+  if (!request.principal->sees_all_projects())
+    return forbidden("/metrics counts every project's trials: it needs a service admin's token");
   auto store = borrow();
   if (!store) return error_response(Error::unavailable("no store"));
   ClusterSnapshot snap;
@@ -147,7 +162,34 @@ Response Api::events(const Request& request) {
   // queued and replayed, and the subscription drops the queued copy by id.
   // Streams are limited per peer address (the port differs per connection).
   const std::string client = request.remote.substr(0, request.remote.rfind(':'));
-  auto sub = hub_.subscribe(sweep, client);
+  // Only what the caller may read: a sweep of another project is as unknown
+  // here as anywhere, and a stream whose token is revoked ends at its next event.
+  if (!sweep.empty()) {
+    auto store = borrow();
+    if (!store) return error_response(Error::unavailable("no store"));
+    if (auto s = readable_sweep(store, request, sweep); !s) return error_response(s.error());
+  }
+  // A user's stream follows their roles as they change (kept at most
+  // AccessControl::kTtl), and ends once their token is revoked; an anonymous
+  // reader's ends once the service has a second user.
+  EventFilter filter;
+  if (!access_->open() && !access_->is_bootstrap(request.principal)) {
+    const std::string token = AccessControl::bearer(request);
+    const std::string digest = token.empty() ? "" : trials::token_digest(token);
+    filter = [access = access_, who = request.principal, digest](const HubEvent& e) {
+      auto now = who;
+      if (!digest.empty()) {
+        auto fresh = access->by_digest(digest);
+        if (fresh && !*fresh) return Pass::kEnd;  // revoked
+        if (fresh) now = *fresh;
+      } else if (auto alone = access->one_person(); alone && !*alone) {
+        return Pass::kEnd;  // reads need a token now
+      }
+      if (e.sweep_id.empty() || now->sees_all_projects()) return Pass::kShow;
+      return !e.project.empty() && now->can_read(e.project) ? Pass::kShow : Pass::kHide;
+    };
+  }
+  auto sub = hub_.subscribe(sweep, client, filter);
   if (!sub) {
     // A stream ends later than a request: retry after 5 s.
     return error_response(
@@ -163,12 +205,16 @@ Response Api::events(const Request& request) {
     if (!store) return error_response(Error::unavailable("no store"));
     std::string after = last;
     int replayed = 0;
+    std::map<std::string, bool> seen;
     while (replayed < options_.max_replay) {
       auto batch = store.track(store->events().read_events(after, 1000, 0));
       if (!batch) return error_response(batch.error());
       for (const auto& e : *batch) {
         after = e.id;
         if (!sweep.empty() && e.sweep_id != sweep) continue;
+        if (!e.sweep_id.empty() && !request.principal->sees_all_projects() &&
+            !can_read(store, request, e.sweep_id, &seen))
+          continue;
         body += format_sse_frame(to_hub_event(e));
         ++replayed;
       }

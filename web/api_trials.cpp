@@ -98,6 +98,7 @@ Response Api::list_trials(const Request& request, const std::string& sweep_id) {
     state = trials::parse_trial_state(s);
     if (!state) return error_response(Error::invalid("state", "unknown trial state '" + s + "'"));
   }
+  const std::string tag = request.query_or("tag");
   std::string sort = request.query_or("sort", "number");
   bool descending = !sort.empty() && sort[0] == '-';
   std::string field = descending ? sort.substr(1) : sort;
@@ -107,9 +108,20 @@ Response Api::list_trials(const Request& request, const std::string& sweep_id) {
 
   auto store = borrow();
   if (!store) return error_response(Error::unavailable("no store"));
+  if (auto sweep = readable_sweep(store, request, sweep_id); !sweep)
+    return error_response(sweep.error());
+  // The users' tags and notes, kept beside the (immutable) trial records.
+  auto notes = store.track(store->sweeps().trial_annotations(sweep_id));
+  if (!notes) return error_response(notes.error());
+  auto tagged = [&](const trials::Trial& t) {
+    if (tag.empty()) return true;
+    auto it = notes->find(t.id);
+    return it != notes->end() &&
+           std::find(it->second.tags.begin(), it->second.tags.end(), tag) != it->second.tags.end();
+  };
   std::vector<TrialPtr> rows;
   std::int64_t total = 0;
-  if (!state && field == "number" && !descending && !csv) {
+  if (!state && tag.empty() && field == "number" && !descending && !csv) {
     // Only the page's range; its finished trials from the cache.
     auto page = store.track(trial_cache_.load(store->sweeps(), store->trials(), sweep_id, kind,
                                               *offset, *limit, &total));
@@ -122,7 +134,8 @@ Response Api::list_trials(const Request& request, const std::string& sweep_id) {
     std::vector<std::pair<SortKey, TrialPtr>> keyed;
     keyed.reserve(all->size());
     for (auto& t : *all)
-      if (!state || t->state == *state) keyed.emplace_back(key_of(*t, field), std::move(t));
+      if ((!state || t->state == *state) && tagged(*t))
+        keyed.emplace_back(key_of(*t, field), std::move(t));
     // A total order (ties go by number, which is unique), so only the rows up
     // to the page's end need sorting: O(n log page) for a sweep of n trials.
     auto before = [&](const auto& a, const auto& b) {
@@ -148,9 +161,24 @@ Response Api::list_trials(const Request& request, const std::string& sweep_id) {
                            "attachment; filename=\"" + percent_encode(sweep_id) + "-trials.csv\"");
     return r;
   }
-  if (format == "columns") return json_ok(200, trials_columns(rows, total, *offset, *limit));
+  auto with_note = [&](const trials::Trial& t) {
+    Json doc = to_json(t);
+    auto it = notes->find(t.id);
+    doc["tags"] = it == notes->end() ? Json::array() : Json(it->second.tags);
+    doc["note"] = it == notes->end() ? "" : it->second.note;
+    return doc;
+  };
+  if (format == "columns") {
+    Json doc = trials_columns(rows, total, *offset, *limit);
+    Json annotations = Json::object();  // of the page's annotated trials
+    for (const auto& t : rows)
+      if (auto it = notes->find(t->id); it != notes->end())
+        annotations[t->id] = to_json(it->second);
+    doc["annotations"] = std::move(annotations);
+    return json_ok(200, doc);
+  }
   Json list = Json::array();
-  for (const auto& t : rows) list.push_back(to_json(*t));
+  for (const auto& t : rows) list.push_back(with_note(*t));
   return json_ok(200, {{"trials", list}, {"total", total}, {"offset", *offset}, {"limit", *limit}});
 }
 
@@ -163,13 +191,18 @@ Response Api::get_trial(const Request& request, const std::string& id) {
   if (!limit) return error_response(limit.error());
   auto store = borrow();
   if (!store) return error_response(Error::unavailable("no store"));
-  auto trial = store.track(store->trials().get_trial(id));
+  auto trial = readable_trial(store, request, id);
   if (!trial) return error_response(trial.error());
   auto attempts = store.track(store->trials().get_attempts(id));
   if (!attempts) return error_response(attempts.error());
   auto reports = store.track(store->trials().get_reports(id, *offset, *limit));
   if (!reports) return error_response(reports.error());
+  auto notes = store.track(store->sweeps().trial_annotations(trial->sweep_id));
+  if (!notes) return error_response(notes.error());
   Json doc = to_json(*trial);
+  auto note = notes->find(id);
+  doc["tags"] = note == notes->end() ? Json::array() : Json(note->second.tags);
+  doc["note"] = note == notes->end() ? "" : note->second.note;
   doc["attempts"] = Json::array();
   for (const auto& a : *attempts) doc["attempts"].push_back(to_json(a));
   doc["reports"] = Json::array();

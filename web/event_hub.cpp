@@ -38,9 +38,10 @@ bool stream_id_less(const std::string& a, const std::string& b) {
 }
 
 Subscription::Subscription(std::string sweep_filter, std::size_t max_queue, std::string client,
-                           std::size_t max_queue_bytes)
+                           std::size_t max_queue_bytes, EventFilter filter)
     : client_(std::move(client)),
       sweep_filter_(std::move(sweep_filter)),
+      filter_(std::move(filter)),
       max_queue_(max_queue),
       max_queue_bytes_(max_queue_bytes) {}
 
@@ -70,6 +71,17 @@ bool Subscription::push_locked(Queued item, std::function<void()>& to_call) {
 bool Subscription::offer(const HubEvent& event, const std::string& frame) {
   std::function<void()> to_call;
   bool open;
+  if (filter_ && !closed()) {
+    switch (filter_(event)) {
+      case Pass::kShow:
+        break;
+      case Pass::kHide:
+        return true;
+      case Pass::kEnd:
+        close();
+        return false;
+    }
+  }
   {
     std::lock_guard lock(mu_);
     if (closed_) return false;
@@ -135,7 +147,8 @@ bool Subscription::closed() const {
   return closed_;
 }
 
-std::shared_ptr<Subscription> EventHub::subscribe(std::string sweep_filter, std::string client) {
+std::shared_ptr<Subscription> EventHub::subscribe(std::string sweep_filter, std::string client,
+                                                  EventFilter filter) {
   std::lock_guard lock(mu_);
   prune_locked();
   if (subs_.size() >= limits_.max_subscribers) return nullptr;
@@ -143,8 +156,9 @@ std::shared_ptr<Subscription> EventHub::subscribe(std::string sweep_filter, std:
   for (const auto& w : subs_)
     if (auto s = w.lock(); s && s->client() == client) ++mine;
   if (mine >= limits_.max_per_client) return nullptr;
-  auto sub = std::make_shared<Subscription>(std::move(sweep_filter), limits_.max_queue,
-                                            std::move(client), limits_.max_queue_bytes);
+  auto sub =
+      std::make_shared<Subscription>(std::move(sweep_filter), limits_.max_queue, std::move(client),
+                                     limits_.max_queue_bytes, std::move(filter));
   subs_.push_back(sub);
   return sub;
 }

@@ -34,7 +34,13 @@ struct HubEvent {
   std::string type;      // SSE `event:` name
   std::string sweep_id;  // for per-sweep filters; may be empty
   std::string data;      // one-line JSON for the `data:` line
+  std::string project;   // the sweep's project ("" when none or unknown): who may see it
 };
+
+// A subscriber's own test of each event: show it, hide it, or end the stream
+// (its token was revoked). Called on the publishing thread, outside locks.
+enum class Pass { kShow, kHide, kEnd };
+using EventFilter = std::function<Pass(const HubEvent&)>;
 
 // "id: ..\nevent: ..\ndata: ..\n\n". Newlines in data become separate data lines.
 std::string format_sse_frame(const HubEvent& event);
@@ -46,7 +52,7 @@ class Subscription {
  public:
   // `sweep_filter` empty: every event; else only events of that sweep.
   Subscription(std::string sweep_filter, std::size_t max_queue, std::string client = "",
-               std::size_t max_queue_bytes = kDefaultMaxQueueBytes);
+               std::size_t max_queue_bytes = kDefaultMaxQueueBytes, EventFilter filter = {});
   static constexpr std::size_t kDefaultMaxQueueBytes = std::size_t{4} << 20;
   const std::string& client() const { return client_; }
 
@@ -82,6 +88,7 @@ class Subscription {
   mutable std::mutex mu_;
   std::string client_;  // the peer address (limits per client)
   std::string sweep_filter_;
+  EventFilter filter_;  // set once, at construction
   std::size_t max_queue_;
   std::size_t max_queue_bytes_;
   std::string skip_through_;
@@ -106,7 +113,9 @@ class EventHub {
 
   // nullptr when the hub already holds max_subscribers streams, or
   // max_per_client streams of `client` (a peer address; "" is one client too).
-  std::shared_ptr<Subscription> subscribe(std::string sweep_filter = "", std::string client = "");
+  // `filter` (optional): the subscriber's own test of each event (who may see it).
+  std::shared_ptr<Subscription> subscribe(std::string sweep_filter = "", std::string client = "",
+                                          EventFilter filter = {});
   const HubLimits& limits() const { return limits_; }
   void publish(const HubEvent& event);
   // Closes every subscription (server shutdown).

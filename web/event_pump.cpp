@@ -46,7 +46,14 @@ void EventPump::run() {
     }
     backoff.reset();
     for (const auto& e : *events) {
-      hub_.publish(to_hub_event(e));
+      HubEvent out = to_hub_event(e);
+      // Who may see it: its sweep's project (a sweep already gone: nobody
+      // but those who see every project).
+      if (!e.sweep_id.empty())
+        if (auto project = projects_.of(store->sweeps(), e.sweep_id)) out.project = *project;
+      // A deleted sweep's id may come back in another project.
+      if (e.type == "sweep.deleted") projects_.forget(e.sweep_id);
+      hub_.publish(out);
       last_id = e.id;
       ++published_;
     }

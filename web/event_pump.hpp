@@ -19,6 +19,7 @@
 #include "core/stop_flag.hpp"
 #include "trials/store.hpp"
 #include "web/event_hub.hpp"
+#include "web/sweep_projects.hpp"
 
 namespace hpo::web {
 
@@ -47,6 +48,7 @@ class EventPump {
   int block_ms_;
   StopFlag stop_;
   std::atomic<std::uint64_t> published_{0};
+  SweepProjects projects_;  // the pump thread's own
   std::thread thread_;
 };
 

@@ -18,6 +18,10 @@
 
 #include "core/text.hpp"
 
+namespace hpo::trials {
+struct Principal;  // trials/access.hpp
+}
+
 namespace hpo::web {
 
 class Subscription;
@@ -30,6 +34,8 @@ struct Request {
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
   std::string remote;  // peer address, for logs
+  // Who sent it (trials/access.hpp), set by the Api before its handlers run.
+  std::shared_ptr<const trials::Principal> principal;
 
   // The header's value, or "" (name in any case).
   std::string header(std::string_view name) const;

@@ -19,14 +19,17 @@ const char* const kOpenApi = R"json({
   "info": {
     "title": "hpo",
     "version": "0.1.0",
-    "description": "Hyperparameter search and ensemble orchestration. POST calls need `Authorization: Bearer <token>` when the scheduler has a token; reads are open unless it also protects reads (then GET needs the header or ?access_token=, except /healthz). Every error has the shape {\"error\": {\"code\", \"message\", \"fields\": [{\"path\", \"message\"}]}}."
+    "description": "Hyperparameter search and ensemble orchestration. Calls carry `Authorization: Bearer <token>` (reads of an event stream may carry ?access_token=): the scheduler's own token is its bootstrap admin's, users' tokens name them. Every sweep belongs to a project; a user is a viewer (reads), member (submits; cancels and deletes their own sweeps) or admin (everything in the project) of each project they are in. A resource of a project the caller may not read answers 404 exactly as one that does not exist; one they may read but not change answers 403. Without a token, reads are open only on a one-person install (one user) that does not protect reads. Every error has the shape {\"error\": {\"code\", \"message\", \"fields\": [{\"path\", \"message\"}]}}."
   },
   "components": {
     "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
     "parameters": {
       "id": {"name": "id", "in": "path", "required": true, "schema": {"type": "string"}},
       "offset": {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0, "default": 0}},
-      "limit": {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": 1000, "default": 100}}
+      "limit": {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": 1000, "default": 100}},
+      "project": {"name": "project", "in": "query", "description": "the project (1 to 64 of a-z 0-9 . _ -); default: \"default\"", "schema": {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,63}$"}},
+      "name": {"name": "name", "in": "path", "required": true, "schema": {"type": "string"}},
+      "after": {"name": "after", "in": "query", "description": "entries after this id", "schema": {"type": "string"}}
     },
     "schemas": {
       "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object",
@@ -50,7 +53,25 @@ const char* const kOpenApi = R"json({
         "best": {"type": "object", "nullable": true, "properties": {"trial_id": {"type": "string"}, "number": {"type": "integer"}, "params": {"$ref": "#/components/schemas/Params"}, "value": {"type": "number"}}},
         "max_trials": {"type": "integer"}, "members_requested": {"type": "integer"}, "next_number": {"type": "integer"}, "next_member": {"type": "integer"},
         "created_ms": {"type": "integer"}, "finished_ms": {"type": "integer"}, "error": {"type": "string"},
+        "project": {"type": "string"}, "owner": {"type": "string", "description": "the user who submitted it (empty: none recorded)"},
+        "tags": {"type": "array", "items": {"type": "string"}}, "note": {"type": "string"}, "priority": {"type": "integer"},
         "spec": {"type": "object", "description": "the spec as submitted (its keys in the order written)"}}},
+      "Project": {"type": "object", "properties": {"name": {"type": "string"}, "weight": {"type": "number"}, "created_ms": {"type": "integer"},
+        "limits": {"type": "object", "description": "0: no limit", "properties": {"max_slots": {"type": "integer"}, "max_queued_trials": {"type": "integer"}, "max_active_sweeps": {"type": "integer"}}},
+        "use": {"type": "object", "description": "what it holds now", "properties": {"slots": {"type": "integer"}, "queued_trials": {"type": "integer"}, "active_sweeps": {"type": "integer"}}},
+        "role": {"type": "string", "nullable": true, "enum": ["viewer", "member", "admin"]}}},
+      "ProjectSettings": {"type": "object", "properties": {"name": {"type": "string", "description": "at creation only"},
+        "weight": {"type": "number", "description": "its share of free slots against other projects with ready work (default 1)"},
+        "max_slots": {"type": "integer", "minimum": 0, "description": "the most slots its running trials hold at once, enforced by the claim (0: none)"},
+        "max_queued_trials": {"type": "integer", "minimum": 0, "description": "a submit while it has this many queued trials is refused with 429 (0: none)"},
+        "max_active_sweeps": {"type": "integer", "minimum": 0, "description": "a submit while it has this many running sweeps is refused with 429 (0: none)"}}},
+      "Annotation": {"type": "object", "properties": {
+        "tags": {"type": "array", "maxItems": 32, "items": {"type": "string", "pattern": "^[A-Za-z0-9._:/=+-]{1,64}$"}},
+        "note": {"type": "string", "maxLength": 4096}}},
+      "AuditEntry": {"type": "object", "properties": {"id": {"type": "string"}, "time_ms": {"type": "integer"}, "user": {"type": "string"},
+        "project": {"type": "string"}, "action": {"type": "string"}, "target": {"type": "string"}, "detail": {"type": "string"}}},
+      "Token": {"type": "object", "properties": {"id": {"type": "string"}, "user": {"type": "string"}, "label": {"type": "string"},
+        "token": {"type": "string", "description": "the secret: shown in this reply only (the server keeps its SHA-256)"}}},
       "Trial": {"type": "object", "required": ["id", "number", "state", "params", "value", "attempt", "worker"], "properties": {
         "id": {"type": "string"}, "sweep_id": {"type": "string"}, "number": {"type": "integer"},
         "kind": {"type": "string", "enum": @ROLES@},
@@ -86,21 +107,21 @@ const char* const kOpenApi = R"json({
   "paths": {
     "/api/sweeps": {
       "post": {"summary": "Submit a sweep spec. With an Idempotency-Key header, a retried submit (same key, same spec, within 24 h) returns the first sweep instead of creating another", "security": [{"bearer": []}],
-        "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "maxLength": 200}}],
+        "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "maxLength": 200}}, {"$ref": "#/components/parameters/project"}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object"}}}},
         "responses": {"201": {"description": "stored (or stored before under the same Idempotency-Key)", "content": {"application/json": {"schema": {"type": "object", "properties": {"id": {"type": "string"}}}}}},
-          "409": {"$ref": "#/components/responses/Error"},
+          "409": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"},
           "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"},
           "413": {"$ref": "#/components/responses/Error"}, "503": {"$ref": "#/components/responses/Error"}}},
       "get": {"summary": "List sweeps, newest first",
-        "parameters": [{"$ref": "#/components/parameters/offset"}, {"$ref": "#/components/parameters/limit"}],
+        "parameters": [{"$ref": "#/components/parameters/offset"}, {"$ref": "#/components/parameters/limit"}, {"name": "project", "in": "query", "description": "only this project's (default: every project the caller may read)", "schema": {"type": "string"}}, {"name": "tag", "in": "query", "description": "only sweeps with this tag", "schema": {"type": "string"}}],
         "responses": {"200": {"description": "a page", "content": {"application/json": {"schema": {"type": "object", "properties": {
           "sweeps": {"type": "array", "items": {"$ref": "#/components/schemas/Sweep"}}, "offset": {"type": "integer"}, "limit": {"type": "integer"}}}}}},
           "400": {"$ref": "#/components/responses/Error"}}}
     },
     "/api/sweeps/import": {
       "post": {"summary": "Import past trials (hpo import): an ended sweep holding the CSV's rows (the format GET .../trials?format=csv writes), checked against the spec they were run with; all or nothing. A warm start can then name it", "security": [{"bearer": []}],
-        "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "maxLength": 200}}],
+        "parameters": [{"name": "Idempotency-Key", "in": "header", "required": false, "schema": {"type": "string", "maxLength": 200}}, {"$ref": "#/components/parameters/project"}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["spec", "csv"], "properties": {"spec": {"type": "object"}, "csv": {"type": "string"}}}}}},
         "responses": {"201": {"description": "stored", "content": {"application/json": {"schema": {"type": "object", "properties": {"id": {"type": "string"}, "trials": {"type": "integer"}}}}}},
           "409": {"$ref": "#/components/responses/Error"},
@@ -111,6 +132,11 @@ const char* const kOpenApi = R"json({
       "get": {"summary": "One sweep: state, counts, best trial", "parameters": [{"$ref": "#/components/parameters/id"}],
         "responses": {"200": {"description": "the sweep", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Sweep"}}}},
           "404": {"$ref": "#/components/responses/Error"}}},
+      "patch": {"summary": "Set the sweep's tags and note (its owner or a project admin) and its priority within its project (a project admin; claims serve a project's sweeps of the highest priority first); a key left out stays as it was", "security": [{"bearer": []}],
+        "parameters": [{"$ref": "#/components/parameters/id"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"allOf": [{"$ref": "#/components/schemas/Annotation"}, {"type": "object", "properties": {"priority": {"type": "integer", "minimum": -1000, "maximum": 1000}}}]}}}},
+        "responses": {"200": {"description": "the annotation now", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Annotation"}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}},
       "delete": {"summary": "Delete an ended sweep with its trials, reports, attempts and artifacts (409 while it runs: cancel it first)", "security": [{"bearer": []}],
         "parameters": [{"$ref": "#/components/parameters/id"}],
         "responses": {"204": {"description": "deleted"},
@@ -122,6 +148,7 @@ const char* const kOpenApi = R"json({
           {"name": "state", "in": "query", "schema": {"type": "string", "enum": @TRIAL_STATES@}},
           {"name": "sort", "in": "query", "description": "[-]number | [-]value | [-]started | [-]finished | [-]metric:NAME | [-]param:NAME; '-' sorts descending; missing values last", "schema": {"type": "string", "default": "number"}},
           {"name": "kind", "in": "query", "schema": {"type": "string", "enum": @ROLES@, "default": "trial"}},
+          {"name": "tag", "in": "query", "description": "only trials with this tag", "schema": {"type": "string"}},
           {"name": "format", "in": "query", "schema": {"type": "string", "enum": ["json", "csv", "columns"], "default": "json"}}],
         "responses": {"200": {"description": "a page", "content": {
             "application/json": {"schema": {"oneOf": [
@@ -160,7 +187,12 @@ const char* const kOpenApi = R"json({
           {"name": "reports_offset", "in": "query", "description": "first report (default 0)", "schema": {"type": "integer", "minimum": 0}},
           {"name": "reports_limit", "in": "query", "description": "reports at most (default and maximum 10000)", "schema": {"type": "integer", "minimum": 0, "maximum": 10000}}],
         "responses": {"200": {"description": "the trial", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TrialDetail"}}}},
-          "404": {"$ref": "#/components/responses/Error"}}}
+          "404": {"$ref": "#/components/responses/Error"}}},
+      "patch": {"summary": "Set the trial's tags and note (its sweep's owner or a project admin), kept beside its record (which stays as it ended)", "security": [{"bearer": []}],
+        "parameters": [{"$ref": "#/components/parameters/id"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Annotation"}}}},
+        "responses": {"200": {"description": "the annotation now", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Annotation"}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}}
     },
     "/api/sweeps/{id}/artifacts/{name}": {
       "get": {"summary": "The raw bytes of one of the sweep's own records (ensemble.json, manifest.json)",
@@ -186,6 +218,77 @@ const char* const kOpenApi = R"json({
           {"name": "last_event_id", "in": "query", "description": "same as the header, for the first connection", "schema": {"type": "string"}},
           {"name": "sweep", "in": "query", "description": "only events of this sweep", "schema": {"type": "string"}}],
         "responses": {"200": {"description": "an event stream; each data line is {id, type, sweep_id, trial_id, data}", "content": {"text/event-stream": {"schema": {"type": "string"}}}}}}
+    },
+    "/api/whoami": {
+      "get": {"summary": "The caller: their user, whether a service admin, their role in each project", "security": [{"bearer": []}],
+        "responses": {"200": {"description": "the caller", "content": {"application/json": {"schema": {"type": "object", "properties": {
+          "user": {"type": "string", "nullable": true}, "service_admin": {"type": "boolean"}, "reads_everything": {"type": "boolean"},
+          "roles": {"type": "object", "additionalProperties": {"type": "string"}}}}}}}, "401": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/projects": {
+      "get": {"summary": "The projects the caller may read, with their role", "security": [{"bearer": []}],
+        "responses": {"200": {"description": "projects", "content": {"application/json": {"schema": {"type": "object", "properties": {"projects": {"type": "array", "items": {"$ref": "#/components/schemas/Project"}}}}}}}}},
+      "post": {"summary": "Create a project (a service admin)", "security": [{"bearer": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ProjectSettings"}}}},
+        "responses": {"201": {"description": "created", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Project"}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"}, "409": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/projects/{name}": {
+      "patch": {"summary": "Change a project's weight and limits (a service admin); claims and submits obey them at once", "security": [{"bearer": []}],
+        "parameters": [{"$ref": "#/components/parameters/name"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ProjectSettings"}}}},
+        "responses": {"200": {"description": "the project", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Project"}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/projects/{name}/members": {
+      "get": {"summary": "A project's members and their roles", "security": [{"bearer": []}], "parameters": [{"$ref": "#/components/parameters/name"}],
+        "responses": {"200": {"description": "members", "content": {"application/json": {"schema": {"type": "object", "properties": {"project": {"type": "string"},
+          "members": {"type": "array", "items": {"type": "object", "properties": {"user": {"type": "string"}, "role": {"type": "string"}}}}}}}}},
+          "404": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/projects/{name}/members/{user}": {
+      "put": {"summary": "Give a user a role in the project (the project's admins)", "security": [{"bearer": []}],
+        "parameters": [{"$ref": "#/components/parameters/name"}, {"name": "user", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["role"], "properties": {"role": {"type": "string", "enum": ["viewer", "member", "admin"]}}}}}},
+        "responses": {"200": {"description": "the membership", "content": {"application/json": {"schema": {"type": "object"}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}},
+      "delete": {"summary": "Remove a user from the project (the project's admins)", "security": [{"bearer": []}],
+        "parameters": [{"$ref": "#/components/parameters/name"}, {"name": "user", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "responses": {"204": {"description": "removed"}, "403": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/projects/{name}/audit": {
+      "get": {"summary": "Who did what in the project, oldest first (the project's admins)", "security": [{"bearer": []}],
+        "parameters": [{"$ref": "#/components/parameters/name"}, {"$ref": "#/components/parameters/after"}, {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000}}],
+        "responses": {"200": {"description": "entries", "content": {"application/json": {"schema": {"type": "object", "properties": {"project": {"type": "string"}, "entries": {"type": "array", "items": {"$ref": "#/components/schemas/AuditEntry"}}}}}}},
+          "403": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/audit": {
+      "get": {"summary": "The service's own audit log: users and tokens (a service admin)", "security": [{"bearer": []}],
+        "parameters": [{"$ref": "#/components/parameters/after"}, {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000}}],
+        "responses": {"200": {"description": "entries", "content": {"application/json": {"schema": {"type": "object", "properties": {"entries": {"type": "array", "items": {"$ref": "#/components/schemas/AuditEntry"}}}}}}},
+          "403": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/users": {
+      "get": {"summary": "Every user (a service admin)", "security": [{"bearer": []}],
+        "responses": {"200": {"description": "users", "content": {"application/json": {"schema": {"type": "object", "properties": {"users": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "service_admin": {"type": "boolean"}, "created_ms": {"type": "integer"}}}}}}}}},
+          "403": {"$ref": "#/components/responses/Error"}}},
+      "post": {"summary": "Create a user and their first token (a service admin)", "security": [{"bearer": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "service_admin": {"type": "boolean"}, "label": {"type": "string"}}}}}},
+        "responses": {"201": {"description": "created", "content": {"application/json": {"schema": {"type": "object", "properties": {"name": {"type": "string"}, "service_admin": {"type": "boolean"}, "token": {"$ref": "#/components/schemas/Token"}}}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"}, "409": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/users/{name}/tokens": {
+      "get": {"summary": "A user's tokens, without their secrets (the user, or a service admin)", "security": [{"bearer": []}], "parameters": [{"$ref": "#/components/parameters/name"}],
+        "responses": {"200": {"description": "tokens", "content": {"application/json": {"schema": {"type": "object", "properties": {"user": {"type": "string"}, "tokens": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "label": {"type": "string"}, "created_ms": {"type": "integer"}}}}}}}}},
+          "404": {"$ref": "#/components/responses/Error"}}},
+      "post": {"summary": "A new token for the user (the user, or a service admin); its secret is in this reply only", "security": [{"bearer": []}], "parameters": [{"$ref": "#/components/parameters/name"}],
+        "requestBody": {"required": false, "content": {"application/json": {"schema": {"type": "object", "properties": {"label": {"type": "string"}}}}}},
+        "responses": {"201": {"description": "the token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Token"}}}},
+          "404": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/tokens/{id}": {
+      "delete": {"summary": "Revoke a token (its user, or a service admin): refused within a second", "security": [{"bearer": []}], "parameters": [{"$ref": "#/components/parameters/id"}],
+        "responses": {"204": {"description": "revoked"}, "404": {"$ref": "#/components/responses/Error"}}}
     },
     "/api/openapi.json": {
       "get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3", "content": {"application/json": {"schema": {"type": "object"}}}}}}

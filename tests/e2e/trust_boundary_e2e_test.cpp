@@ -292,6 +292,24 @@ TEST_F(TrustBoundary, TheWorkersRedisUserIsRefusedTheOperatorsCommands) {
     ASSERT_TRUE(r.ok()) << what << ": " << r.error().message;
     EXPECT_TRUE(r->is_error()) << what << ": " << r->str;
   }
+  // Who may do what is out of its reach: the access keys lie outside its key
+  // pattern, and Redis checks a Function's commands against its caller, so
+  // it can neither mint a user, a token or a role nor read a token's digest.
+  for (const std::vector<std::string>& cmd :
+       {std::vector<std::string>{"FCALL", "hpo_create_user", "0", "hpo:", "mallory", "1"},
+        std::vector<std::string>{"FCALL", "hpo_add_token", "0", "hpo:", "admin", "m1", "d1", ""},
+        std::vector<std::string>{"FCALL", "hpo_set_member", "0", "hpo:", "default", "admin",
+                                 "viewer"},
+        std::vector<std::string>{"FCALL", "hpo_resolve_token", "0", "hpo:", "d1"},
+        std::vector<std::string>{"FCALL", "hpo_access_bootstrap", "0", "hpo:", "m", "d", "p"},
+        std::vector<std::string>{"HGETALL", "hpo-access:token_ids"}}) {
+    auto r = redis.command(cmd);
+    ASSERT_TRUE(r.ok()) << cmd[1] << ": " << r.error().message;
+    EXPECT_TRUE(r->is_error()) << cmd[1] << ": " << r->str;
+  }
+  auto users = admin.command({"SMEMBERS", "hpo-access:users"});
+  ASSERT_TRUE(users.ok());
+  for (const auto& u : users->elements) EXPECT_NE(u.str, "mallory");
   // What workers do is allowed.
   for (const std::vector<std::string>& cmd :
        {std::vector<std::string>{"FCALL", "hpo_claim_batch", "0", "hpo:"},

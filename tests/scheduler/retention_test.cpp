@@ -100,6 +100,14 @@ class ClockBehindTheHost : public trials::SweepStore {
   Result<std::vector<trials::Sweep>> list_sweeps(std::int64_t offset, std::int64_t limit) override {
     return inner_.list_sweeps(offset, limit);
   }
+  Result<std::vector<trials::Sweep>> list_sweeps_in(const std::vector<std::string>& projects,
+                                                    std::int64_t offset,
+                                                    std::int64_t limit) override {
+    return inner_.list_sweeps_in(projects, offset, limit);
+  }
+  Result<std::string> sweep_project(const std::string& sweep_id) override {
+    return inner_.sweep_project(sweep_id);
+  }
   Result<std::vector<std::string>> active_sweeps() override { return inner_.active_sweeps(); }
   Status finish_sweep(const std::string& sweep_id, trials::SweepState state,
                       const std::string& error) override {
@@ -117,6 +125,17 @@ class ClockBehindTheHost : public trials::SweepStore {
   }
   Status delete_sweep(const std::string& sweep_id) override {
     return inner_.delete_sweep(sweep_id);
+  }
+  Status annotate(const std::string& sweep_id, const std::string& trial_id,
+                  const trials::Annotation& a) override {
+    return inner_.annotate(sweep_id, trial_id, a);
+  }
+  Status set_priority(const std::string& sweep_id, std::int64_t priority) override {
+    return inner_.set_priority(sweep_id, priority);
+  }
+  Result<std::map<std::string, trials::Annotation>> trial_annotations(
+      const std::string& sweep_id) override {
+    return inner_.trial_annotations(sweep_id);
   }
 
  private:

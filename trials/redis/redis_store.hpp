@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -91,6 +92,9 @@ class RedisStore final : public AllRoles {
                                    const std::vector<ImportedTrial>& trials) override;
   Result<Sweep> get_sweep(const std::string& sweep_id) override;
   Result<std::vector<Sweep>> list_sweeps(std::int64_t offset, std::int64_t limit) override;
+  Result<std::vector<Sweep>> list_sweeps_in(const std::vector<std::string>& projects,
+                                            std::int64_t offset, std::int64_t limit) override;
+  Result<std::string> sweep_project(const std::string& sweep_id) override;
   Result<std::vector<std::string>> active_sweeps() override;
   Status finish_sweep(const std::string& sweep_id, SweepState state,
                       const std::string& error) override;
@@ -98,6 +102,10 @@ class RedisStore final : public AllRoles {
   Status set_stage(const std::string& sweep_id, SweepStage from, SweepStage to) override;
   Status set_unschedulable(const std::string& sweep_id, const std::string& reason) override;
   Status delete_sweep(const std::string& sweep_id) override;
+  Status annotate(const std::string& sweep_id, const std::string& trial_id,
+                  const Annotation& annotation) override;
+  Result<std::map<std::string, Annotation>> trial_annotations(const std::string& sweep_id) override;
+  Status set_priority(const std::string& sweep_id, std::int64_t priority) override;
 
   // TrialStore
   Result<std::vector<Trial>> create_trials(const std::vector<NewTrial>& trials) override;
@@ -119,6 +127,26 @@ class RedisStore final : public AllRoles {
   Result<std::vector<Event>> read_events(const std::string& after_id, int max_count,
                                          int block_ms) override;
   Result<EventBounds> event_bounds() override;
+
+  // AccessStore (redis_store_access.cpp)
+  Status bootstrap(const std::string& admin, const std::string& digest,
+                   const std::string& project) override;
+  Status create_user(const UserRecord& user) override;
+  Result<std::vector<UserRecord>> list_users() override;
+  Status add_token(const std::string& user, const TokenRecord& token,
+                   const std::string& digest) override;
+  Result<std::string> revoke_token(const std::string& token_id) override;
+  Result<std::vector<TokenRecord>> list_tokens(const std::string& user) override;
+  Result<std::optional<Principal>> resolve_token(const std::string& digest) override;
+  Status create_project(const ProjectRecord& project) override;
+  Status update_project(const ProjectRecord& project) override;
+  Result<std::vector<ProjectRecord>> list_projects() override;
+  Status set_member(const std::string& project, const std::string& user,
+                    std::optional<ProjectRole> role) override;
+  Result<std::map<std::string, ProjectRole>> members(const std::string& project) override;
+  Status record(const AuditEntry& entry) override;
+  Result<std::vector<AuditEntry>> audit(const std::string& project, const std::string& after,
+                                        int count) override;
 
   // ArtifactStore
   Status put_record(const std::string& trial_id, const std::string& name,
@@ -173,6 +201,8 @@ class RedisStore final : public AllRoles {
   const std::string& prefix() const { return config_.prefix; }
 
  private:
+  // The sweeps of these ids (a reply's elements), in order; gone ones left out.
+  Result<std::vector<Sweep>> sweeps_of(const Reply& ids);
   Status put_file_artifact(const std::string& trial_id, int attempt, const std::string& worker,
                            const std::string& name, const ByteProducer& produce);
   static Error no_artifact_dir(const std::string& what, const std::string& path);

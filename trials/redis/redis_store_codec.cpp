@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/log.hpp"
+#include "trials/access.hpp"
 #include "trials/record_json.hpp"
 #include "trials/record_names.hpp"
 #include "trials/spec/spec.hpp"
@@ -31,6 +32,22 @@ Counts counts_from_hash(const Hash& h, const std::string& kind) {
 }
 
 }  // namespace
+
+Annotation annotation_from_json(const std::string& text) {
+  Annotation a;
+  auto j = record::Json::parse(text, nullptr, false);
+  if (!j.is_discarded()) (void)record::from_json(j, a);
+  return a;
+}
+
+std::vector<std::string> tags_from_json(const std::string& text) {
+  std::vector<std::string> out;
+  auto j = record::Json::parse(text, nullptr, false);
+  if (j.is_array())
+    for (const auto& t : j)
+      if (t.is_string()) out.push_back(t.get<std::string>());
+  return out;
+}
 
 std::string format_double(double v) {
   return fmt::format("{}", v);
@@ -95,6 +112,13 @@ Result<Sweep> sweep_from_hash(const Hash& h) {
   s.member_counts = counts_from_hash(h, "member");
   s.error = get(h, "error");
   s.unschedulable = get(h, "unschedulable");
+  s.project = get(h, "project");
+  if (s.project.empty()) s.project = std::string(kDefaultProject);  // before projects existed
+  s.owner = get(h, "owner");
+  if (auto tags = h.find("tags"); tags != h.end() && !tags->second.empty())
+    s.annotation.tags = tags_from_json(tags->second);
+  s.annotation.note = get(h, "note");
+  s.priority = to_i64(get(h, "priority"));
   if (auto b = h.find("best_trial"); b != h.end() && !b->second.empty()) {
     BestTrial best;
     best.trial_id = b->second;
@@ -115,6 +139,7 @@ Error refusal(const std::string& text) {
   if (code == "CONFLICT") return Error::conflict(msg);
   if (code == "LEASE_LOST") return Error::lease_lost(msg);
   if (code == "INVALID") return Error{ErrorCode::kInvalidArgument, msg, {}};
+  if (code == "QUOTA") return Error{ErrorCode::kQuotaExceeded, msg, {}};
   if (code == "LOADING" || code == "BUSY" || code == "READONLY" || code == "TRYAGAIN" ||
       code == "MASTERDOWN" || code == "OOM")
     return Error::unavailable("redis: " + text);

@@ -49,6 +49,11 @@ Result<Trial> trial_from_hash(const Hash& h);
 
 Result<Sweep> sweep_from_hash(const Hash& h);
 
+// An annotation's JSON ({"tags", "note"}) and a sweep hash's tags (a JSON
+// array); what does not decode reads as none.
+Annotation annotation_from_json(const std::string& text);
+std::vector<std::string> tags_from_json(const std::string& text);
+
 // An error reply's text as an Error: the Functions' refusals (NOT_FOUND,
 // CONFLICT, LEASE_LOST, INVALID) as their codes, a server that cannot answer
 // for now as kUnavailable (the caller retries), anything else as kInternal.

@@ -45,7 +45,8 @@ Result<std::string> RedisStore::create_sweep(const NewSweep& sweep) {
         "create_sweep",
         {id, sweep.name, sweep.spec_json, sweep.maximize ? "1" : "0", sweep.idempotency_key,
          std::to_string(std::max<std::int64_t>(1, sweep.idempotency_ttl_s)), to_json(sweep.needs),
-         sweep.constraints.empty() ? "" : record::dump(record::to_json(sweep.constraints))});
+         sweep.constraints.empty() ? "" : record::dump(record::to_json(sweep.constraints)),
+         sweep.project, sweep.owner});
     if (r) {  // ours, or the first sweep made with the same idempotency key
       if (auto st = replicated("sweep " + r->str); !st) return st.error();
       return r->str;
@@ -70,6 +71,8 @@ Result<std::string> RedisStore::import_sweep(const NewSweep& sweep,
         std::to_string(std::max<std::int64_t>(1, sweep.idempotency_ttl_s)),
         to_json(sweep.needs),
         sweep.constraints.empty() ? "" : record::dump(record::to_json(sweep.constraints)),
+        sweep.project,
+        sweep.owner,
         digest,
         std::to_string(trials.size())};
     args.reserve(args.size() + 8 * trials.size());
@@ -109,8 +112,33 @@ Result<std::vector<Sweep>> RedisStore::list_sweeps(std::int64_t offset, std::int
                        std::to_string(std::max<int64_t>(0, offset) + limit - 1)});
   if (!ids) return ids.error();
   if (ids->is_error()) return refusal(ids->str);
+  return sweeps_of(*ids);
+}
+
+Result<std::vector<Sweep>> RedisStore::list_sweeps_in(const std::vector<std::string>& projects,
+                                                      std::int64_t offset, std::int64_t limit) {
+  if (limit <= 0 || projects.empty()) return std::vector<Sweep>{};
+  std::vector<std::string> args{std::to_string(std::max<int64_t>(0, offset)),
+                                std::to_string(limit)};
+  args.insert(args.end(), projects.begin(), projects.end());
+  auto ids = fcall("list_sweeps_in", std::move(args));
+  if (!ids) return ids.error();
+  return sweeps_of(*ids);
+}
+
+Result<std::string> RedisStore::sweep_project(const std::string& sweep_id) {
+  auto r = client_.command({"HMGET", key("sweep:" + sweep_id), "id", "project"});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  if (r->elements.size() != 2 || r->elements[0].is_nil())
+    return Error::not_found("sweep " + sweep_id);
+  if (r->elements[1].is_nil() || r->elements[1].str.empty()) return std::string(kDefaultProject);
+  return r->elements[1].str;
+}
+
+Result<std::vector<Sweep>> RedisStore::sweeps_of(const Reply& ids) {
   std::vector<std::vector<std::string>> cmds;
-  for (const auto& id : ids->elements) cmds.push_back({"HGETALL", key("sweep:" + id.str)});
+  for (const auto& id : ids.elements) cmds.push_back({"HGETALL", key("sweep:" + id.str)});
   std::vector<Sweep> out;
   if (cmds.empty()) return out;
   auto hashes = client_.pipeline(cmds);
@@ -163,6 +191,29 @@ Status RedisStore::delete_sweep(const std::string& sweep_id) {
                  {{"sweep", sweep_id}, {"error", st.error().message}});
     return replicated("the deletion of sweep " + sweep_id);
   }
+}
+
+Status RedisStore::annotate(const std::string& sweep_id, const std::string& trial_id,
+                            const Annotation& annotation) {
+  if (auto st = check_annotation(annotation); !st) return st;
+  return expect_ok(
+      fcall("annotate",
+            {sweep_id, trial_id, record::dump(record::Json(annotation.tags)), annotation.note}));
+}
+
+Status RedisStore::set_priority(const std::string& sweep_id, std::int64_t priority) {
+  return expect_ok(fcall("set_priority", {sweep_id, std::to_string(priority)}));
+}
+
+Result<std::map<std::string, Annotation>> RedisStore::trial_annotations(
+    const std::string& sweep_id) {
+  auto r = client_.command({"HGETALL", key("notes:" + sweep_id)});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  std::map<std::string, Annotation> out;
+  for (std::size_t i = 0; i + 1 < r->elements.size(); i += 2)
+    out[r->elements[i].str] = detail::annotation_from_json(r->elements[i + 1].str);
+  return out;
 }
 
 }  // namespace hpo::trials::redis

@@ -50,6 +50,7 @@ class SwallowingConnection final : public trials::Store, public trials::TrialQue
   trials::WorkerRegistry& workers() override { return *impl_; }
   trials::EventLog& events() override { return *impl_; }
   trials::ArtifactStore& artifacts() override { return *impl_; }
+  trials::AccessStore& access() override { return *impl_; }
 
   Result<trials::Claims> claim_batch(const std::string& w, const trials::Offer& offer,
                                      int max_trials, std::int64_t lease_ms) override {

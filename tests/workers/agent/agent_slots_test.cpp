@@ -41,6 +41,7 @@ class CountingConnection final : public trials::Store {
   trials::WorkerRegistry& workers() override { return *s_; }
   trials::EventLog& events() override { return ++foreign_, *s_; }
   trials::ArtifactStore& artifacts() override { return ++foreign_, *s_; }
+  trials::AccessStore& access() override { return ++foreign_, *s_; }
 
  private:
   std::unique_ptr<RedisStore> s_;

@@ -1,5 +1,5 @@
 #!lua name=hpo_v1
--- hpo-functions-version: 5
+-- hpo-functions-version: 6
 --[[
 hpo's atomic state transitions, one Redis Functions library (Redis >= 7).
 
@@ -35,6 +35,11 @@ Key schema (P = prefix, default "hpo:"):
                                    needs (what its trials ask of a worker: placement below)
                                    constraints (JSON [{metric, max?, min?}]: a completed trial
                                    that breaks one is never the best; version 4)
+                                   project owner (its project and the user who submitted it;
+                                   version 6: 14_access.lua describes projects and users)
+                                   tags (JSON array) note: the user's words on it
+                                   priority (within its project: the claim serves the highest first)
+  P..'notes:'<sid>           hash  trial id -> {"tags": [...], "note": "..."} of its trials
                                    '<kind>.<state>' counters (kind trial|member, state queued..cancelled)
                                    best_trial best_number best_params best_value (kind trial only)
   P..'sweeps'                zset  sid by creation sequence (newest = highest score)
@@ -79,7 +84,8 @@ Key schema (P = prefix, default "hpo:"):
   P..'reaper:outage_ms'      string the reaper's outage rule (renew judges rank leases by it)
   P..'reserve:'<tid>         string the worker that reserved this queued trial (expires)
   P..'reserving:'<worker>    string the trial this worker reserved (expires): see claim_many
-  P..'idem:'<key>            string sweep id created with that Idempotency-Key (with a TTL)
+  P..'idem:'<project>':'<key> string sweep id created with that Idempotency-Key in that project
+                                   (with a TTL)
   P..'offers'                hash  worker -> what it had free after its last claim (offer JSON)
   P..'ranks:'<worker>        list  gang shares placed on this worker, waiting for its next claim
   P..'ranks_sent:'<worker>   list  shares handed out to it whose rank lease it has not renewed

@@ -13,22 +13,50 @@ local function count(delta, sweep, field, by)
   d[field] = (d[field] or 0) + by
 end
 
+-- What a project holds now, P..'project_use:'<name>: 'slots' its running
+-- trials take and 'queued_trials' its queued trials (what its quotas limit and the
+-- claim's fair share weighs), kept in step with the sweeps' counters. Trials
+-- that were running or queued before projects existed were never counted: a
+-- count that would go below 0 stays at 0.
+local function project_use(P, sweep, field, by)
+  if by == 0 then return end
+  local project = redis.call('HGET', P .. 'sweep:' .. sweep, 'project') or 'default'
+  local key = P .. 'project_use:' .. project
+  if redis.call('HINCRBY', key, field, by) < 0 then redis.call('HSET', key, field, '0') end
+end
+
 local function apply_counts(P, delta)
   for sweep, d in pairs(delta) do
+    local queued = 0
     for field, by in pairs(d) do
-      if by ~= 0 then redis.call('HINCRBY', P .. 'sweep:' .. sweep, field, by) end
+      if by ~= 0 then
+        if field == 'slots.running' then
+          project_use(P, sweep, 'slots', by)
+        else
+          redis.call('HINCRBY', P .. 'sweep:' .. sweep, field, by)
+          if string.sub(field, -7) == '.queued' then queued = queued + by end
+        end
+      end
     end
+    project_use(P, sweep, 'queued_trials', queued)
   end
 end
 
 local function move_counts(P, t, to, delta)
+  local slots = tonumber(t.slots) or 1
   if delta then
     count(delta, t.sweep, t.kind .. '.' .. t.state, -1)
     count(delta, t.sweep, t.kind .. '.' .. to, 1)
+    if t.state == TrialState.running then count(delta, t.sweep, 'slots.running', -slots) end
+    if to == TrialState.running then count(delta, t.sweep, 'slots.running', slots) end
   else
     local skey = P .. 'sweep:' .. t.sweep
     redis.call('HINCRBY', skey, t.kind .. '.' .. t.state, -1)
     redis.call('HINCRBY', skey, t.kind .. '.' .. to, 1)
+    if t.state == TrialState.queued then project_use(P, t.sweep, 'queued_trials', -1) end
+    if to == TrialState.queued then project_use(P, t.sweep, 'queued_trials', 1) end
+    if t.state == TrialState.running then project_use(P, t.sweep, 'slots', -slots) end
+    if to == TrialState.running then project_use(P, t.sweep, 'slots', slots) end
   end
   t.state = to
 end

@@ -4,12 +4,56 @@ local function flatten(key)
   return redis.call('HGETALL', key)
 end
 
+-- A project (14_access.lua): made with `weight` unless it exists; true when made.
+local function ensure_project(P, name, weight, now)
+  if redis.call('SISMEMBER', P .. 'projects', name) == 1 then return false end
+  redis.call('HSET', P .. 'project:' .. name, 'name', name, 'weight', weight, 'created_ms', int(now))
+  redis.call('SADD', P .. 'projects', name)
+  return true
+end
+
+-- A sweep's project must exist; the default one (trials/access.hpp) is made
+-- when missing, so a store that never saw a scheduler's bootstrap works alone.
+local function check_project(P, project)
+  if project == 'default' then ensure_project(P, project, '1', now_ms()) end
+  if redis.call('SISMEMBER', P .. 'projects', project) == 0 then
+    return refuse('NOT_FOUND', 'project ' .. project)
+  end
+  return nil
+end
+
+-- A submit past one of the project's limits (P..'project:'<name> fields
+-- max_active: running sweeps, max_queued: queued trials; absent or 0: none):
+-- the refusal naming the limit, or nil. A retried submit whose first try was
+-- stored returns that sweep before this is asked.
+local function over_quota(P, project)
+  local q = redis.call('HMGET', P .. 'project:' .. project, 'max_active', 'max_queued')
+  local max_active, max_queued = tonumber(q[1] or '') or 0, tonumber(q[2] or '') or 0
+  if max_active > 0 then
+    local active = redis.call('SCARD', P .. 'project_active:' .. project)
+    if active >= max_active then
+      return refuse('QUOTA', 'project ' .. project .. ' has ' .. int(active) ..
+                    ' running sweeps, its limit max_active_sweeps is ' .. int(max_active) ..
+                    ': cancel one or wait for one to end')
+    end
+  end
+  if max_queued > 0 then
+    local queued = tonumber(redis.call('HGET', P .. 'project_use:' .. project, 'queued_trials') or '0') or 0
+    if queued >= max_queued then
+      return refuse('QUOTA', 'project ' .. project .. ' has ' .. int(queued) ..
+                    ' queued trials, its limit max_queued_trials is ' .. int(max_queued))
+    end
+  end
+  return nil
+end
+
 -- An idempotency key's first sweep: its id when that sweep was made with the
 -- same spec (and, for an import, the same trials: `digest`), a refusal when
 -- with others; nil when the key is unused or its sweep is gone.
-local function idem_first(P, idem, spec, digest)
+-- Keys are per project: another project's key names nothing here.
+local function idem_first(P, idem, spec, digest, project)
   if idem == '' then return nil end
-  local first = redis.call('GET', P .. 'idem:' .. idem)
+  local first = redis.call('GET', P .. 'idem:' .. project .. ':' .. idem)
   if not first then return nil end
   local s = redis.call('HMGET', P .. 'sweep:' .. first, 'spec', 'import_digest')
   if not s[1] then return nil end
@@ -19,67 +63,76 @@ local function idem_first(P, idem, spec, digest)
 end
 
 -- A new running sweep's keys; nil or a refusal.
-local function new_sweep(P, id, name, spec, maximize, needs, idem, idem_ttl, now, constraints)
+local function new_sweep(P, id, name, spec, maximize, needs, idem, idem_ttl, now, constraints,
+                         project, owner)
   local skey = P .. 'sweep:' .. id
   if redis.call('EXISTS', skey) == 1 then return refuse('CONFLICT', 'sweep id ' .. id .. ' taken') end
   redis.call('HSET', skey, 'id', id, 'name', name, 'spec', spec, 'maximize', maximize, 'state',
              SweepState.running, 'stage', Stage.search, 'created_ms', int(now), 'finished_ms', '0',
              'next_trial', '0', 'next_member', '0', 'error', '', 'needs', needs or '',
-             'constraints', constraints or '')
+             'constraints', constraints or '', 'project', project, 'owner', owner)
   for _, kind in ipairs({Role.trial, Role.member}) do
     for _, s in ipairs(kTrialStates) do redis.call('HSET', skey, kind .. '.' .. s, '0') end
   end
   local seq = redis.call('INCR', P .. 'seq:sweeps')
   redis.call('ZADD', P .. 'sweeps', seq, id)
+  redis.call('ZADD', P .. 'project_sweeps:' .. project, seq, id)
   if idem ~= '' then
-    redis.call('SET', P .. 'idem:' .. idem, id, 'EX', tonumber(idem_ttl or '86400'))
+    redis.call('SET', P .. 'idem:' .. project .. ':' .. idem, id, 'EX', tonumber(idem_ttl or '86400'))
   end
-  emit(P, 'sweep.created', id, '', json_obj({name = name}))
+  emit(P, 'sweep.created', id, '', json_obj({name = name, project = project}))
   return nil
 end
 
--- create_sweep P id name spec maximize [idem_key idem_ttl_s needs_json constraints_json]
---   -> sweep id
+-- create_sweep P id name spec maximize idem_key idem_ttl_s needs_json constraints_json
+--   project owner -> sweep id (the project must exist)
 -- With an Idempotency-Key: a key already used for a sweep that still exists
 -- returns that sweep (the same spec) or refuses (another spec), so a client
 -- that retries a submit whose reply it lost gets the first sweep back.
 local function create_sweep(keys, a)
   local P, id = a[1], a[2]
-  local idem = a[6] or ''
-  local first, refusal = idem_first(P, idem, a[4], '')
+  local idem, project = a[6] or '', a[10]
+  local missing = check_project(P, project)
+  if missing then return missing end
+  local first, refusal = idem_first(P, idem, a[4], '', project)
   if first or refusal then return first or refusal end
-  local err = new_sweep(P, id, a[3], a[4], a[5], a[8], idem, a[7], now_ms(), a[9])
+  local over = over_quota(P, project)
+  if over then return over end
+  local err = new_sweep(P, id, a[3], a[4], a[5], a[8], idem, a[7], now_ms(), a[9], project, a[11])
   if err then return err end
   redis.call('SADD', P .. 'sweeps:active', id)
+  redis.call('SADD', P .. 'project_active:' .. project, id)
   return id
 end
 
 local kEndedStates = {completed = true, failed = true, pruned = true, cancelled = true}
 
--- import_sweep P id name spec maximize idem_key idem_ttl_s needs constraints digest n
---   {params state value metrics error worker started_ms finished_ms}*n -> sweep id
+-- import_sweep P id name spec maximize idem_key idem_ttl_s needs constraints project owner
+--   digest n {params state value metrics error worker started_ms finished_ms}*n -> sweep id
 -- An ended sweep (finished, stage done) holding n ended trials, written at
 -- once; `digest` (the trials' hash) makes a retry with other rows a conflict.
 local function import_sweep(keys, a)
-  local P, id, idem, digest = a[1], a[2], a[6] or '', a[10]
-  local n = tonumber(a[11])
-  if n == nil or n < 0 then return refuse('INVALID', 'trial count ' .. tostring(a[11])) end
+  local P, id, idem, project, owner, digest = a[1], a[2], a[6] or '', a[10], a[11], a[12]
+  local n = tonumber(a[13])
+  if n == nil or n < 0 then return refuse('INVALID', 'trial count ' .. tostring(a[13])) end
+  local missing = check_project(P, project)
+  if missing then return missing end
   for i = 1, n do
-    local state = a[11 + 8 * (i - 1) + 2]
+    local state = a[13 + 8 * (i - 1) + 2]
     if not kEndedStates[state] then
       return refuse('INVALID', 'imported trial ' .. int(i - 1) .. ' is ' .. tostring(state) ..
                     ', not ended')
     end
   end
-  local first, refusal = idem_first(P, idem, a[4], digest)
+  local first, refusal = idem_first(P, idem, a[4], digest, project)
   if first or refusal then return first or refusal end
   local now = now_ms()
-  local err = new_sweep(P, id, a[3], a[4], a[5], a[8], idem, a[7], now, a[9])
+  local err = new_sweep(P, id, a[3], a[4], a[5], a[8], idem, a[7], now, a[9], project, owner)
   if err then return err end
   local skey = P .. 'sweep:' .. id
   local ids, delta, bests = {}, {}, {}
   for i = 1, n do
-    local at = 11 + 8 * (i - 1)
+    local at = 13 + 8 * (i - 1)
     local num = i - 1
     local tid = id .. '-' .. int(num)
     ids[i] = tid
@@ -153,6 +206,7 @@ local function create_many(P, sid, kind, number, limit, items)
   end
   redis.call('HSET', skey, 'next_' .. kind, int(number + #items))
   redis.call('HINCRBY', skey, kind .. '.queued', #items)
+  project_use(P, sid, 'queued_trials', #items)
   redis.call('RPUSH', P .. 'trials:' .. sid .. ':' .. kind, unpack(ids))
   redis.call('RPUSH', P .. 'queue:' .. sid, unpack(ids))
   make_ready(P, sid)

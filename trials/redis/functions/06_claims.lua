@@ -9,6 +9,34 @@ local function claim_fields(P, tid)
           created_ms = v[10], extra = v[11] or ''}
 end
 
+-- The projects of a claim's sweeps, read once per claim: weight (its share of
+-- free slots), max_slots (its hard limit; 0: none) and used (the slots its
+-- running trials hold, with those this claim gave it).
+local function project_state(P, sid, cache)
+  if not cache.projects then cache.projects, cache.sweep_project = {}, {} end
+  local byname = cache.projects
+  local name = cache.sweep_project[sid]
+  if not name then
+    name = redis.call('HGET', P .. 'sweep:' .. sid, 'project') or 'default'
+    cache.sweep_project[sid] = name
+  end
+  local p = byname[name]
+  if not p then
+    local v = redis.call('HMGET', P .. 'project:' .. name, 'weight', 'max_slots')
+    p = {name = name, weight = tonumber(v[1] or '') or 1, max_slots = tonumber(v[2] or '') or 0,
+         used = tonumber(redis.call('HGET', P .. 'project_use:' .. name, 'slots') or '0') or 0,
+         turn = 0}
+    if not (p.weight > 0) then p.weight = 1 end
+    byname[name] = p
+  end
+  return p
+end
+
+-- Whether `slots` more would take project p past its hard limit.
+local function over_slots(p, slots)
+  return p.max_slots > 0 and p.used + slots > p.max_slots
+end
+
 -- A reservation this worker holds: nil when it holds none (or it ended), else
 -- true after claiming the reserved trial into `claimed` (it fit), false when
 -- it still does not fit (the reservation is renewed; nothing else is claimed).
@@ -23,7 +51,9 @@ local function honour_reservation(P, worker, o, lease_ms, now, cache, claimed, s
   if t and t.state == TrialState.queued and owner and not mine and is_gang(need) then
     return false  -- held for the gang another worker reserved: its ranks may need our slots
   end
-  if not t or t.state ~= TrialState.queued or not mine then
+  -- A reservation of a project now at its limit is given up: the limit holds.
+  if not t or t.state ~= TrialState.queued or not mine or
+      over_slots(project_state(P, t.sweep, cache), tonumber(t.slots) or 1) then
     redis.call('DEL', rkey)
     if mine then redis.call('DEL', P .. 'reserve:' .. tid) end
     return nil
@@ -159,13 +189,15 @@ local function decide(P, worker, o, need, q, tid, t, now, lease_ms, delta)
   return nil
 end
 
--- After a claim: the visited sweeps go to the back of 'ready', in order; the
--- ids taken or found gone leave their queues; then the queues left empty leave.
+-- After a claim: the first `visited` sweeps of 'ready' go to its back, in
+-- order (those the claim passed over among them too: their projects had had
+-- their share); the ids taken or found gone leave their queues; then the
+-- queues left empty leave.
 local function settle_queues(P, order, queues, visited)
   local ready = P .. 'ready'
   for _ = 1, visited do redis.call('LMOVE', ready, ready, 'LEFT', 'RIGHT') end
   for i = 1, visited do
-    local q, qkey = queues[i], P .. 'queue:' .. order[i]
+    local q, qkey = queues[i] or {ids = {}, drop = {}}, P .. 'queue:' .. order[i]
     local prefix = #q.drop
     for j = 1, #q.drop do
       if q.drop[j] ~= q.ids[j] then
@@ -184,19 +216,24 @@ end
 
 -- Takes up to `want` queued trials that fit the offer `o` (free slots, GPUs,
 -- cores, memory, kinds, labels; see above) and leases them to `worker`: a
--- list of trial tables (running now) with the sweeps' specs by id. Fair across
--- sweeps: it goes round the ready sweeps (at most sweeps_max of them, in the
--- claims' round-robin order) taking one trial per sweep per round, and the
--- sweeps it visited move to the back of 'ready'. In each sweep it takes the
--- oldest queued trials that fit among the first scan_max of its queue; ids no
--- longer queued (cancelled while waiting) are dropped on the way, and a sweep
--- whose queue is empty leaves 'ready'. A trial that would fit the worker idle
--- but not now, passed over kReserveAfter times, is reserved (above), and the
--- claim ends there.
+-- list of trial tables (running now) with the sweeps' specs by id.
+-- Fair between projects, then between a project's sweeps: each trial goes to
+-- the project with ready work that holds the fewest slots for its weight
+-- (used / weight; weighted fair share over the ready sweeps, at most
+-- sweeps_max of them in the claims' round-robin order), and within it to its
+-- next sweep in that order; the sweeps it visited move to the back of
+-- 'ready'. A project at its max_slots takes nothing more: the limit holds
+-- atomically however many workers claim. A project alone with ready work
+-- takes every free slot (idle share is lent, never hoarded). In each sweep
+-- it takes the oldest queued trials that fit among the first scan_max of its
+-- queue; ids no longer queued (cancelled while waiting) are dropped on the
+-- way, and a sweep whose queue is empty leaves 'ready'. A trial that would
+-- fit the worker idle but not now, passed over kReserveAfter times, is
+-- reserved (above), and the claim ends there.
 local function claim_many(P, worker, o, want, lease_ms, scan, sweeps_max)
   if redis.call('EXISTS', P .. 'queue') == 1 then migrate_shared_queue(P) end
   local claimed, specs = {}, {}
-  local cache = {}  -- the visited sweeps' requests
+  local cache = {}  -- the visited sweeps' requests and projects
   local ranks = take_ranks(P, worker, o, cache)
   -- What is left after this claim, for the gangs other workers place (below).
   local function record() redis.call('HSET', P .. 'offers', worker, cjson.encode(o)) end
@@ -212,39 +249,92 @@ local function claim_many(P, worker, o, want, lease_ms, scan, sweeps_max)
     record()
     return claimed, specs, ranks
   end
+  for _, t in ipairs(claimed) do  -- a gang's row holds the leader's share: the trial's whole
+    local p = project_state(P, t.sweep, cache)
+    p.used = p.used + (tonumber(redis.call('HGET', P .. 'trial:' .. t.id, 'slots')) or 1)
+  end
   local order = redis.call('LRANGE', P .. 'ready', 0, sweeps_max - 1)
   local queues = {}  -- per visited sweep: its scanned ids, next position, ids to drop
   local visited = 0
-  local took = true
+  local done = {}  -- sweeps (by index) with nothing more for this claim
   local reserved = false
-  while took and not reserved and #claimed < want and o.slots > 0 do
-    took = false
-    for i, sid in ipairs(order) do
-      if #claimed >= want or o.slots < 1 or reserved then break end
-      local q = queues[i]
-      if not q then
-        q = {ids = {}, pos = 1, drop = {}, more = true}
-        queues[i] = q
-        visited = i
+  -- The projects' sweeps, in ready order.
+  local members, projects = {}, {}
+  for i, sid in ipairs(order) do
+    local p = project_state(P, sid, cache)
+    if not members[p.name] then
+      members[p.name] = {}
+      projects[#projects + 1] = p
+    end
+    table.insert(members[p.name], i)
+  end
+  local priority = {}  -- by sweep index
+  for i, sid in ipairs(order) do
+    local n = tonumber(redis.call('HGET', P .. 'sweep:' .. sid, 'priority') or '0') or 0
+    priority[i] = n == n and n or 0  -- a NaN (written around the API) counts as 0
+  end
+  -- One trial of project p's next sweep with work, among those of its highest
+  -- priority with work left: true when taken.
+  local function take_one(p)
+    local list = members[p.name]
+    while true do
+      local top
+      for _, i in ipairs(list) do
+        if not done[i] and (not top or priority[i] > top) then top = priority[i] end
       end
-      local need = needs_of(P, sid, cache)
-      while true do
-        local tid = next_queued(P, sid, q, scan, want - #claimed)
-        if not tid then break end
-        -- What the claim decides on and the worker needs, not the whole hash.
-        local t = claim_fields(P, tid)
-        local verdict = decide(P, worker, o, need, q, tid, t, now, lease_ms, delta)
-        if verdict == 'took' then
-          claimed[#claimed + 1] = t
-          if not specs[sid] then specs[sid] = redis.call('HGET', P .. 'sweep:' .. sid, 'spec') or '' end
-          took = true
-          break
-        elseif verdict == 'reserved' then
-          reserved = true
-          break
+      if not top then return false end
+      for k = 1, #list do
+        local at = (p.turn + k - 1) % #list + 1
+        local i = list[at]
+        if not done[i] and priority[i] == top then
+          local sid = order[i]
+          local q = queues[i]
+          if not q then
+            q = {ids = {}, pos = 1, drop = {}, more = true}
+            queues[i] = q
+            if i > visited then visited = i end
+          end
+          local need = needs_of(P, sid, cache)
+          while true do
+            local tid = next_queued(P, sid, q, scan, want - #claimed)
+            if not tid then break end
+            -- What the claim decides on and the worker needs, not the whole hash.
+            local t = claim_fields(P, tid)
+            if t and t.state == TrialState.queued and over_slots(p, tonumber(t.slots) or 1) then
+              q.pos = q.pos - 1  -- left queued: the project is at its limit
+              break
+            end
+            local verdict = decide(P, worker, o, need, q, tid, t, now, lease_ms, delta)
+            if verdict == 'took' then
+              claimed[#claimed + 1] = t
+              if not specs[sid] then specs[sid] = redis.call('HGET', P .. 'sweep:' .. sid, 'spec') or '' end
+              p.used = p.used + (tonumber(redis.call('HGET', P .. 'trial:' .. tid, 'slots')) or 1)
+              p.turn = at
+              return true
+            elseif verdict == 'reserved' then
+              reserved = true
+              return false
+            end
+          end
+          done[i] = true
         end
       end
+    end  -- the next priority down, while a sweep has work
+  end
+  while not reserved and #claimed < want and o.slots > 0 do
+    -- The project with work left that would hold the fewest slots for its
+    -- weight once given one more ((used + 1) / weight: a slot freed by a
+    -- trial whose end is still on its way from the worker counts as held, and
+    -- this rule still hands it back to the project that should have it).
+    local best
+    for _, p in ipairs(projects) do
+      if not p.exhausted and
+           (not best or (p.used + 1) / p.weight < (best.used + 1) / best.weight) then
+        best = p
+      end
     end
+    if not best then break end
+    if not take_one(best) then best.exhausted = true end
   end
   apply_counts(P, delta)
   settle_queues(P, order, queues, visited)

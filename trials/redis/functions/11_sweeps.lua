@@ -39,7 +39,10 @@ local function delete_sweep(keys, a)
     for _, name in ipairs(redis.call('SMEMBERS', P .. 'sweep_artifacts:' .. sid)) do
       redis.call('DEL', P .. 'sweep_artifact:' .. sid .. ':' .. name)
     end
-    redis.call('DEL', skey, P .. 'queue:' .. sid, P .. 'sweep_artifacts:' .. sid)
+    local project = redis.call('HGET', skey, 'project')
+    if project then redis.call('ZREM', P .. 'project_sweeps:' .. project, sid) end
+    redis.call('DEL', skey, P .. 'queue:' .. sid, P .. 'sweep_artifacts:' .. sid,
+               P .. 'notes:' .. sid)
     redis.call('ZREM', P .. 'sweeps', sid)
     emit(P, 'sweep.deleted', sid, '', '{}')
   end
@@ -53,6 +56,8 @@ local function end_sweep(P, sid, to, err)
   local now = now_ms()
   redis.call('HSET', P .. 'sweep:' .. sid, 'state', to, 'finished_ms', int(now), 'error', err)
   redis.call('SREM', P .. 'sweeps:active', sid)
+  redis.call('SREM', P .. 'project_active:' ..
+             (redis.call('HGET', P .. 'sweep:' .. sid, 'project') or 'default'), sid)
   for _, kind in ipairs({Role.trial, Role.member}) do
     for _, tid in ipairs(redis.call('LRANGE', P .. 'trials:' .. sid .. ':' .. kind, 0, -1)) do
       local tkey = P .. 'trial:' .. tid
@@ -160,3 +165,41 @@ local function set_unschedulable(keys, a)
   return 1
 end
 
+-- annotate P sid tid tags_json note -> 'OK': a user's tags and note on sweep
+-- sid (tid '') or on its trial tid, replacing the last ones. A trial's are
+-- kept beside its record (P..'notes:'<sid>, trial id -> {"tags", "note"}),
+-- which stays as it ended.
+local function annotate(keys, a)
+  local P, sid, tid, tags, note = a[1], a[2], a[3], a[4], a[5]
+  local skey = P .. 'sweep:' .. sid
+  if redis.call('EXISTS', skey) == 0 then return refuse('NOT_FOUND', 'sweep ' .. sid) end
+  if tid == '' then
+    redis.call('HSET', skey, 'tags', tags, 'note', note)
+    emit(P, 'sweep.annotated', sid, '', '{}')
+    return 'OK'
+  end
+  if redis.call('HGET', P .. 'trial:' .. tid, 'sweep') ~= sid then
+    return refuse('NOT_FOUND', 'trial ' .. tid)
+  end
+  if tags == '[]' and note == '' then
+    redis.call('HDEL', P .. 'notes:' .. sid, tid)
+  else
+    redis.call('HSET', P .. 'notes:' .. sid, tid, '{"tags":' .. tags .. ',"note":' .. jstr(note) .. '}')
+  end
+  emit(P, 'trial.annotated', sid, tid, '{}')
+  return 'OK'
+end
+
+-- set_priority P sid n -> 'OK': the sweep's priority within its project (the
+-- claim serves a project's sweeps of the highest priority first).
+local function set_priority(keys, a)
+  local skey = a[1] .. 'sweep:' .. a[2]
+  if redis.call('EXISTS', skey) == 0 then return refuse('NOT_FOUND', 'sweep ' .. a[2]) end
+  local n = tonumber(a[3])
+  if not n or n ~= math.floor(n) or n < -1000 or n > 1000 then
+    return refuse('INVALID', 'priority ' .. tostring(a[3]) .. ': expected an integer in [-1000, 1000]')
+  end
+  redis.call('HSET', skey, 'priority', int(n))
+  emit(a[1], 'sweep.annotated', a[2], '', '{}')
+  return 'OK'
+end

@@ -22,9 +22,24 @@ export interface Best {
   value: number | null;
 }
 
+// GET /api/projects: a project the caller may read, what it holds and may hold
+// (0: no limit), and the caller's role in it.
+export interface Project {
+  name: string;
+  weight: number;
+  created_ms: number;
+  limits: { max_slots: number; max_queued_trials: number; max_active_sweeps: number };
+  use: { slots: number; queued_trials: number; active_sweeps: number };
+  role: 'viewer' | 'member' | 'admin' | null;
+}
+
 export interface Sweep {
   id: string;
   name: string;
+  project?: string;
+  owner?: string;
+  tags?: string[];
+  note?: string;
   state: string;
   stage: string;
   objective: { metric: string; mode: 'min' | 'max' };
@@ -246,8 +261,12 @@ async function request<T>(method: string, path: string, body?: string): Promise<
 const enc = encodeURIComponent;
 
 export const api = {
-  sweeps: (offset = 0, limit = 100) =>
-    request<{ sweeps: Sweep[] }>('GET', `/api/sweeps?offset=${offset}&limit=${limit}`),
+  sweeps: (offset = 0, limit = 100, project = '', tag = '') =>
+    request<{ sweeps: Sweep[] }>(
+      'GET',
+      `/api/sweeps?offset=${offset}&limit=${limit}${project ? `&project=${encodeURIComponent(project)}` : ''}${tag ? `&tag=${encodeURIComponent(tag)}` : ''}`,
+    ),
+  projects: () => request<{ projects: Project[] }>('GET', '/api/projects'),
   sweep: (id: string) => request<Sweep>('GET', `/api/sweeps/${enc(id)}`),
   trials: (id: string, q: { offset?: number; limit?: number; state?: string; sort?: string; kind?: string }) => {
     const p = new URLSearchParams();
@@ -258,7 +277,8 @@ export const api = {
   pareto: (id: string) => request<ParetoFront>('GET', `/api/sweeps/${enc(id)}/pareto`),
   trial: (id: string) => request<TrialDetail>('GET', `/api/trials/${enc(id)}`),
   workers: () => request<{ workers: Worker[] }>('GET', '/api/workers'),
-  submit: (specText: string) => request<{ id: string }>('POST', '/api/sweeps', specText),
+  submit: (specText: string, project = '') =>
+    request<{ id: string }>('POST', `/api/sweeps${project ? `?project=${encodeURIComponent(project)}` : ''}`, specText),
   cancel: (id: string) => request<Sweep>('POST', `/api/sweeps/${enc(id)}/cancel`),
   health: () => request<Health>('GET', '/healthz'),
 };

@@ -39,6 +39,18 @@ export function mountSubmit(root: HTMLElement): () => void {
   editor.value = kExampleSpec;
   const token = h('input', { id: 'submit-token', type: 'password', placeholder: 'API token', autocomplete: 'off', value: getToken() });
   const button = h('button', { id: 'submit-spec', type: 'button', class: 'primary' }, 'Submit sweep');
+  // The projects the caller may submit to (member or admin).
+  const project = h('select', { id: 'submit-project', 'aria-label': 'project' }, h('option', { value: 'default' }, 'default')) as HTMLSelectElement;
+  api
+    .projects()
+    .then(({ projects }) => {
+      const mine = projects.filter((p) => p.role === 'member' || p.role === 'admin');
+      if (mine.length) replace(project, ...mine.map((p) => h('option', { value: p.name }, p.name)));
+      if (mine.some((p) => p.name === 'default')) project.value = 'default';
+    })
+    .catch(() => {
+      /* no token yet: the default project */
+    });
   const result = h('div', { id: 'submit-result' });
   const errors = h('ul', { id: 'field-errors', class: 'field-errors' });
   const gutter = h('div', { class: 'gutter', 'aria-hidden': 'true' });
@@ -95,7 +107,7 @@ export function mountSubmit(root: HTMLElement): () => void {
     replace(errors);
     replace(result, h('p', { class: 'muted' }, 'Submitting…'));
     try {
-      const { id } = await api.submit(editor.value);
+      const { id } = await api.submit(editor.value, project.value);
       drawGutter(new Map());
       replace(result, h('p', { class: 'ok', id: 'submit-ok' }, 'Created sweep ', h('a', { href: `#/sweeps/${encodeURIComponent(id)}` }, id)));
     } catch (e) {
@@ -113,7 +125,7 @@ export function mountSubmit(root: HTMLElement): () => void {
   root.append(
     h('h1', null, 'Submit a sweep'),
     h('p', { class: 'muted' }, 'Edit the spec (JSON) and submit. Problems are listed with their JSON path and marked in the line gutter.'),
-    h('div', { class: 'submit-grid' }, h('div', { class: 'editor' }, gutter, editor), h('div', { class: 'side' }, h('label', null, 'Token ', token), button, result, errors)),
+    h('div', { class: 'submit-grid' }, h('div', { class: 'editor' }, gutter, editor), h('div', { class: 'side' }, h('label', null, 'Token ', token), h('label', null, 'Project ', project), button, result, errors)),
   );
   drawGutter(new Map());
   return () => {};

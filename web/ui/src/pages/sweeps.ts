@@ -1,5 +1,7 @@
-// Sweeps list: state, progress (done/total), best value; live from events.
-import { api, Sweep } from '../api';
+// Sweeps list: the caller's projects (what each holds of its limits), then
+// the sweeps (of one project, or all the caller may read): state, progress
+// (done/total), best value; live from events.
+import { api, Project, Sweep } from '../api';
 import { agoEl, badge, fmtNum, h, replace } from '../dom';
 import { coalesce, subscribe } from '../live';
 
@@ -21,21 +23,61 @@ function row(s: Sweep): HTMLElement {
     { 'data-sweep': s.id },
     h('td', null, h('a', { href: `#/sweeps/${encodeURIComponent(s.id)}`, class: 'sweep-name' }, s.name)),
     h('td', { class: 'mono' }, s.id),
+    h('td', { class: 'project' }, s.project ?? ''),
     h('td', null, badge(s.state)),
     h('td', null, s.stage),
     h('td', null, progressBar(doneCount(s), s.max_trials || s.counts.queued + s.counts.running + doneCount(s))),
     h('td', null, `${s.counts.running} running`),
     h('td', { class: 'num best' }, s.best ? fmtNum(s.best.value) : '–'),
     h('td', null, `${s.objective.metric} (${s.objective.mode})`),
+    h('td', { class: 'tags', title: s.note ?? '' }, ...(s.tags ?? []).map((t) => h('span', { class: 'tag' }, t))),
     h('td', null, agoEl(s.created_ms)),
+  );
+}
+
+// "held / limit" ("–" for no limit).
+function held(use: number, limit: number): string {
+  return `${use} / ${limit > 0 ? limit : '–'}`;
+}
+
+function projectRow(p: Project, onPick: (name: string) => void): HTMLElement {
+  const link = h('a', { href: '#/', class: 'project-name' }, p.name);
+  link.addEventListener('click', (e) => {
+    e.preventDefault();
+    onPick(p.name);
+  });
+  return h(
+    'tr',
+    { 'data-project': p.name },
+    h('td', null, link),
+    h('td', null, p.role ?? '–'),
+    h('td', { class: 'num' }, fmtNum(p.weight)),
+    h('td', { class: 'num slots' }, held(p.use.slots, p.limits.max_slots)),
+    h('td', { class: 'num' }, held(p.use.queued_trials, p.limits.max_queued_trials)),
+    h('td', { class: 'num' }, held(p.use.active_sweeps, p.limits.max_active_sweeps)),
   );
 }
 
 export function mountSweeps(root: HTMLElement): () => void {
   const body = h('tbody');
+  const projectsBody = h('tbody');
   const msg = h('p', { class: 'muted' }, 'Loading…');
+  const filter = h('select', { id: 'project-filter' }, h('option', { value: '' }, 'all projects')) as HTMLSelectElement;
+  const tagFilter = h('input', { id: 'tag-filter', type: 'search', placeholder: 'tag', 'aria-label': 'only sweeps with this tag' }) as HTMLInputElement;
+  let project = '';
   root.append(
-    h('h1', null, 'Sweeps'),
+    h('h1', null, 'Projects'),
+    h(
+      'table',
+      { class: 'grid', id: 'projects' },
+      h(
+        'thead',
+        null,
+        h('tr', null, ...['Project', 'Your role', 'Weight', 'Slots', 'Queued trials', 'Active sweeps'].map((t) => h('th', null, t))),
+      ),
+      projectsBody,
+    ),
+    h('h1', null, 'Sweeps ', filter, ' ', tagFilter),
     msg,
     h(
       'table',
@@ -43,13 +85,27 @@ export function mountSweeps(root: HTMLElement): () => void {
       h(
         'thead',
         null,
-        h('tr', null, ...['Name', 'ID', 'State', 'Stage', 'Progress', 'Running', 'Best', 'Objective', 'Created'].map((t) => h('th', null, t))),
+        h('tr', null, ...['Name', 'ID', 'Project', 'State', 'Stage', 'Progress', 'Running', 'Best', 'Objective', 'Tags', 'Created'].map((t) => h('th', null, t))),
       ),
       body,
     ),
   );
+  const pick = (name: string) => {
+    project = name;
+    filter.value = name;
+    refresh();
+  };
+  filter.addEventListener('change', () => pick(filter.value));
+  tagFilter.addEventListener('change', () => refresh());
   const refresh = coalesce(async () => {
-    const { sweeps } = await api.sweeps(0, 200);
+    const [{ sweeps }, { projects }] = await Promise.all([api.sweeps(0, 200, project, tagFilter.value.trim()), api.projects()]);
+    replace(projectsBody, projects.map((p) => projectRow(p, pick)));
+    replace(
+      filter,
+      h('option', { value: '' }, 'all projects'),
+      ...projects.map((p) => h('option', { value: p.name }, p.name)),
+    );
+    filter.value = project;
     replace(body, sweeps.map(row));
     msg.textContent = sweeps.length ? '' : 'No sweeps yet. Submit one from the Submit page or with `hpo submit`.';
   }, 400);

@@ -1,0 +1,100 @@
+#include "trials/access.hpp"
+
+#include <openssl/rand.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "trials/artifact_dir.hpp"
+
+namespace hpo::trials {
+
+std::string to_string(ProjectRole role) {
+  switch (role) {
+    case ProjectRole::kViewer:
+      return "viewer";
+    case ProjectRole::kMember:
+      return "member";
+    case ProjectRole::kAdmin:
+      return "admin";
+  }
+  return "viewer";
+}
+
+std::optional<ProjectRole> parse_project_role(std::string_view text) {
+  if (text == "viewer") return ProjectRole::kViewer;
+  if (text == "member") return ProjectRole::kMember;
+  if (text == "admin") return ProjectRole::kAdmin;
+  return std::nullopt;
+}
+
+Status check_access_name(const std::string& what, const std::string& name) {
+  auto plain = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+  };
+  bool ok = !name.empty() && name.size() <= 64 && plain(name.front()) && name.front() != '.' &&
+            name.front() != '_' && name.front() != '-';
+  for (char c : name) ok = ok && plain(c);
+  if (ok) return {};
+  return Error::invalid(what, fmt::format("'{}' is not a name: expected 1 to 64 of a-z 0-9 . _ -, "
+                                          "starting with a letter or digit",
+                                          name.substr(0, 80)));
+}
+
+std::optional<ProjectRole> Principal::role_in(const std::string& project) const {
+  if (service_admin) return ProjectRole::kAdmin;
+  if (auto it = roles.find(project); it != roles.end()) return it->second;
+  if (reads_everything) return ProjectRole::kViewer;
+  return std::nullopt;
+}
+
+bool Principal::can_read(const std::string& project) const {
+  return role_in(project).has_value();
+}
+
+bool Principal::can_submit(const std::string& project) const {
+  auto r = role_in(project);
+  return r && *r != ProjectRole::kViewer;
+}
+
+bool Principal::can_manage(const std::string& project) const {
+  auto r = role_in(project);
+  return r && *r == ProjectRole::kAdmin;
+}
+
+bool Principal::can_change(const std::string& project, const std::string& owner) const {
+  auto r = role_in(project);
+  if (!r || *r == ProjectRole::kViewer) return false;
+  return *r == ProjectRole::kAdmin || (!user.empty() && owner == user);
+}
+
+namespace {
+
+std::string random_hex(std::size_t bytes) {
+  std::array<unsigned char, 64> buf{};
+  if (bytes > buf.size() || RAND_bytes(buf.data(), static_cast<int>(bytes)) != 1) {
+    // OpenSSL's generator failing is not something to paper over.
+    std::fputs("hpo: the random generator failed: cannot make a token\n", stderr);
+    std::abort();
+  }
+  std::string out;
+  out.reserve(2 * bytes);
+  for (std::size_t i = 0; i < bytes; ++i) out += fmt::format("{:02x}", buf[i]);
+  return out;
+}
+
+}  // namespace
+
+NewToken make_token() {
+  // 32 random bytes: 256 bits, which no one guesses; the id only names it.
+  return {random_hex(6), "hpo_" + random_hex(32)};
+}
+
+std::string token_digest(std::string_view secret) {
+  return sha256_hex(secret);
+}
+
+}  // namespace hpo::trials

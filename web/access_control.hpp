@@ -1,0 +1,72 @@
+// AccessControl: who a request comes from (trials/access.hpp's Principal).
+//
+//   no scheduler token          open mode (tests, a private socket): everyone is a service admin
+//   Bearer <the scheduler's>    the bootstrap admin (a service admin), without a store read
+//   Bearer <a user's token>     that user with their roles; the store's answer is kept
+//                               kTtl, so a revoked token is refused within that
+//   no token                    /healthz; and, unless reads need a token (--auth-reads),
+//                               the dashboard's files, the OpenAPI document, and reads of
+//                               everything while the service has one user at most (the
+//                               one-person install); else 401
+//
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "core/result.hpp"
+#include "trials/access.hpp"
+#include "trials/store.hpp"
+#include "web/http_message.hpp"
+
+namespace hpo::web {
+
+using PrincipalPtr = std::shared_ptr<const trials::Principal>;
+
+class AccessControl {
+ public:
+  AccessControl(std::string bootstrap_token, bool auth_reads, trials::StoreFactory factory);
+
+  static constexpr std::chrono::milliseconds kTtl{500};
+
+  // Who sent `request`; kUnauthorized when it may not be answered at all.
+  Result<PrincipalPtr> identify(const Request& request);
+  // The user behind a token digest now (at most kTtl old); null when there is
+  // none (revoked, unknown).
+  Result<PrincipalPtr> by_digest(const std::string& digest);
+  // The token a request carries ("" when none): the Authorization header, or
+  // for reads ?access_token= (EventSource cannot send headers).
+  static std::string bearer(const Request& request);
+  bool open() const { return bootstrap_token_.empty(); }
+  // The scheduler's own token's principal (not in the store, not revocable).
+  bool is_bootstrap(const PrincipalPtr& p) const { return p == admin_; }
+  // Whether the service has one user at most (at most a second old).
+  Result<bool> one_person();
+
+ private:
+  Result<std::unique_ptr<trials::Store>*> store_locked();
+
+  std::string bootstrap_token_;
+  bool auth_reads_;
+  trials::StoreFactory factory_;
+  PrincipalPtr root_;    // open mode
+  PrincipalPtr admin_;   // the scheduler's token
+  PrincipalPtr reader_;  // anonymous reader of everything (one-person install)
+  PrincipalPtr nobody_;  // anonymous, no rights
+
+  std::mutex mu_;  // everything below
+  std::unique_ptr<trials::Store> store_;
+  struct Cached {
+    PrincipalPtr principal;  // null: no such token
+    std::chrono::steady_clock::time_point at;
+  };
+  std::unordered_map<std::string, Cached> by_digest_;
+  std::chrono::steady_clock::time_point users_at_{};
+  bool one_person_ = true;
+};
+
+}  // namespace hpo::web

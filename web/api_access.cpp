@@ -1,0 +1,419 @@
+// Tenancy in the Api: what each handler asks before it answers (may the
+// caller read this sweep, this trial?), the audit record of each mutation,
+// and the routes of projects, members, users, tokens and the audit log.
+// Split from api.cpp by concern; the rules themselves are trials/access.hpp's.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/log.hpp"
+#include "trials/access.hpp"
+#include "web/api.hpp"
+#include "web/api_errors.hpp"
+#include "web/api_helpers.hpp"
+#include "web/store_lease.hpp"
+
+namespace hpo::web {
+
+namespace {
+
+Json project_doc(const trials::ProjectRecord& p, std::optional<trials::ProjectRole> role) {
+  return {{"name", p.name},
+          {"weight", p.weight},
+          {"created_ms", p.created_ms},
+          {"limits",
+           {{"max_slots", p.limits.max_slots},
+            {"max_queued_trials", p.limits.max_queued_trials},
+            {"max_active_sweeps", p.limits.max_active_sweeps}}},
+          {"use",
+           {{"slots", p.use.slots},
+            {"queued_trials", p.use.queued_trials},
+            {"active_sweeps", p.use.active_sweeps}}},
+          {"role", role ? Json(trials::to_string(*role)) : Json(nullptr)}};
+}
+
+// The weight and limits of a project body onto `p`: each optional, each checked.
+Status read_project_settings(const Json& body, trials::ProjectRecord& p) {
+  if (body.contains("weight")) {
+    const Json& w = body["weight"];
+    if (!w.is_number() || !(w.get<double>() > 0) || w.get<double>() > 1e6)
+      return Error::invalid("weight", "expected a number in (0, 1e6]");
+    p.weight = w.get<double>();
+  }
+  const std::pair<const char*, std::int64_t*> limits[] = {
+      {"max_slots", &p.limits.max_slots},
+      {"max_queued_trials", &p.limits.max_queued_trials},
+      {"max_active_sweeps", &p.limits.max_active_sweeps}};
+  for (const auto& [key, out] : limits) {
+    if (!body.contains(key)) continue;
+    const Json& v = body[key];
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 1'000'000)
+      return Error::invalid(key, "expected an integer in [0, 1000000] (0: no limit)");
+    *out = v.get<std::int64_t>();
+  }
+  return {};
+}
+
+Json audit_doc(const trials::AuditEntry& e) {
+  return {{"id", e.id},         {"time_ms", e.time_ms}, {"user", e.user},    {"project", e.project},
+          {"action", e.action}, {"target", e.target},   {"detail", e.detail}};
+}
+
+// A JSON object body with only `allowed` keys.
+Result<Json> object_body(const Request& request, std::initializer_list<const char*> allowed) {
+  auto body = parse_json(request.body.empty() ? std::string("{}") : request.body);
+  if (!body) return body.error();
+  if (!body->is_object()) return Error::invalid("body", "expected a JSON object");
+  for (const auto& [k, v] : body->items())
+    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; }))
+      return Error::invalid(k, "unknown key");
+  return body;
+}
+
+Result<std::string> string_field(const Json& body, const char* key, bool required,
+                                 std::string fallback = "") {
+  if (!body.contains(key)) {
+    if (required) return Error::invalid(key, "missing");
+    return fallback;
+  }
+  if (!body[key].is_string()) return Error::invalid(key, "expected a string");
+  return body[key].get<std::string>();
+}
+
+std::string settings_text(const trials::ProjectRecord& p) {
+  return fmt::format("weight {} max_slots {} max_queued_trials {} max_active_sweeps {}", p.weight,
+                     p.limits.max_slots, p.limits.max_queued_trials, p.limits.max_active_sweeps);
+}
+
+Response service_admins_only(const std::string& what) {
+  return forbidden(what + " needs a service admin's token");
+}
+
+}  // namespace
+
+Result<trials::Sweep> Api::readable_sweep(StoreLease& store, const Request& request,
+                                          const std::string& id) {
+  auto sweep = store.track(store->sweeps().get_sweep(id));
+  if (!sweep) return sweep;
+  if (!request.principal->can_read(sweep->project)) return Error::not_found("sweep " + id);
+  return sweep;
+}
+
+Result<trials::Trial> Api::readable_trial(StoreLease& store, const Request& request,
+                                          const std::string& id) {
+  auto trial = store.track(store->trials().get_trial(id));
+  if (!trial) return trial;
+  if (!can_read(store, request, trial->sweep_id)) return Error::not_found("trial " + id);
+  return trial;
+}
+
+bool Api::can_read(StoreLease& store, const Request& request, const std::string& sweep_id,
+                   std::map<std::string, bool>* seen) {
+  const trials::Principal& who = *request.principal;
+  if (who.sees_all_projects()) return true;
+  if (seen)
+    if (auto it = seen->find(sweep_id); it != seen->end()) return it->second;
+  // Read each time, not remembered across requests: a deleted sweep's id may
+  // come back in another project.
+  auto project = store.track(store->sweeps().sweep_project(sweep_id));
+  const bool ok = project && who.can_read(*project);
+  if (seen) (*seen)[sweep_id] = ok;
+  return ok;
+}
+
+void Api::audit(StoreLease& store, const Request& request, const std::string& project,
+                const std::string& action, const std::string& target, const std::string& detail) {
+  trials::AuditEntry e;
+  e.user = request.principal->user.empty() ? "(open)" : request.principal->user;
+  e.project = project;
+  e.action = action;
+  e.target = target;
+  e.detail = detail.substr(0, 300);
+  if (auto st = store.track(store->access().record(e)); !st)
+    log_warn("a mutation is done but its audit record is not",
+             {{"action", action}, {"target", target}, {"error", st.error().message}});
+}
+
+void Api::add_access_routes() {
+  auto& r = router_;
+  r.add("GET", "/api/whoami", [this](const Request& q, const PathParams&) { return whoami(q); });
+  r.add("GET", "/api/projects",
+        [this](const Request& q, const PathParams&) { return list_projects(q); });
+  r.add("POST", "/api/projects",
+        [this](const Request& q, const PathParams&) { return create_project(q); });
+  r.add("PATCH", "/api/projects/{name}",
+        [this](const Request& q, const PathParams& p) { return update_project(q, p.at("name")); });
+  r.add("GET", "/api/projects/{name}/members",
+        [this](const Request& q, const PathParams& p) { return project_members(q, p.at("name")); });
+  r.add("PUT", "/api/projects/{name}/members/{user}",
+        [this](const Request& q, const PathParams& p) {
+          return set_member(q, p.at("name"), p.at("user"), false);
+        });
+  r.add("DELETE", "/api/projects/{name}/members/{user}",
+        [this](const Request& q, const PathParams& p) {
+          return set_member(q, p.at("name"), p.at("user"), true);
+        });
+  r.add("GET", "/api/projects/{name}/audit",
+        [this](const Request& q, const PathParams& p) { return read_audit(q, p.at("name")); });
+  r.add("GET", "/api/audit",
+        [this](const Request& q, const PathParams&) { return read_audit(q, ""); });
+  r.add("GET", "/api/users", [this](const Request& q, const PathParams&) { return list_users(q); });
+  r.add("POST", "/api/users",
+        [this](const Request& q, const PathParams&) { return create_user(q); });
+  r.add("GET", "/api/users/{name}/tokens",
+        [this](const Request& q, const PathParams& p) { return list_tokens(q, p.at("name")); });
+  r.add("POST", "/api/users/{name}/tokens",
+        [this](const Request& q, const PathParams& p) { return create_token(q, p.at("name")); });
+  r.add("DELETE", "/api/tokens/{id}",
+        [this](const Request& q, const PathParams& p) { return revoke_token(q, p.at("id")); });
+}
+
+Response Api::whoami(const Request& request) {
+  const trials::Principal& who = *request.principal;
+  Json roles = Json::object();
+  for (const auto& [p, role] : who.roles) roles[p] = trials::to_string(role);
+  return json_ok(200, {{"user", who.user.empty() ? Json(nullptr) : Json(who.user)},
+                       {"service_admin", who.service_admin},
+                       {"reads_everything", who.sees_all_projects()},
+                       {"roles", roles}});
+}
+
+Response Api::list_projects(const Request& request) {
+  const trials::Principal& who = *request.principal;
+  auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
+  auto projects = store.track(store->access().list_projects());
+  if (!projects) return error_response(projects.error());
+  Json list = Json::array();
+  for (const auto& p : *projects)
+    if (who.can_read(p.name)) list.push_back(project_doc(p, who.role_in(p.name)));
+  return json_ok(200, {{"projects", list}});
+}
+
+Response Api::create_project(const Request& request) {
+  if (!request.principal->service_admin) return service_admins_only("creating a project");
+  auto body = object_body(
+      request, {"name", "weight", "max_slots", "max_queued_trials", "max_active_sweeps"});
+  if (!body) return error_response(body.error());
+  auto name = string_field(*body, "name", true);
+  if (!name) return error_response(name.error());
+  if (auto st = trials::check_access_name("name", *name); !st) return error_response(st.error());
+  trials::ProjectRecord p{*name, 1, 0, {}, {}};
+  if (auto st = read_project_settings(*body, p); !st) return error_response(st.error());
+  auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
+  if (auto st = store.track(store->access().create_project(p)); !st)
+    return error_response(st.error());
+  audit(store, request, p.name, "project.create", p.name, settings_text(p));
+  return json_ok(201, project_doc(p, trials::ProjectRole::kAdmin));
+}
+
+Response Api::update_project(const Request& request, const std::string& name) {
+  const trials::Principal& who = *request.principal;
+  if (!who.can_read(name)) return error_response(Error::not_found("project " + name));
+  if (!who.service_admin) return service_admins_only("changing a project's weight or limits");
+  auto body =
+      object_body(request, {"weight", "max_slots", "max_queued_trials", "max_active_sweeps"});
+  if (!body) return error_response(body.error());
+  auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
+  auto all = store.track(store->access().list_projects());
+  if (!all) return error_response(all.error());
+  auto it = std::find_if(all->begin(), all->end(), [&](const auto& p) { return p.name == name; });
+  if (it == all->end()) return error_response(Error::not_found("project " + name));
+  trials::ProjectRecord p = *it;
+  if (auto st = read_project_settings(*body, p); !st) return error_response(st.error());
+  if (auto st = store.track(store->access().update_project(p)); !st)
+    return error_response(st.error());
+  audit(store, request, name, "project.update", name, settings_text(p));
+  return json_ok(200, project_doc(p, who.role_in(name)));
+}
+
+Response Api::project_members(const Request& request, const std::string& project) {
+  if (!request.principal->can_read(project))
+    return error_response(Error::not_found("project " + project));
+  auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
+  auto members = store.track(store->access().members(project));
+  if (!members) return error_response(members.error());
+  Json list = Json::array();
+  for (const auto& [user, role] : *members)
+    list.push_back({{"user", user}, {"role", trials::to_string(role)}});
+  return json_ok(200, {{"project", project}, {"members", list}});
+}
+
+Response Api::set_member(const Request& request, const std::string& project,
+                         const std::string& user, bool remove) {
+  const trials::Principal& who = *request.principal;
+  if (!who.can_read(project)) return error_response(Error::not_found("project " + project));
+  if (!who.can_manage(project))
+    return forbidden("only an admin of project " + project + " may change its members");
+  std::optional<trials::ProjectRole> role;
+  if (!remove) {
+    auto body = object_body(request, {"role"});
+    if (!body) return error_response(body.error());
+    auto text = string_field(*body, "role", true);
+    if (!text) return error_response(text.error());
+    role = trials::parse_project_role(*text);
+    if (!role)
+      return error_response(Error::invalid(
+          "role", "'" + text->substr(0, 40) + "': expected viewer, member or admin"));
+  }
+  auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
+  if (auto st = store.track(store->access().set_member(project, user, role)); !st)
+    return error_response(st.error());
+  audit(store, request, project, remove ? "member.remove" : "member.set", user,
+        role ? trials::to_string(*role) : "");
+  if (remove) {
+    Response r;
+    r.status = 204;
+    return r;
+  }
+  return json_ok(200, {{"project", project}, {"user", user}, {"role", trials::to_string(*role)}});
+}
+
+Response Api::read_audit(const Request& request, const std::string& project) {
+  const trials::Principal& who = *request.principal;
+  if (project.empty()) {
+    if (!who.service_admin) return service_admins_only("the service's audit log");
+  } else {
+    if (!who.can_read(project)) return error_response(Error::not_found("project " + project));
+    if (!who.can_manage(project))
+      return forbidden("only an admin of project " + project + " may read its audit log");
+  }
+  auto limit = int_param(request, "limit", 1000, 1, 10000);
+  if (!limit) return error_response(limit.error());
+  const std::string after = request.query_or("after");
+  const auto dash = after.find('-');
+  const bool digits = !after.empty() &&
+                      after.find_first_not_of("0123456789-") == std::string::npos &&
+                      dash != std::string::npos && dash > 0 && dash + 1 < after.size() &&
+                      after.find('-', dash + 1) == std::string::npos;
+  if (!after.empty() && (!digits || after.size() > 40))
+    return error_response(Error::invalid("after", "expected an entry id such as 1765000000000-0"));
+  auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
+  if (!project.empty()) {  // a project that does not exist has no log either
+    auto all = store.track(store->access().list_projects());
+    if (!all) return error_response(all.error());
+    if (std::none_of(all->begin(), all->end(), [&](const auto& p) { return p.name == project; }))
+      return error_response(Error::not_found("project " + project));
+  }
+  auto entries = store.track(store->access().audit(project, after, static_cast<int>(*limit)));
+  if (!entries) return error_response(entries.error());
+  Json list = Json::array();
+  for (const auto& e : *entries) list.push_back(audit_doc(e));
+  return json_ok(200, {{"project", project}, {"entries", list}});
+}
+
+Response Api::list_users(const Request& request) {
+  if (!request.principal->service_admin) return service_admins_only("the list of users");
+  auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
+  auto users = store.track(store->access().list_users());
+  if (!users) return error_response(users.error());
+  Json list = Json::array();
+  for (const auto& u : *users)
+    list.push_back(
+        {{"name", u.name}, {"service_admin", u.service_admin}, {"created_ms", u.created_ms}});
+  return json_ok(200, {{"users", list}});
+}
+
+// A new token for `user`, stored hashed; the secret is in the reply only.
+static Result<Json> issue_token(trials::AccessStore& access, const std::string& user,
+                                const std::string& label) {
+  for (int tries = 0; tries < 4; ++tries) {
+    trials::NewToken t = trials::make_token();
+    trials::TokenRecord rec{t.id, user, label, 0};
+    auto st = access.add_token(user, rec, trials::token_digest(t.secret));
+    if (st) return Json{{"id", t.id}, {"user", user}, {"label", label}, {"token", t.secret}};
+    if (st.error().code != ErrorCode::kConflict) return st.error();
+  }
+  return Error::internal("could not find a free token id");
+}
+
+Response Api::create_user(const Request& request) {
+  if (!request.principal->service_admin) return service_admins_only("creating a user");
+  auto body = object_body(request, {"name", "service_admin", "label"});
+  if (!body) return error_response(body.error());
+  auto name = string_field(*body, "name", true);
+  if (!name) return error_response(name.error());
+  if (auto st = trials::check_access_name("name", *name); !st) return error_response(st.error());
+  bool admin = false;
+  if (body->contains("service_admin")) {
+    if (!(*body)["service_admin"].is_boolean())
+      return error_response(Error::invalid("service_admin", "expected true or false"));
+    admin = (*body)["service_admin"].get<bool>();
+  }
+  auto label = string_field(*body, "label", false, "first token");
+  if (!label) return error_response(label.error());
+  auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
+  if (auto st = store.track(store->access().create_user({*name, admin, 0})); !st)
+    return error_response(st.error());
+  audit(store, request, "", "user.create", *name, admin ? "service admin" : "");
+  auto token = store.track(issue_token(store->access(), *name, label->substr(0, 100)));
+  if (!token) return error_response(token.error());
+  audit(store, request, "", "token.create", (*token)["id"].get<std::string>(), *name);
+  return json_ok(201, {{"name", *name}, {"service_admin", admin}, {"token", *token}});
+}
+
+Response Api::create_token(const Request& request, const std::string& user) {
+  const trials::Principal& who = *request.principal;
+  if (!who.service_admin && who.user != user)
+    return error_response(Error::not_found("user " + user));
+  auto body = object_body(request, {"label"});
+  if (!body) return error_response(body.error());
+  auto label = string_field(*body, "label", false);
+  if (!label) return error_response(label.error());
+  auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
+  auto token = store.track(issue_token(store->access(), user, label->substr(0, 100)));
+  if (!token) return error_response(token.error());
+  audit(store, request, "", "token.create", (*token)["id"].get<std::string>(), user);
+  return json_ok(201, *token);
+}
+
+Response Api::list_tokens(const Request& request, const std::string& user) {
+  const trials::Principal& who = *request.principal;
+  if (!who.service_admin && who.user != user)
+    return error_response(Error::not_found("user " + user));
+  auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
+  auto tokens = store.track(store->access().list_tokens(user));
+  if (!tokens) return error_response(tokens.error());
+  Json list = Json::array();
+  for (const auto& t : *tokens)
+    list.push_back({{"id", t.id}, {"label", t.label}, {"created_ms", t.created_ms}});
+  return json_ok(200, {{"user", user}, {"tokens", list}});
+}
+
+Response Api::revoke_token(const Request& request, const std::string& id) {
+  const trials::Principal& who = *request.principal;
+  if (id == "bootstrap" && who.service_admin)
+    return error_response(Error::conflict(
+        "token bootstrap is the scheduler's own (--token, --token-file, or the one it made up): "
+        "it changes when the scheduler restarts with another"));
+  auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
+  if (!who.service_admin) {
+    // One's own tokens only; another's id is one that does not exist.
+    auto mine = store.track(store->access().list_tokens(who.user));
+    if (!mine) return error_response(mine.error());
+    if (std::none_of(mine->begin(), mine->end(), [&](const auto& t) { return t.id == id; }))
+      return error_response(Error::not_found("token " + id));
+  }
+  auto user = store.track(store->access().revoke_token(id));
+  if (!user) return error_response(user.error());
+  audit(store, request, "", "token.revoke", id, *user);
+  Response r;
+  r.status = 204;
+  return r;
+}
+
+}  // namespace hpo::web
