@@ -68,9 +68,11 @@ Result<Json> object_body(const Request& request, std::initializer_list<const cha
   auto body = parse_json(request.body.empty() ? std::string("{}") : request.body);
   if (!body) return body.error();
   if (!body->is_object()) return Error::invalid("body", "expected a JSON object");
-  for (const auto& [k, v] : body->items())
-    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; }))
-      return Error::invalid(k, "unknown key");
+  for (const auto& item : body->items()) {
+    const std::string& key = item.key();  // a named variable: lambdas may not capture bindings
+    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; }))
+      return Error::invalid(key, "unknown key");
+  }
   return body;
 }
 
