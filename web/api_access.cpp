@@ -223,11 +223,9 @@ Response Api::update_project(const Request& request, const std::string& name) {
   if (!body) return error_response(body.error());
   auto store = borrow();
   if (!store) return error_response(Error::unavailable("no store"));
-  auto all = store.track(store->access().list_projects());
-  if (!all) return error_response(all.error());
-  auto it = std::find_if(all->begin(), all->end(), [&](const auto& p) { return p.name == name; });
-  if (it == all->end()) return error_response(Error::not_found("project " + name));
-  trials::ProjectRecord p = *it;
+  auto found = store.track(find_project(store->access(), name));
+  if (!found) return error_response(found.error());
+  trials::ProjectRecord p = std::move(*found);
   if (auto st = read_project_settings(*body, p); !st) return error_response(st.error());
   if (auto st = store.track(store->access().update_project(p)); !st)
     return error_response(st.error());
@@ -301,10 +299,8 @@ Response Api::read_audit(const Request& request, const std::string& project) {
   auto store = borrow();
   if (!store) return error_response(Error::unavailable("no store"));
   if (!project.empty()) {  // a project that does not exist has no log either
-    auto all = store.track(store->access().list_projects());
-    if (!all) return error_response(all.error());
-    if (std::none_of(all->begin(), all->end(), [&](const auto& p) { return p.name == project; }))
-      return error_response(Error::not_found("project " + project));
+    if (auto found = store.track(find_project(store->access(), project)); !found)
+      return error_response(found.error());
   }
   auto entries = store.track(store->access().audit(project, after, static_cast<int>(*limit)));
   if (!entries) return error_response(entries.error());

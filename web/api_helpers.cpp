@@ -16,6 +16,14 @@ Response json_ok(int status, const Json& j) {
   return Response::json(status, dump(j));
 }
 
+Result<trials::ProjectRecord> find_project(trials::AccessStore& access, const std::string& name) {
+  auto all = access.list_projects();
+  if (!all) return all.error();
+  for (auto& p : *all)
+    if (p.name == name) return std::move(p);
+  return Error::not_found("project " + name);
+}
+
 Response forbidden(const std::string& message) {
   return error_response(403, HttpError::kForbidden, message);
 }

@@ -7,12 +7,16 @@
 #include <string>
 
 #include "core/result.hpp"
+#include "trials/access.hpp"
 #include "web/http_message.hpp"
 #include "web/json_codec.hpp"
 
 namespace hpo::web {
 
 Response json_ok(int status, const Json& j);
+
+// Project `name`'s record: kNotFound ("project NAME") when there is none.
+Result<trials::ProjectRecord> find_project(trials::AccessStore& access, const std::string& name);
 
 // 403: the caller may see the resource but not do this to it.
 Response forbidden(const std::string& message);

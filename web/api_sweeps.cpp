@@ -128,15 +128,14 @@ Response Api::create_sweep(const Request& request) {
   if (auto st = check_model_fits(*spec, store->queue().inline_artifact_limit()); !st)
     return error_response(st.error());
   // A trial wider than its project's slot limit could never be claimed.
-  auto projects = store.track(store->access().list_projects());
-  if (!projects) return error_response(projects.error());
-  for (const auto& p : *projects)
-    if (p.name == sweep->project && p.limits.max_slots > 0 &&
-        spec->trial.slots() > p.limits.max_slots)
-      return error_response(Error::invalid(
-          "trial", fmt::format("each trial takes {} slots; project {} may hold at most {} at once "
-                               "(its max_slots)",
-                               spec->trial.slots(), p.name, p.limits.max_slots)));
+  auto project = store.track(find_project(store->access(), sweep->project));
+  if (!project && project.error().code != ErrorCode::kNotFound)  // the default is made on submit
+    return error_response(project.error());
+  if (project && project->limits.max_slots > 0 && spec->trial.slots() > project->limits.max_slots)
+    return error_response(Error::invalid(
+        "trial", fmt::format("each trial takes {} slots; project {} may hold at most {} at once "
+                             "(its max_slots)",
+                             spec->trial.slots(), project->name, project->limits.max_slots)));
   // A warm start reads ended sweeps only: their trials no longer change, so a
   // restarted controller seeds its sampler with exactly the same ones.
   const auto& warm = spec->search.warm_start_sweeps;
