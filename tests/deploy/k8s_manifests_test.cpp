@@ -333,7 +333,8 @@ TEST(KubernetesManifests, ProbesGracesAndTheStoreFitTheService) {
 // is not PID 1: an init reaps the trials' orphans and passes it SIGTERM.
 TEST(KubernetesManifests, TheWorkerRunsUnderAnInit) {
   const auto all = load_manifests();
-  const Container* w = container_running(containers(all), "hpo-worker");
+  const auto cs = containers(all);  // kept: the pointer below points into it
+  const Container* w = container_running(cs, "hpo-worker");
   ASSERT_NE(w, nullptr);
   auto cmd = args_of(w->node);
   ASSERT_FALSE(cmd.empty());
