@@ -82,7 +82,8 @@ int print_or(const Options& o, const Json& doc, const std::function<void()>& tex
 constexpr const char* kProjectUsage =
     "usage: hpo project list | create NAME [SETTINGS] | set NAME SETTINGS | members NAME | "
     "add-member NAME USER viewer|member|admin | remove-member NAME USER\n"
-    "  SETTINGS: --weight W --max-slots N --max-queued-trials N --max-active-sweeps N (0: none)";
+    "  SETTINGS: --weight W --max-slots N --max-gpus N --max-queued-trials N --max-active-sweeps N "
+    "(0: none)";
 constexpr const char* kUserUsage = "usage: hpo user list | create NAME [--service-admin]";
 constexpr const char* kTokenUsage =
     "usage: hpo token create [--user U] [--label L] | list [--user U] | revoke ID";
@@ -116,12 +117,13 @@ int cmd_project(Client& client, const Options& options) {
         const auto l = limit.get<std::int64_t>();
         return fmt::format("{}/{}", use.get<std::int64_t>(), l > 0 ? std::to_string(l) : "-");
       };
-      std::printf("%-20s %-7s %-9s %-14s %-14s %s\n", "project", "weight", "slots", "queued trials",
-                  "active sweeps", "your role");
+      std::printf("%-20s %-7s %-9s %-9s %-14s %-14s %s\n", "project", "weight", "slots", "gpus",
+                  "queued trials", "active sweeps", "your role");
       for (const auto& p : (*r)["projects"])
-        std::printf("%-20s %-7s %-9s %-14s %-14s %s\n", p["name"].get<std::string>().c_str(),
+        std::printf("%-20s %-7s %-9s %-9s %-14s %-14s %s\n", p["name"].get<std::string>().c_str(),
                     fmt_number(p["weight"].get<double>()).c_str(),
                     of(p["use"]["slots"], p["limits"]["max_slots"]).c_str(),
+                    of(p["use"]["gpus"], p["limits"]["max_gpus"]).c_str(),
                     of(p["use"]["queued_trials"], p["limits"]["max_queued_trials"]).c_str(),
                     of(p["use"]["active_sweeps"], p["limits"]["max_active_sweeps"]).c_str(),
                     p["role"].is_string() ? p["role"].get<std::string>().c_str() : "");
@@ -135,7 +137,8 @@ int cmd_project(Client& client, const Options& options) {
       if (end == weight->c_str() || *end) return fail(kUsage, "--weight: not a number: " + *weight);
       body["weight"] = w;
     }
-    for (const char* flag : {"--max-slots", "--max-queued-trials", "--max-active-sweeps"}) {
+    for (const char* flag :
+         {"--max-slots", "--max-gpus", "--max-queued-trials", "--max-active-sweeps"}) {
       auto v = take_flag(o.args, flag);
       if (!v) continue;
       char* end = nullptr;

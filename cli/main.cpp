@@ -60,8 +60,9 @@ commands:
                                 projects, what each holds and may hold (creating and
                                 settings: a service admin; members: the project's
                                 admins). SETTINGS: --weight W (its share of free
-                                slots) --max-slots N --max-queued-trials N
-                                --max-active-sweeps N (0: no limit)
+                                slots) --max-slots N --max-gpus N
+                                --max-queued-trials N --max-active-sweeps N (0: no
+                                limit)
   user list | create NAME [--service-admin]
                                 users (a service admin); create prints the first token
   token create [--user U] [--label L] | list [--user U] | revoke ID

@@ -57,14 +57,16 @@ struct Principal {
   bool sees_all_projects() const { return service_admin || reads_everything; }
 };
 
-// A project's limits; 0 is none. max_slots holds in the claim itself (a
-// project at it gets no more slots, however many workers claim, across
-// scheduler restarts); a submit past max_queued_trials or max_active_sweeps
+// A project's limits; 0 is none. max_slots and max_gpus hold in the claim
+// itself (a project at one gets no more slots, or no more GPU slots, however
+// many workers claim, across scheduler restarts; a trial that asks for GPUs
+// holds one per slot); a submit past max_queued_trials or max_active_sweeps
 // is refused (kQuotaExceeded, naming the limit).
 struct ProjectLimits {
   std::int64_t max_slots = 0;
   std::int64_t max_queued_trials = 0;
   std::int64_t max_active_sweeps = 0;
+  std::int64_t max_gpus = 0;
 };
 
 // What a project holds now.
@@ -72,6 +74,7 @@ struct ProjectUse {
   std::int64_t slots = 0;  // taken by its running trials
   std::int64_t queued_trials = 0;
   std::int64_t active_sweeps = 0;  // running
+  std::int64_t gpus = 0;           // taken by its running trials that asked for GPUs
 };
 
 struct ProjectRecord {

@@ -28,11 +28,13 @@ Json project_doc(const trials::ProjectRecord& p, std::optional<trials::ProjectRo
           {"limits",
            {{"max_slots", p.limits.max_slots},
             {"max_queued_trials", p.limits.max_queued_trials},
-            {"max_active_sweeps", p.limits.max_active_sweeps}}},
+            {"max_active_sweeps", p.limits.max_active_sweeps},
+            {"max_gpus", p.limits.max_gpus}}},
           {"use",
            {{"slots", p.use.slots},
             {"queued_trials", p.use.queued_trials},
-            {"active_sweeps", p.use.active_sweeps}}},
+            {"active_sweeps", p.use.active_sweeps},
+            {"gpus", p.use.gpus}}},
           {"role", role ? Json(trials::to_string(*role)) : Json(nullptr)}};
 }
 
@@ -47,7 +49,8 @@ Status read_project_settings(const Json& body, trials::ProjectRecord& p) {
   const std::pair<const char*, std::int64_t*> limits[] = {
       {"max_slots", &p.limits.max_slots},
       {"max_queued_trials", &p.limits.max_queued_trials},
-      {"max_active_sweeps", &p.limits.max_active_sweeps}};
+      {"max_active_sweeps", &p.limits.max_active_sweeps},
+      {"max_gpus", &p.limits.max_gpus}};
   for (const auto& [key, out] : limits) {
     if (!body.contains(key)) continue;
     const Json& v = body[key];
@@ -87,8 +90,9 @@ Result<std::string> string_field(const Json& body, const char* key, bool require
 }
 
 std::string settings_text(const trials::ProjectRecord& p) {
-  return fmt::format("weight {} max_slots {} max_queued_trials {} max_active_sweeps {}", p.weight,
-                     p.limits.max_slots, p.limits.max_queued_trials, p.limits.max_active_sweeps);
+  return fmt::format("weight {} max_slots {} max_queued_trials {} max_active_sweeps {} max_gpus {}",
+                     p.weight, p.limits.max_slots, p.limits.max_queued_trials,
+                     p.limits.max_active_sweeps, p.limits.max_gpus);
 }
 
 Response service_admins_only(const std::string& what) {
@@ -198,8 +202,8 @@ Response Api::list_projects(const Request& request) {
 
 Response Api::create_project(const Request& request) {
   if (!request.principal->service_admin) return service_admins_only("creating a project");
-  auto body = object_body(
-      request, {"name", "weight", "max_slots", "max_queued_trials", "max_active_sweeps"});
+  auto body = object_body(request, {"name", "weight", "max_slots", "max_queued_trials",
+                                    "max_active_sweeps", "max_gpus"});
   if (!body) return error_response(body.error());
   auto name = string_field(*body, "name", true);
   if (!name) return error_response(name.error());
@@ -218,8 +222,8 @@ Response Api::update_project(const Request& request, const std::string& name) {
   const trials::Principal& who = *request.principal;
   if (!who.can_read(name)) return error_response(Error::not_found("project " + name));
   if (!who.service_admin) return service_admins_only("changing a project's weight or limits");
-  auto body =
-      object_body(request, {"weight", "max_slots", "max_queued_trials", "max_active_sweeps"});
+  auto body = object_body(
+      request, {"weight", "max_slots", "max_queued_trials", "max_active_sweeps", "max_gpus"});
   if (!body) return error_response(body.error());
   auto store = borrow();
   if (!store) return error_response(Error::unavailable("no store"));

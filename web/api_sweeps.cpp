@@ -107,6 +107,25 @@ static Status check_model_fits(const trials::SweepSpec& spec, std::int64_t limit
                   *params * 4 / 1048576.0, limit >> 20));
 }
 
+// A trial wider than its project's max_slots, or (asking for GPUs, one per
+// slot) than its max_gpus, could never be claimed: refused at submit.
+static Status check_fits_project(const trials::SweepSpec& spec,
+                                 const trials::ProjectRecord& project) {
+  const auto& limits = project.limits;
+  const int slots = spec.trial.slots();
+  if (limits.max_slots > 0 && slots > limits.max_slots)
+    return Error::invalid(
+        "trial", fmt::format("each trial takes {} slots; project {} may hold at most {} at once "
+                             "(its max_slots)",
+                             slots, project.name, limits.max_slots));
+  if (limits.max_gpus > 0 && trials::request_for(spec.trial).gpus > 0 && slots > limits.max_gpus)
+    return Error::invalid(
+        "trial", fmt::format("each trial takes {} GPUs; project {} may hold at most {} at once "
+                             "(its max_gpus)",
+                             slots, project.name, limits.max_gpus));
+  return {};
+}
+
 Response Api::create_sweep(const Request& request) {
   if (auto refused = refuse_submit(request)) return std::move(*refused);
   auto spec = trials::parse_spec(request.body);
@@ -127,15 +146,12 @@ Response Api::create_sweep(const Request& request) {
   if (!store) return error_response(Error::unavailable("no store"));
   if (auto st = check_model_fits(*spec, store->queue().inline_artifact_limit()); !st)
     return error_response(st.error());
-  // A trial wider than its project's slot limit could never be claimed.
+  // A trial wider than its project's slot or GPU limit could never be claimed.
   auto project = store.track(find_project(store->access(), sweep->project));
   if (!project && project.error().code != ErrorCode::kNotFound)  // the default is made on submit
     return error_response(project.error());
-  if (project && project->limits.max_slots > 0 && spec->trial.slots() > project->limits.max_slots)
-    return error_response(Error::invalid(
-        "trial", fmt::format("each trial takes {} slots; project {} may hold at most {} at once "
-                             "(its max_slots)",
-                             spec->trial.slots(), project->name, project->limits.max_slots)));
+  if (project)
+    if (auto st = check_fits_project(*spec, *project); !st) return error_response(st.error());
   // A warm start reads ended sweeps only: their trials no longer change, so a
   // restarted controller seeds its sampler with exactly the same ones.
   const auto& warm = spec->search.warm_start_sweeps;

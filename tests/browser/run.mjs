@@ -327,6 +327,45 @@ try {
     await shot('09-degraded');
   });
 
+  // Last: a second user makes every read need a token (the one-person install
+  // reads without one on loopback). A fresh page asks for a token once, refuses
+  // a wrong one, and then shows only what the user's projects hold.
+  await check('with several users the dashboard asks for a token and shows only the user\'s projects', async () => {
+    await cluster.post('/api/projects', { name: 'vision', max_slots: 3, max_gpus: 2 });
+    await cluster.post('/api/users', { name: 'ana' });
+    const { token } = await cluster.post('/api/users/ana/tokens', { label: 'browser' });
+    const put = await fetch(`${base}/api/projects/vision/members/ana`, {
+      method: 'PUT',
+      headers: { Authorization: `Bearer ${cluster.token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ role: 'member' }),
+    });
+    assert(put.ok, `PUT member: ${put.status}`);
+    const fresh = await browser.context.newPage();
+    fresh.setDefaultTimeout(kWait);
+    fresh.on('pageerror', (e) => consoleErrors.push(String(e)));
+    // The profile's storage holds the admin's token from the submit check: forget it.
+    await fresh.goto(`${base}/#/`);
+    await fresh.evaluate(() => localStorage.removeItem('hpo.token'));
+    await fresh.reload();
+    await fresh.locator('#sign-in').waitFor();
+    assert((await fresh.locator('#sweeps').count()) === 0, 'the sweeps list showed without a token');
+    await fresh.fill('#sign-in-token', 'hpo_' + '0'.repeat(64));
+    await fresh.click('#sign-in-button');
+    await fresh.locator('#sign-in-error', { hasText: 'refused' }).waitFor();
+    await fresh.fill('#sign-in-token', token);
+    await fresh.click('#sign-in-button');
+    await fresh.locator('#projects tr[data-project="vision"]').waitFor();
+    const names = await fresh.locator('#projects tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.project));
+    assert(names.length === 1 && names[0] === 'vision', `projects shown: ${names.join(', ')}`);
+    const gpus = (await fresh.locator('#projects tr[data-project="vision"] td.gpus').textContent()).trim();
+    assert(gpus.startsWith('0') && gpus.endsWith('2'), `GPUs cell: ${gpus}`);
+    assert((await fresh.locator('#who').textContent()) === 'ana', 'not signed in as ana');
+    await fresh.locator('#live-status.live-live').waitFor();
+    assert((await fresh.locator('#sweeps tbody tr').count()) === 0, 'another project\'s sweeps are listed');
+    await fresh.screenshot({ path: path.join(opts.artifacts, '10-signed-in.png'), fullPage: true });
+    await fresh.close();
+  });
+
   await check('no page errors, CSP violations or dialogs', async () => {
     assert(dialogs.length === 0, `dialogs: ${dialogs.join(' | ')}`);
     const bad = consoleErrors.filter((m) => !/401|Failed to load resource.*\b(400|401)\b/.test(m));

@@ -1,7 +1,8 @@
 // Projects on one pool, in the claim Function itself (a real redis-server):
 // a project at its max_slots gets no more however many workers claim, free
 // slots go to projects by weight (1 and 3 hold a saturated pool 1:3), a
-// project alone takes the whole pool, and submits past max_active_sweeps or
+// project alone takes the whole pool, a project at its max_gpus gets no more
+// GPU slots (its CPU trials still run), and submits past max_active_sweeps or
 // max_queued_trials are refused naming the limit.
 #include <gtest/gtest.h>
 
@@ -29,10 +30,12 @@ class ProjectShare : public ::testing::Test {
     ProjectRecord p{name, weight, 0, limits, {}};
     ASSERT_TRUE(store.create_project(p).ok());
   }
-  // A running sweep of `project` with `n` queued trials of `slots` slots.
-  std::string sweep(const std::string& project, int n, int slots = 1) {
+  // A running sweep of `project` with `n` queued trials of `slots` slots,
+  // asking a worker for `needs`.
+  std::string sweep(const std::string& project, int n, int slots = 1, ResourceRequest needs = {}) {
     NewSweep s{"s", "{}", false};
     s.project = project;
+    s.needs = std::move(needs);
     auto id = store.create_sweep(s);
     EXPECT_TRUE(id.ok()) << id.error().message;
     std::vector<NewTrial> batch;
@@ -57,13 +60,15 @@ class ProjectShare : public ::testing::Test {
     if (r.ok()) got = r->claims;
     return got;
   }
-  std::int64_t used(const std::string& project) {
+  ProjectUse use_of(const std::string& project) {
     auto all = store.list_projects();
     EXPECT_TRUE(all.ok());
     for (const auto& p : *all)
-      if (p.name == project) return p.use.slots;
-    return -1;
+      if (p.name == project) return p.use;
+    ADD_FAILURE() << "no project " << project;
+    return {};
   }
+  std::int64_t used(const std::string& project) { return use_of(project).slots; }
   // Running slots of a project's sweeps, counted from the trials themselves.
   std::int64_t running_slots(const std::string& project) {
     std::int64_t n = 0;
@@ -183,6 +188,57 @@ TEST_F(ProjectShare, AProjectAloneTakesTheWholePool) {
   auto got = fill("a", 2);
   ASSERT_EQ(got.size(), 2u);
   for (const auto& c : got) EXPECT_EQ(project_of_[c.trial.sweep_id], "three");
+}
+
+// Eight slots, the first four with a GPU. Project "g" may hold two GPUs: its
+// GPU trials take two of them and wait, its CPU trials take the rest of the
+// worker, and the count of GPUs held is right in the counter, after trials
+// end, and when a (restarted) scheduler recounts it.
+TEST_F(ProjectShare, AProjectAtItsGpuLimitGetsNoMoreGpusButItsCpuTrialsRun) {
+  project("g", 1, {0, 0, 0, 2});
+  ResourceRequest gpu;
+  gpu.gpus = 1;
+  const std::string on_gpus = sweep("g", 5, 1, gpu);
+  const std::string on_cpus = sweep("g", 5);
+  Offer o;
+  o.slots = o.total_slots = 8;
+  o.free = {0, 1, 2, 3, 4, 5, 6, 7};
+  o.gpus = o.all_gpus = std::vector<GpuSlot>(4, GpuSlot{"NVIDIA A100", 81920});
+  o.torch = o.cuda = true;
+  auto got = store.claim_batch("w", o, 8, kLeaseMs);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  std::map<std::string, std::vector<Claim>> by_sweep;
+  for (const auto& c : got->claims) by_sweep[c.trial.sweep_id].push_back(c);
+  EXPECT_EQ(by_sweep[on_gpus].size(), 2u);
+  EXPECT_EQ(by_sweep[on_cpus].size(), 5u);
+  for (const auto& c : by_sweep[on_gpus]) EXPECT_LT(c.slots.at(0), 4) << "not a GPU slot";
+  EXPECT_EQ(use_of("g").gpus, 2);
+  EXPECT_EQ(use_of("g").slots, 7);
+
+  // One GPU trial ends: one more (and only one) takes its GPU.
+  TrialResult result;
+  result.value = 1;
+  const Claim& first = by_sweep[on_gpus][0];
+  ASSERT_TRUE(store.complete(first.trial.id, first.trial.attempt, "w", result).ok());
+  EXPECT_EQ(use_of("g").gpus, 1);
+  Offer one_free = o;
+  one_free.slots = 1;
+  one_free.free = {first.slots.at(0)};
+  one_free.gpus = {o.all_gpus[0]};
+  got = store.claim_batch("w", one_free, 8, kLeaseMs);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  ASSERT_EQ(got->claims.size(), 1u);
+  EXPECT_EQ(got->claims[0].trial.sweep_id, on_gpus);
+  EXPECT_EQ(use_of("g").gpus, 2);
+  got = store.claim_batch("w2", o, 8, kLeaseMs);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_TRUE(got->claims.empty()) << "past the GPU limit";
+
+  // A scheduler's start recounts what each project holds from the leases.
+  auto digest = token_digest("hpo_restart");
+  ASSERT_TRUE(store.bootstrap("admin", digest, "default").ok());
+  EXPECT_EQ(use_of("g").gpus, 2);
+  EXPECT_EQ(use_of("g").slots, 7);
 }
 
 TEST_F(ProjectShare, WithinAProjectTheHighestPrioritySweepIsServedFirst) {

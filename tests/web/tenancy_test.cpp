@@ -468,6 +468,32 @@ TEST_F(Tenancy, TagsAndNotesAreSetByTheOwnerAndFilterSweepsAndTrials) {
   (void)other;
 }
 
+// A trial wider than its project's slot or GPU limit could never run: the
+// submit is refused naming the limit; raised, the same spec is taken.
+TEST_F(Tenancy, ATrialWiderThanItsProjectsLimitsIsRefusedAtSubmit) {
+  auto made = call("POST", "/api/projects", kAdminToken,
+                   R"({"name": "small", "max_slots": 4, "max_gpus": 1})");
+  ASSERT_EQ(made.status, 201) << made.body;
+  const std::string on_two_gpus = replaced(kSpec, R"("function": "branin"})",
+                                           R"("function": "branin", "resources": {"gpus": 2}})");
+  ASSERT_NE(on_two_gpus, kSpec);
+  auto refused = call("POST", "/api/sweeps?project=small", kAdminToken, on_two_gpus);
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find("max_gpus"), std::string::npos) << refused.body;
+  EXPECT_EQ(call("GET", "/api/sweeps?project=small", kAdminToken).json()["sweeps"].size(), 0u);
+  submit("small", kAdminToken,  // one GPU is within the limit
+         replaced(kSpec, R"("function": "branin"})",
+                  R"("function": "branin", "resources": {"gpus": 1}})"));
+  auto raised = call("PATCH", "/api/projects/small", kAdminToken, R"({"max_gpus": 2})");
+  ASSERT_EQ(raised.status, 200) << raised.body;
+  submit("small", kAdminToken, on_two_gpus);
+  for (const auto& p : call("GET", "/api/projects", kAdminToken).json()["projects"])
+    if (p["name"] == "small") {
+      EXPECT_EQ(p["limits"]["max_gpus"], 2) << p.dump();
+      EXPECT_EQ(p["use"]["gpus"], 0) << p.dump();  // no worker has claimed
+    }
+}
+
 TEST_F(Tenancy, AOnePersonInstallReadsWithoutATokenUntilASecondUserExists) {
   const std::string sweep = submit("default", kAdminToken);
   EXPECT_EQ(call("GET", "/api/sweeps/" + sweep, "").status, 200);

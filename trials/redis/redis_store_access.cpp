@@ -98,8 +98,12 @@ Result<std::optional<Principal>> RedisStore::resolve_token(const std::string& di
 namespace {
 
 std::vector<std::string> project_args(const ProjectRecord& p) {
-  return {p.name, fmt::format("{}", p.weight), std::to_string(p.limits.max_slots),
-          std::to_string(p.limits.max_queued_trials), std::to_string(p.limits.max_active_sweeps)};
+  return {p.name,
+          fmt::format("{}", p.weight),
+          std::to_string(p.limits.max_slots),
+          std::to_string(p.limits.max_queued_trials),
+          std::to_string(p.limits.max_active_sweeps),
+          std::to_string(p.limits.max_gpus)};
 }
 
 }  // namespace
@@ -117,10 +121,10 @@ Result<std::vector<ProjectRecord>> RedisStore::list_projects() {
   auto r = fcall("list_projects", {});
   if (!r) return r.error();
   std::vector<ProjectRecord> out;
-  each_row(*r, 9, [&](const Reply* e) {
+  each_row(*r, 11, [&](const Reply* e) {
     ProjectRecord p{e[0].str, std::strtod(e[1].str.c_str(), nullptr), to_i64(e[2].str), {}, {}};
-    p.limits = {to_i64(e[3].str), to_i64(e[4].str), to_i64(e[5].str)};
-    p.use = {to_i64(e[6].str), to_i64(e[7].str), to_i64(e[8].str)};
+    p.limits = {to_i64(e[3].str), to_i64(e[4].str), to_i64(e[5].str), to_i64(e[9].str)};
+    p.use = {to_i64(e[6].str), to_i64(e[7].str), to_i64(e[8].str), to_i64(e[10].str)};
     out.push_back(std::move(p));
   });
   std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.name < b.name; });

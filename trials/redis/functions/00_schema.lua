@@ -1,5 +1,5 @@
 #!lua name=hpo_v1
--- hpo-functions-version: 6
+-- hpo-functions-version: 7
 --[[
 hpo's atomic state transitions, one Redis Functions library (Redis >= 7).
 
@@ -33,6 +33,7 @@ Key schema (P = prefix, default "hpo:"):
                                    stage error next_trial next_member
                                    import_digest (imported sweeps: their trials' SHA-256)
                                    needs (what its trials ask of a worker: placement below)
+                                   gpu (1: its trials hold GPUs, one per slot; version 7)
                                    constraints (JSON [{metric, max?, min?}]: a completed trial
                                    that breaks one is never the best; version 4)
                                    project owner (its project and the user who submitted it;

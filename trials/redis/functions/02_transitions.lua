@@ -13,16 +13,42 @@ local function count(delta, sweep, field, by)
   d[field] = (d[field] or 0) + by
 end
 
+-- Whether a sweep's trials hold GPUs: its request (field 'needs',
+-- to_json(ResourceRequest)) asks for them, and each of its trials then holds
+-- one GPU per slot.
+local function needs_gpus(needs)
+  if not needs or needs == '' then return false end
+  local ok, need = pcall(cjson.decode, needs)
+  return ok and type(need) == 'table' and (tonumber(need.gpus) or 0) > 0
+end
+
+-- A sweep's project, and whether its trials hold GPUs (field 'gpu', written
+-- at creation; worked out once from 'needs' for sweeps made before it).
+local function sweep_project_gpu(P, sweep)
+  local skey = P .. 'sweep:' .. sweep
+  local v = redis.call('HMGET', skey, 'project', 'gpu')
+  local gpu = v[2]
+  if not gpu then
+    gpu = needs_gpus(redis.call('HGET', skey, 'needs')) and '1' or '0'
+    if redis.call('EXISTS', skey) == 1 then redis.call('HSET', skey, 'gpu', gpu) end
+  end
+  return v[1] or 'default', gpu == '1'
+end
+
 -- What a project holds now, P..'project_use:'<name>: 'slots' its running
--- trials take and 'queued_trials' its queued trials (what its quotas limit and the
+-- trials take, 'gpus' the GPUs among them (the slots of trials that asked for
+-- GPUs) and 'queued_trials' its queued trials (what its quotas limit and the
 -- claim's fair share weighs), kept in step with the sweeps' counters. Trials
 -- that were running or queued before projects existed were never counted: a
 -- count that would go below 0 stays at 0.
 local function project_use(P, sweep, field, by)
   if by == 0 then return end
-  local project = redis.call('HGET', P .. 'sweep:' .. sweep, 'project') or 'default'
+  local project, gpu = sweep_project_gpu(P, sweep)
   local key = P .. 'project_use:' .. project
   if redis.call('HINCRBY', key, field, by) < 0 then redis.call('HSET', key, field, '0') end
+  if field == 'slots' and gpu and redis.call('HINCRBY', key, 'gpus', by) < 0 then
+    redis.call('HSET', key, 'gpus', '0')
+  end
 end
 
 local function apply_counts(P, delta)

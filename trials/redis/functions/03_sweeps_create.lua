@@ -70,7 +70,8 @@ local function new_sweep(P, id, name, spec, maximize, needs, idem, idem_ttl, now
   redis.call('HSET', skey, 'id', id, 'name', name, 'spec', spec, 'maximize', maximize, 'state',
              SweepState.running, 'stage', Stage.search, 'created_ms', int(now), 'finished_ms', '0',
              'next_trial', '0', 'next_member', '0', 'error', '', 'needs', needs or '',
-             'constraints', constraints or '', 'project', project, 'owner', owner)
+             'gpu', needs_gpus(needs) and '1' or '0', 'constraints', constraints or '', 'project',
+             project, 'owner', owner)
   for _, kind in ipairs({Role.trial, Role.member}) do
     for _, s in ipairs(kTrialStates) do redis.call('HSET', skey, kind .. '.' .. s, '0') end
   end

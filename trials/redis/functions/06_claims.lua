@@ -10,8 +10,9 @@ local function claim_fields(P, tid)
 end
 
 -- The projects of a claim's sweeps, read once per claim: weight (its share of
--- free slots), max_slots (its hard limit; 0: none) and used (the slots its
--- running trials hold, with those this claim gave it).
+-- free slots), max_slots and max_gpus (its hard limits; 0: none), used and
+-- gpus (the slots and GPUs its running trials hold, with those this claim
+-- gave it).
 local function project_state(P, sid, cache)
   if not cache.projects then cache.projects, cache.sweep_project = {}, {} end
   local byname = cache.projects
@@ -22,19 +23,30 @@ local function project_state(P, sid, cache)
   end
   local p = byname[name]
   if not p then
-    local v = redis.call('HMGET', P .. 'project:' .. name, 'weight', 'max_slots')
+    local v = redis.call('HMGET', P .. 'project:' .. name, 'weight', 'max_slots', 'max_gpus')
+    local use = redis.call('HMGET', P .. 'project_use:' .. name, 'slots', 'gpus')
     p = {name = name, weight = tonumber(v[1] or '') or 1, max_slots = tonumber(v[2] or '') or 0,
-         used = tonumber(redis.call('HGET', P .. 'project_use:' .. name, 'slots') or '0') or 0,
-         turn = 0}
+         max_gpus = tonumber(v[3] or '') or 0, used = tonumber(use[1] or '0') or 0,
+         gpus = tonumber(use[2] or '0') or 0, turn = 0}
     if not (p.weight > 0) then p.weight = 1 end
     byname[name] = p
   end
   return p
 end
 
--- Whether `slots` more would take project p past its hard limit.
-local function over_slots(p, slots)
-  return p.max_slots > 0 and p.used + slots > p.max_slots
+-- Whether `slots` more (GPU slots when `need` asks for GPUs) would take
+-- project p past a hard limit.
+local function over_limit(p, slots, need)
+  if p.max_slots > 0 and p.used + slots > p.max_slots then return true end
+  return p.max_gpus > 0 and (tonumber(need.gpus) or 0) > 0 and p.gpus + slots > p.max_gpus
+end
+
+-- What trial tid (of `slots` slots, a sweep needing `need`) now holds counts
+-- against its project p.
+local function hold(P, p, tid, need)
+  local slots = tonumber(redis.call('HGET', P .. 'trial:' .. tid, 'slots')) or 1
+  p.used = p.used + slots
+  if (tonumber(need.gpus) or 0) > 0 then p.gpus = p.gpus + slots end
 end
 
 -- A reservation this worker holds: nil when it holds none (or it ended), else
@@ -53,7 +65,7 @@ local function honour_reservation(P, worker, o, lease_ms, now, cache, claimed, s
   end
   -- A reservation of a project now at its limit is given up: the limit holds.
   if not t or t.state ~= TrialState.queued or not mine or
-      over_slots(project_state(P, t.sweep, cache), tonumber(t.slots) or 1) then
+      over_limit(project_state(P, t.sweep, cache), tonumber(t.slots) or 1, need) then
     redis.call('DEL', rkey)
     if mine then redis.call('DEL', P .. 'reserve:' .. tid) end
     return nil
@@ -222,7 +234,8 @@ end
 -- (used / weight; weighted fair share over the ready sweeps, at most
 -- sweeps_max of them in the claims' round-robin order), and within it to its
 -- next sweep in that order; the sweeps it visited move to the back of
--- 'ready'. A project at its max_slots takes nothing more: the limit holds
+-- 'ready'. A project at its max_slots (or, for trials on GPUs, its
+-- max_gpus) takes nothing more of that kind: the limit holds
 -- atomically however many workers claim. A project alone with ready work
 -- takes every free slot (idle share is lent, never hoarded). In each sweep
 -- it takes the oldest queued trials that fit among the first scan_max of its
@@ -250,8 +263,7 @@ local function claim_many(P, worker, o, want, lease_ms, scan, sweeps_max)
     return claimed, specs, ranks
   end
   for _, t in ipairs(claimed) do  -- a gang's row holds the leader's share: the trial's whole
-    local p = project_state(P, t.sweep, cache)
-    p.used = p.used + (tonumber(redis.call('HGET', P .. 'trial:' .. t.id, 'slots')) or 1)
+    hold(P, project_state(P, t.sweep, cache), t.id, needs_of(P, t.sweep, cache))
   end
   local order = redis.call('LRANGE', P .. 'ready', 0, sweeps_max - 1)
   local queues = {}  -- per visited sweep: its scanned ids, next position, ids to drop
@@ -300,7 +312,7 @@ local function claim_many(P, worker, o, want, lease_ms, scan, sweeps_max)
             if not tid then break end
             -- What the claim decides on and the worker needs, not the whole hash.
             local t = claim_fields(P, tid)
-            if t and t.state == TrialState.queued and over_slots(p, tonumber(t.slots) or 1) then
+            if t and t.state == TrialState.queued and over_limit(p, tonumber(t.slots) or 1, need) then
               q.pos = q.pos - 1  -- left queued: the project is at its limit
               break
             end
@@ -308,7 +320,7 @@ local function claim_many(P, worker, o, want, lease_ms, scan, sweeps_max)
             if verdict == 'took' then
               claimed[#claimed + 1] = t
               if not specs[sid] then specs[sid] = redis.call('HGET', P .. 'sweep:' .. sid, 'spec') or '' end
-              p.used = p.used + (tonumber(redis.call('HGET', P .. 'trial:' .. tid, 'slots')) or 1)
+              hold(P, p, tid, need)
               p.turn = at
               return true
             elseif verdict == 'reserved' then

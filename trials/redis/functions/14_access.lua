@@ -17,10 +17,10 @@
 --                                    ('' project: the service's own, such as a new user)
 --   P..'projects'             set   project names
 --   P..'project:'<name>       hash  name weight created_ms, and its limits (0 or absent: none):
---                                    max_slots (what its running trials may hold at once: the
---                                    claim enforces it), max_queued (queued trials) and
+--                                    max_slots and max_gpus (what its running trials may hold
+--                                    at once: the claim enforces them), max_queued (queued trials) and
 --                                    max_active (running sweeps: a submit past either is refused)
---   P..'project_use:'<name>   hash  slots (held by its running trials), queued_trials (its
+--   P..'project_use:'<name>   hash  slots and gpus (held by its running trials), queued_trials (its
 --                                    trials): kept by the transitions (02_transitions.lua)
 --   P..'project_active:'<name> set  its running sweeps
 --   P..'project_sweeps:'<name> zset sweep ids by the creation sequence of P..'sweeps'
@@ -100,7 +100,7 @@ local function access_bootstrap(keys, a)
   -- And what each project holds is counted afresh from the sweeps and the
   -- running trials (trials queued or running before projects existed were
   -- never counted by the transitions).
-  local queued, slots = {}, {}
+  local queued, slots, gpus = {}, {}, {}
   local all = redis.call('ZRANGE', P .. 'sweeps', 0, -1, 'WITHSCORES')
   for i = 1, #all, 2 do
     local skey = P .. 'sweep:' .. all[i]
@@ -117,12 +117,16 @@ local function access_bootstrap(keys, a)
   end
   for _, tid in ipairs(redis.call('ZRANGE', P .. 'leases', 0, -1)) do
     local t = redis.call('HMGET', P .. 'trial:' .. tid, 'sweep', 'slots')
-    local p = t[1] and redis.call('HGET', P .. 'sweep:' .. t[1], 'project')
-    if p then slots[p] = (slots[p] or 0) + (tonumber(t[2]) or 1) end
+    if t[1] and redis.call('EXISTS', P .. 'sweep:' .. t[1]) == 1 then
+      local p, gpu = sweep_project_gpu(P, t[1])
+      local n = tonumber(t[2]) or 1
+      slots[p] = (slots[p] or 0) + n
+      if gpu then gpus[p] = (gpus[p] or 0) + n end
+    end
   end
   for _, name in ipairs(redis.call('SMEMBERS', P .. 'projects')) do
-    redis.call('HSET', P .. 'project_use:' .. name, 'slots', int(slots[name] or 0), 'queued_trials',
-               int(queued[name] or 0))
+    redis.call('HSET', P .. 'project_use:' .. name, 'slots', int(slots[name] or 0), 'gpus',
+               int(gpus[name] or 0), 'queued_trials', int(queued[name] or 0))
   end
   return 'OK'
 end
@@ -200,7 +204,7 @@ local function resolve_token(keys, a)
   return out
 end
 
--- create_project P name weight max_slots max_queued max_active -> 'OK'
+-- create_project P name weight max_slots max_queued max_active max_gpus -> 'OK'
 local function create_project(keys, a)
   local P, name = a[1], a[2]
   access_prefix(P)
@@ -208,30 +212,32 @@ local function create_project(keys, a)
   if not ensure_project(P, name, a[3], now_ms()) then
     return refuse('CONFLICT', 'project ' .. name .. ' exists')
   end
-  redis.call('HSET', P .. 'project:' .. name, 'max_slots', a[4], 'max_queued', a[5], 'max_active', a[6])
+  redis.call('HSET', P .. 'project:' .. name, 'max_slots', a[4], 'max_queued', a[5], 'max_active', a[6],
+             'max_gpus', a[7] or '0')
   return 'OK'
 end
 
--- update_project P name weight max_slots max_queued max_active -> 'OK' (the
+-- update_project P name weight max_slots max_queued max_active max_gpus -> 'OK' (the
 -- claims and submits that follow obey the new values at once)
 local function update_project(keys, a)
   local P, name = a[1], a[2]
   local missing = missing_project(P, name)
   if missing then return missing end
   redis.call('HSET', P .. 'project:' .. name, 'weight', a[3], 'max_slots', a[4], 'max_queued', a[5],
-             'max_active', a[6])
+             'max_active', a[6], 'max_gpus', a[7] or '0')
   return 'OK'
 end
 
 -- list_projects P -> {name, weight, created_ms, max_slots, max_queued, max_active,
---   slots (held now), queued (trials now), active (running sweeps now)}*
+--   slots (held now), queued (trials now), active (running sweeps now), max_gpus,
+--   gpus (held now)}*
 local function list_projects(keys, a)
   local P = a[1]
   local out = {}
   for _, name in ipairs(redis.call('SMEMBERS', P .. 'projects')) do
     local p = redis.call('HMGET', P .. 'project:' .. name, 'weight', 'created_ms', 'max_slots',
-                         'max_queued', 'max_active')
-    local use = redis.call('HMGET', P .. 'project_use:' .. name, 'slots', 'queued_trials')
+                         'max_queued', 'max_active', 'max_gpus')
+    local use = redis.call('HMGET', P .. 'project_use:' .. name, 'slots', 'queued_trials', 'gpus')
     out[#out + 1] = name
     out[#out + 1] = p[1] or '1'
     out[#out + 1] = p[2] or '0'
@@ -241,6 +247,8 @@ local function list_projects(keys, a)
     out[#out + 1] = use[1] or '0'
     out[#out + 1] = use[2] or '0'
     out[#out + 1] = tostring(redis.call('SCARD', P .. 'project_active:' .. name))
+    out[#out + 1] = p[6] or '0'
+    out[#out + 1] = use[3] or '0'
   end
   return out
 end

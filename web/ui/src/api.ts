@@ -28,8 +28,8 @@ export interface Project {
   name: string;
   weight: number;
   created_ms: number;
-  limits: { max_slots: number; max_queued_trials: number; max_active_sweeps: number };
-  use: { slots: number; queued_trials: number; active_sweeps: number };
+  limits: { max_slots: number; max_queued_trials: number; max_active_sweeps: number; max_gpus: number };
+  use: { slots: number; queued_trials: number; active_sweeps: number; gpus: number };
   role: 'viewer' | 'member' | 'admin' | null;
 }
 
@@ -217,6 +217,13 @@ const kTokenKey = 'hpo.token';
 // (EventSource cannot send headers). Off by default so the token stays out of URLs.
 export let readsNeedToken = false;
 
+// Called when a read is refused for want of a (valid) token: the shell asks
+// for one (main.ts).
+const signInListeners: ((why: string) => void)[] = [];
+export function onSignInNeeded(cb: (why: string) => void): void {
+  signInListeners.push(cb);
+}
+
 export function getToken(): string {
   try {
     return localStorage.getItem(kTokenKey) ?? '';
@@ -242,7 +249,6 @@ async function request<T>(method: string, path: string, body?: string): Promise<
   if (token) headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   const res = await fetch(path, { method, headers, body });
-  if (res.status === 401 && method === 'GET') readsNeedToken = true;
   const text = await res.text();
   let doc: unknown = null;
   try {
@@ -253,6 +259,10 @@ async function request<T>(method: string, path: string, body?: string): Promise<
   if (!res.ok) {
     const e = (doc as { error?: { code?: string; message?: string; fields?: FieldError[] } } | null)
       ?.error;
+    if (res.status === 401 && method === 'GET') {
+      readsNeedToken = true;
+      for (const cb of signInListeners) cb(e?.message ?? 'This service shows its sweeps to signed-in users.');
+    }
     throw new ApiError(res.status, e?.code ?? 'http_' + res.status, e?.message ?? text, e?.fields ?? []);
   }
   return doc as T;
@@ -267,6 +277,7 @@ export const api = {
       `/api/sweeps?offset=${offset}&limit=${limit}${project ? `&project=${encodeURIComponent(project)}` : ''}${tag ? `&tag=${encodeURIComponent(tag)}` : ''}`,
     ),
   projects: () => request<{ projects: Project[] }>('GET', '/api/projects'),
+  whoami: () => request<WhoAmI>('GET', '/api/whoami'),
   sweep: (id: string) => request<Sweep>('GET', `/api/sweeps/${enc(id)}`),
   trials: (id: string, q: { offset?: number; limit?: number; state?: string; sort?: string; kind?: string }) => {
     const p = new URLSearchParams();
@@ -282,6 +293,14 @@ export const api = {
   cancel: (id: string) => request<Sweep>('POST', `/api/sweeps/${enc(id)}/cancel`),
   health: () => request<Health>('GET', '/healthz'),
 };
+
+// GET /api/whoami: the token's user (null: anonymous) and roles by project.
+export interface WhoAmI {
+  user: string | null;
+  service_admin: boolean;
+  reads_everything: boolean;
+  roles: Record<string, string>;
+}
 
 // GET /healthz: "degraded" when Redis has fewer replicas than acknowledged
 // writes wait for (the message says what that means).

@@ -4,7 +4,7 @@
 // and returns a disposer that drops its event subscriptions and charts.
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
-import { api, getToken, readsNeedToken, setToken } from './api';
+import { api, ApiError, getToken, onSignInNeeded, setToken } from './api';
 import { h, replace } from './dom';
 import { onLiveStatus, reconnect } from './live';
 import { mountSweeps } from './pages/sweeps';
@@ -15,26 +15,33 @@ import { mountSubmit } from './pages/submit';
 
 export type Dispose = () => void;
 
+// Who the dashboard reads as: the token's user, "anonymous" without one.
+const who = h('span', { class: 'who', id: 'who' }, '');
+const signOut = h('button', { type: 'button', class: 'link', id: 'sign-out', hidden: true }, 'Sign out');
+const signIn = h('button', { type: 'button', class: 'link', id: 'sign-in-open' }, 'Sign in');
+
+async function showWho(): Promise<void> {
+  const me = await api.whoami();
+  who.textContent = me.user ?? 'anonymous';
+  who.title = Object.entries(me.roles)
+    .map(([p, r]) => `${p}: ${r}`)
+    .join(', ');
+  signOut.hidden = !getToken();
+  signIn.textContent = getToken() ? 'Switch user' : 'Sign in';
+}
+
 function header(): HTMLElement {
   const status = h('span', { class: 'live', id: 'live-status' }, 'connecting');
   onLiveStatus((s) => {
     status.textContent = s;
     status.className = `live live-${s}`;
   });
-  const token = h('input', {
-    id: 'token',
-    type: 'password',
-    placeholder: 'API token (for submit/cancel)',
-    autocomplete: 'off',
-    value: getToken(),
-  });
-  token.addEventListener('change', () => {
-    setToken(token.value.trim());
-    // A scheduler that guards reads: re-open the stream and the page with the token.
-    if (readsNeedToken) {
-      reconnect();
-      route();
-    }
+  signIn.addEventListener('click', () => showSignIn('Paste an API token (hpo token create prints one).'));
+  signOut.addEventListener('click', () => {
+    setToken('');
+    reconnect();
+    void showWho().catch(() => {});
+    route();
   });
   return h(
     'nav',
@@ -44,14 +51,65 @@ function header(): HTMLElement {
     h('a', { href: '#/workers' }, 'Workers'),
     h('a', { href: '#/submit' }, 'Submit'),
     h('span', { class: 'spacer' }),
-    h('label', { class: 'token' }, 'Token ', token),
+    who,
+    signIn,
+    signOut,
     status,
   );
 }
 
+// The sign-in form, in place of the page: shown when a read is refused for
+// want of a token (a service with several users), or on "Sign in". The token
+// is checked (GET /api/whoami) before it is kept.
+let signingIn = false;
+function showSignIn(why: string): void {
+  if (signingIn) return;
+  signingIn = true;
+  const app = document.getElementById('app')!;
+  dispose?.();
+  dispose = null;
+  const input = h('input', { id: 'sign-in-token', type: 'password', autocomplete: 'off', placeholder: 'hpo_…', size: 40 });
+  const error = h('p', { class: 'error', id: 'sign-in-error' });
+  const form = h(
+    'form',
+    { class: 'sign-in', id: 'sign-in' },
+    h('h1', null, 'Sign in'),
+    h('p', { class: 'muted' }, why),
+    h('label', null, 'API token ', input),
+    ' ',
+    h('button', { type: 'submit', id: 'sign-in-button' }, 'Sign in'),
+    error,
+  );
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const token = input.value.trim();
+    if (!token) return;
+    const before = getToken();
+    setToken(token);
+    showWho().then(
+      () => {
+        signingIn = false;
+        reconnect();
+        route();
+      },
+      (err: unknown) => {
+        setToken(before);
+        error.textContent =
+          err instanceof ApiError && err.status === 401
+            ? 'That token was refused: revoked, mistyped, or not one of this service\'s.'
+            : `Could not sign in: ${(err as Error).message}`;
+      },
+    );
+  });
+  replace(app, form);
+  input.focus();
+}
+onSignInNeeded((why) => showSignIn(why));
+
 let dispose: Dispose | null = null;
 
 function route(): void {
+  if (signingIn) return;
   const app = document.getElementById('app')!;
   dispose?.();
   dispose = null;
@@ -82,6 +140,10 @@ async function checkHealth(): Promise<void> {
 
 replace(document.getElementById('top')!, header(), banner);
 window.addEventListener('hashchange', route);
-route();
+// Asks once: a service that needs a token for reads refuses whoami, and the
+// sign-in form takes the page's place until a token is accepted.
+showWho().then(route, () => {
+  if (!signingIn) route();
+});
 void checkHealth();
 setInterval(() => void checkHealth(), 15000);

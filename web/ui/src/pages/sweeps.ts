@@ -53,6 +53,7 @@ function projectRow(p: Project, onPick: (name: string) => void): HTMLElement {
     h('td', null, p.role ?? '–'),
     h('td', { class: 'num' }, fmtNum(p.weight)),
     h('td', { class: 'num slots' }, held(p.use.slots, p.limits.max_slots)),
+    h('td', { class: 'num gpus' }, held(p.use.gpus ?? 0, p.limits.max_gpus ?? 0)),
     h('td', { class: 'num' }, held(p.use.queued_trials, p.limits.max_queued_trials)),
     h('td', { class: 'num' }, held(p.use.active_sweeps, p.limits.max_active_sweeps)),
   );
@@ -73,7 +74,7 @@ export function mountSweeps(root: HTMLElement): () => void {
       h(
         'thead',
         null,
-        h('tr', null, ...['Project', 'Your role', 'Weight', 'Slots', 'Queued trials', 'Active sweeps'].map((t) => h('th', null, t))),
+        h('tr', null, ...['Project', 'Your role', 'Weight', 'Slots', 'GPUs', 'Queued trials', 'Active sweeps'].map((t) => h('th', null, t))),
       ),
       projectsBody,
     ),
