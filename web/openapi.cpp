@@ -57,12 +57,13 @@ const char* const kOpenApi = R"json({
         "tags": {"type": "array", "items": {"type": "string"}}, "note": {"type": "string"}, "priority": {"type": "integer"},
         "spec": {"type": "object", "description": "the spec as submitted (its keys in the order written)"}}},
       "Project": {"type": "object", "properties": {"name": {"type": "string"}, "weight": {"type": "number"}, "created_ms": {"type": "integer"},
-        "limits": {"type": "object", "description": "0: no limit", "properties": {"max_slots": {"type": "integer"}, "max_queued_trials": {"type": "integer"}, "max_active_sweeps": {"type": "integer"}}},
-        "use": {"type": "object", "description": "what it holds now", "properties": {"slots": {"type": "integer"}, "queued_trials": {"type": "integer"}, "active_sweeps": {"type": "integer"}}},
+        "limits": {"type": "object", "description": "0: no limit", "properties": {"max_slots": {"type": "integer"}, "max_queued_trials": {"type": "integer"}, "max_active_sweeps": {"type": "integer"}, "max_gpus": {"type": "integer"}}},
+        "use": {"type": "object", "description": "what it holds now", "properties": {"slots": {"type": "integer"}, "queued_trials": {"type": "integer"}, "active_sweeps": {"type": "integer"}, "gpus": {"type": "integer", "description": "the slots of its running trials that asked for GPUs (one GPU each)"}}},
         "role": {"type": "string", "nullable": true, "enum": ["viewer", "member", "admin"]}}},
       "ProjectSettings": {"type": "object", "properties": {"name": {"type": "string", "description": "at creation only"},
         "weight": {"type": "number", "description": "its share of free slots against other projects with ready work (default 1)"},
         "max_slots": {"type": "integer", "minimum": 0, "description": "the most slots its running trials hold at once, enforced by the claim (0: none)"},
+        "max_gpus": {"type": "integer", "minimum": 0, "description": "the most GPUs its running trials hold at once (a trial asking for GPUs holds one per slot), enforced by the claim (0: none)"},
         "max_queued_trials": {"type": "integer", "minimum": 0, "description": "a submit while it has this many queued trials is refused with 429 (0: none)"},
         "max_active_sweeps": {"type": "integer", "minimum": 0, "description": "a submit while it has this many running sweeps is refused with 429 (0: none)"}}},
       "Annotation": {"type": "object", "properties": {
@@ -154,7 +155,7 @@ const char* const kOpenApi = R"json({
             "application/json": {"schema": {"oneOf": [
               {"type": "object", "properties": {"trials": {"type": "array", "items": {"$ref": "#/components/schemas/Trial"}}, "total": {"type": "integer"}, "offset": {"type": "integer"}, "limit": {"type": "integer"}}},
               {"type": "object", "description": "format=columns: column i of every array is the page's trial i; state, worker and error hold indexes into dictionaries; params and metrics hold null where a trial has none",
-               "properties": {"total": {"type": "integer"}, "offset": {"type": "integer"}, "limit": {"type": ["integer", "null"]}, "count": {"type": "integer"},
+               "properties": {"total": {"type": "integer"}, "offset": {"type": "integer"}, "limit": {"type": "integer", "nullable": true}, "count": {"type": "integer"},
                  "columns": {"type": "object", "properties": {"id": {"type": "array"}, "number": {"type": "array"}, "state": {"type": "array"}, "value": {"type": "array"}, "attempt": {"type": "array"}, "worker": {"type": "array"}, "error": {"type": "array"}, "created_ms": {"type": "array"}, "started_ms": {"type": "array"}, "finished_ms": {"type": "array"}, "extra": {"type": "array", "description": "only for sweeps with search.multi_fidelity or search.pbt: each trial's place in the schedule (budget, bracket and rung or member and generation, resume_from, exploited), null for others"}}},
                  "dictionaries": {"type": "object", "properties": {"state": {"type": "array", "items": {"type": "string"}}, "worker": {"type": "array", "items": {"type": "string"}}, "error": {"type": "array", "items": {"type": "string"}}}},
                  "params": {"type": "object", "additionalProperties": {"type": "array"}}, "metrics": {"type": "object", "additionalProperties": {"type": "array"}}}}]}},
@@ -166,7 +167,7 @@ const char* const kOpenApi = R"json({
         "parameters": [{"$ref": "#/components/parameters/id"}],
         "responses": {"200": {"description": "the front", "content": {"application/json": {"schema": {"type": "object", "properties": {
             "sweep": {"type": "string"}, "objectives": {"type": "array", "items": {"type": "object", "properties": {"metric": {"type": "string"}, "mode": {"type": "string", "enum": ["min", "max"]}}}},
-            "reference": {"type": "array", "items": {"type": ["number", "null"]}}, "hypervolume": {"type": ["number", "null"]}, "hypervolume_exact": {"type": "boolean", "description": "false: a Monte Carlo estimate in bounded time (many objectives over a large front)"}, "hypervolume_std_error": {"type": ["number", "null"]}, "counted": {"type": "integer"},
+            "reference": {"type": "array", "items": {"type": "number", "nullable": true}}, "hypervolume": {"type": "number", "nullable": true}, "hypervolume_exact": {"type": "boolean", "description": "false: a Monte Carlo estimate in bounded time (many objectives over a large front)"}, "hypervolume_std_error": {"type": "number", "nullable": true}, "counted": {"type": "integer"},
             "front": {"type": "array", "items": {"type": "object", "properties": {"trial_id": {"type": "string"}, "number": {"type": "integer"}, "params": {"type": "object"}, "values": {"type": "object", "additionalProperties": {"type": "number"}}}}}}}}}},
           "404": {"$ref": "#/components/responses/Error"}}}
     },
