@@ -9,6 +9,8 @@
 # replays it in CTest from then on).
 #   scripts/fuzz.sh                 every target, 60 s each
 #   HPO_FUZZ_SECONDS=600 scripts/fuzz.sh http
+#   HPO_FUZZ_BUILD_ONLY=1 scripts/fuzz.sh   build, run nothing (the test command
+#                                   builds while the tests run, then fuzzes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${HPO_FUZZ_BUILD_DIR:-build-fuzz}
@@ -21,6 +23,7 @@ if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
 fi
 cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
+[[ -n "${HPO_FUZZ_BUILD_ONLY:-}" ]] && exit 0
 
 declare -A dict=([spec]=json.dict [metric_line]=json.dict [http]=http.dict)
 declare -A max_len=([spec]=65536 [http]=65536 [metric_line]=4096 [dataset]=16384 [predictions]=8192)
