@@ -120,13 +120,14 @@ int cmd_project(Client& client, const Options& options) {
       std::printf("%-20s %-7s %-9s %-9s %-14s %-14s %s\n", "project", "weight", "slots", "gpus",
                   "queued trials", "active sweeps", "your role");
       for (const auto& p : (*r)["projects"])
-        std::printf("%-20s %-7s %-9s %-9s %-14s %-14s %s\n", p["name"].get<std::string>().c_str(),
-                    fmt_number(p["weight"].get<double>()).c_str(),
-                    of(p["use"]["slots"], p["limits"]["max_slots"]).c_str(),
-                    of(p["use"]["gpus"], p["limits"]["max_gpus"]).c_str(),
-                    of(p["use"]["queued_trials"], p["limits"]["max_queued_trials"]).c_str(),
-                    of(p["use"]["active_sweeps"], p["limits"]["max_active_sweeps"]).c_str(),
-                    p["role"].is_string() ? p["role"].get<std::string>().c_str() : "");
+        std::printf(
+            "%-20s %-7s %-9s %-9s %-14s %-14s %s\n", p["name"].get<std::string>().c_str(),
+            fmt_number(p["weight"].get<double>()).c_str(),
+            of(p["use"]["slots"], p["limits"]["max_slots"]).c_str(),
+            of(p["use"].value("gpus", Json(0)), p["limits"].value("max_gpus", Json(0))).c_str(),
+            of(p["use"]["queued_trials"], p["limits"]["max_queued_trials"]).c_str(),
+            of(p["use"]["active_sweeps"], p["limits"]["max_active_sweeps"]).c_str(),
+            p["role"].is_string() ? p["role"].get<std::string>().c_str() : "");
     });
   }
   if (sub == "create" || sub == "set") {

@@ -116,8 +116,9 @@ local function access_bootstrap(keys, a)
     if s[1] then queued[s[1]] = (queued[s[1]] or 0) + (tonumber(s[2]) or 0) + (tonumber(s[3]) or 0) end
   end
   for _, tid in ipairs(redis.call('ZRANGE', P .. 'leases', 0, -1)) do
-    local t = redis.call('HMGET', P .. 'trial:' .. tid, 'sweep', 'slots')
-    if t[1] and redis.call('EXISTS', P .. 'sweep:' .. t[1]) == 1 then
+    local t = redis.call('HMGET', P .. 'trial:' .. tid, 'sweep', 'slots', 'state')
+    local live = t[1] and t[3] == TrialState.running
+    if live and redis.call('EXISTS', P .. 'sweep:' .. t[1]) == 1 then
       local p, gpu = sweep_project_gpu(P, t[1])
       local n = tonumber(t[2]) or 1
       slots[p] = (slots[p] or 0) + n

@@ -39,6 +39,10 @@ function header(): HTMLElement {
   signIn.addEventListener('click', () => showSignIn('Paste an API token (hpo token create prints one).'));
   signOut.addEventListener('click', () => {
     setToken('');
+    who.textContent = 'anonymous';
+    who.title = '';
+    signOut.hidden = true;
+    signIn.textContent = 'Sign in';
     reconnect();
     void showWho().catch(() => {});
     route();
@@ -70,6 +74,13 @@ function showSignIn(why: string): void {
   dispose = null;
   const input = h('input', { id: 'sign-in-token', type: 'password', autocomplete: 'off', placeholder: 'hpo_…', size: 40 });
   const error = h('p', { class: 'error', id: 'sign-in-error' });
+  const submit = h('button', { type: 'submit', id: 'sign-in-button' }, 'Sign in');
+  // Back to the page (it asks again if it still needs a token).
+  const cancel = h('button', { type: 'button', class: 'link', id: 'sign-in-cancel' }, 'Cancel');
+  cancel.addEventListener('click', () => {
+    signingIn = false;
+    route();
+  });
   const form = h(
     'form',
     { class: 'sign-in', id: 'sign-in' },
@@ -77,7 +88,9 @@ function showSignIn(why: string): void {
     h('p', { class: 'muted' }, why),
     h('label', null, 'API token ', input),
     ' ',
-    h('button', { type: 'submit', id: 'sign-in-button' }, 'Sign in'),
+    submit,
+    ' ',
+    cancel,
     error,
   );
   form.addEventListener('submit', (e) => {
@@ -86,6 +99,7 @@ function showSignIn(why: string): void {
     if (!token) return;
     const before = getToken();
     setToken(token);
+    submit.disabled = true;
     showWho().then(
       () => {
         signingIn = false;
@@ -94,6 +108,7 @@ function showSignIn(why: string): void {
       },
       (err: unknown) => {
         setToken(before);
+        submit.disabled = false;
         error.textContent =
           err instanceof ApiError && err.status === 401
             ? 'That token was refused: revoked, mistyped, or not one of this service\'s.'
