@@ -9,8 +9,9 @@
 # replays it in CTest from then on).
 #   scripts/fuzz.sh                 every target, 60 s each
 #   HPO_FUZZ_SECONDS=600 scripts/fuzz.sh http
-#   HPO_FUZZ_BUILD_ONLY=1 scripts/fuzz.sh   build, run nothing (the test command
-#                                   builds while the tests run, then fuzzes)
+#   HPO_FUZZ_OPT=-O0 scripts/fuzz.sh   the optimisation level of a new
+#                                   build-fuzz (-O1; the test command uses -O0:
+#                                   a shorter build for its 20 s smoke runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${HPO_FUZZ_BUILD_DIR:-build-fuzz}
@@ -18,12 +19,11 @@ each=${HPO_FUZZ_SECONDS:-60}
 if (($# > 0)); then targets=("$@"); else targets=(spec http metric_line dataset predictions); fi
 
 if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
-  # -O1: libFuzzer's usual level under the sanitizers, and a shorter build in CI.
+  # -O1: libFuzzer's usual level under the sanitizers.
   CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DHPO_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="${HPO_FUZZ_OPT:--O1} -g1 -DNDEBUG"
 fi
 cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
-[[ -n "${HPO_FUZZ_BUILD_ONLY:-}" ]] && exit 0
 
 declare -A dict=([spec]=json.dict [metric_line]=json.dict [http]=http.dict)
 declare -A max_len=([spec]=65536 [http]=65536 [metric_line]=4096 [dataset]=16384 [predictions]=8192)

@@ -28,6 +28,7 @@
 
 #include "core/child_process.hpp"
 #include "ensemble/bagging_json.hpp"
+#include "search/rng.hpp"
 #include "trials/artifacts.hpp"
 #include "trials/json_limits.hpp"
 #include "trials/trial_plan.hpp"
@@ -41,52 +42,11 @@ extern char** environ;
 namespace hpo::workers {
 namespace {
 
-constexpr std::string_view kMetricPrefix = "hpo-metric";
 constexpr std::size_t kStderrTail = 2048;
 
 using Clock = std::chrono::steady_clock;
 
 }  // namespace
-
-std::optional<Result<MetricLine>> parse_metric_line(std::string_view line) {
-  if (line.substr(0, kMetricPrefix.size()) != kMetricPrefix) return std::nullopt;
-  std::string_view rest = line.substr(kMetricPrefix.size());
-  if (rest.empty() || (rest[0] != ' ' && rest[0] != '\t')) return std::nullopt;
-  if (auto st = trials::check_json_depth(rest, "hpo-metric"); !st)
-    return Result<MetricLine>(st.error());
-  auto j = nlohmann::json::parse(rest, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object())
-    return Result<MetricLine>(Error::invalid("hpo-metric", "expected a JSON object"));
-  MetricLine out;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const auto& key = it.key();
-    const auto& v = it.value();
-    if (key == "final") {
-      if (!v.is_boolean()) return Result<MetricLine>(Error::invalid("final", "expected a boolean"));
-      out.final = v.get<bool>();
-    } else if (key == "step") {
-      if (!v.is_number()) return Result<MetricLine>(Error::invalid("step", "expected an integer"));
-      double d = v.get<double>();
-      if (d != std::floor(d) || d < 0 || d > 9007199254740992.0)  // 2^53: exact, fits int64
-        return Result<MetricLine>(
-            Error::invalid("step", "expected a non-negative integer up to 2^53"));
-      out.step = static_cast<std::int64_t>(d);
-    } else if (v.is_number()) {
-      // Names and counts are bounded: a metric line is stored with the trial
-      // and shown in the dashboard.
-      if (key.empty() || key.size() > kMaxMetricName)
-        return Result<MetricLine>(Error::invalid(
-            "hpo-metric", fmt::format("metric names are 1 to {} characters", kMaxMetricName)));
-      double d = v.get<double>();
-      if (std::isfinite(d)) out.metrics[key] = d;
-      if (out.metrics.size() > kMaxMetricsPerLine)
-        return Result<MetricLine>(Error::invalid(
-            "hpo-metric", fmt::format("at most {} metrics per line", kMaxMetricsPerLine)));
-    }
-    // Strings, booleans, objects: not metrics; ignored rather than failing the trial.
-  }
-  return Result<MetricLine>(std::move(out));
-}
 
 std::vector<std::string> trial_environment(const std::vector<std::string>& worker_env) {
   static constexpr std::string_view kNames[] = {
@@ -383,6 +343,26 @@ std::string bagging_file(const std::string& work_dir) {
   return (std::filesystem::path(work_dir) / "bagging.json").string();
 }
 
+// A trial's seed (HPO_SEED, 0 to 2^31 - 1: what numpy, torch and Python's
+// random all take): from the sweep's search.seed and the trial's role and
+// number, so every attempt of a trial (a retry) and the same spec submitted
+// again draw the same (a Hyperband promotion or a PBT interval is a trial of
+// its own, with its own seed); an ensemble member's comes from its member
+// seed (each member differs).
+std::uint64_t trial_seed(const TrialTask& task) {
+  const auto& t = task.trial;
+  std::uint64_t key = 0;
+  if (t.role == trials::TrialRole::kMember && t.plan.member) {
+    key = search::splitmix64(t.plan.member->seed);
+  } else {
+    const std::uint64_t base = task.spec ? task.spec->search.sampler.seed : 0;
+    key = search::hash_key(
+        base, static_cast<std::uint64_t>(t.number),
+        t.role == trials::TrialRole::kMember ? 0x4D454D424552ULL : 0x545249414CULL);
+  }
+  return key >> 33;
+}
+
 std::vector<std::string> CommandExecutor::child_env(const TrialTask& task) const {
   std::vector<std::pair<std::string, std::string>> vars;
   auto set = [&vars](const std::string& key, std::string value) {
@@ -400,6 +380,9 @@ std::vector<std::string> CommandExecutor::child_env(const TrialTask& task) const
     set(kv.substr(0, eq), kv.substr(eq + 1));
     if (kv.compare(0, eq, "CUDA_VISIBLE_DEVICES") == 0) parent_visible = kv.substr(eq + 1);
   }
+  // Python trials deliver each report as they print it, flush or not (the
+  // pruner needs them while the trial runs); a spec's own env may say otherwise.
+  set("PYTHONUNBUFFERED", "1");
   if (task.spec)
     for (const auto& [k, v] : task.spec->trial.command.env) set(k, v);
   const auto& t = task.trial;
@@ -408,6 +391,7 @@ std::vector<std::string> CommandExecutor::child_env(const TrialTask& task) const
   set("HPO_SWEEP_ID", t.sweep_id);
   set("HPO_TRIAL_NUMBER", std::to_string(t.number));
   set("HPO_ATTEMPT", std::to_string(t.attempt));
+  set("HPO_SEED", std::to_string(trial_seed(task)));
   set("HPO_THREADS", std::to_string(task.threads));
   if (task.identity) {
     // The trial user's own: no home of the worker's, a temporary folder no

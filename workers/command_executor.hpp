@@ -6,12 +6,14 @@
 // as `hpo-metric {json}` lines; everything else it prints is its log.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "workers/executor.hpp"
+#include "workers/metric_line.hpp"
 
 namespace hpo::workers {
 
@@ -25,32 +27,22 @@ struct CommandOptions {
   int poll_ms = 50;
 };
 
-// Bounds on one metric line (a longer name or more metrics: the line is refused).
-inline constexpr std::size_t kMaxMetricName = 128;
-inline constexpr std::size_t kMaxMetricsPerLine = 256;
-
-// One `hpo-metric {...}` stdout line.
-struct MetricLine {
-  std::optional<std::int64_t> step;  // intermediate report
-  bool final = false;                // "final": true
-  trials::Metrics metrics;           // every numeric field except step
-};
-
-// nullopt: the line is not a metric line (it is log). A line with the prefix
-// but a malformed object gives an Error saying why (the caller logs it).
-std::optional<Result<MetricLine>> parse_metric_line(std::string_view line);
-
 class CommandExecutor : public Executor {
  public:
   explicit CommandExecutor(CommandOptions options = {});
   trials::TrialResult run(const TrialTask& task, Reporter& reporter) override;
 
-  // The child's environment: base < recipe env < HPO_* and CUDA_VISIBLE_DEVICES.
+  // The child's environment: base < PYTHONUNBUFFERED=1 < recipe env < HPO_*
+  // and CUDA_VISIBLE_DEVICES.
   std::vector<std::string> child_env(const TrialTask& task) const;
 
  private:
   CommandOptions options_;
 };
+
+// The trial's seed, HPO_SEED (0 to 2^31 - 1): the same for every attempt of a
+// trial and for the same spec submitted again; a member's from its member seed.
+std::uint64_t trial_seed(const TrialTask& task);
 
 // Where a command attempt writes its outputs (HPO_OUTPUT_DIR) and finds its
 // bagging plan (HPO_BAGGING_FILE), inside the attempt's work directory.

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -901,6 +902,91 @@ TEST(EndToEnd, AWorkerWithExitWhenIdleEndsOnceNoSweepRuns) {
   Json sweep = c.wait_finished(id, 10s);
   ASSERT_NO_FATAL_FAILURE(check_sweep(c, id, 5, sweep));
   EXPECT_NE(w.log().find("idle for 1 s: no sweep is running"), std::string::npos) << w.log();
+}
+
+// A Python trial that prints its reports and never flushes: they arrive while
+// it runs (the worker starts trials with PYTHONUNBUFFERED=1; a pipe would
+// otherwise hold them until exit), the trial waits for the test to have seen
+// them, and its argv has no element for the inactive conditional parameter.
+TEST(EndToEnd, APythonTrialsReportsArriveWhileItRunsWithoutAFlush) {
+  // The worker passes PYTHON* variables on: not one of this process's.
+  ::unsetenv("PYTHONUNBUFFERED");
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  const std::string go = c.home() + "/go", script = c.home() + "/unflushed.py";
+  {
+    std::ofstream py(script);
+    py << R"(import json, os, sys, time
+print("argv " + json.dumps(sys.argv[1:]))
+for step in range(3):
+    print("hpo-metric " + json.dumps({"step": step, "loss": 1.0 / (step + 1)}))
+deadline = time.time() + 60
+while not os.path.exists(sys.argv[1]) and time.time() < deadline:
+    time.sleep(0.02)
+print("hpo-metric " + json.dumps({"final": True, "loss": 0.25, "seed": int(os.environ["HPO_SEED"])}))
+)";
+  }
+  constexpr int kTrials = 4;
+  const Json spec = {
+      {"name", "unflushed"},
+      {"objective", {{"metric", "loss"}, {"mode", "min"}}},
+      {"parameters",
+       {{"opt", {{"type", "categorical"}, {"values", {"adam", "sgd"}}}},
+        {"momentum", {{"type", "float"}, {"min", 0.1}, {"max", 0.9}, {"when", {{"opt", "sgd"}}}}}}},
+      {"search",
+       {{"algorithm", "random"},
+        {"max_trials", kTrials},
+        {"max_concurrent", kTrials},
+        {"seed", 5}}},
+      {"trial",
+       {{"kind", "command"},
+        {"argv", {"/usr/bin/python3", script, go, "--opt={opt}", "--momentum={momentum}"}},
+        {"timeout_s", 120}}}};
+  c.start_worker("w", kTrials);
+  const std::string id = submit(c, spec);
+  ASSERT_FALSE(id.empty()) << c.logs();
+  // Bounded: without unbuffered output no report comes before `go`.
+  Json page;
+  const bool seen = wait_for(
+      [&] {
+        page = c.get("/api/sweeps/" + id + "/trials?limit=10");
+        if (!page.is_object() || page["trials"].size() != kTrials) return false;
+        for (const auto& t : page["trials"]) {
+          Json d = c.get("/api/trials/" + t["id"].get<std::string>());
+          if (!d.is_object() || d["reports"].size() != 3 || d.value("state", "") != "running")
+            return false;
+        }
+        return true;
+      },
+      60s);
+  ASSERT_TRUE(seen) << page.dump() << c.logs();
+  std::ofstream(go).put('\n');
+  Json sweep = c.wait_finished(id, 60s);
+  ASSERT_EQ(sweep.value("state", ""), "finished") << sweep.dump(2) << c.logs();
+  int inactive = 0;
+  std::set<double> seeds;
+  const Json ended = c.get("/api/sweeps/" + id + "/trials?limit=10");
+  for (const auto& t : ended["trials"]) {
+    const Json d = c.get("/api/trials/" + t["id"].get<std::string>());
+    EXPECT_EQ(d["value"], 0.25) << d.dump();
+    seeds.insert(d["metrics"]["seed"].get<double>());
+    EXPECT_LT(d["metrics"]["seed"].get<double>(), 2147483648.0) << d.dump();
+    // The inactive momentum has no element at all (the script prints its
+    // argv as Python's json.dumps writes a list).
+    const std::string log = d["log_tail"].get<std::string>();
+    const std::string opt = t["params"]["opt"].get<std::string>();
+    if (t["params"].contains("momentum")) {
+      EXPECT_NE(log.find(fmt::format(R"(argv ["{}", "--opt={}", "--momentum=)", go, opt)),
+                std::string::npos)
+          << log;
+    } else {
+      ++inactive;
+      EXPECT_NE(log.find(fmt::format(R"(argv ["{}", "--opt={}"])", go, opt)), std::string::npos)
+          << log;
+    }
+  }
+  EXPECT_GT(inactive, 0) << "seed 5 drew no adam trial: pick another";
+  EXPECT_EQ(seeds.size(), static_cast<std::size_t>(kTrials));
 }
 
 // HTTPS: the scheduler serves the API and the dashboard with --tls-cert and

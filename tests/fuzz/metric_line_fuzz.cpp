@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "trials/spec/spec.hpp"
-#include "workers/command_executor.hpp"
+#include "workers/metric_line.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view line(reinterpret_cast<const char*>(data), size);

@@ -147,8 +147,10 @@ std::string params_to_json(const search::Params& params);
 Result<search::Params> params_from_json(std::string_view json_text);
 
 // argv with every `{name}` replaced by the parameter's value; `{{` and `}}` are
-// literal braces. Validation guarantees every placeholder names a parameter,
-// but an inactive conditional parameter renders as the empty string.
+// literal braces. Validation guarantees every placeholder names a parameter;
+// an element naming an inactive conditional parameter is left out (never
+// "--momentum=", which argparse refuses), and so is the flag just before an
+// element that is only that placeholder ("--momentum", "{momentum}").
 std::vector<std::string> render_argv(const std::vector<std::string>& argv,
                                      const search::Params& params);
 

@@ -6,7 +6,9 @@
 #include "trials/spec/spec_sections.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -240,31 +242,62 @@ int TrialRecipe::slots() const {
   return std::max({1, gpus, data_parallel.replicas});
 }
 
+namespace {
+
+// One argv element rendered; nullopt when a placeholder names a parameter
+// the trial does not have (an inactive conditional one).
+std::optional<std::string> render_arg(const std::string& arg, const search::Params& params) {
+  std::string s;
+  for (std::size_t i = 0; i < arg.size(); ++i) {
+    const char c = arg[i];
+    if ((c == '{' || c == '}') && i + 1 < arg.size() && arg[i + 1] == c) {
+      s += c;
+      ++i;
+    } else if (c == '{') {
+      const auto close = arg.find('}', i);
+      if (close == std::string::npos) {
+        s += arg.substr(i);
+        break;
+      }
+      const auto it = params.find(arg.substr(i + 1, close - i - 1));
+      if (it == params.end()) return std::nullopt;
+      s += search::to_string(it->second);
+      i = close;
+    } else {
+      s += c;
+    }
+  }
+  return s;
+}
+
+// A flag element that takes the next one as its value ("-m", "--momentum"):
+// not a negative number ("-1", "-.5"), not a whole option ("--lr=0.1"), not
+// "--", and no placeholder of its own.
+bool plain_flag(const std::string& arg) {
+  if (arg.size() < 2 || arg[0] != '-' || arg == "--") return false;
+  if (std::isdigit(static_cast<unsigned char>(arg[1])) || arg[1] == '.') return false;
+  return arg.find_first_of("={") == std::string::npos;
+}
+
+}  // namespace
+
 std::vector<std::string> render_argv(const std::vector<std::string>& argv,
                                      const search::Params& params) {
   std::vector<std::string> out;
   out.reserve(argv.size());
-  for (const auto& arg : argv) {
-    std::string s;
-    for (std::size_t i = 0; i < arg.size(); ++i) {
-      char c = arg[i];
-      if ((c == '{' || c == '}') && i + 1 < arg.size() && arg[i + 1] == c) {
-        s += c;
-        ++i;
-      } else if (c == '{') {
-        auto close = arg.find('}', i);
-        if (close == std::string::npos) {
-          s += arg.substr(i);
-          break;
-        }
-        auto it = params.find(arg.substr(i + 1, close - i - 1));
-        if (it != params.end()) s += search::to_string(it->second);
-        i = close;
-      } else {
-        s += c;
-      }
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    auto rendered = render_arg(argv[i], params);
+    if (rendered) {
+      out.push_back(std::move(*rendered));
+      continue;
     }
-    out.push_back(std::move(s));
+    // An inactive parameter's element goes, and with a lone "{name}" the
+    // flag just before it ("--momentum", "{momentum}"): the program sees
+    // the option absent, as argparse's defaults expect.
+    const bool lone = argv[i].front() == '{' && argv[i].back() == '}' &&
+                      argv[i].find('{', 1) == std::string::npos;
+    if (lone && i > 0 && plain_flag(argv[i - 1]) && !out.empty() && out.back() == argv[i - 1])
+      out.pop_back();
   }
   return out;
 }

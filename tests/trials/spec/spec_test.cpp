@@ -487,6 +487,27 @@ TEST(RenderArgv, ReplacesPlaceholdersVerbatimWithoutShell) {
   EXPECT_EQ(out[4], "{x}");
 }
 
+// An inactive conditional parameter leaves its element out (never
+// "--momentum=", which argparse refuses), and a lone "{name}" takes the flag
+// before it along; the active ones render as always.
+TEST(RenderArgv, AnInactiveParameterLeavesItsOptionOut) {
+  search::Params p{{"optimizer", std::string("adam")}, {"lr", 0.01}};
+  auto out = render_argv({"train.py", "--optimizer={optimizer}", "--momentum={momentum}", "--lr",
+                          "{lr}", "--nesterov", "{momentum}", "--beta={momentum}:{lr}", "-v"},
+                         p);
+  EXPECT_EQ(out, (std::vector<std::string>{"train.py", "--optimizer=adam", "--lr", "0.01", "-v"}));
+  p["momentum"] = 0.9;
+  out = render_argv({"train.py", "--momentum={momentum}", "--nesterov", "{momentum}"}, p);
+  EXPECT_EQ(out, (std::vector<std::string>{"train.py", "--momentum=0.9", "--nesterov", "0.9"}));
+  // A lone placeholder after a positional argument, a negative number, a
+  // whole option or "--" leaves only itself out.
+  out = render_argv({"train.py", "data.csv", "{gamma}", "--offset", "-1", "{gamma}", "-.5",
+                     "{gamma}", "--lr=0.1", "{gamma}", "--", "{gamma}"},
+                    p);
+  EXPECT_EQ(out, (std::vector<std::string>{"train.py", "data.csv", "--offset", "-1", "-.5",
+                                           "--lr=0.1", "--"}));
+}
+
 TEST(ParamsJson, RoundTripKeepsIntsAndFloatsApart) {
   search::Params p{{"a", 1.0}, {"b", std::int64_t{2}}, {"c", true}, {"d", std::string("x")}};
   auto back = params_from_json(params_to_json(p));

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "core/child_process.hpp"
@@ -185,6 +186,38 @@ echo 'hpo-metric {"final": true, "loss": 2}'
   EXPECT_EQ(read_file(dir.file("params")), trials::params_to_json(params));
   // No slot GPUs: CUDA_VISIBLE_DEVICES is set, and empty (no GPU visible).
   EXPECT_EQ(read_file(dir.file("ids")), "sw1-7|sw1|2||1|x y");
+}
+
+// HPO_SEED: the same for every attempt of a trial, another for another trial
+// or search.seed, within what numpy and torch take; and Python runs unbuffered
+// unless the spec says otherwise.
+TEST(CommandExecutor, TheTrialsSeedAndUnbufferedPythonArriveInTheEnvironment) {
+  auto value = [](const TrialTask& task) {
+    std::map<std::string, std::string> out;
+    for (const auto& kv : CommandExecutor(fast_options()).child_env(task)) {
+      const auto eq = kv.find('=');
+      out[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    return out;
+  };
+  auto spec = command_spec({"true"});
+  const auto task = make_task(spec);
+  const auto env = value(task);
+  EXPECT_EQ(env.at("PYTHONUNBUFFERED"), "1");
+  const std::string seed = env.at("HPO_SEED");
+  ASSERT_FALSE(seed.empty());
+  EXPECT_LT(std::stoull(seed), 1ULL << 31);
+  auto retry = task;
+  retry.trial.attempt += 1;
+  EXPECT_EQ(value(retry).at("HPO_SEED"), seed);
+  auto next = task;
+  next.trial.number += 1;
+  EXPECT_NE(value(next).at("HPO_SEED"), seed);
+  auto reseeded = spec;
+  reseeded.search.sampler.seed = 99;
+  EXPECT_NE(value(make_task(reseeded)).at("HPO_SEED"), seed);
+  spec.trial.command.env = {{"PYTHONUNBUFFERED", ""}};
+  EXPECT_EQ(value(make_task(spec)).at("PYTHONUNBUFFERED"), "");
 }
 
 TEST(CommandExecutor, SlotGpusMapThroughTheWorkersOwnVisibleDevices) {
