@@ -10,6 +10,7 @@
 #include <hiredis/hiredis.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -914,15 +915,15 @@ TEST(EndToEnd, APythonTrialsReportsArriveWhileItRunsWithoutAFlush) {
   Cluster c;
   ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
   const std::string go = c.home() + "/go", script = c.home() + "/unflushed.py";
+  ASSERT_EQ(::mkfifo(go.c_str(), 0600), 0) << go;
   {
     std::ofstream py(script);
-    py << R"(import json, os, sys, time
+    py << R"(import json, os, signal, sys
 print("argv " + json.dumps(sys.argv[1:]))
 for step in range(3):
     print("hpo-metric " + json.dumps({"step": step, "loss": 1.0 / (step + 1)}))
-deadline = time.time() + 60
-while not os.path.exists(sys.argv[1]) and time.time() < deadline:
-    time.sleep(0.02)
+signal.alarm(60)  # bounded: the test opens the FIFO once it has seen the reports
+open(sys.argv[1]).close()  # blocks until the test holds the FIFO open for writing
 print("hpo-metric " + json.dumps({"final": True, "loss": 0.25, "seed": int(os.environ["HPO_SEED"])}))
 )";
   }
@@ -960,8 +961,10 @@ print("hpo-metric " + json.dumps({"final": True, "loss": 0.25, "seed": int(os.en
       },
       60s);
   ASSERT_TRUE(seen) << page.dump() << c.logs();
-  std::ofstream(go).put('\n');
+  // Held open until the sweep ends: every trial's open of the FIFO returns.
+  std::ofstream gate(go);
   Json sweep = c.wait_finished(id, 60s);
+  gate.close();
   ASSERT_EQ(sweep.value("state", ""), "finished") << sweep.dump(2) << c.logs();
   int inactive = 0;
   std::set<double> seeds;

@@ -205,6 +205,13 @@ local function resolve_token(keys, a)
   return out
 end
 
+-- A project's limits from a create or update's arguments a[4..7]
+-- (max_slots max_queued max_active max_gpus).
+local function put_limits(P, name, a)
+  redis.call('HSET', P .. 'project:' .. name, 'max_slots', a[4], 'max_queued', a[5], 'max_active', a[6],
+             'max_gpus', a[7] or '0')
+end
+
 -- create_project P name weight max_slots max_queued max_active max_gpus -> 'OK'
 local function create_project(keys, a)
   local P, name = a[1], a[2]
@@ -213,8 +220,7 @@ local function create_project(keys, a)
   if not ensure_project(P, name, a[3], now_ms()) then
     return refuse('CONFLICT', 'project ' .. name .. ' exists')
   end
-  redis.call('HSET', P .. 'project:' .. name, 'max_slots', a[4], 'max_queued', a[5], 'max_active', a[6],
-             'max_gpus', a[7] or '0')
+  put_limits(P, name, a)
   return 'OK'
 end
 
@@ -224,8 +230,8 @@ local function update_project(keys, a)
   local P, name = a[1], a[2]
   local missing = missing_project(P, name)
   if missing then return missing end
-  redis.call('HSET', P .. 'project:' .. name, 'weight', a[3], 'max_slots', a[4], 'max_queued', a[5],
-             'max_active', a[6], 'max_gpus', a[7] or '0')
+  redis.call('HSET', P .. 'project:' .. name, 'weight', a[3])
+  put_limits(P, name, a)
   return 'OK'
 end
 
