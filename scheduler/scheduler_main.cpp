@@ -26,6 +26,7 @@
 
 #include <fmt/format.h>
 
+#include "core/install_dir.hpp"
 #include "core/local_state.hpp"
 #include "core/log.hpp"
 #include "scheduler/config.hpp"
@@ -60,15 +61,7 @@ std::string random_token() {
 // binary's location (build tree or install prefix).
 std::string find_static_dir(const std::string& configured) {
   if (!configured.empty()) return configured;
-  std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  for (auto dir = exe.parent_path(); !dir.empty() && dir != dir.root_path();
-       dir = dir.parent_path()) {
-    for (const char* rel : {"web/ui/dist", "share/hpo/ui"})
-      if (std::filesystem::exists(dir / rel / "index.html", ec)) return (dir / rel).string();
-  }
-  return "";
+  return hpo::find_beside_binary({"web/ui/dist", "share/hpo/ui"}, "index.html");
 }
 
 // SIGINT and SIGTERM blocked before any thread starts, so every thread

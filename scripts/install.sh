@@ -6,7 +6,8 @@
 #
 #   --prefix    where binaries, the dashboard and the docs go (default /usr/local):
 #               PREFIX/bin/{hpo,hpo-scheduler,hpo-worker,hpo-train-rank,hpo-predict},
-#               PREFIX/share/hpo/ui (the dashboard), PREFIX/share/doc/hpo
+#               PREFIX/share/hpo/ui (the dashboard), PREFIX/share/hpo/python (the hpo
+#               Python library every trial imports), PREFIX/share/doc/hpo
 #   --destdir   stage everything under this root instead of / (packaging, tests):
 #               nothing outside it is touched, no user is made, systemd is not told
 #   --unit-dir  the units' folder (default /etc/systemd/system)
@@ -58,6 +59,12 @@ else
   echo "install.sh: the dashboard is not built (web/ui/dist): the API works, / has no page" >&2
 fi
 install -m 0644 README.md "$root$prefix/share/doc/hpo/"
+# The Python library the worker puts on its trials' PYTHONPATH (world-readable:
+# trials run under uids of their own).
+rm -rf "$root$prefix/share/hpo/python"
+install -d "$root$prefix/share/hpo/python/hpo/integrations"
+install -m 0644 python/hpo/*.py "$root$prefix/share/hpo/python/hpo/"
+install -m 0644 python/hpo/integrations/*.py "$root$prefix/share/hpo/python/hpo/integrations/"
 
 # The units name /usr/local; another prefix is written into them.
 for unit in hpo-scheduler.service hpo-worker@.service; do

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <ctime>
 #include <filesystem>
 #include <string_view>
 
@@ -33,11 +34,14 @@ bool safe_path(std::string_view p) {
 
 }  // namespace
 
-Result<PackStats> pack_dir(const std::string& dir, ByteSink& sink) {
-  PackStats stats;
-  CountingSink out(sink);
+namespace {
+
+// The folder's regular files, relative and sorted; what is left out goes to
+// stats.skipped. `what` names the folder in errors.
+Result<std::vector<std::string>> folder_files(const std::string& dir, PackStats& stats,
+                                              const char* what) {
   std::error_code ec;
-  std::vector<fs::path> files;
+  std::vector<std::string> files;
   for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::none, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const auto rel = it->path().lexically_relative(dir).generic_string();
@@ -55,32 +59,117 @@ Result<PackStats> pack_dir(const std::string& dir, ByteSink& sink) {
       stats.skipped.push_back(rel + " (a name that cannot be kept)");
       continue;
     }
-    files.push_back(it->path());
+    files.push_back(rel);
     if (files.size() > kMaxCheckpointFiles)
-      return Error::invalid("HPO_CHECKPOINT_DIR",
-                            fmt::format("holds more than {} files; at most {} are kept",
-                                        kMaxCheckpointFiles, kMaxCheckpointFiles));
+      return Error::invalid(what, fmt::format("holds more than {} files; at most {} are kept",
+                                              kMaxCheckpointFiles, kMaxCheckpointFiles));
   }
   std::sort(files.begin(), files.end());
-  if (auto st = out.write(kMagic); !st) return st.error();
-  for (const auto& f : files) {
-    // The program still runs: what was a file a moment ago may be a link now.
-    const std::string rel = f.lexically_relative(dir).generic_string();
+  return files;
+}
+
+// Each file opened the way trial_files.hpp reads what a trial wrote (the
+// program may still run: what was a file a moment ago may be a link now),
+// handed to `entry` with its size; a file that changes size while it is read
+// is an error naming `what`.
+template <class Entry>
+Status for_each_file(const std::string& dir, const std::vector<std::string>& files,
+                     PackStats& stats, const char* what, CountingSink& out, Entry entry) {
+  for (const auto& rel : files) {
     auto file = open_beneath(dir, rel);
     if (!file) {
       stats.skipped.push_back(rel + " (" + file.error().message + ")");
       continue;
     }
-    if (auto st = out.write(fmt::format("{} {}\n", file->size(), rel)); !st) return st.error();
+    if (auto st = entry(rel, file->size()); !st) return st;
     auto copied = copy_fd(file->fd(), out, fs::path(dir).append(rel).string(), file->size());
     if (!copied) return copied.error();
     if (*copied != file->size())
-      return Error::invalid("HPO_CHECKPOINT_DIR",
-                            fmt::format("{} changed size while it was stored ({} bytes, then {}): "
-                                        "print hpo-checkpoint once the folder is complete",
-                                        rel, file->size(), *copied));
+      return Error::invalid(what, fmt::format("{} changed size while it was stored ({} bytes, "
+                                              "then {}): write it completely first",
+                                              rel, file->size(), *copied));
     ++stats.files;
   }
+  return {};
+}
+
+// A ustar header for a regular file (POSIX.1-1988; a size past 8 GiB in GNU's
+// base-256 form, which GNU tar and Python's tarfile read); false when the
+// path fits no name/prefix split.
+bool tar_header(const std::string& path, std::int64_t size, std::int64_t mtime, char* h) {
+  std::fill(h, h + 512, '\0');
+  std::string name = path, prefix;
+  if (name.size() > 100) {
+    auto cut = path.rfind('/', 155);
+    while (cut != std::string::npos && path.size() - cut - 1 > 100) cut = std::string::npos;
+    if (cut == std::string::npos || cut == 0) return false;
+    prefix = path.substr(0, cut);
+    name = path.substr(cut + 1);
+  }
+  auto octal = [](char* field, std::size_t width, std::uint64_t v) {
+    fmt::format_to_n(field, width - 1, "{:0{}o}", v, width - 1);
+  };
+  std::copy(name.begin(), name.end(), h);
+  octal(h + 100, 8, 0644);
+  octal(h + 108, 8, 0);
+  octal(h + 116, 8, 0);
+  if (size < (std::int64_t{1} << 33)) {
+    octal(h + 124, 12, static_cast<std::uint64_t>(size));
+  } else {
+    h[124] = static_cast<char>(0x80);
+    for (int i = 0; i < 8; ++i) h[135 - i] = static_cast<char>((size >> (8 * i)) & 0xff);
+  }
+  octal(h + 136, 12, static_cast<std::uint64_t>(mtime));
+  h[156] = '0';
+  std::copy_n("ustar", 6, h + 257);
+  h[263] = '0';
+  h[264] = '0';
+  std::copy(prefix.begin(), prefix.end(), h + 345);
+  std::fill(h + 148, h + 156, ' ');
+  unsigned sum = 0;
+  for (int i = 0; i < 512; ++i) sum += static_cast<unsigned char>(h[i]);
+  fmt::format_to_n(h + 148, 7, "{:06o}", sum);
+  h[154] = '\0';
+  return true;
+}
+
+}  // namespace
+
+Result<PackStats> pack_dir(const std::string& dir, ByteSink& sink) {
+  PackStats stats;
+  CountingSink out(sink);
+  auto files = folder_files(dir, stats, "HPO_CHECKPOINT_DIR");
+  if (!files) return files.error();
+  if (auto st = out.write(kMagic); !st) return st.error();
+  auto st = for_each_file(dir, *files, stats, "HPO_CHECKPOINT_DIR", out,
+                          [&](const std::string& rel, std::int64_t size) {
+                            return out.write(fmt::format("{} {}\n", size, rel));
+                          });
+  if (!st) return st.error();
+  stats.bytes = out.count();
+  return stats;
+}
+
+Result<PackStats> tar_dir(const std::string& dir, ByteSink& sink, const char* what) {
+  PackStats stats;
+  CountingSink out(sink);
+  auto files = folder_files(dir, stats, what);
+  if (!files) return files.error();
+  const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
+  std::int64_t pad = 0;  // the last file's padding, written before the next header
+  static const char kZeros[1024] = {};
+  auto st = for_each_file(dir, *files, stats, what, out,
+                          [&](const std::string& rel, std::int64_t size) -> Status {
+                            if (auto p = out.write(std::string_view(kZeros, pad)); !p) return p;
+                            char header[512];
+                            if (!tar_header(rel, size, now, header))
+                              return Error::invalid(what, rel + ": a path too long for tar");
+                            pad = (512 - size % 512) % 512;
+                            return out.write(std::string_view(header, 512));
+                          });
+  if (!st) return st.error();
+  if (auto p = out.write(std::string_view(kZeros, pad)); !p) return p.error();
+  if (auto p = out.write(std::string_view(kZeros, 1024)); !p) return p.error();
   stats.bytes = out.count();
   return stats;
 }

@@ -1,8 +1,9 @@
-// A command trial's checkpoint: the files it keeps in $HPO_CHECKPOINT_DIR,
-// packed into the one artifact "checkpoint" and unpacked there for the next
-// attempt, streamed both ways (kStreamChunk through memory at a time, any
-// size: the artifact folder's disk is the limit, or the store's
-// inline_artifact_limit() without one).
+// A trial's folders packed. A command trial's checkpoint: the files it
+// keeps in $HPO_CHECKPOINT_DIR, packed into the one artifact "checkpoint"
+// and unpacked there for the next attempt, streamed both ways (kStreamChunk
+// through memory at a time, any size: the artifact folder's disk is the
+// limit, or the store's inline_artifact_limit() without one). And a
+// subfolder of its outputs, as a tar archive (tar_dir).
 //
 // Format: "hpo-checkpoint-dir 1\n", then per regular file "<size> <path>\n"
 // and its bytes; paths are relative, '/'-separated, without "." or ".."
@@ -59,6 +60,12 @@ class DirUnpacker final : public ByteSink {
   std::size_t files_ = 0;
   std::int64_t bytes_ = 0;
 };
+
+// The folder's regular files as a POSIX tar archive (ustar; what `tar xf`
+// and Python's tarfile read), streamed the same way and within the same
+// bounds: a subfolder of HPO_OUTPUT_DIR (a TensorBoard run) kept whole. A
+// path too long for tar's fields is an error naming `what`.
+Result<PackStats> tar_dir(const std::string& dir, ByteSink& out, const char* what);
 
 // The same on bytes in memory (tests, small packs).
 Result<std::string> pack_dir_bytes(const std::string& dir);

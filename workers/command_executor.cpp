@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/child_process.hpp"
+#include "core/install_dir.hpp"
 #include "ensemble/bagging_json.hpp"
 #include "search/rng.hpp"
 #include "trials/artifacts.hpp"
@@ -34,6 +35,7 @@
 #include "trials/trial_plan.hpp"
 #include "workers/checkpoint_dir.hpp"
 #include "workers/command_outputs.hpp"
+#include "workers/control_dir.hpp"
 #include "workers/outcome.hpp"
 #include "workers/trial_sandbox.hpp"
 
@@ -96,10 +98,11 @@ CommandExecutor::CommandExecutor(CommandOptions options) : options_(std::move(op
 namespace {
 
 constexpr std::string_view kCheckpointLine = "hpo-checkpoint";
+constexpr std::string_view kCheckpointOnStopLine = "hpo-checkpoint-on-stop";
 
-bool is_checkpoint_line(std::string_view line) {
+bool is_line(std::string_view line, std::string_view what) {
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
-  return line == kCheckpointLine;
+  return line == what;
 }
 
 double seconds_since(Clock::time_point t0) {
@@ -201,11 +204,14 @@ struct AttemptOutput {
   const TrialTask& task;
   Reporter& reporter;
   ChildProcess& child;                   // paused while its checkpoint is read
+  ControlDir& control;                   // what the program is told
   trials::Metrics last;                  // last value of every metric seen
   std::optional<trials::Metrics> final;  // the final line's metrics
   std::int64_t next_step = 0;
   TailBuffer stderr_tail{kStderrTail};
   std::optional<Error> checkpoint_error;  // the attempt stops: it is not protected
+  bool checkpoints_on_stop = false;       // it said `hpo-checkpoint-on-stop`
+  int checkpoints = 0;                    // `hpo-checkpoint` lines dealt with
 
   void on_line(Stream stream, std::string_view line);
   // What the result carries: the final line's metrics, else the last seen.
@@ -218,13 +224,20 @@ void AttemptOutput::on_line(Stream stream, std::string_view line) {
     reporter.log(line);
     return;
   }
-  if (!task.work_dir.empty() && is_checkpoint_line(line)) {
+  if (!task.work_dir.empty() && is_line(line, kCheckpointOnStopLine)) {
+    if (!checkpoints_on_stop) reporter.log("[hpo] the program checkpoints when asked to stop");
+    checkpoints_on_stop = true;
+    reporter.checkpoints_on_stop();
+    return;
+  }
+  if (!task.work_dir.empty() && is_line(line, kCheckpointLine)) {
     if (checkpoint_error) return;  // stopping already
     // The program is paused while its folder is read: a consistent
     // snapshot, even of a program that goes on writing there at once.
     child.signal_group(SIGSTOP);
     auto st = store_checkpoint_dir(checkpoint_dir(task.work_dir), reporter);
     child.signal_group(SIGCONT);
+    control.write("checkpoint", fmt::format("{} {}\n", ++checkpoints, st ? "stored" : "failed"));
     if (!st) {
       checkpoint_error = st.error();
       reporter.log("[hpo] checkpoint not stored, the attempt stops: " + st.error().message);
@@ -252,7 +265,9 @@ void AttemptOutput::on_line(Stream stream, std::string_view line) {
 }
 
 // Polls the program until it exits. A stop, the trial's timeout or a
-// checkpoint not stored: SIGTERM to its group, SIGKILL kill_grace_s later.
+// checkpoint not stored: the stop's word in control_dir(), then SIGTERM to its
+// group and SIGKILL kill_grace_s later; a program that checkpoints on a stop
+// and must run again elsewhere gets SIGUSR1 and checkpoint_grace_s instead.
 // Returns the stop (kNone: the program ended by itself or for the checkpoint).
 StopReason wait_for_exit(AttemptOutput& output, double timeout_s, const CommandOptions& options) {
   auto sink = [&output](Stream stream, std::string_view line) { output.on_line(stream, line); };
@@ -261,8 +276,9 @@ StopReason wait_for_exit(AttemptOutput& output, double timeout_s, const CommandO
   if (timeout_s > 0)
     deadline = start + std::chrono::duration_cast<Clock::duration>(
                            std::chrono::duration<double>(timeout_s));
-  const auto grace = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(options.kill_grace_s));
+  auto grace = [](double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
   StopReason stop = StopReason::kNone;
   std::optional<Clock::time_point> kill_at;
   bool killed = false;
@@ -273,8 +289,12 @@ StopReason wait_for_exit(AttemptOutput& output, double timeout_s, const CommandO
       stop = output.reporter.stop_reason();
       if (stop == StopReason::kNone && deadline && now >= *deadline) stop = StopReason::kTimeout;
       if (stop != StopReason::kNone || output.checkpoint_error) {
-        output.child.signal_group(SIGTERM);
-        kill_at = now + grace;
+        const bool checkpoint = output.checkpoints_on_stop && checkpoint_stop(stop);
+        output.control.write(
+            "stop_reason",
+            std::string(stop == StopReason::kNone ? "error" : stop_word(stop)) + "\n");
+        output.child.signal_group(checkpoint ? SIGUSR1 : SIGTERM);
+        kill_at = now + grace(checkpoint ? options.checkpoint_grace_s : options.kill_grace_s);
       }
     } else if (!killed && now >= *kill_at) {
       output.child.signal_group(SIGKILL);
@@ -325,6 +345,31 @@ std::optional<trials::TrialResult> store_outputs(const TrialTask& task,
   for (const auto& [name, bytes] : outputs->artifacts)
     if (auto st = reporter.put_artifact(name, bytes); !st)
       return failed_result(fmt::format("storing {} failed: {}", name, st.error().message), true);
+  // A subfolder (a TensorBoard run) whole, as a tar archive, streamed; one
+  // that cannot be packed (too many files, a path too long) is left out, said in the log.
+  for (const auto& folder : outputs->folders) {
+    const std::string name = trials::artifact::kOutputPrefix + folder + ".tar";
+    PackStats stats;
+    bool unpackable = false;
+    auto st = reporter.put_artifact_stream(name, [&](ByteSink& out) {
+      stats = {};
+      auto packed = tar_dir(output_dir(task.work_dir) + "/" + folder, out, "HPO_OUTPUT_DIR");
+      if (!packed) {
+        unpackable = packed.error().code == ErrorCode::kInvalidArgument;
+        return Status(packed.error());
+      }
+      stats = std::move(*packed);
+      return Status{};
+    });
+    if (!st && unpackable) {
+      reporter.log(fmt::format("[hpo] output {} not kept: {}", folder, st.error().message));
+      continue;
+    }
+    if (!st)
+      return failed_result(fmt::format("storing {} failed: {}", name, st.error().message), true);
+    for (const auto& s : stats.skipped) reporter.log("[hpo] " + name + " leaves out " + s);
+    reporter.log(fmt::format("[hpo] output {} kept as {}: {} files", folder, name, stats.files));
+  }
   return std::nullopt;
 }
 
@@ -341,6 +386,9 @@ std::string tmp_dir(const std::string& work_dir) {
 }
 std::string bagging_file(const std::string& work_dir) {
   return (std::filesystem::path(work_dir) / "bagging.json").string();
+}
+std::string find_python_lib() {
+  return find_beside_binary({"python", "share/hpo/python"}, "hpo/__init__.py");
 }
 
 // A trial's seed (HPO_SEED, 0 to 2^31 - 1: what numpy, torch and Python's
@@ -385,6 +433,13 @@ std::vector<std::string> CommandExecutor::child_env(const TrialTask& task) const
   set("PYTHONUNBUFFERED", "1");
   if (task.spec)
     for (const auto& [k, v] : task.spec->trial.command.env) set(k, v);
+  // The hpo library after the user's own folders: a copy of their own wins.
+  if (!options_.python_lib.empty()) {
+    std::string path = options_.python_lib;
+    for (const auto& kv : vars)
+      if (kv.first == "PYTHONPATH" && !kv.second.empty()) path = kv.second + ":" + path;
+    set("PYTHONPATH", path);
+  }
   const auto& t = task.trial;
   set("HPO_PARAMS", trials::params_to_json(t.params));
   set("HPO_TRIAL_ID", t.id);
@@ -405,6 +460,7 @@ std::vector<std::string> CommandExecutor::child_env(const TrialTask& task) const
     set("HPO_WORK_DIR", task.work_dir);
     set("HPO_OUTPUT_DIR", output_dir(task.work_dir));
     set("HPO_CHECKPOINT_DIR", checkpoint_dir(task.work_dir));
+    set("HPO_CONTROL_DIR", control_dir(task.work_dir));
   }
   // A multi-fidelity trial: its rung's budget of the spec's resource (its
   // checkpoint folder holds the rung below's checkpoint when it is a promotion).
@@ -447,12 +503,16 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
       return failed_result(st.error().message, true);
   }
 
+  // The stop's word goes here: a folder of the worker's, made after the
+  // hand-over (the program cannot write there) and held open from now on.
+  ControlDir control(task.work_dir);
+
   SpawnOptions spawn = spawn_options(task, child_env(task), reporter);
   auto child = ChildProcess::spawn(spawn);
   if (!child)
     return failed_result(child.error().message, false);  // a missing program stays missing
 
-  AttemptOutput output{task, reporter, *child};
+  AttemptOutput output{task, reporter, *child, control};
   const StopReason stop = wait_for_exit(output, timeout_s, options_);
   int status = child->exit_status().value_or(0);
   // The trial is over: whatever it left running (a setsid() daemon) ends now,

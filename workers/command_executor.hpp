@@ -20,6 +20,14 @@ namespace hpo::workers {
 struct CommandOptions {
   // SIGTERM first; SIGKILL to the process group when it is still alive after this.
   double kill_grace_s = 5.0;
+  // A program that said `hpo-checkpoint-on-stop` and is stopped to run again
+  // elsewhere (a drain, a preemption) gets SIGUSR1, "checkpoint, then stop",
+  // and this long to do it before SIGKILL.
+  double checkpoint_grace_s = 60.0;
+  // The folder holding the `hpo` Python library (python/ of the source tree,
+  // share/hpo/python installed): appended to every trial's PYTHONPATH, so a
+  // trial imports it without installing anything. Empty: not added.
+  std::string python_lib;
   // The environment the trial starts from ("KEY=VALUE"); empty: what
   // trial_environment() keeps of this process's environment.
   std::vector<std::string> base_env;
@@ -33,7 +41,7 @@ class CommandExecutor : public Executor {
   trials::TrialResult run(const TrialTask& task, Reporter& reporter) override;
 
   // The child's environment: base < PYTHONUNBUFFERED=1 < recipe env < HPO_*
-  // and CUDA_VISIBLE_DEVICES.
+  // and CUDA_VISIBLE_DEVICES; PYTHONPATH ends with options.python_lib.
   std::vector<std::string> child_env(const TrialTask& task) const;
 
  private:
@@ -54,6 +62,10 @@ std::string checkpoint_dir(const std::string& work_dir);
 std::string bagging_file(const std::string& work_dir);
 // A trial user's TMPDIR, inside its attempt directory.
 std::string tmp_dir(const std::string& work_dir);
+
+// The folder of the `hpo` Python library: python/ beside the binary's build
+// tree or share/hpo/python under its install prefix; empty when neither is there.
+std::string find_python_lib();
 
 // The environment of this process as "KEY=VALUE" strings.
 std::vector<std::string> current_environment();

@@ -131,8 +131,10 @@ void keep_other_files(const std::string& dir, const std::set<std::string>& used,
     const std::string name = it->path().filename().string();
     if (used.count(name)) continue;
     std::error_code sec;
-    if (!it->is_regular_file(sec) || it->is_symlink(sec)) {
-      out.notes.push_back(fmt::format("[hpo] output {} not kept: only plain files are", name));
+    const bool folder = it->is_directory(sec) && !it->is_symlink(sec);
+    if (!folder && (!it->is_regular_file(sec) || it->is_symlink(sec))) {
+      out.notes.push_back(
+          fmt::format("[hpo] output {} not kept: only plain files and folders are", name));
       continue;
     }
     if (!plain_name(name)) {
@@ -146,8 +148,13 @@ void keep_other_files(const std::string& dir, const std::set<std::string>& used,
   for (std::size_t i = 0; i < kept.size(); ++i) {
     const std::string name = kept[i].filename().string();
     if (static_cast<int>(i) >= kMaxKeptFiles) {
-      out.notes.push_back(
-          fmt::format("[hpo] output {} not kept: at most {} files are", name, kMaxKeptFiles));
+      out.notes.push_back(fmt::format("[hpo] output {} not kept: at most {} files and folders are",
+                                      name, kMaxKeptFiles));
+      continue;
+    }
+    std::error_code sec;
+    if (fs::is_directory(fs::symlink_status(kept[i], sec))) {
+      out.folders.push_back(name);
       continue;
     }
     auto bytes = read_file(kept[i], kMaxKeptFileBytes);

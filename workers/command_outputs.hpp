@@ -5,6 +5,7 @@
 //   test.csv       | test.npy + test_targets.npy               -> test_predictions
 //   oob.csv        | oob.npy + oob_targets.npy (members)       -> oob_predictions
 //   anything else (a model file, a plot)                       -> output.<name>
+//   a subfolder (a TensorBoard run)                            -> output.<name>.tar
 //
 // The prediction files are checked against the sweep's trial.data
 // (ensemble/prediction_reader.hpp); a malformed one fails the attempt with the
@@ -32,6 +33,8 @@ inline constexpr int kMaxKeptFiles = 32;
 struct CommandOutputs {
   std::vector<std::pair<std::string, std::string>> artifacts;  // name, bytes
   std::vector<std::string> notes;                              // for the trial's log
+  // Subfolders to keep whole, each streamed as the tar artifact output.<name>.tar.
+  std::vector<std::string> folders;
 };
 
 // `plan`: the member's (its out-of-bag rows are what oob.* must predict); null

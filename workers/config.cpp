@@ -62,6 +62,14 @@ std::vector<Row> worker_rows() {
       {seconds_setting<WorkerConfig>("--kill-grace-s", "HPO_KILL_GRACE_S", nullptr,
                                      &WorkerConfig::kill_grace_s),
        "seconds between SIGTERM and SIGKILL when a command trial is stopped (default 5)"},
+      {seconds_setting<WorkerConfig>("--checkpoint-grace-s", "HPO_CHECKPOINT_GRACE_S", nullptr,
+                                     &WorkerConfig::checkpoint_grace_s),
+       "seconds a command trial that said hpo-checkpoint-on-stop has between SIGUSR1 (drain, "
+       "preemption: checkpoint, then stop) and SIGKILL (default 60)"},
+      {text_setting<WorkerConfig>("--python-lib", "HPO_PYTHON_LIB", nullptr,
+                                  &WorkerConfig::python_lib),
+       "the folder holding the hpo Python library, put on every trial's PYTHONPATH (default: "
+       "python/ or share/hpo/python beside the binary; none: not added)"},
       {text_setting<WorkerConfig>("--work-dir", "HPO_WORK_DIR", nullptr, &WorkerConfig::work_dir),
        "where attempt directories go (default $HPO_HOME/work/<name>)"},
       {{"--artifacts", "HPO_ARTIFACTS", nullptr, SettingKind::kValue,
@@ -252,7 +260,8 @@ Result<WorkerConfig> load_config(const std::vector<std::string>& args, const Env
 std::string usage() {
   std::string out =
       "usage: hpo-worker [--redis URL] [--slots N] [--name NAME] [--threads T] [--lease-ms L]\n"
-      "                  [--prefix P] [--kill-grace-s S] [--work-dir DIR] [--dataset-cache DIR]\n"
+      "                  [--prefix P] [--kill-grace-s S] [--checkpoint-grace-s S]\n"
+      "                  [--python-lib DIR|none] [--work-dir DIR] [--dataset-cache DIR]\n"
       "                  [--wait-s S]\n"
       "                  [--drain-grace-s S] [--outage-grace-s S] [--data-root DIR]...\n"
       "                  [--label K[=V]]... [--cpus N] [--memory-gb G] [--fake-gpus M:GB,...]\n"

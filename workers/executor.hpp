@@ -24,8 +24,16 @@
 
 namespace hpo::workers {
 
-// Why a trial must stop, as the Reporter knows it.
-enum class StopReason { kNone, kPruned, kCancelled, kTimeout, kLeaseLost, kShutdown };
+// Why a trial must stop, as the Reporter knows it. kShutdown: this worker
+// drains or stops; kPreempted: the scheduler takes the slot back (a
+// preemption, Control::kRelease). Both keep the trial's progress: a trial
+// that checkpoints does so, and the attempt is released, not failed.
+enum class StopReason { kNone, kPruned, kCancelled, kTimeout, kLeaseLost, kShutdown, kPreempted };
+
+// A stop after which the trial runs again elsewhere: checkpoint, then stop.
+inline bool checkpoint_stop(StopReason r) {
+  return r == StopReason::kShutdown || r == StopReason::kPreempted;
+}
 
 class Reporter {
  public:
@@ -38,6 +46,10 @@ class Reporter {
   bool should_stop() const { return stop_reason() != StopReason::kNone; }
   // A line of the trial's log (kept as the trial's log tail).
   virtual void log(std::string_view line) = 0;
+  // The running program says it checkpoints when asked to stop (a command
+  // trial's `hpo-checkpoint-on-stop` line): from now on a drain stops it at
+  // once, as trials of an executor that checkpoints() are.
+  virtual void checkpoints_on_stop() {}
   // Stores a binary artifact (model, predictions) with the trial.
   virtual Status put_artifact(const std::string& name, const std::string& bytes) = 0;
   // An artifact of the trial as stored (by this or an earlier attempt: the
@@ -128,7 +140,7 @@ class Executor {
   // False: run() never touches TrialTask::work_dir, and the agent makes none
   // (a directory per attempt costs file-system work cheap trials feel).
   virtual bool needs_work_dir() const { return true; }
-  // True: a stop with StopReason::kShutdown checkpoints the attempt (kept as
+  // True: a checkpoint_stop() checkpoints the attempt (kept as
   // artifact "checkpoint", which the next attempt resumes from), so a drain
   // or preemption stops it at once instead of waiting for it to finish.
   virtual bool checkpoints() const { return false; }

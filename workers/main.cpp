@@ -363,7 +363,13 @@ int main(int argc, char** argv) {
   if (auto failed = open_sandbox(config, options)) return *failed;
 
   hpo::trials::StoreFactory connect = store_factory(url, config);
-  auto executors = hpo::workers::builtin_executors(config.kill_grace_s);
+  hpo::workers::CommandOptions command;
+  command.kill_grace_s = config.kill_grace_s;
+  command.checkpoint_grace_s = config.checkpoint_grace_s;
+  command.python_lib = config.python_lib == "none" ? std::string()
+                       : config.python_lib.empty() ? hpo::workers::find_python_lib()
+                                                   : config.python_lib;
+  auto executors = hpo::workers::builtin_executors(command);
   // Folders torch trials may read data from (logged even without LibTorch).
   std::vector<std::string> data_roots = config.data_roots;
   if (data_roots.empty()) data_roots = {hpo::trials::kDefaultDataRoot, options.work_root};
@@ -376,7 +382,8 @@ int main(int argc, char** argv) {
                  {"redis", parsed_url->to_string()},
                  {"prefix", config.prefix},
                  {"work_dir", options.work_root},
-                 {"data_roots", fmt::format("{}", fmt::join(data_roots, ":"))}});
+                 {"data_roots", fmt::format("{}", fmt::join(data_roots, ":"))},
+                 {"python_lib", command.python_lib.empty() ? "none" : command.python_lib}});
   hpo::workers::Agent agent(options, connect, std::move(executors),
                             config.fake_gpus.empty() ? &gpus : nullptr);
   if (auto st = agent.start(); !st) {

@@ -18,6 +18,8 @@ const char* to_string(StopReason reason) {
       return "lease lost";
     case StopReason::kShutdown:
       return "worker shutting down";
+    case StopReason::kPreempted:
+      return "preempted";
   }
   return "unknown";
 }
@@ -52,6 +54,7 @@ trials::TrialResult stopped_result(StopReason reason, double timeout_s) {
       break;
     case StopReason::kLeaseLost:
     case StopReason::kShutdown:
+    case StopReason::kPreempted:
       r.outcome = trials::TrialState::kFailed;
       r.error = to_string(reason);
       r.retryable = true;

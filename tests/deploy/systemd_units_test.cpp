@@ -157,6 +157,12 @@ TEST_F(SystemdUnits, InstallStagesTheBinariesTheUnitsAndAConfigurationThatIsKept
   if (fs::exists(kSource + "/web/ui/dist/index.html")) {
     EXPECT_TRUE(fs::exists(root_ + "/usr/local/share/hpo/ui/index.html"));
   }
+  // The Python library an installed worker finds beside its binary, readable by trial users.
+  for (const char* py : {"hpo/__init__.py", "hpo/_trial.py", "hpo/integrations/xgboost.py"}) {
+    struct stat lib {};
+    ASSERT_EQ(::stat((root_ + "/usr/local/share/hpo/python/" + py).c_str(), &lib), 0) << py;
+    EXPECT_EQ(lib.st_mode & 0444, 0444u) << py;
+  }
   for (const char* unit : {"hpo-scheduler.service", "hpo-worker@.service"})
     EXPECT_TRUE(fs::exists(root_ + "/etc/systemd/system/" + unit)) << unit;
   struct stat st {};

@@ -68,6 +68,13 @@ def probe(drop, number):
     for fd in found["fds"]:
         if fd > 2:
             found[f"fd{fd}"] = attempt(lambda: os.write(fd, b"SET hpo:pwned 1\r\n"))
+    # The worker's control folder (the stop's reason, checkpoint receipts): a
+    # link planted there, or a file written, would have the worker write
+    # through it.
+    control = os.environ.get("HPO_CONTROL_DIR", "")
+    found["control_plant"] = attempt(
+        lambda: os.symlink("/etc/passwd", os.path.join(control, "stop_reason")))
+    found["control_write"] = attempt(lambda: open(os.path.join(control, "checkpoint"), "w").close())
     # Redis with no credential.
     def redis_set():
         with socket.create_connection(("127.0.0.1", port), timeout=5) as s:

@@ -172,6 +172,8 @@ TEST_F(TrustBoundary, AHostileTrialFindsNoSecretNoSocketNoRedisAndNoOtherTrial) 
     EXPECT_EQ(f["scheduler_json"], "PermissionError");
     EXPECT_EQ(f["hpo_home_list"], "PermissionError");
     EXPECT_EQ(f["redis_conf"], "PermissionError");
+    EXPECT_EQ(f["control_plant"], "PermissionError");
+    EXPECT_EQ(f["control_write"], "PermissionError");
     // Nothing inherited but stdin, stdout and stderr.
     EXPECT_EQ(f["fds"], Json::array({0, 1, 2}));
     // Redis without the credential: refused.

@@ -34,13 +34,9 @@ AgentOptions normalized(AgentOptions o) {
 
 }  // namespace
 
-ExecutorRegistry builtin_executors(double kill_grace_s) {
+ExecutorRegistry builtin_executors(const CommandOptions& command) {
   ExecutorRegistry r;
-  r[trials::TrialKind::kCommand] = [kill_grace_s] {
-    CommandOptions o;
-    o.kill_grace_s = kill_grace_s;
-    return std::make_unique<CommandExecutor>(std::move(o));
-  };
+  r[trials::TrialKind::kCommand] = [command] { return std::make_unique<CommandExecutor>(command); };
   r[trials::TrialKind::kSynthetic] = [] { return std::make_unique<SyntheticExecutor>(); };
   return r;
 }

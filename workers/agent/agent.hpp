@@ -45,6 +45,7 @@
 
 #include "trials/spec/spec.hpp"
 #include "trials/store.hpp"
+#include "workers/command_executor.hpp"
 #include "workers/executor.hpp"
 #include "workers/gpu_inventory.hpp"
 #include "workers/trial_sandbox.hpp"
@@ -160,7 +161,12 @@ class Agent {
   std::vector<std::thread> threads_;
 };
 
-// The built-in executors: command and synthetic.
-ExecutorRegistry builtin_executors(double kill_grace_s = 5.0);
+// The built-in executors: command (with these options) and synthetic.
+ExecutorRegistry builtin_executors(const CommandOptions& command);
+inline ExecutorRegistry builtin_executors(double kill_grace_s = 5.0) {
+  CommandOptions o;
+  o.kill_grace_s = kill_grace_s;
+  return builtin_executors(o);
+}
 
 }  // namespace hpo::workers

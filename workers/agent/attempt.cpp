@@ -15,7 +15,7 @@ StopReason stop_for(trials::Control c) {
     case trials::Control::kCancel:
       return StopReason::kCancelled;
     case trials::Control::kRelease:  // as our own drain: checkpoint, stop, release
-      return StopReason::kShutdown;
+      return StopReason::kPreempted;
     case trials::Control::kNone:
       break;
   }

@@ -36,7 +36,7 @@ bool Completer::deliver(const std::shared_ptr<RunningAttempt>& run,
     ++shared_.stats.dropped;
     return false;
   }
-  if ((shared_.stopping.load() || stop == StopReason::kShutdown) &&
+  if ((shared_.stopping.load() || checkpoint_stop(stop)) &&
       result.outcome != trials::TrialState::kCompleted) {
     release_stopped(*run, log_tail, queue);
     return false;

@@ -90,6 +90,13 @@ StopReason TrialReporter::stop_reason() const {
   return StopReason::kNone;
 }
 
+void TrialReporter::checkpoints_on_stop() {
+  // Agent::drain sets draining, then reads checkpoints; this the other way
+  // round: one of the two sees the other.
+  run_.checkpoints = true;
+  if (shared_.draining.load()) run_.set_stop(StopReason::kShutdown);
+}
+
 void TrialReporter::log(std::string_view line) {
   std::lock_guard lk(mu_);
   tail_.emplace_back(line.substr(0, kLogLineMax));

@@ -40,6 +40,8 @@ class TrialReporter : public Reporter {
   bool report(std::int64_t step, const trials::Metrics& metrics) override;
   StopReason stop_reason() const override;
   void log(std::string_view line) override;
+  // The attempt now checkpoints on a drain; one already draining stops now.
+  void checkpoints_on_stop() override;
   Status put_artifact(const std::string& name, const std::string& bytes) override;
   Result<std::optional<std::string>> get_artifact(const std::string& name) override;
   // The store's answer to a stream is retried through an outage; the

@@ -171,7 +171,7 @@ Supervised supervise_ranks(RankGroup& ranks, Reporter& reporter, const fs::path&
     if (stop_sent) return;
     stop_sent = true;
     // A drain asks for a checkpoint where the training stops (a single rank saves one).
-    ranks.signal_all(reporter.stop_reason() == StopReason::kShutdown ? SIGUSR1 : SIGTERM);
+    ranks.signal_all(checkpoint_stop(reporter.stop_reason()) ? SIGUSR1 : SIGTERM);
     kill_at = kill_at ? std::min(*kill_at, grace()) : grace();
   };
   std::optional<CheckpointRefused> refused;

@@ -267,7 +267,7 @@ class Training {
     pending_.stop = pending_.stop || reporter_.should_stop();
     if (!group_ && pending_.stop) {
       // Drained or preempted: what it did so far is kept for the next attempt.
-      if (options_.checkpoint && reporter_.stop_reason() == StopReason::kShutdown)
+      if (options_.checkpoint && checkpoint_stop(reporter_.stop_reason()))
         options_.checkpoint(
             save_checkpoint(model_, *optimizer_,
                             Resume{epoch, b, step_, e.seen, e.loss_sum, e.perm}, shuffle_),

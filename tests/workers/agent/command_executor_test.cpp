@@ -3,8 +3,10 @@
 // way of running a command.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <fstream>
@@ -21,6 +23,7 @@
 #include "trials/trial_plan.hpp"
 #include "workers/checkpoint_dir.hpp"
 #include "workers/command_executor.hpp"
+#include "workers/control_dir.hpp"
 
 namespace hpo::workers {
 namespace {
@@ -334,6 +337,99 @@ exec sleep 1000
   EXPECT_TRUE(no_children_left());
 }
 
+// Runs `script` in an attempt directory of `dir` until its first report,
+// then stops it for `stop`; the result (the reporter keeps its lines).
+trials::TrialResult stop_after_first_report(const TempDir& dir, const std::string& script,
+                                            StopReason stop, RecordingReporter& rep,
+                                            std::string* work_dir = nullptr) {
+  auto spec = command_spec({script});
+  trials::TrialResult r;
+  auto task = make_task(spec);
+  task.work_dir = dir.file("a0");
+  std::filesystem::create_directories(task.work_dir);
+  if (work_dir) *work_dir = task.work_dir;
+  std::thread runner([&] { r = CommandExecutor(fast_options(0.5)).run(task, rep); });
+  const bool reported = wait_for([&] { return !rep.reports_copy().empty(); });
+  EXPECT_TRUE(reported);
+  rep.stop = stop;
+  runner.join();
+  return r;
+}
+
+bool said(const RecordingReporter& rep, const std::string& line) {
+  return std::find(rep.lines.begin(), rep.lines.end(), line) != rep.lines.end();
+}
+
+// The worker writes why it stops the program into HPO_CONTROL_DIR before the
+// signal: SIGTERM for a prune even from a program that checkpoints on a stop.
+TEST(CommandExecutor, TheStopsReasonIsWrittenBeforeTheSignal) {
+  TempDir dir;
+  auto script = dir.script("reason.sh", R"sh(
+trap 'echo "stopped for $(cat "$HPO_CONTROL_DIR/stop_reason")"; exit 0' TERM
+trap 'echo "USR1 is not for a prune"; exit 0' USR1
+echo hpo-checkpoint-on-stop
+echo 'hpo-metric {"step": 1, "loss": 4}'
+while :; do sleep 0.05; done
+)sh");
+  RecordingReporter rep;
+  std::string work_dir;
+  auto r = stop_after_first_report(dir, script, StopReason::kPruned, rep, &work_dir);
+  EXPECT_TRUE(rep.declared.load());
+  EXPECT_EQ(r.outcome, trials::TrialState::kPruned);
+  EXPECT_TRUE(said(rep, "stopped for prune")) << ::testing::PrintToString(rep.lines);
+  struct stat st {};
+  ASSERT_EQ(::stat(control_dir(work_dir).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+}
+
+// A drain of a program that said `hpo-checkpoint-on-stop`: SIGUSR1 and the
+// reason "drain"; it saves, prints `hpo-checkpoint`, sees the receipt in the
+// control folder and exits; the attempt is stopped (retryable) with its checkpoint stored.
+TEST(CommandExecutor, ADrainAsksAProgramThatCheckpointsOnAStopForItsCheckpoint) {
+  TempDir dir;
+  auto script = dir.script("drain.sh", R"sh(
+save() {
+  echo "asked for $(cat "$HPO_CONTROL_DIR/stop_reason")"
+  echo 3 > "$HPO_CHECKPOINT_DIR/step"
+  echo hpo-checkpoint
+  n=0
+  until grep -q '^1 stored' "$HPO_CONTROL_DIR/checkpoint" 2>/dev/null; do
+    n=$((n + 1)); [ "$n" -gt 2000 ] && exit 3; sleep 0.01
+  done
+  echo "receipt: $(cat "$HPO_CONTROL_DIR/checkpoint")"
+  exit 0
+}
+trap save USR1
+echo hpo-checkpoint-on-stop
+echo 'hpo-metric {"step": 2, "loss": 4}'
+while :; do sleep 0.05; done
+)sh");
+  RecordingReporter rep;
+  auto r = stop_after_first_report(dir, script, StopReason::kShutdown, rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_TRUE(r.retryable);
+  ASSERT_EQ(rep.puts["checkpoint"], 1) << ::testing::PrintToString(rep.lines);
+  for (const char* line : {"asked for drain", "receipt: 1 stored"})
+    EXPECT_TRUE(said(rep, line)) << line << ": " << ::testing::PrintToString(rep.lines);
+}
+
+TEST(CommandExecutor, TheHpoLibraryIsOnPythonPathAfterTheUsersOwnFolders) {
+  auto spec = command_spec({"true"});
+  auto path = [&](const CommandOptions& o) {
+    for (const auto& kv : CommandExecutor(o).child_env(make_task(spec)))
+      if (kv.rfind("PYTHONPATH=", 0) == 0) return kv.substr(11);
+    return std::string("(none)");
+  };
+  auto o = fast_options();
+  EXPECT_EQ(path(o), "(none)");
+  o.python_lib = "/opt/hpo/python";
+  EXPECT_EQ(path(o), "/opt/hpo/python");
+  spec.trial.command.env = {{"PYTHONPATH", "/mine"}};
+  EXPECT_EQ(path(o), "/mine:/opt/hpo/python");
+  // The build tree's python/ is found beside the test binaries.
+  EXPECT_EQ(find_python_lib(), std::string(HPO_SOURCE_DIR) + "/python");
+}
+
 // --- predictions and files from $HPO_OUTPUT_DIR ------------------------------
 
 trials::SweepSpec predicting_spec(const std::string& script) {
@@ -453,6 +549,61 @@ TEST(CommandCheckpoints, PackedFoldersKeepRegularFilesAndRefuseEscapes) {
     EXPECT_FALSE(r.ok()) << bad;
   }
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/evil"));
+}
+
+// Extracts `archive` into `into` with GNU tar (the archive is what users get).
+int untar(const std::string& archive, const std::string& into) {
+  std::filesystem::create_directories(into);
+  hpo::testing::Process tar({"/usr/bin/tar", "-xf", archive, "-C", into}, {}, into + ".log");
+  return tar.wait(std::chrono::seconds(60));
+}
+
+// A folder as a tar archive: GNU tar extracts the same files (a deep path
+// through ustar's prefix field, an empty file, one of a size not a multiple
+// of 512); links and names that cannot be kept are left out.
+TEST(CommandCheckpoints, AFolderBecomesATarThatTarExtracts) {
+  TempDir dir;
+  const std::string deep = std::string(60, 'd') + "/" + std::string(70, 'e') + "/events.out";
+  std::filesystem::create_directories(
+      dir.file("run/" + deep).substr(0, dir.file("run/" + deep).rfind('/')));
+  std::string big(2 * kStreamChunk + 513, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7 % 253);
+  std::ofstream(dir.file("run/" + deep), std::ios::binary) << big;
+  std::ofstream(dir.file("run/empty"), std::ios::binary);
+  std::ofstream(dir.file("run/scalars.csv")) << "step,loss\n0,1.5\n";
+  std::filesystem::create_symlink("/etc/passwd", dir.file("run/link"));
+  StringSink tar(std::int64_t{1} << 30, "tar");
+  auto stats = tar_dir(dir.file("run"), tar, "HPO_OUTPUT_DIR");
+  ASSERT_TRUE(stats.ok()) << stats.error().message;
+  EXPECT_EQ(stats->files, 3u);
+  EXPECT_EQ(tar.bytes().size() % 512, 0u);
+  std::ofstream(dir.file("run.tar"), std::ios::binary) << tar.bytes();
+  ASSERT_EQ(untar(dir.file("run.tar"), dir.file("x")), 0) << read_file(dir.file("x.log"));
+  EXPECT_EQ(read_file(dir.file("x/" + deep)), big);
+  EXPECT_EQ(read_file(dir.file("x/scalars.csv")), "step,loss\n0,1.5\n");
+  EXPECT_TRUE(std::filesystem::exists(dir.file("x/empty")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("x/link")));
+}
+
+// A subfolder of HPO_OUTPUT_DIR (a TensorBoard run) is kept whole as
+// output.<name>.tar beside the plain files.
+TEST(CommandOutputs, ASubfolderIsKeptAsATarArchive) {
+  TempDir dir;
+  auto script = dir.script("tb.sh", R"(
+mkdir -p "$HPO_OUTPUT_DIR/runs/exp1"
+echo events > "$HPO_OUTPUT_DIR/runs/exp1/events.out.tfevents.1"
+echo 1 > "$HPO_OUTPUT_DIR/model.txt"
+echo 'hpo-metric {"final": true, "loss": 1}'
+)");
+  auto spec = command_spec({script});
+  RecordingReporter rep;
+  auto r = run_in_work_dir(make_task(spec), dir, "a0", rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  EXPECT_EQ(rep.artifacts["output.model.txt"], "1\n");
+  ASSERT_TRUE(rep.artifacts.count("output.runs.tar")) << ::testing::PrintToString(rep.lines);
+  std::ofstream(dir.file("runs.tar"), std::ios::binary) << rep.artifacts["output.runs.tar"];
+  ASSERT_EQ(untar(dir.file("runs.tar"), dir.file("x")), 0);
+  EXPECT_EQ(read_file(dir.file("x/exp1/events.out.tfevents.1")), "events\n");
 }
 
 // A pack is streamed: unpacked from pieces of any size (a byte at a time, a

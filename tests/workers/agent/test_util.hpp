@@ -25,6 +25,7 @@ class RecordingReporter : public Reporter {
     return !should_stop();
   }
   StopReason stop_reason() const override { return stop.load(); }
+  void checkpoints_on_stop() override { declared = true; }
   void log(std::string_view line) override {
     std::lock_guard lk(mu_);
     lines.emplace_back(line);
@@ -50,7 +51,8 @@ class RecordingReporter : public Reporter {
   }
 
   std::atomic<StopReason> stop{StopReason::kNone};
-  std::optional<Error> refuse_puts;  // set: every put_artifact answers this
+  std::atomic<bool> declared{false};  // the program said hpo-checkpoint-on-stop
+  std::optional<Error> refuse_puts;   // set: every put_artifact answers this
   std::vector<std::pair<std::int64_t, trials::Metrics>> reports;
   std::vector<std::string> lines;
   std::map<std::string, std::string> artifacts;
