@@ -8,6 +8,8 @@ pkgs=(g++ cmake make pkg-config git ca-certificates
       libeigen3-dev zlib1g-dev
       libssl-dev openssl  # HTTPS of the API (Boost.Asio over OpenSSL); the TLS tests make certificates
       python3         # the Python command trials of the tests and examples (standard library only)
+      # the hpo Python library's integrations and the examples' trials, tested for real
+      python3-numpy python3-sklearn python3-xgboost python3-torch python3-torchvision
       redis-sentinel  # the Sentinel failover tests (a primary, a replica, three Sentinels)
       slurm-wlm munge # the Slurm deploy test (slurmctld, slurmd, munged on this machine)
       libtorch-dev libgloo-dev libopenblas0-pthread
@@ -17,7 +19,7 @@ pkgs=(g++ cmake make pkg-config git ca-certificates
       libyaml-cpp-dev # the deploy test reads the Kubernetes manifests
       clang libclang-rt-14-dev)  # the fuzz build (scripts/fuzz.sh): libFuzzer, ASan, UBSan
 if [[ "${1:-}" == "--bench" ]]; then
-  pkgs+=(python3-optuna python3-redis python3-torch python3-sklearn python3-numpy)
+  pkgs+=(python3-optuna python3-redis)
 fi
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 

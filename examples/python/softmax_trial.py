@@ -61,7 +61,7 @@ def main():
     # A member trains on exactly the rows and columns the scheduler drew.
     rows = list(range(len(x_train)))
     features = list(range(len(x_train[0])))
-    oob, seed = [], 0
+    oob, seed = [], int(os.environ.get("HPO_SEED", "0"))  # the trial's own, every attempt alike
     plan_file = os.environ.get("HPO_BAGGING_FILE")
     if plan_file:
         with open(plan_file) as f:
