@@ -455,6 +455,10 @@ void ChildProcess::flush_partial(const LineSink& sink) {
   }
 }
 
+void ChildProcess::linger_for(long ms) {
+  linger_deadline_ms_ = now_ms() + ms;
+}
+
 bool ChildProcess::poll(int timeout_ms, const LineSink& sink) {
   if (pid_ <= 0) return true;
   pollfd pfds[2];
@@ -473,7 +477,8 @@ bool ChildProcess::poll(int timeout_ms, const LineSink& sink) {
     for (int k = 0; k < n; ++k)
       if (pfds[k].revents & (POLLIN | POLLHUP | POLLERR)) read_pipe(idx[k], sink);
   }
-  if (!status_ && leader_exited()) {
+  const bool pipes_open = fds_[0] >= 0 || fds_[1] >= 0;
+  if (!status_ && leader_exited() && !(pipes_open && now_ms() < linger_deadline_ms_)) {
     ::kill(-pid_, SIGKILL);  // stragglers of the group; the zombie leader pins the group id
     reap();
     drain_deadline_ms_ = now_ms() + kDrainMs;

@@ -109,6 +109,12 @@ class ChildProcess {
   // Sends `sig` to the whole process group (no-op after the program ended).
   void signal_group(int sig);
 
+  // For the next `ms`, a leader that exits does not end its group at once:
+  // the rest may go on while it holds the pipes (a wrapper killed by a
+  // signal the program under it handles, saving a checkpoint). Then, or
+  // once the pipes close, the group is killed.
+  void linger_for(long ms);
+
   // With SpawnOptions::stdin_pipe: writes `bytes` to the child's stdin and
   // closes it (the child then reads EOF). kUnavailable when the child has
   // gone (EPIPE) or it was already written.
@@ -134,11 +140,12 @@ class ChildProcess {
   void reap();
 
   pid_t pid_ = -1;
-  int fds_[2] = {-1, -1};        // stdout, stderr read ends (-1 once at EOF)
-  int stdin_fd_ = -1;            // stdin's write end (stdin_pipe), until written
-  std::string partial_[2];       // bytes after the last newline, per pipe
-  std::optional<int> status_;    // set once the leader was reaped
-  long drain_deadline_ms_ = -1;  // after the leader exited: stop waiting for EOF at this time
+  int fds_[2] = {-1, -1};         // stdout, stderr read ends (-1 once at EOF)
+  int stdin_fd_ = -1;             // stdin's write end (stdin_pipe), until written
+  std::string partial_[2];        // bytes after the last newline, per pipe
+  std::optional<int> status_;     // set once the leader was reaped
+  long drain_deadline_ms_ = -1;   // after the leader exited: stop waiting for EOF at this time
+  long linger_deadline_ms_ = -1;  // linger_for()
 };
 
 // The last `capacity` bytes of a stream of lines (a child's stderr, for the

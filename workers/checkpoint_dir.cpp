@@ -37,21 +37,24 @@ bool safe_path(std::string_view p) {
 namespace {
 
 // The folder's regular files, relative and sorted; what is left out goes to
-// stats.skipped. `what` names the folder in errors.
+// stats.skipped. `what` names the folder in errors; `max_bytes` (0: none)
+// bounds their sizes together.
 Result<std::vector<std::string>> folder_files(const std::string& dir, PackStats& stats,
-                                              const char* what) {
+                                              const char* what, std::int64_t max_bytes = 0) {
   std::error_code ec;
   std::vector<std::string> files;
-  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::none, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+  std::int64_t bytes = 0;
+  auto it = fs::recursive_directory_iterator(dir, fs::directory_options::none, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const auto rel = it->path().lexically_relative(dir).generic_string();
-    if (it->is_symlink(ec)) {
+    std::error_code entry;  // an entry that cannot be looked at is left out, said so
+    if (it->is_symlink(entry)) {
       stats.skipped.push_back(rel + " (a symbolic link)");
       it.disable_recursion_pending();
       continue;
     }
-    if (it->is_directory(ec)) continue;
-    if (!it->is_regular_file(ec)) {
+    if (it->is_directory(entry)) continue;
+    if (!it->is_regular_file(entry)) {
       stats.skipped.push_back(rel + " (not a regular file)");
       continue;
     }
@@ -63,7 +66,14 @@ Result<std::vector<std::string>> folder_files(const std::string& dir, PackStats&
     if (files.size() > kMaxCheckpointFiles)
       return Error::invalid(what, fmt::format("holds more than {} files; at most {} are kept",
                                               kMaxCheckpointFiles, kMaxCheckpointFiles));
+    const auto size = it->file_size(entry);
+    bytes += entry ? 0 : static_cast<std::int64_t>(size);
+    if (max_bytes > 0 && bytes > max_bytes)
+      return Error::invalid(
+          what, fmt::format("holds more than {} bytes; at most {} are kept", max_bytes, max_bytes));
   }
+  // A folder that cannot be walked to its end is not packed in part.
+  if (ec) return Error::invalid(what, "cannot be read: " + ec.message());
   std::sort(files.begin(), files.end());
   return files;
 }
@@ -150,10 +160,11 @@ Result<PackStats> pack_dir(const std::string& dir, ByteSink& sink) {
   return stats;
 }
 
-Result<PackStats> tar_dir(const std::string& dir, ByteSink& sink, const char* what) {
+Result<PackStats> tar_dir(const std::string& dir, ByteSink& sink, const char* what,
+                          std::int64_t max_bytes) {
   PackStats stats;
   CountingSink out(sink);
-  auto files = folder_files(dir, stats, what);
+  auto files = folder_files(dir, stats, what, max_bytes);
   if (!files) return files.error();
   const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
   std::int64_t pad = 0;  // the last file's padding, written before the next header

@@ -293,8 +293,12 @@ StopReason wait_for_exit(AttemptOutput& output, double timeout_s, const CommandO
         output.control.write(
             "stop_reason",
             std::string(stop == StopReason::kNone ? "error" : stop_word(stop)) + "\n");
+        const double grace_s = checkpoint ? options.checkpoint_grace_s : options.kill_grace_s;
+        // A wrapper (a shell script, a launcher) may die of SIGUSR1 while the
+        // program under it saves: its group lives on for the grace.
+        if (checkpoint) output.child.linger_for(static_cast<long>(grace_s * 1000));
         output.child.signal_group(checkpoint ? SIGUSR1 : SIGTERM);
-        kill_at = now + grace(checkpoint ? options.checkpoint_grace_s : options.kill_grace_s);
+        kill_at = now + grace(grace_s);
       }
     } else if (!killed && now >= *kill_at) {
       output.child.signal_group(SIGKILL);
@@ -332,7 +336,8 @@ trials::TrialResult exit_failure(int status, double memory_gb, const std::string
 // nullopt: every output stored; else the attempt's result.
 std::optional<trials::TrialResult> store_outputs(const TrialTask& task,
                                                  const ensemble::BaggingPlan* plan,
-                                                 const AttemptOutput& output, Reporter& reporter) {
+                                                 const AttemptOutput& output, Reporter& reporter,
+                                                 std::int64_t max_folder_bytes) {
   const auto& recipe = task.spec->trial.command;
   auto outputs =
       collect_outputs(output_dir(task.work_dir), recipe.data ? &*recipe.data : nullptr, plan);
@@ -349,11 +354,13 @@ std::optional<trials::TrialResult> store_outputs(const TrialTask& task,
   // that cannot be packed (too many files, a path too long) is left out, said in the log.
   for (const auto& folder : outputs->folders) {
     const std::string name = trials::artifact::kOutputPrefix + folder + ".tar";
+    const std::string what = "HPO_OUTPUT_DIR/" + folder;
     PackStats stats;
     bool unpackable = false;
     auto st = reporter.put_artifact_stream(name, [&](ByteSink& out) {
       stats = {};
-      auto packed = tar_dir(output_dir(task.work_dir) + "/" + folder, out, "HPO_OUTPUT_DIR");
+      auto packed =
+          tar_dir(output_dir(task.work_dir) + "/" + folder, out, what.c_str(), max_folder_bytes);
       if (!packed) {
         unpackable = packed.error().code == ErrorCode::kInvalidArgument;
         return Status(packed.error());
@@ -362,7 +369,8 @@ std::optional<trials::TrialResult> store_outputs(const TrialTask& task,
       return Status{};
     });
     if (!st && unpackable) {
-      reporter.log(fmt::format("[hpo] output {} not kept: {}", folder, st.error().message));
+      reporter.log(fmt::format("[hpo] output {} not kept: {} (hpo-worker --max-output-folder-mb)",
+                               folder, st.error().message));
       continue;
     }
     if (!st)
@@ -506,8 +514,11 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
   // The stop's word goes here: a folder of the worker's, made after the
   // hand-over (the program cannot write there) and held open from now on.
   ControlDir control(task.work_dir);
+  std::vector<std::string> env = child_env(task);
+  if (!control.open())  // no folder, no receipts: a library must not wait for them
+    std::erase_if(env, [](const std::string& kv) { return kv.starts_with("HPO_CONTROL_DIR="); });
 
-  SpawnOptions spawn = spawn_options(task, child_env(task), reporter);
+  SpawnOptions spawn = spawn_options(task, std::move(env), reporter);
   auto child = ChildProcess::spawn(spawn);
   if (!child)
     return failed_result(child.error().message, false);  // a missing program stays missing
@@ -545,7 +556,8 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
   }
   // What it wrote: predictions checked against trial.data, other files kept.
   if (!task.work_dir.empty()) {
-    if (auto failed = store_outputs(task, plan ? &*plan : nullptr, output, reporter))
+    if (auto failed = store_outputs(task, plan ? &*plan : nullptr, output, reporter,
+                                    options_.max_output_folder_bytes))
       return std::move(*failed);
   }
   trials::TrialResult result;

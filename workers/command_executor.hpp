@@ -23,7 +23,10 @@ struct CommandOptions {
   // A program that said `hpo-checkpoint-on-stop` and is stopped to run again
   // elsewhere (a drain, a preemption) gets SIGUSR1, "checkpoint, then stop",
   // and this long to do it before SIGKILL.
-  double checkpoint_grace_s = 60.0;
+  double checkpoint_grace_s = 20.0;
+  // The most bytes a subfolder of HPO_OUTPUT_DIR may hold to be kept (as
+  // output.<name>.tar); a larger one is left out, said in the trial's log.
+  std::int64_t max_output_folder_bytes = std::int64_t{1} << 30;
   // The folder holding the `hpo` Python library (python/ of the source tree,
   // share/hpo/python installed): appended to every trial's PYTHONPATH, so a
   // trial imports it without installing anything. Empty: not added.

@@ -154,6 +154,14 @@ void keep_other_files(const std::string& dir, const std::set<std::string>& used,
     }
     std::error_code sec;
     if (fs::is_directory(fs::symlink_status(kept[i], sec))) {
+      // Its archive's name must not be a kept file's (run/ and run.tar).
+      if (std::binary_search(kept.begin(), kept.end(), kept[i].parent_path() / (name + ".tar"))) {
+        out.notes.push_back(fmt::format(
+            "[hpo] output folder {0} not kept: a file {0}.tar is, under the name its archive "
+            "would have",
+            name));
+        continue;
+      }
       out.folders.push_back(name);
       continue;
     }

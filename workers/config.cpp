@@ -65,7 +65,11 @@ std::vector<Row> worker_rows() {
       {seconds_setting<WorkerConfig>("--checkpoint-grace-s", "HPO_CHECKPOINT_GRACE_S", nullptr,
                                      &WorkerConfig::checkpoint_grace_s),
        "seconds a command trial that said hpo-checkpoint-on-stop has between SIGUSR1 (drain, "
-       "preemption: checkpoint, then stop) and SIGKILL (default 60)"},
+       "preemption: checkpoint, then stop) and SIGKILL (default 20)"},
+      {int_setting("--max-output-folder-mb", "HPO_MAX_OUTPUT_FOLDER_MB", nullptr,
+                   &WorkerConfig::max_output_folder_mb, 1, std::int64_t{1} << 30),
+       "the most MiB a subfolder of a command trial's HPO_OUTPUT_DIR may hold to be kept (as "
+       "output.<name>.tar; default 1024)"},
       {text_setting<WorkerConfig>("--python-lib", "HPO_PYTHON_LIB", nullptr,
                                   &WorkerConfig::python_lib),
        "the folder holding the hpo Python library, put on every trial's PYTHONPATH (default: "
@@ -261,7 +265,8 @@ std::string usage() {
   std::string out =
       "usage: hpo-worker [--redis URL] [--slots N] [--name NAME] [--threads T] [--lease-ms L]\n"
       "                  [--prefix P] [--kill-grace-s S] [--checkpoint-grace-s S]\n"
-      "                  [--python-lib DIR|none] [--work-dir DIR] [--dataset-cache DIR]\n"
+      "                  [--python-lib DIR|none] [--max-output-folder-mb N]\n"
+      "                  [--work-dir DIR] [--dataset-cache DIR]\n"
       "                  [--wait-s S]\n"
       "                  [--drain-grace-s S] [--outage-grace-s S] [--data-root DIR]...\n"
       "                  [--label K[=V]]... [--cpus N] [--memory-gb G] [--fake-gpus M:GB,...]\n"

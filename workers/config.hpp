@@ -28,8 +28,10 @@ struct WorkerConfig {
   std::int64_t lease_ms = 30000;   // lease length; heartbeats every lease/3
   std::string prefix = "hpo:";     // Redis key prefix
   double kill_grace_s = 5.0;       // SIGTERM -> SIGKILL grace for command trials
-  double checkpoint_grace_s = 60;  // SIGUSR1 -> SIGKILL: a command trial checkpoints, then stops
+  double checkpoint_grace_s = 20;  // SIGUSR1 -> SIGKILL: a command trial checkpoints, then stops
   std::string python_lib;          // the hpo Python library's folder; empty: found; "none": off
+  std::int64_t max_output_folder_mb =
+      1024;                        // a subfolder of a command trial's outputs, kept as tar
   std::string work_dir;            // attempt directories; empty: $HPO_HOME/work/<name>
   std::string artifacts;           // artifact files' folder; empty: the scheduler's, if any
   std::string dataset_cache;       // decoded datasets; empty: $HPO_HOME/dataset-cache; "none": off

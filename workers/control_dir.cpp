@@ -37,7 +37,15 @@ ControlDir::ControlDir(const std::string& work_dir) {
   const std::string dir = control_dir(work_dir);
   if (::mkdir(dir.c_str(), 0755) != 0) return;
   fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd_ >= 0) ::fchmod(fd_, 0755);  // the trial user reads it, whatever the worker's umask
+  if (fd_ < 0) return;
+  // The folder opened must be the one made: the worker's, writable by no one else.
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+    ::close(fd_);
+    fd_ = -1;
+    return;
+  }
+  ::fchmod(fd_, 0755);  // the trial user reads it, whatever the worker's umask
 }
 
 ControlDir::~ControlDir() {

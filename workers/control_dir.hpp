@@ -1,8 +1,9 @@
 // What the worker tells a running command trial (HPO_CONTROL_DIR): a folder
 // of the worker's inside the attempt's, made after the attempt's folder is
 // handed to the trial user and written only through a descriptor opened
-// then (never a path, never a link), so a trial reads it and can plant
-// nothing there. Its files, each replaced whole:
+// then (never a path, never a link): a trial can read it and write nothing
+// in it; renaming or removing it (the attempt's folder is the trial's)
+// changes only what the trial itself reads. Its files, each replaced whole:
 //   stop_reason  why the worker stops the program, written just before the
 //                signal: one word ("prune", "cancel", "timeout", "drain",
 //                "preempt", "lost_lease" or "error") and a newline;
@@ -31,6 +32,8 @@ class ControlDir {
   ControlDir(const ControlDir&) = delete;
   ControlDir& operator=(const ControlDir&) = delete;
 
+  // Whether the folder was made and is the worker's alone.
+  bool open() const { return fd_ >= 0; }
   // Replaces the file `name` with `text` (0644). Best effort: what follows
   // (the signal) happens anyway.
   void write(const char* name, const std::string& text) const;

@@ -366,6 +366,7 @@ int main(int argc, char** argv) {
   hpo::workers::CommandOptions command;
   command.kill_grace_s = config.kill_grace_s;
   command.checkpoint_grace_s = config.checkpoint_grace_s;
+  command.max_output_folder_bytes = config.max_output_folder_mb << 20;
   command.python_lib = config.python_lib == "none" ? std::string()
                        : config.python_lib.empty() ? hpo::workers::find_python_lib()
                                                    : config.python_lib;

@@ -10,10 +10,10 @@ the program and when a checkpoint is stored.
 Stopping. The worker stops a trial with a signal: SIGTERM for a prune, a
 cancel, a timeout or a lost lease; SIGUSR1, "checkpoint, then stop", for a
 drain or a preemption once the program has said it checkpoints (it has used
-`checkpoint_dir`, `resume_step` or `save_checkpoint`). Before the signal the
+`checkpoint_dir`, `resume_step` or `save_checkpoint` and asked `should_stop()`). Before the signal the
 worker writes the reason, which `stop_reason` returns. A program that asks
 `should_stop()` decides itself when to stop, and has the worker's grace to do
-it (--kill-grace-s, 5 s, after SIGTERM; --checkpoint-grace-s, 60 s, after
+it (--kill-grace-s, 5 s, after SIGTERM; --checkpoint-grace-s, 20 s, after
 SIGUSR1), then SIGKILL. A program that never asks is ended at once by
 `TrialStopped` raised where it runs (a SystemExit: `finally` blocks run,
 `except Exception` does not catch it).
@@ -145,7 +145,7 @@ class Data:
     def __init__(self, plan, seed):
         self.is_member = plan is not None
         plan = plan or {}
-        self.member_index = plan.get("member_index")
+        self.member_index = plan.get("member")
         self.rows = plan.get("rows")
         self.features = plan.get("features")
         self.oob_rows = plan.get("oob_rows", [])
@@ -223,12 +223,15 @@ class Trial:
         self._stop = None  # the stop's reason once the worker asked
         self._cooperative = False  # the program asks should_stop()
         self._declared = False  # `hpo-checkpoint-on-stop` said
+        self._checkpointing = False  # the program uses its checkpoint folder
+        self._handlers = False  # SIGTERM and SIGUSR1 are the library's
         self._checkpoints = 0  # `hpo-checkpoint` lines said
         self._data = None
         self._lock = threading.Lock()
         if self.in_hpo and install_signals and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._on_signal)
             signal.signal(signal.SIGUSR1, self._on_signal)
+            self._handlers = True
 
     # ---- stopping -------------------------------------------------------
     def _read_reason(self, default):
@@ -250,6 +253,7 @@ class Trial:
         """True once the worker asked the trial to stop; from the first call on
         the program stops itself (see the module's text for the grace)."""
         self._cooperative = True
+        self._declare()
         return self._stop is not None
 
     @property
@@ -258,6 +262,7 @@ class Trial:
         "timeout", "drain", "preempt" or "lost_lease" ("stop" from a worker
         that does not say)."""
         self._cooperative = True
+        self._declare()
         return self._stop
 
     @property
@@ -300,7 +305,7 @@ class Trial:
         else:
             shown = ", ".join(f"{k}={v:.6g}" for k, v in values.items())
             self._say(f"[hpo] step {step}: {shown}")
-        return True
+        return self._stop is None
 
     def final(self, **metrics):
         """The trial's result: the objective (and any other metric) at the end."""
@@ -315,7 +320,11 @@ class Trial:
 
     # ---- checkpoints ----------------------------------------------------
     def _declare(self):
-        if self.in_hpo and self.is_rank0 and not self._declared:
+        """`hpo-checkpoint-on-stop`, once the program both keeps checkpoints
+        and asks should_stop() (it can save when a drain asks), and only
+        where SIGUSR1 is the library's (else it would end the program)."""
+        if (self.in_hpo and self.is_rank0 and not self._declared and self._handlers
+                and self._cooperative and self._checkpointing):
             self._declared = True
             self._say("hpo-checkpoint-on-stop")
 
@@ -324,7 +333,9 @@ class Trial:
         """The folder whose files are the trial's checkpoint ($HPO_CHECKPOINT_DIR;
         ./hpo-checkpoint outside hpo). An earlier attempt's, or the rung
         below's for a promotion, is there when the program starts. Using it
-        says the program checkpoints when a drain or preemption stops it."""
+        says, with should_stop(), that the program saves a checkpoint when a
+        drain or preemption stops it."""
+        self._checkpointing = True
         self._declare()
         path = Path(self._env.get("HPO_CHECKPOINT_DIR") or "hpo-checkpoint")
         path.mkdir(parents=True, exist_ok=True)
@@ -367,7 +378,7 @@ class Trial:
             self._wait_stored(n)
 
     def _wait_stored(self, n):
-        if not self._control:
+        if not self._control or not os.path.isdir(self._control):
             return  # a worker without a control folder: nothing to wait for
         path = Path(self._control, "checkpoint")
         deadline = time.monotonic() + float(self._env.get("HPO_CHECKPOINT_WAIT_S", "3600"))

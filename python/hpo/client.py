@@ -4,6 +4,7 @@ It finds the scheduler and the token as the `hpo` command line does: the
 arguments, else $HPO_SERVER / $HPO_TOKEN / $HPO_CA_FILE, else the local
 scheduler's $HPO_HOME/scheduler.json (~/.hpo), else http://127.0.0.1:8080.
 """
+import http.client
 import json
 import os
 import ssl
@@ -72,12 +73,16 @@ class Client:
             text = e.read().decode(errors="replace")
             try:
                 err = json.loads(text)["error"]
-                raise HpoError(e.code, err.get("code", ""), err.get("message", text),
-                               err.get("fields")) from None
             except (ValueError, KeyError, TypeError):
-                raise HpoError(e.code, "http", text or e.reason) from None
+                err = None
+            if not isinstance(err, dict):
+                raise HpoError(e.code, "http", text or str(e.reason)) from None
+            raise HpoError(e.code, err.get("code", ""), err.get("message", text),
+                           err.get("fields")) from None
         except urllib.error.URLError as e:
             raise HpoError(0, "unreachable", f"{self.server}: {e.reason}") from None
+        except (OSError, http.client.HTTPException) as e:  # a timeout, a dropped connection
+            raise HpoError(0, "unreachable", f"{self.server}: {e}") from None
         if raw:
             return payload
         return json.loads(payload) if payload else None

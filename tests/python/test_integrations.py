@@ -130,7 +130,7 @@ class SkLearn(unittest.TestCase):
             rows = [i for i in range(40) if y[i] != 2][:30]  # a bag that misses class 2
             oob = [i for i in range(40) if i not in rows]
             Path(d, "plan.json").write_text(json.dumps(
-                {"rows": rows, "features": [0, 1], "oob_rows": oob, "train_seed": 3, "member_index": 0}))
+                {"rows": rows, "features": [0, 1], "oob_rows": oob, "train_seed": 3, "member": 0}))
             t = a_trial(HPO_BAGGING_FILE=str(Path(d, "plan.json")), HPO_OUTPUT_DIR=d)
             model = fit(t, LogisticRegression(), x[:40], y[:40])
             self.assertEqual(model.n_features_in_, 2)

@@ -118,6 +118,31 @@ class Stops(unittest.TestCase):
         self.assertIn("cleanup", out)
 
 
+class Declaration(unittest.TestCase):
+    def declared(self, body, **env):
+        p = run_script("import hpo\nt = hpo.trial()\n" + body, {"HPO_TRIAL_ID": "t1", **env})
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        return "hpo-checkpoint-on-stop" in out.splitlines()
+
+    def test_only_a_program_that_keeps_checkpoints_and_asks_says_it_saves_on_a_stop(self):
+        with tempfile.TemporaryDirectory() as d:
+            ck = {"HPO_CHECKPOINT_DIR": d}
+            self.assertFalse(self.declared("t.resume_step\n", **ck))  # never asks: ends on SIGUSR1
+            self.assertFalse(self.declared("t.should_stop()\n", **ck))  # keeps no checkpoint
+            self.assertTrue(self.declared("t.resume_step\nt.should_stop()\n", **ck))
+            self.assertTrue(self.declared("t.stop_reason\nt.checkpoint_dir\n", **ck))
+
+    def test_a_report_after_a_drain_is_printed_and_still_says_stop(self):
+        t = Trial(environ={"HPO_TRIAL_ID": "t"}, install_signals=False)
+        t._stop = "drain"
+        import contextlib, io
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            self.assertFalse(t.report(3, loss=1.0))
+        self.assertIn('"step": 3', out.getvalue())
+
+
 class Checkpoints(unittest.TestCase):
     def test_save_waits_for_the_worker_and_resume_reads_the_step(self):
         with tempfile.TemporaryDirectory() as d:
@@ -125,13 +150,14 @@ class Checkpoints(unittest.TestCase):
             ck.mkdir()
             control.mkdir()
             body = ("import hpo\nt = hpo.trial()\nprint('resume', t.resume_step, flush=True)\n"
+                    "t.should_stop()\n"  # it keeps checkpoints and asks: it saves on a drain
                     "(t.checkpoint_dir / 'w.bin').write_bytes(b'x' * 1000)\n"
                     "t.save_checkpoint(4, best=0.5)\nprint('saved', flush=True)\n")
             p = run_script(body, {"HPO_TRIAL_ID": "t1", "HPO_CHECKPOINT_DIR": str(ck),
                                   "HPO_CONTROL_DIR": str(control)})
             # The worker's side: read the lines, confirm the checkpoint.
             lines = [p.stdout.readline().strip() for _ in range(3)]
-            self.assertEqual(lines, ["hpo-checkpoint-on-stop", "resume 0", "hpo-checkpoint"])
+            self.assertEqual(lines, ["resume 0", "hpo-checkpoint-on-stop", "hpo-checkpoint"])
             state = json.loads((ck / "hpo_state.json").read_text())
             self.assertEqual((state["step"], state["best"]), (4, 0.5))
             (control / "checkpoint").write_text("1 stored\n")
@@ -159,7 +185,7 @@ class Checkpoints(unittest.TestCase):
 class Predictions(unittest.TestCase):
     def test_a_member_bags_its_rows_and_writes_validation_test_and_oob(self):
         with tempfile.TemporaryDirectory() as d:
-            plan = {"member_index": 2, "train_seed": 77, "rows": [0, 0, 2], "features": [1],
+            plan = {"member": 2, "train_seed": 77, "rows": [0, 0, 2], "features": [1],
                     "oob_rows": [1, 3], "n_rows": 4, "n_features": 2}
             Path(d, "bagging.json").write_text(json.dumps(plan))
             t = Trial(environ={"HPO_TRIAL_ID": "m", "HPO_BAGGING_FILE": str(Path(d, "bagging.json")),
@@ -167,6 +193,7 @@ class Predictions(unittest.TestCase):
             x = [[1, 10], [2, 20], [3, 30], [4, 40]]
             y = [0, 1, 0, 1]
             self.assertTrue(t.data.is_member)
+            self.assertEqual(t.data.member_index, 2)
             self.assertEqual(t.data.bag(x, y), ([[10], [10], [30]], [0, 0, 0]))
             self.assertEqual(t.data.oob(x, y), ([[20], [40]], [1, 1]))
             t.write_predictions(validation=([[0.2, 0.8], [0.6, 0.4]], [1, 0]),

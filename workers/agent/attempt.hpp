@@ -40,7 +40,8 @@ struct RunningAttempt {
   trials::Trial trial;  // as claimed: id, sweep, attempt
   std::vector<int> slots;
   trials::ResourceRequest request;  // what it was claimed with (its cores and memory are taken)
-  std::atomic<bool> checkpoints{false};  // its executor checkpoints on a kShutdown stop
+  // Its executor (or, since it said so, its program) checkpoints on a checkpoint_stop().
+  std::atomic<bool> checkpoints{false};
   std::atomic<StopReason> stop{StopReason::kNone};
   std::atomic<bool> delivering{false};             // its result is with the completer
   Clock::time_point last_lease_ok = Clock::now();  // lease keeper only

@@ -108,9 +108,9 @@ class TorchExecutor : public Executor {
   // Bad configs, data errors and NaN losses fail the trial without a retry; a
   // lost data-parallel rank fails it with a retry.
   trials::TrialResult run(const TrialTask& task, Reporter& reporter) override;
-  // After every epoch but the last, and when a drain stops it (kShutdown), the
-  // trainer's state is stored as artifact "checkpoint"; an attempt that finds
-  // one resumes from it.
+  // After every epoch but the last, and when a drain or a preemption stops it
+  // (checkpoint_stop()), the trainer's state is stored as artifact
+  // "checkpoint"; an attempt that finds one resumes from it.
   bool checkpoints() const override { return true; }
   // A gang follower's ranks: they join the leader's rendezvous once it is
   // published, start from the trial's checkpoint when it has one, and stop

@@ -382,12 +382,11 @@ while :; do sleep 0.05; done
   EXPECT_EQ(st.st_mode & 0777, 0755u);
 }
 
-// A drain of a program that said `hpo-checkpoint-on-stop`: SIGUSR1 and the
-// reason "drain"; it saves, prints `hpo-checkpoint`, sees the receipt in the
-// control folder and exits; the attempt is stopped (retryable) with its checkpoint stored.
-TEST(CommandExecutor, ADrainAsksAProgramThatCheckpointsOnAStopForItsCheckpoint) {
-  TempDir dir;
-  auto script = dir.script("drain.sh", R"sh(
+// A program that says it checkpoints on a stop, reports once and waits; on
+// SIGUSR1 it says the reason it reads, saves, prints hpo-checkpoint, waits
+// for the receipt in the control folder, says it and exits.
+std::string saving_program(const TempDir& dir, const std::string& name) {
+  return dir.script(name, R"sh(
 save() {
   echo "asked for $(cat "$HPO_CONTROL_DIR/stop_reason")"
   echo 3 > "$HPO_CHECKPOINT_DIR/step"
@@ -404,6 +403,14 @@ echo hpo-checkpoint-on-stop
 echo 'hpo-metric {"step": 2, "loss": 4}'
 while :; do sleep 0.05; done
 )sh");
+}
+
+// A drain of a program that said `hpo-checkpoint-on-stop`: SIGUSR1 and the
+// reason "drain"; it saves, prints `hpo-checkpoint`, sees the receipt in the
+// control folder and exits; the attempt is stopped (retryable) with its checkpoint stored.
+TEST(CommandExecutor, ADrainAsksAProgramThatCheckpointsOnAStopForItsCheckpoint) {
+  TempDir dir;
+  const std::string script = saving_program(dir, "drain.sh");
   RecordingReporter rep;
   auto r = stop_after_first_report(dir, script, StopReason::kShutdown, rep);
   EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
@@ -411,6 +418,24 @@ while :; do sleep 0.05; done
   ASSERT_EQ(rep.puts["checkpoint"], 1) << ::testing::PrintToString(rep.lines);
   for (const char* line : {"asked for drain", "receipt: 1 stored"})
     EXPECT_TRUE(said(rep, line)) << line << ": " << ::testing::PrintToString(rep.lines);
+}
+
+// A preemption of a program run by a wrapper script (no exec): the wrapper
+// dies of SIGUSR1, and the program under it, which holds stdout, still saves
+// its checkpoint and has it stored; the reason it reads is "preempt".
+TEST(CommandExecutor, APreemptedProgramUnderAWrapperStillSavesItsCheckpoint) {
+  TempDir dir;
+  const std::string inner = saving_program(dir, "inner.sh");
+  const std::string wrapper = dir.script("wrapper.sh", "/bin/sh " + inner + "\necho 'not reached'");
+  RecordingReporter rep;
+  auto r = stop_after_first_report(dir, wrapper, StopReason::kPreempted, rep);
+  EXPECT_EQ(r.outcome, trials::TrialState::kFailed);
+  EXPECT_TRUE(r.retryable);
+  ASSERT_EQ(rep.puts["checkpoint"], 1) << ::testing::PrintToString(rep.lines);
+  EXPECT_TRUE(said(rep, "asked for preempt")) << ::testing::PrintToString(rep.lines);
+  EXPECT_TRUE(said(rep, "receipt: 1 stored")) << ::testing::PrintToString(rep.lines);
+  EXPECT_FALSE(said(rep, "not reached"));
+  EXPECT_TRUE(no_children_left());
 }
 
 TEST(CommandExecutor, TheHpoLibraryIsOnPythonPathAfterTheUsersOwnFolders) {
@@ -604,6 +629,40 @@ echo 'hpo-metric {"final": true, "loss": 1}'
   std::ofstream(dir.file("runs.tar"), std::ios::binary) << rep.artifacts["output.runs.tar"];
   ASSERT_EQ(untar(dir.file("runs.tar"), dir.file("x")), 0);
   EXPECT_EQ(read_file(dir.file("x/exp1/events.out.tfevents.1")), "events\n");
+}
+
+// A subfolder is kept within bounds: over --max-output-folder-mb, or when a
+// kept file has its archive's name, it is left out and the log says why.
+TEST(CommandOutputs, AFolderTooLargeOrShadowedIsLeftOutWithTheReason) {
+  TempDir dir;
+  auto script = dir.script("big.sh", R"(
+mkdir -p "$HPO_OUTPUT_DIR/big" "$HPO_OUTPUT_DIR/run" "$HPO_OUTPUT_DIR/small"
+head -c 5000 /dev/zero > "$HPO_OUTPUT_DIR/big/blob"
+echo file > "$HPO_OUTPUT_DIR/run.tar"
+echo x > "$HPO_OUTPUT_DIR/run/x"
+echo y > "$HPO_OUTPUT_DIR/small/y"
+echo 'hpo-metric {"final": true, "loss": 1}'
+)");
+  auto spec = command_spec({script});
+  auto task = make_task(spec);
+  task.work_dir = dir.file("a0");
+  std::filesystem::create_directories(task.work_dir);
+  auto o = fast_options();
+  o.max_output_folder_bytes = 4096;
+  RecordingReporter rep;
+  auto r = CommandExecutor(o).run(task, rep);
+  ASSERT_EQ(r.outcome, trials::TrialState::kCompleted) << r.error;
+  EXPECT_TRUE(rep.artifacts.count("output.small.tar"));
+  EXPECT_FALSE(rep.artifacts.count("output.big.tar"));
+  EXPECT_EQ(rep.artifacts["output.run.tar"], "file\n");  // the file, not the folder
+  auto logged = [&](const std::string& part) {
+    return std::any_of(rep.lines.begin(), rep.lines.end(),
+                       [&](const std::string& l) { return l.find(part) != std::string::npos; });
+  };
+  EXPECT_TRUE(logged("output big not kept: HPO_OUTPUT_DIR/big: holds more than 4096 bytes"))
+      << ::testing::PrintToString(rep.lines);
+  EXPECT_TRUE(logged("output folder run not kept: a file run.tar is"))
+      << ::testing::PrintToString(rep.lines);
 }
 
 // A pack is streamed: unpacked from pieces of any size (a byte at a time, a
