@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# The main job, in one command: installs what is missing, builds, starts
-# hpo-scheduler (with its embedded Redis) and one local hpo-worker, submits an
-# example sweep, follows it to the end, prints the best trial and where the
-# dashboard is, then keeps serving until Ctrl-C.
+# The main job, in one command: installs what is missing, builds the product
+# (not the tests), starts hpo-scheduler (with its embedded Redis) and one local
+# hpo-worker, submits an example sweep, follows it to the end, prints the best
+# trial, the time since the start and where the dashboard is, then keeps
+# serving until Ctrl-C.
 #   scripts/demo.sh [SPEC.json]      (default: examples/fashion_mnist_mlp.json)
 #   HPO_DEMO_EXIT=1 scripts/demo.sh  stop once the sweep has ended
 set -euo pipefail
+started=$(date +%s)
 cd "$(dirname "$0")/.."
 root=$(pwd)
 spec=${1:-examples/fashion_mnist_mlp.json}
-scripts/install-deps.sh
-scripts/build.sh
+scripts/install-deps.sh  # what building and running needs; the tests' packages are test.sh's
+scripts/build.sh         # the product only; test.sh builds the tests
+echo "hpo: installed and built in $(($(date +%s) - started)) s"
 bin=${HPO_BUILD_DIR:-build}
 export HPO_HOME=${HPO_HOME:-$root/.hpo}
 listen=${HPO_LISTEN:-127.0.0.1:8080}
@@ -44,6 +47,7 @@ echo "hpo: submitting $spec"
 status=0
 "$bin/cli/hpo" submit "$spec" --follow || status=$?
 echo
+echo "hpo: the sweep ended $(($(date +%s) - started)) s after scripts/demo.sh started (installs, build and sweep)"
 echo "Dashboard: $api/    API: $api/api/sweeps"
 echo "API token (for submitting and cancelling from the dashboard or with curl): $token"
 echo "CLI: $bin/cli/hpo status    (HPO_HOME=$HPO_HOME)"

@@ -1,26 +1,36 @@
 #!/usr/bin/env bash
 # Installs the Debian bookworm packages hpo needs, skipping what is there.
-# Usage: scripts/install-deps.sh [--bench]   (--bench adds the Python references)
+# Usage: scripts/install-deps.sh [--tests] [--bench]
+#   (none)   what building and running hpo needs: the demo's set (scripts/demo.sh)
+#   --tests  adds what the tests need (scripts/test.sh): gtest, Sentinel, Slurm,
+#            Chromium, clang for the fuzzers, the Python frameworks the hpo
+#            library's integrations are tested against
+#   --bench  adds the Python references of the benchmarks (Optuna and its Redis journal)
 set -euo pipefail
 
-pkgs=(g++ cmake make pkg-config git ca-certificates
-      libboost-dev libhiredis-dev redis-server nlohmann-json3-dev libfmt-dev libgtest-dev
+pkgs=(g++ cmake make ninja-build pkg-config git ca-certificates
+      libboost-dev libhiredis-dev redis-server nlohmann-json3-dev libfmt-dev
       libeigen3-dev zlib1g-dev
-      libssl-dev openssl  # HTTPS of the API (Boost.Asio over OpenSSL); the TLS tests make certificates
-      python3         # the Python command trials of the tests and examples (standard library only)
-      # the hpo Python library's integrations and the examples' trials, tested for real
-      python3-numpy python3-sklearn python3-xgboost python3-torch python3-torchvision
-      redis-sentinel  # the Sentinel failover tests (a primary, a replica, three Sentinels)
-      slurm-wlm munge # the Slurm deploy test (slurmctld, slurmd, munged on this machine)
+      libssl-dev openssl  # HTTPS of the API (Boost.Asio over OpenSSL)
+      python3         # command trials and the hpo Python library (standard library only)
       libtorch-dev libgloo-dev libopenblas0-pthread
-      dataset-fashion-mnist
-      chromium
-      systemd         # systemd-analyze verify, for the units the deploy test checks (PID 1 may be anything)
-      libyaml-cpp-dev # the deploy test reads the Kubernetes manifests
-      clang libclang-rt-14-dev)  # the fuzz build (scripts/fuzz.sh): libFuzzer, ASan, UBSan
-if [[ "${1:-}" == "--bench" ]]; then
-  pkgs+=(python3-optuna python3-redis)
-fi
+      dataset-fashion-mnist)
+for arg in "$@"; do
+  case "$arg" in
+    --tests)
+      pkgs+=(libgtest-dev
+             redis-sentinel  # the Sentinel failover tests (a primary, a replica, three Sentinels)
+             slurm-wlm munge # the Slurm deploy test (slurmctld, slurmd, munged on this machine)
+             chromium        # the dashboard's browser tests
+             systemd         # systemd-analyze verify, for the units the deploy test checks
+             libyaml-cpp-dev # the deploy test reads the Kubernetes manifests
+             clang libclang-rt-14-dev  # the fuzz build (scripts/fuzz.sh): libFuzzer, ASan, UBSan
+             # the hpo Python library's integrations and examples, tested for real
+             python3-numpy python3-sklearn python3-xgboost python3-torch python3-torchvision) ;;
+    --bench) pkgs+=(python3-optuna python3-redis python3-torch python3-sklearn python3-numpy) ;;
+    *) echo "install-deps: unknown argument '$arg' (--tests, --bench)" >&2; exit 2 ;;
+  esac
+done
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 
 # The account whose group trials run with (hpo-worker --trial-user): a worker

@@ -8,8 +8,8 @@
 #   scripts/test.sh -L unit
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-scripts/build.sh
+scripts/install-deps.sh --tests
+scripts/build.sh --tests
 (
   cd "${HPO_BUILD_DIR:-build}"
   ctest --output-on-failure --timeout 600 -j2 "$@"
