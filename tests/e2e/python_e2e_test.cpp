@@ -90,10 +90,13 @@ TEST(PythonLibrary, APrunedTrialStoresAtMostOneReportAfterTheDecision) {
   ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
   const std::string ticks = c.home() + "/ticks";
   ASSERT_EQ(::mkfifo(ticks.c_str(), 0600), 0);
-  const std::string script = write_script(c, "pruned.py", R"(import select, sys, time
+  const std::string script = write_script(c, "pruned.py", R"(import os, select, signal, sys, time
 import hpo
 
 t = hpo.trial()
+wake_r, wake_w = os.pipe()  # a byte per signal: the worker's stop wakes the select below
+os.set_blocking(wake_w, False)
+signal.set_wakeup_fd(wake_w)
 if t.number < 2:  # the baseline the median pruner compares with
     for step in range(6):
         t.report(step, loss=1.0)
@@ -102,10 +105,10 @@ if t.number < 2:  # the baseline the median pruner compares with
 gate = open(sys.argv[1], "rb", buffering=0)
 deadline = time.monotonic() + 120  # bounded: the test ticks while it runs
 for step in range(1000):
-    while not t.should_stop():  # one tick per step
+    while not t.should_stop():  # one tick per step, or the stop's signal
         if time.monotonic() > deadline:
             sys.exit("no tick")
-        if select.select([gate], [], [], 0.05)[0]:
+        if gate in select.select([gate, wake_r], [], [], deadline - time.monotonic())[0]:
             if not gate.read(1):
                 sys.exit("the test is gone")
             break
@@ -177,19 +180,24 @@ for step in range(1000):
 TEST(PythonLibrary, ADrainedTrialCheckpointsAndResumesAtItsStepOnAnotherWorker) {
   Cluster c;
   ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
-  const std::string script = write_script(c, "drained.py", R"(import sys, time
+  const std::string script = write_script(c, "drained.py", R"(import os, select, signal, sys, time
 import hpo
 
 t = hpo.trial(defaults={"steps": 8})
+wake_r, wake_w = os.pipe()
+os.set_blocking(wake_w, False)
+signal.set_wakeup_fd(wake_w)
 start = t.resume_step
 saved = (t.checkpoint_dir / "weights.txt")
 print(f"attempt {t.attempt} starts at {start} with {saved.read_text() if saved.exists() else 'nothing'}")
 for step in range(start, t.params.steps):
     t.report(step, loss=1.0 / (step + 1))
     if t.attempt == 0 and step == 2:
-        deadline = time.monotonic() + 120  # bounded: the test drains this worker
+        # Until the drain's signal (a byte on the wakeup pipe, so one that came
+        # before the select is not missed); bounded: the test drains this worker.
+        deadline = time.monotonic() + 120
         while not t.should_stop() and time.monotonic() < deadline:
-            time.sleep(0.05)
+            select.select([wake_r], [], [], deadline - time.monotonic())
     if t.should_stop():
         print("stopping for", t.stop_reason)
         if t.checkpoint_on_stop:
