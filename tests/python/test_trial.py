@@ -85,14 +85,17 @@ class Stops(unittest.TestCase):
             out, err = p.communicate(timeout=60)
             return p.returncode, out, err
 
-    LOOP = ("import hpo, sys, time\n"
+    LOOP = ("import hpo, os, select, signal\n"
             "t = hpo.trial()\n"
+            "wake_r, wake_w = os.pipe()\n"  # a byte per signal: the stop wakes the select
+            "os.set_blocking(wake_w, False)\n"
+            "signal.set_wakeup_fd(wake_w)\n"
             "t.should_stop()\n"  # from here on the program stops itself
             "print('ready', flush=True)\n"
             "step = 0\n"
             "while not t.should_stop():\n"
             "    t.report(step, loss=1.0); step += 1\n"
-            "    time.sleep(0.01)\n"
+            "    select.select([wake_r], [], [], 60)\n"
             "t.report(step, loss=2.0)\n"  # not printed: the trial stops
             "print('reason', t.stop_reason, t.checkpoint_on_stop)\n")
 
@@ -110,8 +113,8 @@ class Stops(unittest.TestCase):
         self.assertIn("reason drain True", out)
 
     def test_a_program_that_never_asks_is_ended_by_trial_stopped(self):
-        body = ("import hpo, time\nt = hpo.trial()\n"
-                "try:\n    print('ready', flush=True)\n    time.sleep(60)\n"
+        body = ("import hpo, signal\nt = hpo.trial()\n"
+                "try:\n    print('ready', flush=True)\n    signal.pause()\n"
                 "finally:\n    print('cleanup', flush=True)\n")
         code, out, err = self.stopped(body, signal.SIGTERM, "cancel")
         self.assertEqual(code, 0, err)
