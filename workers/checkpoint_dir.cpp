@@ -38,9 +38,10 @@ namespace {
 
 // The folder's regular files, relative and sorted; what is left out goes to
 // stats.skipped. `what` names the folder in errors; `max_bytes` (0: none)
-// bounds their sizes together.
+// bounds their sizes together, and its error names `max_bytes_setting`.
 Result<std::vector<std::string>> folder_files(const std::string& dir, PackStats& stats,
-                                              const char* what, std::int64_t max_bytes = 0) {
+                                              const char* what, std::int64_t max_bytes = 0,
+                                              const char* max_bytes_setting = nullptr) {
   std::error_code ec;
   std::vector<std::string> files;
   std::int64_t bytes = 0;
@@ -70,7 +71,9 @@ Result<std::vector<std::string>> folder_files(const std::string& dir, PackStats&
     bytes += entry ? 0 : static_cast<std::int64_t>(size);
     if (max_bytes > 0 && bytes > max_bytes)
       return Error::invalid(
-          what, fmt::format("holds more than {} bytes; at most {} are kept", max_bytes, max_bytes));
+          what,
+          fmt::format("holds more than {} bytes; at most {} are kept{}", max_bytes, max_bytes,
+                      max_bytes_setting ? fmt::format(" ({})", max_bytes_setting) : std::string()));
   }
   // A folder that cannot be walked to its end is not packed in part.
   if (ec) return Error::invalid(what, "cannot be read: " + ec.message());
@@ -161,10 +164,10 @@ Result<PackStats> pack_dir(const std::string& dir, ByteSink& sink) {
 }
 
 Result<PackStats> tar_dir(const std::string& dir, ByteSink& sink, const char* what,
-                          std::int64_t max_bytes) {
+                          std::int64_t max_bytes, const char* max_bytes_setting) {
   PackStats stats;
   CountingSink out(sink);
-  auto files = folder_files(dir, stats, what, max_bytes);
+  auto files = folder_files(dir, stats, what, max_bytes, max_bytes_setting);
   if (!files) return files.error();
   const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
   std::int64_t pad = 0;  // the last file's padding, written before the next header

@@ -65,9 +65,10 @@ class DirUnpacker final : public ByteSink {
 // and Python's tarfile read), streamed the same way and within the same
 // bounds: a subfolder of HPO_OUTPUT_DIR (a TensorBoard run) kept whole. A
 // path too long for tar's fields, or files of more than `max_bytes`
-// together (0: no bound), is an error naming `what`.
+// together (0: no bound), is an error naming `what` (and, for the bytes, the
+// setting `max_bytes_setting` that raises the bound).
 Result<PackStats> tar_dir(const std::string& dir, ByteSink& out, const char* what,
-                          std::int64_t max_bytes = 0);
+                          std::int64_t max_bytes = 0, const char* max_bytes_setting = nullptr);
 
 // The same on bytes in memory (tests, small packs).
 Result<std::string> pack_dir_bytes(const std::string& dir);

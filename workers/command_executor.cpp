@@ -109,19 +109,38 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// A folder packed by `pack` (pack_dir, tar_dir) and streamed into the
+// artifact `name`; the store may call the producer again (a retry), so what
+// was packed is what its last call packed. `unpackable`: the folder itself
+// could not be packed (kInvalidArgument from `pack`), not the store failing.
+struct PackedFolder {
+  Status stored;
+  bool unpackable = false;
+  PackStats stats;
+};
+
+template <class Pack>
+PackedFolder put_packed_folder(Reporter& reporter, const std::string& name, Pack pack) {
+  PackedFolder r;
+  r.stored = reporter.put_artifact_stream(name, [&](ByteSink& out) {
+    r.stats = {};
+    auto packed = pack(out);
+    r.unpackable = !packed && packed.error().code == ErrorCode::kInvalidArgument;
+    if (!packed) return Status(packed.error());
+    r.stats = std::move(*packed);
+    return Status{};
+  });
+  return r;
+}
+
 // The program says its checkpoint folder is complete: it becomes the trial's
 // artifact "checkpoint" (fenced: a stale attempt's is refused), streamed from
 // the folder. An error is returned: the attempt must not train on without
 // the protection it asked for.
 Status store_checkpoint_dir(const std::string& dir, Reporter& reporter) {
   const auto t0 = Clock::now();
-  PackStats stats;
-  auto st = reporter.put_artifact_stream(trials::artifact::kCheckpoint, [&](ByteSink& out) {
-    auto packed = pack_dir(dir, out);
-    if (!packed) return Status(packed.error());
-    stats = std::move(*packed);
-    return Status{};
-  });
+  auto [st, unpackable, stats] = put_packed_folder(
+      reporter, trials::artifact::kCheckpoint, [&](ByteSink& out) { return pack_dir(dir, out); });
   if (!st) return st;
   for (const auto& s : stats.skipped) reporter.log("[hpo] checkpoint leaves out " + s);
   reporter.log(fmt::format("[hpo] checkpoint stored: {} files, {} bytes in {:.2f} s", stats.files,
@@ -355,22 +374,12 @@ std::optional<trials::TrialResult> store_outputs(const TrialTask& task,
   for (const auto& folder : outputs->folders) {
     const std::string name = trials::artifact::kOutputPrefix + folder + ".tar";
     const std::string what = "HPO_OUTPUT_DIR/" + folder;
-    PackStats stats;
-    bool unpackable = false;
-    auto st = reporter.put_artifact_stream(name, [&](ByteSink& out) {
-      stats = {};
-      auto packed =
-          tar_dir(output_dir(task.work_dir) + "/" + folder, out, what.c_str(), max_folder_bytes);
-      if (!packed) {
-        unpackable = packed.error().code == ErrorCode::kInvalidArgument;
-        return Status(packed.error());
-      }
-      stats = std::move(*packed);
-      return Status{};
+    auto [st, unpackable, stats] = put_packed_folder(reporter, name, [&](ByteSink& out) {
+      return tar_dir(output_dir(task.work_dir) + "/" + folder, out, what.c_str(), max_folder_bytes,
+                     "hpo-worker --max-output-folder-mb");
     });
     if (!st && unpackable) {
-      reporter.log(fmt::format("[hpo] output {} not kept: {} (hpo-worker --max-output-folder-mb)",
-                               folder, st.error().message));
+      reporter.log(fmt::format("[hpo] output {} not kept: {}", folder, st.error().message));
       continue;
     }
     if (!st)

@@ -631,18 +631,21 @@ echo 'hpo-metric {"final": true, "loss": 1}'
   EXPECT_EQ(read_file(dir.file("x/exp1/events.out.tfevents.1")), "events\n");
 }
 
-// A subfolder is kept within bounds: over --max-output-folder-mb, or when a
-// kept file has its archive's name, it is left out and the log says why.
+// A subfolder is kept within bounds: over --max-output-folder-mb, with a path
+// too long for tar, or when a kept file has its archive's name, it is left
+// out and the log says why (naming the setting only where it helps).
 TEST(CommandOutputs, AFolderTooLargeOrShadowedIsLeftOutWithTheReason) {
   TempDir dir;
-  auto script = dir.script("big.sh", R"(
+  auto script = dir.script("big.sh", R"sh(
 mkdir -p "$HPO_OUTPUT_DIR/big" "$HPO_OUTPUT_DIR/run" "$HPO_OUTPUT_DIR/small"
 head -c 5000 /dev/zero > "$HPO_OUTPUT_DIR/big/blob"
 echo file > "$HPO_OUTPUT_DIR/run.tar"
 echo x > "$HPO_OUTPUT_DIR/run/x"
 echo y > "$HPO_OUTPUT_DIR/small/y"
+mkdir -p "$HPO_OUTPUT_DIR/long"
+echo z > "$HPO_OUTPUT_DIR/long/$(printf 'n%.0s' $(seq 120))"
 echo 'hpo-metric {"final": true, "loss": 1}'
-)");
+)sh");
   auto spec = command_spec({script});
   auto task = make_task(spec);
   task.work_dir = dir.file("a0");
@@ -659,8 +662,17 @@ echo 'hpo-metric {"final": true, "loss": 1}'
     return std::any_of(rep.lines.begin(), rep.lines.end(),
                        [&](const std::string& l) { return l.find(part) != std::string::npos; });
   };
-  EXPECT_TRUE(logged("output big not kept: HPO_OUTPUT_DIR/big: holds more than 4096 bytes"))
+  EXPECT_TRUE(
+      logged("output big not kept: HPO_OUTPUT_DIR/big: holds more than 4096 bytes; at "
+             "most 4096 are kept (hpo-worker --max-output-folder-mb)"))
       << ::testing::PrintToString(rep.lines);
+  EXPECT_FALSE(rep.artifacts.count("output.long.tar"));
+  const auto long_line = std::find_if(rep.lines.begin(), rep.lines.end(), [](const std::string& l) {
+    return l.find("output long not kept: ") != std::string::npos;
+  });
+  ASSERT_NE(long_line, rep.lines.end()) << ::testing::PrintToString(rep.lines);
+  EXPECT_NE(long_line->find("a path too long for tar"), std::string::npos) << *long_line;
+  EXPECT_EQ(long_line->find("--max-output-folder-mb"), std::string::npos) << *long_line;
   EXPECT_TRUE(logged("output folder run not kept: a file run.tar is"))
       << ::testing::PrintToString(rep.lines);
 }
