@@ -1,7 +1,8 @@
 // The hpo Python library through the real scheduler and worker (Debian's
 // python3; the worker puts python/ on the trial's PYTHONPATH): a pruned
 // trial stops reporting, a drained trial checkpoints through the library and
-// resumes at its step on another worker, and hpo.Client runs a sweep.
+// resumes at its step on another worker, hpo.Client runs a sweep, the
+// XGBoost callback reports every round and stops on a prune.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -361,6 +363,82 @@ TEST(PythonLibrary, ACommandEnsembleWithTheLibraryMatchesTheHandWrittenOne) {
   EXPECT_NEAR(library["ensemble"]["test"]["accuracy"].get<double>(),
               by_hand["ensemble"]["test"]["accuracy"].get<double>(), 1.0 / 200 + 1e-9)
       << library.dump(2) << by_hand.dump(2);
+}
+
+// XGBoost's callback through the worker (Debian's python3-xgboost): every
+// boosting round of every trial is one report, step by step; a trial whose
+// rounds fall behind the others' median is pruned, and the callback ends its
+// training (the round under way finishes, no other starts).
+TEST(PythonLibrary, TheXGBoostCallbackReportsEveryRoundAndStopsOnAPrune) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  const std::string script = write_script(c, "boosted.py", R"(import numpy as np
+import xgboost as xgb
+import hpo
+from hpo.integrations.xgboost import HpoCallback
+
+t = hpo.trial()
+# Trials 0 and 1 learn: the median the pruner compares with. Trial 2 barely
+# moves and has rounds enough to run until it is stopped (bounded by
+# timeout_s); its rows make a round last some milliseconds, so that the
+# reports before the prune lands stay far below a trial's 10,000.
+eta, rounds, rows = (0.3, 30, 2000) if t.number < 2 else (1e-5, 10**7, 20000)
+rng = np.random.default_rng(0)
+x = rng.normal(size=(rows, 8))
+y = (x[:, 0] + 0.5 * x[:, 1] - x[:, 2] > 0).astype(int)
+cut = rows * 3 // 4
+dtrain, dvalid = xgb.DMatrix(x[:cut], y[:cut]), xgb.DMatrix(x[cut:], y[cut:])
+booster = xgb.train({"objective": "binary:logistic", "eval_metric": "logloss", "eta": eta,
+                     "max_depth": 3, "nthread": 1},
+                    dtrain, num_boost_round=rounds, evals=[(dvalid, "validation")],
+                    callbacks=[HpoCallback(t)], verbose_eval=False)
+print(f"trained {booster.num_boosted_rounds()} rounds; stop: {t.stop_reason}")
+if not t.should_stop():
+    t.final(**{"validation-logloss": float(booster.eval(dvalid).split(":")[1])})
+)");
+  const Json spec = {
+      {"name", "xgboost callback"},
+      {"objective", {{"metric", "validation-logloss"}, {"mode", "min"}}},
+      {"parameters", {{"x", {{"type", "float"}, {"min", 0.0}, {"max", 1.0}}}}},
+      {"search", {{"algorithm", "random"}, {"max_trials", 3}, {"max_concurrent", 1}, {"seed", 1}}},
+      {"early_stopping", {{"type", "median"}, {"warmup_steps", 2}, {"min_trials", 2}}},
+      {"trial", {{"kind", "command"}, {"argv", {kPython, script}}, {"timeout_s", 300}}}};
+  c.start_worker("w", 1);
+  const std::string id = c.submit(spec);
+  ASSERT_FALSE(id.empty());
+  const Json sweep = c.wait_finished(id, 360s);
+  ASSERT_EQ(sweep.value("state", ""), "finished") << sweep.dump(2) << c.logs();
+  // Every report's steps, in order, with the callback's metric name.
+  auto steps_of = [](const Json& t) {
+    std::vector<std::int64_t> steps;
+    for (const auto& r : t["reports"]) {
+      EXPECT_TRUE(r["metrics"].contains("validation-logloss")) << r.dump();
+      steps.push_back(r["step"].get<std::int64_t>());
+    }
+    return steps;
+  };
+  for (int number : {0, 1}) {
+    const Json t = trial_of(c, id, number);
+    ASSERT_EQ(t.value("state", ""), "completed") << t.dump(2);
+    std::vector<std::int64_t> every(30);
+    for (int i = 0; i < 30; ++i) every[i] = i;
+    EXPECT_EQ(steps_of(t), every) << t["reports"].dump();
+  }
+  const Json pruned = trial_of(c, id, 2);
+  ASSERT_EQ(pruned.value("state", ""), "pruned") << pruned.dump(2) << c.logs();
+  const auto steps = steps_of(pruned);
+  ASSERT_GE(steps.size(), 3u) << pruned["reports"].dump();  // past the warm-up
+  for (std::size_t i = 0; i < steps.size(); ++i) EXPECT_EQ(steps[i], std::int64_t(i));
+  // Training ended on the prune: the rounds boosted are the rounds reported,
+  // or one more (the round under way when the signal came is not reported).
+  const std::string log = pruned.value("log_tail", "");
+  const std::string mark = "trained ";
+  const auto at = log.find(mark);
+  ASSERT_NE(at, std::string::npos) << log;
+  const auto rounds = std::stoll(log.substr(at + mark.size()));
+  EXPECT_GE(rounds, std::int64_t(steps.size())) << log;
+  EXPECT_LE(rounds, std::int64_t(steps.size()) + 1) << log;
+  EXPECT_NE(log.find("stop: prune"), std::string::npos) << log;
 }
 
 // examples/pytorch/fashion_mnist.py, the real PyTorch program, through the
