@@ -26,7 +26,8 @@ Error bad(std::string message) {
   return Error{ErrorCode::kInvalidArgument, std::move(message), {}};
 }
 
-std::string quoted(std::string_view s) {
+// A value in an error message, in quotes and cut at 40 characters.
+std::string quoted_value(std::string_view s) {
   if (s.size() > 40) return fmt::format("\"{}...\"", s.substr(0, 40));
   return fmt::format("\"{}\"", s);
 }
@@ -188,7 +189,8 @@ Result<PredictionFile> read_prediction_csv(std::string_view text, const std::str
       header = true;
       if (parts.size() < 2 || parts[0] != "row_id" || parts[1] != "target")
         return bad(fmt::format("{}:{}:1: expected the header row_id,target,{}, got {}", file,
-                               line_no, shape.regression ? "value" : "p0,p1,...", quoted(line)));
+                               line_no, shape.regression ? "value" : "p0,p1,...",
+                               quoted_value(line)));
       if (parts.size() != fields)
         return bad(fmt::format(
             "{}:{}: the header has {} columns, expected {} (row_id, target "
@@ -205,17 +207,17 @@ Result<PredictionFile> read_prediction_csv(std::string_view text, const std::str
     r.origin = origin;
     double id = 0;
     if (!parse_double(parts[0], id) || id != std::floor(id) || std::abs(id) > 9.0e15)
-      return bad(
-          fmt::format("{}: expected an integer row id, got {}", origin.at(1), quoted(parts[0])));
+      return bad(fmt::format("{}: expected an integer row id, got {}", origin.at(1),
+                             quoted_value(parts[0])));
     r.id = static_cast<std::int64_t>(id);
     if (!parse_double(parts[1], r.target))
       return bad(fmt::format("{}: expected a number as the target, got {}", origin.at(2),
-                             quoted(parts[1])));
+                             quoted_value(parts[1])));
     r.values.resize(cols);
     for (std::size_t c = 0; c < cols; ++c)
       if (!parse_double(parts[2 + c], r.values[c]))
         return bad(fmt::format("{}: expected a number, got {}", origin.at(static_cast<int>(c) + 3),
-                               quoted(parts[2 + c])));
+                               quoted_value(parts[2 + c])));
     rows.push_back(std::move(r));
     const auto limit =
         shape.row_ids.empty() ? shape.rows : static_cast<std::int64_t>(shape.row_ids.size());
@@ -269,7 +271,7 @@ Result<NpyArray> read_npy(std::string_view b, const std::string& file) {
     return bad(
         fmt::format("{}: dtype {} is not supported (float32, float64, int8/32/64, uint8, "
                     "bool, little-endian)",
-                    file, quoted(dtype)));
+                    file, quoted_value(dtype)));
   if (!value_of("'fortran_order'").starts_with("False"))
     return bad(file + ": a Fortran-order array; save it in C order (np.ascontiguousarray)");
   std::string_view shape_text = value_of("'shape'");
@@ -286,7 +288,7 @@ Result<NpyArray> read_npy(std::string_view b, const std::string& file) {
     if (!d.empty()) {
       double v = 0;
       if (!parse_double(d, v) || v < 0 || v != std::floor(v) || v > 1e12)
-        return bad(fmt::format("{}: the .npy shape has a bad dimension {}", file, quoted(d)));
+        return bad(fmt::format("{}: the .npy shape has a bad dimension {}", file, quoted_value(d)));
       out.shape.push_back(static_cast<std::int64_t>(v));
       count *= static_cast<std::size_t>(v);
       if (count > (std::size_t{1} << 32)) return bad(file + ": the .npy array is too large");

@@ -2,19 +2,19 @@
 
 #include <cmath>
 
+#include "search/normal.hpp"
+
 namespace hpo::search {
 namespace {
 
-constexpr double kHalfLogTwoPi = 0.91893853320467274;  // log(2 pi) / 2
-constexpr double kSqrtHalfPi = 1.2533141373155003;     // sqrt(pi / 2)
-constexpr double kSqrtHalf = 0.70710678118654752;
+constexpr double kSqrtHalfPi = 1.2533141373155003;  // sqrt(pi / 2)
 
 }  // namespace
 
 double log_h(double z) {
   if (z > -1) {
     double phi = std::exp(-0.5 * z * z - kHalfLogTwoPi);
-    double cdf = 0.5 * std::erfc(-z * kSqrtHalf);
+    double cdf = normal_cdf(z);
     return std::log(phi + z * cdf);
   }
   const double a = -z;  // > 1

@@ -4,16 +4,13 @@
 #include <cmath>
 #include <limits>
 
+#include "search/normal.hpp"
+
 namespace hpo::search {
 namespace {
 
 constexpr double kPriorWeight = 1.0;
 constexpr double kUnitSpread = 0.2;  // the spread assumed with fewer than two observations
-constexpr double kHalfLogTwoPi = 0.91893853320467274;
-
-double normal_cdf(double z) {
-  return 0.5 * std::erfc(-z * 0.70710678118654752);
-}
 
 double log_sum_exp(const std::vector<double>& v) {
   double m = *std::max_element(v.begin(), v.end());

@@ -12,23 +12,6 @@
 
 namespace hpo::trials {
 
-namespace {
-
-// json_int64 for either flavour: a number is a scalar, so copying it is cheap.
-template <class Json>
-std::optional<std::int64_t> int64_of(const Json& v) {
-  if constexpr (std::is_same_v<Json, nlohmann::json>) {
-    return json_int64(v);
-  } else {
-    if (v.is_number_unsigned()) return json_int64(nlohmann::json(v.template get<std::uint64_t>()));
-    if (v.is_number_integer()) return json_int64(nlohmann::json(v.template get<std::int64_t>()));
-    if (v.is_number_float()) return json_int64(nlohmann::json(v.template get<double>()));
-    return std::nullopt;
-  }
-}
-
-}  // namespace
-
 template <class Json>
 BasicFieldReader<Json>::BasicFieldReader(const Json& j, std::string path,
                                          std::vector<FieldError>& errors, FieldRules rules)
@@ -182,7 +165,7 @@ std::optional<std::int64_t> BasicFieldReader<Json>::as_integer(const Json& v,
     expected(path, "an integer", v);
     return std::nullopt;
   }
-  auto i = int64_of(v);
+  auto i = json_int64(v);
   if (!i || *i < lo || *i > hi) {
     error(path, fmt::format("{} is out of range: expected {} to {}", describe(v), lo, hi));
     return std::nullopt;

@@ -19,12 +19,9 @@
 namespace hpo::trials::redis {
 
 using detail::expect_ok;
+using detail::to_i64;
 
 namespace {
-
-std::int64_t to_i64(const std::string& s) {
-  return std::strtoll(s.c_str(), nullptr, 10);
-}
 
 // The flat {a, b, c, a, b, c, ...} reply of a listing, `width` at a time.
 template <class F>

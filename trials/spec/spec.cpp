@@ -24,14 +24,15 @@
 
 namespace hpo::trials {
 
-using spec_sections::Json;
+using SpecJson = spec_sections::Json;  // ordered: the user's key order
 using spec_sections::Reader;
 
 namespace {
 
 constexpr std::size_t kMaxNameLength = 200;
 
-Objective parse_objective(const Json& j, const std::string& path, std::vector<FieldError>& errors) {
+Objective parse_objective(const SpecJson& j, const std::string& path,
+                          std::vector<FieldError>& errors) {
   Objective out;
   Reader ro(j, path, errors);
   if (auto m = ro.string("metric", true)) {
@@ -53,13 +54,13 @@ void parse_objectives(Reader& r, SweepSpec& spec, std::vector<FieldError>& error
     return;
   }
   if (!several) {
-    if (const Json* obj = r.object("objective", true)) {
+    if (const SpecJson* obj = r.object("objective", true)) {
       spec.objective = parse_objective(*obj, "objective", errors);
       spec.objectives = {spec.objective};
     }
     return;
   }
-  const Json* list = r.array("objectives", true);
+  const SpecJson* list = r.array("objectives", true);
   if (!list) return;
   constexpr std::size_t kMaxObjectives = 8;
   if (list->size() < 2 || list->size() > kMaxObjectives) {
@@ -86,7 +87,7 @@ void parse_objectives(Reader& r, SweepSpec& spec, std::vector<FieldError>& error
 // `constraints: [{metric, max, min}, ...]` (1 to 16 distinct metrics, each
 // with max or min or both, min <= max).
 void parse_constraints(Reader& r, SweepSpec& spec, std::vector<FieldError>& errors) {
-  const Json* list = r.array("constraints");
+  const SpecJson* list = r.array("constraints");
   if (!list) return;
   constexpr std::size_t kMaxConstraints = 16;
   if (list->empty() || list->size() > kMaxConstraints) {
@@ -141,9 +142,9 @@ void check_several_objectives(const SweepSpec& spec, std::vector<FieldError>& er
 
 Result<SweepSpec> parse_spec(std::string_view json_text) {
   if (auto st = check_json_depth(json_text, ""); !st) return st.error();
-  Json root;
+  SpecJson root;
   try {
-    root = Json::parse(json_text);
+    root = SpecJson::parse(json_text);
   } catch (const nlohmann::json::exception& e) {  // syntax errors and number overflow
     return Error::invalid("", fmt::format("the spec is not valid JSON: {}", e.what()));
   }
@@ -162,12 +163,12 @@ Result<SweepSpec> parse_spec(std::string_view json_text) {
   r.string("description");
   parse_objectives(r, spec, errors);
   parse_constraints(r, spec, errors);
-  if (const Json* params = r.object("parameters", true))
+  if (const SpecJson* params = r.object("parameters", true))
     spec_sections::parse_parameters(*params, spec.space, errors);
   spec_sections::parse_search(r.object("search", true), spec.space, spec.search, errors);
   spec_sections::parse_early_stopping(r.object("early_stopping"), spec.early_stopping, errors);
   spec_sections::parse_trial(r.object("trial", true), spec.space, spec.trial, errors);
-  if (const Json* ens = r.get("ensemble")) {
+  if (const SpecJson* ens = r.get("ensemble")) {
     EnsembleRecipe recipe;
     parse_ensemble_recipe(nlohmann::json::parse(ens->dump()), "ensemble", recipe, errors);
     // Refused now rather than after the whole search: the stage combines the

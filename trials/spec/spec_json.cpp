@@ -24,27 +24,27 @@
 namespace hpo::trials {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
-Json value_json(const search::Value& v) {
-  return std::visit([](const auto& x) { return Json(x); }, v);
+OrderedJson value_json(const search::Value& v) {
+  return std::visit([](const auto& x) { return OrderedJson(x); }, v);
 }
 
-Json values_json(const std::vector<search::Value>& values) {
-  Json out = Json::array();
+OrderedJson values_json(const std::vector<search::Value>& values) {
+  OrderedJson out = OrderedJson::array();
   for (const auto& v : values) out.push_back(value_json(v));
   return out;
 }
 
-Json parameter_json(const search::ParamSpec& p) {
-  Json j = Json::object();
+OrderedJson parameter_json(const search::ParamSpec& p) {
+  OrderedJson j = OrderedJson::object();
   if (p.type == search::ParamType::kCategorical) {
     j["type"] = "categorical";
     j["values"] = values_json(p.choices);
   } else {
     const bool is_int = p.type == search::ParamType::kInt;
     // Validation keeps int bounds and steps within 2^53, so the cast is exact.
-    auto number = [&](double d) { return is_int ? Json(static_cast<std::int64_t>(d)) : Json(d); };
+    auto number = [&](double d) { return is_int ? OrderedJson(static_cast<std::int64_t>(d)) : OrderedJson(d); };
     j["type"] = is_int ? "int" : "float";
     j["min"] = number(p.min);
     j["max"] = number(p.max);
@@ -52,15 +52,15 @@ Json parameter_json(const search::ParamSpec& p) {
     if (p.step) j["step"] = number(*p.step);
   }
   if (p.when) {
-    Json when = Json::object();
+    OrderedJson when = OrderedJson::object();
     when[p.when->parent] = values_json(p.when->values);
     j["when"] = std::move(when);
   }
   return j;
 }
 
-Json search_json(const SearchConfig& s) {
-  Json j = {{"algorithm", kAlgorithmNames(s.sampler.algorithm)},
+OrderedJson search_json(const SearchConfig& s) {
+  OrderedJson j = {{"algorithm", kAlgorithmNames(s.sampler.algorithm)},
             {"seed", s.sampler.seed},
             {"n_initial", s.sampler.n_initial},
             {"max_trials", s.max_trials},
@@ -82,7 +82,7 @@ Json search_json(const SearchConfig& s) {
   return j;
 }
 
-Json pruner_json(const search::PrunerConfig& c) {
+OrderedJson pruner_json(const search::PrunerConfig& c) {
   switch (c.type) {
     case search::PrunerType::kMedian:
       return {{"type", kPrunerNames(c.type)},
@@ -94,24 +94,24 @@ Json pruner_json(const search::PrunerConfig& c) {
               {"reduction_factor", c.reduction_factor},
               {"max_steps", c.max_steps}};
   }
-  return Json::object();
+  return OrderedJson::object();
 }
 
 template <class T>
-Json sweepable(const Sweepable<T>& f) {
+OrderedJson sweepable(const Sweepable<T>& f) {
   if (f.is_ref()) return "{" + f.ref + "}";
   return f.value;
 }
 
-Json sweepable(const SweepableIntList& l) {
+OrderedJson sweepable(const SweepableIntList& l) {
   if (!l.ref.empty()) return "{" + l.ref + "}";
-  Json out = Json::array();
+  OrderedJson out = OrderedJson::array();
   for (const auto& item : l.items) out.push_back(sweepable(item));
   return out;
 }
 
 // The kind-"torch" keys of the `trial` object.
-void add_torch(const TorchRecipe& t, Json& j) {
+void add_torch(const TorchRecipe& t, OrderedJson& j) {
   const auto& m = t.model;
   const auto& d = t.data;
   const auto& o = t.optimizer;
@@ -158,8 +158,8 @@ void add_torch(const TorchRecipe& t, Json& j) {
   j["seed"] = sweepable(t.seed);
 }
 
-Json trial_json(const TrialRecipe& t) {
-  Json j = Json::object();
+OrderedJson trial_json(const TrialRecipe& t) {
+  OrderedJson j = OrderedJson::object();
   j["timeout_s"] = t.timeout_s;
   j["max_attempts"] = t.max_attempts;
   j["resources"] = {{"gpus", t.gpus}};
@@ -180,12 +180,12 @@ Json trial_json(const TrialRecipe& t) {
     case TrialKind::kCommand: {
       j["kind"] = kTrialKindNames(t.kind);
       j["argv"] = t.command.argv;
-      Json env = Json::object();
+      OrderedJson env = OrderedJson::object();
       for (const auto& [name, value] : t.command.env) env[name] = value;
       j["env"] = std::move(env);
       j["cwd"] = t.command.cwd;
       if (const auto& d = t.command.data) {
-        Json data = {{"task", d->regression ? "regression" : "classification"},
+        OrderedJson data = {{"task", d->regression ? "regression" : "classification"},
                      {"train_rows", d->train_rows},
                      {"validation_rows", d->validation_rows},
                      {"test_rows", d->test_rows},
@@ -211,8 +211,8 @@ Json trial_json(const TrialRecipe& t) {
   return j;
 }
 
-Json ensemble_json(const EnsembleRecipe& e) {
-  Json j = Json::object();
+OrderedJson ensemble_json(const EnsembleRecipe& e) {
+  OrderedJson j = OrderedJson::object();
   j["members"] = e.members;
   switch (e.base) {
     case EnsembleRecipe::Base::kBest:
@@ -239,9 +239,9 @@ Json ensemble_json(const EnsembleRecipe& e) {
 }
 
 // `j` with the keys of every object sorted, except in the objects at the paths in `keep`.
-Json sorted(const Json& j, const std::string& path, std::initializer_list<const char*> keep) {
+OrderedJson sorted(const OrderedJson& j, const std::string& path, std::initializer_list<const char*> keep) {
   if (j.is_array()) {
-    Json out = Json::array();
+    OrderedJson out = OrderedJson::array();
     for (const auto& e : j) out.push_back(sorted(e, path, keep));
     return out;
   }
@@ -250,7 +250,7 @@ Json sorted(const Json& j, const std::string& path, std::initializer_list<const 
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
   if (std::none_of(keep.begin(), keep.end(), [&](const char* k) { return path == k; }))
     std::sort(keys.begin(), keys.end());
-  Json out = Json::object();
+  OrderedJson out = OrderedJson::object();
   for (const auto& key : keys)
     out[key] = sorted(j.at(key), path.empty() ? key : path + "." + key, keep);
   return out;
@@ -259,22 +259,22 @@ Json sorted(const Json& j, const std::string& path, std::initializer_list<const 
 }  // namespace
 
 std::string dump_spec(const SweepSpec& spec) {
-  Json root = Json::object();
+  OrderedJson root = OrderedJson::object();
   root["name"] = spec.name;
   auto objective_json = [](const Objective& o) {
-    Json j{{"metric", o.metric}, {"mode", o.maximize ? "max" : "min"}};
+    OrderedJson j{{"metric", o.metric}, {"mode", o.maximize ? "max" : "min"}};
     if (o.reference) j["reference"] = *o.reference;
     return j;
   };
   if (spec.objectives.size() > 1) {
-    Json list = Json::array();
+    OrderedJson list = OrderedJson::array();
     for (const auto& o : spec.objectives) list.push_back(objective_json(o));
     root["objectives"] = std::move(list);
   } else {
     root["objective"] = objective_json(spec.objective);
   }
   if (!spec.constraints.empty()) root["constraints"] = record::to_json(spec.constraints);
-  Json params = Json::object();
+  OrderedJson params = OrderedJson::object();
   for (const auto& p : spec.space.params) params[p.name] = parameter_json(p);
   root["parameters"] = std::move(params);
   root["search"] = search_json(spec.search);

@@ -16,30 +16,29 @@ namespace hpo::trials {
 namespace {
 
 using Combine = EnsembleRecipe::Combine;
-using Json = nlohmann::json;
 
 // Indexed by Combine.
 constexpr std::array<const char*, 6> kCombineNames{"hard_vote", "soft_vote", "mean",
                                                    "median",    "weighted",  "selection"};
 
 // The section's grammar: null is not "absent" but a wrong value, and 2.0 is not an integer.
-constexpr FieldRules kRules{.null_is_absent = false, .floats_as_integers = false};
+constexpr FieldRules kEnsembleRules{.null_is_absent = false, .floats_as_integers = false};
 
-void read_base(FieldReader& r, const Json& v, EnsembleRecipe& out,
+void read_base(FieldReader& r, const nlohmann::json& v, EnsembleRecipe& out,
                std::vector<FieldError>& errors) {
   if (v.is_string() && v.get<std::string>() == "best") {
     out.base = EnsembleRecipe::Base::kBest;
     return;
   }
   if (!v.is_object() || v.empty()) return r.expected(r.at("base"), "\"best\" or {\"top_k\": K}", v);
-  FieldReader b(v, r.at("base"), errors, kRules);
+  FieldReader b(v, r.at("base"), errors, kEnsembleRules);
   if (v.contains("top_k")) out.base = EnsembleRecipe::Base::kTopK;
   if (auto k = b.integer("top_k", 1, EnsembleRecipe::kMaxMembers)) out.top_k = static_cast<int>(*k);
   b.unknown_keys("top_k");
 }
 
 // A fraction of the features in (0, 1], or a whole count of them above 1.
-void read_max_features(FieldReader& r, const Json& v, double& out) {
+void read_max_features(FieldReader& r, const nlohmann::json& v, double& out) {
   double x = v.is_number() ? v.get<double>() : 0;
   if (!std::isfinite(x) || !(x > 0) || (x > 1 && (x != std::floor(x) || x > 1e15)))
     return r.expected(r.at("max_features"), "a fraction in (0, 1] or an integer feature count >= 1",
@@ -48,7 +47,7 @@ void read_max_features(FieldReader& r, const Json& v, double& out) {
 }
 
 // The whole uint64 range (a seed is bits, not a count), so not FieldReader::integer.
-void read_seed(FieldReader& r, const Json& v, std::uint64_t& out) {
+void read_seed(FieldReader& r, const nlohmann::json& v, std::uint64_t& out) {
   if (!v.is_number_integer()) return r.expected(r.at("seed"), "an integer", v);
   if (!v.is_number_unsigned() && v.get<std::int64_t>() < 0)
     return r.error(r.at("seed"),
@@ -86,12 +85,12 @@ std::optional<EnsembleRecipe::Combine> parse_combine(std::string_view s) {
   return std::nullopt;
 }
 
-void parse_ensemble_recipe(const Json& j, const std::string& path, EnsembleRecipe& out,
+void parse_ensemble_recipe(const nlohmann::json& j, const std::string& path, EnsembleRecipe& out,
                            std::vector<FieldError>& errors) {
-  FieldReader r(j, path, errors, kRules);
+  FieldReader r(j, path, errors, kEnsembleRules);
   if (!j.is_object()) return r.expected(path, "an object", j);
   assign(r.integer("members", 1, EnsembleRecipe::kMaxMembers), out.members);
-  if (const Json* v = r.get("base")) read_base(r, *v, out, errors);
+  if (const nlohmann::json* v = r.get("base")) read_base(r, *v, out, errors);
   if (auto v = r.boolean("bootstrap")) out.bootstrap = *v;
   if (auto v = r.number("sample_fraction")) {
     if (*v > 0 && *v <= 1)
@@ -100,13 +99,13 @@ void parse_ensemble_recipe(const Json& j, const std::string& path, EnsembleRecip
       r.error(r.at("sample_fraction"),
               fmt::format("{} is out of range: expected more than 0, up to 1", *v));
   }
-  if (const Json* v = r.get("max_features")) read_max_features(r, *v, out.max_features);
+  if (const nlohmann::json* v = r.get("max_features")) read_max_features(r, *v, out.max_features);
   auto combine = r.one_of("combine", kCombineNames);
   if (combine) out.combine = *parse_combine(*combine);
   if (auto choose = r.one_of("choose", kChooseNames))
     for (std::size_t i = 0; i < kChooseNames.size(); ++i)
       if (*choose == kChooseNames[i]) out.choose = static_cast<EnsembleRecipe::Choose>(i);
-  if (const Json* v = r.get("seed")) read_seed(r, *v, out.seed);
+  if (const nlohmann::json* v = r.get("seed")) read_seed(r, *v, out.seed);
   assign(r.integer("selection_rounds", 1, EnsembleRecipe::kMaxSelectionRounds),
          out.selection_rounds);
   assign(r.integer("selection_init", 0, EnsembleRecipe::kMaxSelectionRounds), out.selection_init);

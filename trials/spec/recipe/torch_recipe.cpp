@@ -77,7 +77,7 @@ std::string expected_literal() {
 }
 
 // The recipe's grammar: null is a wrong value, not an absent key; 2.0 is an integer (literal()).
-constexpr FieldRules kRules{.null_is_absent = false};
+constexpr FieldRules kTorchRules{.null_is_absent = false};
 
 template <class T>
 void field(FieldReader& r, const char* key, Sweepable<T>& out) {
@@ -124,7 +124,7 @@ template <class F>
 void object(FieldReader& r, const char* key, std::vector<FieldError>& errors, F&& read) {
   const json* v = r.object(key);
   if (!v) return;
-  FieldReader sub(*v, r.at(key), errors, kRules);
+  FieldReader sub(*v, r.at(key), errors, kTorchRules);
   read(sub);
   sub.unknown_keys();
 }
@@ -134,7 +134,7 @@ void object(FieldReader& r, const char* key, std::vector<FieldError>& errors, F&
 void parse_torch_recipe(const nlohmann::json& j, const std::string& path, TorchRecipe& out,
                         std::vector<std::string>& consumed, std::vector<FieldError>& errors) {
   out = {};
-  FieldReader top(j, path, errors, kRules);
+  FieldReader top(j, path, errors, kTorchRules);
   field(top, "task", out.task);
   object(top, "model", errors, [&](FieldReader& m) {
     auto& o = out.model;
