@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
 # Installs the Debian bookworm packages hpo needs, skipping what is there.
-# Usage: scripts/install-deps.sh [--tests] [--bench]
-#   (none)   what building and running hpo needs: the demo's set (scripts/demo.sh)
-#   --tests  adds what the tests need (scripts/test.sh): gtest, Sentinel, Slurm,
-#            Chromium, clang for the fuzzers, the Python frameworks the hpo
-#            library's integrations are tested against
-#   --bench  adds the Python references of the benchmarks (Optuna and its Redis journal)
+# Usage: scripts/install-deps.sh [--no-torch] [--no-ui] [--tests] [--bench]
+#   (none)      what building and running hpo needs: the demo's set (scripts/demo.sh)
+#   --no-torch  not LibTorch and the Fashion-MNIST files (scripts/build.sh --no-torch)
+#   --no-ui     not Node.js and npm, which build the dashboard (scripts/build.sh --no-ui)
+#   --tests     adds what the tests need (scripts/test.sh): gtest, Sentinel, Slurm,
+#               Chromium, clang for the fuzzers, the Python frameworks the hpo
+#               library's integrations are tested against
+#   --bench     adds the Python references of the benchmarks (Optuna and its Redis journal)
 set -euo pipefail
 
 pkgs=(g++ cmake make ninja-build pkg-config git ca-certificates
       libboost-dev libhiredis-dev redis-server nlohmann-json3-dev libfmt-dev
       libeigen3-dev zlib1g-dev
       libssl-dev openssl  # HTTPS of the API (Boost.Asio over OpenSSL)
-      python3         # command trials and the hpo Python library (standard library only)
-      libtorch-dev libgloo-dev libopenblas0-pthread
-      dataset-fashion-mnist)
+      python3)        # command trials and the hpo Python library (standard library only)
+# The LibTorch trainers and their data: most of the packages a new machine lacks.
+torch_pkgs=(libtorch-dev libgloo-dev libopenblas0-pthread dataset-fashion-mnist)
+torch=1 ui=1
 for arg in "$@"; do
   case "$arg" in
+    --no-torch) torch=0 ;;
+    --no-ui) ui=0 ;;
     --tests)
       pkgs+=(libgtest-dev
              redis-sentinel  # the Sentinel failover tests (a primary, a replica, three Sentinels)
@@ -28,10 +33,12 @@ for arg in "$@"; do
              # the hpo Python library's integrations and examples, tested for real
              python3-numpy python3-sklearn python3-xgboost python3-torch python3-torchvision) ;;
     --bench) pkgs+=(python3-optuna python3-redis python3-torch python3-sklearn python3-numpy) ;;
-    *) echo "install-deps: unknown argument '$arg' (--tests, --bench)" >&2; exit 2 ;;
+    *) echo "install-deps: unknown argument '$arg' (--no-torch, --no-ui, --tests, --bench)" >&2
+       exit 2 ;;
   esac
 done
-command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
+((torch)) && pkgs+=("${torch_pkgs[@]}")
+((ui)) && ! command -v npm >/dev/null 2>&1 && pkgs+=(nodejs npm)
 
 # The account whose group trials run with (hpo-worker --trial-user): a worker
 # that runs as root runs its trials under uids of their own, never as root.
