@@ -19,6 +19,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 spec=${1:-examples/fashion_mnist_mlp.json}
 bin=${HPO_BUILD_DIR:-build}
+[[ $bin == /* ]] || bin=$root/$bin
 export HPO_HOME=${HPO_HOME:-$root/.hpo}
 listen=${HPO_LISTEN:-127.0.0.1:8080}
 mkdir -p "$HPO_HOME"
@@ -37,6 +38,25 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# Trials run as the user hpo-trial when the worker runs as root: they must be
+# able to read their programs and the hpo library. A checkout in a private
+# home (/root, 0700) is not readable by them: the demo then runs its trials
+# from a world-readable copy of examples/ and python/ in /var/lib/hpo/demo.
+trial_root=$root
+python_lib=()
+stage_trial_files() {
+  [[ $(id -u) == 0 ]] || return 0
+  runuser -u hpo-trial -- test -r "$root/examples/python/quadratic_trial.py" 2>/dev/null && return 0
+  trial_root=/var/lib/hpo/demo
+  rm -rf "$trial_root"
+  mkdir -p "$trial_root"
+  chmod 0755 /var/lib/hpo "$trial_root"
+  cp -r "$root/examples" "$root/python" "$trial_root/"
+  chmod -R go+rX "$trial_root"
+  python_lib=(--python-lib "$trial_root/python")
+  echo "hpo: $root is not readable by the trials' user hpo-trial; they run from a copy in $trial_root"
+}
+
 start_service() {
   rm -f "$HPO_HOME/scheduler.json"
   "$bin/scheduler/hpo-scheduler" --listen "$listen" >>"$HPO_HOME/scheduler.log" 2>&1 &
@@ -50,7 +70,8 @@ start_service() {
   done
   [[ -f "$HPO_HOME/scheduler.json" ]] ||
     { echo "hpo-scheduler did not start in 30 s"; cat "$HPO_HOME/scheduler.log"; exit 1; }
-  "$bin/workers/hpo-worker" --slots 2 >>"$HPO_HOME/worker.log" 2>&1 &
+  (cd "$trial_root" && exec "$bin/workers/hpo-worker" --slots 2 "${python_lib[@]}") \
+    >>"$HPO_HOME/worker.log" 2>&1 &
   pids+=($!)
   api=$(sed -n 's/.*"api": "\(.*\)".*/\1/p' "$HPO_HOME/scheduler.json")
   token=$(sed -n 's/.*"token": "\(.*\)".*/\1/p' "$HPO_HOME/scheduler.json")
@@ -79,6 +100,7 @@ if [[ -n $ui_pid ]]; then
   ui_pid=""
 fi
 echo "hpo: the service installed and built in $(since)"
+stage_trial_files
 start_service
 run_sweep examples/python_sweep.json "the first sweep (a Python trial with the hpo library)"
 if [[ "${HPO_DEMO_STAGES:-2}" != 1 ]]; then
