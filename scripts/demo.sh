@@ -87,10 +87,11 @@ run_sweep() {  # SPEC WHAT
 
 status=0
 # Stage 1: the service and a Python sweep. The dashboard builds beside the
-# C++ build (mostly npm's downloads) where npm is there already.
+# C++ build where npm is there already, at the lowest priority: mostly npm's
+# downloads, and its compile takes the cores only when the C++ build leaves one idle.
 scripts/install-deps.sh --no-torch --no-ui
 if command -v npm >/dev/null 2>&1 && [[ -f web/ui/package.json ]]; then
-  scripts/build-ui.sh >"$HPO_HOME/build-ui.log" 2>&1 &
+  nice -n 19 scripts/build-ui.sh >"$HPO_HOME/build-ui.log" 2>&1 &
   ui_pid=$!
 fi
 scripts/build.sh --no-torch --no-ui
