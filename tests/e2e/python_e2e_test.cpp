@@ -380,9 +380,10 @@ from hpo.integrations.xgboost import HpoCallback
 t = hpo.trial()
 # Trials 0 and 1 learn: the median the pruner compares with. Trial 2 barely
 # moves and has rounds enough to run until it is stopped (bounded by
-# timeout_s); its rows make a round last some milliseconds, so that the
-# reports before the prune lands stay far below a trial's 10,000.
-eta, rounds, rows = (0.3, 30, 2000) if t.number < 2 else (1e-5, 10**7, 20000)
+# timeout_s); its 100,000 rows make a round last some 50 ms, so that it reports
+# more slowly than the worker passes reports on (a burst of 200, then 50 a
+# second): every round's report is kept however late the prune lands.
+eta, rounds, rows = (0.3, 30, 2000) if t.number < 2 else (1e-5, 10**7, 100000)
 rng = np.random.default_rng(0)
 x = rng.normal(size=(rows, 8))
 y = (x[:, 0] + 0.5 * x[:, 1] - x[:, 2] > 0).astype(int)

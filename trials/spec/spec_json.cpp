@@ -44,7 +44,9 @@ OrderedJson parameter_json(const search::ParamSpec& p) {
   } else {
     const bool is_int = p.type == search::ParamType::kInt;
     // Validation keeps int bounds and steps within 2^53, so the cast is exact.
-    auto number = [&](double d) { return is_int ? OrderedJson(static_cast<std::int64_t>(d)) : OrderedJson(d); };
+    auto number = [&](double d) {
+      return is_int ? OrderedJson(static_cast<std::int64_t>(d)) : OrderedJson(d);
+    };
     j["type"] = is_int ? "int" : "float";
     j["min"] = number(p.min);
     j["max"] = number(p.max);
@@ -61,10 +63,10 @@ OrderedJson parameter_json(const search::ParamSpec& p) {
 
 OrderedJson search_json(const SearchConfig& s) {
   OrderedJson j = {{"algorithm", kAlgorithmNames(s.sampler.algorithm)},
-            {"seed", s.sampler.seed},
-            {"n_initial", s.sampler.n_initial},
-            {"max_trials", s.max_trials},
-            {"max_concurrent", s.max_concurrent}};
+                   {"seed", s.sampler.seed},
+                   {"n_initial", s.sampler.n_initial},
+                   {"max_trials", s.max_trials},
+                   {"max_concurrent", s.max_concurrent}};
   if (s.sampler.population > 0) j["population"] = s.sampler.population;
   if (!s.warm_start_sweeps.empty()) j["warm_start"] = {{"sweeps", s.warm_start_sweeps}};
   if (const auto& f = s.fidelity)
@@ -186,10 +188,10 @@ OrderedJson trial_json(const TrialRecipe& t) {
       j["cwd"] = t.command.cwd;
       if (const auto& d = t.command.data) {
         OrderedJson data = {{"task", d->regression ? "regression" : "classification"},
-                     {"train_rows", d->train_rows},
-                     {"validation_rows", d->validation_rows},
-                     {"test_rows", d->test_rows},
-                     {"features", d->features}};
+                            {"train_rows", d->train_rows},
+                            {"validation_rows", d->validation_rows},
+                            {"test_rows", d->test_rows},
+                            {"features", d->features}};
         if (!d->regression) data["classes"] = d->classes;
         j["data"] = std::move(data);
       }
@@ -239,7 +241,8 @@ OrderedJson ensemble_json(const EnsembleRecipe& e) {
 }
 
 // `j` with the keys of every object sorted, except in the objects at the paths in `keep`.
-OrderedJson sorted(const OrderedJson& j, const std::string& path, std::initializer_list<const char*> keep) {
+OrderedJson sorted(const OrderedJson& j, const std::string& path,
+                   std::initializer_list<const char*> keep) {
   if (j.is_array()) {
     OrderedJson out = OrderedJson::array();
     for (const auto& e : j) out.push_back(sorted(e, path, keep));
