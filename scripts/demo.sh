@@ -90,10 +90,10 @@ run_sweep() {  # SPEC WHAT
 # Stage 1: the service and a Python sweep. A build that has the LibTorch
 # trainers already (a second run) keeps them: switching them off would
 # rebuild the worker twice.
-first=(--no-torch --no-ui)
-grep -qs '^HPO_WITH_TORCH:BOOL=ON' "$bin/CMakeCache.txt" && first=(--no-ui)
-scripts/install-deps.sh "${first[@]}"
-HPO_BUILD_DIR=$bin scripts/build.sh "${first[@]}"
+no_torch=(--no-torch)
+grep -qs '^HPO_WITH_TORCH:BOOL=ON' "$bin/CMakeCache.txt" && no_torch=()
+scripts/install-deps.sh "${no_torch[@]}"
+HPO_BUILD_DIR=$bin scripts/build.sh "${no_torch[@]}" --no-ui
 echo "hpo: the service installed and built in $(since)"
 stage_trial_files
 start_service
@@ -111,7 +111,7 @@ fi
 if [[ -f web/ui/dist/index.html ]]; then
   echo "Dashboard: $api/    API: $api/api/sweeps"
 else
-  echo "API: $api/api/sweeps    (no dashboard yet: the second stage builds it, with Node.js 20.19 or later)"
+  echo "API: $api/api/sweeps    (no dashboard: scripts/build-ui.sh says what it needs)"
 fi
 echo "API token (for submitting and cancelling from the dashboard or with curl): $token"
 echo "CLI: $bin/cli/hpo status    (HPO_HOME=$HPO_HOME)"

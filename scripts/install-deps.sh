@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian bookworm packages hpo needs, skipping what is there.
-# Usage: scripts/install-deps.sh [--no-torch] [--no-ui] [--tests] [--bench]
+# Usage: scripts/install-deps.sh [--no-torch] [--tests] [--bench]
 #   (none)      what building and running hpo needs: the demo's set (scripts/demo.sh)
 #   --no-torch  not LibTorch and the Fashion-MNIST files (scripts/build.sh --no-torch)
-#   --no-ui     no word about Node.js and npm, which build the dashboard (scripts/build.sh --no-ui)
 #   --tests     adds what the tests need (scripts/test.sh): gtest, Sentinel, Slurm,
 #               Chromium, clang for the fuzzers, the Python frameworks the hpo
 #               library's integrations are tested against
@@ -17,11 +16,10 @@ pkgs=(g++ cmake make ninja-build pkg-config git ca-certificates
       python3)        # command trials and the hpo Python library (standard library only)
 # The LibTorch trainers and their data: most of the packages a new machine lacks.
 torch_pkgs=(libtorch-dev libgloo-dev libopenblas0-pthread dataset-fashion-mnist)
-torch=1 ui=1
+torch=1
 for arg in "$@"; do
   case "$arg" in
     --no-torch) torch=0 ;;
-    --no-ui) ui=0 ;;
     --tests)
       pkgs+=(libgtest-dev
              redis-sentinel  # the Sentinel failover tests (a primary, a replica, three Sentinels)
@@ -33,18 +31,13 @@ for arg in "$@"; do
              # the hpo Python library's integrations and examples, tested for real
              python3-numpy python3-sklearn python3-xgboost python3-torch python3-torchvision) ;;
     --bench) pkgs+=(python3-optuna python3-redis python3-torch python3-sklearn python3-numpy) ;;
-    *) echo "install-deps: unknown argument '$arg' (--no-torch, --no-ui, --tests, --bench)" >&2
+    *) echo "install-deps: unknown argument '$arg' (--no-torch, --tests, --bench)" >&2
        exit 2 ;;
   esac
 done
 ((torch)) && pkgs+=("${torch_pkgs[@]}")
-# The dashboard's build needs Node.js 20.19 or later with npm, which bookworm
-# does not package (its nodejs is 18): not installed here, said instead
-# (scripts/build-ui.sh checks the version).
-if ((ui)) && ! command -v npm >/dev/null 2>&1; then
-  echo "install-deps: no npm: the dashboard needs Node.js 20.19 or later with npm" \
-       "(bookworm packages 18; NodeSource has 20 and 22)"
-fi
+# Node.js and npm, which build the dashboard, are not installed here: the
+# version it needs is not packaged by bookworm (scripts/build-ui.sh says which).
 
 # The account whose group trials run with (hpo-worker --trial-user): a worker
 # that runs as root runs its trials under uids of their own, never as root.
