@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -23,20 +24,27 @@ bool label_ok(const std::map<std::string, std::string>& have, const std::string&
   return it != have.end() && (eq == std::string::npos || it->second == want.substr(eq + 1));
 }
 
-int matching(const ResourceRequest& r, const std::vector<GpuSlot>& gpus) {
-  return static_cast<int>(
-      std::count_if(gpus.begin(), gpus.end(), [&](const GpuSlot& g) { return gpu_matches(r, g); }));
+int matching(const ResourceRequest& r, const std::vector<GpuDevice>& gpus) {
+  return static_cast<int>(std::count_if(gpus.begin(), gpus.end(),
+                                        [&](const GpuDevice& g) { return gpu_matches(r, g); }));
+}
+
+// Devices the request needs at once: one for a share, else one per slot.
+int devices_needed(const ResourceRequest& r) {
+  return r.shares_gpu() ? 1 : r.slots;
 }
 
 std::string gpu_wanted(const ResourceRequest& r) {
-  std::string s = fmt::format("{} GPU slot{}", r.slots, r.slots == 1 ? "" : "s");
+  std::string s = r.shares_gpu() ? fmt::format("a {:g} share of a GPU (resources.gpus)", r.gpus)
+                                 : fmt::format("{:g} whole GPU{}", static_cast<double>(r.slots),
+                                               r.slots == 1 ? "" : "s");
   if (!r.gpu_model.empty()) s += fmt::format(" of model '{}' (resources.gpu_model)", r.gpu_model);
   if (r.gpu_memory_gb > 0)
     s += fmt::format(" with at least {:g} GB (resources.gpu_memory_gb)", r.gpu_memory_gb);
   return s;
 }
 
-std::string gpus_had(const std::vector<GpuSlot>& gpus) {
+std::string gpus_had(const std::vector<GpuDevice>& gpus) {
   if (gpus.empty()) return "none";
   std::vector<std::string> each;
   for (const auto& g : gpus)
@@ -123,7 +131,16 @@ Offer slots_only_offer(int free) {
   return o;
 }
 
-bool gpu_matches(const ResourceRequest& r, const GpuSlot& g) {
+GpuRoom gpu_take(const ResourceRequest& r, const GpuDevice& g) {
+  if (!r.shares_gpu()) return GpuRoom{kWholeShare, g.memory_mb};
+  GpuRoom t;
+  t.share = static_cast<int>(std::lround(r.gpus * kWholeShare));
+  t.mb = r.gpu_memory_gb > 0 ? static_cast<std::int64_t>(std::ceil(r.gpu_memory_gb * 1024))
+                             : g.memory_mb * t.share / kWholeShare;
+  return t;
+}
+
+bool gpu_matches(const ResourceRequest& r, const GpuDevice& g) {
   if (r.gpu_memory_gb > 0 && static_cast<double>(g.memory_mb) < r.gpu_memory_gb * 1024)
     return false;
   return r.gpu_model.empty() ||
@@ -134,7 +151,17 @@ bool fits_now(const ResourceRequest& r, const Offer& o) {
   if (r.slots > o.slots) return false;
   if (r.torch && !o.torch) return false;
   if (r.torch && r.gpus > 0 && !o.cuda) return false;
-  if (r.gpus > 0 && matching(r, o.gpus) < r.slots) return false;
+  if (r.shares_gpu()) {
+    bool room = false;
+    for (std::size_t i = 0; i < o.all_gpus.size() && i < o.room.size() && !room; ++i) {
+      const GpuRoom take = gpu_take(r, o.all_gpus[i]);
+      room =
+          gpu_matches(r, o.all_gpus[i]) && o.room[i].share >= take.share && o.room[i].mb >= take.mb;
+    }
+    if (!room) return false;
+  } else if (r.gpus > 0 && matching(r, o.gpus) < r.slots) {
+    return false;
+  }
   if (r.cpus > 0 && o.cpus >= 0 && r.cpus > o.cpus + 1e-9) return false;
   if (r.memory_gb > 0 && o.memory_gb >= 0 && r.memory_gb > o.memory_gb + 1e-9) return false;
   return std::all_of(r.labels.begin(), r.labels.end(),
@@ -145,6 +172,8 @@ bool fits_idle(const ResourceRequest& r, const Offer& o) {
   Offer idle = o;
   idle.slots = o.total_slots;
   idle.gpus = o.all_gpus;
+  idle.room.clear();
+  for (const auto& g : o.all_gpus) idle.room.push_back(GpuRoom{kWholeShare, g.memory_mb});
   idle.cpus = o.total_cpus;
   idle.memory_gb = o.total_memory_gb;
   return fits_now(r, idle);
@@ -158,7 +187,7 @@ std::string never_fits(const ResourceRequest& r, const Offer& o) {
     return fmt::format(
         "a trial needs {} slots (resources.gpus / data_parallel.replicas), the worker has {}",
         r.slots, o.total_slots);
-  if (r.gpus > 0 && matching(r, o.all_gpus) < r.slots)
+  if (r.gpus > 0 && matching(r, o.all_gpus) < devices_needed(r))
     return fmt::format("a trial needs {}, the worker has {}", gpu_wanted(r), gpus_had(o.all_gpus));
   if (r.cpus > 0 && o.total_cpus >= 0 && r.cpus > o.total_cpus + 1e-9)
     return fmt::format("a trial needs {:g} cpus (resources.cpus), the worker has {:g}", r.cpus,
@@ -184,9 +213,10 @@ std::string never_fits(const ResourceRequest& r, const Offer& o) {
 Offer idle_offer(const WorkerInfo& w) {
   Offer o;
   o.slots = o.total_slots = w.slots;
-  for (const auto& g : w.gpus)
-    if (static_cast<int>(o.all_gpus.size()) < w.slots)
-      o.all_gpus.push_back({g.name, g.memory_total_mb});
+  for (const auto& g : w.gpus) {
+    o.all_gpus.push_back({g.name, g.memory_total_mb, {}});
+    o.room.push_back(GpuRoom{kWholeShare, g.memory_total_mb});
+  }
   o.gpus = o.all_gpus;
   o.cpus = o.total_cpus = w.cpus > 0 ? w.cpus : -1;
   o.memory_gb = o.total_memory_gb = w.memory_gb > 0 ? w.memory_gb : -1;
@@ -237,7 +267,7 @@ Result<ResourceRequest> request_from_json(std::string_view text) {
   ResourceRequest r;
   try {
     r.slots = j.value("slots", 1);
-    r.gpus = j.value("gpus", 0);
+    r.gpus = j.value("gpus", 0.0);
     r.gpu_memory_gb = j.value("gpu_mb", 0.0) / 1024;
     r.gpu_model = j.value("gpu_model", std::string());
     r.cpus = j.value("cpus", 0.0);
@@ -295,8 +325,51 @@ Result<RankShare> rank_share_from_json(std::string_view text) {
   return r;
 }
 
+namespace {
+// "0,2" -> {0, 2}; "" -> {}.
+Result<std::vector<int>> index_list(std::string_view text, std::string_view whole) {
+  std::vector<int> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find(',', at), text.size());
+    const std::string item(text.substr(at, end - at));
+    char* stop = nullptr;
+    const long v = std::strtol(item.c_str(), &stop, 10);
+    if (item.empty() || *stop != '\0' || v < 0 || v > 1'000'000)
+      return Error::internal(
+          fmt::format("claim_batch: a claim's placement is not '0,2' or '0,2|1,3': '{}'", whole));
+    out.push_back(static_cast<int>(v));
+    at = end + 1;
+  }
+  return out;
+}
+}  // namespace
+
+Result<Placed> placed_from_text(std::string_view text) {
+  Placed p;
+  const auto bar = text.find('|');
+  auto slots = index_list(text.substr(0, bar), text);
+  if (!slots) return slots.error();
+  p.slots = std::move(*slots);
+  if (bar != std::string_view::npos) {
+    auto devices = index_list(text.substr(bar + 1), text);
+    if (!devices) return devices.error();
+    p.devices = std::move(*devices);
+    p.devices_named = true;
+  }
+  return p;
+}
+
+std::vector<int> devices_of(const Placed& p, int device_count) {
+  if (p.devices_named) return p.devices;
+  std::vector<int> out;
+  for (int s : p.slots)
+    if (s < device_count) out.push_back(s);
+  return out;
+}
+
 std::string to_json(const Offer& o) {
-  auto gpus = [](const std::vector<GpuSlot>& list) {
+  auto gpus = [](const std::vector<GpuDevice>& list) {
     Json a = Json::array();
     for (const auto& g : list)
       a.push_back(Json{{"model", ascii_lower(g.model)}, {"mb", g.memory_mb}});
@@ -315,6 +388,13 @@ std::string to_json(const Offer& o) {
          {"torch", o.torch},
          {"cuda", o.cuda},
          {"labels", labels}};
+  // Per device what is not promised (functions/04_placement.lua: devs); an
+  // offer without it is an earlier version's, whose slot i owns device i.
+  if (o.room.size() == o.all_gpus.size()) {
+    Json devs = Json::array();
+    for (const auto& r : o.room) devs.push_back(Json{{"share", r.share}, {"mb", r.mb}});
+    j["devs"] = devs;
+  }
   // Without the free slots' indices (an offer written by hand) the claim
   // assumes the lowest ones (functions/04_placement.lua, free_slots_of).
   if (!o.free.empty()) j["free"] = o.free;

@@ -11,13 +11,24 @@
 // schedulability check), with each worker's reason.
 //
 // Rules:
-//  - slots: the attempt takes that many of the worker's slots: a GPU request
-//    the lowest free slots whose GPU matches; any other the free slots
-//    without a GPU first, then the highest free GPU slots;
-//  - gpus > 0: every slot it takes is a GPU slot whose GPU matches gpu_model
-//    (a case-insensitive substring of the device name, "A100") and has at
-//    least gpu_memory_gb of memory; a torch trial on GPUs also needs a
-//    CUDA-capable LibTorch on the worker;
+//  - slots: the attempt takes that many of the worker's slots (how many
+//    attempts it runs at once), and its devices (GPUs or MIG instances) apart:
+//    a worker's slots and devices are counted separately;
+//  - gpus >= 1 (whole): it takes `slots` devices that nothing else holds,
+//    each matching gpu_model (a case-insensitive substring of the device
+//    name, "A100") and with at least gpu_memory_gb of memory; the lowest
+//    such devices first;
+//  - 0 < gpus < 1 (a share): it takes that share of one device's compute and
+//    gpu_memory_gb of its memory (without gpu_memory_gb, that share of its
+//    memory), on the matching device with room for both that is shared the
+//    most already; the shares on a device never add up to more than 1 nor
+//    their memory to more than the device has, and a device with any share
+//    taken serves no whole request. Packed trials share the device's compute
+//    without isolation (a MIG instance is a device of its own);
+//  - slots a GPU request takes: for each device the slot of the same index
+//    when free, then the lowest free ones; any other request the free slots
+//    past the devices first, then the highest free ones;
+//  - a torch trial on GPUs also needs a CUDA-capable LibTorch on the worker;
 //  - torch: the worker runs LibTorch trials (hpo-worker built with LibTorch);
 //  - cpus, memory_gb: at most what the worker has not promised to its
 //    running trials (a worker that does not count them offers -1: no limit);
@@ -40,7 +51,7 @@ struct TrialRecipe;
 
 struct ResourceRequest {
   int slots = 1;
-  int gpus = 0;
+  double gpus = 0;  // whole devices (1, 2, ...) or a share of one (0 < gpus < 1)
   double gpu_memory_gb = 0;
   std::string gpu_model;
   double cpus = 0;
@@ -51,28 +62,47 @@ struct ResourceRequest {
   // any split). See "Gangs" below.
   int ranks = 1;
   int per_host = 0;
+  bool shares_gpu() const { return gpus > 0 && gpus < 1; }
   bool operator==(const ResourceRequest&) const = default;
 };
 
 // What a sweep's trials (and its ensemble members) ask of a worker.
 ResourceRequest request_for(const TrialRecipe& recipe);
 
-struct GpuSlot {
+struct GpuDevice {
   std::string model;  // the device name as NVML gives it ("NVIDIA A100-SXM4-80GB")
   std::int64_t memory_mb = 0;
-  bool operator==(const GpuSlot&) const = default;
+  // How a trial's CUDA_VISIBLE_DEVICES names it: a MIG instance's UUID
+  // ("MIG-..."); empty: by its ordinal. Not part of an offer.
+  std::string id;
+  bool operator==(const GpuDevice&) const = default;
 };
+
+// A device's compute is counted in thousandths (a share of 0.25 is 250).
+inline constexpr int kWholeShare = 1000;
+
+// What of a device is not promised to running attempts (or what an attempt takes of it).
+struct GpuRoom {
+  int share = kWholeShare;
+  std::int64_t mb = 0;
+  bool operator==(const GpuRoom&) const = default;
+};
+
+// What an attempt asking `request` takes of device `gpu`: all of it for
+// whole GPUs, else its share and gpu_memory_gb (or that share of the memory).
+GpuRoom gpu_take(const ResourceRequest& request, const GpuDevice& gpu);
 
 struct Offer {
   // What is free now (a claim subtracts what it takes).
   int slots = 0;
-  std::vector<int> free;      // the free slots' indices, ascending (a claim names those it takes)
-  std::vector<GpuSlot> gpus;  // the free slots that own a GPU, lowest slot first
-  double cpus = -1;           // < 0: not counted
-  double memory_gb = -1;      // < 0: not counted
+  std::vector<int> free;        // the free slots' indices, ascending (a claim names those it takes)
+  std::vector<GpuDevice> gpus;  // the devices nothing holds (derived from room)
+  double cpus = -1;             // < 0: not counted
+  double memory_gb = -1;        // < 0: not counted
   // What the worker is, idle (a reservation is only made for what could fit).
   int total_slots = 0;
-  std::vector<GpuSlot> all_gpus;
+  std::vector<GpuDevice> all_gpus;  // its devices
+  std::vector<GpuRoom> room;        // per device: what is not promised now
   double total_cpus = -1;
   double total_memory_gb = -1;
   bool torch = false;
@@ -85,7 +115,7 @@ struct Offer {
 Offer slots_only_offer(int free);
 
 // True when a GPU slot can serve the request's GPUs.
-bool gpu_matches(const ResourceRequest& request, const GpuSlot& gpu);
+bool gpu_matches(const ResourceRequest& request, const GpuDevice& gpu);
 // Whether the request fits what the offer has free now, and whether it
 // would fit the worker with nothing running (the offer's totals): the
 // claim's rules, for the explanations below and the scheduler's checks.
@@ -100,7 +130,8 @@ std::string never_fits(const ResourceRequest& request, const Offer& offer);
 // placed across workers together or not at all: rank 0 on the claiming worker
 // (the leader, which holds the lease), the rest on the other live workers
 // that fit most ranks, exactly m on each with per_host. Each rank takes one
-// slot (a GPU slot for a GPU trial) and its 1/k share of cpus and memory_gb.
+// slot (and one whole device for a GPU trial: ranks share no device) and its
+// 1/k share of cpus and memory_gb.
 ResourceRequest rank_request(const ResourceRequest& request);
 // How many of the request's ranks the offer could hold once idle.
 int ranks_fitting_idle(const ResourceRequest& request, const Offer& offer);
@@ -126,19 +157,32 @@ struct RankShare {
   int first = 0;
   int count = 0;
   int world = 0;
-  std::string leader;      // the worker that holds the trial's lease (and rank 0)
-  std::string spec_json;   // the sweep's spec, as in a Claim
-  std::vector<int> slots;  // the follower's slots its ranks take (empty: handed out again)
+  std::string leader;          // the worker that holds the trial's lease (and rank 0)
+  std::string spec_json;       // the sweep's spec, as in a Claim
+  std::vector<int> slots;      // the follower's slots its ranks take (empty: handed out again)
+  std::vector<int> devices;    // and its devices, one per rank (GPU trials)
+  bool devices_named = false;  // false: an earlier version's claim (slot i owns device i)
 };
 Result<RankShare> rank_share_from_json(std::string_view text);
 
-// What a registered worker is, idle (WorkerInfo as its heartbeat wrote it:
-// its first gpus.size() slots are GPU slots).
+// What a registered worker is, idle (WorkerInfo as its heartbeat wrote it).
 Offer idle_offer(const WorkerInfo& worker);
 
 // "key=value" / "key" -> (key, value or ""); kInvalidArgument for an empty key
 // or characters outside [A-Za-z0-9._/-] in the key, control characters anywhere.
 Result<std::pair<std::string, std::string>> parse_label(std::string_view text);
+
+// A claim's placement as the functions write it: "0,2" (slots), then, from
+// an offer that has room, "|1,3" (devices). Without the bar the slots own
+// the devices of their index (an earlier version's claim): devices_named false.
+struct Placed {
+  std::vector<int> slots;
+  std::vector<int> devices;
+  bool devices_named = false;
+};
+Result<Placed> placed_from_text(std::string_view text);
+// The devices an attempt on `placed` uses, on a worker of `device_count` devices.
+std::vector<int> devices_of(const Placed& placed, int device_count);
 
 // JSON forms: the request as the store keeps it with the sweep, and the offer
 // a claim carries (functions/04_placement.lua reads both).

@@ -256,11 +256,13 @@ Json to_json(const StepReport& r) {
 }
 
 Json to_json(const GpuInfo& g) {
-  return {{"index", g.index},
-          {"name", g.name},
-          {"memory_total_mb", g.memory_total_mb},
-          {"memory_used_mb", g.memory_used_mb},
-          {"utilization_pct", g.utilization_pct}};
+  Json j{{"index", g.index},
+         {"name", g.name},
+         {"memory_total_mb", g.memory_total_mb},
+         {"memory_used_mb", g.memory_used_mb},
+         {"utilization_pct", g.utilization_pct}};
+  if (!g.uuid.empty()) j["uuid"] = g.uuid;
+  return j;
 }
 
 Json to_json(const WorkerInfo& w) {
@@ -473,6 +475,7 @@ Status from_json(const Json& j, GpuInfo& out) {
   Reader r(j, "gpu");
   r.integer("index", out.index);
   r.str("name", out.name, false);
+  r.str("uuid", out.uuid, false);
   r.integer("memory_total_mb", out.memory_total_mb, false);
   r.integer("memory_used_mb", out.memory_used_mb, false);
   r.integer("utilization_pct", out.utilization_pct, false);

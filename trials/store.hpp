@@ -122,6 +122,11 @@ struct Claim {
   // offer's slots, ascending): placement is decided by the claim alone, the
   // worker books these. Empty only from a slot-less offer.
   std::vector<int> slots;
+  // Its devices (indices into the offer's all_gpus), decided with the slots;
+  // devices_named false: an earlier version's claim, whose slots own the
+  // devices of their index (trials::devices_of).
+  std::vector<int> devices;
+  bool devices_named = false;
 };
 
 // A lease the store says a worker holds (and what a worker renews).

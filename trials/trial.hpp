@@ -181,6 +181,7 @@ struct GpuInfo {
   std::int64_t memory_total_mb = 0;
   std::int64_t memory_used_mb = 0;
   int utilization_pct = 0;
+  std::string uuid;  // "GPU-..." or, for a MIG instance, "MIG-..." (empty: unknown)
 };
 
 struct WorkerInfo {

@@ -72,7 +72,8 @@ std::vector<std::string> current_environment() {
   return env;
 }
 
-std::string child_visible_devices(const std::vector<int>& gpus, const std::string& parent_visible) {
+std::string child_visible_devices(const std::vector<int>& gpus, const std::string& parent_visible,
+                                  const std::vector<std::string>& ids) {
   std::vector<std::string> parent;
   std::size_t start = 0;
   while (!parent_visible.empty() && start <= parent_visible.size()) {
@@ -82,8 +83,13 @@ std::string child_visible_devices(const std::vector<int>& gpus, const std::strin
     start = comma + 1;
   }
   std::string out;
-  for (int g : gpus) {
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const int g = gpus[i];
     if (!out.empty()) out += ',';
+    if (i < ids.size() && !ids[i].empty()) {
+      out += ids[i];
+      continue;
+    }
     bool mapped = g >= 0 && static_cast<std::size_t>(g) < parent.size();
     out += mapped ? parent[static_cast<std::size_t>(g)] : std::to_string(g);
   }
@@ -492,9 +498,9 @@ std::vector<std::string> CommandExecutor::child_env(const TrialTask& task) const
     if (const auto& spec = t.plan.member)
       set("HPO_MEMBER_INDEX", std::to_string(spec->member_index));
   }
-  // No slot GPUs (a CPU host, or a CPU-only trial): hide every GPU so a trial
-  // never lands on a device another slot owns.
-  set("CUDA_VISIBLE_DEVICES", child_visible_devices(task.gpus, parent_visible));
+  // No devices (a CPU host, or a CPU-only trial): hide every GPU so a trial
+  // never lands on a device another attempt holds.
+  set("CUDA_VISIBLE_DEVICES", child_visible_devices(task.gpus, parent_visible, task.gpu_ids));
   std::vector<std::string> env;
   env.reserve(vars.size());
   for (auto& [k, v] : vars) env.push_back(k + "=" + v);

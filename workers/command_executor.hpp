@@ -85,6 +85,8 @@ std::vector<std::string> trial_environment(const std::vector<std::string>& worke
 // this process sees them) and this process's own CUDA_VISIBLE_DEVICES (may be
 // empty): ordinal i maps to the i-th entry of the parent's list, so a worker
 // started with CUDA_VISIBLE_DEVICES=2,3 hands GPU "3" to its second slot.
-std::string child_visible_devices(const std::vector<int>& gpus, const std::string& parent_visible);
+// `ids[i]`, when given and not empty, names gpus[i] instead (a MIG instance's UUID).
+std::string child_visible_devices(const std::vector<int>& gpus, const std::string& parent_visible,
+                                  const std::vector<std::string>& ids = {});
 
 }  // namespace hpo::workers

@@ -91,9 +91,12 @@ class TrialBox;  // workers/trial_sandbox.hpp
 struct TrialTask {
   trials::Trial trial;
   const trials::SweepSpec* spec = nullptr;
-  std::vector<int> gpus;  // GPU indices of the slots (empty on CPU hosts)
-  int threads = 1;        // CPU threads this attempt may use
-  std::string work_dir;   // a fresh directory for this attempt (see needs_work_dir)
+  std::vector<int> gpus;  // the devices' GPU ordinals (empty: a CPU attempt)
+  // How the trial's CUDA_VISIBLE_DEVICES names each of them: a MIG
+  // instance's UUID; empty: by its ordinal (mapped through the worker's own).
+  std::vector<std::string> gpu_ids;
+  int threads = 1;       // CPU threads this attempt may use
+  std::string work_dir;  // a fresh directory for this attempt (see needs_work_dir)
   // This host's address the pool's other hosts reach (the ranks of a gang
   // listen there); empty: loopback only.
   std::string address;
@@ -111,8 +114,9 @@ struct RankTask {
   int first = 0;
   int count = 0;
   int world = 0;
-  std::vector<int> gpus;  // the slots' GPUs, one per rank (empty on CPU hosts)
-  int threads = 1;        // CPU threads for all of them
+  std::vector<int> gpus;             // the devices' GPU ordinals, one per rank (empty on CPU hosts)
+  std::vector<std::string> gpu_ids;  // as TrialTask::gpu_ids
+  int threads = 1;                   // CPU threads for all of them
   std::string work_dir;
   std::string address;               // as TrialTask::address
   std::optional<Identity> identity;  // as TrialTask::identity

@@ -155,18 +155,18 @@ sigset_t block_stop_signals() {
 void describe_host(const WorkerConfig& config, const hpo::workers::GpuInventory& gpus,
                    const hpo::trials::redis::RedisUrl& url, hpo::workers::AgentOptions& options) {
   if (config.fake_gpus.empty()) {
-    for (const auto& g : gpus.snapshot()) options.gpu_slots.push_back({g.name, g.memory_total_mb});
+    for (const auto& g : gpus.snapshot())
+      options.gpus.push_back(
+          {g.name, g.memory_total_mb, g.uuid.rfind("MIG-", 0) == 0 ? g.uuid : ""});
   } else {
     for (const auto& g : config.fake_gpus)
-      options.gpu_slots.push_back({g.model, static_cast<std::int64_t>(g.memory_gb * 1024)});
+      options.gpus.push_back({g.model, static_cast<std::int64_t>(g.memory_gb * 1024), {}});
   }
-  const int gpu_count = static_cast<int>(options.gpu_slots.size());
+  const int gpu_count = static_cast<int>(options.gpus.size());
   options.host = host_name();
   options.name =
       config.name.empty() ? options.host + "-" + std::to_string(::getpid()) : config.name;
   options.slots = config.slots.value_or(std::max(1, gpu_count));
-  // Slot i owns GPU i; slots beyond the GPU count (--slots N on a small GPU host) are CPU slots.
-  for (int i = 0; i < std::min(options.slots, gpu_count); ++i) options.slot_gpus.push_back(i);
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   options.threads_per_slot = config.threads.value_or(std::max(1, cores / options.slots));
   options.cpus = config.cpus.value_or(cores);

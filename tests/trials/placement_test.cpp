@@ -12,7 +12,7 @@
 namespace hpo::trials {
 namespace {
 
-Offer gpu_worker(std::vector<GpuSlot> gpus, int cpu_slots = 0) {
+Offer gpu_worker(std::vector<GpuDevice> gpus, int cpu_slots = 0) {
   Offer o;
   o.slots = o.total_slots = static_cast<int>(gpus.size()) + cpu_slots;
   o.gpus = o.all_gpus = std::move(gpus);
@@ -23,8 +23,8 @@ Offer gpu_worker(std::vector<GpuSlot> gpus, int cpu_slots = 0) {
   return o;
 }
 
-const GpuSlot kA100{"NVIDIA A100-SXM4-80GB", 81920};
-const GpuSlot kT4{"Tesla T4", 15360};
+const GpuDevice kA100{"NVIDIA A100-SXM4-80GB", 81920};
+const GpuDevice kT4{"Tesla T4", 15360};
 
 TEST(Placement, GpuRequestsMatchModelAndMemory) {
   ResourceRequest r;
@@ -92,7 +92,7 @@ TEST(Placement, NeverFitsNamesTheGpusWanted) {
   r.gpu_model = "A100";
   r.gpu_memory_gb = 40;
   const std::string why = never_fits(r, gpu_worker({kA100, kT4}));
-  EXPECT_NE(why.find("2 GPU slots of model 'A100' (resources.gpu_model) with at least 40 GB"),
+  EXPECT_NE(why.find("2 whole GPUs of model 'A100' (resources.gpu_model) with at least 40 GB"),
             std::string::npos)
       << why;
   EXPECT_NE(why.find("Tesla T4 15 GB"), std::string::npos) << why;
@@ -149,7 +149,7 @@ TEST(Placement, AWorkerEntryIsItsIdleOffer) {
   w.labels = {{"zone", "a"}};
   Offer o = idle_offer(w);
   EXPECT_EQ(o.total_slots, 3);
-  EXPECT_EQ(o.all_gpus, std::vector<GpuSlot>{kA100});
+  EXPECT_EQ(o.all_gpus, std::vector<GpuDevice>{kA100});
   EXPECT_DOUBLE_EQ(o.total_cpus, 8);
   EXPECT_LT(o.total_memory_gb, 0);  // not counted
   EXPECT_TRUE(o.torch);

@@ -203,7 +203,7 @@ TEST_F(ProjectShare, AProjectAtItsGpuLimitGetsNoMoreGpusButItsCpuTrialsRun) {
   Offer o;
   o.slots = o.total_slots = 8;
   o.free = {0, 1, 2, 3, 4, 5, 6, 7};
-  o.gpus = o.all_gpus = std::vector<GpuSlot>(4, GpuSlot{"NVIDIA A100", 81920});
+  o.gpus = o.all_gpus = std::vector<GpuDevice>(4, GpuDevice{"NVIDIA A100", 81920});
   o.torch = o.cuda = true;
   auto got = store.claim_batch("w", o, 8, kLeaseMs);
   ASSERT_TRUE(got.ok()) << got.error().message;

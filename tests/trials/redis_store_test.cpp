@@ -981,7 +981,7 @@ TEST(RedisStore, ASecondWorkerOfTheSameNameOnAnotherHostIsRefused) {
 // highest free GPU slots; cores and memory are subtracted as it goes.
 TEST(RedisStore, AClaimNamesTheSlotsItTakesAndWhatIsLeft) {
   RedisStore store(config_for(shared_server(), unique_prefix()));
-  const GpuSlot t4{"tesla t4", 15360}, a100{"nvidia a100-sxm4-80gb", 81920};
+  const GpuDevice t4{"tesla t4", 15360}, a100{"nvidia a100-sxm4-80gb", 81920};
   auto sweep_with = [&](ResourceRequest needs) {
     NewSweep ns{"placed", "{}", false};
     ns.needs = std::move(needs);
@@ -1068,8 +1068,8 @@ TEST(RedisStore, AClaimNamesTheSlotsItTakesAndWhatIsLeft) {
 // as the trial asks, and the ones the rule picks (written out again here).
 TEST(RedisStore, AClaimNamesTheSlotsByTheRule) {
   RedisStore store(config_for(shared_server(), unique_prefix()));
-  const GpuSlot t4{"tesla t4", 15360}, a100{"nvidia a100-sxm4-80gb", 81920};
-  const std::vector<GpuSlot> gpus{t4, a100, t4, a100};  // slots 0-3; 4-5 are CPU slots
+  const GpuDevice t4{"tesla t4", 15360}, a100{"nvidia a100-sxm4-80gb", 81920};
+  const std::vector<GpuDevice> gpus{t4, a100, t4, a100};  // slots 0-3; 4-5 are CPU slots
   struct Kind {
     ResourceRequest need;
     std::string sweep;

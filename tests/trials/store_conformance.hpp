@@ -320,7 +320,7 @@ TYPED_TEST_P(StoreConformance, ClaimsTakeOnlyTrialsTheOfferFits) {
   EXPECT_TRUE(none->claims.empty());
 
   Offer t4_host = cpu_host;  // a T4 is not an A100
-  t4_host.gpus = t4_host.all_gpus = {GpuSlot{"tesla t4", 15360}, GpuSlot{"tesla t4", 15360}};
+  t4_host.gpus = t4_host.all_gpus = {GpuDevice{"tesla t4", 15360}, GpuDevice{"tesla t4", 15360}};
   t4_host.labels = {{"zone", "a"}};
   t4_host.cpus = 3;  // 5 of its 8 cores promised to running trials
   EXPECT_TRUE(this->queue().claim_batch("t4", t4_host, 8, TypeParam::kLeaseMs)->claims.empty());
@@ -334,7 +334,7 @@ TYPED_TEST_P(StoreConformance, ClaimsTakeOnlyTrialsTheOfferFits) {
 
   Offer a100_host;  // one A100 slot and one CPU slot
   a100_host.slots = a100_host.total_slots = 2;
-  a100_host.gpus = a100_host.all_gpus = {GpuSlot{"nvidia a100-sxm4-80gb", 81920}};
+  a100_host.gpus = a100_host.all_gpus = {GpuDevice{"nvidia a100-sxm4-80gb", 81920}};
   auto gpu = this->queue().claim_batch("a100", a100_host, 8, TypeParam::kLeaseMs);
   ASSERT_TRUE(gpu.ok());
   ASSERT_EQ(gpu->claims.size(), 1u);

@@ -36,23 +36,6 @@ using detail::refusal;
 using detail::to_i64;
 using detail::trial_from_hash;
 
-// A claim's slots as the functions write them: "0,2" (ascending indices), "" for none.
-static Result<std::vector<int>> slot_list(const std::string& text) {
-  std::vector<int> out;
-  std::size_t at = 0;
-  while (at < text.size()) {
-    const std::size_t end = std::min(text.find(',', at), text.size());
-    const std::string item = text.substr(at, end - at);
-    char* stop = nullptr;
-    const long v = std::strtol(item.c_str(), &stop, 10);
-    if (item.empty() || *stop != '\0' || v < 0 || v > 1'000'000)
-      return Error::internal("claim_batch: a claim's slots are not indices: '" + text + "'");
-    out.push_back(static_cast<int>(v));
-    at = end + 1;
-  }
-  return out;
-}
-
 // A batch's per-item answer: a refusal's text starts with its code, anything
 // else is the success value.
 static Result<std::string> item_result(const Reply& r) {
@@ -90,10 +73,11 @@ Result<Claims> RedisStore::claim_batch(const std::string& worker, const Offer& o
     auto t = trial_from_hash(h);
     if (!t) return t.error();
     std::string spec = specs.count(t->sweep_id) ? specs[t->sweep_id] : std::string();
-    auto slots = slot_list(get(h, "placed"));
-    if (!slots) return slots.error();
-    out.claims.push_back(
-        Claim{std::move(*t), to_i64(get(h, "lease_deadline")), std::move(spec), std::move(*slots)});
+    auto placed = placed_from_text(get(h, "placed"));
+    if (!placed) return placed.error();
+    out.claims.push_back(Claim{std::move(*t), to_i64(get(h, "lease_deadline")), std::move(spec),
+                               std::move(placed->slots), std::move(placed->devices),
+                               placed->devices_named});
   }
   if (r->elements.size() > 3)
     for (const auto& share : r->elements[3].elements) {
@@ -101,9 +85,11 @@ Result<Claims> RedisStore::claim_batch(const std::string& worker, const Offer& o
       auto s = rank_share_from_json(share.elements[0].str);
       if (!s) return s.error();
       s->spec_json = share.elements[1].str;
-      auto slots = slot_list(share.elements[2].str);
-      if (!slots) return slots.error();
-      s->slots = std::move(*slots);
+      auto placed = placed_from_text(share.elements[2].str);
+      if (!placed) return placed.error();
+      s->slots = std::move(placed->slots);
+      s->devices = std::move(placed->devices);
+      s->devices_named = placed->devices_named;
       out.ranks.push_back(std::move(*s));
     }
   return out;

@@ -108,15 +108,17 @@ struct TrialRecipe {
   // default, so nothing runs forever. 0 (given explicitly) = no limit.
   double timeout_s = kDefaultTimeoutS;
   int max_attempts = 3;
-  int gpus = 0;          // resources.gpus
+  // resources.gpus: whole devices (1, 2, ...) or a share of one (0 < gpus < 1)
+  double gpus = 0;
   double memory_gb = 0;  // resources.memory_gb: the attempt's address-space cap; 0 = none
   // Placement (trials/placement.hpp): what a worker must have to take an attempt.
-  double gpu_memory_gb = 0;         // resources.gpu_memory_gb: each GPU's memory, at least
+  // resources.gpu_memory_gb: each whole GPU's memory, at least; what a share reserves
+  double gpu_memory_gb = 0;
   std::string gpu_model;            // resources.gpu_model: a substring of the GPU's name
   double cpus = 0;                  // resources.cpus: cores the attempt is promised
   std::vector<std::string> labels;  // resources.labels: "key" or "key=value" the worker carries
   DataParallel data_parallel;
-  // Worker slots one attempt occupies: max(1, gpus, replicas).
+  // Worker slots one attempt occupies: max(1, whole gpus, replicas).
   int slots() const;
 };
 

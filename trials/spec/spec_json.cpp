@@ -14,6 +14,7 @@
 #include "trials/spec/spec_json.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <variant>
 
 #include <nlohmann/json.hpp>
@@ -164,7 +165,10 @@ OrderedJson trial_json(const TrialRecipe& t) {
   OrderedJson j = OrderedJson::object();
   j["timeout_s"] = t.timeout_s;
   j["max_attempts"] = t.max_attempts;
-  j["resources"] = {{"gpus", t.gpus}};
+  if (t.gpus == std::floor(t.gpus))
+    j["resources"] = {{"gpus", static_cast<std::int64_t>(t.gpus)}};
+  else
+    j["resources"] = {{"gpus", t.gpus}};
   // The parser takes memory_gb in [0.0625, 65536]; the default 0 (no cap) is its absence.
   if (t.memory_gb > 0) j["resources"]["memory_gb"] = t.memory_gb;
   // Placement fields, like memory_gb, are absent at their defaults.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -72,7 +73,21 @@ void parse_command_data(const Json& j, CommandRecipe& out, std::vector<FieldErro
 // trial.resources: what a worker must have to take an attempt (placement.hpp).
 void parse_resources(const Json& res, TrialRecipe& out, std::vector<FieldError>& errors) {
   Reader rr(res, "trial.resources", errors);
-  if (auto g = rr.integer("gpus", 0, 64)) out.gpus = static_cast<int>(*g);
+  if (auto g = rr.number_in("gpus", 0, 64)) {
+    // Whole devices, or a share of one in thousandths (trials/placement.hpp).
+    const double thousandths = *g * kWholeShare;
+    if (*g > 1 && *g != std::floor(*g))
+      rr.error(rr.at("gpus"), fmt::format("{:g}: more than one GPU is a whole number of them; a "
+                                          "share of one is below 1 (0.25, 0.5)",
+                                          *g));
+    else if (*g > 0 && *g < 1 &&
+             (thousandths < 1 || std::fabs(thousandths - std::round(thousandths)) > 1e-6))
+      rr.error(rr.at("gpus"), fmt::format("{:g}: a share of a GPU is counted in thousandths "
+                                          "(0.001 to 0.999)",
+                                          *g));
+    else
+      out.gpus = *g;
+  }
   if (auto m = rr.number_in("memory_gb", 0.0625, 65536)) out.memory_gb = *m;
   if (auto m = rr.number_in("gpu_memory_gb", 0.0625, 65536)) out.gpu_memory_gb = *m;
   if (auto m = rr.string("gpu_model")) {
@@ -99,7 +114,9 @@ void parse_resources(const Json& res, TrialRecipe& out, std::vector<FieldError>&
     }
   }
   if ((out.gpu_memory_gb > 0 || !out.gpu_model.empty()) && out.gpus == 0)
-    rr.error("trial.resources.gpus", "gpu_memory_gb and gpu_model need gpus of at least 1");
+    rr.error("trial.resources.gpus",
+             "gpu_memory_gb and gpu_model need gpus: a share of one GPU (0.25) or whole GPUs (1, "
+             "2, ...)");
   rr.unknown_keys("gpus, memory_gb, gpu_memory_gb, gpu_model, cpus, labels");
 }
 
@@ -218,6 +235,11 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
   if (auto a = r.integer("max_attempts", 1, 100)) out.max_attempts = static_cast<int>(*a);
   if (const Json* res = r.object("resources")) parse_resources(*res, out, errors);
   if (const Json* dp = r.object("data_parallel")) parse_data_parallel(*dp, out, errors);
+  if (out.gpus > 0 && out.gpus < 1 && out.data_parallel.replicas > 1)
+    r.error("trial.resources.gpus",
+            fmt::format("{:g}: the ranks of a data-parallel trial (data_parallel.replicas {}) take "
+                        "a whole GPU each; a share of one is for a trial of one rank",
+                        out.gpus, out.data_parallel.replicas));
   if (!kind) {
     for (auto it = j->begin(); it != j->end(); ++it) r.mark_seen(it.key());
     return;
@@ -239,7 +261,7 @@ void parse_trial(const Json* j, const search::SearchSpace& space, TrialRecipe& o
 }  // namespace spec_sections
 
 int TrialRecipe::slots() const {
-  return std::max({1, gpus, data_parallel.replicas});
+  return std::max({1, gpus >= 1 ? static_cast<int>(gpus) : 0, data_parallel.replicas});
 }
 
 namespace {

@@ -72,7 +72,7 @@ Status Agent::start() {
   log_info("worker started", {{"worker", options_.name},
                               {"host", options_.host},
                               {"slots", std::to_string(options_.slots)},
-                              {"gpus", std::to_string(options_.slot_gpus.size())},
+                              {"gpus", std::to_string(options_.gpus.size())},
                               {"threads_per_slot", std::to_string(options_.threads_per_slot)},
                               {"lease_ms", std::to_string(options_.lease_ms)}});
   completer_thread_ = std::thread([this] { completer_->run(); });

@@ -68,13 +68,13 @@ struct AgentOptions {
   std::string name;  // the worker's name: lease owner, registry key
   std::string host;  // for the registry
   int slots = 1;
-  std::vector<int> slot_gpus;  // GPU ordinal of slot i; shorter than `slots`: CPU slots
-  int threads_per_slot = 1;    // CPU threads per occupied slot
-  // What the worker offers beyond slots (trials/placement.hpp): slot i owns
-  // the GPU gpu_slots[i] (as slot_gpus[i]); torch trials when the executors
-  // have kind torch, on GPUs when `cuda`; cores and memory its trials'
-  // resources.cpus / memory_gb share (0: not counted); labels.
-  std::vector<trials::GpuSlot> gpu_slots;
+  int threads_per_slot = 1;  // CPU threads per occupied slot
+  // What the worker offers beyond slots (trials/placement.hpp): its devices
+  // (device i is CUDA ordinal i, or the MIG instance its id names), shared by
+  // the attempts of its slots; torch trials when the executors have kind
+  // torch, on GPUs when `cuda`; cores and memory its trials' resources.cpus /
+  // memory_gb share (0: not counted); labels.
+  std::vector<trials::GpuDevice> gpus;
   bool cuda = false;
   double cpus = 0;
   double memory_gb = 0;

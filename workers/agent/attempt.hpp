@@ -39,6 +39,7 @@ struct AttemptRoles {
 struct RunningAttempt {
   trials::Trial trial;  // as claimed: id, sweep, attempt
   std::vector<int> slots;
+  std::vector<int> devices;         // the devices the claim placed it on (indices)
   trials::ResourceRequest request;  // what it was claimed with (its cores and memory are taken)
   // Its executor (or, since it said so, its program) checkpoints on a checkpoint_stop().
   std::atomic<bool> checkpoints{false};

@@ -65,8 +65,12 @@ void Claimer::hand_out(std::vector<SharePlan>& shares, trials::Claims* got,
     // rank lease, in case a claim's reply was lost): it runs already.
     if (shared_.shares.count(run->key())) continue;
     const std::vector<int>& slots = run->share.slots;
+    run->share.devices = trials::devices_of({slots, run->share.devices, run->share.devices_named},
+                                            shared_.slots.device_count());
+    run->share.devices_named = true;
     if (static_cast<int>(slots.size()) != run->share.count ||
-        !shared_.slots.book(slots)) {  // the leader's heartbeat fails the attempt
+        !shared_.slots.book(slots, run->share.devices,
+                            run->request)) {  // the leader's heartbeat fails the attempt
       log_warn("a gang share's slots are not free here; its ranks do not start",
                trial_fields(run->share.trial, shared_.options.name,
                             {{"ranks", std::to_string(run->share.count)}}));
@@ -86,16 +90,19 @@ void Claimer::hand_out(std::vector<SharePlan>& shares, trials::Claims* got,
     auto& claim = got->claims[c];
     ++shared_.stats.claimed;
     const std::vector<int> slots = claim.slots;
+    std::vector<int> devices = trials::devices_of({slots, claim.devices, claim.devices_named},
+                                                  shared_.slots.device_count());
     if (static_cast<int>(slots.size()) != std::max(1, claim.trial.slots) ||
-        !shared_.slots.book(slots)) {
-      // The claim placed it on slots that are not free here (never from a
-      // claim of this book's offer): give it back rather than overcommit.
+        !shared_.slots.book(slots, devices, requests[c])) {
+      // The claim placed it on slots or devices that are not free here (never
+      // from a claim of this book's offer): give it back rather than overcommit.
       misfits.push_back(std::move(claim));
       continue;
     }
     auto run = std::make_shared<RunningAttempt>();
     run->trial = claim.trial;
     run->slots = slots;
+    run->devices = std::move(devices);
     run->request = requests[c];
     shared_.running[run->trial.id] = run;
     shared_.inbox[static_cast<std::size_t>(slots.front())] =

@@ -59,7 +59,8 @@ void GangFollower::run(const GangShare& run, const std::vector<int>& slots, Atte
   task.first = share.first;
   task.count = share.count;
   task.world = share.world;
-  task.gpus = shared_.gpus_of(slots);
+  task.gpus = shared_.gpus_of(share.devices);
+  task.gpu_ids = shared_.gpu_ids_of(share.devices);
   task.threads = shared_.threads_for(slots, run.request.cpus);
   task.address = o.address;
   log_info("gang ranks started",

@@ -103,9 +103,13 @@ trials::WorkerInfo LeaseKeeper::registry_entry() const {
   if (gpus_ && gpus_->available()) {
     info.gpus = gpus_->snapshot();
   } else {  // GPUs given on the command line (--fake-gpus)
-    for (std::size_t i = 0; i < o.gpu_slots.size(); ++i)
-      info.gpus.push_back(trials::GpuInfo{static_cast<int>(i), o.gpu_slots[i].model,
-                                          o.gpu_slots[i].memory_mb, 0, 0});
+    for (std::size_t i = 0; i < o.gpus.size(); ++i) {
+      trials::GpuInfo g;
+      g.index = static_cast<int>(i);
+      g.name = o.gpus[i].model;
+      g.memory_total_mb = o.gpus[i].memory_mb;
+      info.gpus.push_back(std::move(g));
+    }
   }
   info.torch = torch_;
   info.cuda = o.cuda;

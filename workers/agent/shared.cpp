@@ -14,7 +14,7 @@ Shared::Shared(const AgentOptions& o, ConnectionFactory c)
     : options(o),
       connect(std::move(c)),
       slot_cv(std::make_unique<std::condition_variable[]>(static_cast<std::size_t>(o.slots))),
-      slots(o.slots, o.gpu_slots),
+      slots(o.slots, o.gpus),
       inbox(static_cast<std::size_t>(o.slots)) {}
 
 void Shared::request_stop() {
@@ -132,12 +132,17 @@ Result<std::unique_ptr<TrialBox>> Shared::enter_box(const trials::Trial& trial,
                                 memory_limit_bytes(spec.trial.memory_gb));
 }
 
-std::vector<int> Shared::gpus_of(const std::vector<int>& taken) const {
+std::vector<int> Shared::gpus_of(const std::vector<int>& devices) const {
   std::vector<int> gpus;
-  for (int s : taken)
-    if (static_cast<std::size_t>(s) < options.slot_gpus.size())
-      gpus.push_back(options.slot_gpus[static_cast<std::size_t>(s)]);
+  for (int d : devices)
+    if (d >= 0 && static_cast<std::size_t>(d) < options.gpus.size()) gpus.push_back(d);
   return gpus;
+}
+
+std::vector<std::string> Shared::gpu_ids_of(const std::vector<int>& devices) const {
+  std::vector<std::string> ids;
+  for (int d : gpus_of(devices)) ids.push_back(options.gpus[static_cast<std::size_t>(d)].id);
+  return ids;
 }
 
 int Shared::threads_for(const std::vector<int>& taken, double cpus) const {

@@ -87,8 +87,10 @@ struct Shared {
   Result<std::unique_ptr<TrialBox>> enter_box(const trials::Trial& trial,
                                               const trials::SweepSpec& spec,
                                               std::string_view suffix = "") const;
-  // The GPU ordinals of `slots` (none for CPU slots).
-  std::vector<int> gpus_of(const std::vector<int>& slots) const;
+  // The GPU ordinals of `devices` (an attempt's), and how CUDA_VISIBLE_DEVICES
+  // names each (empty: by ordinal).
+  std::vector<int> gpus_of(const std::vector<int>& devices) const;
+  std::vector<std::string> gpu_ids_of(const std::vector<int>& devices) const;
   // The CPU threads an attempt on `slots` asking `cpus` cores may use.
   int threads_for(const std::vector<int>& slots, double cpus) const;
 };

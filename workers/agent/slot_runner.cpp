@@ -95,7 +95,8 @@ trials::TrialResult SlotRunner::execute(RunningAttempt& run, const trials::Sweep
   TrialTask task;
   task.trial = trial;
   task.spec = &sp;
-  task.gpus = shared_.gpus_of(run.slots);
+  task.gpus = shared_.gpus_of(run.devices);
+  task.gpu_ids = shared_.gpu_ids_of(run.devices);
   task.threads = shared_.threads_for(run.slots, run.request.cpus);
   task.address = shared_.options.address;
   std::optional<Clock::time_point> deadline;

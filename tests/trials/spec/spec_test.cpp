@@ -448,7 +448,21 @@ TEST(Spec, PlacementRequestsAreCheckedFieldByField) {
   EXPECT_EQ(r->trial.labels, (std::vector<std::string>{"zone=a", "fast-disk"}));
 
   s["trial"]["resources"] = Json::parse(R"({"gpus": 0, "gpu_model": "A100"})");
-  EXPECT_TRUE(has_error(s, "trial.resources.gpus", "need gpus of at least 1"));
+  EXPECT_TRUE(has_error(s, "trial.resources.gpus", "need gpus: a share of one GPU"));
+  // A share of one GPU, in thousandths; more than one is whole GPUs.
+  s["trial"]["resources"] = Json::parse(R"({"gpus": 0.25, "gpu_memory_gb": 30})");
+  r = parse_spec(s.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->trial.gpus, 0.25);
+  EXPECT_EQ(r->trial.slots(), 1);
+  s["trial"]["resources"] = Json::parse(R"({"gpus": 1.5})");
+  EXPECT_TRUE(has_error(s, "trial.resources.gpus", "1.5: more than one GPU is a whole number"));
+  s["trial"]["resources"] = Json::parse(R"({"gpus": 0.0004})");
+  EXPECT_TRUE(has_error(s, "trial.resources.gpus", "counted in thousandths"));
+  s["trial"]["resources"] = Json::parse(R"({"gpus": 0.5})");
+  s["trial"]["data_parallel"] = Json::parse(R"({"replicas": 2})");
+  EXPECT_TRUE(has_error(s, "trial.resources.gpus", "take a whole GPU each"));
+  s["trial"].erase("data_parallel");
   s["trial"]["resources"] = Json::parse(R"({"labels": ["zone=a", "bad key", 3]})");
   EXPECT_TRUE(has_error(s, "trial.resources.labels[1]", "letters, digits"));
   EXPECT_TRUE(has_error(s, "trial.resources.labels[2]", "expected a string"));

@@ -5,7 +5,7 @@
 -- trial's lease) and on other live workers' free slots at once, or not at all.
 -- The followers' shares wait in P..'ranks:'<worker> (JSON {trial, sweep,
 -- attempt, number, kind, params, extra, first, count, world, leader}) and are handed out by the
--- follower's next claim, ahead of anything else, from the slots the record
+-- follower's next claim, ahead of anything else, from the slots (and devices) the record
 -- promised (the worker's free slots only grow between its claims; its claims
 -- alone take them). Each follower renews a rank lease
 -- (P..'rank_lease:'<tid>':'<attempt>':'<worker>, rank_heartbeat) fenced by the
@@ -36,7 +36,11 @@ local function ranks_fitting(rn, o, idle)
   if rn.memory_gb and (mem or -1) >= 0 then n = math.min(n, math.floor(mem / rn.memory_gb + 1e-9)) end
   -- Now: no more ranks than free slots it can pick (an offer whose counts
   -- and free list disagree places no rank on a slot it does not list).
-  if not idle and n > 0 then n = math.min(n, #(pick_slots(rn, n, o))) end
+  if not idle and n > 0 then
+    local devices = pick_devices(rn, n, o)
+    if wants_devices(rn) then n = math.min(n, #devices) end
+    n = math.min(n, #(pick_slots(rn, n, o, devices)))
+  end
   return math.max(0, n)
 end
 
@@ -125,11 +129,13 @@ local function place_gang(P, t, need, plan, now, lease_ms, delta)
     return
   end
   local rn = rank_need(need)
-  local layout, first, mine = {}, 0, {}
+  local layout, first, mine, mine_devs = {}, 0, {}, {}
   for i, p in ipairs(plan) do
     for _ = 1, p.count do
-      for _, s in ipairs(take(rn, 1, p.offer)) do
-        if i == 1 then mine[#mine + 1] = s end
+      local got = take(rn, 1, p.offer)
+      if i == 1 then
+        for _, s in ipairs(got) do mine[#mine + 1] = s end
+        for _, d in ipairs(got.devs or {}) do mine_devs[#mine_devs + 1] = d end
       end
     end
     layout[i] = {worker = p.worker, first = first, count = p.count}
@@ -137,7 +143,7 @@ local function place_gang(P, t, need, plan, now, lease_ms, delta)
   end
   local leader = plan[1].worker
   table.sort(mine)
-  t.placed = slot_list(mine)
+  t.placed = slot_list(mine, (not plan[1].offer.legacy) and mine_devs or nil)
   lease_to(P, t, leader, now, lease_ms, delta)
   t.gang = cjson.encode({world = first, ranks = layout})
   t.slots = int(plan[1].count)
@@ -180,18 +186,21 @@ local function take_ranks(P, worker, o, cache)
     if st[1] == TrialState.running and tonumber(st[2]) == r.attempt then
       local rn = rank_need(needs_of(P, r.sweep, cache))
       if i > resent then
-        local placed = {}
+        local placed, devices = {}, {}
         for _ = 1, r.count do
-          for _, s in ipairs(take(rn, 1, o)) do placed[#placed + 1] = s end
+          local got = take(rn, 1, o)
+          for _, s in ipairs(got) do placed[#placed + 1] = s end
+          for _, d in ipairs(got.devs or {}) do devices[#devices + 1] = d end
         end
         table.sort(placed)
         r.slots = placed
+        if not o.legacy then r.devs = devices end
         text = cjson.encode(r)
       else
-        take_these(rn, r.slots or {}, o)  -- only when the reply was lost: they are free
+        take_these(rn, r.slots or {}, r.devs, o)  -- only when the reply was lost: they are free
       end
       out[#out + 1] = {text, redis.call('HGET', P .. 'sweep:' .. r.sweep, 'spec') or '',
-                       slot_list(r.slots or {})}
+                       slot_list(r.slots or {}, r.devs)}
       redis.call('RPUSH', sent, text)
     end
   end
