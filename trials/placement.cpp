@@ -390,7 +390,7 @@ std::string to_json(const Offer& o) {
          {"labels", labels}};
   // Per device what is not promised (functions/04_placement.lua: devs); an
   // offer without it is an earlier version's, whose slot i owns device i.
-  if (o.room.size() == o.all_gpus.size()) {
+  if (!o.all_gpus.empty() && o.room.size() == o.all_gpus.size()) {
     Json devs = Json::array();
     for (const auto& r : o.room) devs.push_back(Json{{"share", r.share}, {"mb", r.mb}});
     j["devs"] = devs;

@@ -72,8 +72,8 @@ ResourceRequest request_for(const TrialRecipe& recipe);
 struct GpuDevice {
   std::string model;  // the device name as NVML gives it ("NVIDIA A100-SXM4-80GB")
   std::int64_t memory_mb = 0;
-  // How a trial's CUDA_VISIBLE_DEVICES names it: a MIG instance's UUID
-  // ("MIG-..."); empty: by its ordinal. Not part of an offer.
+  // How a trial's CUDA_VISIBLE_DEVICES names it: its UUID ("GPU-...", a MIG
+  // instance's "MIG-...") as NVML gives it; empty: by its ordinal. Not part of an offer.
   std::string id;
   bool operator==(const GpuDevice&) const = default;
 };

@@ -180,8 +180,8 @@ struct GpuInfo {
   std::string name;
   std::int64_t memory_total_mb = 0;
   std::int64_t memory_used_mb = 0;
-  int utilization_pct = 0;
-  std::string uuid;  // "GPU-..." or, for a MIG instance, "MIG-..." (empty: unknown)
+  int utilization_pct = 0;  // -1: the driver gives none (a MIG instance)
+  std::string uuid;         // "GPU-..." or, for a MIG instance, "MIG-..." (empty: unknown)
 };
 
 struct WorkerInfo {

@@ -95,7 +95,7 @@ const char* const kOpenApi = R"json({
       "Worker": {"type": "object", "properties": {
         "name": {"type": "string"}, "host": {"type": "string"}, "slots": {"type": "integer"}, "busy_slots": {"type": "integer"},
         "trials": {"type": "array", "items": {"type": "string"}},
-        "gpus": {"type": "array", "items": {"type": "object", "properties": {"index": {"type": "integer"}, "name": {"type": "string"}, "memory_total_mb": {"type": "integer"}, "memory_used_mb": {"type": "integer"}, "utilization_pct": {"type": "integer"}}}},
+        "gpus": {"type": "array", "items": {"type": "object", "properties": {"index": {"type": "integer"}, "name": {"type": "string"}, "memory_total_mb": {"type": "integer"}, "memory_used_mb": {"type": "integer"}, "utilization_pct": {"type": "integer"}, "uuid": {"type": "string", "description": "GPU-... or, for a MIG instance, MIG-..."}}}},
         "last_heartbeat_ms": {"type": "integer"}, "started_ms": {"type": "integer"},
         "torch": {"type": "boolean", "description": "runs torch trials"}, "cuda": {"type": "boolean", "description": "runs torch trials on its GPUs"},
         "cpus": {"type": "number", "description": "cores its trials' resources.cpus share (0: not counted)"}, "memory_gb": {"type": "number"},

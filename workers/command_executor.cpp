@@ -537,6 +537,7 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
   auto child = ChildProcess::spawn(spawn);
   if (!child)
     return failed_result(child.error().message, false);  // a missing program stays missing
+  reporter.program_started(child->pid());                // its own process group
 
   AttemptOutput output{task, reporter, *child, control};
   const StopReason stop = wait_for_exit(output, timeout_s, options_);

@@ -50,6 +50,9 @@ class Reporter {
   // trial's `hpo-checkpoint-on-stop` line): from now on a drain stops it at
   // once, as trials of an executor that checkpoints() are.
   virtual void checkpoints_on_stop() {}
+  // The attempt's program runs as process group `group` (its own): what the
+  // worker counts as the attempt's when it measures a shared GPU's use.
+  virtual void program_started(long /*group*/) {}
   // Stores a binary artifact (model, predictions) with the trial.
   virtual Status put_artifact(const std::string& name, const std::string& bytes) = 0;
   // An artifact of the trial as stored (by this or an earlier attempt: the
@@ -92,8 +95,8 @@ struct TrialTask {
   trials::Trial trial;
   const trials::SweepSpec* spec = nullptr;
   std::vector<int> gpus;  // the devices' GPU ordinals (empty: a CPU attempt)
-  // How the trial's CUDA_VISIBLE_DEVICES names each of them: a MIG
-  // instance's UUID; empty: by its ordinal (mapped through the worker's own).
+  // How the trial's CUDA_VISIBLE_DEVICES names each of them: its UUID (a MIG
+  // instance's included); empty: by its ordinal (mapped through the worker's own).
   std::vector<std::string> gpu_ids;
   int threads = 1;       // CPU threads this attempt may use
   std::string work_dir;  // a fresh directory for this attempt (see needs_work_dir)

@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -20,6 +21,17 @@ struct NvmlMemory {
 struct NvmlUtilization {
   unsigned int gpu, memory;
 };
+struct NvmlProcessInfo {  // nvmlProcessInfo_v2_t (the _v2 and _v3 calls)
+  unsigned int pid;
+  unsigned long long used_gpu_memory;
+  unsigned int gpu_instance_id, compute_instance_id;
+};
+struct NvmlProcessSample {  // nvmlProcessUtilizationSample_t
+  unsigned int pid;
+  unsigned long long time_stamp;
+  unsigned int sm, mem, enc, dec;
+};
+constexpr NvmlReturn kInsufficientSize = 7;
 
 }  // namespace
 
@@ -32,7 +44,29 @@ struct GpuInventory::Nvml {
   NvmlReturn (*get_name)(NvmlDevice, char*, unsigned int) = nullptr;
   NvmlReturn (*get_memory)(NvmlDevice, NvmlMemory*) = nullptr;
   NvmlReturn (*get_util)(NvmlDevice, NvmlUtilization*) = nullptr;
-  std::vector<NvmlDevice> visible;  // in CUDA ordinal order
+  // Optional: a driver without them has no MIG, no UUIDs or no accounting.
+  NvmlReturn (*get_uuid)(NvmlDevice, char*, unsigned int) = nullptr;
+  NvmlReturn (*mig_mode)(NvmlDevice, unsigned int*, unsigned int*) = nullptr;
+  NvmlReturn (*mig_count)(NvmlDevice, unsigned int*) = nullptr;
+  NvmlReturn (*mig_by_index)(NvmlDevice, unsigned int, NvmlDevice*) = nullptr;
+  NvmlReturn (*processes)(NvmlDevice, unsigned int*, NvmlProcessInfo*) = nullptr;
+  NvmlReturn (*process_util)(NvmlDevice, NvmlProcessSample*, unsigned int*,
+                             unsigned long long) = nullptr;
+  std::vector<NvmlDevice> visible;  // in CUDA_VISIBLE_DEVICES order, MIG instances in place
+
+  // `d`, or its MIG instances when MIG is on.
+  void add(NvmlDevice d) {
+    unsigned int current = 0, pending = 0, most = 0;
+    if (mig_mode && mig_count && mig_by_index && mig_mode(d, &current, &pending) == 0 &&
+        current == 1 && mig_count(d, &most) == 0) {
+      for (unsigned int i = 0; i < most; ++i) {
+        NvmlDevice m = nullptr;
+        if (mig_by_index(d, i, &m) == 0) visible.push_back(m);
+      }
+      return;
+    }
+    visible.push_back(d);
+  }
 
   ~Nvml() {
     if (shutdown) shutdown();
@@ -59,8 +93,15 @@ GpuInventory::GpuInventory() {
             load(lib, "nvmlDeviceGetName", n->get_name) &&
             load(lib, "nvmlDeviceGetMemoryInfo", n->get_memory) &&
             load(lib, "nvmlDeviceGetUtilizationRates", n->get_util);
-  load(lib, "nvmlDeviceGetHandleByUUID", n->by_uuid);  // optional
-  if (!ok || init() != 0) return;                      // ~Nvml closes the library
+  load(lib, "nvmlDeviceGetHandleByUUID", n->by_uuid);  // optional, as below
+  load(lib, "nvmlDeviceGetUUID", n->get_uuid);
+  load(lib, "nvmlDeviceGetMigMode", n->mig_mode);
+  load(lib, "nvmlDeviceGetMaxMigDeviceCount", n->mig_count);
+  load(lib, "nvmlDeviceGetMigDeviceHandleByIndex", n->mig_by_index);
+  if (!load(lib, "nvmlDeviceGetComputeRunningProcesses_v3", n->processes))
+    load(lib, "nvmlDeviceGetComputeRunningProcesses_v2", n->processes);
+  load(lib, "nvmlDeviceGetProcessUtilization", n->process_util);
+  if (!ok || init() != 0) return;  // ~Nvml closes the library
   load(lib, "nvmlShutdown", n->shutdown);
   unsigned int physical = 0;
   if (n->get_count(&physical) != 0) return;
@@ -69,7 +110,7 @@ GpuInventory::GpuInventory() {
   if (!selected) {
     for (unsigned int i = 0; i < physical; ++i) {
       NvmlDevice d = nullptr;
-      if (n->by_index(i, &d) == 0) n->visible.push_back(d);
+      if (n->by_index(i, &d) == 0) n->add(d);
     }
   } else {
     for (const auto& v : *selected) {
@@ -77,7 +118,10 @@ GpuInventory::GpuInventory() {
       bool found = v.index ? n->by_index(static_cast<unsigned int>(*v.index), &d) == 0
                            : (n->by_uuid && n->by_uuid(v.uuid.c_str(), &d) == 0);
       if (!found) break;  // as CUDA: the list ends at the first device it cannot use
-      n->visible.push_back(d);
+      if (v.uuid.rfind("MIG-", 0) == 0)
+        n->visible.push_back(d);  // one MIG instance, named
+      else
+        n->add(d);
     }
   }
   nvml_ = std::move(n);
@@ -104,10 +148,47 @@ std::vector<trials::GpuInfo> GpuInventory::snapshot() const {
       g.memory_used_mb = static_cast<std::int64_t>(mem.used >> 20);
     }
     NvmlUtilization util{};
-    if (nvml_->get_util(d, &util) == 0) g.utilization_pct = static_cast<int>(util.gpu);
+    // -1: the driver gives none (a MIG instance)
+    g.utilization_pct = nvml_->get_util(d, &util) == 0 ? static_cast<int>(util.gpu) : -1;
+    char uuid[96] = {};
+    if (nvml_->get_uuid && nvml_->get_uuid(d, uuid, sizeof uuid - 1) == 0) g.uuid = uuid;
     out.push_back(std::move(g));
   }
   return out;
+}
+
+std::optional<GpuInventory::DeviceUse> GpuInventory::use(int index) const {
+  if (!nvml_ || index < 0 || static_cast<std::size_t>(index) >= nvml_->visible.size())
+    return std::nullopt;
+  NvmlDevice d = nvml_->visible[static_cast<std::size_t>(index)];
+  DeviceUse u;
+  NvmlMemory mem{};
+  if (nvml_->get_memory(d, &mem) == 0) u.memory_used_mb = static_cast<std::int64_t>(mem.used >> 20);
+  NvmlUtilization util{};
+  if (nvml_->get_util(d, &util) == 0) u.utilization_pct = static_cast<int>(util.gpu);
+  if (nvml_->processes) {
+    std::vector<NvmlProcessInfo> infos(64);
+    auto n = static_cast<unsigned int>(infos.size());
+    NvmlReturn r = nvml_->processes(d, &n, infos.data());
+    if (r == kInsufficientSize && n <= 4096) {
+      infos.resize(n);
+      r = nvml_->processes(d, &n, infos.data());
+    }
+    if (r == 0)
+      for (unsigned int i = 0; i < n && i < infos.size(); ++i)
+        u.processes.push_back({static_cast<long>(infos[i].pid),
+                               static_cast<std::int64_t>(infos[i].used_gpu_memory >> 20), -1});
+  }
+  if (nvml_->process_util && !u.processes.empty()) {
+    std::vector<NvmlProcessSample> samples(u.processes.size() + 16);
+    auto n = static_cast<unsigned int>(samples.size());
+    if (nvml_->process_util(d, samples.data(), &n, 0) == 0)
+      for (unsigned int i = 0; i < n && i < samples.size(); ++i)
+        for (auto& p : u.processes)
+          if (p.pid == static_cast<long>(samples[i].pid))
+            p.sm_pct = std::max(p.sm_pct, static_cast<int>(samples[i].sm));
+  }
+  return u;
 }
 
 std::optional<std::vector<VisibleDevice>> parse_visible_devices(const char* value, int physical) {

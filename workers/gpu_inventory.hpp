@@ -4,10 +4,13 @@
 // linked, so one hpo-worker binary runs on hosts with and without an NVIDIA
 // driver: no library, no driver, or any NVML error gives an empty list, never
 // a failure. CUDA_VISIBLE_DEVICES is respected: only the devices it lists are
-// reported, in its order, and GpuInfo::index is the ordinal as this process
-// sees them (cuda:N), which is what TrialTask::gpus holds.
+// reported, in its order, and GpuInfo::index is the device's place in that
+// list, which is what TrialTask::gpus holds. A GPU in MIG mode is reported as
+// its MIG instances, each a device of its own with its UUID ("MIG-..."),
+// which is how a trial's CUDA_VISIBLE_DEVICES names it.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +33,22 @@ class GpuInventory {
   // Thread-safe (NVML is); called by the heartbeat thread.
   std::vector<trials::GpuInfo> snapshot() const;
   int count() const { return static_cast<int>(snapshot().size()); }
+
+  // What runs on device `index` (of snapshot()) now: its memory in use, its
+  // utilisation (-1 where the driver gives none, as for a MIG instance) and
+  // its compute processes with their memory and, where the driver samples
+  // it, their SM utilisation (-1 otherwise). nullopt: no such device.
+  struct ProcessUse {
+    long pid = 0;
+    std::int64_t memory_mb = 0;
+    int sm_pct = -1;
+  };
+  struct DeviceUse {
+    std::int64_t memory_used_mb = 0;
+    int utilization_pct = -1;
+    std::vector<ProcessUse> processes;
+  };
+  std::optional<DeviceUse> use(int index) const;
 
  private:
   struct Nvml;

@@ -156,8 +156,7 @@ void describe_host(const WorkerConfig& config, const hpo::workers::GpuInventory&
                    const hpo::trials::redis::RedisUrl& url, hpo::workers::AgentOptions& options) {
   if (config.fake_gpus.empty()) {
     for (const auto& g : gpus.snapshot())
-      options.gpus.push_back(
-          {g.name, g.memory_total_mb, g.uuid.rfind("MIG-", 0) == 0 ? g.uuid : ""});
+      options.gpus.push_back({g.name, g.memory_total_mb, g.uuid});  // trials see it by UUID
   } else {
     for (const auto& g : config.fake_gpus)
       options.gpus.push_back({g.model, static_cast<std::int64_t>(g.memory_gb * 1024), {}});

@@ -26,8 +26,8 @@ export function parseArgs(argv) {
     artifacts: process.env.HPO_ARTIFACTS,
   };
   for (let i = 0; i < argv.length; i++) {
-    const m = /^--(scheduler|worker|artifacts|slots|workers)$/.exec(argv[i]);
-    if (m) out[m[1]] = argv[++i];
+    const m = /^--(scheduler|worker|artifacts|slots|workers|fake-nvml)$/.exec(argv[i]);
+    if (m) out[m[1] === 'fake-nvml' ? 'fakeNvml' : m[1]] = argv[++i];
   }
   if (!out.scheduler || !out.worker) throw new Error('need --scheduler PATH and --worker PATH');
   out.artifacts ??= fs.mkdtempSync(path.join(os.tmpdir(), 'hpo-browser-artifacts-'));

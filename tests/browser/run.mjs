@@ -327,6 +327,50 @@ try {
     await shot('09-degraded');
   });
 
+  // A worker on the stand-in NVML (tests/support/fake_nvml.cpp): one H100.
+  // Two trials of gpus 0.5 share it; each tells the stand-in it holds
+  // 2345 MB and 41 % (as a real trial's CUDA context would show in NVML).
+  await check('packed GPU trials show what they used; the workers page each device', async () => {
+    assert(opts.fakeNvml, 'no --fake-nvml DIR (the stand-in libnvidia-ml.so.1)');
+    const nvml = path.join(cluster.home, 'nvml.txt');
+    fs.writeFileSync(nvml, 'gpu GPU-0000-h100 81559 3000 37 NVIDIA H100 80GB HBM3\n');
+    const program = path.join(cluster.home, 'gpu_trial.sh');
+    fs.writeFileSync(program, `#!/bin/sh\necho "proc GPU-0000-h100 $$ 2345 41" >> '${nvml}'\nsleep 2.5\necho 'hpo-metric {"final": true, "value": 1}'\n`);
+    cluster.spawnLogged('worker-gpu', opts.worker, [], {
+      HPO_SLOTS: '4', HPO_WORKER_NAME: 'browser-gpu', HPO_TRIAL_USER: 'none',
+      LD_LIBRARY_PATH: opts.fakeNvml, HPO_FAKE_NVML_FILE: nvml,
+    });
+    const spec = {
+      name: 'packed-gpu', objective: { metric: 'value', mode: 'min' },
+      parameters: { x: { type: 'int', min: 0, max: 9 } },
+      search: { algorithm: 'random', max_trials: 2, max_concurrent: 2, seed: 3 },
+      trial: { kind: 'command', argv: ['/bin/sh', program], resources: { gpus: 0.5, gpu_model: 'H100' }, max_attempts: 1, timeout_s: 60 },
+    };
+    const r = await fetch(`${base}/api/sweeps`, {
+      method: 'POST', headers: { Authorization: `Bearer ${cluster.token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(spec),
+    });
+    const body = await r.text();
+    assert(r.status === 201, `submit: ${r.status} ${body}`);
+    const id = JSON.parse(body).id;
+    await until('the packed GPU sweep finishes', async () => {
+      const doc = await (await fetch(`${base}/api/sweeps/${id}`, { headers: { Authorization: `Bearer ${cluster.token}` } })).json();
+      if (doc.state === 'failed' || doc.state === 'cancelled') throw new Error(`sweep ${doc.state}: ${doc.error}`);
+      return doc.state === 'finished';
+    }, 90000, 250);
+    await page.goto(`${base}/#/sweeps/${encodeURIComponent(id)}`);
+    await page.locator('#trial-table', { hasText: 'gpu.memory_peak_mb' }).waitFor();
+    await shot('11-gpu-trials');
+    await page.goto(`${base}/#/trials/${encodeURIComponent(id + '-0')}`);
+    const metrics = page.locator('#trial-metrics');
+    await metrics.waitFor();
+    const text = await metrics.textContent();
+    assert(/gpu\.memory_peak_mb\s*2,?345/.test(text), `trial metrics: ${text}`);
+    assert(/gpu\.util_mean_pct\s*41/.test(text), `trial metrics: ${text}`);
+    await page.goto(`${base}/#/workers`);
+    await page.getByText('NVIDIA H100 80GB HBM3 · 3000/81559 MiB · 37%').waitFor();
+    await shot('12-gpu-worker');
+  });
+
   // Last: a second user makes every read need a token (the one-person install
   // reads without one on loopback). A fresh page asks for a token once, refuses
   // a wrong one, and then shows only what the user's projects hold.

@@ -187,8 +187,8 @@ TEST(EndToEnd, TrialsLandOnlyOnWorkersThatFitTheirRequest) {
   Json unmet = c.wait_unschedulable(never_id, 60s);
   ASSERT_FALSE(unmet.value("unschedulable", "").empty()) << unmet.dump() << c.logs();
   const std::string why = unmet["unschedulable"].get<std::string>();
-  EXPECT_NE(why.find("gpu: a trial needs 1 GPU slot of model 'H100'"), std::string::npos) << why;
-  EXPECT_NE(why.find("cpu: a trial needs 1 GPU slot"), std::string::npos) << why;
+  EXPECT_NE(why.find("gpu: a trial needs 1 whole GPU of model 'H100'"), std::string::npos) << why;
+  EXPECT_NE(why.find("cpu: a trial needs 1 whole GPU"), std::string::npos) << why;
   EXPECT_EQ(unmet["counts"]["running"].get<int>(), 0);
   EXPECT_EQ(unmet["counts"]["completed"].get<int>(), 0);
 }

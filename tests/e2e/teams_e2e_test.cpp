@@ -36,31 +36,6 @@ std::string submit_to(Cluster& c, const std::string& project, int trials) {
   return r.ok() && r->status == 201 ? Json::parse(r->body).value("id", "") : "";
 }
 
-// The most attempts of these sweeps' trials that ever ran at once, from
-// their recorded starts and ends (an end before a start at the same
-// millisecond: the claim that took a freed slot came after the release).
-int most_at_once(Cluster& c, const std::vector<std::string>& sweeps) {
-  std::vector<std::pair<long long, int>> edges;  // (ms, +1 start | -1 end)
-  for (const auto& sid : sweeps) {
-    Json page = c.get("/api/sweeps/" + sid + "/trials?limit=1000");
-    for (const auto& t : page["trials"]) {
-      Json one = c.get("/api/trials/" + t["id"].get<std::string>());
-      for (const auto& a : one["attempts"]) {
-        const long long start = a["started_ms"].get<long long>(),
-                        end = a["ended_ms"].get<long long>();
-        if (start == 0) continue;  // never placed
-        EXPECT_GE(end, start) << one.dump();
-        edges.emplace_back(start, +1);
-        edges.emplace_back(end, -1);
-      }
-    }
-  }
-  std::sort(edges.begin(), edges.end());  // -1 sorts before +1 at a tie
-  int now = 0, most = 0;
-  for (const auto& e : edges) most = std::max(most, now += e.second);
-  return most;
-}
-
 TEST(TeamsEndToEnd, AProjectsSlotLimitHoldsWhileItsTrialsRunAndAcrossASchedulerKill) {
   Cluster c;
   ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
@@ -119,7 +94,7 @@ TEST(TeamsEndToEnd, AProjectsSlotLimitHoldsWhileItsTrialsRunAndAcrossASchedulerK
     ASSERT_EQ(s.value("state", ""), "finished") << s.dump(2) << c.logs();
     EXPECT_EQ(s["counts"]["completed"].get<int>(), s["max_trials"].get<int>());
   }
-  EXPECT_EQ(most_at_once(c, capped), 2) << c.logs();
+  EXPECT_EQ(hpo::testing::most_attempts_at_once(c, capped), 2) << c.logs();
 }
 
 }  // namespace

@@ -38,9 +38,9 @@ TEST(Schedulability, ReasonNamesWhatEachWorkerLacks) {
   trials::WorkerInfo zoned = worker("zoned", 8);
   zoned.labels = {{"zone", "b"}};
   r = unschedulable_reason(gpu, {t4, zoned});
-  EXPECT_NE(r.find("t4: a trial needs 1 GPU slot of model 'A100'"), std::string::npos) << r;
+  EXPECT_NE(r.find("t4: a trial needs 1 whole GPU of model 'A100'"), std::string::npos) << r;
   EXPECT_NE(r.find("the worker has Tesla T4 15 GB"), std::string::npos) << r;
-  EXPECT_NE(r.find("zoned: a trial needs 1 GPU slot"), std::string::npos) << r;
+  EXPECT_NE(r.find("zoned: a trial needs 1 whole GPU"), std::string::npos) << r;
   trials::ResourceRequest labelled;
   labelled.labels = {"zone=a"};
   r = unschedulable_reason(labelled, {zoned});

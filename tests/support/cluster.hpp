@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -179,5 +180,31 @@ class Cluster {
   std::vector<std::unique_ptr<Process>> workers_;
   std::unique_ptr<HttpClient> api_;
 };
+
+// The most attempts of these sweeps' trials that ever ran at once, from the
+// starts and ends Redis stamped in the same function that moves the counts
+// (an end before a start at the same millisecond: the claim that took a
+// freed slot came after the release).
+inline int most_attempts_at_once(Cluster& c, const std::vector<std::string>& sweeps) {
+  std::vector<std::pair<long long, int>> edges;  // (ms, +1 start | -1 end)
+  for (const auto& sid : sweeps) {
+    nlohmann::json page = c.get("/api/sweeps/" + sid + "/trials?limit=1000");
+    for (const auto& t : page["trials"]) {
+      nlohmann::json one = c.get("/api/trials/" + t["id"].get<std::string>());
+      for (const auto& a : one["attempts"]) {
+        const long long start = a["started_ms"].get<long long>(),
+                        end = a["ended_ms"].get<long long>();
+        if (start == 0) continue;  // never placed
+        EXPECT_GE(end, start) << one.dump();
+        edges.emplace_back(start, +1);
+        edges.emplace_back(end, -1);
+      }
+    }
+  }
+  std::sort(edges.begin(), edges.end());  // -1 sorts before +1 at a tie
+  int now = 0, most = 0;
+  for (const auto& e : edges) most = std::max(most, now += e.second);
+  return most;
+}
 
 }  // namespace hpo::testing

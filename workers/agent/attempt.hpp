@@ -17,6 +17,7 @@
 #include "trials/placement.hpp"
 #include "trials/store.hpp"
 #include "trials/trial.hpp"
+#include "workers/agent/gpu_accounting.hpp"
 #include "workers/executor.hpp"
 
 namespace hpo::workers::agent {
@@ -39,8 +40,10 @@ struct AttemptRoles {
 struct RunningAttempt {
   trials::Trial trial;  // as claimed: id, sweep, attempt
   std::vector<int> slots;
-  std::vector<int> devices;         // the devices the claim placed it on (indices)
-  trials::ResourceRequest request;  // what it was claimed with (its cores and memory are taken)
+  std::vector<int> devices;            // the devices the claim placed it on (indices)
+  std::atomic<long> program_group{0};  // its program's process group (Reporter::program_started)
+  GpuUse gpu_use;                      // sampled by the lease keeper
+  trials::ResourceRequest request;     // what it was claimed with (its cores and memory are taken)
   // Its executor (or, since it said so, its program) checkpoints on a checkpoint_stop().
   std::atomic<bool> checkpoints{false};
   std::atomic<StopReason> stop{StopReason::kNone};

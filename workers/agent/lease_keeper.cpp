@@ -15,6 +15,21 @@ void LeaseKeeper::set_identity(std::string instance, std::int64_t started_ms) {
   started_ms_ = started_ms;
 }
 
+bool LeaseKeeper::samples_gpus() const {
+  // Only devices NVML reported (they have its UUIDs; --fake-gpus have none).
+  const auto& gpus = shared_.options.gpus;
+  return gpus_ && gpus_->available() && !gpus.empty() && !gpus.front().id.empty();
+}
+
+void LeaseKeeper::sample_gpus(const std::vector<std::shared_ptr<RunningAttempt>>& running) {
+  if (!samples_gpus()) return;
+  for (const auto& r : running) {
+    if (r->devices.empty()) continue;
+    if (auto s = sample_attempt(*gpus_, r->devices, !r->request.shares_gpu(), r->program_group))
+      r->gpu_use.add(s->memory_mb, s->utilization_pct);
+  }
+}
+
 void LeaseKeeper::renew_trials(trials::TrialQueue& queue) {
   const auto& o = shared_.options;
   std::vector<std::shared_ptr<RunningAttempt>> running;
@@ -22,6 +37,7 @@ void LeaseKeeper::renew_trials(trials::TrialQueue& queue) {
     std::lock_guard lk(shared_.mu);
     for (const auto& [id, r] : shared_.running) running.push_back(r);
   }
+  sample_gpus(running);
   std::vector<trials::HeldLease> leases;
   leases.reserve(running.size());
   for (const auto& r : running) {
@@ -204,9 +220,20 @@ void LeaseKeeper::run() {
       release_orphans(conn->queue());
     }
   } while ([&] {
-    std::unique_lock lk(shared_.mu);
-    shared_.cv.wait_for(lk, std::chrono::milliseconds(interval),
-                        [this] { return shared_.stopping.load() || shared_.heartbeat_now; });
+    // Between beats, the running attempts' GPU use is sampled every second.
+    const auto next_beat = Clock::now() + std::chrono::milliseconds(interval);
+    for (;;) {
+      std::unique_lock lk(shared_.mu);
+      shared_.cv.wait_until(
+          lk, samples_gpus() ? std::min(next_beat, Clock::now() + kGpuSampleEvery) : next_beat,
+          [this] { return shared_.stopping.load() || shared_.heartbeat_now; });
+      if (shared_.stopping.load() || shared_.heartbeat_now || Clock::now() >= next_beat) break;
+      std::vector<std::shared_ptr<RunningAttempt>> running;
+      for (const auto& [id, r] : shared_.running) running.push_back(r);
+      lk.unlock();
+      sample_gpus(running);
+    }
+    std::lock_guard lk(shared_.mu);
     shared_.heartbeat_now = false;
     return !shared_.stopping.load();
   }());

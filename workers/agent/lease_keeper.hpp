@@ -39,6 +39,11 @@ class LeaseKeeper {
   // One round; returns the registry update's status.
   Status beat(trials::TrialQueue& queue, trials::WorkerRegistry& workers, std::int64_t interval_ms);
   void renew_trials(trials::TrialQueue& queue);
+  // One sample of each running attempt's GPU use (gpu_accounting.hpp), with
+  // every beat and every kGpuSampleEvery between them.
+  static constexpr std::chrono::milliseconds kGpuSampleEvery{1000};
+  void sample_gpus(const std::vector<std::shared_ptr<RunningAttempt>>& running);
+  bool samples_gpus() const;
   void renew_shares(trials::TrialQueue& queue);
   trials::WorkerInfo registry_entry() const;
   void release_orphans(trials::TrialQueue& queue);

@@ -84,6 +84,7 @@ void SlotRunner::run_trial(const trials::Claim& claim, AttemptRoles store) {
     trials::TrialResult result =
         spec ? execute(*run, **spec, store, log_tail)
              : failed_result("cannot read the sweep spec: " + spec.error().message, false);
+    run->gpu_use.to_metrics(result.metrics);  // what it used of its GPUs (gpu_accounting.hpp)
     handed_on = completer_.deliver(run, result, log_tail, store.queue);
   }
   if (!handed_on) shared_.forget(run->trial);

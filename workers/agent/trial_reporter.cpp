@@ -90,6 +90,10 @@ StopReason TrialReporter::stop_reason() const {
   return StopReason::kNone;
 }
 
+void TrialReporter::program_started(long group) {
+  run_.program_group = group;
+}
+
 void TrialReporter::checkpoints_on_stop() {
   // Agent::drain sets draining, then reads checkpoints; this the other way
   // round: one of the two sees the other.

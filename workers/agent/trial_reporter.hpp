@@ -42,6 +42,7 @@ class TrialReporter : public Reporter {
   void log(std::string_view line) override;
   // The attempt now checkpoints on a drain; one already draining stops now.
   void checkpoints_on_stop() override;
+  void program_started(long group) override;
   Status put_artifact(const std::string& name, const std::string& bytes) override;
   Result<std::optional<std::string>> get_artifact(const std::string& name) override;
   // The store's answer to a stream is retried through an outage; the

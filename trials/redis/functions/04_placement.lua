@@ -225,6 +225,7 @@ end
 -- field devs: the devices (nil on an offer without devs: its slots own them).
 local function take(need, slots, o)
   local picked, devices = placement(need, slots, o)
+  if not picked then return {} end  -- callers ask only for what fits
   book(need, o, picked, devices, 1)
   if not o.legacy then picked.devs = devices end
   return picked
@@ -299,7 +300,7 @@ local function parse_offer(text)
     if type(o.devs) ~= 'table' then
       legacy_devices(o)
     elseif type(o.free) ~= 'table' then
-      o.free = {}
+      o.free = free_slots_of(o)
     end
     o.gpus = free_devices(o)
     return o

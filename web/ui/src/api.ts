@@ -114,6 +114,7 @@ export interface Gpu {
   memory_total_mb: number;
   memory_used_mb: number;
   utilization_pct: number;
+  uuid?: string; // GPU-... or, for a MIG instance, MIG-...
 }
 
 export interface Worker {

@@ -10,7 +10,7 @@ function gpus(w: Worker): Node | string {
   return h(
     'ul',
     { class: 'plain' },
-    w.gpus.map((g) => h('li', null, `${g.index}: ${g.name} · ${g.memory_used_mb}/${g.memory_total_mb} MiB · ${g.utilization_pct}%`)),
+    w.gpus.map((g) => h('li', null, `${g.index}: ${g.name} · ${g.memory_used_mb}/${g.memory_total_mb} MiB · ${g.utilization_pct < 0 ? 'no utilisation (MIG)' : g.utilization_pct + '%'}`)),
   );
 }
 
