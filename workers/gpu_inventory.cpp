@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -175,14 +176,28 @@ std::optional<GpuInventory::DeviceUse> GpuInventory::use(int index) const {
       r = nvml_->processes(d, &n, infos.data());
     }
     if (r == 0)
-      for (unsigned int i = 0; i < n && i < infos.size(); ++i)
+      for (unsigned int i = 0; i < n && i < infos.size(); ++i) {
+        // NVML_VALUE_NOT_AVAILABLE (all ones): the driver does not say (WDDM, some MIG setups)
+        const auto mem = infos[i].used_gpu_memory;
         u.processes.push_back({static_cast<long>(infos[i].pid),
-                               static_cast<std::int64_t>(infos[i].used_gpu_memory >> 20), -1});
+                               mem == ~0ULL ? 0 : static_cast<std::int64_t>(mem >> 20), -1});
+      }
   }
   if (nvml_->process_util && !u.processes.empty()) {
+    // Only samples of the last few seconds (CPU time in microseconds): the
+    // driver keeps older ones, of processes long gone among them.
+    const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    const auto since = static_cast<unsigned long long>(now_us - 5'000'000);
     std::vector<NvmlProcessSample> samples(u.processes.size() + 16);
     auto n = static_cast<unsigned int>(samples.size());
-    if (nvml_->process_util(d, samples.data(), &n, 0) == 0)
+    NvmlReturn r = nvml_->process_util(d, samples.data(), &n, since);
+    if (r == kInsufficientSize && n <= 4096) {
+      samples.resize(n);
+      r = nvml_->process_util(d, samples.data(), &n, since);
+    }
+    if (r == 0)
       for (unsigned int i = 0; i < n && i < samples.size(); ++i)
         for (auto& p : u.processes)
           if (p.pid == static_cast<long>(samples[i].pid))

@@ -284,6 +284,18 @@ void add_torch_executor(const WorkerConfig& config, const std::vector<std::strin
   };
   // Torch trials on GPUs need real devices: fake ones are for other kinds' placement.
   options.cuda = hpo::workers::torch_trainer::cuda_available() && config.fake_gpus.empty();
+  // They run in this process (or its rank processes) and address a device by
+  // its CUDA ordinal, which a MIG instance has not: a MIG host takes none.
+  const bool mig = std::any_of(options.gpus.begin(), options.gpus.end(),
+                               [](const auto& g) { return g.id.rfind("MIG-", 0) == 0; });
+  if (options.cuda && mig) {
+    options.cuda = false;
+    hpo::log_warn("torch trials on GPUs are not taken here: this host's GPUs are MIG instances",
+                  {{"worker", options.name},
+                   {"instead",
+                    "command trials (CUDA_VISIBLE_DEVICES names the instance), or a "
+                    "worker on GPUs without MIG"}});
+  }
 }
 #endif
 

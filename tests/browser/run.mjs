@@ -317,16 +317,6 @@ try {
     await shot('08-cancelled');
   });
 
-  await check('a banner says when the service runs degraded (fewer Redis replicas than wanted)', async () => {
-    assert(await page.locator('#degraded').isHidden(), 'a banner on a healthy service');
-    const degraded = await cluster.startDegradedScheduler();
-    await page.goto(`${degraded}/#/`);
-    await page.locator('#degraded').waitFor({ state: 'visible' });
-    const text = await page.locator('#degraded').textContent();
-    assert(text.includes('0 of the 1 replicas') && text.includes('can lose'), `banner: ${text}`);
-    await shot('09-degraded');
-  });
-
   // A worker on the stand-in NVML (tests/support/fake_nvml.cpp): one H100.
   // Two trials of gpus 0.5 share it; each tells the stand-in it holds
   // 2345 MB and 41 % (as a real trial's CUDA context would show in NVML).
@@ -369,6 +359,16 @@ try {
     await page.goto(`${base}/#/workers`);
     await page.getByText('NVIDIA H100 80GB HBM3 · 3000/81559 MiB · 37%').waitFor();
     await shot('12-gpu-worker');
+  });
+
+  await check('a banner says when the service runs degraded (fewer Redis replicas than wanted)', async () => {
+    assert(await page.locator('#degraded').isHidden(), 'a banner on a healthy service');
+    const degraded = await cluster.startDegradedScheduler();
+    await page.goto(`${degraded}/#/`);
+    await page.locator('#degraded').waitFor({ state: 'visible' });
+    const text = await page.locator('#degraded').textContent();
+    assert(text.includes('0 of the 1 replicas') && text.includes('can lose'), `banner: ${text}`);
+    await shot('09-degraded');
   });
 
   // Last: a second user makes every read need a token (the one-person install

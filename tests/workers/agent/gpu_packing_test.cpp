@@ -135,6 +135,16 @@ TEST_F(GpuPacking, SharesPackTheMostSharedDeviceAndAWholeTrialGetsOneNobodyShare
   EXPECT_EQ(last[0].devices, std::vector<int>{0});
 }
 
+// The claim and the worker's book round a share's memory alike (up, to whole
+// MB): 0.3 GB is 308 MB to both, so a 615 MB device holds one such share, not
+// two that the claim would place and the worker refuse.
+TEST_F(GpuPacking, TheClaimAndTheBookRoundMemoryAlike) {
+  SlotBook book(4, {GpuDevice{"small", 615, {}}});
+  sweep(share(0.1, 0.3), 2);
+  EXPECT_EQ(claim("w", book).size(), 1u);  // claim() fails the test on a refused booking
+  EXPECT_TRUE(claim("w", book).empty());
+}
+
 TEST_F(GpuPacking, AShareLargerThanAnyDeviceIsNeverPlaced) {
   SlotBook book(4, {kT4});
   sweep(share(0.5, 20), 1);  // 20 GB on a 15 GB device
@@ -171,9 +181,9 @@ TEST_F(GpuPacking, RandomisedPlacementNeverOvercommits) {
     k.used.assign(k.gpus.size(), GpuRoom{0, 0});
     k.wholes.assign(k.gpus.size(), 0);
   }
-  const std::vector<ResourceRequest> requests{
-      share(0.25), share(0.5),      share(0.1, 30), share(0.3, 10), share(0.75),
-      share(0.2, 4), whole(1),      whole(2),       ResourceRequest{}};
+  const std::vector<ResourceRequest> requests{share(0.25),    share(0.5),  share(0.1, 30),
+                                              share(0.3, 10), share(0.75), share(0.2, 4),
+                                              whole(1),       whole(2),    ResourceRequest{}};
   for (const auto& r : requests) sweep(r, 60);
   int claims = 0;
   for (int step = 0; step < 400; ++step) {

@@ -57,7 +57,7 @@ local function wants_devices(need) return (need.gpus or 0) > 0 end
 -- gpu_mb when given, else its share of the device's memory.
 local function share_of(need) return math.floor((need.gpus or 0) * kWhole + 0.5) end
 local function mb_of(need, g)
-  if need.gpu_mb then return need.gpu_mb end
+  if need.gpu_mb then return math.ceil(need.gpu_mb) end  -- as trials::gpu_take books it
   return math.floor((g.mb or 0) * share_of(need) / kWhole)
 end
 
