@@ -11,11 +11,11 @@
 # to cpu. The trials do no GPU work: this is the placement's cost, not
 # a GPU's throughput (tests/bench/gpu_check.sh measures that on a GPU host).
 #
-#   tests/bench/packing_bench.sh [build] [trials] [slots]   defaults: build 3000 16
+#   tests/bench/packing_bench.sh [build] [trials] [slots]   defaults: build 20000 16
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
-trials=${2:-3000}
+trials=${2:-20000}
 slots=${3:-16}
 source tests/bench/service.sh
 nvml_dir=$PWD/$build/tests/fake_nvml
