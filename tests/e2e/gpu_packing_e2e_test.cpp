@@ -2,7 +2,8 @@
 // the stand-in NVML (tests/support/fake_nvml.cpp, a file this test writes):
 // the worker offers a whole H100 and the two MIG instances of an A100 as
 // three devices (a MIG instance by its UUID); four trials of gpus 0.25 run
-// together on the H100 and a fifth waits for one of them; a trial asking
+// together on the H100 and a fifth waits for one of them; three 30 GB
+// requests on it run two at a time; a trial asking
 // for the 2g.20gb instance sees it, and only it, in CUDA_VISIBLE_DEVICES;
 // the workers API carries each device's use as NVML reports it; each trial's
 // GPU memory and utilisation (its processes' on a shared device, the
@@ -141,6 +142,17 @@ TEST(GpuPackingEndToEnd, QuarterGpuTrialsShareADeviceAndMigInstancesAreDevices) 
   const std::string header = csv->body.substr(0, csv->body.find('\n'));
   EXPECT_NE(header.find("gpu.memory_peak_mb"), std::string::npos) << header;
   EXPECT_NE(header.find("gpu.util_mean_pct"), std::string::npos) << header;
+
+  // 30 GB requests on the 80 GB H100: two at a time.
+  const std::string gb30_dir = c.home() + "/gb30";
+  std::filesystem::create_directories(gb30_dir);
+  const std::string gb30 = c.submit(gpu_spec(
+      program, gb30_dir, 3, 2, {{"gpus", 0.1}, {"gpu_memory_gb", 30}, {"gpu_model", "H100"}}));
+  ASSERT_FALSE(gb30.empty());
+  s = c.wait_finished(gb30, 180s);
+  ASSERT_EQ(s.value("state", ""), "finished") << s.dump(2) << c.logs();
+  EXPECT_EQ(s["counts"]["completed"], 3) << s.dump(2);
+  EXPECT_EQ(hpo::testing::most_attempts_at_once(c, {gb30}), 2) << c.logs();
 
   // A whole MIG instance, by model: the trial sees its UUID alone.
   const std::string mig_dir = c.home() + "/mig";
