@@ -29,11 +29,7 @@ echo "packing_bench $(git rev-parse --short HEAD): $trials noop trials, 1 worker
 run() {
   service_start "$build" 1 "$slots"
   trap service_stop EXIT
-  for _ in $(seq 300); do
-    n=$(curl -sf "$SERVICE_API/api/workers" | jq '.workers | length' 2>/dev/null || echo 0)
-    ((n >= 1)) && break
-    sleep 0.1
-  done
+  service_wait_workers 1
   service_submit "$(jq -nc --argjson n "$trials" --argjson c "$slots" --argjson r "$2" '{
     name: "packing", objective: {metric: "value", mode: "min"},
     parameters: {x1: {type: "float", min: -5, max: 10}, x2: {type: "float", min: 0, max: 15}},

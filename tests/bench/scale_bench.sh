@@ -33,11 +33,7 @@ echo "scale_bench $(date -u '+%F %H:%M') UTC on $(nproc) cores, $(git rev-parse 
   "$trials synthetic noop trials, $workers workers x $slots slots, max_concurrent $concurrent"
 service_start "$build" "$workers" "$slots"
 trap service_stop EXIT
-for _ in $(seq 300); do
-  n=$(curl -sf "$SERVICE_API/api/workers" | jq '.workers | length' 2>/dev/null || echo 0)
-  ((n >= workers)) && break
-  sleep 0.1
-done
+service_wait_workers "$workers"  # every worker registered before the clock starts
 mem0=$(used_memory)
 service_sweep "$trials" "$concurrent"
 # The sweep's progress every 10%, from its own counters (Redis time is not

@@ -39,6 +39,18 @@ service_start() {
   done
 }
 
+# service_wait_workers N: waits (up to 30 s) until N workers have registered,
+# so that no benchmark's clock starts while workers are still starting.
+service_wait_workers() {
+  local n
+  for _ in $(seq 300); do
+    n=$(curl -sf "$SERVICE_API/api/workers" | jq '.workers | length' 2>/dev/null || echo 0)
+    ((n >= $1)) && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 # service_submit SPEC_JSON: submits a sweep; sets SERVICE_SWEEP.
 service_submit() {
   SERVICE_SWEEP=$(curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" \

@@ -34,11 +34,7 @@ echo "throughput_bench $(date -u '+%F %H:%M') UTC on $(nproc) cores, $(git rev-p
   "$trials synthetic noop trials, $workers workers x $slots slots, max_concurrent $concurrent"
 service_start "$build" "$workers" "$slots"
 trap service_stop EXIT
-for _ in $(seq 300); do  # every worker registered before the clock starts
-  n=$(curl -sf "$SERVICE_API/api/workers" | jq '.workers | length' 2>/dev/null || echo 0)
-  ((n >= workers)) && break
-  sleep 0.1
-done
+service_wait_workers "$workers"  # every worker registered before the clock starts
 redis_pid=$(pgrep -P "$SERVICE_SCHEDULER" -x redis-server | head -1 || true)
 fsyncs_file=$SERVICE_HOME/fsyncs.txt
 if [[ -n $redis_pid ]] && command -v perf >/dev/null &&

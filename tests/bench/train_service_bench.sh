@@ -54,11 +54,7 @@ run_service() {
   local slots=$1
   service_start "$build" 1 "$slots"
   trap service_stop EXIT
-  for _ in $(seq 300); do
-    n=$(curl -sf "$SERVICE_API/api/workers" | jq '.workers | length' 2>/dev/null || echo 0)
-    ((n >= 1)) && break
-    sleep 0.1
-  done
+  service_wait_workers 1
   SERVICE_SWEEP=$(curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" -H 'Content-Type: application/json' \
     -d "$(sweep_of "$((2 * slots))" "$slots")" "$SERVICE_API/api/sweeps" | jq -r .id)
   service_wait 1
