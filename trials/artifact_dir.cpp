@@ -1,18 +1,24 @@
 #include "trials/artifact_dir.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
 #include <nlohmann/json.hpp>
+
+#include "core/log.hpp"
 
 namespace hpo::trials {
 
@@ -217,126 +223,230 @@ Result<std::string> ArtifactDir::write_stream(const std::string& trial_id, const
                                               const ByteProducer& produce) {
   const std::string rel_folder = component(sweep_of(trial_id)) + "/" + component(trial_id);
   const std::string folder = root_ + "/" + rel_folder;
-  std::error_code ec;
-  std::filesystem::create_directories(folder, ec);
-  if (ec)
-    return Error::internal(
-        fmt::format("cannot make the artifact folder {}: {}", folder, ec.message()));
+  // Made and opened beneath the root with no link followed: a link planted
+  // for the trial's folder sends no write elsewhere.
+  std::string why;
+  auto dir = open_trial_folder(trial_id, &why, /*create=*/true);
+  if (!dir) return Error::internal("cannot make the artifact folder " + folder + ": " + why);
   std::random_device rd;
   const std::string tmp =
-      fmt::format("{}/.tmp-{}-{}-{:08x}", folder, component(name).substr(0, 40), ::getpid(), rd());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
-  if (fd < 0) return Error::internal(os_error("cannot create", tmp));
-  FdSink file(fd, tmp);
+      fmt::format(".tmp-{}-{}-{:08x}", component(name).substr(0, 40), ::getpid(), rd());
+  const int fd =
+      ::openat(dir->get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+  if (fd < 0) return Error::internal(os_error("cannot create", folder + "/" + tmp));
+  FdSink file(fd, folder + "/" + tmp);
   HashingSink sink(file);
   Status st = produce(sink);
-  if (st && ::fsync(fd) != 0) st = Error::internal(os_error("cannot write", tmp));
-  if (::close(fd) != 0 && st) st = Error::internal(os_error("cannot write", tmp));
+  if (st && ::fsync(fd) != 0) st = Error::internal(os_error("cannot write", folder + "/" + tmp));
+  if (::close(fd) != 0 && st) st = Error::internal(os_error("cannot write", folder + "/" + tmp));
   if (!st) {
-    ::unlink(tmp.c_str());
+    ::unlinkat(dir->get(), tmp.c_str(), 0);
     return st.error();
   }
   const std::string sha = sink.sha();
-  const std::string rel = rel_folder + "/" + component(name) + "." + sha;
-  const std::string final_path = root_ + "/" + rel;
-  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    const std::string msg = os_error("cannot publish", final_path);
-    ::unlink(tmp.c_str());
+  const std::string file_name = component(name) + "." + sha;
+  if (::renameat(dir->get(), tmp.c_str(), dir->get(), file_name.c_str()) != 0) {
+    const std::string msg = os_error("cannot publish", folder + "/" + file_name);
+    ::unlinkat(dir->get(), tmp.c_str(), 0);
     return Error::internal(msg);
   }
-  fsync_path(folder, O_RDONLY | O_DIRECTORY);  // the rename itself survives a crash
-  return encode_file_reference(rel, sink.size(), sha);
+  ::fsync(dir->get());  // the rename itself survives a crash
+  return encode_file_reference(rel_folder + "/" + file_name, sink.size(), sha);
 }
 
-Result<std::string> ArtifactDir::read(const StoredArtifact& ref, const std::string& what) {
+std::string ArtifactDir::path_for(const std::string& trial_id, const std::string& name,
+                                  const std::string& sha256) const {
+  return fmt::format("{}/{}/{}/{}.{}", root_, component(sweep_of(trial_id)), component(trial_id),
+                     component(name), sha256);
+}
+
+Error ArtifactDir::refuse(const std::string& trial_id, const std::string& name,
+                          const std::string& why) const {
+  log_error("an artifact file was refused: it is not what was stored",
+            {{"trial", trial_id}, {"artifact", name}, {"why", why}});
+  return Error::internal(fmt::format(
+      "artifact {} of trial {} does not match what was stored (the log says why)", name, trial_id));
+}
+
+Result<UniqueFd> ArtifactDir::open_trial_folder(const std::string& trial_id, std::string* why,
+                                                bool create) const {
+  // The root is the operator's (it may be a link); nothing beneath it is followed.
+  UniqueFd dir(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) {
+    *why = os_error("cannot open the artifact folder", root_);
+    return Error::internal(*why);
+  }
+  for (const std::string& step : {component(sweep_of(trial_id)), component(trial_id)}) {
+    if (create && ::mkdirat(dir.get(), step.c_str(), 0755) != 0 && errno != EEXIST) {
+      *why = os_error("cannot make the folder", step);
+      return Error::internal(*why);
+    }
+    UniqueFd next(
+        ::openat(dir.get(), step.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!next) {
+      *why = os_error("cannot open the folder (a link, or no folder)", step);
+      return Error::not_found(*why);
+    }
+    dir = std::move(next);
+  }
+  return dir;
+}
+
+namespace {
+
+// Whether `sha` is how hpo names bytes: 64 lower-case hex digits.
+bool is_sha256_hex(const std::string& sha) {
+  return sha.size() == 64 && sha.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// What identifies one version of a file's bytes: no process can set a
+// file's change time, so a write or a rename over it makes a new version.
+std::string version_of(const struct stat& st) {
+  return fmt::format("{}:{}:{}:{}.{}:{}.{}", st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec,
+                     st.st_mtim.tv_nsec, st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+}
+
+constexpr std::size_t kVerifiedVersions = 4096;
+
+}  // namespace
+
+Result<UniqueFd> ArtifactDir::open_stored(const std::string& trial_id, const std::string& name,
+                                          const StoredArtifact& ref) {
+  if (!ref.is_file || !is_sha256_hex(ref.sha256) || ref.size < 0)
+    return refuse(trial_id, name, "the reference is not one hpo writes: " + ref.path);
+  const std::string file = component(name) + "." + ref.sha256;
+  const std::string expected =
+      component(sweep_of(trial_id)) + "/" + component(trial_id) + "/" + file;
+  if (ref.path != expected)
+    return refuse(
+        trial_id, name,
+        fmt::format("the reference names {}, the artifact's file is {}", ref.path, expected));
+  std::string why;
+  auto dir = open_trial_folder(trial_id, &why);
+  if (!dir) return refuse(trial_id, name, why);
+  UniqueFd fd(::openat(dir->get(), file.c_str(),
+                       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!fd) return refuse(trial_id, name, os_error("cannot open (a link, or gone)", expected));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return refuse(trial_id, name, expected + " is not a regular file");
+  if (st.st_size != ref.size)
+    return refuse(trial_id, name,
+                  fmt::format("{} is {} bytes, its reference says {} (a torn or replaced copy)",
+                              expected, static_cast<std::int64_t>(st.st_size), ref.size));
+  const std::string version = version_of(st);
+  {
+    std::lock_guard lock(verified_->mu);
+    auto it = verified_->sha_by_version.find(version);
+    if (it != verified_->sha_by_version.end() && it->second == ref.sha256) return fd;
+  }
+  Sha256 sha;
+  std::int64_t done = 0;
+  std::string buf(kStreamChunk, '\0');
+  while (done < ref.size) {
+    const ssize_t n = ::pread(fd.get(), buf.data(), buf.size(), static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return refuse(trial_id, name, os_error("cannot read", expected));
+    sha.update(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+    done += n;
+  }
+  if (sha.hex() != ref.sha256)
+    return refuse(trial_id, name, expected + " does not have its reference's SHA-256");
+  // Remembered only once its change time is a second old: a change within the
+  // same clock tick as the one it shows would keep it, one a second later cannot.
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  if (st.st_ctim.tv_sec + 1 >= now.tv_sec) return fd;
+  std::lock_guard lock(verified_->mu);
+  if (verified_->sha_by_version.size() >= kVerifiedVersions) verified_->sha_by_version.clear();
+  verified_->sha_by_version[version] = ref.sha256;
+  return fd;
+}
+
+Result<std::string> ArtifactDir::read(const std::string& trial_id, const std::string& name,
+                                      const StoredArtifact& ref) {
   // One byte over the size: a longer file is found torn by read_stream.
-  StringSink bytes(std::max<std::int64_t>(0, ref.size) + 1, what);
-  if (auto st = read_stream(ref, what, bytes); !st) return st.error();
+  StringSink bytes(std::max<std::int64_t>(0, ref.size) + 1,
+                   "artifact " + name + " of trial " + trial_id);
+  if (auto st = read_stream(trial_id, name, ref, bytes); !st) return st.error();
   return std::move(bytes.bytes());
 }
 
-Status ArtifactDir::read_stream(const StoredArtifact& ref, const std::string& what, ByteSink& out) {
-  const std::string path = path_of(ref);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return Error::internal(
-        fmt::format("{} is a file in the artifact directory that cannot be read: {}", what,
-                    os_error("open", path)));
+Status ArtifactDir::read_stream(const std::string& trial_id, const std::string& name,
+                                const StoredArtifact& ref, ByteSink& out) {
+  // Checked whole before the first byte goes out (a version hashed before
+  // is known), then hashed again on the way: a change while it is read is
+  // found at the end (its owner discards the part it has).
+  auto fd = open_stored(trial_id, name, ref);
+  if (!fd) return fd.error();
   HashingSink tee(out);
   // One byte more than the reference says: a longer file is found torn, not cut.
-  auto got = copy_fd(fd, tee, path, std::max<std::int64_t>(0, ref.size) + 1);
-  ::close(fd);
+  auto got = copy_fd(fd->get(), tee, "artifact " + name + " of trial " + trial_id,
+                     std::max<std::int64_t>(0, ref.size) + 1);
   if (!got) return got.error();
   if (tee.size() != ref.size)
-    return Error::internal(fmt::format(
-        "{}: the file {} is {} bytes, its reference says {} (a torn or replaced copy)", what, path,
-        tee.size() > ref.size ? "more than " + std::to_string(ref.size)
-                              : std::to_string(tee.size()),
-        ref.size));
+    return refuse(trial_id, name,
+                  fmt::format("the file is {} bytes, its reference says {} (changed while read)",
+                              tee.size(), ref.size));
   if (tee.sha() != ref.sha256)
-    return Error::internal(
-        fmt::format("{}: the file {} does not have the SHA-256 its reference says (changed "
-                    "after it was written)",
-                    what, path));
+    return refuse(trial_id, name, "the file does not have its reference's SHA-256");
   return {};
 }
 
-Status ArtifactDir::read_range(const StoredArtifact& ref, const std::string& what,
-                               std::int64_t offset, std::int64_t size, char* out) {
+Status ArtifactDir::read_range(const std::string& trial_id, const std::string& name,
+                               const StoredArtifact& ref, std::int64_t offset, std::int64_t size,
+                               char* out) {
+  const std::string what = "artifact " + name + " of trial " + trial_id;
   if (auto st = check_range(offset, size, ref.size, what); !st) return st;
-  const std::string path = path_of(ref);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return Error::internal(
-        fmt::format("{} is a file in the artifact directory that cannot be read: {}", what,
-                    os_error("cannot open", path)));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || st.st_size != ref.size) {
-    ::close(fd);
-    return Error::internal(fmt::format(
-        "{}: the file {} is not the {} bytes its reference says (a torn or replaced copy)", what,
-        path, ref.size));
-  }
+  auto fd = open_stored(trial_id, name, ref);
+  if (!fd) return fd.error();
   std::int64_t done = 0;
   while (done < size) {
-    const ssize_t n = ::pread(fd, out + done, static_cast<std::size_t>(size - done),
+    const ssize_t n = ::pread(fd->get(), out + done, static_cast<std::size_t>(size - done),
                               static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int saved = errno;
-      ::close(fd);
-      errno = saved;
-      return Error::internal(fmt::format(
-          "{}: {}", what,
-          n == 0 ? "the file " + path + " ended early" : os_error("cannot read", path)));
-    }
+    if (n <= 0)
+      return refuse(trial_id, name, n == 0 ? "the file ended early" : os_error("cannot read", ""));
     done += n;
   }
-  ::close(fd);
   return {};
 }
 
-void ArtifactDir::remove(const StoredArtifact& ref) {
-  if (!ref.is_file || ref.path.empty()) return;
-  ::unlink(path_of(ref).c_str());
+void ArtifactDir::remove(const std::string& trial_id, const std::string& name,
+                         const StoredArtifact& ref) {
+  if (!ref.is_file || !is_sha256_hex(ref.sha256)) return;
+  std::string why;
+  auto dir = open_trial_folder(trial_id, &why);
+  if (!dir) return;
+  // unlinkat never follows the name it removes; the folders were opened without links.
+  ::unlinkat(dir->get(), (component(name) + "." + ref.sha256).c_str(), 0);
 }
 
-void ArtifactDir::remove_other_versions(const StoredArtifact& current, const std::string& name) {
-  if (!current.is_file || current.path.empty()) return;
-  const std::filesystem::path at = path_of(current);
-  const std::string keep = at.filename().string();
+void ArtifactDir::remove_other_versions(const std::string& trial_id, const std::string& name,
+                                        const StoredArtifact& current) {
+  if (!current.is_file || !is_sha256_hex(current.sha256)) return;
+  std::string why;
+  auto dir = open_trial_folder(trial_id, &why);
+  if (!dir) return;
   const std::string prefix = component(name) + ".";
-  std::error_code ec;
-  const auto written_at = std::filesystem::last_write_time(at, ec);
-  if (ec) return;
-  for (const auto& e : std::filesystem::directory_iterator(at.parent_path(), ec)) {
-    const std::string file = e.path().filename().string();
+  const std::string keep = prefix + current.sha256;
+  struct stat kept {};
+  if (::fstatat(dir->get(), keep.c_str(), &kept, AT_SYMLINK_NOFOLLOW) != 0) return;
+  // The listing reads a duplicate of the folder's descriptor (closedir closes it).
+  DIR* listing = ::fdopendir(::dup(dir->get()));
+  if (listing == nullptr) return;
+  std::vector<std::string> older;
+  while (const dirent* e = ::readdir(listing)) {
+    const std::string file = e->d_name;
     if (file == keep || file.size() != prefix.size() + 64 || file.rfind(prefix, 0) != 0) continue;
-    if (file.find_first_not_of("0123456789abcdef", prefix.size()) != std::string::npos) continue;
-    std::error_code stat_ec;
-    const auto t = std::filesystem::last_write_time(e.path(), stat_ec);
-    if (!stat_ec && t <= written_at) std::filesystem::remove(e.path(), stat_ec);
+    if (!is_sha256_hex(file.substr(prefix.size()))) continue;
+    struct stat st {};
+    if (::fstatat(dir->get(), file.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    const auto mtime = std::pair{st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
+    if (mtime <= std::pair{kept.st_mtim.tv_sec, kept.st_mtim.tv_nsec}) older.push_back(file);
   }
+  ::closedir(listing);
+  for (const auto& file : older) ::unlinkat(dir->get(), file.c_str(), 0);
 }
 
 Status ArtifactDir::remove_sweep(const std::string& sweep_id) {

@@ -8,10 +8,23 @@
 // temporary name in the same folder, is fsync'ed and renamed into place (and
 // the folder fsync'ed), so a reader sees a whole file or none. The file is
 // published only when the store's fenced put_artifact accepts its reference:
-// a stale attempt's file is never referenced (and is removed again). A read
-// checks the file's size and SHA-256 against the reference, so a torn or
-// changed copy is an error, never wrong bytes. The sweep's folder goes with
-// the sweep (delete_sweep).
+// a stale attempt's file is never referenced (and is removed again). The
+// sweep's folder goes with the sweep (delete_sweep).
+//
+// Reads serve only what was stored. A reference in Redis is not trusted to
+// say where a file is (a worker credential writes it, and a trial could
+// shape it): the path is made again from (sweep, trial, name, SHA-256) and
+// must be the reference's. Each folder beneath the root and the file itself
+// are opened with no symbolic link followed (openat, O_NOFOLLOW; O_NONBLOCK,
+// so a planted FIFO cannot hang a reader), the file must be a regular one of
+// the reference's size, and its bytes must have the reference's SHA-256
+// before any of them is served (hashed on the descriptor that then serves
+// them; a version already hashed, by inode and change time, is not hashed
+// again: no process can set a file's change time back). A link to the
+// scheduler's token file, a hard link to it, another trial's file named in a
+// forged reference or a file changed after it was written are all refused
+// with a message that names the artifact and neither a path nor a size (the
+// log has those).
 //
 // What Redis holds under an artifact's key is encoded so that the three cases
 // cannot be confused: a reference ("hpo-artifact-file/1\n" + JSON), bytes kept
@@ -19,12 +32,16 @@
 // "hpo-artifact-inline/1\n"), or any other bytes as they are.
 #pragma once
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/byte_stream.hpp"
 #include "core/result.hpp"
+#include "core/unique_fd.hpp"
 
 namespace hpo::trials {
 
@@ -118,26 +135,36 @@ class ArtifactDir {
   // the producer's or the disk's (full: kInternal naming the file in its folder).
   Result<std::string> write_stream(const std::string& trial_id, const std::string& name,
                                    const ByteProducer& produce);
-  // The bytes a reference names, checked; kInternal naming the file when it is
-  // missing, torn or changed.
-  Result<std::string> read(const StoredArtifact& ref, const std::string& what);
-  // The same, streamed into `out` in pieces; the size and SHA-256 are checked
-  // at the end, so on an error `out` may hold part of the bytes (its owner
-  // discards them).
-  Status read_stream(const StoredArtifact& ref, const std::string& what, ByteSink& out);
-  // `size` bytes from `offset` of the file a reference names, into `out`; the
-  // file's size is checked against the reference, its checksum cannot be.
-  Status read_range(const StoredArtifact& ref, const std::string& what, std::int64_t offset,
-                    std::int64_t size, char* out);
-  // The absolute path of the file a reference names.
-  std::string path_of(const StoredArtifact& ref) const { return root_ + "/" + ref.path; }
+  // The file of trial `trial_id`'s artifact `name` that `ref` names, opened
+  // as described above and checked: its size and its SHA-256. kInternal
+  // "... does not match what was stored" otherwise, naming neither the path
+  // nor a size; the details are logged.
+  Result<UniqueFd> open_stored(const std::string& trial_id, const std::string& name,
+                               const StoredArtifact& ref);
+  // The bytes a reference names, checked.
+  Result<std::string> read(const std::string& trial_id, const std::string& name,
+                           const StoredArtifact& ref);
+  // The same, streamed into `out` in pieces: checked whole first (open_stored),
+  // then hashed again on the way, so a change while it is read is an error at
+  // the end (`out` then holds part of the bytes; its owner discards them).
+  Status read_stream(const std::string& trial_id, const std::string& name,
+                     const StoredArtifact& ref, ByteSink& out);
+  // `size` bytes from `offset` of the file a reference names, into `out`,
+  // from a file checked whole first (open_stored).
+  Status read_range(const std::string& trial_id, const std::string& name, const StoredArtifact& ref,
+                    std::int64_t offset, std::int64_t size, char* out);
+  // The absolute path a trial's artifact of these bytes has (made from the
+  // ids and the hash, never from a reference): for logs and tests.
+  std::string path_for(const std::string& trial_id, const std::string& name,
+                       const std::string& sha256) const;
   // Removes the file a reference names (a replaced checkpoint, a refused
-  // write); missing files are fine.
-  void remove(const StoredArtifact& ref);
+  // write) when it is where the artifact's file belongs; missing files are fine.
+  void remove(const std::string& trial_id, const std::string& name, const StoredArtifact& ref);
   // Removes the other versions of the artifact whose file `current` is (a
   // checkpoint replaced while its successor was not yet durable: kept then,
   // removed now that one is), those written before it only.
-  void remove_other_versions(const StoredArtifact& current, const std::string& name);
+  void remove_other_versions(const std::string& trial_id, const std::string& name,
+                             const StoredArtifact& current);
   // Removes the sweep's folder and everything in it.
   Status remove_sweep(const std::string& sweep_id);
 
@@ -145,7 +172,21 @@ class ArtifactDir {
   static std::string sweep_of(const std::string& trial_id);
 
  private:
+  // The trial's folder beneath the root, each step opened with no link
+  // followed (and made first where missing, with `create`).
+  Result<UniqueFd> open_trial_folder(const std::string& trial_id, std::string* why,
+                                     bool create = false) const;
+  // A refusal: logged with `why` (paths, sizes), returned without them.
+  Error refuse(const std::string& trial_id, const std::string& name, const std::string& why) const;
+
+  // Versions of files whose bytes were hashed and found as stored, by inode
+  // and change time (shared by the copies of one ArtifactDir; bounded).
+  struct Verified {
+    std::mutex mu;
+    std::map<std::string, std::string> sha_by_version;
+  };
   std::string root_;
+  std::shared_ptr<Verified> verified_ = std::make_shared<Verified>();
 };
 
 }  // namespace hpo::trials

@@ -40,6 +40,7 @@
 
 #include "core/byte_stream.hpp"
 #include "core/result.hpp"
+#include "core/unique_fd.hpp"
 #include "trials/access.hpp"
 #include "trials/constraints.hpp"
 #include "trials/placement.hpp"
@@ -311,11 +312,14 @@ inline bool event_id_before(const std::string& a, const std::string& b) {
 // are written by its worker through TrialQueue::put_artifact, which is fenced;
 // a sweep's own ones (the ensemble record and manifest) by the scheduler.
 // Where an artifact's bytes are: in the store (`bytes`), or a file of the
-// artifact directory (`path`, absolute, with the size and SHA-256 its
-// reference gives), which a download streams and serves ranges of.
+// artifact directory (`file`, opened beneath the folder with no link
+// followed and already checked against the size and SHA-256 its reference
+// gives: trials/artifact_dir.hpp), which a download streams and serves ranges
+// of from that descriptor. `path` is where it is, for logs and tests only.
 struct ArtifactLocation {
   bool is_file = false;
   std::string bytes;
+  std::shared_ptr<UniqueFd> file;
   std::string path;
   std::int64_t size = 0;
   std::string sha256;

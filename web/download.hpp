@@ -28,8 +28,9 @@ struct ByteRange {
 Result<std::optional<ByteRange>> parse_range(const std::string& header, std::int64_t size);
 
 // 200 with the whole body, 206 with one range, 416 with `Content-Range:
-// bytes */size`; a file that cannot be opened, or is not the size its
-// reference says, is 500 naming it.
+// bytes */size`. A file's bytes come from the descriptor the store opened
+// and checked (ArtifactLocation::file); a file that is not what was stored
+// never reaches here (the store's 500 names the artifact, not the file).
 Response download(const Request& request, trials::ArtifactLocation at);
 
 }  // namespace hpo::web

@@ -228,7 +228,10 @@ class RedisStore final : public AllRoles {
   std::string key(std::string_view suffix) const;
   // The value under an artifact key, decoded: the bytes, from the artifact
   // directory when it is a reference. `what` names it in errors.
-  Result<std::optional<std::string>> resolve(Result<Reply> raw, const std::string& what);
+  // A stored value's bytes: inline, or read from the artifact file of
+  // (owner, name) it refers to; a sweep's records are never files.
+  Result<std::optional<std::string>> resolve(Result<Reply> raw, const std::string& owner,
+                                             const std::string& name, bool of_sweep);
 
   RedisStoreConfig config_;
   RedisClient client_;

@@ -29,15 +29,22 @@ Error RedisStore::no_artifact_dir(const std::string& what, const std::string& pa
       what, path));
 }
 
-Result<std::optional<std::string>> RedisStore::resolve(Result<Reply> raw, const std::string& what) {
+Result<std::optional<std::string>> RedisStore::resolve(Result<Reply> raw, const std::string& owner,
+                                                       const std::string& name, bool of_sweep) {
   if (!raw) return raw.error();
   if (raw->is_error()) return refusal(raw->str);
   if (raw->is_nil()) return std::optional<std::string>{};
   auto stored = decode_stored(std::move(raw->str));
   if (!stored) return stored.error();
   if (!stored->is_file) return std::optional<std::string>{std::move(stored->bytes)};
-  if (!files_) return no_artifact_dir(what, stored->path);
-  auto bytes = files_->read(*stored, what);
+  // A sweep's records are kept in Redis, always: a reference there was not written by hpo.
+  if (of_sweep)
+    return Error::internal(fmt::format(
+        "record {} of sweep {} does not match what was stored (a file reference where hpo "
+        "keeps bytes)",
+        name, owner));
+  if (!files_) return no_artifact_dir("artifact " + name + " of trial " + owner, stored->path);
+  auto bytes = files_->read(owner, name, *stored);
   if (!bytes) return bytes.error();
   return std::optional<std::string>{std::move(*bytes)};
 }
@@ -60,8 +67,8 @@ Status RedisStore::check_artifact_size(const std::string& trial_id, const std::s
 
 Result<std::optional<std::string>> RedisStore::get_artifact(const std::string& trial_id,
                                                             const std::string& name) {
-  return resolve(client_.command({"GET", key("artifact:" + trial_id + ":" + name)}),
-                 "artifact " + name + " of trial " + trial_id);
+  return resolve(client_.command({"GET", key("artifact:" + trial_id + ":" + name)}), trial_id, name,
+                 /*of_sweep=*/false);
 }
 
 Status RedisStore::put_sweep_record(const std::string& sweep_id, const std::string& name,
@@ -78,7 +85,7 @@ Result<std::optional<std::string>> RedisStore::get_sweep_artifact(const std::str
   const Reply& own = (*r)[0];
   const Reply& first_member = (*r)[1];
   if (own.is_error()) return refusal(own.str);
-  if (!own.is_nil()) return resolve(own, "record " + name + " of sweep " + sweep_id);
+  if (!own.is_nil()) return resolve(own, sweep_id, name, /*of_sweep=*/true);
   // The ensemble's records written before sweeps owned them were kept with
   // the first member (and only those: a member's own files are not the sweep's).
   const bool legacy = name == artifact::kEnsembleRecord || name == artifact::kEnsembleManifest;
@@ -135,7 +142,7 @@ Status RedisStore::put_file_artifact(const std::string& trial_id, int attempt,
     const ErrorCode code = st.error().code;
     const bool refused = code == ErrorCode::kLeaseLost || code == ErrorCode::kNotFound ||
                          code == ErrorCode::kConflict || code == ErrorCode::kInvalidArgument;
-    if (refused && written && !referenced(*written)) files_->remove(*written);
+    if (refused && written && !referenced(*written)) files_->remove(trial_id, name, *written);
     return st;
   }
   // The replaced versions (earlier checkpoints) go only once the new
@@ -144,7 +151,7 @@ Status RedisStore::put_file_artifact(const std::string& trial_id, int attempt,
   // file newer than this one (a write in flight).
   if (auto durable = replicated("artifact " + name + " of trial " + trial_id); !durable)
     return durable;
-  if (written && referenced(*written)) files_->remove_other_versions(*written, name);
+  if (written && referenced(*written)) files_->remove_other_versions(trial_id, name, *written);
   return {};
 }
 
@@ -167,10 +174,7 @@ Result<bool> RedisStore::read_artifact(const std::string& trial_id, const std::s
   if (!stored) return stored.error();
   if (!*stored) return false;
   const StoredArtifact& a = **stored;
-  if (auto st = a.is_file
-                    ? files_->read_stream(a, "artifact " + name + " of trial " + trial_id, out)
-                    : out.write(a.bytes);
-      !st)
+  if (auto st = a.is_file ? files_->read_stream(trial_id, name, a, out) : out.write(a.bytes); !st)
     return st.error();
   return true;
 }
@@ -184,7 +188,11 @@ Result<std::optional<ArtifactLocation>> RedisStore::locate_artifact(const std::s
   ArtifactLocation at;
   at.is_file = a.is_file;
   if (a.is_file) {
-    at.path = files_->path_of(a);
+    // Opened and checked here, served from this descriptor: never reopened by path.
+    auto fd = files_->open_stored(trial_id, name, a);
+    if (!fd) return fd.error();
+    at.file = std::make_shared<UniqueFd>(std::move(*fd));
+    at.path = files_->path_for(trial_id, name, a.sha256);
     at.size = a.size;
     at.sha256 = a.sha256;
   } else {
@@ -230,7 +238,8 @@ Result<bool> RedisStore::read_artifact_range(const std::string& trial_id, const 
     if (a.is_file) {
       if (!files_)
         return Error::internal(what + " is a file, and this process has no artifact folder");
-      if (auto st = files_->read_range(a, what, offset, size, out); !st) return st.error();
+      if (auto st = files_->read_range(trial_id, name, a, offset, size, out); !st)
+        return st.error();
       return true;
     }
     if (auto st = copy_range(a.bytes, offset, size, what, out); !st) return st.error();
