@@ -3,9 +3,11 @@
 // print, so that a sweep or a number reads the same in every command.
 #include "cli/common.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -17,6 +19,28 @@ namespace hpo::cli {
 int fail(int code, const std::string& message) {
   std::fprintf(stderr, "hpo: %s\n", message.c_str());
   return code;
+}
+
+namespace {
+std::string& unauthorized_hint() {
+  static std::string hint;
+  return hint;
+}
+// A URL's parts that name one server: scheme, host (any case), port, base path.
+auto server_key(const hpo::HttpUrl& u) {
+  std::string host = u.host;
+  for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::tuple{u.tls, host, u.port, u.base};
+}
+}  // namespace
+
+void set_unauthorized_hint(std::string hint) {
+  unauthorized_hint() = std::move(hint);
+}
+
+bool issued_by(const hpo::LocalState& local, const hpo::HttpUrl& server) {
+  auto api = hpo::parse_http_url(local.api);
+  return api && server_key(*api) == server_key(server);
 }
 
 int http_error(const hpo::ClientResponse& r) {
@@ -36,6 +60,8 @@ int http_error(const hpo::ClientResponse& r) {
                                                   : kUnreachable;
   fail(code, message);
   for (const auto& f : fields) std::fprintf(stderr, "  %s\n", f.c_str());
+  if (r.status == 401 && !unauthorized_hint().empty())
+    std::fprintf(stderr, "  %s\n", unauthorized_hint().c_str());
   return code;
 }
 

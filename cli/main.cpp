@@ -16,6 +16,8 @@
 #include <optional>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "core/http_client.hpp"
@@ -80,7 +82,7 @@ flags:
   --server URL   the scheduler [HPO_SERVER] (default: the local scheduler from
                  $HPO_HOME/scheduler.json, else http://127.0.0.1:8080)
   --token T      your API token [HPO_TOKEN] (default: the local scheduler's admin token,
-                 from scheduler.json)
+                 from scheduler.json, and only when --server is that scheduler)
   --ca-file F    an https:// scheduler: trust the PEM CA certificate(s) in F instead of
                  the system's [HPO_CA_FILE] (default for the local scheduler: its own)
   --json         print the API's JSON documents instead of text
@@ -136,14 +138,23 @@ int run(int argc, char** argv) {
       o.server = "http://127.0.0.1:8080";
     }
   }
-  if (o.token.empty()) {
-    if (const char* env = std::getenv("HPO_TOKEN"); env && *env)
-      o.token = env;
-    else if (local)
-      o.token = local->token;
-  }
   auto url = hpo::parse_http_url(o.server);
   if (!url) return fail(kUsage, "bad --server: " + url.error().message);
+  if (o.token.empty()) {
+    if (const char* env = std::getenv("HPO_TOKEN"); env && *env) {
+      o.token = env;
+    } else if (local && !local->token.empty()) {
+      // The local scheduler's admin token goes to that scheduler alone, never
+      // to another server named by --server or HPO_SERVER.
+      if (issued_by(*local, *url))
+        o.token = local->token;
+      else
+        set_unauthorized_hint(fmt::format(
+            "no token was sent: the local scheduler's token (in {}) is for {} only; give "
+            "--token or HPO_TOKEN for {}",
+            hpo::local_state_path(), local->api, o.server));
+    }
+  }
   Client client(*url, o.token);
   if (!o.ca_file.empty()) client.http.set_ca_file(o.ca_file);
   const std::string& cmd = o.args[0];

@@ -3,6 +3,8 @@
 It finds the scheduler and the token as the `hpo` command line does: the
 arguments, else $HPO_SERVER / $HPO_TOKEN / $HPO_CA_FILE, else the local
 scheduler's $HPO_HOME/scheduler.json (~/.hpo), else http://127.0.0.1:8080.
+The local scheduler's token is sent only to the server that wrote it (the
+"api" URL beside it), and no redirect is followed.
 """
 import http.client
 import json
@@ -27,6 +29,23 @@ class HpoError(Exception):
         self.status, self.code, self.message, self.fields = status, code, message, fields or []
 
 
+def _server_key(url):
+    """What names one server in a URL: scheme, host (any case), port, base path."""
+    u = urllib.parse.urlsplit(url)
+    try:
+        port = u.port or (443 if u.scheme == "https" else 80)
+    except ValueError:
+        return None
+    return (u.scheme.lower(), (u.hostname or "").lower(), port, u.path.rstrip("/"))
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is answered as it is, never followed: the token would go along."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
 def _local_state():
     home = os.environ.get("HPO_HOME") or os.path.join(os.path.expanduser("~"), ".hpo")
     try:
@@ -48,9 +67,15 @@ class Client:
                 server = local["api"]
                 ca_file = ca_file or local.get("ca_file")
         self.server = (server or "http://127.0.0.1:8080").rstrip("/")
-        self.token = token or os.environ.get("HPO_TOKEN") or local.get("token") or None
+        # The local scheduler's admin token goes to that scheduler alone.
+        issued_here = bool(local.get("api")) and _server_key(local["api"]) == _server_key(
+            self.server)
+        self.token = (token or os.environ.get("HPO_TOKEN")
+                      or (local.get("token") if issued_here else None) or None)
         self.timeout = timeout
         self._ssl = ssl.create_default_context(cafile=ca_file) if ca_file else None
+        self._open = urllib.request.build_opener(
+            _NoRedirect, urllib.request.HTTPSHandler(context=self._ssl)).open
 
     # ---- transport ------------------------------------------------------
     def _request(self, method, path, body=None, query=None, headers=None, raw=False):
@@ -67,7 +92,7 @@ class Client:
         h.update(headers or {})
         req = urllib.request.Request(url, data=data, method=method, headers=h)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout, context=self._ssl) as resp:
+            with self._open(req, timeout=self.timeout) as resp:
                 payload = resp.read()
         except urllib.error.HTTPError as e:
             text = e.read().decode(errors="replace")
