@@ -64,7 +64,9 @@ void SchedulabilityWatch::run_once(trials::SweepStore& sweeps, trials::WorkerReg
     if (it == requests_.end()) {
       auto spec = specs_->get(id, sweep->spec_json);
       if (!spec) continue;  // the controller fails such a sweep
-      it = requests_.emplace(id, trials::request_for((*spec)->trial)).first;
+      trials::ResourceRequest request = trials::request_for((*spec)->trial);
+      request.project = sweep->project;  // a worker bound to another project cannot run it
+      it = requests_.emplace(id, std::move(request)).first;
     }
     std::string reason = unschedulable_reason(it->second, *workers);
     if (reason == sweep->unschedulable) continue;

@@ -148,6 +148,7 @@ bool gpu_matches(const ResourceRequest& r, const GpuDevice& g) {
 }
 
 bool fits_now(const ResourceRequest& r, const Offer& o) {
+  if (!o.project.empty() && !r.project.empty() && r.project != o.project) return false;
   if (r.slots > o.slots) return false;
   if (r.torch && !o.torch) return false;
   if (r.torch && r.gpus > 0 && !o.cuda) return false;
@@ -180,6 +181,10 @@ bool fits_idle(const ResourceRequest& r, const Offer& o) {
 }
 
 std::string never_fits(const ResourceRequest& r, const Offer& o) {
+  if (!o.project.empty() && !r.project.empty() && r.project != o.project)
+    return fmt::format(
+        "takes project '{}' trials only (hpo-worker --project), this is project '{}'", o.project,
+        r.project);
   if (r.torch && !o.torch) return "runs no torch trials (hpo-worker built without LibTorch)";
   if (r.torch && r.gpus > 0 && !o.cuda)
     return "has no CUDA LibTorch for a torch trial on GPUs (resources.gpus)";
@@ -223,6 +228,7 @@ Offer idle_offer(const WorkerInfo& w) {
   o.torch = w.torch;
   o.cuda = w.cuda;
   o.labels = w.labels;
+  o.project = w.project;
   return o;
 }
 
@@ -388,6 +394,7 @@ std::string to_json(const Offer& o) {
          {"torch", o.torch},
          {"cuda", o.cuda},
          {"labels", labels}};
+  if (!o.project.empty()) j["project"] = o.project;
   // Per device what is not promised (functions/04_placement.lua: devs); an
   // offer without it is an earlier version's, whose slot i owns device i.
   if (!o.all_gpus.empty() && o.room.size() == o.all_gpus.size()) {

@@ -62,6 +62,9 @@ struct ResourceRequest {
   // any split). See "Gangs" below.
   int ranks = 1;
   int per_host = 0;
+  // The sweep's project, where the caller knows it (not stored with the
+  // request: the claim reads the sweep's own); "": not checked.
+  std::string project;
   bool shares_gpu() const { return gpus > 0 && gpus < 1; }
   bool operator==(const ResourceRequest&) const = default;
 };
@@ -108,6 +111,8 @@ struct Offer {
   bool torch = false;
   bool cuda = false;
   std::map<std::string, std::string> labels;  // a label without a value maps to ""
+  // The one project whose trials the worker takes (hpo-worker --project); "": every project's.
+  std::string project;
 };
 
 // An offer of `free` slots (0 .. free-1) and nothing else known (callers of

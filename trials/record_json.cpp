@@ -281,6 +281,7 @@ Json to_json(const WorkerInfo& w) {
           {"cpus", w.cpus},
           {"memory_gb", w.memory_gb},
           {"labels", w.labels},
+          {"project", w.project},
           {"instance", w.instance},
           {"draining", w.draining}};
 }
@@ -497,6 +498,7 @@ Status from_json(const Json& j, WorkerInfo& out) {
   r.number("cpus", out.cpus, false);
   r.number("memory_gb", out.memory_gb, false);
   r.str("instance", out.instance, false);
+  r.str("project", out.project, false);
   r.boolean("draining", out.draining);
   if (const Json* l = r.raw("labels"); l && l->is_object()) {
     r.mark_seen("labels");

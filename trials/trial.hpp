@@ -200,6 +200,8 @@ struct WorkerInfo {
   double cpus = 0;
   double memory_gb = 0;
   std::map<std::string, std::string> labels;
+  // The one project whose trials it takes ("": every project's).
+  std::string project;
   // This process among all that ever had the name (random, per start): a
   // second live worker of the name on another host is refused.
   std::string instance;

@@ -99,7 +99,8 @@ const char* const kOpenApi = R"json({
         "last_heartbeat_ms": {"type": "integer"}, "started_ms": {"type": "integer"},
         "torch": {"type": "boolean", "description": "runs torch trials"}, "cuda": {"type": "boolean", "description": "runs torch trials on its GPUs"},
         "cpus": {"type": "number", "description": "cores its trials' resources.cpus share (0: not counted)"}, "memory_gb": {"type": "number"},
-        "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "project": {"type": "string", "description": "the one project whose trials it takes (hpo-worker --project); empty: every project's"}}}
     },
     "responses": {
       "Error": {"description": "an error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}

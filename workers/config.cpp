@@ -207,6 +207,13 @@ std::vector<Row> trial_rows() {
         }},
        "the uids trials run as, one per slot, claimed per host (default 400000-400999; no "
        "account may own them)"},
+      {text_setting<WorkerConfig>("--project", "HPO_PROJECT", nullptr, &WorkerConfig::project),
+       "take the trials of this project only (required where trials run as this worker: not root, "
+       "or --trial-user none, unless --any-project-as-worker)"},
+      {switch_setting<WorkerConfig>("--any-project-as-worker", "HPO_ANY_PROJECT_AS_WORKER", nullptr,
+                                    &WorkerConfig::any_project_as_worker),
+       "where trials run as this worker, take every project's anyway: they can read this "
+       "worker's files, environment and Redis credential, and each other's (not for teams)"},
       {text_setting<WorkerConfig>("--trial-uid-locks", "HPO_TRIAL_UID_LOCKS", nullptr,
                                   &WorkerConfig::trial_uid_locks),
        "where this host's workers lock the trial uids they use (default /run/hpo/trial-uids)"},
@@ -276,6 +283,7 @@ std::string usage() {
       "                  [--trial-user USER] [--trial-uids FIRST-LAST] [--trial-cgroups "
       "auto|none]\n"
       "                  [--trial-pids-max N] [--trial-uid-locks DIR]\n"
+      "                  [--project NAME | --any-project-as-worker]\n"
       "                  [--help]\n\n"
       "Runs trials of hpo sweeps: claims them from the Redis queue, runs them, reports results.\n"
       "SIGTERM/SIGINT: stops claiming, lets running trials finish for --drain-grace-s, then\n"

@@ -71,6 +71,11 @@ struct WorkerConfig {
   // slot), where those uids' lock files live, cgroups ("auto" or "none") and
   // the processes and threads one trial may have.
   std::string trial_user = "hpo-trial";
+  // The one project whose trials this worker takes ("": every project's). A
+  // worker whose trials run as itself must name one, or accept every
+  // project's with any_project_as_worker (their trials then share its identity).
+  std::string project;
+  bool any_project_as_worker = false;
   std::int64_t trial_uid_first = 400000;
   std::int64_t trial_uid_last = 400999;
   std::string trial_uid_locks = "/run/hpo/trial-uids";

@@ -218,6 +218,24 @@ std::optional<int> open_sandbox(const WorkerConfig& config, hpo::workers::AgentO
       return 2;
     }
   }
+  // Trials that run as the worker share its uid: they read its environment
+  // (the Redis credential) and files, and signal each other. Such a worker
+  // takes one project's trials, unless told loudly to take every project's.
+  if (!switches && config.project.empty() && !config.any_project_as_worker) {
+    std::fprintf(stderr,
+                 "hpo-worker: trials would run as this worker (%s): they could read its Redis "
+                 "credential and files and each other's, across projects. Run it as root (trials "
+                 "then run as uids of their own), or give --project NAME to take one project's "
+                 "trials only, or --any-project-as-worker to accept that (not for teams)\n",
+                 options.sandbox->describe().c_str());
+    return 2;
+  }
+  options.project = config.project;
+  if (!switches && config.project.empty())
+    hpo::log_warn(
+        "trials of every project run as this worker (--any-project-as-worker): they "
+        "can read its Redis credential and each other's files",
+        {{"worker", options.name}});
   if (switches && options.sandbox->cgroups())
     hpo::log_info("trial sandbox",
                   {{"worker", options.name}, {"trials", options.sandbox->describe()}});

@@ -53,7 +53,7 @@ spec=$(jq -nc --arg p "$work/trial.sh" '{
 
 hwm() { awk '/^VmHWM:/ {print $2 * 1024}' "/proc/$1/status"; }
 SERVICE_SCHEDULER_ARGS="--artifacts $work/artifacts" \
-  SERVICE_WORKER_ARGS="--trial-user none --drain-grace-s 0" service_start "$build" 1 1
+  SERVICE_WORKER_ARGS="--trial-user none --any-project-as-worker --drain-grace-s 0" service_start "$build" 1 1
 for _ in $(seq 300); do
   (($(curl -sf "$SERVICE_API/api/workers" | jq '.workers | length' 2>/dev/null || echo 0) >= 1)) && break
   sleep 0.1
@@ -73,7 +73,7 @@ wait "${SERVICE_WORKERS[0]}" || true
 # The released attempt's log: "[hpo] checkpoint stored: 1 files, B bytes in S s".
 logs=$(curl -sf "${auth[@]}" "$SERVICE_API/api/trials/$trial" | jq -r '.log_tail // ""')
 # shellcheck disable=SC2086
-HPO_HOME=$SERVICE_HOME "$build/workers/hpo-worker" --slots 1 --name bench-2 --trial-user none \
+HPO_HOME=$SERVICE_HOME "$build/workers/hpo-worker" --slots 1 --name bench-2 --trial-user none --any-project-as-worker \
   >"$SERVICE_HOME/worker-2.log" 2>&1 &
 SERVICE_WORKERS=($!)
 service_wait 0.2

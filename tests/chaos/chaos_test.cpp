@@ -155,7 +155,7 @@ class Pool {
                                   std::to_string(slots), "--lease-ms", std::to_string(kLeaseMs),
                                   "--kill-grace-s", "1", "--data-root", home_,
                                   // The trials keep their ledger in the test's folder.
-                                  "--trial-user", "none"};
+                                  "--trial-user", "none", "--any-project-as-worker"};
     if (redis_) argv.insert(argv.end(), {"--redis", redis_->url()});
     argv.insert(argv.end(), extra.begin(), extra.end());
     workers_.push_back(std::make_unique<Process>(argv, env(), home_ + "/worker-" + name + ".log"));

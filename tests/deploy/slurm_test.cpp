@@ -49,7 +49,7 @@ std::vector<std::string> job_args(SlurmCluster& slurm, Cluster& c, int tasks,
               ",HPO_DRAIN_GRACE_S=1,HPO_HOME=" + c.home() + ",TMPDIR=" + slurm.dir() + "/jobs" +
               // The trials run the build's toy_trial, which a clone in a private
               // folder keeps from trial users (test_e2e_trust covers the switch).
-              ",HPO_TRIAL_USER=none",
+              ",HPO_TRIAL_USER=none,HPO_PROJECT=default",
           kScript};
 }
 

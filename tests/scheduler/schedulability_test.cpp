@@ -18,6 +18,23 @@ trials::WorkerInfo worker(const std::string& name, int slots) {
   return w;
 }
 
+TEST(Schedulability, AWorkerBoundToAnotherProjectCannotRunASweep) {
+  trials::ResourceRequest theirs;
+  theirs.project = "theirs";
+  trials::WorkerInfo bound = worker("bound", 4);
+  bound.project = "mine";
+  auto r = unschedulable_reason(theirs, {bound});
+  EXPECT_NE(r.find("bound: takes project 'mine' trials only (hpo-worker --project), this is "
+                   "project 'theirs'"),
+            std::string::npos)
+      << r;
+  theirs.project = "mine";
+  EXPECT_EQ(unschedulable_reason(theirs, {bound}), "");
+  trials::WorkerInfo open = worker("open", 1);
+  theirs.project = "theirs";
+  EXPECT_EQ(unschedulable_reason(theirs, {bound, open}), "");
+}
+
 TEST(Schedulability, ReasonNamesWhatEachWorkerLacks) {
   trials::ResourceRequest four;
   four.slots = 4;

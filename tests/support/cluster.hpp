@@ -102,7 +102,8 @@ class Cluster {
                                   // These suites' trials read and write the test's own
                                   // folders (0700): they run as the worker. The trust
                                   // boundary's tests pass --trial-user hpo-trial (later wins).
-                                  "--trial-user", "none"};
+                                  // Their projects' trials share the worker's identity.
+                                  "--trial-user", "none", "--any-project-as-worker"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.insert(argv.begin(), prefix.begin(), prefix.end());
     auto environment = env();

@@ -282,5 +282,32 @@ TEST_F(ProjectShare, SubmitsPastAProjectsLimitsAreRefusedNamingTheLimit) {
   EXPECT_TRUE(store.create_sweep(s).ok());
 }
 
+// A worker bound to one project (hpo-worker --project: its trials run as
+// itself) never claims another project's trial, however the queue is
+// ordered or weighted, and leaves them to a worker that takes every project's.
+TEST_F(ProjectShare, AWorkerBoundToAProjectClaimsOnlyThatProjectsTrials) {
+  project("mine", 1);
+  project("theirs", 10);  // weighted to come first
+  const std::string theirs = sweep("theirs", 6);
+  const std::string mine = sweep("mine", 3);
+  Offer bound = slots_only_offer(8);
+  bound.project = "mine";
+  auto got = store.claim_batch("bound", bound, 8, kLeaseMs);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  ASSERT_EQ(got->claims.size(), 3u);
+  for (const auto& c : got->claims) EXPECT_EQ(c.trial.sweep_id, mine);
+  // Nothing more for it, though six trials wait.
+  Offer again = slots_only_offer(5);
+  again.project = "mine";
+  got = store.claim_batch("bound", again, 5, kLeaseMs);
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE(got->claims.empty());
+  EXPECT_EQ(used("theirs"), 0);
+  // A worker of every project's takes them.
+  auto open = fill("open", 6);
+  ASSERT_EQ(open.size(), 6u);
+  for (const auto& c : open) EXPECT_EQ(c.trial.sweep_id, theirs);
+}
+
 }  // namespace
 }  // namespace hpo::trials

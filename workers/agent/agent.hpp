@@ -79,6 +79,8 @@ struct AgentOptions {
   double cpus = 0;
   double memory_gb = 0;
   std::map<std::string, std::string> labels;
+  // The one project whose trials it claims ("": every project's; --project).
+  std::string project;
   // This host's address the pool's other hosts reach (TrialTask::address);
   // empty: loopback.
   std::string address;

@@ -132,6 +132,7 @@ trials::WorkerInfo LeaseKeeper::registry_entry() const {
   info.cpus = o.cpus;
   info.memory_gb = o.memory_gb;
   info.labels = o.labels;
+  info.project = o.project;
   info.started_ms = started_ms_;
   info.instance = instance_;
   info.draining = shared_.draining.load();

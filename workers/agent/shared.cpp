@@ -93,6 +93,7 @@ trials::Offer Shared::offer_locked(bool torch) const {
   o.torch = torch;
   o.cuda = options.cuda;
   o.labels = options.labels;
+  o.project = options.project;
   double cpus = 0, memory = 0;
   for (const auto& [id, run] : running) {
     cpus += run->request.cpus;

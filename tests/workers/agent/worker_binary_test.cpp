@@ -58,7 +58,8 @@ class WorkerBinaryTest : public ::testing::Test {
     return t.ok() ? t->state : trials::TrialState::kQueued;
   }
 
-  ChildProcess start_worker(std::vector<std::string> args, std::vector<std::string> env = {}) {
+  ChildProcess start_worker(std::vector<std::string> args, std::vector<std::string> env = {},
+                            bool any_project = true) {
     SpawnOptions o;
     o.argv = {kWorker};
     o.argv.insert(o.argv.end(), args.begin(), args.end());
@@ -68,6 +69,7 @@ class WorkerBinaryTest : public ::testing::Test {
       // The trials write into the test's folder (0700): they run as the worker.
       o.argv.push_back("--trial-user");
       o.argv.push_back("none");
+      if (any_project) o.argv.push_back("--any-project-as-worker");
     }
     o.env = current_environment();
     o.env.insert(o.env.end(), env.begin(), env.end());
@@ -90,6 +92,28 @@ class WorkerBinaryTest : public ::testing::Test {
   std::unique_ptr<RedisStore> store_;
   std::string log_;
 };
+
+// A worker whose trials run as itself takes one project's trials, or every
+// project's only when told so: without either it refuses to start, saying why.
+TEST_F(WorkerBinaryTest, AWorkerRunningTrialsAsItselfNeedsAProjectOrTheOptOut) {
+  auto refused = start_worker({"--redis", redis_.url(), "--name", "shared"}, {}, false);
+  auto status = wait_exit(refused, std::chrono::seconds(30));
+  ASSERT_TRUE(status.has_value()) << log_;
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 2) << describe_wait_status(*status);
+  EXPECT_NE(log_.find("trials would run as this worker"), std::string::npos) << log_;
+  EXPECT_NE(log_.find("--project NAME"), std::string::npos) << log_;
+  EXPECT_NE(log_.find("--any-project-as-worker"), std::string::npos) << log_;
+  // Bound to one project it starts, and says so in its registration.
+  log_.clear();
+  auto bound =
+      start_worker({"--redis", redis_.url(), "--name", "bound", "--project", "team"}, {}, false);
+  ASSERT_TRUE(wait_for([&] {
+    auto workers = store_->list_workers();
+    return workers.ok() && workers->size() == 1 && workers->front().project == "team";
+  }));
+  bound.signal_group(SIGTERM);
+  ASSERT_TRUE(wait_exit(bound, std::chrono::seconds(20)).has_value()) << log_;
+}
 
 // Two workers of the same name on one host would release each other's
 // leases: the second refuses to start.

@@ -90,7 +90,14 @@ local function labels_ok(need, labels)
   return true
 end
 
+-- A worker bound to one project (hpo-worker --project; its trials run as
+-- itself) takes that project's trials only: need.project is the sweep's.
+local function project_ok(need, o)
+  return o.project == nil or o.project == '' or need.project == nil or o.project == need.project
+end
+
 local function kinds_ok(need, o)
+  if not project_ok(need, o) then return false end
   if need.torch and not o.torch then return false end
   if need.torch and wants_devices(need) and not o.cuda then return false end
   return labels_ok(need, o.labels or {})
@@ -316,8 +323,10 @@ end
 local function needs_of(P, sid, cache)
   local need = cache[sid]
   if need then return need end
-  local text = redis.call('HGET', P .. 'sweep:' .. sid, 'needs')
+  local v = redis.call('HMGET', P .. 'sweep:' .. sid, 'needs', 'project')
+  local text = v[1]
   need = (text and text ~= '') and cjson.decode(text) or {}
+  need.project = v[2] or 'default'  -- the sweep's, whatever the stored request says
   cache[sid] = need
   return need
 end

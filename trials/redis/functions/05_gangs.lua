@@ -20,7 +20,7 @@ local function rank_need(need)
   return {slots = 1, gpus = ((need.gpus or 0) > 0) and 1 or 0, gpu_mb = need.gpu_mb,
           gpu_model = need.gpu_model, cpus = need.cpus and need.cpus / k,
           memory_gb = need.memory_gb and need.memory_gb / k, torch = need.torch,
-          labels = need.labels}
+          labels = need.labels, project = need.project}
 end
 
 local function is_gang(need) return (need.ranks or 1) > 1 end
