@@ -3,8 +3,10 @@
 // it is made; the server keeps only its hash.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,9 +86,12 @@ constexpr const char* kProjectUsage =
     "add-member NAME USER viewer|member|admin | remove-member NAME USER\n"
     "  SETTINGS: --weight W --max-slots N --max-gpus N --max-queued-trials N --max-active-sweeps N "
     "(0: none)";
-constexpr const char* kUserUsage = "usage: hpo user list | create NAME [--service-admin]";
+constexpr const char* kUserUsage =
+    "usage: hpo user list | create NAME [--service-admin] | disable NAME | enable NAME | promote "
+    "NAME | demote NAME";
 constexpr const char* kTokenUsage =
-    "usage: hpo token create [--user U] [--label L] | list [--user U] | revoke ID";
+    "usage: hpo token create [--user U] [--label L] [--expires-days D] | list [--user U] | "
+    "revoke ID";
 
 }  // namespace
 
@@ -199,9 +204,25 @@ int cmd_user(Client& client, const Options& options) {
     auto r = client.call("GET", "/api/users", code);
     if (!r) return code;
     return print_or(o, *r, [&] {
-      for (const auto& u : (*r)["users"])
-        std::printf("%-24s %s\n", u["name"].get<std::string>().c_str(),
-                    u["service_admin"].get<bool>() ? "service admin" : "");
+      for (const auto& u : (*r)["users"]) {
+        std::string what = u["service_admin"].get<bool>() ? "service admin" : "";
+        if (u.value("disabled", false)) what += what.empty() ? "disabled" : ", disabled";
+        std::printf("%-24s %s\n", u["name"].get<std::string>().c_str(), what.c_str());
+      }
+    });
+  }
+  // disable/enable/promote/demote NAME: one field of the user.
+  static const std::map<std::string, std::pair<const char*, bool>> kChanges = {
+      {"disable", {"disabled", true}},
+      {"enable", {"disabled", false}},
+      {"promote", {"service_admin", true}},
+      {"demote", {"service_admin", false}}};
+  if (auto change = kChanges.find(o.args[1]); change != kChanges.end() && o.args.size() == 3) {
+    auto r = client.call("PATCH", "/api/users/" + enc(o.args[2]), code,
+                         Json{{change->second.first, change->second.second}}.dump());
+    if (!r) return code;
+    return print_or(o, *r, [&] {
+      std::printf("user %s: %s\n", o.args[2].c_str(), (*r)["changed"].get<std::string>().c_str());
     });
   }
   if (o.args[1] == "create") {
@@ -232,14 +253,23 @@ int cmd_token(Client& client, const Options& options) {
   }
   auto user = take_flag(o.args, "--user");
   auto label = take_flag(o.args, "--label");
+  auto days = take_flag(o.args, "--expires-days");
   if (o.args.size() != 2 || (sub != "create" && sub != "list")) return fail(kUsage, kTokenUsage);
+  Json request{{"label", label.value_or("")}};
+  if (days) {
+    char* end = nullptr;
+    const double d = std::strtod(days->c_str(), &end);
+    if (days->empty() || *end != '\0')
+      return fail(kUsage, "--expires-days: '" + *days + "' is not a number of days");
+    request["expires_in_days"] = d;  // the server checks the range
+  }
   if (!user) {
     user = me(client, code);
     if (!user) return code;
   }
   const std::string path = "/api/users/" + enc(*user) + "/tokens";
   if (sub == "create") {
-    auto r = client.call("POST", path, code, Json{{"label", label.value_or("")}}.dump());
+    auto r = client.call("POST", path, code, request.dump());
     if (!r) return code;
     return print_or(o, *r, [&] {
       std::printf("token %s of %s (shown once):\n%s\n", (*r)["id"].get<std::string>().c_str(),
@@ -250,9 +280,12 @@ int cmd_token(Client& client, const Options& options) {
   if (!r) return code;
   return print_or(o, *r, [&] {
     for (const auto& t : (*r)["tokens"])
-      std::printf("%-14s %s  %s\n", t["id"].get<std::string>().c_str(),
+      std::printf("%-14s %s  %s%s\n", t["id"].get<std::string>().c_str(),
                   when(t["created_ms"].get<std::int64_t>()).c_str(),
-                  t["label"].get<std::string>().c_str());
+                  t["label"].get<std::string>().c_str(),
+                  t.contains("expires_ms") && t["expires_ms"].is_number()
+                      ? ("  (expires " + when(t["expires_ms"].get<std::int64_t>()) + ")").c_str()
+                      : "");
   });
 }
 

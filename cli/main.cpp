@@ -65,11 +65,15 @@ commands:
                                 slots) --max-slots N --max-gpus N
                                 --max-queued-trials N --max-active-sweeps N (0: no
                                 limit)
-  user list | create NAME [--service-admin]
-                                users (a service admin); create prints the first token
-  token create [--user U] [--label L] | list [--user U] | revoke ID
+  user list | create NAME [--service-admin] | disable NAME | enable NAME
+       | promote NAME | demote NAME
+                                users (a service admin); create prints the first token;
+                                a disabled user's tokens are refused; promote/demote
+                                make or unmake a service admin
+  token create [--user U] [--label L] [--expires-days D] | list [--user U] | revoke ID
                                 your tokens (a service admin: anyone's); a token is
-                                printed once, the server keeps only its hash
+                                printed once, the server keeps only its hash; one with
+                                --expires-days is refused after that many days
   annotate ID [--tag T]... [--untag T]... [--note TEXT] [--priority N]
                                 tags and a note on a sweep or a trial (its sweep's
                                 owner or the project's admins); a sweep's priority

@@ -89,6 +89,7 @@ struct UserRecord {
   std::string name;
   bool service_admin = false;
   std::int64_t created_ms = 0;
+  bool disabled = false;  // its tokens are refused until it is enabled again
 };
 
 struct TokenRecord {
@@ -96,6 +97,9 @@ struct TokenRecord {
   std::string user;
   std::string label;
   std::int64_t created_ms = 0;
+  std::int64_t expires_ms = 0;  // refused from then on (the store's clock); 0: never
+  // add_token: how long from now (the store's clock) it is accepted; 0: forever.
+  std::int64_t lifetime_ms = 0;
 };
 
 // A token as made: `secret` is shown once, the store keeps token_digest(secret).
@@ -132,13 +136,18 @@ class AccessStore {
                            const std::string& project) = 0;
   virtual Status create_user(const UserRecord& user) = 0;  // kConflict when it exists
   virtual Result<std::vector<UserRecord>> list_users() = 0;
+  // Disables or enables a user, makes or unmakes a service admin (nullopt:
+  // unchanged); kNotFound without the user.
+  virtual Status update_user(const std::string& name, std::optional<bool> disabled,
+                             std::optional<bool> service_admin) = 0;
   // kNotFound without the user; kConflict for a digest already stored.
   virtual Status add_token(const std::string& user, const TokenRecord& token,
                            const std::string& digest) = 0;
   // The user the revoked token belonged to; kNotFound for an unknown id.
   virtual Result<std::string> revoke_token(const std::string& token_id) = 0;
   virtual Result<std::vector<TokenRecord>> list_tokens(const std::string& user) = 0;
-  // The user behind a token digest and their roles; nullopt for no such token.
+  // The user behind a token digest and their roles; nullopt for no such
+  // token; kUnauthorized, saying why, for an expired token or a disabled user.
   virtual Result<std::optional<Principal>> resolve_token(const std::string& digest) = 0;
   virtual Status create_project(const ProjectRecord& project) = 0;  // kConflict when it exists
   // Its weight and limits (kNotFound without it); claims and submits obey them at once.

@@ -129,6 +129,7 @@ class Api {
   Response read_audit(const Request& request, const std::string& project);
   Response list_users(const Request& request);
   Response create_user(const Request& request);
+  Response update_user(const Request& request, const std::string& name);
   Response create_token(const Request& request, const std::string& user);
   Response list_tokens(const Request& request, const std::string& user);
   Response revoke_token(const Request& request, const std::string& id);

@@ -168,6 +168,8 @@ void Api::add_access_routes() {
   r.add("GET", "/api/audit",
         [this](const Request& q, const PathParams&) { return read_audit(q, ""); });
   r.add("GET", "/api/users", [this](const Request& q, const PathParams&) { return list_users(q); });
+  r.add("PATCH", "/api/users/{name}",
+        [this](const Request& q, const PathParams& p) { return update_user(q, p.at("name")); });
   r.add("POST", "/api/users",
         [this](const Request& q, const PathParams&) { return create_user(q); });
   r.add("GET", "/api/users/{name}/tokens",
@@ -321,19 +323,61 @@ Response Api::list_users(const Request& request) {
   if (!users) return error_response(users.error());
   Json list = Json::array();
   for (const auto& u : *users)
-    list.push_back(
-        {{"name", u.name}, {"service_admin", u.service_admin}, {"created_ms", u.created_ms}});
+    list.push_back({{"name", u.name},
+                    {"service_admin", u.service_admin},
+                    {"disabled", u.disabled},
+                    {"created_ms", u.created_ms}});
   return json_ok(200, {{"users", list}});
+}
+
+Response Api::update_user(const Request& request, const std::string& name) {
+  // Who the users are is a service admin's to know: to others, any name is none.
+  if (!request.principal->service_admin) return error_response(Error::not_found("user " + name));
+  auto body = object_body(request, {"disabled", "service_admin"});
+  if (!body) return error_response(body.error());
+  auto flag = [&](const char* field) -> Result<std::optional<bool>> {
+    if (!body->contains(field)) return std::optional<bool>{};
+    if (!(*body)[field].is_boolean())
+      return Error::invalid(field, fmt::format("{} is not true or false", (*body)[field].dump()));
+    return std::optional<bool>((*body)[field].get<bool>());
+  };
+  auto disabled = flag("disabled");
+  if (!disabled) return error_response(disabled.error());
+  auto admin = flag("service_admin");
+  if (!admin) return error_response(admin.error());
+  if (!*disabled && !*admin)
+    return error_response(Error::invalid("", "expected disabled or service_admin"));
+  if (name == trials::kBootstrapAdmin)
+    return error_response(Error::conflict(fmt::format(
+        "user {} holds the scheduler's own token (--token, --token-file, or the one it made up): "
+        "it is neither disabled nor demoted; start the scheduler with another token instead",
+        name)));
+  auto store = borrow();
+  if (!store) return error_response(Error::unavailable("no store"));
+  if (auto st = store.track(store->access().update_user(name, *disabled, *admin)); !st)
+    return error_response(st.error());
+  std::string detail;
+  if (*disabled) detail = **disabled ? "disabled" : "enabled";
+  if (*admin)
+    detail +=
+        (detail.empty() ? "" : ", ") + std::string(**admin ? "service admin" : "not service admin");
+  audit(store, request, "", "user.update", name, detail);
+  return json_ok(200, {{"name", name}, {"changed", detail}});
 }
 
 // A new token for `user`, stored hashed; the secret is in the reply only.
 static Result<Json> issue_token(trials::AccessStore& access, const std::string& user,
-                                const std::string& label) {
+                                const std::string& label, std::int64_t lifetime_ms = 0) {
   for (int tries = 0; tries < 4; ++tries) {
     trials::NewToken t = trials::make_token();
-    trials::TokenRecord rec{t.id, user, label, 0};
+    trials::TokenRecord rec{t.id, user, label, 0, 0, lifetime_ms};
     auto st = access.add_token(user, rec, trials::token_digest(t.secret));
-    if (st) return Json{{"id", t.id}, {"user", user}, {"label", label}, {"token", t.secret}};
+    if (st)
+      return Json{{"id", t.id},
+                  {"user", user},
+                  {"label", label},
+                  {"token", t.secret},
+                  {"expires_in_days", lifetime_ms > 0 ? Json(lifetime_ms / 86'400'000.0) : Json()}};
     if (st.error().code != ErrorCode::kConflict) return st.error();
   }
   return Error::internal("could not find a free token id");
@@ -369,13 +413,23 @@ Response Api::create_token(const Request& request, const std::string& user) {
   const trials::Principal& who = *request.principal;
   if (!who.service_admin && who.user != user)
     return error_response(Error::not_found("user " + user));
-  auto body = object_body(request, {"label"});
+  auto body = object_body(request, {"label", "expires_in_days"});
   if (!body) return error_response(body.error());
   auto label = string_field(*body, "label", false);
   if (!label) return error_response(label.error());
+  std::int64_t lifetime_ms = 0;
+  if (body->contains("expires_in_days")) {
+    const Json& d = (*body)["expires_in_days"];
+    if (!d.is_number() || !(d.get<double>() > 0) || d.get<double>() > 3650)
+      return error_response(Error::invalid(
+          "expires_in_days",
+          fmt::format("{} is not a number of days above 0 and at most 3650", d.dump())));
+    lifetime_ms = static_cast<std::int64_t>(d.get<double>() * 86'400'000.0);
+    if (lifetime_ms < 1) lifetime_ms = 1;
+  }
   auto store = borrow();
   if (!store) return error_response(Error::unavailable("no store"));
-  auto token = store.track(issue_token(store->access(), user, label->substr(0, 100)));
+  auto token = store.track(issue_token(store->access(), user, label->substr(0, 100), lifetime_ms));
   if (!token) return error_response(token.error());
   audit(store, request, "", "token.create", (*token)["id"].get<std::string>(), user);
   return json_ok(201, *token);
@@ -391,7 +445,10 @@ Response Api::list_tokens(const Request& request, const std::string& user) {
   if (!tokens) return error_response(tokens.error());
   Json list = Json::array();
   for (const auto& t : *tokens)
-    list.push_back({{"id", t.id}, {"label", t.label}, {"created_ms", t.created_ms}});
+    list.push_back({{"id", t.id},
+                    {"label", t.label},
+                    {"created_ms", t.created_ms},
+                    {"expires_ms", t.expires_ms > 0 ? Json(t.expires_ms) : Json()}});
   return json_ok(200, {{"user", user}, {"tokens", list}});
 }
 

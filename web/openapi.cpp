@@ -72,7 +72,8 @@ const char* const kOpenApi = R"json({
       "AuditEntry": {"type": "object", "properties": {"id": {"type": "string"}, "time_ms": {"type": "integer"}, "user": {"type": "string"},
         "project": {"type": "string"}, "action": {"type": "string"}, "target": {"type": "string"}, "detail": {"type": "string"}}},
       "Token": {"type": "object", "properties": {"id": {"type": "string"}, "user": {"type": "string"}, "label": {"type": "string"},
-        "token": {"type": "string", "description": "the secret: shown in this reply only (the server keeps its SHA-256)"}}},
+        "token": {"type": "string", "description": "the secret: shown in this reply only (the server keeps its SHA-256)"},
+        "expires_in_days": {"type": "number", "nullable": true, "description": "refused after this many days; null: never"}}},
       "Trial": {"type": "object", "required": ["id", "number", "state", "params", "value", "attempt", "worker"], "properties": {
         "id": {"type": "string"}, "sweep_id": {"type": "string"}, "number": {"type": "integer"},
         "kind": {"type": "string", "enum": @ROLES@},
@@ -272,19 +273,25 @@ const char* const kOpenApi = R"json({
     },
     "/api/users": {
       "get": {"summary": "Every user (a service admin)", "security": [{"bearer": []}],
-        "responses": {"200": {"description": "users", "content": {"application/json": {"schema": {"type": "object", "properties": {"users": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "service_admin": {"type": "boolean"}, "created_ms": {"type": "integer"}}}}}}}}},
+        "responses": {"200": {"description": "users", "content": {"application/json": {"schema": {"type": "object", "properties": {"users": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "service_admin": {"type": "boolean"}, "disabled": {"type": "boolean", "description": "its tokens are refused"}, "created_ms": {"type": "integer"}}}}}}}}},
           "403": {"$ref": "#/components/responses/Error"}}},
       "post": {"summary": "Create a user and their first token (a service admin)", "security": [{"bearer": []}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "service_admin": {"type": "boolean"}, "label": {"type": "string"}}}}}},
         "responses": {"201": {"description": "created", "content": {"application/json": {"schema": {"type": "object", "properties": {"name": {"type": "string"}, "service_admin": {"type": "boolean"}, "token": {"$ref": "#/components/schemas/Token"}}}}}},
           "400": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"}, "409": {"$ref": "#/components/responses/Error"}}}
     },
+    "/api/users/{name}": {
+      "patch": {"summary": "Disable or enable a user (their tokens are refused within a second), make or unmake a service admin (a service admin; audited)", "security": [{"bearer": []}], "parameters": [{"$ref": "#/components/parameters/name"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "properties": {"disabled": {"type": "boolean"}, "service_admin": {"type": "boolean"}}}}}},
+        "responses": {"200": {"description": "changed", "content": {"application/json": {"schema": {"type": "object", "properties": {"name": {"type": "string"}, "changed": {"type": "string"}}}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}, "409": {"$ref": "#/components/responses/Error"}}}
+    },
     "/api/users/{name}/tokens": {
       "get": {"summary": "A user's tokens, without their secrets (the user, or a service admin)", "security": [{"bearer": []}], "parameters": [{"$ref": "#/components/parameters/name"}],
-        "responses": {"200": {"description": "tokens", "content": {"application/json": {"schema": {"type": "object", "properties": {"user": {"type": "string"}, "tokens": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "label": {"type": "string"}, "created_ms": {"type": "integer"}}}}}}}}},
+        "responses": {"200": {"description": "tokens", "content": {"application/json": {"schema": {"type": "object", "properties": {"user": {"type": "string"}, "tokens": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "label": {"type": "string"}, "created_ms": {"type": "integer"}, "expires_ms": {"type": "integer", "nullable": true, "description": "refused from then on; null: never"}}}}}}}}},
           "404": {"$ref": "#/components/responses/Error"}}},
       "post": {"summary": "A new token for the user (the user, or a service admin); its secret is in this reply only", "security": [{"bearer": []}], "parameters": [{"$ref": "#/components/parameters/name"}],
-        "requestBody": {"required": false, "content": {"application/json": {"schema": {"type": "object", "properties": {"label": {"type": "string"}}}}}},
+        "requestBody": {"required": false, "content": {"application/json": {"schema": {"type": "object", "properties": {"label": {"type": "string"}, "expires_in_days": {"type": "number", "description": "refused after this many days (above 0, at most 3650); none: never"}}}}}},
         "responses": {"201": {"description": "the token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Token"}}}},
           "404": {"$ref": "#/components/responses/Error"}}}
     },

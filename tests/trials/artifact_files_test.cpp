@@ -71,14 +71,10 @@ class ArtifactFiles : public ::testing::Test {
   // artifact, and shows neither a path, a size nor the secret.
   void expect_refused(const std::string& trial_id, const std::string& how) {
     SCOPED_TRACE(how);
-    auto check = [&](const Error& e) {
-      EXPECT_NE(e.message.find("does not match what was stored"), std::string::npos) << e.message;
-      EXPECT_NE(e.message.find("output.result.txt"), std::string::npos) << e.message;
-      EXPECT_EQ(e.message.find(home_), std::string::npos) << e.message;
-      EXPECT_EQ(e.message.find('/'), std::string::npos) << e.message;
-      EXPECT_EQ(e.message.find(std::to_string(kSecretBytes)), std::string::npos) << e.message;
-      EXPECT_EQ(e.message.find("hpo-token"), std::string::npos) << e.message;
-    };
+    // The whole message: the artifact and the trial, no path, no size.
+    const std::string expected = "artifact output.result.txt of trial " + trial_id +
+                                 " does not match what was stored (the log says why)";
+    auto check = [&](const Error& e) { EXPECT_EQ(e.message, expected); };
     auto whole = store_->get_artifact(trial_id, "output.result.txt");
     ASSERT_FALSE(whole.ok()) << "served: " << (*whole).value_or("");
     check(whole.error());

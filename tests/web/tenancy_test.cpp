@@ -353,6 +353,90 @@ TEST_F(Tenancy, ARevokedTokenIsRefusedWithinOneSecondAndItsStreamEnds) {
   EXPECT_TRUE(ended);
 }
 
+// A service admin disables a user (every token of theirs is refused, with
+// the reason, within a second), enables them again, and demotes another
+// service admin; the scheduler's own admin can be neither. Only a service
+// admin may: to anyone else the route is a user that does not exist. Each
+// change is in the service's audit log.
+TEST_F(Tenancy, UsersAreDisabledEnabledAndDemoted) {
+  project("alpha");
+  const std::string ann = user("ann");
+  member("alpha", "ann", "member");
+  const auto laptop = call("POST", "/api/users/ann/tokens", ann, R"({"label":"laptop"})");
+  ASSERT_EQ(laptop.status, 201);
+  const std::string second = laptop.json()["token"];
+  ASSERT_EQ(call("GET", "/api/sweeps", ann).status, 200);
+
+  EXPECT_EQ(call("PATCH", "/api/users/ann", ann, R"({"disabled": false})").status, 404);
+  EXPECT_EQ(call("PATCH", "/api/users/ann", kAdminToken, R"({"disabled": "yes"})").status, 400);
+  EXPECT_EQ(call("PATCH", "/api/users/nobody", kAdminToken, R"({"disabled": true})").status, 404);
+  ASSERT_EQ(call("PATCH", "/api/users/ann", kAdminToken, R"({"disabled": true})").status, 200);
+  for (const std::string& token : {ann, second}) {
+    Reply r;
+    EXPECT_TRUE(hpo::testing::wait_for(
+        [&] { return (r = call("GET", "/api/sweeps", token)).status == 401; }, 10s));
+    EXPECT_NE(r.body.find("user ann is disabled"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(call("POST", "/api/sweeps?project=alpha", ann, kSpec).status, 401);
+  const Json users = call("GET", "/api/users", kAdminToken).json();
+  for (const auto& u : users["users"])
+    EXPECT_EQ(u["disabled"].get<bool>(), u["name"] == "ann") << u.dump();
+  ASSERT_EQ(call("PATCH", "/api/users/ann", kAdminToken, R"({"disabled": false})").status, 200);
+  EXPECT_TRUE(
+      hpo::testing::wait_for([&] { return call("GET", "/api/sweeps", ann).status == 200; }, 10s));
+
+  // A second service admin, demoted: their token keeps working, without the rights.
+  const auto made =
+      call("POST", "/api/users", kAdminToken, R"({"name": "sam", "service_admin": true})");
+  ASSERT_EQ(made.status, 201);
+  const std::string sam = made.json()["token"]["token"];
+  ASSERT_EQ(call("GET", "/api/users", sam).status, 200);
+  ASSERT_EQ(call("PATCH", "/api/users/sam", kAdminToken, R"({"service_admin": false})").status,
+            200);
+  EXPECT_TRUE(
+      hpo::testing::wait_for([&] { return call("GET", "/api/users", sam).status == 403; }, 10s));
+  EXPECT_EQ(call("POST", "/api/users", sam, R"({"name": "eve"})").status, 403);
+  // The scheduler's own admin stays what it is.
+  const Reply own = call("PATCH", "/api/users/admin", kAdminToken, R"({"disabled": true})");
+  EXPECT_EQ(own.status, 409);
+  EXPECT_NE(own.body.find("scheduler's own token"), std::string::npos) << own.body;
+
+  std::multiset<std::string> changes;
+  const Json log = call("GET", "/api/audit", kAdminToken).json();
+  for (const auto& e : log["entries"])
+    if (e["action"] == "user.update")
+      changes.insert(e["target"].get<std::string>() + ": " + e["detail"].get<std::string>());
+  EXPECT_EQ(changes, (std::multiset<std::string>{"ann: disabled", "ann: enabled",
+                                                 "sam: not service admin"}));
+}
+
+// A token made to expire is refused from then on, saying so; the others of
+// its user go on. The list shows when each expires.
+TEST_F(Tenancy, ATokenMadeToExpireIsRefusedOnceItHas) {
+  const std::string ann = user("ann");
+  EXPECT_EQ(call("POST", "/api/users/ann/tokens", ann, R"({"expires_in_days": 0})").status, 400);
+  EXPECT_EQ(call("POST", "/api/users/ann/tokens", ann, R"({"expires_in_days": 4000})").status, 400);
+  // About a tenth of a second (the smallest lifetime the API takes is a
+  // fraction of a day; the store's clock decides).
+  const auto brief =
+      call("POST", "/api/users/ann/tokens", ann, R"({"label": "brief", "expires_in_days": 1e-6})");
+  ASSERT_EQ(brief.status, 201) << brief.body;
+  const std::string token = brief.json()["token"];
+  const auto month =
+      call("POST", "/api/users/ann/tokens", ann, R"({"label": "month", "expires_in_days": 30})");
+  ASSERT_EQ(month.status, 201);
+  Reply r;
+  EXPECT_TRUE(hpo::testing::wait_for(
+      [&] { return (r = call("GET", "/api/whoami", token)).status == 401; }, 10s));
+  EXPECT_NE(r.body.find("has expired"), std::string::npos) << r.body;
+  EXPECT_EQ(call("GET", "/api/whoami", ann).status, 200);
+  EXPECT_EQ(call("GET", "/api/whoami", month.json()["token"]).status, 200);
+  const Json tokens = call("GET", "/api/users/ann/tokens", ann).json();
+  int expiring = 0;
+  for (const auto& t : tokens["tokens"]) expiring += t["expires_ms"].is_number();
+  EXPECT_EQ(expiring, 2) << tokens.dump();
+}
+
 TEST_F(Tenancy, TheAuditLogHoldsEveryMutation) {
   std::set<std::pair<std::string, std::string>> alpha_done, service_done;
   project("alpha");

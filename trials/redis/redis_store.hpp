@@ -133,6 +133,8 @@ class RedisStore final : public AllRoles {
                    const std::string& project) override;
   Status create_user(const UserRecord& user) override;
   Result<std::vector<UserRecord>> list_users() override;
+  Status update_user(const std::string& name, std::optional<bool> disabled,
+                     std::optional<bool> service_admin) override;
   Status add_token(const std::string& user, const TokenRecord& token,
                    const std::string& digest) override;
   Result<std::string> revoke_token(const std::string& token_id) override;

@@ -42,12 +42,20 @@ Status RedisStore::create_user(const UserRecord& user) {
   return replicated("user " + user.name);
 }
 
+Status RedisStore::update_user(const std::string& name, std::optional<bool> disabled,
+                               std::optional<bool> service_admin) {
+  auto flag = [](std::optional<bool> v) { return v ? std::string(*v ? "1" : "0") : ""; };
+  if (auto st = expect_ok(fcall("update_user", {name, flag(disabled), flag(service_admin)})); !st)
+    return st;
+  return replicated("user " + name);
+}
+
 Result<std::vector<UserRecord>> RedisStore::list_users() {
   auto r = fcall("list_users", {});
   if (!r) return r.error();
   std::vector<UserRecord> out;
-  each_row(*r, 3, [&](const Reply* e) {
-    out.push_back({e[0].str, e[1].str == "1", to_i64(e[2].str)});
+  each_row(*r, 4, [&](const Reply* e) {
+    out.push_back({e[0].str, e[1].str == "1", to_i64(e[2].str), e[3].str == "1"});
   });
   std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.name < b.name; });
   return out;
@@ -55,7 +63,9 @@ Result<std::vector<UserRecord>> RedisStore::list_users() {
 
 Status RedisStore::add_token(const std::string& user, const TokenRecord& token,
                              const std::string& digest) {
-  if (auto st = expect_ok(fcall("add_token", {user, token.id, digest, token.label})); !st)
+  if (auto st = expect_ok(fcall(
+          "add_token", {user, token.id, digest, token.label, std::to_string(token.lifetime_ms)}));
+      !st)
     return st;
   return replicated("token " + token.id);
 }
@@ -71,8 +81,8 @@ Result<std::vector<TokenRecord>> RedisStore::list_tokens(const std::string& user
   auto r = fcall("list_tokens", {user});
   if (!r) return r.error();
   std::vector<TokenRecord> out;
-  each_row(*r, 3, [&](const Reply* e) {
-    out.push_back({e[0].str, user, e[1].str, to_i64(e[2].str)});
+  each_row(*r, 4, [&](const Reply* e) {
+    out.push_back({e[0].str, user, e[1].str, to_i64(e[2].str), to_i64(e[3].str)});
   });
   std::sort(out.begin(), out.end(), [](auto& a, auto& b) {
     return a.created_ms < b.created_ms || (a.created_ms == b.created_ms && a.id < b.id);

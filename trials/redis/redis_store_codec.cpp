@@ -140,6 +140,7 @@ Error refusal(const std::string& text) {
   if (code == "LEASE_LOST") return Error::lease_lost(msg);
   if (code == "INVALID") return Error{ErrorCode::kInvalidArgument, msg, {}};
   if (code == "QUOTA") return Error{ErrorCode::kQuotaExceeded, msg, {}};
+  if (code == "UNAUTHORIZED") return Error{ErrorCode::kUnauthorized, msg, {}};
   if (code == "LOADING" || code == "BUSY" || code == "READONLY" || code == "TRYAGAIN" ||
       code == "MASTERDOWN" || code == "OOM")
     return Error::unavailable("redis: " + text);

@@ -66,9 +66,9 @@ local function drop_token(A, id)
   return user or ''
 end
 
-local function store_token(A, user, id, digest, label, now)
+local function store_token(A, user, id, digest, label, now, expires_ms)
   redis.call('HSET', A .. 'token:' .. digest, 'id', id, 'user', user, 'label', label,
-             'created_ms', int(now))
+             'created_ms', int(now), 'expires_ms', int(expires_ms or 0))
   redis.call('HSET', A .. 'token_ids', id, digest)
   redis.call('HSET', A .. 'tokens:' .. user, id, digest)
 end
@@ -141,8 +141,20 @@ local function create_user(keys, a)
     return refuse('CONFLICT', 'user ' .. name .. ' exists')
   end
   redis.call('HSET', A .. 'user:' .. name, 'name', name, 'service_admin', admin == '1' and '1' or '0',
-             'created_ms', int(now_ms()))
+             'disabled', '0', 'created_ms', int(now_ms()))
   redis.call('SADD', A .. 'users', name)
+  return 'OK'
+end
+
+-- update_user P name disabled(''|0|1) service_admin(''|0|1) -> 'OK'
+-- ('' leaves it as it is). A disabled user's tokens are refused at once;
+-- enabling them again gives them back.
+local function update_user(keys, a)
+  local P, name, disabled, admin = a[1], a[2], a[3], a[4]
+  local A = access_prefix(P)
+  if redis.call('SISMEMBER', A .. 'users', name) == 0 then return refuse('NOT_FOUND', 'user ' .. name) end
+  if disabled ~= '' then redis.call('HSET', A .. 'user:' .. name, 'disabled', disabled == '1' and '1' or '0') end
+  if admin ~= '' then redis.call('HSET', A .. 'user:' .. name, 'service_admin', admin == '1' and '1' or '0') end
   return 'OK'
 end
 
@@ -151,24 +163,26 @@ local function list_users(keys, a)
   local A = access_prefix(a[1])
   local out = {}
   for _, name in ipairs(redis.call('SMEMBERS', A .. 'users')) do
-    local u = redis.call('HMGET', A .. 'user:' .. name, 'service_admin', 'created_ms')
+    local u = redis.call('HMGET', A .. 'user:' .. name, 'service_admin', 'created_ms', 'disabled')
     out[#out + 1] = name
     out[#out + 1] = u[1] or '0'
     out[#out + 1] = u[2] or '0'
+    out[#out + 1] = u[3] or '0'
   end
   return out
 end
 
--- add_token P user id digest label -> 'OK'
+-- add_token P user id digest label lifetime_ms(0: forever) -> 'OK'
 local function add_token(keys, a)
-  local P, user, id, digest, label = a[1], a[2], a[3], a[4], a[5]
+  local P, user, id, digest, label, lifetime = a[1], a[2], a[3], a[4], a[5], tonumber(a[6]) or 0
   local A = access_prefix(P)
   if redis.call('SISMEMBER', A .. 'users', user) == 0 then return refuse('NOT_FOUND', 'user ' .. user) end
   if redis.call('EXISTS', A .. 'token:' .. digest) == 1 or
       redis.call('HEXISTS', A .. 'token_ids', id) == 1 then
     return refuse('CONFLICT', 'token ' .. id .. ' exists')
   end
-  store_token(A, user, id, digest, label, now_ms())
+  local now = now_ms()
+  store_token(A, user, id, digest, label, now, lifetime > 0 and now + lifetime or 0)
   return 'OK'
 end
 
@@ -179,27 +193,38 @@ local function revoke_token(keys, a)
   return user
 end
 
--- list_tokens P user -> {id, label, created_ms}*
+-- list_tokens P user -> {id, label, created_ms, expires_ms}*
 local function list_tokens(keys, a)
   local A = access_prefix(a[1])
   if redis.call('SISMEMBER', A .. 'users', a[2]) == 0 then return refuse('NOT_FOUND', 'user ' .. a[2]) end
   local out = {}
   local flat = redis.call('HGETALL', A .. 'tokens:' .. a[2])
   for i = 1, #flat, 2 do
-    local t = redis.call('HMGET', A .. 'token:' .. flat[i + 1], 'label', 'created_ms')
+    local t = redis.call('HMGET', A .. 'token:' .. flat[i + 1], 'label', 'created_ms', 'expires_ms')
     out[#out + 1] = flat[i]
     out[#out + 1] = t[1] or ''
     out[#out + 1] = t[2] or '0'
+    out[#out + 1] = t[3] or '0'
   end
   return out
 end
 
--- resolve_token P digest -> {} or {user, service_admin, project, role, ...}
+-- resolve_token P digest -> {} or {user, service_admin, project, role, ...};
+-- UNAUTHORIZED for a token past its expiry or of a disabled user.
 local function resolve_token(keys, a)
   local A = access_prefix(a[1])
-  local user = redis.call('HGET', A .. 'token:' .. a[2], 'user')
+  local t = redis.call('HMGET', A .. 'token:' .. a[2], 'user', 'expires_ms', 'id')
+  local user = t[1]
   if not user then return {} end
-  local out = {user, redis.call('HGET', A .. 'user:' .. user, 'service_admin') or '0'}
+  local expires = tonumber(t[2]) or 0
+  if expires > 0 and now_ms() >= expires then
+    return refuse('UNAUTHORIZED', 'token ' .. (t[3] or '') .. ' of ' .. user .. ' has expired: ask for a new one')
+  end
+  local u = redis.call('HMGET', A .. 'user:' .. user, 'service_admin', 'disabled')
+  if u[2] == '1' then
+    return refuse('UNAUTHORIZED', 'user ' .. user .. ' is disabled (a service admin can enable them again)')
+  end
+  local out = {user, u[1] or '0'}
   local roles = redis.call('HGETALL', A .. 'roles:' .. user)
   for i = 1, #roles do out[#out + 1] = roles[i] end
   return out
