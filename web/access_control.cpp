@@ -1,7 +1,10 @@
 #include "web/access_control.hpp"
 
+#include <random>
 #include <string_view>
 #include <utility>
+
+#include <fmt/format.h>
 
 namespace hpo::web {
 
@@ -42,10 +45,21 @@ std::string AccessControl::bearer(const Request& request) {
   if (auth.size() > prefix.size() &&
       iequals(std::string_view(auth).substr(0, prefix.size()), prefix))
     return auth.substr(prefix.size());
-  const std::string& m = request.method;
-  if (m == "GET" || m == "HEAD")
-    if (auto it = request.query.find("access_token"); it != request.query.end()) return it->second;
   return "";
+}
+
+std::string AccessControl::issue_ticket(const PrincipalPtr& who, const std::string& digest,
+                                        std::chrono::milliseconds ttl) {
+  std::random_device rd;
+  std::string ticket;
+  for (int i = 0; i < 8; ++i) ticket += fmt::format("{:08x}", rd());
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(mu_);
+  if (tickets_.size() >= kMaxTickets)
+    std::erase_if(tickets_, [&](const auto& e) { return e.second.until <= now; });
+  if (tickets_.size() >= kMaxTickets) tickets_.clear();  // a flood: the honest ask again
+  tickets_[ticket] = {who, digest, now + ttl};
+  return ticket;
 }
 
 Result<std::unique_ptr<trials::Store>*> AccessControl::store_locked() {
@@ -91,11 +105,28 @@ Result<bool> AccessControl::one_person() {
   return one_person_;
 }
 
-Result<PrincipalPtr> AccessControl::identify(const Request& request) {
+Result<PrincipalPtr> AccessControl::identify(const Request& request, std::string* digest) {
   if (open()) return root_;
+  if (request.path == "/api/events" && request.method == "GET")
+    if (auto it = request.query.find("ticket"); it != request.query.end()) {
+      std::lock_guard lock(mu_);
+      auto found = tickets_.find(it->second);
+      if (found == tickets_.end() || found->second.until <= std::chrono::steady_clock::now()) {
+        if (found != tickets_.end()) tickets_.erase(found);
+        return Error{ErrorCode::kUnauthorized,
+                     "this stream ticket is unknown, used or expired: ask for another "
+                     "(POST /api/events/ticket)",
+                     {}};
+      }
+      Ticket t = std::move(found->second);
+      tickets_.erase(found);
+      if (digest) *digest = t.digest;
+      return t.principal;
+    }
   const std::string token = bearer(request);
   if (!token.empty()) {
     if (constant_time_equal(token, bootstrap_token_)) return admin_;
+    if (digest) *digest = trials::token_digest(token);
     auto p = by_digest(trials::token_digest(token));
     if (!p) return p.error();
     if (*p) return *p;

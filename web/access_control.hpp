@@ -4,6 +4,10 @@
 //   Bearer <the scheduler's>    the bootstrap admin (a service admin), without a store read
 //   Bearer <a user's token>     that user with their roles; the store's answer is kept
 //                               kTtl, so a revoked token is refused within that
+//   GET /api/events?ticket=T    the caller who asked for T (POST /api/events/ticket) a
+//                               moment ago: an EventSource cannot send headers, and a
+//                               token never goes into a URL (logs, history, Referer); a
+//                               ticket opens one stream, once, within kTicketTtl
 //   no token                    /healthz; and, unless reads need a token (--auth-reads),
 //                               the dashboard's files, the OpenAPI document, and reads of
 //                               everything while the service has one user at most (the
@@ -32,14 +36,21 @@ class AccessControl {
   AccessControl(std::string bootstrap_token, bool auth_reads, trials::StoreFactory factory);
 
   static constexpr std::chrono::milliseconds kTtl{500};
+  static constexpr std::chrono::milliseconds kTicketTtl{60'000};
+  static constexpr std::size_t kMaxTickets = 10'000;
 
   // Who sent `request`; kUnauthorized when it may not be answered at all.
-  Result<PrincipalPtr> identify(const Request& request);
+  // `digest`, when given, gets the digest of the user's token behind it (""
+  // for the scheduler's own, or none), so a stream can follow its revocation.
+  Result<PrincipalPtr> identify(const Request& request, std::string* digest = nullptr);
+  // A ticket that opens one event stream as `who` (whose token has `digest`)
+  // within `ttl`: 256 random bits, kept here only, used once.
+  std::string issue_ticket(const PrincipalPtr& who, const std::string& digest,
+                           std::chrono::milliseconds ttl = kTicketTtl);
   // The user behind a token digest now (at most kTtl old); null when there is
   // none (revoked, unknown).
   Result<PrincipalPtr> by_digest(const std::string& digest);
-  // The token a request carries ("" when none): the Authorization header, or
-  // for reads ?access_token= (EventSource cannot send headers).
+  // The token a request carries in its Authorization header ("" when none).
   static std::string bearer(const Request& request);
   bool open() const { return bootstrap_token_.empty(); }
   // The scheduler's own token's principal (not in the store, not revocable).
@@ -67,6 +78,12 @@ class AccessControl {
   std::unordered_map<std::string, Cached> by_digest_;
   std::chrono::steady_clock::time_point users_at_{};
   bool one_person_ = true;
+  struct Ticket {
+    PrincipalPtr principal;
+    std::string digest;
+    std::chrono::steady_clock::time_point until;
+  };
+  std::unordered_map<std::string, Ticket> tickets_;
 };
 
 }  // namespace hpo::web

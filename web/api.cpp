@@ -70,6 +70,8 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
   r.add("GET", "/api/workers",
         [this](const Request& q, const PathParams&) { return list_workers(q); });
   r.add("GET", "/api/events", [this](const Request& q, const PathParams&) { return events(q); });
+  r.add("POST", "/api/events/ticket",
+        [this](const Request& q, const PathParams&) { return event_ticket(q); });
   r.add("GET", "/api/openapi.json",
         [](const Request&, const PathParams&) { return Response::json(200, openapi_json()); });
   r.add("GET", "/healthz", [this](const Request&, const PathParams&) { return healthz(); });
@@ -133,11 +135,13 @@ Response Api::handle(const Request& request) {
         "Host", "'" + request.header("host").substr(0, 200) +
                     "' is not a name this server answers to (its --allowed-host list)"));
   }
-  auto who = access_->identify(request);
+  std::string digest;
+  auto who = access_->identify(request, &digest);
   if (!who) return error_response(who.error());
   auto t0 = std::chrono::steady_clock::now();
   Request call = request;
   call.principal = std::move(*who);
+  call.token_digest = std::move(digest);
   Response r = router_.handle(call);
   std::string route = router_.pattern_for(request);
   request_metrics_.record(

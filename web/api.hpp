@@ -130,6 +130,7 @@ class Api {
   Response list_users(const Request& request);
   Response create_user(const Request& request);
   Response update_user(const Request& request, const std::string& name);
+  Response event_ticket(const Request& request);
   Response create_token(const Request& request, const std::string& user);
   Response list_tokens(const Request& request, const std::string& user);
   Response revoke_token(const Request& request, const std::string& id);

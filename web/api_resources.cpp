@@ -154,6 +154,13 @@ Response Api::metrics(const Request& request) {
                         "text/plain; version=0.0.4; charset=utf-8");
 }
 
+Response Api::event_ticket(const Request& request) {
+  // Anyone who may open a stream with a header may have a ticket for one.
+  const auto ttl = AccessControl::kTicketTtl;
+  return json_ok(200, {{"ticket", access_->issue_ticket(request.principal, request.token_digest)},
+                       {"expires_in_s", ttl.count() / 1000}});
+}
+
 Response Api::events(const Request& request) {
   std::string last = request.header("last-event-id");
   if (last.empty()) last = request.query_or("last_event_id");
@@ -174,8 +181,7 @@ Response Api::events(const Request& request) {
   // reader's ends once the service has a second user.
   EventFilter filter;
   if (!access_->open() && !access_->is_bootstrap(request.principal)) {
-    const std::string token = AccessControl::bearer(request);
-    const std::string digest = token.empty() ? "" : trials::token_digest(token);
+    const std::string digest = request.token_digest;
     filter = [access = access_, who = request.principal, digest](const HubEvent& e) {
       auto now = who;
       if (!digest.empty()) {

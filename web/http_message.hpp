@@ -36,6 +36,9 @@ struct Request {
   std::string remote;  // peer address, for logs
   // Who sent it (trials/access.hpp), set by the Api before its handlers run.
   std::shared_ptr<const trials::Principal> principal;
+  // The digest of the user's token behind it ("" for the scheduler's own, or
+  // none), set with `principal`: a stream follows that token's revocation.
+  std::string token_digest;
 
   // The header's value, or "" (name in any case).
   std::string header(std::string_view name) const;

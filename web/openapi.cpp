@@ -19,7 +19,7 @@ const char* const kOpenApi = R"json({
   "info": {
     "title": "hpo",
     "version": "0.1.0",
-    "description": "Hyperparameter search and ensemble orchestration. Calls carry `Authorization: Bearer <token>` (reads of an event stream may carry ?access_token=): the scheduler's own token is its bootstrap admin's, users' tokens name them. Every sweep belongs to a project; a user is a viewer (reads), member (submits; cancels and deletes their own sweeps) or admin (everything in the project) of each project they are in. A resource of a project the caller may not read answers 404 exactly as one that does not exist; one they may read but not change answers 403. Without a token, reads are open only on a one-person install (one user) that does not protect reads. Every error has the shape {\"error\": {\"code\", \"message\", \"fields\": [{\"path\", \"message\"}]}}."
+    "description": "Hyperparameter search and ensemble orchestration. Calls carry `Authorization: Bearer <token>` (an event stream may be opened with a one-time ?ticket= from POST /api/events/ticket instead; a token never goes into a URL): the scheduler's own token is its bootstrap admin's, users' tokens name them. Every sweep belongs to a project; a user is a viewer (reads), member (submits; cancels and deletes their own sweeps) or admin (everything in the project) of each project they are in. A resource of a project the caller may not read answers 404 exactly as one that does not exist; one they may read but not change answers 403. Without a token, reads are open only on a one-person install (one user) that does not protect reads. Every error has the shape {\"error\": {\"code\", \"message\", \"fields\": [{\"path\", \"message\"}]}}."
   },
   "components": {
     "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -219,8 +219,15 @@ const char* const kOpenApi = R"json({
       "get": {"summary": "Server-sent events for every state change; resumable",
         "parameters": [{"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}},
           {"name": "last_event_id", "in": "query", "description": "same as the header, for the first connection", "schema": {"type": "string"}},
-          {"name": "sweep", "in": "query", "description": "only events of this sweep", "schema": {"type": "string"}}],
-        "responses": {"200": {"description": "an event stream; each data line is {id, type, sweep_id, trial_id, data}", "content": {"text/event-stream": {"schema": {"type": "string"}}}}}}
+          {"name": "sweep", "in": "query", "description": "only events of this sweep", "schema": {"type": "string"}},
+          {"name": "ticket", "in": "query", "description": "a stream ticket (POST /api/events/ticket) in place of the Authorization header, which an EventSource cannot send", "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "an event stream; each data line is {id, type, sweep_id, trial_id, data}", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+          "401": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/events/ticket": {
+      "post": {"summary": "A ticket that opens one event stream as the caller, once, within a minute: no token ever goes into a URL", "security": [{"bearer": []}],
+        "responses": {"200": {"description": "the ticket", "content": {"application/json": {"schema": {"type": "object", "properties": {"ticket": {"type": "string"}, "expires_in_s": {"type": "integer"}}}}}},
+          "401": {"$ref": "#/components/responses/Error"}}}
     },
     "/api/whoami": {
       "get": {"summary": "The caller: their user, whether a service admin, their role in each project", "security": [{"bearer": []}],

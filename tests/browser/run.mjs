@@ -387,6 +387,8 @@ try {
     const fresh = await browser.context.newPage();
     fresh.setDefaultTimeout(kWait);
     fresh.on('pageerror', (e) => consoleErrors.push(String(e)));
+    const urls = [];
+    fresh.on('request', (r) => urls.push(r.url()));
     // The profile's storage holds the admin's token from the submit check: forget it.
     await fresh.goto(`${base}/#/`);
     await fresh.evaluate(() => localStorage.removeItem('hpo.token'));
@@ -406,6 +408,21 @@ try {
     assert((await fresh.locator('#who').textContent()) === 'ana', 'not signed in as ana');
     await fresh.locator('#live-status.live-live').waitFor();
     assert((await fresh.locator('#sweeps tbody tr').count()) === 0, 'another project\'s sweeps are listed');
+    // Her live stream: opened with a one-time ticket, never her token in a URL;
+    // her new sweep arrives on it without a reload.
+    const submitted = await fetch(`${base}/api/sweeps?project=vision`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        name: 'ana live', objective: { metric: 'value', mode: 'min' },
+        parameters: { x1: { type: 'float', min: -5, max: 10 }, x2: { type: 'float', min: 0, max: 15 } },
+        search: { algorithm: 'random', max_trials: 2 }, trial: { kind: 'synthetic', function: 'branin' },
+      }),
+    });
+    assert(submitted.status === 201, `submit as ana: ${submitted.status}`);
+    await fresh.locator('#sweeps tbody tr').first().waitFor();
+    assert(urls.some((u) => /\/api\/events\?ticket=[0-9a-f]{64}/.test(u)), `no stream opened with a ticket: ${urls.filter((u) => u.includes('/api/events')).join(', ')}`);
+    assert(!urls.some((u) => u.includes(token) || u.includes('access_token')), 'a token went into a URL');
     await fresh.screenshot({ path: path.join(opts.artifacts, '10-signed-in.png'), fullPage: true });
     await fresh.close();
   });

@@ -8,6 +8,7 @@
 #include "tests/support/redis_server.hpp"
 #include "trials/artifact_dir.hpp"
 #include "trials/redis/redis_store.hpp"
+#include "web/access_control.hpp"
 #include "web/event_pump.hpp"
 #include "web/http_server.hpp"
 #include "web/json_codec.hpp"
@@ -609,14 +610,56 @@ TEST_F(ApiTest, ProtectedReadsNeedTheTokenExceptHealthz) {
   auto open = client_->get("/api/sweeps");
   ASSERT_TRUE(open.ok());
   EXPECT_EQ(open->status, 401);
+  // A token is never taken from a URL (logs, history, Referer keep those).
   EXPECT_EQ(client_->get("/api/sweeps?access_token=nope")->status, 401);
-  EXPECT_EQ(client_->get("/api/sweeps?access_token=s3cret")->status, 200);
+  EXPECT_EQ(client_->get("/api/sweeps?access_token=s3cret")->status, 401);
+  EXPECT_EQ(client_->get("/api/events?access_token=s3cret")->status, 401);
   EXPECT_EQ(client_->get("/healthz")->status, 200);
   client_->set_token("s3cret");
   EXPECT_EQ(client_->get("/api/sweeps")->status, 200);
-  // A query token does not authorize a mutation.
   HttpClient other("127.0.0.1", server_->port());
   EXPECT_EQ(other.post("/api/sweeps?access_token=s3cret", kSpec)->status, 401);
+}
+
+// An EventSource cannot send headers: it opens its stream with a ticket the
+// page asked for with its token. A ticket opens one stream, once, and
+// nothing else; it is refused after its time; asking for one needs a token.
+TEST_F(ApiTest, AStreamTicketOpensOneStreamOnce) {
+  ApiOptions o;
+  o.token = "s3cret";
+  o.auth_reads = true;
+  start(o);
+  HttpClient anonymous("127.0.0.1", server_->port());
+  EXPECT_EQ(anonymous.post("/api/events/ticket", "")->status, 401);
+  client_->set_token("s3cret");
+  auto issue = [&] {
+    auto r = client_->post("/api/events/ticket", "");
+    EXPECT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.error().message);
+    auto j = Json::parse(r.ok() ? r->body : "{}");
+    EXPECT_EQ(j.value("expires_in_s", 0), 60);
+    return j.value("ticket", "");
+  };
+  const std::string ticket = issue();
+  ASSERT_EQ(ticket.size(), 64u);
+  EXPECT_EQ(anonymous.get("/api/sweeps?ticket=" + ticket)->status, 401);  // streams only
+  SseClient sse("127.0.0.1", server_->port());
+  auto opened = sse.open("/api/events?ticket=" + ticket);
+  ASSERT_TRUE(opened.ok());
+  EXPECT_EQ(opened->status, 200);
+  SseClient again("127.0.0.1", server_->port());
+  auto reused = again.open("/api/events?ticket=" + ticket);
+  ASSERT_TRUE(reused.ok());
+  EXPECT_EQ(reused->status, 401);
+  // A ticket past its time.
+  AccessControl access("s3cret", true, factory_);
+  const std::string late = access.issue_ticket(nullptr, "", std::chrono::milliseconds(0));
+  Request r;
+  r.method = "GET";
+  r.path = "/api/events";
+  r.query["ticket"] = late;
+  auto who = access.identify(r);
+  ASSERT_FALSE(who.ok());
+  EXPECT_NE(who.error().message.find("unknown, used or expired"), std::string::npos);
 }
 
 TEST_F(ApiTest, CancelCancelsQueuedTrials) {

@@ -214,8 +214,8 @@ export class ApiError extends Error {
 
 const kTokenKey = 'hpo.token';
 
-// Set when a read was refused: the event stream then carries ?access_token=
-// (EventSource cannot send headers). Off by default so the token stays out of URLs.
+// Set when a read was refused: the event stream is then opened with a
+// one-time ticket (EventSource cannot send headers; a token never goes into a URL).
 export let readsNeedToken = false;
 
 // Called when a read is refused for want of a (valid) token: the shell asks
@@ -270,6 +270,12 @@ async function request<T>(method: string, path: string, body?: string): Promise<
 }
 
 const enc = encodeURIComponent;
+
+// A ticket that opens one event stream as the signed-in user, once, within a minute.
+export async function streamTicket(): Promise<string> {
+  const r = await request<{ ticket: string }>('POST', '/api/events/ticket');
+  return r.ticket;
+}
 
 export const api = {
   sweeps: (offset = 0, limit = 100, project = '', tag = '') =>

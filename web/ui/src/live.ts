@@ -2,9 +2,12 @@
 // Pages subscribe with a listener; a page that re-fetches on events wraps its
 // refresh in coalesce() so a burst of events costs at most a few requests per
 // second. EventSource reconnects by itself and sends Last-Event-ID, which the
-// server uses to replay what was missed.
+// server uses to replay what was missed. Where reads need a token, the stream
+// is opened with a one-time ticket (never the token in a URL): the browser's
+// own retry cannot reuse it, so a closed stream is opened again with a new
+// ticket and the last event id seen.
 
-import { getToken, readsNeedToken } from './api';
+import { getToken, readsNeedToken, streamTicket } from './api';
 
 export interface LiveEvent {
   id: string;
@@ -34,6 +37,9 @@ const kTypes = [
 const listeners = new Set<Listener>();
 let source: EventSource | null = null;
 let statusCb: ((s: string) => void) | null = null;
+let lastId = '';  // the newest event seen: a stream opened anew resumes after it
+let opening = false;
+let retryTimer: number | undefined;
 
 function dispatch(ev: MessageEvent): void {
   let e: LiveEvent;
@@ -46,6 +52,7 @@ function dispatch(ev: MessageEvent): void {
       trial_id: String(doc.trial_id ?? ''),
       data: doc.data && typeof doc.data === 'object' ? doc.data : {},
     };
+    if (e.id) lastId = e.id;
   } catch {
     return;
   }
@@ -58,22 +65,54 @@ function dispatch(ev: MessageEvent): void {
   }
 }
 
-function connect(): void {
+async function connect(): Promise<void> {
   // A stream the server refused (401, 5xx) is CLOSED for good: open a new one.
-  if (source && source.readyState !== EventSource.CLOSED) return;
+  if (opening || (source && source.readyState !== EventSource.CLOSED)) return;
   source?.close();
-  const token = getToken();
-  source = new EventSource(readsNeedToken && token ? `/api/events?access_token=${encodeURIComponent(token)}` : '/api/events');
-  for (const t of kTypes) source.addEventListener(t, dispatch as EventListener);
-  source.onopen = () => statusCb?.('live');
-  source.onerror = () => statusCb?.(source?.readyState === EventSource.CLOSED ? 'offline' : 'reconnecting');
+  source = null;
+  const params: string[] = [];
+  const ticketed = readsNeedToken && getToken() !== '';
+  if (ticketed) {
+    opening = true;
+    try {
+      params.push(`ticket=${encodeURIComponent(await streamTicket())}`);
+    } catch {
+      statusCb?.('offline');
+      retryLater();
+      return;
+    } finally {
+      opening = false;
+    }
+    if (lastId) params.push(`last_event_id=${encodeURIComponent(lastId)}`);
+  }
+  const s = new EventSource(params.length ? `/api/events?${params.join('&')}` : '/api/events');
+  source = s;
+  for (const t of kTypes) s.addEventListener(t, dispatch as EventListener);
+  s.onopen = () => statusCb?.('live');
+  s.onerror = () => {
+    const closed = s.readyState === EventSource.CLOSED;
+    statusCb?.(closed ? 'offline' : 'reconnecting');
+    // The browser retries with the same, used ticket: open anew instead.
+    if (ticketed && s === source) {
+      s.close();
+      retryLater();
+    }
+  };
+}
+
+function retryLater(): void {
+  if (retryTimer !== undefined || !listeners.size) return;
+  retryTimer = window.setTimeout(() => {
+    retryTimer = undefined;
+    void connect();
+  }, 2000);
 }
 
 // Reconnects (after the token changed).
 export function reconnect(): void {
   source?.close();
   source = null;
-  if (listeners.size) connect();
+  if (listeners.size) void connect();
 }
 
 export function onLiveStatus(cb: (s: string) => void): void {
@@ -81,7 +120,7 @@ export function onLiveStatus(cb: (s: string) => void): void {
 }
 
 export function subscribe(l: Listener): () => void {
-  connect();
+  void connect();
   listeners.add(l);
   return () => listeners.delete(l);
 }
