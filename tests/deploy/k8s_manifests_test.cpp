@@ -344,6 +344,22 @@ TEST(KubernetesManifests, TheWorkerRunsUnderAnInit) {
       << "allowPrivilegeEscalation: a trial could regain root through a setuid binary";
 }
 
+// No pod gets a Kubernetes API token: none of hpo's programs talks to the
+// API, and a token mounted in the worker's pod would be readable by trials.
+TEST(KubernetesManifests, NoPodMountsAServiceAccountToken) {
+  int pods = 0;
+  for (const auto& o : load_manifests()) {
+    if (!kWorkloads.count(o.kind)) continue;
+    ++pods;
+    const auto spec = o.node["spec"]["template"]["spec"];
+    EXPECT_TRUE(spec["automountServiceAccountToken"] &&
+                !spec["automountServiceAccountToken"].as<bool>(true))
+        << o.file << ": " << o.kind << " " << o.name
+        << " mounts the service-account token (automountServiceAccountToken: false)";
+  }
+  EXPECT_GE(pods, 3);
+}
+
 // Redis's users: the ACL file from the Secret (never a password on redis-server's
 // command line), readable by Redis alone; each program's URL names its own user
 // with the password its line gives; the lines are docs/operations.md's.
