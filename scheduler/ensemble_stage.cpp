@@ -517,7 +517,10 @@ Result<bool> EnsembleStage::create_members(SweepRoles store, const trials::Sweep
     }
     auto created = store.trials.create_trial(nt);
     if (!created) {
-      if (created.error().code == ErrorCode::kConflict) return false;  // look again next step
+      // Look again next step: another moved the sweep on, or its project's queue is full.
+      if (created.error().code == ErrorCode::kConflict ||
+          created.error().code == ErrorCode::kQuotaExceeded)
+        return false;
       return created.error();
     }
     log_info("ensemble member queued",

@@ -412,8 +412,12 @@ Result<int> SweepController::fill_queue(SweepRoles store, const trials::Sweep& s
   if (!created) {
     resync_ = true;  // the planner counted trials that do not exist: read them all again
     if (created.error().code == ErrorCode::kConflict) return 0;  // someone else moved the sweep on
+    // The project's queue is full (max_queued_trials): more once trials leave it.
+    if (created.error().code == ErrorCode::kQuotaExceeded) return 0;
     return created.error();
   }
+  // The project's queue limit let only the first ones in.
+  if (created->size() < batch.size()) resync_ = true;
   log_info("trials queued", {{"sweep", sweep_id_},
                              {"first", created->front().id},
                              {"count", std::to_string(created->size())}});

@@ -241,7 +241,9 @@ class TrialStore {
   // and role, numbered from the sweep's next number on (see NewTrial; the
   // limit is the first one's). All or none: kConflict when the first number is
   // not the next one, the last would reach the limit, or the sweep is not
-  // running. Returns them as stored, in order.
+  // running. The project's max_queued_trials holds here: only the first ones
+  // it has room for are created (the rest are the caller's to make later),
+  // none when it has no room (kQuotaExceeded). Returns them as stored, in order.
   virtual Result<std::vector<Trial>> create_trials(const std::vector<NewTrial>& trials) = 0;
   Result<Trial> create_trial(const NewTrial& trial) {
     auto made = create_trials({trial});

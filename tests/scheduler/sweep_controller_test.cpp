@@ -87,6 +87,36 @@ TEST(SweepController, KeepsConcurrencyAndEndsWithExactlyMaxTrials) {
   EXPECT_DOUBLE_EQ(s.best->value, *best->value);
 }
 
+// The project's max_queued_trials below the sweep's max_concurrent: the
+// controller queues what the project has room for, waits while it is full,
+// and still ends with exactly max_trials, none repeated.
+TEST(SweepController, AFullProjectQueueMakesItWaitNotFail) {
+  Fixture f(base_spec());
+  ASSERT_TRUE(f.store.update_project({"default", 1, 0, {0, 2, 0, 0}, {}}).ok());
+  SweepController c(f.sweep_id, f.spec);
+  int rounds = 0;
+  std::set<std::string> seen;
+  while (true) {
+    auto alive = c.step(f.store);
+    ASSERT_TRUE(alive.ok()) << alive.error().message;
+    if (!*alive) break;
+    auto s = f.sweep();
+    EXPECT_LE(s.counts.queued, 2);
+    EXPECT_GT(s.counts.queued, 0);
+    auto claim = f.store.claim("w", 1, 10'000);
+    ASSERT_TRUE(claim.ok() && *claim);
+    const auto& t = (*claim)->trial;
+    EXPECT_TRUE(seen.insert(t.id).second);
+    ASSERT_TRUE(f.store.complete(t.id, t.attempt, "w", completed(t)).ok());
+    c.mark_dirty(t.id);
+    ASSERT_LT(++rounds, 100);
+  }
+  auto s = f.sweep();
+  EXPECT_EQ(s.state, trials::SweepState::kFinished);
+  EXPECT_EQ(s.counts.completed, 10);
+  EXPECT_EQ(seen.size(), 10u);
+}
+
 TEST(SweepController, FreshControllerResumesWithoutRepeatingTrials) {
   Fixture f(base_spec());
   {

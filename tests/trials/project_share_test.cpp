@@ -282,6 +282,41 @@ TEST_F(ProjectShare, SubmitsPastAProjectsLimitsAreRefusedNamingTheLimit) {
   EXPECT_TRUE(store.create_sweep(s).ok());
 }
 
+// max_queued_trials holds where trials are made, not only at submit: a
+// running sweep's controller gets the first trials the project has room for,
+// then a refusal naming the limit, and room again as trials leave the queue.
+TEST_F(ProjectShare, MaxQueuedTrialsHoldsWhereTrialsAreCreated) {
+  project("tight", 1, {0, 4, 0});
+  const std::string sid = sweep("tight", 3);  // three queued: room for one more
+  auto batch = [&](std::int64_t first, int n) {
+    std::vector<NewTrial> out;
+    for (int i = 0; i < n; ++i) {
+      NewTrial t;
+      t.sweep_id = sid;
+      t.number = first + i;
+      t.limit = 100000;
+      t.params = {{"x", search::Value(static_cast<double>(first + i))}};
+      out.push_back(t);
+    }
+    return out;
+  };
+  auto made = store.create_trials(batch(3, 5));
+  ASSERT_TRUE(made.ok()) << made.error().message;
+  ASSERT_EQ(made->size(), 1u);
+  EXPECT_EQ(made->front().number, 3);
+  EXPECT_EQ(use_of("tight").queued_trials, 4);
+  auto full = store.create_trials(batch(4, 2));
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.error().code, ErrorCode::kQuotaExceeded);
+  EXPECT_NE(full.error().message.find("max_queued_trials is 4"), std::string::npos)
+      << full.error().message;
+  ASSERT_EQ(fill("w", 2).size(), 2u);  // two leave the queue
+  made = store.create_trials(batch(4, 5));
+  ASSERT_TRUE(made.ok());
+  EXPECT_EQ(made->size(), 2u);
+  EXPECT_EQ(use_of("tight").queued_trials, 4);
+}
+
 // A worker bound to one project (hpo-worker --project: its trials run as
 // itself) never claims another project's trial, however the queue is
 // ordered or weighted, and leaves them to a worker that takes every project's.

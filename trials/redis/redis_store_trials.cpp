@@ -38,12 +38,13 @@ Result<std::vector<Trial>> RedisStore::create_trials(const std::vector<NewTrial>
   auto r = fcall("create_trials", std::move(args));
   if (!r) return r.error();
   const auto& e = r->elements;
-  if (e.size() != trials.size() + 1)
+  // Fewer than asked where the project's max_queued_trials stops the rest.
+  if (e.size() < 2 || e.size() > trials.size() + 1)
     return Error::internal("create_trials: unexpected reply of " + std::to_string(e.size()));
   const std::int64_t created_ms = to_i64(e[0].str);
   std::vector<Trial> out;
-  out.reserve(trials.size());
-  for (std::size_t i = 0; i < trials.size(); ++i) {
+  out.reserve(e.size() - 1);
+  for (std::size_t i = 0; i + 1 < e.size(); ++i) {
     const NewTrial& nt = trials[i];
     Trial t;
     t.id = e[i + 1].str;

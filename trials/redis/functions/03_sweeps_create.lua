@@ -171,10 +171,24 @@ local function import_sweep(keys, a)
   return id
 end
 
+-- How many more trials the project of sweep `sid` may queue (its
+-- max_queued_trials less its queued trials); nil without a limit; and the
+-- refusal to give when it is none.
+local function queue_room(P, sid)
+  local project = redis.call('HGET', P .. 'sweep:' .. sid, 'project') or 'default'
+  local max_queued = tonumber(redis.call('HGET', P .. 'project:' .. project, 'max_queued') or '') or 0
+  if max_queued <= 0 then return nil end
+  local queued = tonumber(redis.call('HGET', P .. 'project_use:' .. project, 'queued_trials') or '0') or 0
+  return max_queued - queued, refuse('QUOTA', 'project ' .. project .. ' has ' .. int(queued) ..
+                                     ' queued trials, its limit max_queued_trials is ' .. int(max_queued))
+end
+
 -- Creates trials number, number+1, ... of sweep `sid` and queues them; `items`
 -- is {params, max_attempts, slots, extra} per trial. A compare-and-set on the
--- sweep's next number (all or none are created) -> the new trial ids and the
--- creation time, or a refusal.
+-- sweep's next number -> the new trial ids and the creation time, or a
+-- refusal. The project's max_queued_trials holds here, where trials are made:
+-- only the first items it has room for are created (the caller makes the
+-- rest as trials leave the queue), none (QUOTA) when it has no room.
 local function create_many(P, sid, kind, number, limit, items)
   if kind ~= Role.trial and kind ~= Role.member then return nil, refuse('INVALID', 'kind ' .. kind) end
   local skey = P .. 'sweep:' .. sid
@@ -188,6 +202,9 @@ local function create_many(P, sid, kind, number, limit, items)
   if number + #items > limit then
     return nil, refuse('CONFLICT', kind .. ' limit ' .. int(limit) .. ' reached')
   end
+  local room, full = queue_room(P, sid)
+  if room and room < 1 then return nil, full end
+  if room and room < #items then items = {unpack(items, 1, room)} end
   local now = now_ms()
   local ids = {}
   for i, it in ipairs(items) do
@@ -216,7 +233,7 @@ local function create_many(P, sid, kind, number, limit, items)
 end
 
 -- create_trials P sweep kind number limit n {params max_attempts slots extra}*n
---   -> {created_ms, tid...}
+--   -> {created_ms, tid...} (the first ones only, where the project's queue limit stops the rest)
 local function create_trials(keys, a)
   local n = tonumber(a[6])
   if n == nil or n < 1 then return refuse('INVALID', 'trial count ' .. tostring(a[6])) end
