@@ -352,11 +352,18 @@ Result<UniqueFd> ArtifactDir::open_stored(const std::string& trial_id, const std
   }
   if (sha.hex() != ref.sha256)
     return refuse(trial_id, name, expected + " does not have its reference's SHA-256");
-  // Remembered only once its change time is a second old: a change within the
-  // same clock tick as the one it shows would keep it, one a second later cannot.
+  // Remembered only once its change time is kSettled old: a change within the
+  // same clock tick as the one it shows (file times come from the kernel's
+  // coarse clock, ticks of 10 ms at most) would keep it; one later cannot.
+  // (The ensemble stage reads a prediction file block by block: each block
+  // must not hash the whole file again.)
   struct timespec now {};
   ::clock_gettime(CLOCK_REALTIME, &now);
-  if (st.st_ctim.tv_sec + 1 >= now.tv_sec) return fd;
+  const auto ns = [](const struct timespec& t) {
+    return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+  };
+  constexpr std::int64_t kSettledNs = 100'000'000;
+  if (ns(now) - ns(st.st_ctim) < kSettledNs) return fd;
   std::lock_guard lock(verified_->mu);
   if (verified_->sha_by_version.size() >= kVerifiedVersions) verified_->sha_by_version.clear();
   verified_->sha_by_version[version] = ref.sha256;

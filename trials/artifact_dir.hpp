@@ -20,7 +20,8 @@
 // the reference's size, and its bytes must have the reference's SHA-256
 // before any of them is served (hashed on the descriptor that then serves
 // them; a version already hashed, by inode and change time, is not hashed
-// again: no process can set a file's change time back). A link to the
+// again once that change time is 100 ms old: no process can set a file's
+// change time back). A link to the
 // scheduler's token file, a hard link to it, another trial's file named in a
 // forged reference or a file changed after it was written are all refused
 // with a message that names the artifact and neither a path nor a size (the
