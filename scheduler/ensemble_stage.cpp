@@ -363,8 +363,7 @@ Json candidates_json(const ensemble::Evaluation& eval, const std::vector<Model>&
 }
 
 // The record: the manifest of every model considered (weight 0 = not picked),
-// plus what happened to the members. Takes the library's lists of left-out
-// models.
+// plus what happened to the members; takes the library's left-out models.
 Json make_record(const ensemble::EnsembleManifest& manifest, const trials::SweepSpec& spec,
                  const ensemble::Evaluation& eval, Library& lib) {
   const auto& recipe = *spec.ensemble;
@@ -517,10 +516,8 @@ Result<bool> EnsembleStage::create_members(SweepRoles store, const trials::Sweep
     }
     auto created = store.trials.create_trial(nt);
     if (!created) {
-      // Look again next step: another moved the sweep on, or its project's queue is full.
-      if (created.error().code == ErrorCode::kConflict ||
-          created.error().code == ErrorCode::kQuotaExceeded)
-        return false;
+      const ErrorCode code = created.error().code;  // kQuotaExceeded: the project's queue is full
+      if (code == ErrorCode::kConflict || code == ErrorCode::kQuotaExceeded) return false;
       return created.error();
     }
     log_info("ensemble member queued",
