@@ -3,7 +3,6 @@
 // print, so that a sweep or a number reads the same in every command.
 #include "cli/common.hpp"
 
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -14,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "core/text.hpp"
+
 namespace hpo::cli {
 
 int fail(int code, const std::string& message) {
@@ -22,28 +23,18 @@ int fail(int code, const std::string& message) {
 }
 
 namespace {
-std::string& unauthorized_hint() {
-  static std::string hint;
-  return hint;
-}
 // A URL's parts that name one server: scheme, host (any case), port, base path.
 auto server_key(const hpo::HttpUrl& u) {
-  std::string host = u.host;
-  for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return std::tuple{u.tls, host, u.port, u.base};
+  return std::tuple{u.tls, hpo::ascii_lower(u.host), u.port, u.base};
 }
 }  // namespace
-
-void set_unauthorized_hint(std::string hint) {
-  unauthorized_hint() = std::move(hint);
-}
 
 bool issued_by(const hpo::LocalState& local, const hpo::HttpUrl& server) {
   auto api = hpo::parse_http_url(local.api);
   return api && server_key(*api) == server_key(server);
 }
 
-int http_error(const hpo::ClientResponse& r) {
+int http_error(const hpo::ClientResponse& r, const std::string& hint) {
   std::string message = fmt::format("HTTP {}", r.status);
   auto j = Json::parse(r.body, nullptr, false);
   std::vector<std::string> fields;
@@ -60,8 +51,7 @@ int http_error(const hpo::ClientResponse& r) {
                                                   : kUnreachable;
   fail(code, message);
   for (const auto& f : fields) std::fprintf(stderr, "  %s\n", f.c_str());
-  if (r.status == 401 && !unauthorized_hint().empty())
-    std::fprintf(stderr, "  %s\n", unauthorized_hint().c_str());
+  if (r.status == 401 && !hint.empty()) std::fprintf(stderr, "  %s\n", hint.c_str());
   return code;
 }
 
@@ -79,7 +69,7 @@ std::optional<Json> Client::interpret(const hpo::Result<hpo::ClientResponse>& r,
     return std::nullopt;
   }
   if (r->status < 200 || r->status >= 300) {
-    exit_code = http_error(*r);
+    exit_code = http_error(*r, unauthorized_hint);
     return std::nullopt;
   }
   if (raw) {

@@ -35,16 +35,16 @@ int fail(int code, const std::string& message);
 
 // Maps an HTTP error response to an exit code, printing the server's message
 // and each field error with its path (and, on a 401, the hint set below).
-int http_error(const hpo::ClientResponse& r);
-// What a 401 adds: why no token was sent (set once, before the first call).
-void set_unauthorized_hint(std::string hint);
+// `hint` is printed after a 401 (why no token was sent).
+int http_error(const hpo::ClientResponse& r, const std::string& hint = "");
 
 // Whether `server` is the scheduler that wrote the local state (same scheme,
 // host, port and base path): only then may its admin token be sent there.
 bool issued_by(const hpo::LocalState& local, const hpo::HttpUrl& server);
 
 struct Client {
-  hpo::HttpClient http;  // prefixes every target with the URL's base path
+  hpo::HttpClient http;           // prefixes every target with the URL's base path
+  std::string unauthorized_hint;  // what a 401 adds: why no token was sent
 
   Client(const hpo::HttpUrl& url, const std::string& token)
       : http(url, std::chrono::milliseconds(15000)) {

@@ -144,6 +144,7 @@ int run(int argc, char** argv) {
   }
   auto url = hpo::parse_http_url(o.server);
   if (!url) return fail(kUsage, "bad --server: " + url.error().message);
+  std::string withheld;  // why the local token was not sent, for a 401
   if (o.token.empty()) {
     if (const char* env = std::getenv("HPO_TOKEN"); env && *env) {
       o.token = env;
@@ -153,13 +154,14 @@ int run(int argc, char** argv) {
       if (issued_by(*local, *url))
         o.token = local->token;
       else
-        set_unauthorized_hint(fmt::format(
+        withheld = fmt::format(
             "no token was sent: the local scheduler's token (in {}) is for {} only; give "
             "--token or HPO_TOKEN for {}",
-            hpo::local_state_path(), local->api, o.server));
+            hpo::local_state_path(), local->api, o.server);
     }
   }
   Client client(*url, o.token);
+  client.unauthorized_hint = withheld;
   if (!o.ca_file.empty()) client.http.set_ca_file(o.ca_file);
   const std::string& cmd = o.args[0];
   if (cmd == "submit") return cmd_submit(client, o);

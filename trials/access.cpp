@@ -71,8 +71,6 @@ bool Principal::can_change(const std::string& project, const std::string& owner)
   return *r == ProjectRole::kAdmin || (!user.empty() && owner == user);
 }
 
-namespace {
-
 std::string random_hex(std::size_t bytes) {
   std::array<unsigned char, 64> buf{};
   if (bytes > buf.size() || RAND_bytes(buf.data(), static_cast<int>(bytes)) != 1) {
@@ -85,8 +83,6 @@ std::string random_hex(std::size_t bytes) {
   for (std::size_t i = 0; i < bytes; ++i) out += fmt::format("{:02x}", buf[i]);
   return out;
 }
-
-}  // namespace
 
 NewToken make_token() {
   // 32 random bytes: 256 bits, which no one guesses; the id only names it.

@@ -108,6 +108,8 @@ struct NewToken {
   std::string secret;
 };
 NewToken make_token();
+// `bytes` random bytes (OpenSSL's generator) as lower-case hex: tokens, stream tickets.
+std::string random_hex(std::size_t bytes);
 std::string token_digest(std::string_view secret);
 
 // One mutation: who, in which project (empty: of the service itself, such as

@@ -221,13 +221,13 @@ Result<std::string> ArtifactDir::write(const std::string& trial_id, const std::s
 
 Result<std::string> ArtifactDir::write_stream(const std::string& trial_id, const std::string& name,
                                               const ByteProducer& produce) {
-  const std::string rel_folder = component(sweep_of(trial_id)) + "/" + component(trial_id);
-  const std::string folder = root_ + "/" + rel_folder;
+  const std::string folder = root_ + "/" + trial_folder(trial_id);
   // Made and opened beneath the root with no link followed: a link planted
   // for the trial's folder sends no write elsewhere.
-  std::string why;
-  auto dir = open_trial_folder(trial_id, &why, /*create=*/true);
-  if (!dir) return Error::internal("cannot make the artifact folder " + folder + ": " + why);
+  auto dir = open_trial_folder(trial_id, /*create=*/true);
+  if (!dir)
+    return Error::internal("cannot make the artifact folder " + folder + ": " +
+                           dir.error().message);
   std::random_device rd;
   const std::string tmp =
       fmt::format(".tmp-{}-{}-{:08x}", component(name).substr(0, 40), ::getpid(), rd());
@@ -251,13 +251,16 @@ Result<std::string> ArtifactDir::write_stream(const std::string& trial_id, const
     return Error::internal(msg);
   }
   ::fsync(dir->get());  // the rename itself survives a crash
-  return encode_file_reference(rel_folder + "/" + file_name, sink.size(), sha);
+  return encode_file_reference(trial_folder(trial_id) + "/" + file_name, sink.size(), sha);
+}
+
+std::string ArtifactDir::trial_folder(const std::string& trial_id) {
+  return component(sweep_of(trial_id)) + "/" + component(trial_id);
 }
 
 std::string ArtifactDir::path_for(const std::string& trial_id, const std::string& name,
                                   const std::string& sha256) const {
-  return fmt::format("{}/{}/{}/{}.{}", root_, component(sweep_of(trial_id)), component(trial_id),
-                     component(name), sha256);
+  return root_ + "/" + trial_folder(trial_id) + "/" + component(name) + "." + sha256;
 }
 
 Error ArtifactDir::refuse(const std::string& trial_id, const std::string& name,
@@ -268,25 +271,17 @@ Error ArtifactDir::refuse(const std::string& trial_id, const std::string& name,
       "artifact {} of trial {} does not match what was stored (the log says why)", name, trial_id));
 }
 
-Result<UniqueFd> ArtifactDir::open_trial_folder(const std::string& trial_id, std::string* why,
-                                                bool create) const {
+Result<UniqueFd> ArtifactDir::open_trial_folder(const std::string& trial_id, bool create) const {
   // The root is the operator's (it may be a link); nothing beneath it is followed.
   UniqueFd dir(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) {
-    *why = os_error("cannot open the artifact folder", root_);
-    return Error::internal(*why);
-  }
+  if (!dir) return Error::internal(os_error("cannot open the artifact folder", root_));
   for (const std::string& step : {component(sweep_of(trial_id)), component(trial_id)}) {
-    if (create && ::mkdirat(dir.get(), step.c_str(), 0755) != 0 && errno != EEXIST) {
-      *why = os_error("cannot make the folder", step);
-      return Error::internal(*why);
-    }
+    if (create && ::mkdirat(dir.get(), step.c_str(), 0755) != 0 && errno != EEXIST)
+      return Error::internal(os_error("cannot make the folder", step));
     UniqueFd next(
         ::openat(dir.get(), step.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!next) {
-      *why = os_error("cannot open the folder (a link, or no folder)", step);
-      return Error::not_found(*why);
-    }
+    if (!next)
+      return Error::not_found(os_error("cannot open the folder (a link, or no folder)", step));
     dir = std::move(next);
   }
   return dir;
@@ -315,15 +310,13 @@ Result<UniqueFd> ArtifactDir::open_stored(const std::string& trial_id, const std
   if (!ref.is_file || !is_sha256_hex(ref.sha256) || ref.size < 0)
     return refuse(trial_id, name, "the reference is not one hpo writes: " + ref.path);
   const std::string file = component(name) + "." + ref.sha256;
-  const std::string expected =
-      component(sweep_of(trial_id)) + "/" + component(trial_id) + "/" + file;
+  const std::string expected = trial_folder(trial_id) + "/" + file;
   if (ref.path != expected)
     return refuse(
         trial_id, name,
         fmt::format("the reference names {}, the artifact's file is {}", ref.path, expected));
-  std::string why;
-  auto dir = open_trial_folder(trial_id, &why);
-  if (!dir) return refuse(trial_id, name, why);
+  auto dir = open_trial_folder(trial_id);
+  if (!dir) return refuse(trial_id, name, dir.error().message);
   UniqueFd fd(::openat(dir->get(), file.c_str(),
                        O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
   if (!fd) return refuse(trial_id, name, os_error("cannot open (a link, or gone)", expected));
@@ -340,17 +333,13 @@ Result<UniqueFd> ArtifactDir::open_stored(const std::string& trial_id, const std
     auto it = verified_->sha_by_version.find(version);
     if (it != verified_->sha_by_version.end() && it->second == ref.sha256) return fd;
   }
-  Sha256 sha;
-  std::int64_t done = 0;
-  std::string buf(kStreamChunk, '\0');
-  while (done < ref.size) {
-    const ssize_t n = ::pread(fd.get(), buf.data(), buf.size(), static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return refuse(trial_id, name, os_error("cannot read", expected));
-    sha.update(std::string_view(buf.data(), static_cast<std::size_t>(n)));
-    done += n;
-  }
-  if (sha.hex() != ref.sha256)
+  NullSink none;
+  HashingSink hashed(none);
+  auto read = copy_fd(fd.get(), hashed, expected, ref.size);
+  if (!read) return refuse(trial_id, name, read.error().message);
+  if (::lseek(fd.get(), 0, SEEK_SET) != 0)  // served from its start (read_stream, a download)
+    return refuse(trial_id, name, os_error("cannot rewind", expected));
+  if (*read != ref.size || hashed.sha() != ref.sha256)
     return refuse(trial_id, name, expected + " does not have its reference's SHA-256");
   // Remembered only once its change time is kSettled old: a change within the
   // same clock tick as the one it shows (file times come from the kernel's
@@ -422,8 +411,7 @@ Status ArtifactDir::read_range(const std::string& trial_id, const std::string& n
 void ArtifactDir::remove(const std::string& trial_id, const std::string& name,
                          const StoredArtifact& ref) {
   if (!ref.is_file || !is_sha256_hex(ref.sha256)) return;
-  std::string why;
-  auto dir = open_trial_folder(trial_id, &why);
+  auto dir = open_trial_folder(trial_id);
   if (!dir) return;
   // unlinkat never follows the name it removes; the folders were opened without links.
   ::unlinkat(dir->get(), (component(name) + "." + ref.sha256).c_str(), 0);
@@ -432,8 +420,7 @@ void ArtifactDir::remove(const std::string& trial_id, const std::string& name,
 void ArtifactDir::remove_other_versions(const std::string& trial_id, const std::string& name,
                                         const StoredArtifact& current) {
   if (!current.is_file || !is_sha256_hex(current.sha256)) return;
-  std::string why;
-  auto dir = open_trial_folder(trial_id, &why);
+  auto dir = open_trial_folder(trial_id);
   if (!dir) return;
   const std::string prefix = component(name) + ".";
   const std::string keep = prefix + current.sha256;

@@ -173,10 +173,11 @@ class ArtifactDir {
   static std::string sweep_of(const std::string& trial_id);
 
  private:
+  // "<sweep>/<trial>", as components: where a trial's files are beneath the root.
+  static std::string trial_folder(const std::string& trial_id);
   // The trial's folder beneath the root, each step opened with no link
-  // followed (and made first where missing, with `create`).
-  Result<UniqueFd> open_trial_folder(const std::string& trial_id, std::string* why,
-                                     bool create = false) const;
+  // followed (and made first where missing, with `create`); the error names the step.
+  Result<UniqueFd> open_trial_folder(const std::string& trial_id, bool create = false) const;
   // A refusal: logged with `why` (paths, sizes), returned without them.
   Error refuse(const std::string& trial_id, const std::string& name, const std::string& why) const;
 

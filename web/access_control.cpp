@@ -1,10 +1,7 @@
 #include "web/access_control.hpp"
 
-#include <random>
 #include <string_view>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace hpo::web {
 
@@ -50,9 +47,7 @@ std::string AccessControl::bearer(const Request& request) {
 
 std::string AccessControl::issue_ticket(const PrincipalPtr& who, const std::string& digest,
                                         std::chrono::milliseconds ttl) {
-  std::random_device rd;
-  std::string ticket;
-  for (int i = 0; i < 8; ++i) ticket += fmt::format("{:08x}", rd());
+  const std::string ticket = trials::random_hex(32);  // 256 bits, as a token's
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard lock(mu_);
   if (tickets_.size() >= kMaxTickets)
@@ -126,8 +121,9 @@ Result<PrincipalPtr> AccessControl::identify(const Request& request, std::string
   const std::string token = bearer(request);
   if (!token.empty()) {
     if (constant_time_equal(token, bootstrap_token_)) return admin_;
-    if (digest) *digest = trials::token_digest(token);
-    auto p = by_digest(trials::token_digest(token));
+    const std::string hashed = trials::token_digest(token);
+    if (digest) *digest = hashed;
+    auto p = by_digest(hashed);
     if (!p) return p.error();
     if (*p) return *p;
     return Error{ErrorCode::kUnauthorized, "this token is unknown or was revoked", {}};

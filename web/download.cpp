@@ -1,12 +1,6 @@
 #include "web/download.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 
 #include <fmt/format.h>
 

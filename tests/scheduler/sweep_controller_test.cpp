@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <set>
 
 #include <fmt/format.h>
@@ -53,25 +54,35 @@ trials::TrialResult completed(const trials::Trial& t) {
   return r;
 }
 
-TEST(SweepController, KeepsConcurrencyAndEndsWithExactlyMaxTrials) {
-  Fixture f(base_spec());
-  SweepController c(f.sweep_id, f.spec);
-  int rounds = 0;
-  while (true) {
+// Steps the controller until it ends, finishing one trial per round so that
+// it has to top the queue up; `check` sees the sweep after each step and the
+// trial that round finishes.
+void finish_one_per_round(
+    Fixture& f, SweepController& c,
+    const std::function<void(const trials::Sweep&, const trials::Trial&)>& check) {
+  for (int rounds = 1;; ++rounds) {
     auto alive = c.step(f.store);
     ASSERT_TRUE(alive.ok()) << alive.error().message;
-    if (!*alive) break;
-    auto s = f.sweep();
-    EXPECT_LE(s.counts.active(), 3);
-    EXPECT_GT(s.counts.active(), 0);
-    // Finish one trial per round so the controller has to top the queue up.
+    if (!*alive) return;
+    const trials::Sweep s = f.sweep();
     auto claim = f.store.claim("w", 1, 10'000);
     ASSERT_TRUE(claim.ok() && *claim);
     const auto& t = (*claim)->trial;
+    check(s, t);
     ASSERT_TRUE(f.store.complete(t.id, t.attempt, "w", completed(t)).ok());
     c.mark_dirty(t.id);
-    ASSERT_LT(++rounds, 100);
+    ASSERT_LT(rounds, 100);
   }
+}
+
+TEST(SweepController, KeepsConcurrencyAndEndsWithExactlyMaxTrials) {
+  Fixture f(base_spec());
+  SweepController c(f.sweep_id, f.spec);
+  ASSERT_NO_FATAL_FAILURE(
+      finish_one_per_round(f, c, [](const trials::Sweep& s, const trials::Trial&) {
+        EXPECT_LE(s.counts.active(), 3);
+        EXPECT_GT(s.counts.active(), 0);
+      }));
   auto s = f.sweep();
   EXPECT_EQ(s.state, trials::SweepState::kFinished);
   EXPECT_EQ(s.counts.completed, 10);
@@ -94,23 +105,13 @@ TEST(SweepController, AFullProjectQueueMakesItWaitNotFail) {
   Fixture f(base_spec());
   ASSERT_TRUE(f.store.update_project({"default", 1, 0, {0, 2, 0, 0}, {}}).ok());
   SweepController c(f.sweep_id, f.spec);
-  int rounds = 0;
   std::set<std::string> seen;
-  while (true) {
-    auto alive = c.step(f.store);
-    ASSERT_TRUE(alive.ok()) << alive.error().message;
-    if (!*alive) break;
-    auto s = f.sweep();
-    EXPECT_LE(s.counts.queued, 2);
-    EXPECT_GT(s.counts.queued, 0);
-    auto claim = f.store.claim("w", 1, 10'000);
-    ASSERT_TRUE(claim.ok() && *claim);
-    const auto& t = (*claim)->trial;
-    EXPECT_TRUE(seen.insert(t.id).second);
-    ASSERT_TRUE(f.store.complete(t.id, t.attempt, "w", completed(t)).ok());
-    c.mark_dirty(t.id);
-    ASSERT_LT(++rounds, 100);
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      finish_one_per_round(f, c, [&](const trials::Sweep& s, const trials::Trial& t) {
+        EXPECT_LE(s.counts.queued, 2);
+        EXPECT_GT(s.counts.queued, 0);
+        EXPECT_TRUE(seen.insert(t.id).second);
+      }));
   auto s = f.sweep();
   EXPECT_EQ(s.state, trials::SweepState::kFinished);
   EXPECT_EQ(s.counts.completed, 10);

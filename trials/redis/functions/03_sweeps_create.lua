@@ -22,13 +22,23 @@ local function check_project(P, project)
   return nil
 end
 
+-- How many more trials `project` may queue (its max_queued_trials, field
+-- max_queued, less its queued trials); nil without a limit; and the refusal
+-- to give when it has no room.
+local function queue_room(P, project)
+  local max_queued = tonumber(redis.call('HGET', P .. 'project:' .. project, 'max_queued') or '') or 0
+  if max_queued <= 0 then return nil end
+  local queued = tonumber(redis.call('HGET', P .. 'project_use:' .. project, 'queued_trials') or '0') or 0
+  return max_queued - queued, refuse('QUOTA', 'project ' .. project .. ' has ' .. int(queued) ..
+                                     ' queued trials, its limit max_queued_trials is ' .. int(max_queued))
+end
+
 -- A submit past one of the project's limits (P..'project:'<name> fields
--- max_active: running sweeps, max_queued: queued trials; absent or 0: none):
--- the refusal naming the limit, or nil. A retried submit whose first try was
+-- max_active: running sweeps, and its queue above; absent or 0: none): the
+-- refusal naming the limit, or nil. A retried submit whose first try was
 -- stored returns that sweep before this is asked.
 local function over_quota(P, project)
-  local q = redis.call('HMGET', P .. 'project:' .. project, 'max_active', 'max_queued')
-  local max_active, max_queued = tonumber(q[1] or '') or 0, tonumber(q[2] or '') or 0
+  local max_active = tonumber(redis.call('HGET', P .. 'project:' .. project, 'max_active') or '') or 0
   if max_active > 0 then
     local active = redis.call('SCARD', P .. 'project_active:' .. project)
     if active >= max_active then
@@ -37,13 +47,8 @@ local function over_quota(P, project)
                     ': cancel one or wait for one to end')
     end
   end
-  if max_queued > 0 then
-    local queued = tonumber(redis.call('HGET', P .. 'project_use:' .. project, 'queued_trials') or '0') or 0
-    if queued >= max_queued then
-      return refuse('QUOTA', 'project ' .. project .. ' has ' .. int(queued) ..
-                    ' queued trials, its limit max_queued_trials is ' .. int(max_queued))
-    end
-  end
+  local room, full = queue_room(P, project)
+  if room and room < 1 then return full end
   return nil
 end
 
@@ -171,18 +176,6 @@ local function import_sweep(keys, a)
   return id
 end
 
--- How many more trials the project of sweep `sid` may queue (its
--- max_queued_trials less its queued trials); nil without a limit; and the
--- refusal to give when it is none.
-local function queue_room(P, sid)
-  local project = redis.call('HGET', P .. 'sweep:' .. sid, 'project') or 'default'
-  local max_queued = tonumber(redis.call('HGET', P .. 'project:' .. project, 'max_queued') or '') or 0
-  if max_queued <= 0 then return nil end
-  local queued = tonumber(redis.call('HGET', P .. 'project_use:' .. project, 'queued_trials') or '0') or 0
-  return max_queued - queued, refuse('QUOTA', 'project ' .. project .. ' has ' .. int(queued) ..
-                                     ' queued trials, its limit max_queued_trials is ' .. int(max_queued))
-end
-
 -- Creates trials number, number+1, ... of sweep `sid` and queues them; `items`
 -- is {params, max_attempts, slots, extra} per trial. A compare-and-set on the
 -- sweep's next number -> the new trial ids and the creation time, or a
@@ -202,7 +195,7 @@ local function create_many(P, sid, kind, number, limit, items)
   if number + #items > limit then
     return nil, refuse('CONFLICT', kind .. ' limit ' .. int(limit) .. ' reached')
   end
-  local room, full = queue_room(P, sid)
+  local room, full = queue_room(P, (sweep_project_gpu(P, sid)))
   if room and room < 1 then return nil, full end
   if room and room < #items then items = {unpack(items, 1, room)} end
   local now = now_ms()
