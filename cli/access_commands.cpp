@@ -289,6 +289,49 @@ int cmd_token(Client& client, const Options& options) {
   });
 }
 
+int cmd_worker_token(Client& client, const Options& options) {
+  constexpr const char* kWorkerTokenUsage =
+      "usage: hpo worker-token create NAME [--project P] | list | revoke ID";
+  Options o = options;
+  auto project = take_flag(o.args, "--project");
+  if (o.args.size() < 2) return fail(kUsage, kWorkerTokenUsage);
+  const std::string sub = o.args[1];
+  int code = 0;
+  if (sub == "revoke" && o.args.size() == 3) {
+    std::string raw;
+    if (!client.call("DELETE", "/api/worker-tokens/" + enc(o.args[2]), code, "", &raw)) return code;
+    if (!o.json) std::printf("revoked worker token %s\n", o.args[2].c_str());
+    return kOk;
+  }
+  if (sub == "create" && o.args.size() == 3) {
+    Json request{{"host", o.args[2]}};
+    if (project) request["project"] = *project;
+    auto r = client.call("POST", "/api/worker-tokens", code, request.dump());
+    if (!r) return code;
+    return print_or(o, *r, [&] {
+      std::printf(
+          "worker token %s for worker %s%s (shown once):\n%s\n\nOn that host, with the token in "
+          "a file of mode 0600:\n  hpo-worker --scheduler %s --worker-token-file FILE --name "
+          "%s%s\n",
+          (*r)["id"].get<std::string>().c_str(), o.args[2].c_str(),
+          project ? (", project " + *project).c_str() : ", any project",
+          (*r)["token"].get<std::string>().c_str(), o.server.c_str(), o.args[2].c_str(),
+          project ? (" --project " + *project).c_str() : "");
+    });
+  }
+  if (sub != "list" || o.args.size() != 2) return fail(kUsage, kWorkerTokenUsage);
+  auto r = client.call("GET", "/api/worker-tokens", code);
+  if (!r) return code;
+  return print_or(o, *r, [&] {
+    for (const auto& t : (*r)["worker_tokens"])
+      std::printf("%-16s %-24s %-16s %s  by %s\n", t["id"].get<std::string>().c_str(),
+                  t["host"].get<std::string>().c_str(),
+                  t["project"].is_string() ? t["project"].get<std::string>().c_str() : "(any)",
+                  when(t["created_ms"].get<std::int64_t>()).c_str(),
+                  t["created_by"].get<std::string>().c_str());
+  });
+}
+
 int cmd_audit(Client& client, const Options& options) {
   Options o = options;
   auto project = take_flag(o.args, "--project");

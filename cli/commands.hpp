@@ -38,6 +38,7 @@ int cmd_whoami(Client& client, const Options& o);
 int cmd_project(Client& client, const Options& o);
 int cmd_user(Client& client, const Options& o);
 int cmd_token(Client& client, const Options& o);
+int cmd_worker_token(Client& client, const Options& o);
 int cmd_audit(Client& client, const Options& o);
 int cmd_annotate(Client& client, const Options& o);
 

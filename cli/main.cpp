@@ -74,6 +74,11 @@ commands:
                                 your tokens (a service admin: anyone's); a token is
                                 printed once, the server keeps only its hash; one with
                                 --expires-days is refused after that many days
+  worker-token create NAME [--project P] | list | revoke ID
+                                worker hosts' credentials (a service admin): a worker
+                                started with --scheduler URL and this token holds no
+                                Redis credential and may act only as worker NAME (and
+                                on project P's trials); printed once
   annotate ID [--tag T]... [--untag T]... [--note TEXT] [--priority N]
                                 tags and a note on a sweep or a trial (its sweep's
                                 owner or the project's admins); a sweep's priority
@@ -178,6 +183,7 @@ int run(int argc, char** argv) {
   if (cmd == "project") return cmd_project(client, o);
   if (cmd == "user") return cmd_user(client, o);
   if (cmd == "token") return cmd_token(client, o);
+  if (cmd == "worker-token") return cmd_worker_token(client, o);
   if (cmd == "audit") return cmd_audit(client, o);
   if (cmd == "annotate") return cmd_annotate(client, o);
   return fail(kUsage, "unknown command \"" + cmd + "\" (see hpo --help)");

@@ -52,6 +52,9 @@ the environment over --config, --config over the defaults):
   --controller-threads N threads that step sweeps' controllers, each with a Redis
                          connection; a sweep holds one only while it steps, so
                          parked and idle sweeps cost none [HPO_CONTROLLER_THREADS] (8)
+  --worker-threads N     threads of the worker endpoint (/api/worker/redis, for
+                         workers started with a worker token); a worker waiting
+                         for work holds one for up to 5 s [HPO_WORKER_THREADS] (32)
   --max-report-mb MB     the most stored reports one trial may hold, in MiB; later
                          ones are counted (reports_dropped), not stored
                          [HPO_MAX_REPORT_MB] (16; 0: no cap)
@@ -150,6 +153,8 @@ const std::vector<S>& settings() {
       int_setting("--threads", "HPO_HANDLER_THREADS", "threads", &Config::handler_threads, 1, 256),
       int_setting("--controller-threads", "HPO_CONTROLLER_THREADS", "controller_threads",
                   &Config::controller_threads, 1, 256),
+      int_setting("--worker-threads", "HPO_WORKER_THREADS", "worker_threads",
+                  &Config::worker_threads, 1, 1024),
       {"--max-report-mb", "HPO_MAX_REPORT_MB", "max_report_mb", SettingKind::kValue,
        [](Config& c, const std::string& origin, const std::string& v) -> Status {
          std::int64_t mb = 0;

@@ -36,6 +36,8 @@ struct SchedulerConfig {
   // Threads that step sweep controllers (each with one Redis connection); a
   // sweep holds one only while it steps (scheduler/controller_loop.hpp).
   int controller_threads = 8;
+  // The worker endpoint's own HTTP threads (a worker waiting for work holds one).
+  int worker_threads = 32;
   // The most bytes of stored reports one trial may hold (0: no cap); later
   // reports are counted in its reports_dropped, not stored.
   std::int64_t max_report_bytes = std::int64_t{16} << 20;

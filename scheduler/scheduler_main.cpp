@@ -37,8 +37,10 @@
 #include "scheduler/ownership.hpp"
 #include "scheduler/retention.hpp"
 #include "scheduler/schedulability.hpp"
+#include "scheduler/worker_endpoint.hpp"
 #include "trials/access.hpp"
 #include "trials/redis/redis_store.hpp"
+#include "trials/redis/worker_relay.hpp"
 #include "trials/spec/spec_cache.hpp"
 #include "web/api.hpp"
 #include "web/event_hub.hpp"
@@ -189,6 +191,12 @@ web::ServerOptions server_options_for(const scheduler::SchedulerConfig& config) 
   server_options.handler_threads = config.handler_threads;
   server_options.tls_cert_file = config.tls_cert_file;
   server_options.tls_key_file = config.tls_key_file;
+  // The worker endpoint's lane: its threads, and bodies as large as an
+  // artifact kept in Redis.
+  server_options.lane_prefix = scheduler::kWorkerLanePrefix;
+  server_options.lane_threads = config.worker_threads;
+  server_options.lane_body_limit =
+      static_cast<std::uint64_t>(trials::redis::RedisStoreConfig{}.max_artifact_bytes) + (1 << 20);
   return server_options;
 }
 
@@ -258,7 +266,8 @@ Status bootstrap_access(const trials::StoreFactory& stores, const std::string& t
 // prepared Redis, from their start to a stop signal and their stop.
 int serve(const scheduler::SchedulerConfig& config, const sigset_t& signals,
           scheduler::EmbeddedRedis* embedded, const std::string& redis_url,
-          const trials::redis::RedisUrl& url, const trials::StoreFactory& stores) {
+          const trials::redis::RedisStoreConfig& store_config, const trials::StoreFactory& stores) {
+  const trials::redis::RedisUrl& url = store_config.url;
   // Each sweep's spec is parsed once in this process: the submit handler puts
   // its parse in, the controller and the schedulability watch take it out.
   auto specs = std::make_shared<trials::SpecCache>();
@@ -294,7 +303,12 @@ int serve(const scheduler::SchedulerConfig& config, const sigset_t& signals,
   web::ApiOptions api_options = api_options_for(config, token, specs);
   web::Api api(api_options, stores, hub);
   web::ServerOptions server_options = server_options_for(config);
-  web::HttpServer server(server_options, api.handler());
+  // Workers with a worker token reach the store only through the relay.
+  trials::redis::RelayOptions relay_options;
+  relay_options.prefix = config.prefix;
+  relay_options.max_reports_per_trial = store_config.max_reports_per_trial;
+  trials::redis::WorkerRelay relay(store_config, relay_options);
+  web::HttpServer server(server_options, scheduler::with_worker_endpoint(relay, api.handler()));
 
   loop.start();
   reaper.start();
@@ -377,7 +391,7 @@ int run(const scheduler::SchedulerConfig& config) {
   trials::StoreFactory stores = [make_store]() -> Result<std::unique_ptr<trials::Store>> {
     return std::unique_ptr<trials::Store>(make_store());
   };
-  return serve(config, signals, embedded.get(), redis_url, *url, stores);
+  return serve(config, signals, embedded.get(), redis_url, store_config, stores);
 }
 
 }  // namespace

@@ -124,6 +124,18 @@ struct AuditEntry {
   std::string detail;  // a short human text (a name, a role)
 };
 
+// A worker host's credential (hpo worker-token create): the scheduler's
+// worker endpoint (trials/redis/worker_relay.hpp) runs its holder's calls for
+// the worker named `host` only, and takes only `project`'s trials for it when
+// that is set. Stored as token_digest(secret), like users' tokens.
+struct WorkerTokenRecord {
+  std::string id;  // short, not secret
+  std::string host;
+  std::string project;  // empty: any project's trials
+  std::int64_t created_ms = 0;
+  std::string created_by;
+};
+
 // The store role of users, tokens, projects, members and the audit log.
 // Kept apart from the keys workers may write: a worker's credential can
 // neither read tokens nor change who may do what.
@@ -164,6 +176,15 @@ class AccessStore {
   // The project's entries after `after` ("" from the first), at most `count`.
   virtual Result<std::vector<AuditEntry>> audit(const std::string& project,
                                                 const std::string& after, int count) = 0;
+  // Worker credentials: kConflict for an id or digest already stored,
+  // kNotFound for a project that does not exist.
+  virtual Status add_worker_token(const WorkerTokenRecord& token, const std::string& digest) = 0;
+  virtual Result<std::vector<WorkerTokenRecord>> list_worker_tokens() = 0;
+  // The revoked credential; kNotFound for an unknown id.
+  virtual Result<WorkerTokenRecord> revoke_worker_token(const std::string& id) = 0;
+  // The credential behind a digest; nullopt for none (never made, revoked).
+  virtual Result<std::optional<WorkerTokenRecord>> resolve_worker_token(
+      const std::string& digest) = 0;
 };
 
 }  // namespace hpo::trials

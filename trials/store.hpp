@@ -414,9 +414,10 @@ class TrialQueue {
   virtual Status publish_rendezvous(const std::string& trial_id, int attempt,
                                     const std::string& worker, const std::string& address,
                                     std::int64_t ttl_ms) = 0;
-  // Gang follower: that address once published (nullopt until then).
-  virtual Result<std::optional<std::string>> rendezvous(const std::string& trial_id,
-                                                        int attempt) = 0;
+  // Gang follower `worker`: that address once published (nullopt until then,
+  // and always for a worker that holds no rank lease of that attempt).
+  virtual Result<std::optional<std::string>> rendezvous(const std::string& trial_id, int attempt,
+                                                        const std::string& worker) = 0;
   // Worker: blocks until trials were queued (or made claimable) after the
   // claim that returned `cursor` (true), or block_ms passed (false); either
   // way the caller claims again. Returns at once when that happened already.

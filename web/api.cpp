@@ -77,6 +77,7 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
   r.add("GET", "/healthz", [this](const Request&, const PathParams&) { return healthz(); });
   r.add("GET", "/metrics", [this](const Request& q, const PathParams&) { return metrics(q); });
   add_access_routes();
+  add_worker_token_routes();
   if (static_files_) {
     r.set_fallback([this](const Request& q) {
       if (q.path.rfind("/api/", 0) == 0 || q.path == "/api")

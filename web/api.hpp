@@ -34,6 +34,9 @@
 //        PATCH /api/projects/{name}; PUT|DELETE /api/projects/{name}/members/{user};
 //        DELETE /api/tokens/{id}
 //                                    projects, users, tokens, the audit log (api_access.cpp)
+//   GET|POST /api/worker-tokens, DELETE /api/worker-tokens/{id}
+//                                    worker hosts' credentials (api_worker_tokens.cpp); the
+//                                    scheduler serves their endpoint, POST /api/worker/redis
 //   GET  /api/openapi.json
 //   GET  /healthz                    200 when the store answers, else 503
 //   GET  /metrics                    Prometheus text: trials by state, queue, leases,
@@ -134,6 +137,11 @@ class Api {
   Response create_token(const Request& request, const std::string& user);
   Response list_tokens(const Request& request, const std::string& user);
   Response revoke_token(const Request& request, const std::string& id);
+  // Worker credentials (api_worker_tokens.cpp).
+  void add_worker_token_routes();
+  Response create_worker_token(const Request& request);
+  Response list_worker_tokens(const Request& request);
+  Response revoke_worker_token(const Request& request, const std::string& id);
   Response create_sweep(const Request& request);
   Response import_sweep(const Request& request);
   Response list_sweeps(const Request& request);

@@ -66,29 +66,6 @@ Json audit_doc(const trials::AuditEntry& e) {
           {"action", e.action}, {"target", e.target},   {"detail", e.detail}};
 }
 
-// A JSON object body with only `allowed` keys.
-Result<Json> object_body(const Request& request, std::initializer_list<const char*> allowed) {
-  auto body = parse_json(request.body.empty() ? std::string("{}") : request.body);
-  if (!body) return body.error();
-  if (!body->is_object()) return Error::invalid("body", "expected a JSON object");
-  for (const auto& item : body->items()) {
-    const std::string& key = item.key();  // a named variable: lambdas may not capture bindings
-    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; }))
-      return Error::invalid(key, "unknown key");
-  }
-  return body;
-}
-
-Result<std::string> string_field(const Json& body, const char* key, bool required,
-                                 std::string fallback = "") {
-  if (!body.contains(key)) {
-    if (required) return Error::invalid(key, "missing");
-    return fallback;
-  }
-  if (!body[key].is_string()) return Error::invalid(key, "expected a string");
-  return body[key].get<std::string>();
-}
-
 std::string settings_text(const trials::ProjectRecord& p) {
   return fmt::format("weight {} max_slots {} max_queued_trials {} max_active_sweeps {} max_gpus {}",
                      p.weight, p.limits.max_slots, p.limits.max_queued_trials,

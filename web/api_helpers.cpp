@@ -3,6 +3,7 @@
 
 #include "web/api_errors.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <string>
@@ -41,6 +42,28 @@ Result<std::int64_t> int_param(const Request& req, const std::string& name, std:
     return Error::invalid(name,
                           "must be between " + std::to_string(min) + " and " + std::to_string(max));
   return v;
+}
+
+Result<Json> object_body(const Request& request, std::initializer_list<const char*> allowed) {
+  auto body = parse_json(request.body.empty() ? std::string("{}") : request.body);
+  if (!body) return body.error();
+  if (!body->is_object()) return Error::invalid("body", "expected a JSON object");
+  for (const auto& item : body->items()) {
+    const std::string& key = item.key();  // a named variable: lambdas may not capture bindings
+    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; }))
+      return Error::invalid(key, "unknown key");
+  }
+  return body;
+}
+
+Result<std::string> string_field(const Json& body, const char* key, bool required,
+                                 std::string fallback) {
+  if (!body.contains(key)) {
+    if (required) return Error::invalid(key, "missing");
+    return fallback;
+  }
+  if (!body[key].is_string()) return Error::invalid(key, "expected a string");
+  return body[key].get<std::string>();
 }
 
 }  // namespace hpo::web

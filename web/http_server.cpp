@@ -163,6 +163,8 @@ void HttpServer::stop() {
   st.pool.join();
   st.probe_pool.stop();
   st.probe_pool.join();
+  st.lane_pool->stop();
+  st.lane_pool->join();
   st.ioc.stop();
   for (auto& t : im.threads) t.join();
   im.threads.clear();

@@ -60,6 +60,13 @@ struct ServerOptions {
   // GET paths answered on a lane of their own (one thread), outside the
   // handler queue and its cap: health probes that must answer under any load.
   std::vector<std::string> probe_paths = {"/healthz"};
+  // Paths under this prefix (the scheduler's worker endpoint) take a lane of
+  // their own, outside the handler queue and its cap: `lane_threads` threads
+  // (a worker waiting for work holds one, never an API handler) and bodies up
+  // to `lane_body_limit` bytes (an artifact kept in Redis). Empty: no lane.
+  std::string lane_prefix;
+  int lane_threads = 32;
+  std::uint64_t lane_body_limit = 1 << 20;
   // HTTPS: a PEM certificate chain (the server's certificate first) and its
   // PEM private key; both empty: plain HTTP. On an HTTPS port a plain HTTP
   // request is answered 400 ("this server speaks HTTPS").

@@ -167,8 +167,38 @@ class Session : public Conn, public std::enable_shared_from_this<Session<Stream>
     parser_->header_limit(st_->opts.header_limit);
     lowest().expires_after(st_->opts.read_timeout);
     reading_ = true;
-    http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session<Stream>::on_read, shared_from_this()));
+    if (st_->opts.lane_prefix.empty())
+      return http::async_read(
+          stream_, buffer_, *parser_,
+          beast::bind_front_handler(&Session<Stream>::on_read, shared_from_this()));
+    // The lane's requests may carry larger bodies: the header says which it
+    // is. Beast checks a Content-Length against the limit as the header ends,
+    // so the header is read under the larger one and the others are held to
+    // theirs here (a chunked body, as it comes).
+    parser_->body_limit(std::max(st_->opts.body_limit, st_->opts.lane_body_limit));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              if (ec || self->closed_ || self->sse_) return self->on_read(ec, n);
+                              if (!self->in_lane(target_of(*self->parser_))) {
+                                const auto length = self->parser_->content_length();
+                                if (length && *length > self->st_->opts.body_limit)
+                                  return self->on_read(http::error::body_limit, n);
+                                self->parser_->body_limit(self->st_->opts.body_limit);
+                              }
+                              http::async_read(
+                                  self->stream_, self->buffer_, *self->parser_,
+                                  beast::bind_front_handler(&Session<Stream>::on_read, self));
+                            });
+  }
+
+  template <class Parser>
+  static std::string_view target_of(Parser& p) {
+    auto t = p.get().target();
+    return {t.data(), t.size()};
+  }
+
+  bool in_lane(std::string_view target) const {
+    return !st_->opts.lane_prefix.empty() && target.starts_with(st_->opts.lane_prefix);
   }
 
   void on_read(beast::error_code ec, std::size_t) {
@@ -177,10 +207,12 @@ class Session : public Conn, public std::enable_shared_from_this<Session<Stream>
     if (ec) {
       read_closed_ = true;
       if (ec == http::error::body_limit) {
-        queue_ready(error_response(
-            Error{ErrorCode::kPayloadTooLarge,
-                  "request body exceeds " + std::to_string(st_->opts.body_limit) + " bytes",
-                  {}}));
+        const bool lane = parser_ && in_lane(target_of(*parser_));
+        queue_ready(error_response(Error{
+            ErrorCode::kPayloadTooLarge,
+            "request body exceeds " +
+                std::to_string(lane ? st_->opts.lane_body_limit : st_->opts.body_limit) + " bytes",
+            {}}));
       } else if (ec == http::error::header_limit) {
         queue_ready(error_response(431, HttpError::kHeaderTooLarge, "request headers too large"));
       } else if (is_http_error(ec) && ec != http::error::end_of_stream &&
@@ -208,6 +240,10 @@ class Session : public Conn, public std::enable_shared_from_this<Session<Stream>
         req.method == "GET" && std::find(st_->opts.probe_paths.begin(), st_->opts.probe_paths.end(),
                                          req.path) != st_->opts.probe_paths.end();
     if (probe) return dispatch(st_->probe_pool, std::move(req), keep_alive, version, false);
+    // The lane (workers' calls) has its own threads: a worker's wait holds
+    // one of those, never an API handler.
+    if (in_lane(req.path))
+      return dispatch(*st_->lane_pool, std::move(req), keep_alive, version, false);
     // A bounded handler queue: when the handlers are that far behind (a slow
     // store, a flood), answering 503 now is better than an unbounded backlog
     // whose answers come too late for anyone.

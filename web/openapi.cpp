@@ -74,6 +74,10 @@ const char* const kOpenApi = R"json({
       "Token": {"type": "object", "properties": {"id": {"type": "string"}, "user": {"type": "string"}, "label": {"type": "string"},
         "token": {"type": "string", "description": "the secret: shown in this reply only (the server keeps its SHA-256)"},
         "expires_in_days": {"type": "number", "nullable": true, "description": "refused after this many days; null: never"}}},
+      "WorkerToken": {"type": "object", "properties": {"id": {"type": "string"}, "host": {"type": "string"},
+        "project": {"type": "string", "nullable": true, "description": "its trials only; null: any project's"},
+        "created_ms": {"type": "integer"}, "created_by": {"type": "string"},
+        "token": {"type": "string", "description": "the secret: in the creating reply only (the server keeps its SHA-256)"}}},
       "Trial": {"type": "object", "required": ["id", "number", "state", "params", "value", "attempt", "worker"], "properties": {
         "id": {"type": "string"}, "sweep_id": {"type": "string"}, "number": {"type": "integer"},
         "kind": {"type": "string", "enum": @ROLES@},
@@ -305,6 +309,19 @@ const char* const kOpenApi = R"json({
     "/api/tokens/{id}": {
       "delete": {"summary": "Revoke a token (its user, or a service admin): refused within a second", "security": [{"bearer": []}], "parameters": [{"$ref": "#/components/parameters/id"}],
         "responses": {"204": {"description": "revoked"}, "404": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/worker-tokens": {
+      "get": {"summary": "Worker hosts' credentials, without their secrets (a service admin)", "security": [{"bearer": []}],
+        "responses": {"200": {"description": "worker tokens", "content": {"application/json": {"schema": {"type": "object", "properties": {"worker_tokens": {"type": "array", "items": {"$ref": "#/components/schemas/WorkerToken"}}}}}}},
+          "403": {"$ref": "#/components/responses/Error"}}},
+      "post": {"summary": "A credential for one worker host (a service admin; audited): its holder reaches the store only through POST /api/worker/redis, for the worker named `host` only, and takes only `project`'s trials when that is given. The secret is in this reply only.", "security": [{"bearer": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["host"], "properties": {"host": {"type": "string", "description": "the name hpo-worker runs with (--name, else the host name)"}, "project": {"type": "string"}}}}}},
+        "responses": {"201": {"description": "the worker token, with `token` (its secret)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/WorkerToken"}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/api/worker-tokens/{id}": {
+      "delete": {"summary": "Revoke a worker token (a service admin; audited; to anyone else it does not exist): refused within a second", "security": [{"bearer": []}], "parameters": [{"$ref": "#/components/parameters/id"}],
+        "responses": {"204": {"description": "revoked"}, "403": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}}}
     },
     "/api/openapi.json": {
       "get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3", "content": {"application/json": {"schema": {"type": "object"}}}}}}

@@ -56,12 +56,16 @@ struct ServerState {
   // The probes' own lane (ServerOptions::probe_paths): one thread, never
   // behind the handler queue, so a health check answers under any load.
   boost::asio::thread_pool probe_pool{1};
+  // ServerOptions::lane_prefix's threads (one when there is no lane).
+  std::unique_ptr<boost::asio::thread_pool> lane_pool;
 
   ServerState(ServerOptions o, Handler h)
       : opts(std::move(o)),
         handler(std::move(h)),
         ioc(std::max(1, opts.io_threads)),
-        pool(static_cast<std::size_t>(std::max(1, opts.handler_threads))) {}
+        pool(static_cast<std::size_t>(std::max(1, opts.handler_threads))),
+        lane_pool(std::make_unique<boost::asio::thread_pool>(static_cast<std::size_t>(
+            opts.lane_prefix.empty() ? 1 : std::max(1, opts.lane_threads)))) {}
 
   Response run_handler(const Request& req) {
     try {

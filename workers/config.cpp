@@ -31,6 +31,14 @@ std::vector<Row> worker_rows() {
       {text_setting<WorkerConfig>("--redis", "HPO_REDIS", nullptr, &WorkerConfig::redis_url),
        "URL of the Redis server (redis://host:port[/db]); default: the "
        "one a local hpo-scheduler wrote to $HPO_HOME/scheduler.json"},
+      {text_setting<WorkerConfig>("--scheduler", "HPO_SCHEDULER", nullptr,
+                                  &WorkerConfig::scheduler_url),
+       "instead of --redis: the scheduler's URL (http[s]://host:port); the worker holds no Redis "
+       "credential and reaches the store through the scheduler with its worker token"},
+      {text_setting<WorkerConfig>("--worker-token-file", "HPO_WORKER_TOKEN_FILE", nullptr,
+                                  &WorkerConfig::worker_token_file),
+       "with --scheduler: the file (mode 0600) holding this host's worker token (hpo worker-token "
+       "create NAME); or HPO_WORKER_TOKEN"},
       {{"--slots", "HPO_SLOTS", nullptr, SettingKind::kValue,
         [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
           std::int64_t n = 0;
@@ -270,7 +278,8 @@ Result<WorkerConfig> load_config(const std::vector<std::string>& args, const Env
 
 std::string usage() {
   std::string out =
-      "usage: hpo-worker [--redis URL] [--slots N] [--name NAME] [--threads T] [--lease-ms L]\n"
+      "usage: hpo-worker [--redis URL | --scheduler URL --worker-token-file F] [--slots N] [--name "
+      "NAME] [--threads T] [--lease-ms L]\n"
       "                  [--prefix P] [--kill-grace-s S] [--checkpoint-grace-s S]\n"
       "                  [--python-lib DIR|none] [--max-output-folder-mb N]\n"
       "                  [--work-dir DIR] [--dataset-cache DIR]\n"

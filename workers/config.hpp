@@ -21,7 +21,12 @@
 namespace hpo::workers {
 
 struct WorkerConfig {
-  std::string redis_url;           // empty: from $HPO_HOME/scheduler.json
+  std::string redis_url;  // empty: from $HPO_HOME/scheduler.json
+  // The scheduler's URL: the worker reaches the store only through its worker
+  // endpoint, with the worker token in worker_token_file (or HPO_WORKER_TOKEN),
+  // and holds no Redis credential (trials/redis/worker_channel.hpp).
+  std::string scheduler_url;
+  std::string worker_token_file;
   std::optional<int> slots;        // unset: visible GPUs, else 1
   std::string name;                // empty: <host>-<pid>
   std::optional<int> threads;      // CPU threads per slot; unset: cores / slots

@@ -11,6 +11,7 @@
 // attempt — and the process exits 0.
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,8 +31,10 @@
 
 #include <fmt/format.h>
 
+#include "core/http_client.hpp"
 #include "core/local_state.hpp"
 #include "core/log.hpp"
+#include "core/text.hpp"
 #include "trials/data_roots.hpp"
 #include "trials/redis/redis_store.hpp"
 #include "workers/agent/agent.hpp"
@@ -163,8 +167,10 @@ void describe_host(const WorkerConfig& config, const hpo::workers::GpuInventory&
   }
   const int gpu_count = static_cast<int>(options.gpus.size());
   options.host = host_name();
-  options.name =
-      config.name.empty() ? options.host + "-" + std::to_string(::getpid()) : config.name;
+  // A worker token names one worker: by default this host's name.
+  options.name = !config.name.empty()            ? config.name
+                 : !config.scheduler_url.empty() ? options.host
+                                                 : options.host + "-" + std::to_string(::getpid());
   options.slots = config.slots.value_or(std::max(1, gpu_count));
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   options.threads_per_slot = config.threads.value_or(std::max(1, cores / options.slots));
@@ -178,8 +184,12 @@ void describe_host(const WorkerConfig& config, const hpo::workers::GpuInventory&
   }
   options.labels = config.labels;
   options.address = config.address;
-  if (options.address.empty() && url.unix_path.empty())
-    options.address = hpo::workers::address_towards(url.host, url.port);
+  if (options.address.empty() && url.unix_path.empty()) {
+    auto towards = hpo::parse_http_url(url.gateway);  // the scheduler, else Redis
+    options.address = towards && !url.gateway.empty()
+                          ? hpo::workers::address_towards(towards->host, towards->port)
+                          : hpo::workers::address_towards(url.host, url.port);
+  }
   options.lease_ms = config.lease_ms;
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000)); };
   options.drain_grace = ms(config.drain_grace_s);
@@ -247,14 +257,81 @@ std::optional<int> open_sandbox(const WorkerConfig& config, hpo::workers::AgentO
 
 // Artifact files go where --artifacts says, else where the scheduler
 // announced (asked again on every new connection: the scheduler may start later).
-hpo::trials::StoreFactory store_factory(const std::string& url, const WorkerConfig& config) {
-  return [url, prefix = config.prefix,
-          artifacts = config.artifacts]() -> hpo::Result<std::unique_ptr<hpo::trials::Store>> {
-    auto store = hpo::trials::redis::RedisStore::open(url, prefix, artifacts);
-    if (!store) return store.error();
-    if (auto st = (*store)->adopt_pool_artifact_dir(artifacts); !st) return st.error();
-    return std::unique_ptr<hpo::trials::Store>(std::move(store.value()));
+hpo::trials::StoreFactory store_factory(const hpo::trials::redis::RedisUrl& url,
+                                        const WorkerConfig& config) {
+  hpo::trials::redis::RedisStoreConfig store;
+  store.url = url;
+  store.prefix = config.prefix;
+  store.artifact_dir = config.artifacts;
+  return [store]() -> hpo::Result<std::unique_ptr<hpo::trials::Store>> {
+    auto made = std::make_unique<hpo::trials::redis::RedisStore>(store);
+    if (auto st = made->adopt_pool_artifact_dir(store.artifact_dir); !st) return st.error();
+    return std::unique_ptr<hpo::trials::Store>(std::move(made));
   };
+}
+
+// Where the store is: Redis (--redis, else the local scheduler's), or the
+// scheduler's worker endpoint with a worker token (--scheduler). nullopt with
+// `exit_code` set when the worker must stop.
+std::optional<hpo::trials::redis::RedisUrl> store_url(const WorkerConfig& config,
+                                                      const sigset_t& signals, int& exit_code) {
+  exit_code = 2;
+  if (!config.scheduler_url.empty()) {
+    if (!config.redis_url.empty()) {
+      std::fprintf(stderr, "hpo-worker: give --redis or --scheduler, not both\n");
+      return std::nullopt;
+    }
+    std::string token;
+    if (const char* env = std::getenv("HPO_WORKER_TOKEN"); env && *env) token = env;
+    if (token.empty() && !config.worker_token_file.empty()) {
+      struct stat st {};
+      std::ifstream in(config.worker_token_file);
+      if (::stat(config.worker_token_file.c_str(), &st) != 0 || !in) {
+        std::fprintf(stderr, "hpo-worker: --worker-token-file: cannot read %s\n",
+                     config.worker_token_file.c_str());
+        return std::nullopt;
+      }
+      if (st.st_mode & 077) {
+        std::fprintf(stderr,
+                     "hpo-worker: --worker-token-file %s is readable by others: chmod 600 it\n",
+                     config.worker_token_file.c_str());
+        return std::nullopt;
+      }
+      std::getline(in, token);
+      token = std::string(hpo::trim_field(token));
+    }
+    hpo::trials::redis::RedisUrl url;
+    url.gateway = config.scheduler_url;
+    url.password = token;
+    if (!hpo::parse_http_url(url.gateway)) {
+      std::fprintf(stderr, "hpo-worker: --scheduler: '%s' is not http[s]://host[:port]\n",
+                   url.gateway.c_str());
+      return std::nullopt;
+    }
+    if (token.empty()) {
+      std::fprintf(stderr,
+                   "hpo-worker: --scheduler needs this host's worker token: --worker-token-file "
+                   "FILE or HPO_WORKER_TOKEN (an admin makes one with hpo worker-token create "
+                   "NAME)\n");
+      return std::nullopt;
+    }
+    return url;
+  }
+  std::string url = config.redis_url;
+  if (url.empty()) {
+    bool signalled = false;
+    url = wait_for_local_scheduler(config, signals, signalled);
+    if (url.empty()) {
+      exit_code = signalled ? 0 : 1;
+      return std::nullopt;
+    }
+  }
+  auto parsed = hpo::trials::redis::RedisUrl::parse(url);
+  if (!parsed) {
+    std::fprintf(stderr, "hpo-worker: --redis: %s\n", parsed.error().message.c_str());
+    return std::nullopt;
+  }
+  return *parsed;
 }
 
 #ifdef HPO_WITH_TORCH
@@ -374,24 +451,16 @@ int main(int argc, char** argv) {
     hpo::log_warn(
         "--redis carries a password, visible to every local user in `ps` and /proc: pass "
         "HPO_REDIS in the environment (an EnvironmentFile, a Kubernetes secret) instead");
-  std::string url = config.redis_url;
-  if (url.empty()) {
-    bool signalled = false;
-    url = wait_for_local_scheduler(config, signals, signalled);
-    if (url.empty()) return signalled ? 0 : 1;
-  }
-  auto parsed_url = hpo::trials::redis::RedisUrl::parse(url);
-  if (!parsed_url) {
-    std::fprintf(stderr, "hpo-worker: --redis: %s\n", parsed_url.error().message.c_str());
-    return 2;
-  }
+  int exit_code = 0;
+  auto parsed_url = store_url(config, signals, exit_code);
+  if (!parsed_url) return exit_code;
 
   hpo::workers::GpuInventory gpus;
   hpo::workers::AgentOptions options;
   describe_host(config, gpus, *parsed_url, options);
   if (auto failed = open_sandbox(config, options)) return *failed;
 
-  hpo::trials::StoreFactory connect = store_factory(url, config);
+  hpo::trials::StoreFactory connect = store_factory(*parsed_url, config);
   hpo::workers::CommandOptions command;
   command.kill_grace_s = config.kill_grace_s;
   command.checkpoint_grace_s = config.checkpoint_grace_s;

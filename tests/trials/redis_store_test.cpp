@@ -821,8 +821,13 @@ TEST(RedisStore, AGangIsPlacedAcrossWorkersTogetherAndFailsWholeWhenAFollowerIsL
   EXPECT_EQ(store.publish_rendezvous(led.id, 0, "b", "10.0.0.2:1", 60000).error().code,
             ErrorCode::kLeaseLost);
   ASSERT_TRUE(store.publish_rendezvous(led.id, 0, "a", "10.0.0.1:29500", 60000).ok());
-  EXPECT_EQ(store.rendezvous(led.id, 0)->value_or(""), "10.0.0.1:29500");
-  EXPECT_FALSE(store.rendezvous(led.id, 1)->has_value());
+  EXPECT_EQ(store.rendezvous(led.id, 0, "b")->value_or(""), "10.0.0.1:29500");
+  EXPECT_FALSE(store.rendezvous(led.id, 1, "b")->has_value());
+  // A worker given no share of the gang neither reads its address nor gets a
+  // rank lease by asking for one.
+  EXPECT_FALSE(store.rendezvous(led.id, 0, "c")->has_value());
+  EXPECT_FALSE(*store.rank_heartbeat(led.id, 0, "c", kLease));
+  EXPECT_FALSE(store.rendezvous(led.id, 0, "c")->has_value());
 
   // While b renews its rank lease, a's heartbeat holds.
   for (int i = 0; i < 3; ++i) {

@@ -143,6 +143,11 @@ TEST_F(Tenancy, EveryRouteOfAnotherProjectAnswersAsIfItDidNotExist) {
   ASSERT_TRUE(trial.ok()) << trial.error().message;
   ASSERT_TRUE(store_->artifacts().put_record(trial->id, "notes.txt", "alpha's").ok());
   ASSERT_TRUE(store_->artifacts().put_sweep_record(sweep, "ensemble.json", "{}").ok());
+  // A worker token of alpha's pool (a service admin's to revoke).
+  ASSERT_TRUE(store_->access()
+                  .add_worker_token({"wt-alpha", "gpu-1", "alpha", 0, "admin"},
+                                    trials::token_digest("alpha's worker"))
+                  .ok());
   // Ann sees all of it.
   EXPECT_EQ(call("GET", "/api/sweeps/" + sweep, ann).status, 200);
   EXPECT_EQ(call("GET", "/api/trials/" + trial->id, ann).status, 200);
@@ -157,6 +162,7 @@ TEST_F(Tenancy, EveryRouteOfAnotherProjectAnswersAsIfItDidNotExist) {
       {"/api/sweeps/{id}/cancel", {sweep, "0badc0de"}},
       {"/api/trials/{id}", {trial->id, "0badc0de-0"}},
       {"/api/tokens/{id}", {token_ids_["ann"], "feedfacecafe"}},
+      {"/api/worker-tokens/{id}", {"wt-alpha", "wfeedfacecafe"}},
   };
   int compared = 0;
   for (const auto& route : api_->routes()) {

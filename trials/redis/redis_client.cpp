@@ -7,6 +7,8 @@
 #include <charconv>
 
 #include "core/log.hpp"
+#include "trials/redis/resp.hpp"
+#include "trials/redis/worker_channel.hpp"
 
 namespace hpo::trials::redis {
 
@@ -34,36 +36,6 @@ std::string percent_decode(std::string_view s) {
 bool parse_int(std::string_view s, int& out) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && p == s.data() + s.size();
-}
-
-Reply convert(const redisReply* r) {
-  Reply out;
-  switch (r->type) {
-    case REDIS_REPLY_STRING:
-      out.type = Reply::Type::kString;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_STATUS:
-      out.type = Reply::Type::kStatus;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_ERROR:
-      out.type = Reply::Type::kError;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_INTEGER:
-      out.type = Reply::Type::kInteger;
-      out.integer = r->integer;
-      break;
-    case REDIS_REPLY_ARRAY:
-      out.type = Reply::Type::kArray;
-      out.elements.reserve(r->elements);
-      for (size_t i = 0; i < r->elements; ++i) out.elements.push_back(convert(r->element[i]));
-      break;
-    default:
-      out.type = Reply::Type::kNil;
-  }
-  return out;
 }
 
 timeval to_timeval(std::chrono::milliseconds ms) {
@@ -243,6 +215,7 @@ bool password_in_args(const std::vector<std::string>& args) {
 }
 
 std::string RedisUrl::to_string() const {
+  if (!gateway.empty()) return "the worker endpoint of " + gateway;
   std::string db_part = db ? std::to_string(db) : "";
   if (!unix_path.empty()) return "unix://" + unix_path + (db ? "?db=" + db_part : "");
   std::string auth = password.empty() ? "" : (user.empty() ? "***@" : user + ":***@");
@@ -259,7 +232,14 @@ std::string RedisUrl::to_string() const {
 }
 
 RedisClient::RedisClient(RedisUrl url, RedisClientOptions options)
-    : url_(std::move(url)), options_(options), backoff_(options.min_backoff, options.max_backoff) {}
+    : url_(std::move(url)), options_(options), backoff_(options.min_backoff, options.max_backoff) {
+  if (url_.gateway.empty()) return;
+  auto channel = WorkerChannel::open(url_.gateway, url_.password, options_.connect_timeout);
+  if (channel)
+    channel_ = std::move(*channel);
+  else  // every call says why
+    node_ = channel.error().message;
+}
 
 RedisClient::~RedisClient() {
   disconnect();
@@ -268,6 +248,7 @@ RedisClient::~RedisClient() {
 void RedisClient::disconnect() {
   if (ctx_) redisFree(ctx_);
   ctx_ = nullptr;
+  channel_ready_ = false;
 }
 
 Error RedisClient::fail(const std::string& what) {
@@ -346,8 +327,40 @@ Status RedisClient::ensure_connected() {
   return {};
 }
 
+Result<std::vector<Reply>> RedisClient::relay(const std::vector<std::vector<std::string>>& commands,
+                                              std::chrono::milliseconds timeout) {
+  if (!channel_) return Error::invalid("scheduler", node_);
+  if (!channel_ready_) {
+    if (auto now = std::chrono::steady_clock::now(); now < next_attempt_)
+      return Error::unavailable(
+          url_.to_string() + " unavailable; next try in " +
+          std::to_string(
+              std::chrono::duration_cast<std::chrono::milliseconds>(next_attempt_ - now).count()) +
+          " ms");
+    channel_ready_ = true;  // on_connect's own calls go through
+    if (on_connect_ && !in_on_connect_) {
+      in_on_connect_ = true;
+      Status s = on_connect_(*this);
+      in_on_connect_ = false;
+      if (!s) {
+        channel_ready_ = false;
+        return s.error();
+      }
+    }
+  }
+  auto r = channel_->send(commands, timeout.count() > 0 ? timeout : options_.command_timeout);
+  if (!r && r.error().code == ErrorCode::kUnavailable) return fail(r.error().message);
+  if (r) backoff_.reset();
+  return r;
+}
+
 Result<Reply> RedisClient::command(const std::vector<std::string>& argv,
                                    std::chrono::milliseconds timeout) {
+  if (!url_.gateway.empty()) {
+    auto r = relay({argv}, timeout);
+    if (!r) return r.error();
+    return std::move(r->front());
+  }
   if (auto s = ensure_connected(); !s) return s.error();
   bool custom = timeout.count() > 0;
   if (custom) {
@@ -359,7 +372,7 @@ Result<Reply> RedisClient::command(const std::vector<std::string>& argv,
     std::string err = ctx_->errstr[0] ? ctx_->errstr : "no reply";
     return fail(argv.empty() ? err : argv[0] + ": " + err);
   }
-  Reply out = convert(r);
+  Reply out = from_hiredis(r);
   freeReplyObject(r);
   if (demoted(out)) return fail(out.str);
   if (custom) {
@@ -370,6 +383,7 @@ Result<Reply> RedisClient::command(const std::vector<std::string>& argv,
 
 Result<std::vector<Reply>> RedisClient::pipeline(
     const std::vector<std::vector<std::string>>& commands) {
+  if (!url_.gateway.empty()) return relay(commands, std::chrono::milliseconds{0});
   if (auto s = ensure_connected(); !s) return s.error();
   for (const auto& argv : commands) {
     ArgvView v(argv);
@@ -383,7 +397,7 @@ Result<std::vector<Reply>> RedisClient::pipeline(
     if (redisGetReply(ctx_, &raw) != REDIS_OK || !raw)
       return fail(std::string("pipeline: ") + (ctx_->errstr[0] ? ctx_->errstr : "no reply"));
     auto* r = static_cast<redisReply*>(raw);
-    out.push_back(convert(r));
+    out.push_back(from_hiredis(r));
     freeReplyObject(r);
   }
   for (const auto& r : out)
@@ -434,7 +448,7 @@ Result<RedisUrl::Endpoint> RedisClient::ask_sentinels() {
       if (!r) {
         why = c->errstr[0] ? c->errstr : "no reply";
       } else {
-        Reply reply = convert(r);
+        Reply reply = from_hiredis(r);
         freeReplyObject(r);
         int port = 0;
         if (reply.is_error()) {

@@ -29,6 +29,8 @@ struct redisContext;
 
 namespace hpo::trials::redis {
 
+class WorkerChannel;
+
 // redis://[user:pass@]host[:port][/db][?query]
 // unix:///path/to/socket[?db=N]
 // redis-sentinel://[user:pass@]host[:port][,host[:port]...]/primary-name[/db][?query]
@@ -62,6 +64,10 @@ struct RedisUrl {
   int wait_replicas = 0;  // acknowledged writes wait for this many replicas
   int replica_timeout_ms = 2000;
   bool pause_without_replicas = false;  // missing_replicas=pause
+  // Non-empty: not Redis but the scheduler's worker endpoint at this URL
+  // (http[s]://host[:port][/base], worker_channel.hpp), `password` being the
+  // worker's token. Set by hpo-worker --scheduler, never parsed from a URL.
+  std::string gateway;
 
   bool sentinel() const { return !sentinels.empty(); }
 
@@ -121,7 +127,7 @@ class RedisClient {
   // ROLE: how many replicas are connected to this node now (a primary's).
   Result<int> connected_replicas();
 
-  bool connected() const { return ctx_ != nullptr; }
+  bool connected() const { return ctx_ != nullptr || channel_ready_; }
   // The node this client is connected to (host:port), or was last; for a
   // Sentinel URL the primary the Sentinels named.
   const std::string& node() const { return node_; }
@@ -137,6 +143,11 @@ class RedisClient {
   Result<RedisUrl::Endpoint> ask_sentinels();
   Status check_primary();              // ROLE says master
   bool demoted(const Reply& r) const;  // a READONLY error on a Sentinel URL
+  // RedisUrl::gateway: the commands go to the scheduler's worker endpoint.
+  Result<std::vector<Reply>> relay(const std::vector<std::vector<std::string>>& commands,
+                                   std::chrono::milliseconds timeout);
+  std::unique_ptr<WorkerChannel> channel_;
+  bool channel_ready_ = false;  // on_connect ran since the last failure
 
   std::size_t next_sentinel_ = 0;  // the one that answered last is asked first
   std::string node_;

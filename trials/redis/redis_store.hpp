@@ -147,6 +147,10 @@ class RedisStore final : public AllRoles {
                     std::optional<ProjectRole> role) override;
   Result<std::map<std::string, ProjectRole>> members(const std::string& project) override;
   Status record(const AuditEntry& entry) override;
+  Status add_worker_token(const WorkerTokenRecord& token, const std::string& digest) override;
+  Result<std::vector<WorkerTokenRecord>> list_worker_tokens() override;
+  Result<WorkerTokenRecord> revoke_worker_token(const std::string& id) override;
+  Result<std::optional<WorkerTokenRecord>> resolve_worker_token(const std::string& digest) override;
   Result<std::vector<AuditEntry>> audit(const std::string& project, const std::string& after,
                                         int count) override;
 
@@ -172,7 +176,8 @@ class RedisStore final : public AllRoles {
                               std::int64_t lease_ms) override;
   Status publish_rendezvous(const std::string& trial_id, int attempt, const std::string& worker,
                             const std::string& address, std::int64_t ttl_ms) override;
-  Result<std::optional<std::string>> rendezvous(const std::string& trial_id, int attempt) override;
+  Result<std::optional<std::string>> rendezvous(const std::string& trial_id, int attempt,
+                                                const std::string& worker) override;
   Result<std::vector<Result<Control>>> heartbeat_batch(const std::string& worker,
                                                        const std::vector<HeldLease>& leases,
                                                        std::int64_t lease_ms) override;

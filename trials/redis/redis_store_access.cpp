@@ -193,3 +193,53 @@ Result<std::vector<AuditEntry>> RedisStore::audit(const std::string& project,
 }
 
 }  // namespace hpo::trials::redis
+
+namespace hpo::trials::redis {
+
+Status RedisStore::add_worker_token(const WorkerTokenRecord& token, const std::string& digest) {
+  if (auto st = expect_ok(fcall("add_worker_token",
+                                {token.id, digest, token.host, token.project, token.created_by}));
+      !st)
+    return st;
+  return replicated("worker token " + token.id);
+}
+
+Result<std::vector<WorkerTokenRecord>> RedisStore::list_worker_tokens() {
+  auto r = fcall("list_worker_tokens", {});
+  if (!r) return r.error();
+  std::vector<WorkerTokenRecord> out;
+  each_row(*r, 5, [&](const Reply* e) {
+    out.push_back({e[0].str, e[1].str, e[2].str, to_i64(e[3].str), e[4].str});
+  });
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) {
+    return a.created_ms < b.created_ms || (a.created_ms == b.created_ms && a.id < b.id);
+  });
+  return out;
+}
+
+Result<WorkerTokenRecord> RedisStore::revoke_worker_token(const std::string& id) {
+  auto r = fcall("revoke_worker_token", {id});
+  if (!r) return r.error();
+  if (auto st = replicated("the revocation of worker token " + id); !st) return st.error();
+  WorkerTokenRecord out;
+  out.id = id;
+  if (r->elements.size() == 2) {
+    out.host = r->elements[0].str;
+    out.project = r->elements[1].str;
+  }
+  return out;
+}
+
+Result<std::optional<WorkerTokenRecord>> RedisStore::resolve_worker_token(
+    const std::string& digest) {
+  auto r = fcall("resolve_worker_token", {digest});
+  if (!r) return r.error();
+  if (r->elements.size() != 3) return std::optional<WorkerTokenRecord>{};
+  WorkerTokenRecord out;
+  out.id = r->elements[0].str;
+  out.host = r->elements[1].str;
+  out.project = r->elements[2].str;
+  return std::optional<WorkerTokenRecord>{std::move(out)};
+}
+
+}  // namespace hpo::trials::redis

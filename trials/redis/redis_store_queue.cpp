@@ -119,9 +119,9 @@ Status RedisStore::publish_rendezvous(const std::string& trial_id, int attempt,
   return {};
 }
 
-Result<std::optional<std::string>> RedisStore::rendezvous(const std::string& trial_id,
-                                                          int attempt) {
-  auto r = fcall("rendezvous", {trial_id, std::to_string(attempt)});
+Result<std::optional<std::string>> RedisStore::rendezvous(const std::string& trial_id, int attempt,
+                                                          const std::string& worker) {
+  auto r = fcall("rendezvous", {trial_id, std::to_string(attempt), worker});
   if (!r) return r.error();
   if (r->is_nil() || r->str.empty()) return std::optional<std::string>{};
   return std::optional<std::string>{r->str};

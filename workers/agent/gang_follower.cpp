@@ -21,7 +21,7 @@ class ShareControl : public RankControl {
         worker_(std::move(worker)) {}
   bool should_stop() const override { return stale_.load() || stopping_.load(); }
   Result<std::optional<std::string>> rendezvous() override {
-    return store_.queue.rendezvous(trial_.id, trial_.attempt);
+    return store_.queue.rendezvous(trial_.id, trial_.attempt, worker_);
   }
   Result<bool> read_artifact(const std::string& name, ByteSink& out) override {
     return read_trial_artifact(store_.artifacts(), trial_, name, out);

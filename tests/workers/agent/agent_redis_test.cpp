@@ -116,8 +116,9 @@ class SwallowingConnection final : public trials::Store, public trials::TrialQue
                             const std::string& address, std::int64_t ttl_ms) override {
     return impl_->publish_rendezvous(t, a, w, address, ttl_ms);
   }
-  Result<std::optional<std::string>> rendezvous(const std::string& t, int a) override {
-    return impl_->rendezvous(t, a);
+  Result<std::optional<std::string>> rendezvous(const std::string& t, int a,
+                                                const std::string& w) override {
+    return impl_->rendezvous(t, a, w);
   }
 
  private:

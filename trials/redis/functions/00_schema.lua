@@ -1,5 +1,5 @@
 #!lua name=hpo_v1
--- hpo-functions-version: 7
+-- hpo-functions-version: 8
 --[[
 hpo's atomic state transitions, one Redis Functions library (Redis >= 7).
 

@@ -6,7 +6,11 @@ local function rank_heartbeat(keys, a)
   local P, tid, attempt, worker = a[1], a[2], a[3], a[4]
   local st = redis.call('HMGET', P .. 'trial:' .. tid, 'state', 'attempt')
   if st[1] ~= TrialState.running or st[2] ~= attempt then return 0 end
-  redis.call('SET', P .. 'rank_lease:' .. tid .. ':' .. attempt .. ':' .. worker, '1', 'PX', a[5])
+  -- Only a rank lease the gang's placement made (XX): a worker that was given
+  -- no share of this attempt gets none by asking (version 8).
+  local renewed = redis.call('SET', P .. 'rank_lease:' .. tid .. ':' .. attempt .. ':' .. worker,
+                             '1', 'XX', 'PX', a[5])
+  if not renewed then return 0 end
   -- The share has arrived: it is not handed out again (see take_ranks).
   local sent = P .. 'ranks_sent:' .. worker
   for _, text in ipairs(redis.call('LRANGE', sent, 0, -1)) do
@@ -47,8 +51,12 @@ local function publish_rendezvous(keys, a)
   return 1
 end
 
--- rendezvous P tid attempt -> address | false
+-- rendezvous P tid attempt worker -> address | false
 local function rendezvous(keys, a)
+  -- Only to a worker holding a rank lease of that attempt (version 8).
+  if redis.call('EXISTS', a[1] .. 'rank_lease:' .. a[2] .. ':' .. a[3] .. ':' .. a[4]) == 0 then
+    return false
+  end
   return redis.call('GET', a[1] .. 'rendezvous:' .. a[2] .. ':' .. a[3])
 end
 

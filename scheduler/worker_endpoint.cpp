@@ -1,0 +1,45 @@
+#include "scheduler/worker_endpoint.hpp"
+
+#include <utility>
+
+#include "core/log.hpp"
+#include "trials/redis/worker_channel.hpp"
+#include "web/api_errors.hpp"
+
+namespace hpo::scheduler {
+
+namespace {
+
+web::Response unauthorized(const std::string& message) {
+  return web::error_response(Error{ErrorCode::kUnauthorized, message, {}});
+}
+
+web::Response serve(trials::redis::WorkerRelay& relay, const web::Request& request) {
+  if (request.method != "POST")
+    return web::error_response(405, web::HttpError::kMethodNotAllowed,
+                               "the worker endpoint takes POST");
+  const std::string auth = request.header("authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth.size() <= kBearer.size() || !web::iequals(auth.substr(0, kBearer.size()), kBearer))
+    return unauthorized("the worker endpoint needs a worker token (hpo worker-token create NAME)");
+  auto who = relay.authenticate(auth.substr(kBearer.size()));
+  if (!who) return web::error_response(who.error());
+  if (!*who) {
+    log_warn("worker endpoint: a token that is no worker token", {{"remote", request.remote}});
+    return unauthorized("not a worker token, or one that was revoked");
+  }
+  auto replies = relay.relay(**who, request.body);
+  if (!replies) return web::error_response(replies.error());
+  return web::Response::text(200, std::move(*replies), "application/x-redis-resp");
+}
+
+}  // namespace
+
+web::Handler with_worker_endpoint(trials::redis::WorkerRelay& relay, web::Handler api) {
+  return [&relay, api = std::move(api)](const web::Request& request) -> web::Response {
+    if (request.path == trials::redis::kWorkerRelayPath) return serve(relay, request);
+    return api(request);
+  };
+}
+
+}  // namespace hpo::scheduler
