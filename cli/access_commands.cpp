@@ -93,6 +93,15 @@ constexpr const char* kTokenUsage =
     "usage: hpo token create [--user U] [--label L] [--expires-days D] | list [--user U] | "
     "revoke ID";
 
+// `hpo ... revoke ID`: DELETE `path`ID, saying what was revoked.
+int revoke(Client& client, const Options& o, const std::string& path, const char* what) {
+  int code = 0;
+  std::string raw;
+  if (!client.call("DELETE", path + enc(o.args[2]), code, "", &raw)) return code;
+  if (!o.json) std::printf("revoked %s %s\n", what, o.args[2].c_str());
+  return kOk;
+}
+
 }  // namespace
 
 int cmd_whoami(Client& client, const Options& o) {
@@ -245,12 +254,7 @@ int cmd_token(Client& client, const Options& options) {
   if (o.args.size() < 2) return fail(kUsage, kTokenUsage);
   const std::string sub = o.args[1];
   int code = 0;
-  if (sub == "revoke" && o.args.size() == 3) {
-    std::string raw;
-    if (!client.call("DELETE", "/api/tokens/" + enc(o.args[2]), code, "", &raw)) return code;
-    if (!o.json) std::printf("revoked token %s\n", o.args[2].c_str());
-    return kOk;
-  }
+  if (sub == "revoke" && o.args.size() == 3) return revoke(client, o, "/api/tokens/", "token");
   auto user = take_flag(o.args, "--user");
   auto label = take_flag(o.args, "--label");
   auto days = take_flag(o.args, "--expires-days");
@@ -297,12 +301,8 @@ int cmd_worker_token(Client& client, const Options& options) {
   if (o.args.size() < 2) return fail(kUsage, kWorkerTokenUsage);
   const std::string sub = o.args[1];
   int code = 0;
-  if (sub == "revoke" && o.args.size() == 3) {
-    std::string raw;
-    if (!client.call("DELETE", "/api/worker-tokens/" + enc(o.args[2]), code, "", &raw)) return code;
-    if (!o.json) std::printf("revoked worker token %s\n", o.args[2].c_str());
-    return kOk;
-  }
+  if (sub == "revoke" && o.args.size() == 3)
+    return revoke(client, o, "/api/worker-tokens/", "worker token");
   if (sub == "create" && o.args.size() == 3) {
     Json request{{"host", o.args[2]}};
     if (project) request["project"] = *project;

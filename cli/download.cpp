@@ -18,15 +18,6 @@ namespace {
 
 constexpr int kTries = 5;
 
-// The message of an error answer: its JSON error's message, else the status.
-std::string answer_message(const ClientResponse& r) {
-  auto j = nlohmann::json::parse(r.body, nullptr, false);
-  if (j.is_object() && j.contains("error") && j["error"].is_object() &&
-      j["error"].contains("message") && j["error"]["message"].is_string())
-    return fmt::format("HTTP {}: {}", r.status, j["error"]["message"].get<std::string>());
-  return fmt::format("HTTP {}", r.status);
-}
-
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;

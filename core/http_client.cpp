@@ -5,6 +5,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
@@ -578,6 +579,14 @@ Result<std::optional<SseEvent>> SseClient::next(std::chrono::milliseconds timeou
       if (pending_.find("\n\n") == std::string::npos) return transport_error("event stream", ec);
     }
   }
+}
+
+std::string answer_message(const ClientResponse& r) {
+  auto j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_object() && j.contains("error") && j["error"].is_object() &&
+      j["error"].contains("message") && j["error"]["message"].is_string())
+    return fmt::format("HTTP {}: {}", r.status, j["error"]["message"].get<std::string>());
+  return fmt::format("HTTP {}", r.status);
 }
 
 }  // namespace hpo

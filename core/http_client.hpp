@@ -45,6 +45,10 @@ struct HttpUrl {
 };
 Result<HttpUrl> parse_http_url(std::string_view url);
 
+// An error answer of hpo's API in one line: "HTTP <status>: <its JSON error's
+// message>", else "HTTP <status>".
+std::string answer_message(const ClientResponse& r);
+
 class HttpClient {
  public:
   HttpClient(std::string host, int port,

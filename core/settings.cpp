@@ -1,5 +1,7 @@
 #include "core/settings.hpp"
 
+#include <sys/stat.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -8,6 +10,8 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "core/text.hpp"
 
 namespace hpo {
 
@@ -61,6 +65,26 @@ std::vector<std::string> split_setting_list(const std::string& text, char separa
     if (at == std::string::npos) return out;
     start = at + 1;
   }
+}
+
+Status check_private_file(const std::string& origin, const std::string& path, bool must_exist) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return must_exist ? Error::invalid(origin, path + " does not exist") : Status{};
+  if ((st.st_mode & 077) != 0)
+    return Error::invalid(
+        origin, fmt::format("{} is readable by other users (mode {:o}); chmod 600 it", path,
+                            st.st_mode & 0777));
+  return {};
+}
+
+Result<std::string> read_private_file(const std::string& origin, const std::string& path) {
+  if (auto st = check_private_file(origin, path, false); !st) return st.error();
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line) || trim_field(line).empty())
+    return Error::invalid(origin, "cannot read a token from " + path);
+  return std::string(trim_field(line));
 }
 
 }  // namespace hpo

@@ -56,6 +56,14 @@ Status parse_setting_number(const std::string& origin, const std::string& text, 
 bool parse_setting_switch(const std::string& text);  // "1" or "true"
 std::vector<std::string> split_setting_list(const std::string& text, char separator);
 
+// A secret's file (a token, a TLS key) must not be readable by other users
+// ("chmod 600 it", naming `origin`); `must_exist`: a missing file is an error
+// here rather than later.
+Status check_private_file(const std::string& origin, const std::string& path, bool must_exist);
+// The secret on the first line of such a file, trimmed; an error naming
+// `origin` when the file is readable by others, missing or holds none.
+Result<std::string> read_private_file(const std::string& origin, const std::string& path);
+
 // Rows for the common kinds of setting: a text field, a switch, a number of
 // seconds at least 0, an integer within [lo, hi].
 template <class Config>

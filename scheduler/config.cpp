@@ -3,12 +3,10 @@
 #include "trials/artifact_dir.hpp"
 #include "trials/data_roots.hpp"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -110,19 +108,6 @@ Status parse_host_port(const std::string& text, const std::string& flag, std::st
 }
 
 namespace {
-
-// A secret's file (the API token, the TLS key) must not be readable by other
-// users; `must_exist`: a missing file is an error here rather than later.
-Status check_private_file(const char* flag, const std::string& path, bool must_exist) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    return must_exist ? Error::invalid(flag, path + " does not exist") : Status{};
-  if ((st.st_mode & 077) != 0)
-    return Error::invalid(
-        flag, fmt::format("{} is readable by other users (mode {:o}); chmod 600 it", path,
-                          st.st_mode & 0777));
-  return {};
-}
 
 using Config = SchedulerConfig;
 using S = Setting<Config>;
@@ -265,10 +250,9 @@ Result<SchedulerConfig> load_scheduler_config(int argc, char** argv) {
   if (!c.tls_key_file.empty())
     if (auto st = check_private_file("--tls-key", c.tls_key_file, true); !st) return st.error();
   if (!c.token_file.empty() && c.token.empty()) {
-    if (auto st = check_private_file("--token-file", c.token_file, false); !st) return st.error();
-    std::ifstream in(c.token_file);
-    if (!in || !std::getline(in, c.token) || c.token.empty())
-      return Error::invalid("--token-file", "cannot read a token from " + c.token_file);
+    auto token = read_private_file("--token-file", c.token_file);
+    if (!token) return token.error();
+    c.token = std::move(*token);
   }
   return c;
 }

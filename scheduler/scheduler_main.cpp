@@ -184,7 +184,8 @@ web::ApiOptions api_options_for(const scheduler::SchedulerConfig& config, const 
   return api_options;
 }
 
-web::ServerOptions server_options_for(const scheduler::SchedulerConfig& config) {
+web::ServerOptions server_options_for(const scheduler::SchedulerConfig& config,
+                                      const trials::redis::RedisStoreConfig& store) {
   web::ServerOptions server_options;
   server_options.host = config.listen_host;
   server_options.port = config.listen_port;
@@ -195,8 +196,7 @@ web::ServerOptions server_options_for(const scheduler::SchedulerConfig& config) 
   // artifact kept in Redis.
   server_options.lane_prefix = scheduler::kWorkerLanePrefix;
   server_options.lane_threads = config.worker_threads;
-  server_options.lane_body_limit =
-      static_cast<std::uint64_t>(trials::redis::RedisStoreConfig{}.max_artifact_bytes) + (1 << 20);
+  server_options.lane_body_limit = static_cast<std::uint64_t>(store.max_artifact_bytes) + (1 << 20);
   return server_options;
 }
 
@@ -302,12 +302,9 @@ int serve(const scheduler::SchedulerConfig& config, const sigset_t& signals,
   web::EventPump pump(stores, hub);
   web::ApiOptions api_options = api_options_for(config, token, specs);
   web::Api api(api_options, stores, hub);
-  web::ServerOptions server_options = server_options_for(config);
+  web::ServerOptions server_options = server_options_for(config, store_config);
   // Workers with a worker token reach the store only through the relay.
-  trials::redis::RelayOptions relay_options;
-  relay_options.prefix = config.prefix;
-  relay_options.max_reports_per_trial = store_config.max_reports_per_trial;
-  trials::redis::WorkerRelay relay(store_config, relay_options);
+  trials::redis::WorkerRelay relay(store_config, trials::redis::RelayOptions{});
   web::HttpServer server(server_options, scheduler::with_worker_endpoint(relay, api.handler()));
 
   loop.start();

@@ -4,6 +4,7 @@
 
 #include "core/log.hpp"
 #include "trials/redis/worker_channel.hpp"
+#include "web/access_control.hpp"
 #include "web/api_errors.hpp"
 
 namespace hpo::scheduler {
@@ -18,11 +19,10 @@ web::Response serve(trials::redis::WorkerRelay& relay, const web::Request& reque
   if (request.method != "POST")
     return web::error_response(405, web::HttpError::kMethodNotAllowed,
                                "the worker endpoint takes POST");
-  const std::string auth = request.header("authorization");
-  constexpr std::string_view kBearer = "Bearer ";
-  if (auth.size() <= kBearer.size() || !web::iequals(auth.substr(0, kBearer.size()), kBearer))
+  const std::string token = web::AccessControl::bearer(request);
+  if (token.empty())
     return unauthorized("the worker endpoint needs a worker token (hpo worker-token create NAME)");
-  auto who = relay.authenticate(auth.substr(kBearer.size()));
+  auto who = relay.authenticate(token);
   if (!who) return web::error_response(who.error());
   if (!*who) {
     log_warn("worker endpoint: a token that is no worker token", {{"remote", request.remote}});

@@ -89,6 +89,16 @@ NewToken make_token() {
   return {random_hex(6), "hpo_" + random_hex(32)};
 }
 
+Result<NewToken> store_new_token(const std::function<Status(const NewToken&)>& add) {
+  for (int tries = 0; tries < 4; ++tries) {
+    NewToken t = make_token();
+    auto st = add(t);
+    if (st) return t;
+    if (st.error().code != ErrorCode::kConflict) return st.error();
+  }
+  return Error::internal("could not find a free token id");
+}
+
 std::string token_digest(std::string_view secret) {
   return sha256_hex(secret);
 }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -108,6 +109,10 @@ struct NewToken {
   std::string secret;
 };
 NewToken make_token();
+// A new token, stored by `add` (with the secret's digest, token_digest):
+// when `add` answers kConflict (an id already taken) another is made, a few
+// times; the token as stored, or `add`'s error.
+Result<NewToken> store_new_token(const std::function<Status(const NewToken&)>& add);
 // `bytes` random bytes (OpenSSL's generator) as lower-case hex: tokens, stream tickets.
 std::string random_hex(std::size_t bytes);
 std::string token_digest(std::string_view secret);

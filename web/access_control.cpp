@@ -14,8 +14,6 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-constexpr std::size_t kMaxCached = 10000;
-
 PrincipalPtr make(std::string user, bool service_admin, bool reads_everything) {
   auto p = std::make_shared<trials::Principal>();
   p->user = std::move(user);
@@ -69,8 +67,7 @@ Result<std::unique_ptr<trials::Store>*> AccessControl::store_locked() {
 Result<PrincipalPtr> AccessControl::by_digest(const std::string& digest) {
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard lock(mu_);
-  if (auto it = by_digest_.find(digest); it != by_digest_.end() && now - it->second.at < kTtl)
-    return it->second.principal;
+  if (const PrincipalPtr* known = by_digest_.find(digest, now)) return *known;
   auto store = store_locked();
   if (!store) return store.error();
   auto found = (**store)->access().resolve_token(digest);
@@ -79,8 +76,7 @@ Result<PrincipalPtr> AccessControl::by_digest(const std::string& digest) {
     return found.error();
   }
   PrincipalPtr p = *found ? std::make_shared<const trials::Principal>(std::move(**found)) : nullptr;
-  if (by_digest_.size() >= kMaxCached) by_digest_.clear();
-  by_digest_[digest] = {p, now};
+  by_digest_.put(digest, p, now);
   return p;
 }
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/expiring_map.hpp"
 #include "core/result.hpp"
 #include "trials/access.hpp"
 #include "trials/store.hpp"
@@ -36,6 +37,7 @@ class AccessControl {
   AccessControl(std::string bootstrap_token, bool auth_reads, trials::StoreFactory factory);
 
   static constexpr std::chrono::milliseconds kTtl{500};
+  static constexpr std::size_t kMaxCached = 10000;  // tokens remembered at once
   static constexpr std::chrono::milliseconds kTicketTtl{60'000};
   static constexpr std::size_t kMaxTickets = 10'000;
 
@@ -71,11 +73,7 @@ class AccessControl {
 
   std::mutex mu_;  // everything below
   std::unique_ptr<trials::Store> store_;
-  struct Cached {
-    PrincipalPtr principal;  // null: no such token
-    std::chrono::steady_clock::time_point at;
-  };
-  std::unordered_map<std::string, Cached> by_digest_;
+  ExpiringMap<PrincipalPtr> by_digest_{kTtl, kMaxCached};  // null: no such token
   std::chrono::steady_clock::time_point users_at_{};
   bool one_person_ = true;
   struct Ticket {

@@ -90,21 +90,13 @@ Api::Api(ApiOptions options, StoreFactory factory, EventHub& hub)
 Api::~Api() = default;
 
 Api::StoreLease Api::borrow() {
-  {
-    std::lock_guard lock(pool_mu_);
-    if (!pool_.empty()) {
-      auto s = std::move(pool_.back());
-      pool_.pop_back();
-      return StoreLease(*this, std::move(s));
-    }
-  }
+  if (auto idle = pool_.take()) return StoreLease(*this, std::move(idle));
   auto made = factory_();
   return StoreLease(*this, made ? std::move(*made) : nullptr);
 }
 
 void Api::give_back(std::unique_ptr<trials::Store> store) {
-  std::lock_guard lock(pool_mu_);
-  pool_.push_back(std::move(store));
+  pool_.give_back(std::move(store));
 }
 
 // DNS rebinding: a page from evil.example whose name the attacker re-points to

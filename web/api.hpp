@@ -47,11 +47,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/idle_pool.hpp"
 #include "trials/spec/spec_cache.hpp"
 #include "trials/store.hpp"
 #include "web/access_control.hpp"
@@ -173,8 +173,7 @@ class Api {
   ParetoCache pareto_cache_;
   TrialCache trial_cache_;
   std::shared_ptr<AccessControl> access_;  // shared with event filters
-  std::mutex pool_mu_;
-  std::vector<std::unique_ptr<trials::Store>> pool_;
+  IdlePool<trials::Store> pool_;
 };
 
 }  // namespace hpo::web

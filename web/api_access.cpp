@@ -345,19 +345,16 @@ Response Api::update_user(const Request& request, const std::string& name) {
 // A new token for `user`, stored hashed; the secret is in the reply only.
 static Result<Json> issue_token(trials::AccessStore& access, const std::string& user,
                                 const std::string& label, std::int64_t lifetime_ms = 0) {
-  for (int tries = 0; tries < 4; ++tries) {
-    trials::NewToken t = trials::make_token();
-    trials::TokenRecord rec{t.id, user, label, 0, 0, lifetime_ms};
-    auto st = access.add_token(user, rec, trials::token_digest(t.secret));
-    if (st)
-      return Json{{"id", t.id},
-                  {"user", user},
-                  {"label", label},
-                  {"token", t.secret},
-                  {"expires_in_days", lifetime_ms > 0 ? Json(lifetime_ms / 86'400'000.0) : Json()}};
-    if (st.error().code != ErrorCode::kConflict) return st.error();
-  }
-  return Error::internal("could not find a free token id");
+  auto t = trials::store_new_token([&](const trials::NewToken& t) {
+    return access.add_token(user, {t.id, user, label, 0, 0, lifetime_ms},
+                            trials::token_digest(t.secret));
+  });
+  if (!t) return t.error();
+  return Json{{"id", t->id},
+              {"user", user},
+              {"label", label},
+              {"token", t->secret},
+              {"expires_in_days", lifetime_ms > 0 ? Json(lifetime_ms / 86'400'000.0) : Json()}};
 }
 
 Response Api::create_user(const Request& request) {

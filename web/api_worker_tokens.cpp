@@ -62,19 +62,17 @@ Response Api::create_worker_token(const Request& request) {
       return error_response(st.error());
   auto store = borrow();
   if (!store) return error_response(Error::unavailable("no store"));
-  for (int tries = 0; tries < 4; ++tries) {
-    trials::NewToken t = trials::make_token();
-    trials::WorkerTokenRecord rec{"w" + t.id, *host, *project, 0, request.principal->user};
-    auto st = store.track(store->access().add_worker_token(rec, trials::token_digest(t.secret)));
-    if (!st && st.error().code == ErrorCode::kConflict) continue;
-    if (!st) return error_response(st.error());
-    audit(store, request, *project, "worker_token.create", rec.id,
-          "worker " + *host + (project->empty() ? ", any project" : ", project " + *project));
-    Json doc = token_doc(rec);
-    doc["token"] = t.secret;
-    return json_ok(201, doc);
-  }
-  return error_response(Error::internal("could not find a free worker token id"));
+  trials::WorkerTokenRecord rec{"", *host, *project, 0, request.principal->user};
+  auto t = trials::store_new_token([&](const trials::NewToken& t) {
+    rec.id = "w" + t.id;
+    return store.track(store->access().add_worker_token(rec, trials::token_digest(t.secret)));
+  });
+  if (!t) return error_response(t.error());
+  audit(store, request, *project, "worker_token.create", rec.id,
+        "worker " + *host + (project->empty() ? ", any project" : ", project " + *project));
+  Json doc = token_doc(rec);
+  doc["token"] = t->secret;
+  return json_ok(201, doc);
 }
 
 Response Api::list_worker_tokens(const Request& request) {

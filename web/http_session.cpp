@@ -163,19 +163,16 @@ class Session : public Conn, public std::enable_shared_from_this<Session<Stream>
     if (reading_ || read_closed_ || closed_ || stopping_ || sse_) return;
     if (pending_.size() >= st_->opts.max_pipelined) return;  // resumed by on_write
     parser_.emplace();
-    parser_->body_limit(st_->opts.body_limit);
     parser_->header_limit(st_->opts.header_limit);
     lowest().expires_after(st_->opts.read_timeout);
     reading_ = true;
-    if (st_->opts.lane_prefix.empty())
-      return http::async_read(
-          stream_, buffer_, *parser_,
-          beast::bind_front_handler(&Session<Stream>::on_read, shared_from_this()));
-    // The lane's requests may carry larger bodies: the header says which it
-    // is. Beast checks a Content-Length against the limit as the header ends,
-    // so the header is read under the larger one and the others are held to
-    // theirs here (a chunked body, as it comes).
-    parser_->body_limit(std::max(st_->opts.body_limit, st_->opts.lane_body_limit));
+    // The header first: it says whether the request is the lane's, whose
+    // bodies may be larger. Beast checks a Content-Length against the limit
+    // as the header ends, so the header is read under the larger one, and any
+    // other request is held to its own here (a chunked body, as it comes).
+    const auto& o = st_->opts;
+    parser_->body_limit(o.lane_prefix.empty() ? o.body_limit
+                                              : std::max(o.body_limit, o.lane_body_limit));
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                               if (ec || self->closed_ || self->sse_) return self->on_read(ec, n);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/http_client.hpp"
 #include "core/settings.hpp"
 #include "trials/artifact_dir.hpp"
 #include "trials/placement.hpp"
@@ -273,6 +274,24 @@ Result<WorkerConfig> load_config(const std::vector<std::string>& args, const Env
   WorkerConfig c;
   if (auto st = load_settings(table, args, env, /*accepts_config_file=*/false, c, c.help); !st)
     return st.error();
+  // The token never comes from a flag (every local user reads those in `ps`).
+  if (const char* token = env("HPO_WORKER_TOKEN"); token && *token) {
+    c.worker_token = token;
+  } else if (!c.worker_token_file.empty()) {
+    auto read = read_private_file("--worker-token-file", c.worker_token_file);
+    if (!read) return read.error();
+    c.worker_token = std::move(*read);
+  }
+  if (!c.scheduler_url.empty() && !c.redis_url.empty())
+    return Error::invalid("--scheduler", "give --redis or --scheduler, not both");
+  if (!c.scheduler_url.empty() && !parse_http_url(c.scheduler_url))
+    return Error::invalid("--scheduler",
+                          "'" + c.scheduler_url + "' is not http[s]://host[:port][/base]");
+  if (!c.scheduler_url.empty() && c.worker_token.empty())
+    return Error::invalid(
+        "--scheduler",
+        "needs this host's worker token: --worker-token-file FILE or "
+        "HPO_WORKER_TOKEN (an admin makes one with hpo worker-token create NAME)");
   return c;
 }
 

@@ -27,6 +27,7 @@ struct WorkerConfig {
   // and holds no Redis credential (trials/redis/worker_channel.hpp).
   std::string scheduler_url;
   std::string worker_token_file;
+  std::string worker_token;        // HPO_WORKER_TOKEN, else the file's (load_config reads it)
   std::optional<int> slots;        // unset: visible GPUs, else 1
   std::string name;                // empty: <host>-<pid>
   std::optional<int> threads;      // CPU threads per slot; unset: cores / slots

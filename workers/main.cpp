@@ -11,7 +11,6 @@
 // attempt — and the process exits 0.
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,7 +21,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,7 +32,6 @@
 #include "core/http_client.hpp"
 #include "core/local_state.hpp"
 #include "core/log.hpp"
-#include "core/text.hpp"
 #include "trials/data_roots.hpp"
 #include "trials/redis/redis_store.hpp"
 #include "workers/agent/agent.hpp"
@@ -185,10 +182,9 @@ void describe_host(const WorkerConfig& config, const hpo::workers::GpuInventory&
   options.labels = config.labels;
   options.address = config.address;
   if (options.address.empty() && url.unix_path.empty()) {
-    auto towards = hpo::parse_http_url(url.gateway);  // the scheduler, else Redis
-    options.address = towards && !url.gateway.empty()
-                          ? hpo::workers::address_towards(towards->host, towards->port)
-                          : hpo::workers::address_towards(url.host, url.port);
+    auto scheduler = hpo::parse_http_url(url.gateway);  // the worker endpoint's, else Redis's
+    options.address = scheduler ? hpo::workers::address_towards(scheduler->host, scheduler->port)
+                                : hpo::workers::address_towards(url.host, url.port);
   }
   options.lease_ms = config.lease_ms;
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000)); };
@@ -276,45 +272,10 @@ hpo::trials::StoreFactory store_factory(const hpo::trials::redis::RedisUrl& url,
 std::optional<hpo::trials::redis::RedisUrl> store_url(const WorkerConfig& config,
                                                       const sigset_t& signals, int& exit_code) {
   exit_code = 2;
-  if (!config.scheduler_url.empty()) {
-    if (!config.redis_url.empty()) {
-      std::fprintf(stderr, "hpo-worker: give --redis or --scheduler, not both\n");
-      return std::nullopt;
-    }
-    std::string token;
-    if (const char* env = std::getenv("HPO_WORKER_TOKEN"); env && *env) token = env;
-    if (token.empty() && !config.worker_token_file.empty()) {
-      struct stat st {};
-      std::ifstream in(config.worker_token_file);
-      if (::stat(config.worker_token_file.c_str(), &st) != 0 || !in) {
-        std::fprintf(stderr, "hpo-worker: --worker-token-file: cannot read %s\n",
-                     config.worker_token_file.c_str());
-        return std::nullopt;
-      }
-      if (st.st_mode & 077) {
-        std::fprintf(stderr,
-                     "hpo-worker: --worker-token-file %s is readable by others: chmod 600 it\n",
-                     config.worker_token_file.c_str());
-        return std::nullopt;
-      }
-      std::getline(in, token);
-      token = std::string(hpo::trim_field(token));
-    }
+  if (!config.scheduler_url.empty()) {  // checked by load_config, token included
     hpo::trials::redis::RedisUrl url;
     url.gateway = config.scheduler_url;
-    url.password = token;
-    if (!hpo::parse_http_url(url.gateway)) {
-      std::fprintf(stderr, "hpo-worker: --scheduler: '%s' is not http[s]://host[:port]\n",
-                   url.gateway.c_str());
-      return std::nullopt;
-    }
-    if (token.empty()) {
-      std::fprintf(stderr,
-                   "hpo-worker: --scheduler needs this host's worker token: --worker-token-file "
-                   "FILE or HPO_WORKER_TOKEN (an admin makes one with hpo worker-token create "
-                   "NAME)\n");
-      return std::nullopt;
-    }
+    url.password = config.worker_token;
     return url;
   }
   std::string url = config.redis_url;

@@ -15,7 +15,9 @@ service_free_port() {
 }
 
 # service_start BUILD WORKERS SLOTS (SERVICE_WORKER_ARGS: more flags for each
-# worker; SERVICE_SCHEDULER_ARGS: for the scheduler)
+# worker; SERVICE_SCHEDULER_ARGS: for the scheduler; SERVICE_WORKER_TOKENS=1:
+# each worker gets a worker token and reaches the store through the
+# scheduler, --scheduler, instead of the Redis URL in scheduler.json)
 service_start() {
   local b=$1 workers=$2 slots=$3
   SERVICE_HOME=$(mktemp -d /tmp/hpo-bench.XXXXXX)
@@ -32,9 +34,16 @@ service_start() {
   SERVICE_REDIS=$(jq -r .redis "$SERVICE_HOME/scheduler.json")
   SERVICE_WORKERS=()
   for w in $(seq "$workers"); do
+    local store_args=()
+    if [[ ${SERVICE_WORKER_TOKENS:-} == 1 ]]; then
+      (umask 077 && curl -sf -H "Authorization: Bearer $SERVICE_TOKEN" \
+        -d "{\"host\": \"bench-$w\"}" "$SERVICE_API/api/worker-tokens" |
+        jq -r .token >"$SERVICE_HOME/worker-token-$w") || return 1
+      store_args=(--scheduler "$SERVICE_API" --worker-token-file "$SERVICE_HOME/worker-token-$w")
+    fi
     # shellcheck disable=SC2086  # SERVICE_WORKER_ARGS: more flags, split on purpose
     HPO_HOME=$SERVICE_HOME "$b/workers/hpo-worker" --slots "$slots" --name "bench-$w" \
-      ${SERVICE_WORKER_ARGS:-} >"$SERVICE_HOME/worker-$w.log" 2>&1 &
+      "${store_args[@]}" ${SERVICE_WORKER_ARGS:-} >"$SERVICE_HOME/worker-$w.log" 2>&1 &
     SERVICE_WORKERS+=($!)
   done
 }

@@ -105,8 +105,7 @@ class ArtifactIsolation : public ::testing::Test {
 TEST_F(ArtifactIsolation, ALinkPlantedByATrialRunningAsTheWorkerIsNeverServed) {
   ASSERT_NO_FATAL_FAILURE(c_.start_scheduler({"--artifacts", artifacts_}));
   c_.start_worker("as-itself", 1);
-  hpo::HttpClient mallory(*hpo::parse_http_url(
-      Json::parse(read_file(c_.home() + "/scheduler.json"))["api"].get<std::string>()));
+  hpo::HttpClient mallory(*hpo::parse_http_url(c_.api_url()));
   mallory.set_token(member());
   const std::string id = run_attack(mallory);
   auto [victim, attacker] = victim_and_attacker(id);
@@ -142,8 +141,7 @@ TEST_F(ArtifactIsolation, ATrialOfARootWorkerCannotWriteTheArtifactFolder) {
   ASSERT_NE(::getpwnam("hpo-trial"), nullptr) << "no user hpo-trial: scripts/install-deps.sh";
   ASSERT_NO_FATAL_FAILURE(c_.start_scheduler({"--artifacts", artifacts_}));
   c_.start_worker("root", 1, 1500, {"--trial-user", "hpo-trial", "--data-root", exchange_});
-  hpo::HttpClient mallory(*hpo::parse_http_url(
-      Json::parse(read_file(c_.home() + "/scheduler.json"))["api"].get<std::string>()));
+  hpo::HttpClient mallory(*hpo::parse_http_url(c_.api_url()));
   mallory.set_token(member());
   const std::string id = run_attack(mallory);
   auto [victim, attacker] = victim_and_attacker(id);

@@ -371,8 +371,7 @@ TEST(EndToEnd, BadSpecGets400WithTheFieldPathAndStoresNothing) {
   Json list = c.get("/api/sweeps");
   EXPECT_TRUE(list["sweeps"].empty()) << list.dump();
   // Without the token a submit is refused.
-  HttpClient anon(*parse_http_url(
-      Json::parse(read_file(c.home() + "/scheduler.json"))["api"].get<std::string>()));
+  HttpClient anon(*parse_http_url(c.api_url()));
   auto unauth = anon.post("/api/sweeps", command_spec(5, 0).dump());
   ASSERT_TRUE(unauth.ok());
   EXPECT_EQ(unauth->status, 401);

@@ -34,10 +34,6 @@ using hpo::trials::redis::RedisUrl;
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
 
-std::string api_url(const Cluster& c) {
-  return Json::parse(read_file(c.home() + "/scheduler.json"))["api"].get<std::string>();
-}
-
 // A worker token made over REST by the admin: {id, token}.
 Json make_worker_token(Cluster& c, const std::string& host, const std::string& project = "") {
   Json body = {{"host", host}};
@@ -50,7 +46,7 @@ Json make_worker_token(Cluster& c, const std::string& host, const std::string& p
 // What a stolen worker token reaches: the worker endpoint, as the worker's own store code.
 RedisUrl endpoint(const Cluster& c, const std::string& token) {
   RedisUrl url;
-  url.gateway = api_url(c);
+  url.gateway = c.api_url();
   url.password = token;
   return url;
 }
@@ -73,7 +69,7 @@ TEST(WorkerTokens, AWorkerWithOnlyAWorkerTokenRunsASweepToItsEnd) {
   const std::string file = c.home() + "/worker-token";
   std::ofstream(file) << token["token"].get<std::string>() << "\n";
   ::chmod(file.c_str(), 0600);
-  c.start_worker("host-a", 2, 1500, {"--scheduler", api_url(c), "--worker-token-file", file});
+  c.start_worker("host-a", 2, 1500, {"--scheduler", c.api_url(), "--worker-token-file", file});
   const std::string id = c.submit(hpo::testing::toy_command_spec(4, 20));
   ASSERT_FALSE(id.empty());
   Json sweep = c.wait_finished(id, 120s);
@@ -85,12 +81,12 @@ TEST(WorkerTokens, AWorkerWithOnlyAWorkerTokenRunsASweepToItsEnd) {
     EXPECT_EQ(t["worker"], "host-a") << t.dump();
   }
   const std::string log = read_file(c.home() + "/worker-host-a.log");
-  EXPECT_NE(log.find("the worker endpoint of " + api_url(c)), std::string::npos) << log;
+  EXPECT_NE(log.find("the worker endpoint of " + c.api_url()), std::string::npos) << log;
 
   // A token file others may read is refused before anything starts.
   ::chmod(file.c_str(), 0644);
   auto& loose =
-      c.start_worker("host-b", 1, 1500, {"--scheduler", api_url(c), "--worker-token-file", file});
+      c.start_worker("host-b", 1, 1500, {"--scheduler", c.api_url(), "--worker-token-file", file});
   EXPECT_EQ(loose.wait(30s), 2);
   EXPECT_NE(loose.log().find("chmod 600"), std::string::npos) << loose.log();
 }
@@ -239,7 +235,7 @@ TEST_F(StolenWorkerToken, TheHoldersTokenStoresAnArtifactPastTheApisBodyLimit) {
 TEST_F(StolenWorkerToken, OnlyAServiceAdminMakesWorkerTokens) {
   auto user = c_.api().post("/api/users", R"({"name": "mallory"})");
   ASSERT_TRUE(user.ok() && user->status == 201);
-  hpo::HttpClient as_member(*hpo::parse_http_url(api_url(c_)), 10s);
+  hpo::HttpClient as_member(*hpo::parse_http_url(c_.api_url()), 10s);
   as_member.set_token(Json::parse(user->body)["token"]["token"].get<std::string>());
   auto r = as_member.post("/api/worker-tokens", R"({"host": "mine"})");
   ASSERT_TRUE(r.ok());

@@ -127,6 +127,10 @@ class Cluster {
   }
 
   HttpClient& api() { return *api_; }
+  // Where the API listens (scheduler.json's "api").
+  std::string api_url() const {
+    return Json::parse(read_file(home_ + "/scheduler.json"))["api"].get<std::string>();
+  }
   Process& scheduler() { return *scheduler_; }
   const std::string& home() const { return home_; }
 

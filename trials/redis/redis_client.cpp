@@ -265,12 +265,17 @@ Status RedisClient::set_timeout(std::chrono::milliseconds t) {
 }
 
 Status RedisClient::ensure_connected() {
-  if (ctx_) return {};
+  if (connected()) return {};
   auto now = std::chrono::steady_clock::now();
   if (now < next_attempt_) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next_attempt_ - now);
     return Error::unavailable("redis " + url_.to_string() + " unavailable; next try in " +
                               std::to_string(left.count()) + " ms");
+  }
+  if (!url_.gateway.empty()) {  // each call is a request of its own: nothing to open
+    if (!channel_) return Error::invalid("scheduler", node_);
+    channel_ready_ = true;
+    return after_connect();
   }
   RedisUrl::Endpoint at{url_.host, url_.port};
   if (url_.sentinel()) {
@@ -313,12 +318,16 @@ Status RedisClient::ensure_connected() {
   if (url_.sentinel()) {
     if (auto s = check_primary(); !s) return s;
   }
+  return after_connect();
+}
+
+Status RedisClient::after_connect() {
   if (on_connect_ && !in_on_connect_) {
     in_on_connect_ = true;
     Status s = on_connect_(*this);
     in_on_connect_ = false;
     if (!s) {
-      if (ctx_) fail(s.error().message);
+      if (connected()) fail(s.error().message);
       return s;
     }
   }
@@ -329,28 +338,9 @@ Status RedisClient::ensure_connected() {
 
 Result<std::vector<Reply>> RedisClient::relay(const std::vector<std::vector<std::string>>& commands,
                                               std::chrono::milliseconds timeout) {
-  if (!channel_) return Error::invalid("scheduler", node_);
-  if (!channel_ready_) {
-    if (auto now = std::chrono::steady_clock::now(); now < next_attempt_)
-      return Error::unavailable(
-          url_.to_string() + " unavailable; next try in " +
-          std::to_string(
-              std::chrono::duration_cast<std::chrono::milliseconds>(next_attempt_ - now).count()) +
-          " ms");
-    channel_ready_ = true;  // on_connect's own calls go through
-    if (on_connect_ && !in_on_connect_) {
-      in_on_connect_ = true;
-      Status s = on_connect_(*this);
-      in_on_connect_ = false;
-      if (!s) {
-        channel_ready_ = false;
-        return s.error();
-      }
-    }
-  }
+  if (auto s = ensure_connected(); !s) return s.error();
   auto r = channel_->send(commands, timeout.count() > 0 ? timeout : options_.command_timeout);
   if (!r && r.error().code == ErrorCode::kUnavailable) return fail(r.error().message);
-  if (r) backoff_.reset();
   return r;
 }
 

@@ -137,6 +137,7 @@ class RedisClient {
 
  private:
   Status ensure_connected();
+  Status after_connect();               // on_connect, then the back-off starts afresh
   Error fail(const std::string& what);  // drops the context, schedules back-off
   Status set_timeout(std::chrono::milliseconds t);
   // Asks the Sentinels in turn where the primary is.

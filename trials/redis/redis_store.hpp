@@ -206,6 +206,15 @@ class RedisStore final : public AllRoles {
 
   RedisClient& client() { return client_; }
   const std::string& prefix() const { return config_.prefix; }
+  // Also the worker relay's (worker_relay.hpp): what it runs for a worker.
+  // FCALL hpo_<name> 0 <prefix> args...; a refusal (NOT_FOUND, CONFLICT,
+  // LEASE_LOST, INVALID) becomes its ErrorCode.
+  Result<Reply> fcall(const std::string& name, std::vector<std::string> args);
+  // For writes acknowledged to someone (a user's submit, a worker's result):
+  // WAIT until the URL's `replicas` have them, so a failover cannot lose
+  // them. Fewer in time: kUnavailable naming `what` (the write is on the
+  // primary; the caller retries it, which every such write allows).
+  Status replicated(const std::string& what);
 
  private:
   // The sweeps of these ids (a reply's elements), in order; gone ones left out.
@@ -219,15 +228,7 @@ class RedisStore final : public AllRoles {
                                                         const std::string& name);
   Status check_artifact_size(const std::string& trial_id, const std::string& name,
                              const std::string& bytes) const;
-  // FCALL hpo_<name> 0 <prefix> args...; a refusal (NOT_FOUND, CONFLICT,
-  // LEASE_LOST, INVALID) becomes its ErrorCode.
-  Result<Reply> fcall(const std::string& name, std::vector<std::string> args);
   Status load_functions(RedisClient& client);
-  // For writes acknowledged to someone (a user's submit, a worker's result):
-  // WAIT until the URL's `replicas` have them, so a failover cannot lose
-  // them. Fewer in time: kUnavailable naming `what` (the write is on the
-  // primary; the caller retries it, which every such write allows).
-  Status replicated(const std::string& what);
   // Fewer replicas connected than the rule wants (-1: none missing), until
   // degraded_recheck_.
   int degraded_replicas_ = -1;

@@ -29,6 +29,14 @@ void each_row(const Reply& r, std::size_t width, F&& f) {
   for (std::size_t i = 0; i + width <= r.elements.size(); i += width) f(&r.elements[i]);
 }
 
+// Tokens in the order they were made (ids break ties).
+template <class Record>
+void oldest_first(std::vector<Record>& records) {
+  std::sort(records.begin(), records.end(), [](const Record& a, const Record& b) {
+    return a.created_ms < b.created_ms || (a.created_ms == b.created_ms && a.id < b.id);
+  });
+}
+
 }  // namespace
 
 Status RedisStore::bootstrap(const std::string& admin, const std::string& digest,
@@ -84,9 +92,7 @@ Result<std::vector<TokenRecord>> RedisStore::list_tokens(const std::string& user
   each_row(*r, 4, [&](const Reply* e) {
     out.push_back({e[0].str, user, e[1].str, to_i64(e[2].str), to_i64(e[3].str)});
   });
-  std::sort(out.begin(), out.end(), [](auto& a, auto& b) {
-    return a.created_ms < b.created_ms || (a.created_ms == b.created_ms && a.id < b.id);
-  });
+  oldest_first(out);
   return out;
 }
 
@@ -211,9 +217,7 @@ Result<std::vector<WorkerTokenRecord>> RedisStore::list_worker_tokens() {
   each_row(*r, 5, [&](const Reply* e) {
     out.push_back({e[0].str, e[1].str, e[2].str, to_i64(e[3].str), e[4].str});
   });
-  std::sort(out.begin(), out.end(), [](auto& a, auto& b) {
-    return a.created_ms < b.created_ms || (a.created_ms == b.created_ms && a.id < b.id);
-  });
+  oldest_first(out);
   return out;
 }
 

@@ -1,23 +1,8 @@
 #include "trials/redis/worker_channel.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include "trials/redis/resp.hpp"
 
 namespace hpo::trials::redis {
-
-namespace {
-
-// The message of the scheduler's JSON error body, else the status and the body's start.
-std::string error_text(const ClientResponse& r) {
-  auto doc = nlohmann::json::parse(r.body, nullptr, false);
-  if (doc.is_object() && doc.contains("error") && doc["error"].is_object() &&
-      doc["error"].value("message", "") != "")
-    return doc["error"]["message"].get<std::string>();
-  return "HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 200);
-}
-
-}  // namespace
 
 Result<std::unique_ptr<WorkerChannel>> WorkerChannel::open(
     const std::string& scheduler_url, std::string token,
@@ -49,11 +34,11 @@ Result<std::vector<Reply>> WorkerChannel::send(
   if (!r) return r.error();
   if (r->status == 401 || r->status == 403)
     return Error{
-        ErrorCode::kUnauthorized, "the scheduler refused this worker: " + error_text(*r), {}};
+        ErrorCode::kUnauthorized, "the scheduler refused this worker: " + answer_message(*r), {}};
   if (r->status >= 500 || r->status == 429)
-    return Error::unavailable("the scheduler's worker endpoint: " + error_text(*r));
+    return Error::unavailable("the scheduler's worker endpoint: " + answer_message(*r));
   if (r->status != 200)
-    return Error::internal("the scheduler's worker endpoint: " + error_text(*r));
+    return Error::internal("the scheduler's worker endpoint: " + answer_message(*r));
   auto replies = parse_resp(r->body, commands.size());
   if (!replies)
     return Error::internal("the scheduler's worker endpoint: " + replies.error().message);

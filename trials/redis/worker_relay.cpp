@@ -1,20 +1,23 @@
 #include "trials/redis/worker_relay.hpp"
 
 #include <algorithm>
-#include <cctype>
 
 #include <nlohmann/json.hpp>
 
 #include "core/log.hpp"
+#include "core/text.hpp"
 #include "trials/redis/resp.hpp"
 
 namespace hpo::trials::redis {
 
 namespace {
 
-std::string upper(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
+// The error reply a worker gets for a call that does not run.
+Reply unauthorized_reply(const std::string& why) {
+  Reply r;
+  r.type = Reply::Type::kError;
+  r.str = "UNAUTHORIZED " + why;
+  return r;
 }
 
 Error refused(const std::string& what, const std::string& why) {
@@ -87,8 +90,8 @@ Result<Admitted> admit_fcall(const WorkerTokenRecord& who, std::vector<std::stri
 Result<Admitted> admit_wake_read(std::vector<std::string> argv, const RelayOptions& o) {
   std::size_t i = 1;
   Admitted out;
-  if (argv.size() > i + 1 && upper(argv[i]) == "COUNT") i += 2;
-  if (argv.size() > i + 1 && upper(argv[i]) == "BLOCK") {
+  if (argv.size() > i + 1 && ascii_lower(argv[i]) == "count") i += 2;
+  if (argv.size() > i + 1 && ascii_lower(argv[i]) == "block") {
     long long ms = 0;
     try {
       ms = std::stoll(argv[i + 1]);
@@ -101,7 +104,7 @@ Result<Admitted> admit_wake_read(std::vector<std::string> argv, const RelayOptio
     out.block = std::chrono::milliseconds(ms);
     i += 2;
   }
-  if (argv.size() != i + 3 || upper(argv[i]) != "STREAMS" || argv[i + 1] != o.prefix + "wake")
+  if (argv.size() != i + 3 || ascii_lower(argv[i]) != "streams" || argv[i + 1] != o.prefix + "wake")
     return refused("XREAD", "only the wake stream is read");
   out.argv = std::move(argv);
   return out;
@@ -112,30 +115,30 @@ Result<Admitted> admit_wake_read(std::vector<std::string> argv, const RelayOptio
 Result<Admitted> admit(const WorkerTokenRecord& who, std::vector<std::string> argv,
                        const RelayOptions& o) {
   if (argv.empty()) return refused("an empty command", "no command");
-  const std::string name = upper(argv[0]);
+  const std::string name = ascii_lower(argv[0]);
   const std::string& P = o.prefix;
   auto as_is = [&]() -> Result<Admitted> {
     Admitted out;
     out.argv = std::move(argv);
     return out;
   };
-  if (name == "FCALL" || name == "FCALL_RO") return admit_fcall(who, std::move(argv), o);
-  if ((name == "PING" || name == "TIME") && argv.size() == 1) return as_is();
-  if (name == "XREAD") return admit_wake_read(std::move(argv), o);
+  if (name == "fcall" || name == "fcall_ro") return admit_fcall(who, std::move(argv), o);
+  if ((name == "ping" || name == "time") && argv.size() == 1) return as_is();
+  if (name == "xread") return admit_wake_read(std::move(argv), o);
   // The Functions' version (the library is public; loading it is the scheduler's).
-  if (name == "FUNCTION" && argv.size() >= 2 && upper(argv[1]) == "LIST") return as_is();
+  if (name == "function" && argv.size() >= 2 && ascii_lower(argv[1]) == "list") return as_is();
   // Where the pool keeps artifact files.
-  if ((name == "HGET" || name == "HMGET") && argv.size() >= 3 && argv[1] == P + "deployment") {
+  if ((name == "hget" || name == "hmget") && argv.size() >= 3 && argv[1] == P + "deployment") {
     bool plain = true;
     for (std::size_t i = 2; i < argv.size(); ++i)
       plain = plain && (argv[i] == "artifact_dir" || argv[i] == "artifact_marker");
     if (plain) return as_is();
   }
   // Whether any sweep runs (hpo-worker --exit-when-idle-s): ids only.
-  if (name == "SMEMBERS" && argv.size() == 2 && argv[1] == P + "sweeps:active") return as_is();
+  if (name == "smembers" && argv.size() == 2 && argv[1] == P + "sweeps:active") return as_is();
   // A trial's artifact: only of a trial the worker holds (or of its sweep).
   const std::string artifact = P + "artifact:";
-  if (name == "GET" && argv.size() == 2 && argv[1].starts_with(artifact)) {
+  if (name == "get" && argv.size() == 2 && argv[1].starts_with(artifact)) {
     const std::string rest = argv[1].substr(artifact.size());
     const auto colon = rest.find(':');
     if (colon != std::string::npos && colon > 0) {
@@ -145,32 +148,24 @@ Result<Admitted> admit(const WorkerTokenRecord& who, std::vector<std::string> ar
       return out;
     }
   }
-  return refused(name + (argv.size() > 1 ? " " + argv[1] : std::string()),
+  return refused(argv[0] + (argv.size() > 1 ? " " + argv[1] : std::string()),
                  "a worker's calls are its Functions and reads of what it holds");
 }
 
 WorkerRelay::WorkerRelay(RedisStoreConfig store, RelayOptions options)
-    : store_config_(std::move(store)), options_(std::move(options)) {
-  store_config_.prefix = options_.prefix;
+    : store_config_(std::move(store)),
+      options_(std::move(options)),
+      known_(options_.remember, 10000) {
+  // The store's own: where its keys are, how many reports it keeps.
+  options_.prefix = store_config_.prefix;
+  options_.max_reports_per_trial = store_config_.max_reports_per_trial;
 }
 
 WorkerRelay::~WorkerRelay() = default;
 
 std::unique_ptr<RedisStore> WorkerRelay::borrow() {
-  {
-    std::lock_guard lock(mu_);
-    if (!pool_.empty()) {
-      auto s = std::move(pool_.back());
-      pool_.pop_back();
-      return s;
-    }
-  }
+  if (auto idle = pool_.take()) return idle;
   return std::make_unique<RedisStore>(store_config_);
-}
-
-void WorkerRelay::give_back(std::unique_ptr<RedisStore> store) {
-  std::lock_guard lock(mu_);
-  if (pool_.size() < 64) pool_.push_back(std::move(store));
 }
 
 Result<std::optional<WorkerTokenRecord>> WorkerRelay::authenticate(const std::string& token) {
@@ -178,38 +173,30 @@ Result<std::optional<WorkerTokenRecord>> WorkerRelay::authenticate(const std::st
   const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(mu_);
-    if (auto it = known_.find(digest); it != known_.end() && it->second.until > now)
-      return it->second.who;
+    if (const auto* who = known_.find(digest, now)) return *who;
   }
   auto store = borrow();
   auto who = store->resolve_worker_token(digest);
   if (!who) return who.error();  // the store is dropped: it may be broken
-  give_back(std::move(store));
+  pool_.give_back(std::move(store));
   std::lock_guard lock(mu_);
-  if (known_.size() >= 10000) known_.clear();  // bounded: tokens at random cannot fill it
-  known_[digest] = Known{*who, now + options_.remember};
+  known_.put(digest, *who, now);
   return *who;
 }
 
 Result<Reply> WorkerRelay::run(RedisStore& store, const WorkerTokenRecord& who,
                                const Admitted& call) {
-  RedisClient& redis = store.client();
   if (!call.read_trial.empty()) {
-    auto may = redis.command(
-        {"FCALL", "hpo_worker_may_read", "0", options_.prefix, who.host, call.read_trial});
+    auto may = store.fcall("worker_may_read", {who.host, call.read_trial});
     if (!may) return may.error();
-    if (may->is_error()) return *may;
     if (may->integer != 1) {
-      Reply no;
-      no.type = Reply::Type::kError;
-      no.str = "UNAUTHORIZED worker '" + who.host + "' holds no trial that may read trial " +
-               call.read_trial + "'s artifacts";
-      return no;
+      return unauthorized_reply("worker '" + who.host + "' holds no trial that may read trial " +
+                                call.read_trial + "'s artifacts");
     }
   }
-  const auto timeout = call.block.count() > 0 ? call.block + std::chrono::milliseconds(5000)
+  const auto timeout = call.block.count() > 0 ? call.block + store_config_.command_timeout
                                               : std::chrono::milliseconds(0);
-  return redis.command(call.argv, timeout);
+  return store.client().command(call.argv, timeout);
 }
 
 Result<std::string> WorkerRelay::relay(const WorkerTokenRecord& who, std::string_view body) {
@@ -221,12 +208,9 @@ Result<std::string> WorkerRelay::relay(const WorkerTokenRecord& who, std::string
   for (auto& argv : *commands) {
     auto call = admit(who, std::move(argv), options_);
     if (!call) {
-      Reply no;
-      no.type = Reply::Type::kError;
-      no.str = "UNAUTHORIZED " + call.error().message;
       log_warn("worker endpoint refused a call",
                {{"worker", who.host}, {"token", who.id}, {"reason", call.error().message}});
-      out += resp_reply(no);
+      out += resp_reply(unauthorized_reply(call.error().message));
       continue;
     }
     auto r = run(*store, who, *call);
@@ -235,13 +219,9 @@ Result<std::string> WorkerRelay::relay(const WorkerTokenRecord& who, std::string
     out += resp_reply(*r);
   }
   // Acknowledged writes wait for the replicas the scheduler's URL asks for.
-  if (wrote && store_config_.url.wait_replicas > 0) {
-    auto got = store->client().wait_replicas(
-        store_config_.url.wait_replicas,
-        std::chrono::milliseconds(store_config_.url.replica_timeout_ms));
-    if (!got) return got.error();
-  }
-  give_back(std::move(store));
+  if (wrote)
+    if (auto st = store->replicated("worker " + who.host + "'s calls"); !st) return st.error();
+  pool_.give_back(std::move(store));
   return out;
 }
 

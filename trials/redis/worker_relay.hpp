@@ -28,7 +28,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,6 +35,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/expiring_map.hpp"
+#include "core/idle_pool.hpp"
 #include "core/result.hpp"
 #include "trials/access.hpp"
 #include "trials/redis/redis_store.hpp"
@@ -43,6 +44,7 @@
 namespace hpo::trials::redis {
 
 struct RelayOptions {
+  // The store's (WorkerRelay takes them from its RedisStoreConfig).
   std::string prefix = "hpo:";
   std::int64_t max_reports_per_trial = kMaxReportsPerTrial;
   std::chrono::milliseconds max_block{5000};  // longest wait of a blocking read
@@ -78,19 +80,14 @@ class WorkerRelay {
   Result<std::string> relay(const WorkerTokenRecord& who, std::string_view body);
 
  private:
-  std::unique_ptr<RedisStore> borrow();
-  void give_back(std::unique_ptr<RedisStore> store);
+  std::unique_ptr<RedisStore> borrow();  // an idle connection, else a new one
   Result<Reply> run(RedisStore& store, const WorkerTokenRecord& who, const Admitted& call);
 
   RedisStoreConfig store_config_;
   RelayOptions options_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<RedisStore>> pool_;
-  struct Known {
-    std::optional<WorkerTokenRecord> who;
-    std::chrono::steady_clock::time_point until;
-  };
-  std::map<std::string, Known> known_;  // by token digest
+  IdlePool<RedisStore> pool_{64};
+  std::mutex mu_;                                        // known_
+  ExpiringMap<std::optional<WorkerTokenRecord>> known_;  // by token digest
 };
 
 }  // namespace hpo::trials::redis
