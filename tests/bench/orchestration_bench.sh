@@ -21,34 +21,21 @@ rounds=${6:-3}
 
 source tests/bench/service.sh
 
-# One sweep on build $1; prints trials/s.
-run_once() {
-  service_start "$1" 1 "$slots" || return 1
-  service_sweep "$trials" "$concurrent" branin || { service_stop; return 1; }
-  service_wait || true
-  local rate
-  rate=$(service_trials_per_s "$trials") || { service_stop; return 1; }
-  service_stop
-  echo "$rate"
-}
-
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-
 echo "orchestration_bench $(date -u '+%F %H:%M') UTC on $(nproc) cores, $(git rev-parse --short HEAD):" \
   "$trials synthetic trials (no work), worker of $slots slots, max_concurrent $concurrent"
 declare -a a_runs=() b_runs=()
 for r in $(seq "$rounds"); do
-  a_runs+=("$(run_once "$build")")
+  a_runs+=("$(service_rate "$build" 1 "$slots" "$trials" "$concurrent")")
   echo "  round $r: $build ${a_runs[-1]} trials/s"
   if [[ -n $other ]]; then
-    b_runs+=("$(run_once "$other")")
+    b_runs+=("$(service_rate "$other" 1 "$slots" "$trials" "$concurrent")")
     echo "  round $r: $other ${b_runs[-1]} trials/s"
   fi
 done
-a_med=$(printf '%s\n' "${a_runs[@]}" | median)
+a_med=$(printf '%s\n' "${a_runs[@]}" | service_median)
 echo "median $build: $a_med trials/s"
 if [[ -n $other ]]; then
-  b_med=$(printf '%s\n' "${b_runs[@]}" | median)
+  b_med=$(printf '%s\n' "${b_runs[@]}" | service_median)
   echo "median $other: $b_med trials/s"
   python3 -c "print(f'ratio {\"$build\"} / {\"$other\"}: {$a_med / $b_med:.2f}')"
 fi

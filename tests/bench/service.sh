@@ -144,6 +144,24 @@ service_redis_cli() {
     -p "${hostport##*:}" "$@"
 }
 
+# service_rate BUILD WORKERS SLOTS TRIALS CONCURRENT [WAIT_WORKERS (0)]: one
+# sweep of TRIALS synthetic branin trials that do no work, on a fresh service
+# (its clock starting once the workers registered when WAIT_WORKERS is 1);
+# prints its trials/s.
+service_rate() {
+  service_start "$1" "$2" "$3" || return 1
+  if [[ ${6:-0} == 1 ]]; then service_wait_workers "$2" || { service_stop; return 1; }; fi
+  service_sweep "$4" "$5" branin || { service_stop; return 1; }
+  service_wait || true
+  local rate
+  rate=$(service_trials_per_s "$4") || { service_stop; return 1; }
+  service_stop
+  echo "$rate"
+}
+
+# service_median: the median of the numbers on standard input, one a line.
+service_median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
 service_stop() {
   kill -TERM "${SERVICE_WORKERS[@]}" "$SERVICE_SCHEDULER" 2>/dev/null || true
   wait "${SERVICE_WORKERS[@]}" "$SERVICE_SCHEDULER" 2>/dev/null || true

@@ -20,32 +20,18 @@ rounds=${6:-3}
 
 source tests/bench/service.sh
 
-# One sweep; prints trials/s. $1: 1 for worker tokens.
-run_once() {
-  SERVICE_WORKER_TOKENS=$1 service_start "$build" "$workers" "$slots" || return 1
-  service_wait_workers "$workers" || { service_stop; return 1; }
-  service_sweep "$trials" "$concurrent" branin || { service_stop; return 1; }
-  service_wait || true
-  local rate
-  rate=$(service_trials_per_s "$trials") || { service_stop; return 1; }
-  service_stop
-  echo "$rate"
-}
-
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-
 service_banner
 echo "worker_token_bench $(git rev-parse --short HEAD): $trials synthetic trials (no work)," \
   "$workers workers of $slots slots, max_concurrent $concurrent"
 declare -a redis_runs=() token_runs=()
 for r in $(seq "$rounds"); do
-  redis_runs+=("$(run_once 0)")
+  redis_runs+=("$(SERVICE_WORKER_TOKENS=0 service_rate "$build" "$workers" "$slots" "$trials" "$concurrent" 1)")
   echo "  round $r: Redis URL     ${redis_runs[-1]} trials/s"
-  token_runs+=("$(run_once 1)")
+  token_runs+=("$(SERVICE_WORKER_TOKENS=1 service_rate "$build" "$workers" "$slots" "$trials" "$concurrent" 1)")
   echo "  round $r: worker token  ${token_runs[-1]} trials/s"
 done
-redis_med=$(printf '%s\n' "${redis_runs[@]}" | median)
-token_med=$(printf '%s\n' "${token_runs[@]}" | median)
+redis_med=$(printf '%s\n' "${redis_runs[@]}" | service_median)
+token_med=$(printf '%s\n' "${token_runs[@]}" | service_median)
 echo "median Redis URL: $redis_med trials/s"
 echo "median worker token: $token_med trials/s"
 python3 -c "print(f'ratio worker token / Redis URL: {$token_med / $redis_med:.2f}')"
