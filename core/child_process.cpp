@@ -70,27 +70,44 @@ struct ChildPlan {
   int death_signal;
   const Identity* identity;               // null: stay the worker
   const std::vector<const char*>* procs;  // cgroup.procs files to join
+  const ConfinementPlan* confine;         // null: the worker's namespaces
+  int life_fd;                            // confined: init's end of the worker's pipe
 };
 
 // Where the child failed, sent with errno through the error pipe.
-enum Stage : int { kCgroup = 1, kLimit, kRedirect, kIdentity, kChdir, kExec };
+enum Stage : int { kCgroup = 1, kLimit, kRedirect, kIdentity, kChdir, kExec, kConfine };
 
-[[noreturn]] void child_fail(int errpipe, Stage stage) {
-  int msg[2] = {stage, errno};
+// `step`: where a confinement failed (ConfinementPlan::Step).
+[[noreturn]] void child_fail(int errpipe, Stage stage, int step = 0) {
+  int msg[3] = {stage, errno, step};
   (void)!::write(errpipe, msg, sizeof msg);
   ::_exit(127);
 }
 
-// Every descriptor above 2 except the error pipe (close-on-exec itself):
-// whatever a library left open without O_CLOEXEC (hiredis sockets) ends here.
-void close_inherited(int keep) {
+// Every descriptor above 2 except the error pipe and init's pipe (both
+// close-on-exec): whatever a library left open without O_CLOEXEC (hiredis
+// sockets) ends here.
+void close_inherited(int keep, int keep_too) {
   auto close_from_to = [](unsigned lo, unsigned hi) {
     if (lo > hi) return;
     if (::close_range(lo, hi, 0) == 0) return;
     for (unsigned fd = lo; fd <= hi && fd < 65536; ++fd) ::close(static_cast<int>(fd));
   };
-  close_from_to(3, static_cast<unsigned>(keep) - 1);
-  close_from_to(static_cast<unsigned>(keep) + 1, ~0U);
+  const unsigned a = static_cast<unsigned>(keep_too < 0 ? keep : std::min(keep, keep_too));
+  const unsigned b = static_cast<unsigned>(std::max(keep, keep_too));
+  close_from_to(3, a - 1);
+  if (b > a) close_from_to(a + 1, b - 1);
+  close_from_to(b + 1, ~0U);
+}
+
+// A confined program that keeps its worker's user: no capability (those of
+// its user namespace included) and none to gain.
+bool drop_capabilities() {
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capset, &header, data) != 0) return false;
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0;
 }
 
 // The trial user: groups, gids, uids (raw system calls: they act on this,
@@ -103,23 +120,26 @@ bool become(const Identity& id) {
   if (::syscall(SYS_setgroups, 1, groups) != 0) return false;
   if (::syscall(SYS_setresgid, id.gid, id.gid, id.gid) != 0) return false;
   if (::syscall(SYS_setresuid, id.uid, id.uid, id.uid) != 0) return false;
-  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2] = {};
-  if (::syscall(SYS_capset, &header, data) != 0) return false;
-  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0;
+  return drop_capabilities();
 }
 
 // Only async-signal-safe calls from here on: we are in a forked copy of a
 // multi-threaded process.
-[[noreturn]] void exec_child(const ChildPlan& p) {
-  ::setpgid(0, 0);
-  // Into the trial's cgroups first: every process it starts is born inside.
+void join_cgroups(const ChildPlan& p) {
   for (const char* file : *p.procs) {
     int fd = ::open(file, O_WRONLY | O_CLOEXEC);
     if (fd < 0 || ::write(fd, "0", 1) != 1) child_fail(p.errpipe, kCgroup);
     ::close(fd);
   }
+}
+
+[[noreturn]] void exec_child(const ChildPlan& p) {
+  ::setpgid(0, 0);
+  // Into the trial's cgroups first: every process it starts is born inside.
+  // Confined, the program's own process joins them: the outer process and
+  // init are copies of the worker's memory, and the kernel's OOM killer must
+  // not take them for the trial's largest processes.
+  if (!p.confine) join_cgroups(p);
   if (p.memory_limit > 0) {
     rlimit lim{static_cast<rlim_t>(p.memory_limit), static_cast<rlim_t>(p.memory_limit)};
     if (::setrlimit(RLIMIT_DATA, &lim) != 0) child_fail(p.errpipe, kLimit);
@@ -133,19 +153,28 @@ bool become(const Identity& id) {
     ::sigaction(sig, &dfl, nullptr);
   if (::dup2(p.in_fd, 0) < 0 || ::dup2(p.out_fd, 1) < 0 || ::dup2(p.err_fd, 2) < 0)
     child_fail(p.errpipe, kRedirect);
-  close_inherited(p.errpipe);
+  close_inherited(p.errpipe, p.life_fd);
+  if (p.confine) {
+    // The outer process dies with the worker; init ends with the worker's pipe.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != p.parent) ::_exit(127);
+    if (int step = p.confine->enter(p.errpipe, p.life_fd)) child_fail(p.errpipe, kConfine, step);
+  }
+  // The program's own process from here on (under init, when confined).
+  if (p.confine) join_cgroups(p);
   if (p.identity && !become(*p.identity)) child_fail(p.errpipe, kIdentity);
+  if (!p.identity && p.confine && !drop_capabilities()) child_fail(p.errpipe, kIdentity);
   // After the identity: a change of credentials clears the parent-death signal.
   // A worker killed with SIGKILL cannot stop its trials: let the kernel do it.
   ::prctl(PR_SET_PDEATHSIG, p.death_signal);
-  if (::getppid() != p.parent) ::_exit(127);  // the worker died before prctl
+  if (!p.confine && ::getppid() != p.parent) ::_exit(127);  // the worker died before prctl
   if (p.cwd && ::chdir(p.cwd) != 0) child_fail(p.errpipe, kChdir);
   ::execve(p.path, p.argv, p.envp);
   child_fail(p.errpipe, kExec);
 }
 
 // The parent's words for a child that could not start.
-std::string start_failure(const SpawnOptions& o, int stage, int err) {
+std::string start_failure(const SpawnOptions& o, int stage, int err, int step) {
   const std::string why = ::strerrordesc_np(err);
   const std::string as =
       o.identity ? fmt::format(" as uid {} ({})", o.identity->uid, o.identity->user) : "";
@@ -155,7 +184,12 @@ std::string start_failure(const SpawnOptions& o, int stage, int err) {
     case kLimit:
       return fmt::format("cannot set the memory limit of '{}': {}", o.argv[0], why);
     case kIdentity:
+      if (!o.identity)
+        return fmt::format("cannot drop the capabilities of '{}': {}", o.argv[0], why);
       return fmt::format("cannot switch to uid {} for '{}': {}", o.identity->uid, o.argv[0], why);
+    case kConfine:
+      return fmt::format("cannot confine '{}' ({}): {}", o.argv[0], ConfinementPlan::describe(step),
+                         why);
     case kChdir:
       return fmt::format("cannot enter the folder '{}'{}: {}{}", o.cwd, as, why,
                          o.identity && err == EACCES
@@ -262,16 +296,21 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
   std::vector<const char*> procs;
   for (const auto& f : options.cgroup_procs) procs.push_back(f.c_str());
 
+  std::optional<ConfinementPlan> confine;
+  if (options.confinement) confine.emplace(*options.confinement);
+
   int out[2] = {-1, -1}, err[2] = {-1, -1}, errpipe[2] = {-1, -1}, in[2] = {-1, -1};
+  int life[2] = {-1, -1};  // confined: init lives while the write end is open
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   const bool pipes = options.output == SpawnOptions::Output::kPipes;
   auto cleanup = [&] {
-    for (int* fd :
-         {&out[0], &out[1], &err[0], &err[1], &errpipe[0], &errpipe[1], &in[0], &in[1], &devnull})
+    for (int* fd : {&out[0], &out[1], &err[0], &err[1], &errpipe[0], &errpipe[1], &in[0], &in[1],
+                    &devnull, &life[0], &life[1]})
       close_fd(*fd);
   };
   if (devnull < 0 || (pipes && (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)) ||
-      ::pipe2(errpipe, O_CLOEXEC) != 0 || (options.stdin_pipe && ::pipe2(in, O_CLOEXEC) != 0)) {
+      ::pipe2(errpipe, O_CLOEXEC) != 0 || (options.stdin_pipe && ::pipe2(in, O_CLOEXEC) != 0) ||
+      (confine && ::pipe2(life, O_CLOEXEC) != 0)) {
     int e = errno;
     cleanup();
     return Error::internal(fmt::format("cannot create pipes: {}", ::strerrordesc_np(e)));
@@ -295,7 +334,9 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
                        options.memory_limit_bytes,
                        options.death_signal,
                        options.identity ? &*options.identity : nullptr,
-                       &procs};
+                       &procs,
+                       confine ? &*confine : nullptr,
+                       life[0]};
   pid_t pid;
   {
     // Registered before any orphan reaper can see the new child.
@@ -316,8 +357,9 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
   close_fd(errpipe[1]);
   close_fd(devnull);
   close_fd(in[0]);
+  close_fd(life[0]);
 
-  int failure[2] = {0, 0};  // stage, errno
+  int failure[3] = {0, 0, 0};  // stage, errno, confinement step
   ssize_t n;
   do {
     n = ::read(errpipe[0], failure, sizeof failure);
@@ -329,7 +371,8 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
     close_fd(out[0]);
     close_fd(err[0]);
     close_fd(in[1]);
-    return Error::internal(start_failure(options, failure[0], failure[1]));
+    close_fd(life[1]);
+    return Error::internal(start_failure(options, failure[0], failure[1], failure[2]));
   }
 
   ChildProcess child;
@@ -337,15 +380,18 @@ Result<ChildProcess> ChildProcess::spawn(const SpawnOptions& options) {
   child.fds_[0] = out[0];
   child.fds_[1] = err[0];
   child.stdin_fd_ = in[1];
+  child.life_fd_ = life[1];
   return child;
 }
 
 ChildProcess::ChildProcess(ChildProcess&& other) noexcept
     : pid_(other.pid_),
       stdin_fd_(other.stdin_fd_),
+      life_fd_(other.life_fd_),
       status_(other.status_),
       drain_deadline_ms_(other.drain_deadline_ms_) {
   other.stdin_fd_ = -1;
+  other.life_fd_ = -1;
   for (int i = 0; i < 2; ++i) {
     fds_[i] = other.fds_[i];
     other.fds_[i] = -1;
@@ -366,6 +412,7 @@ void ChildProcess::close_pipes() {
   close_fd(fds_[0]);
   close_fd(fds_[1]);
   close_fd(stdin_fd_);
+  close_fd(life_fd_);  // a confined child's init ends, and every process left with it
 }
 
 Status ChildProcess::write_stdin(std::string_view bytes) {

@@ -19,7 +19,9 @@
 // close-on-exec (a Redis socket, a log file). A trial may also be started as
 // another user (SpawnOptions::identity: no supplementary groups, no
 // capabilities, no new privileges) and inside cgroups (SpawnOptions::cgroup_procs,
-// joined before anything else runs, so no process of the trial is ever outside).
+// joined before anything else runs, so no process of the trial is ever outside)
+// and in namespaces of its own (SpawnOptions::confinement: its own processes,
+// /tmp, /dev, IPC and network; core/confinement.hpp).
 #pragma once
 
 #include <sys/types.h>
@@ -34,6 +36,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/confinement.hpp"
 #include "core/result.hpp"
 
 namespace hpo {
@@ -62,6 +65,9 @@ struct SpawnOptions {
   std::optional<Identity> identity;
   // cgroup.procs files the child writes itself into first (a trial's cgroups).
   std::vector<std::string> cgroup_procs;
+  // Set: the program runs in namespaces of its own (core/confinement.hpp);
+  // pid() is then its outer process, which ends as the program does.
+  std::optional<Confinement> confinement;
   // Where the child's stdout and stderr go: pipes the parent reads with
   // poll() (a trial's metric lines), the parent's own (a program the user
   // watches: `hpo predict`), or /dev/null (a server that logs to its own
@@ -142,6 +148,7 @@ class ChildProcess {
   pid_t pid_ = -1;
   int fds_[2] = {-1, -1};         // stdout, stderr read ends (-1 once at EOF)
   int stdin_fd_ = -1;             // stdin's write end (stdin_pipe), until written
+  int life_fd_ = -1;              // confined: the pipe whose end ends its init
   std::string partial_[2];        // bytes after the last newline, per pipe
   std::optional<int> status_;     // set once the leader was reaped
   long drain_deadline_ms_ = -1;   // after the leader exited: stop waiting for EOF at this time
