@@ -213,6 +213,12 @@ SpawnOptions spawn_options(const TrialTask& task, std::vector<std::string> env,
   spawn.cwd = recipe.cwd;
   spawn.identity = task.identity;
   if (task.box) spawn.cgroup_procs = task.box->procs_files();
+  if (task.confinement) {  // its own /tmp, the network its sweep asks for, what it names
+    spawn.confinement = *task.confinement;
+    if (!task.work_dir.empty()) spawn.confinement->tmp_dir = tmp_dir(task.work_dir);
+    spawn.confinement->host_network = recipe.host_network;
+    keep_named(*spawn.confinement, spawn.argv, spawn.cwd, spawn.env);
+  }
   // A cgroup holds all the trial's processes together (its box set the
   // limit). Else a per-process data limit, not on GPU slots: the CUDA driver
   // maps device memory into the process.
@@ -518,8 +524,9 @@ trials::TrialResult CommandExecutor::run(const TrialTask& task, Reporter& report
     if (auto failed = prepare_work_dir(task, reporter, plan)) return std::move(*failed);
   }
 
-  // The attempt's folder becomes the trial user's, and only theirs.
-  if (task.identity && !task.work_dir.empty()) {
+  // The attempt's folder becomes the trial user's, and only theirs; its own
+  // temporary folder is its /tmp when it is confined.
+  if ((task.identity || task.confinement) && !task.work_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(tmp_dir(task.work_dir), ec);
     if (auto st = TrialSandbox::hand_over(task.work_dir, task.identity); !st)

@@ -236,6 +236,17 @@ std::vector<Row> trial_rows() {
        "auto (default): each trial in a cgroup of its own (v2 delegated to the worker, or v1 "
        "memory and pids): memory_gb holds all its processes, its end kills every one; none: "
        "per-process limits, and the worker reaps the trials' orphans"},
+      {{"--trial-namespaces", "HPO_TRIAL_NAMESPACES", nullptr, SettingKind::kValue,
+        [](WorkerConfig& c, const std::string& w, const std::string& v) -> Status {
+          if (v != "auto" && v != "on" && v != "off")
+            return Error::invalid(w, fmt::format("'{}': expected auto, on or off", v));
+          c.trial_namespaces = v;
+          return {};
+        }},
+       "auto (default): each command trial in namespaces of its own (its processes, /tmp, "
+       "/dev/shm, IPC, /dev with only its GPUs, loopback-only network; a user namespace when "
+       "the worker is not root) where the kernel allows it; on: refuse to start without them; "
+       "off: never"},
       {int_setting("--trial-pids-max", "HPO_TRIAL_PIDS_MAX", nullptr, &WorkerConfig::trial_pids_max,
                    16, std::numeric_limits<int>::max()),
        "processes and threads one trial may have at once, with cgroups (default 4096)"},
@@ -311,6 +322,7 @@ std::string usage() {
       "                  [--trial-user USER] [--trial-uids FIRST-LAST] [--trial-cgroups "
       "auto|none]\n"
       "                  [--trial-pids-max N] [--trial-uid-locks DIR]\n"
+      "                  [--trial-namespaces auto|on|off]\n"
       "                  [--project NAME | --any-project-as-worker]\n"
       "                  [--help]\n\n"
       "Runs trials of hpo sweeps: claims them from the Redis queue, runs them, reports results.\n"

@@ -86,6 +86,7 @@ struct WorkerConfig {
   std::int64_t trial_uid_last = 400999;
   std::string trial_uid_locks = "/run/hpo/trial-uids";
   std::string trial_cgroups = "auto";
+  std::string trial_namespaces = "auto";  // auto, on or off (workers/trial_sandbox.hpp)
   std::int64_t trial_pids_max = 4096;
   bool help = false;
 };

@@ -107,6 +107,9 @@ struct TrialTask {
   // the box its processes run in (null: none); both the agent's, for this attempt.
   std::optional<Identity> identity;
   TrialBox* box = nullptr;
+  // The namespaces its program runs in (nullopt: the worker's); the executor
+  // adds its /tmp folder and what its command names (CommandExecutor).
+  std::optional<Confinement> confinement;
 };
 
 // A follower's share of a gang trial another worker leads

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <fmt/format.h>
+
 namespace hpo::workers {
 namespace {
 
@@ -53,6 +55,8 @@ struct GpuInventory::Nvml {
   NvmlReturn (*processes)(NvmlDevice, unsigned int*, NvmlProcessInfo*) = nullptr;
   NvmlReturn (*process_util)(NvmlDevice, NvmlProcessSample*, unsigned int*,
                              unsigned long long) = nullptr;
+  NvmlReturn (*get_minor)(NvmlDevice, unsigned int*) = nullptr;
+  NvmlReturn (*mig_parent)(NvmlDevice, NvmlDevice*) = nullptr;
   std::vector<NvmlDevice> visible;  // in CUDA_VISIBLE_DEVICES order, MIG instances in place
 
   // `d`, or its MIG instances when MIG is on.
@@ -102,6 +106,8 @@ GpuInventory::GpuInventory() {
   if (!load(lib, "nvmlDeviceGetComputeRunningProcesses_v3", n->processes))
     load(lib, "nvmlDeviceGetComputeRunningProcesses_v2", n->processes);
   load(lib, "nvmlDeviceGetProcessUtilization", n->process_util);
+  load(lib, "nvmlDeviceGetMinorNumber", n->get_minor);
+  load(lib, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", n->mig_parent);
   if (!ok || init() != 0) return;  // ~Nvml closes the library
   load(lib, "nvmlShutdown", n->shutdown);
   unsigned int physical = 0;
@@ -156,6 +162,20 @@ std::vector<trials::GpuInfo> GpuInventory::snapshot() const {
     out.push_back(std::move(g));
   }
   return out;
+}
+
+std::vector<std::string> GpuInventory::device_files(int index) const {
+  if (!nvml_ || !nvml_->get_minor || index < 0 ||
+      static_cast<std::size_t>(index) >= nvml_->visible.size())
+    return {};
+  NvmlDevice d = nvml_->visible[static_cast<std::size_t>(index)];
+  NvmlDevice parent = nullptr;
+  const bool mig = nvml_->mig_parent && nvml_->mig_parent(d, &parent) == 0 && parent;
+  unsigned int minor = 0;
+  if (nvml_->get_minor(mig ? parent : d, &minor) != 0) return {};
+  std::vector<std::string> files = {fmt::format("/dev/nvidia{}", minor)};
+  if (mig) files.emplace_back("/dev/nvidia-caps");  // the instances' capabilities
+  return files;
 }
 
 std::optional<GpuInventory::DeviceUse> GpuInventory::use(int index) const {

@@ -50,6 +50,11 @@ class GpuInventory {
   };
   std::optional<DeviceUse> use(int index) const;
 
+  // The driver's device files a trial needs for device `index` (of
+  // snapshot()): /dev/nvidia<minor> of it (of its GPU, for a MIG instance,
+  // with /dev/nvidia-caps). Empty: unknown (no NVML, or no minor number).
+  std::vector<std::string> device_files(int index) const;
+
  private:
   struct Nvml;
   std::unique_ptr<Nvml> nvml_;

@@ -156,8 +156,10 @@ sigset_t block_stop_signals() {
 void describe_host(const WorkerConfig& config, const hpo::workers::GpuInventory& gpus,
                    const hpo::trials::redis::RedisUrl& url, hpo::workers::AgentOptions& options) {
   if (config.fake_gpus.empty()) {
-    for (const auto& g : gpus.snapshot())
+    for (const auto& g : gpus.snapshot()) {
       options.gpus.push_back({g.name, g.memory_total_mb, g.uuid});  // trials see it by UUID
+      options.gpu_files.push_back(gpus.device_files(g.index));
+    }
   } else {
     for (const auto& g : config.fake_gpus)
       options.gpus.push_back({g.model, static_cast<std::int64_t>(g.memory_gb * 1024), {}});
@@ -192,6 +194,19 @@ void describe_host(const WorkerConfig& config, const hpo::workers::GpuInventory&
   options.outage_grace = ms(config.outage_grace_s);
 }
 
+// What of this worker no confined trial may see: its home (scheduler.json,
+// its decoded datasets), every attempt folder but the trial's own, its token,
+// the artifact folder, its notice file.
+std::vector<std::string> worker_paths(const WorkerConfig& config,
+                                      const hpo::workers::AgentOptions& options) {
+  std::vector<std::string> paths = {hpo::hpo_home(), hpo::workers::kSharedWorkRoot};
+  paths.back().pop_back();  // its trailing slash
+  for (const std::string* p : {&config.work_dir, &config.worker_token_file, &config.artifacts,
+                               &config.dataset_cache, &config.notice_file, &options.work_root})
+    if (!p->empty() && p->front() == '/') paths.push_back(*p);
+  return paths;
+}
+
 // The trust boundary: whom trials run as, and what holds their processes.
 // Sets options.sandbox and options.work_root; the exit code when it cannot.
 std::optional<int> open_sandbox(const WorkerConfig& config, hpo::workers::AgentOptions& options) {
@@ -204,6 +219,8 @@ std::optional<int> open_sandbox(const WorkerConfig& config, hpo::workers::AgentO
   sandbox_options.pids_max = config.trial_pids_max;
   sandbox_options.worker_name = options.name;
   sandbox_options.slots = options.slots;
+  sandbox_options.namespaces.mode = config.trial_namespaces;
+  sandbox_options.namespaces.hidden = worker_paths(config, options);
   auto sandbox = hpo::workers::TrialSandbox::open(sandbox_options);
   if (!sandbox) {
     std::fprintf(stderr, "hpo-worker: %s\n", sandbox.error().message.c_str());
@@ -224,25 +241,28 @@ std::optional<int> open_sandbox(const WorkerConfig& config, hpo::workers::AgentO
       return 2;
     }
   }
-  // Trials that run as the worker share its uid: they read its environment
-  // (the Redis credential) and files, and signal each other. Such a worker
-  // takes one project's trials, unless told loudly to take every project's.
-  if (!switches && config.project.empty() && !config.any_project_as_worker) {
+  // Trials that run as the worker share its uid: without namespaces of their
+  // own they read its environment (the Redis credential) and files, and
+  // signal each other. Such a worker takes one project's trials, unless told
+  // loudly to take every project's.
+  const bool confined = options.sandbox->namespaces().on();
+  if (!switches && !confined && config.project.empty() && !config.any_project_as_worker) {
     std::fprintf(stderr,
                  "hpo-worker: trials would run as this worker (%s): they could read its Redis "
                  "credential and files and each other's, across projects. Run it as root (trials "
-                 "then run as uids of their own), or give --project NAME to take one project's "
-                 "trials only, or --any-project-as-worker to accept that (not for teams)\n",
+                 "then run as uids of their own), or where unprivileged user namespaces are "
+                 "allowed, or give --project NAME to take one project's trials only, or "
+                 "--any-project-as-worker to accept that (not for teams)\n",
                  options.sandbox->describe().c_str());
     return 2;
   }
   options.project = config.project;
-  if (!switches && config.project.empty())
+  if (!switches && !confined && config.project.empty())
     hpo::log_warn(
         "trials of every project run as this worker (--any-project-as-worker): they "
         "can read its Redis credential and each other's files",
         {{"worker", options.name}});
-  if (switches && options.sandbox->cgroups())
+  if ((switches || confined) && options.sandbox->cgroups())
     hpo::log_info("trial sandbox",
                   {{"worker", options.name}, {"trials", options.sandbox->describe()}});
   else
@@ -252,16 +272,20 @@ std::optional<int> open_sandbox(const WorkerConfig& config, hpo::workers::AgentO
 }
 
 // Artifact files go where --artifacts says, else where the scheduler
-// announced (asked again on every new connection: the scheduler may start later).
+// announced (asked again on every new connection: the scheduler may start
+// later); no confined trial sees that folder.
 hpo::trials::StoreFactory store_factory(const hpo::trials::redis::RedisUrl& url,
-                                        const WorkerConfig& config) {
+                                        const WorkerConfig& config,
+                                        std::shared_ptr<const hpo::workers::TrialSandbox> sandbox) {
   hpo::trials::redis::RedisStoreConfig store;
   store.url = url;
   store.prefix = config.prefix;
   store.artifact_dir = config.artifacts;
-  return [store]() -> hpo::Result<std::unique_ptr<hpo::trials::Store>> {
+  return [store, sandbox]() -> hpo::Result<std::unique_ptr<hpo::trials::Store>> {
     auto made = std::make_unique<hpo::trials::redis::RedisStore>(store);
     if (auto st = made->adopt_pool_artifact_dir(store.artifact_dir); !st) return st.error();
+    if (auto announced = made->announced_artifact_dir(); announced && sandbox)
+      sandbox->namespaces().hide(*announced);
     return std::unique_ptr<hpo::trials::Store>(std::move(made));
   };
 }
@@ -421,7 +445,7 @@ int main(int argc, char** argv) {
   describe_host(config, gpus, *parsed_url, options);
   if (auto failed = open_sandbox(config, options)) return *failed;
 
-  hpo::trials::StoreFactory connect = store_factory(*parsed_url, config);
+  hpo::trials::StoreFactory connect = store_factory(*parsed_url, config, options.sandbox);
   hpo::workers::CommandOptions command;
   command.kill_grace_s = config.kill_grace_s;
   command.checkpoint_grace_s = config.checkpoint_grace_s;

@@ -302,6 +302,9 @@ Result<std::unique_ptr<TrialSandbox>> TrialSandbox::open(const SandboxOptions& o
                       options.trial_user, options.trial_user));
     if (auto st = box->claim_uids(options, found->pw_gid); !st) return st.error();
   }
+  auto namespaces = TrialNamespaces::open(options.namespaces, !box->identities_.empty());
+  if (!namespaces) return namespaces.error();
+  box->namespaces_ = std::move(*namespaces);
   if (options.cgroups == "none") {
     box->why_no_cgroup_ = "--trial-cgroups none";
   } else if (auto st = box->open_cgroups(options); !st) {
@@ -579,7 +582,7 @@ std::string TrialSandbox::describe() const {
                 why_no_cgroup_)
           : fmt::format("each trial in a cgroup {} of its own under {}", cgroup_version_,
                         fmt::join(cgroup_dirs_, ", "));
-  return who + "; " + held;
+  return who + "; " + held + "; " + namespaces_.describe();
 }
 
 }  // namespace hpo::workers

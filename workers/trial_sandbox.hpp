@@ -19,6 +19,9 @@
 //    cgroup the worker is a child subreaper: a trial's orphans are reparented
 //    to it, and are killed and reaped when a trial ends (and periodically, as
 //    when the worker is PID 1 in a container).
+//  - Namespaces (trial_namespaces.hpp): each command trial's own processes,
+//    /tmp, /dev/shm, IPC, devices and network, and none of the worker's files;
+//    a worker that is not root gets them through a user namespace.
 #pragma once
 
 #include <sys/types.h>
@@ -31,6 +34,7 @@
 
 #include "core/child_process.hpp"
 #include "core/result.hpp"
+#include "workers/trial_namespaces.hpp"
 
 namespace hpo::workers {
 
@@ -52,6 +56,7 @@ struct SandboxOptions {
   std::int64_t pids_max = 4096;  // per trial, processes and threads together
   std::string worker_name;       // names the worker's cgroup
   int slots = 1;
+  NamespaceOptions namespaces;
 };
 
 // One trial's processes: its cgroups (cgroup mode) or the worker's orphans
@@ -102,6 +107,7 @@ class TrialSandbox {
   std::string describe() const;
   // Whether memory limits hold all of a trial's processes together.
   bool cgroups() const { return !cgroup_dirs_.empty(); }
+  const TrialNamespaces& namespaces() const { return namespaces_; }
 
  private:
   TrialSandbox() = default;
@@ -115,6 +121,7 @@ class TrialSandbox {
   std::vector<std::string> cgroup_dirs_;
   std::int64_t pids_max_ = 4096;
   bool subreaper_ = false;
+  TrialNamespaces namespaces_;
   std::string why_no_switch_;
   std::string why_no_cgroup_;
 };

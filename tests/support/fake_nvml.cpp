@@ -188,6 +188,27 @@ int nvmlDeviceGetMigDeviceHandleByIndex(Handle h, unsigned index, Handle* out) {
     }
   return kNotFound;
 }
+// A GPU's minor number (its /dev/nvidia<minor>): its place among the gpu lines.
+int nvmlDeviceGetMinorNumber(Handle h, unsigned* minor) {
+  const State s = read_state();
+  const Device* d = device_of(s, h);
+  if (!d || d->mig) return kInvalid;
+  const auto all = gpus(s);
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (&s.devices[all[i]] == d) *minor = static_cast<unsigned>(i);
+  return kSuccess;
+}
+int nvmlDeviceGetDeviceHandleFromMigDeviceHandle(Handle h, Handle* out) {
+  const State s = read_state();
+  const Device* d = device_of(s, h);
+  if (!d || !d->mig) return kInvalid;
+  for (std::size_t i = 0; i < s.devices.size(); ++i)
+    if (!s.devices[i].mig && s.devices[i].uuid == d->parent) {
+      *out = handle_of(i);
+      return kSuccess;
+    }
+  return kNotFound;
+}
 int nvmlDeviceGetComputeRunningProcesses_v3(Handle h, unsigned* count, ProcessInfo* infos) {
   const State s = read_state();
   const Device* d = device_of(s, h);

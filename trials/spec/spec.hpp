@@ -66,6 +66,9 @@ struct CommandRecipe {
   std::vector<std::pair<std::string, std::string>> env;  // extra environment
   std::string cwd;                                       // empty: the worker's
   std::optional<CommandData> data;  // absent: the program writes no predictions
+  // "network": "host": the host's network; else ("loopback", the default)
+  // loopback only, where the worker confines trials (workers/trial_namespaces.hpp).
+  bool host_network = false;
 };
 
 // kind "synthetic": a built-in test function computed in the worker.

@@ -190,6 +190,7 @@ OrderedJson trial_json(const TrialRecipe& t) {
       for (const auto& [name, value] : t.command.env) env[name] = value;
       j["env"] = std::move(env);
       j["cwd"] = t.command.cwd;
+      j["network"] = t.command.host_network ? "host" : "loopback";
       if (const auto& d = t.command.data) {
         OrderedJson data = {{"task", d->regression ? "regression" : "classification"},
                             {"train_rows", d->train_rows},

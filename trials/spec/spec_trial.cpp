@@ -173,7 +173,10 @@ void parse_command(Reader& r, const search::SearchSpace& space, TrialRecipe& out
   }
   if (auto cwd = r.string("cwd")) out.command.cwd = *cwd;
   if (const Json* data = r.object("data")) parse_command_data(*data, out.command, errors);
-  r.unknown_keys("kind, argv, env, cwd, data, timeout_s, max_attempts, resources, data_parallel");
+  if (auto net = r.one_of("network", {"loopback", "host"}))
+    out.command.host_network = *net == "host";
+  r.unknown_keys(
+      "kind, argv, env, cwd, data, network, timeout_s, max_attempts, resources, data_parallel");
 }
 
 // kind synthetic: a test function, whose inputs must be numeric parameters.

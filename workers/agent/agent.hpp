@@ -75,6 +75,9 @@ struct AgentOptions {
   // torch, on GPUs when `cuda`; cores and memory its trials' resources.cpus /
   // memory_gb share (0: not counted); labels.
   std::vector<trials::GpuDevice> gpus;
+  // Per device of `gpus`: the driver's files a confined trial on it needs
+  // (GpuInventory::device_files; empty: none known).
+  std::vector<std::vector<std::string>> gpu_files;
   bool cuda = false;
   double cpus = 0;
   double memory_gb = 0;

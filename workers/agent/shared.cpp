@@ -146,6 +146,14 @@ std::vector<std::string> Shared::gpu_ids_of(const std::vector<int>& devices) con
   return ids;
 }
 
+std::vector<std::string> Shared::gpu_files_of(const std::vector<int>& devices) const {
+  std::vector<std::string> files;
+  for (int d : gpus_of(devices))
+    if (static_cast<std::size_t>(d) < options.gpu_files.size())
+      for (const auto& f : options.gpu_files[static_cast<std::size_t>(d)]) files.push_back(f);
+  return files;
+}
+
 int Shared::threads_for(const std::vector<int>& taken, double cpus) const {
   return std::max(options.threads_per_slot * static_cast<int>(taken.size()),
                   static_cast<int>(std::ceil(cpus)));

@@ -91,6 +91,8 @@ struct Shared {
   // names each (empty: by ordinal).
   std::vector<int> gpus_of(const std::vector<int>& devices) const;
   std::vector<std::string> gpu_ids_of(const std::vector<int>& devices) const;
+  // The device files of `devices` a confined trial sees (AgentOptions::gpu_files).
+  std::vector<std::string> gpu_files_of(const std::vector<int>& devices) const;
   // The CPU threads an attempt on `slots` asking `cpus` cores may use.
   int threads_for(const std::vector<int>& slots, double cpus) const;
 };

@@ -145,8 +145,11 @@ trials::TrialResult SlotRunner::run_executor(const ExecutorFactory& factory, Run
                                             : Result<std::unique_ptr<TrialBox>>(nullptr);
     if (!box) return failed_result("cannot contain the trial: " + box.error().message, true);
     task.box = box->get();
-    if (shared_.options.sandbox)
-      task.identity = shared_.options.sandbox->identity(run.slots.empty() ? 0 : run.slots.front());
+    if (const auto& sandbox = shared_.options.sandbox) {
+      task.identity = sandbox->identity(run.slots.empty() ? 0 : run.slots.front());
+      task.confinement =
+          sandbox->namespaces().for_attempt(task.work_dir, shared_.gpu_files_of(run.devices));
+    }
     auto result = executor->run(task, reporter);
     box->reset();  // nothing the trial started outlives it
     return result;
