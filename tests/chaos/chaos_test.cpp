@@ -151,11 +151,12 @@ class Pool {
   }
 
   Process& start_worker(const std::string& name, int slots, std::vector<std::string> extra = {}) {
-    std::vector<std::string> argv{kBin + "/workers/hpo-worker", "--name", name, "--slots",
-                                  std::to_string(slots), "--lease-ms", std::to_string(kLeaseMs),
-                                  "--kill-grace-s", "1", "--data-root", home_,
-                                  // The trials keep their ledger in the test's folder.
-                                  "--trial-user", "none", "--any-project-as-worker"};
+    std::vector<std::string> argv{
+        kBin + "/workers/hpo-worker", "--name", name, "--slots", std::to_string(slots),
+        "--lease-ms", std::to_string(kLeaseMs), "--kill-grace-s", "1", "--data-root", home_,
+        // The trials keep their ledger in the test's folder
+        // (its HPO_HOME): as the worker, in its namespaces.
+        "--trial-user", "none", "--any-project-as-worker", "--trial-namespaces", "off"};
     if (redis_) argv.insert(argv.end(), {"--redis", redis_->url()});
     argv.insert(argv.end(), extra.begin(), extra.end());
     workers_.push_back(std::make_unique<Process>(argv, env(), home_ + "/worker-" + name + ".log"));

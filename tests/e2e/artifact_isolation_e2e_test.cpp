@@ -9,7 +9,9 @@
 //   with a message that names the artifact and neither a path nor a size, and
 //   the token never comes back;
 // - a root worker with `--trial-user hpo-trial`: the trial cannot write the
-//   folder at all, and the download serves the stored bytes.
+//   folder at all, and the download serves the stored bytes;
+// - trials run as the worker, confined (`--trial-namespaces on`): the folder is
+//   hidden from them; the same.
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <sys/stat.h>
@@ -98,6 +100,21 @@ class ArtifactIsolation : public ::testing::Test {
 
   std::string token() { return Json::parse(read_file(c_.home() + "/scheduler.json"))["token"]; }
 
+  // Mallory's attack, where the trial cannot change the folder: nothing is
+  // swapped, and the first trial's output is served as stored.
+  void expect_no_swap() {
+    hpo::HttpClient mallory(*hpo::parse_http_url(c_.api_url()));
+    mallory.set_token(member());
+    const std::string id = run_attack(mallory);
+    auto [victim, attacker] = victim_and_attacker(id);
+    EXPECT_EQ(attacker["metrics"].value("swapped", -1.0), 0.0) << attacker.dump(2);
+    auto got = mallory.get("/api/trials/" + victim["id"].get<std::string>() +
+                           "/artifacts/output.result.txt");
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(got->status, 200) << got->body;
+    EXPECT_EQ(got->body, "the first trial stored these bytes");
+  }
+
   Cluster c_;
   std::string exchange_, artifacts_, program_;
 };
@@ -141,16 +158,15 @@ TEST_F(ArtifactIsolation, ATrialOfARootWorkerCannotWriteTheArtifactFolder) {
   ASSERT_NE(::getpwnam("hpo-trial"), nullptr) << "no user hpo-trial: scripts/install-deps.sh";
   ASSERT_NO_FATAL_FAILURE(c_.start_scheduler({"--artifacts", artifacts_}));
   c_.start_worker("root", 1, 1500, {"--trial-user", "hpo-trial", "--data-root", exchange_});
-  hpo::HttpClient mallory(*hpo::parse_http_url(c_.api_url()));
-  mallory.set_token(member());
-  const std::string id = run_attack(mallory);
-  auto [victim, attacker] = victim_and_attacker(id);
-  EXPECT_EQ(attacker["metrics"].value("swapped", -1.0), 0.0) << attacker.dump(2);
-  auto got = mallory.get("/api/trials/" + victim["id"].get<std::string>() +
-                         "/artifacts/output.result.txt");
-  ASSERT_TRUE(got.ok());
-  EXPECT_EQ(got->status, 200) << got->body;
-  EXPECT_EQ(got->body, "the first trial stored these bytes");
+  expect_no_swap();
+}
+
+// Trials that run as the worker, confined (--trial-namespaces on): the folder
+// the scheduler announced is hidden from them, even named by their command.
+TEST_F(ArtifactIsolation, AConfinedTrialRunningAsTheWorkerCannotReachTheArtifactFolder) {
+  ASSERT_NO_FATAL_FAILURE(c_.start_scheduler({"--artifacts", artifacts_}));
+  c_.start_worker("confined", 1, 1500, {"--trial-namespaces", "on"});
+  expect_no_swap();
 }
 
 }  // namespace

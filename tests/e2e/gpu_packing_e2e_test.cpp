@@ -8,8 +8,12 @@
 // the workers API carries each device's use as NVML reports it; each trial's
 // GPU memory and utilisation (its processes' on a shared device, the
 // device's when it holds it alone) come back as its gpu.* metrics, in the
-// API and in the CSV.
+// API and in the CSV. Confined (workers/trial_namespaces.hpp), a trial finds
+// in /dev its own GPU's device file and the driver's, and no other GPU's
+// (stand-in device files where the host has none).
 #include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -167,6 +171,78 @@ TEST(GpuPackingEndToEnd, QuarterGpuTrialsShareADeviceAndMigInstancesAreDevices) 
   page = c.get("/api/sweeps/" + mig + "/trials");
   ASSERT_EQ(page["trials"].size(), 1u);
   EXPECT_EQ(page["trials"][0]["metrics"].value("gpu.memory_peak_mb", -1.0), 1024) << page.dump();
+}
+
+// Device files in /dev standing in for the driver's where the host has
+// none (removed again); a host's own are left as they are.
+class StandInDevices {
+ public:
+  explicit StandInDevices(const std::vector<std::string>& names) {
+    for (const auto& n : names) {
+      const std::string path = "/dev/" + n;
+      if (std::filesystem::exists(path)) continue;
+      std::ofstream(path) << "";
+      made_.push_back(path);
+    }
+  }
+  ~StandInDevices() {
+    for (const auto& p : made_) std::filesystem::remove(p);
+  }
+
+ private:
+  std::vector<std::string> made_;
+};
+
+TEST(GpuPackingEndToEnd, AConfinedTrialSeesItsOwnGpusDeviceFileAndNoOther) {
+  if (::geteuid() != 0) GTEST_SKIP() << "stand-in device files in /dev need root";
+  StandInDevices devices({"nvidia0", "nvidia1", "nvidiactl"});
+  Cluster c;
+  const std::string nvml = c.home() + "/nvml.txt";
+  std::ofstream(nvml) << "gpu GPU-aaaaaaaa-0000 81559 0 0 NVIDIA H100 80GB HBM3\n"
+                         "gpu GPU-bbbbbbbb-1111 81559 0 0 NVIDIA H100 80GB HBM3\n";
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  c.start_worker("confined", 2, 1500, {"--trial-namespaces", "on"}, {},
+                 {{"LD_LIBRARY_PATH", hpo::testing::kBinaryDir + "/tests/fake_nvml"},
+                  {"HPO_FAKE_NVML_FILE", nvml}});
+  // Outside the worker's HPO_HOME (which no confined trial sees), named by the command.
+  char tmpl[] = "/tmp/hpo-gpu-dev-XXXXXX";
+  const std::string root = ::mkdtemp(tmpl), out = root + "/seen", program = root + "/dev_trial.sh";
+  std::filesystem::create_directories(out);
+  std::ofstream(program)
+      << "#!/bin/sh\n"
+         "ls /dev | grep nvidia | tr '\\n' ' ' > \"$1/seen.$2.$CUDA_VISIBLE_DEVICES\"\n"
+         "echo 'hpo-metric {\"final\": true, \"value\": 1}'\n";
+  auto spec = [&](int trials, double gpus) {
+    Json sp = gpu_spec("", out, trials, trials, {{"gpus", gpus}});
+    sp["trial"]["argv"] = {"/bin/sh", program, out, "{x}"};
+    return sp;
+  };
+  const std::string two = c.submit(spec(2, 1));
+  ASSERT_FALSE(two.empty());
+  Json s = c.wait_finished(two, 120s);
+  ASSERT_EQ(s.value("state", ""), "finished") << s.dump(2) << c.logs();
+  ASSERT_EQ(s["counts"]["completed"], 2) << s.dump(2) << c.logs();
+  std::vector<std::string> seen;
+  for (const auto& e : std::filesystem::directory_iterator(out)) {
+    const std::string name = e.path().filename().string();
+    seen.push_back(name.substr(name.rfind('.') + 1) + ": " + read_file(e.path()));
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::string>{"GPU-aaaaaaaa-0000: nvidia0 nvidiactl ",
+                                            "GPU-bbbbbbbb-1111: nvidia1 nvidiactl "}))
+      << c.logs();
+
+  // A trial without a GPU finds none of them.
+  std::filesystem::remove_all(out);
+  std::filesystem::create_directories(out);
+  const std::string none = c.submit(spec(1, 0));
+  ASSERT_FALSE(none.empty());
+  s = c.wait_finished(none, 120s);
+  ASSERT_EQ(s.value("state", ""), "finished") << s.dump(2) << c.logs();
+  std::vector<std::string> cpu;
+  for (const auto& e : std::filesystem::directory_iterator(out)) cpu.push_back(read_file(e.path()));
+  EXPECT_EQ(cpu, std::vector<std::string>{""}) << c.logs();
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

@@ -81,6 +81,18 @@ def probe(drop, number):
             s.sendall(b"SET hpo:pwned 1\r\n")
             return s.recv(200).decode()
     found["redis_set"] = attempt(redis_set)
+    # Shared places another tenant would read: /tmp, /var/tmp, /dev/shm.
+    for place in ("/tmp", "/var/tmp", "/dev/shm"):
+        attempt(lambda: open(os.path.join(place, "hpo-plant-%d" % number), "w").close())
+    # The processes it can see, and those of them that are not its own (not
+    # started for this trial number; pid 1 of a namespace of its own is its init).
+    pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+    found["pids"] = pids
+    mine_env = "HPO_TRIAL_NUMBER=%d" % number
+    found["foreign"] = [p for p in pids if mine_env not in attempt(
+        lambda: read("/proc/%d/environ" % p).replace("\x00", " "))]
+    # The GPUs' device files it sees (the stand-ins of a test, or a host's own).
+    found["nvidia"] = sorted(n for n in os.listdir("/dev") if n.startswith("nvidia"))
     # The other trial: its attempt directory and its process.
     workdir = os.environ["HPO_WORK_DIR"]
     with open(os.path.join(workdir, "secret"), "w") as f:
@@ -101,8 +113,15 @@ def probe(drop, number):
             peer = json.load(f)
         found["other_list"] = attempt(lambda: os.listdir(peer["workdir"]))
         found["other_secret"] = attempt(lambda: read(os.path.join(peer["workdir"], "secret")))
-        found["other_kill"] = attempt(lambda: os.kill(peer["pid"], 0))
-        found["other_environ"] = attempt(lambda: read("/proc/%d/environ" % peer["pid"]))
+        if peer["pid"] in pids and peer["pid"] not in found["foreign"]:
+            # Its number names a process of this trial's own (a PID namespace each).
+            found["other_kill"] = found["other_environ"] = "its number is one of this trial's"
+        else:
+            found["other_kill"] = attempt(lambda: os.kill(peer["pid"], 0))
+            found["other_environ"] = attempt(lambda: read("/proc/%d/environ" % peer["pid"]))
+        found["other_plants"] = [
+            path for path in ("/tmp/hpo-plant-%d" % (1 - number), "/var/tmp/hpo-plant-%d" % (1 - number),
+                              "/dev/shm/hpo-plant-%d" % (1 - number)) if os.path.exists(path)]
     else:
         found["other_list"] = "the other trial never came"
     # Both have looked before either ends (its directory goes with it).

@@ -113,9 +113,14 @@ class TrustBoundary : public ::testing::Test {
     // The documented way: the URL in the environment, scheduler.json in HPO_HOME, root.
     std::vector<std::pair<std::string, std::string>> env = {{"HPO_REDIS", worker_url_}};
     if (torch()) env.emplace_back("HPO_TRAIN_RANK", x_.rank_program());
-    worker_ = &c_.start_worker("trust-" + std::to_string(::getpid()), 2, 3000,
-                               {"--trial-user", "hpo-trial", "--data-root", x_.root()}, {}, env);
+    std::vector<std::string> flags = {"--trial-user", "hpo-trial", "--data-root", x_.root()};
+    flags.insert(flags.end(), {"--trial-namespaces", namespaces() ? "on" : "off"});
+    worker_ = &c_.start_worker("trust-" + std::to_string(::getpid()), 2, 3000, flags, {}, env);
   }
+  // Whether command trials run in namespaces of their own (the default).
+  virtual bool namespaces() const { return true; }
+  // The hostile probe's findings, judged (below).
+  void probe_two_trials();
 
   static bool torch() {
     return std::filesystem::exists(std::string(HPO_BINARY_DIR) + "/workers/hpo-train-rank");
@@ -147,7 +152,19 @@ std::vector<long> rank_uids(pid_t worker) {
   return uids;
 }
 
-TEST_F(TrustBoundary, AHostileTrialFindsNoSecretNoSocketNoRedisAndNoOtherTrial) {
+// The same worker with --trial-namespaces off: uids of their own, cgroups,
+// and nothing more (a kernel without namespaces).
+class TrustBoundaryWithoutNamespaces : public TrustBoundary {
+ protected:
+  bool namespaces() const override { return false; }
+};
+
+// Not done: a refusal of any kind (no permission, or nothing there to find).
+bool refused(const Json& finding) {
+  return finding.is_string() && finding.get<std::string>().rfind("ok: ", 0) != 0;
+}
+
+void TrustBoundary::probe_two_trials() {
   const std::string id = c_.submit(hostile_spec(x_, "probe", c_, port_, 2, 0));
   ASSERT_FALSE(id.empty());
   Json sweep = c_.wait_finished(id, 300s);
@@ -169,28 +186,48 @@ TEST_F(TrustBoundary, AHostileTrialFindsNoSecretNoSocketNoRedisAndNoOtherTrial) 
     EXPECT_FALSE(f["env"].contains("HPO_REDIS"));
     EXPECT_EQ(f["parent_environ"], "PermissionError");
     EXPECT_EQ(f["parent_mem"], "PermissionError");
-    EXPECT_EQ(f["scheduler_json"], "PermissionError");
-    EXPECT_EQ(f["hpo_home_list"], "PermissionError");
-    EXPECT_EQ(f["redis_conf"], "PermissionError");
+    // The worker's files: not readable, or (confined) not there at all.
+    const std::string gone = namespaces() ? "FileNotFoundError" : "PermissionError";
+    EXPECT_EQ(f["scheduler_json"], gone);
+    EXPECT_EQ(f["hpo_home_list"], gone);
+    EXPECT_EQ(f["redis_conf"], gone);
     EXPECT_EQ(f["control_plant"], "PermissionError");
     EXPECT_EQ(f["control_write"], "PermissionError");
     // Nothing inherited but stdin, stdout and stderr.
     EXPECT_EQ(f["fds"], Json::array({0, 1, 2}));
-    // Redis without the credential: refused.
-    EXPECT_EQ(f["redis_set"].get<std::string>().rfind("ok: -NOAUTH", 0), 0u);
+    // Redis without the credential: refused; confined, its port is not even reached.
+    if (namespaces())
+      EXPECT_EQ(f["redis_set"], "ConnectionRefusedError");
+    else
+      EXPECT_EQ(f["redis_set"].get<std::string>().rfind("ok: -NOAUTH", 0), 0u);
     // The other trial: neither its folder nor its process.
-    EXPECT_EQ(f["other_list"], "PermissionError");
-    EXPECT_EQ(f["other_secret"], "PermissionError");
-    EXPECT_EQ(f["other_kill"], "PermissionError");
-    EXPECT_EQ(f["other_environ"], "PermissionError");
-    // Its session-leading child ended with it.
+    EXPECT_EQ(f["other_list"], gone);
+    EXPECT_EQ(f["other_secret"], gone);
+    EXPECT_TRUE(refused(f["other_kill"])) << f["other_kill"];
+    EXPECT_TRUE(refused(f["other_environ"])) << f["other_environ"];
+    if (namespaces()) {
+      // Confined: it sees its own processes only (and its namespace's init),
+      // and none of what the other trial left in /tmp, /var/tmp or /dev/shm.
+      EXPECT_TRUE(f["foreign"].empty() || f["foreign"] == Json::array({1})) << f["foreign"];
+      EXPECT_EQ(f["other_plants"], Json::array());
+    }
+    // Its session-leading child ended with it (confined, its pid is of the
+    // trial's namespace, which ends with the trial: tests/core/confinement_test.cpp).
     const pid_t orphan = f["orphan"].get<pid_t>();
-    EXPECT_TRUE(wait_for([&] { return process_gone(orphan); }, 30s)) << orphan;
+    if (!namespaces()) EXPECT_TRUE(wait_for([&] { return process_gone(orphan); }, 30s)) << orphan;
   }
   hpo::trials::redis::RedisClient redis(*hpo::trials::redis::RedisUrl::parse(worker_url_));
   auto pwned = redis.command({"GET", "hpo:pwned"});
   ASSERT_TRUE(pwned.ok());
   EXPECT_TRUE(pwned->is_nil()) << pwned->str;
+}
+
+TEST_F(TrustBoundary, AHostileTrialFindsNoSecretNoSocketNoRedisAndNoOtherTrial) {
+  probe_two_trials();
+}
+
+TEST_F(TrustBoundaryWithoutNamespaces, AHostileTrialFindsNoSecretNoRedisAndNoOtherTrial) {
+  probe_two_trials();
 }
 
 // resources.memory_gb holds all of a trial's processes together: eight of

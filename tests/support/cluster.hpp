@@ -96,14 +96,16 @@ class Cluster {
                         const std::vector<std::string>& extra = {},
                         const std::vector<std::string>& prefix = {},
                         const std::vector<std::pair<std::string, std::string>>& more_env = {}) {
-    std::vector<std::string> argv{kBinaryDir + "/workers/hpo-worker", "--name", name, "--slots",
-                                  std::to_string(slots), "--lease-ms", std::to_string(lease_ms),
-                                  "--kill-grace-s", "1", "--data-root", home_,
-                                  // These suites' trials read and write the test's own
-                                  // folders (0700): they run as the worker. The trust
-                                  // boundary's tests pass --trial-user hpo-trial (later wins).
-                                  // Their projects' trials share the worker's identity.
-                                  "--trial-user", "none", "--any-project-as-worker"};
+    std::vector<std::string> argv{
+        kBinaryDir + "/workers/hpo-worker", "--name", name, "--slots", std::to_string(slots),
+        "--lease-ms", std::to_string(lease_ms), "--kill-grace-s", "1", "--data-root", home_,
+        // These suites' trials read and write the test's own
+        // folders (its HPO_HOME, 0700): they run as the worker,
+        // in its namespaces. The trust boundary's tests pass
+        // --trial-user hpo-trial and --trial-namespaces auto
+        // (later wins). Their projects' trials share the
+        // worker's identity.
+        "--trial-user", "none", "--any-project-as-worker", "--trial-namespaces", "off"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.insert(argv.begin(), prefix.begin(), prefix.end());
     auto environment = env();

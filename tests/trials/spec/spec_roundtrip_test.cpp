@@ -653,7 +653,8 @@ TEST(SpecRoundTrip, CanonicalFormOfAMinimalSpec) {
       R"("search":{"algorithm":"random","max_concurrent":1,"max_trials":2,"n_initial":0,"seed":0},)"
       R"("trial":{"argv":["run","{n}"],"cwd":"",)"
       R"("data_parallel":{"average_every":1,"bucket_mb":0.125,"mode":"allreduce","replicas":1,"transport":"auto"},"env":{},)"
-      R"("kind":"command","max_attempts":3,"resources":{"gpus":0},"timeout_s":86400.0}})");
+      R"("kind":"command","max_attempts":3,"network":"loopback","resources":{"gpus":0},)"
+      R"("timeout_s":86400.0}})");
 }
 
 // Parameters keep the parsed order (parents first), which the grid walks in.

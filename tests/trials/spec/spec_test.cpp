@@ -267,6 +267,21 @@ TEST(Spec, EnsembleMemberBudgetIsForTorchTrialsOnly) {
   EXPECT_TRUE(has_error(spec, "ensemble", "needs trial.data"));
 }
 
+// A command trial's network where the worker confines it: loopback (the
+// default) or the host's.
+TEST(Spec, ACommandTrialsNetworkIsLoopbackOrTheHosts) {
+  auto s = valid_spec();  // kind command
+  auto r = parse_spec(s.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r->trial.command.host_network);
+  s["trial"]["network"] = "host";
+  r = parse_spec(s.dump());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->trial.command.host_network);
+  s["trial"]["network"] = "internet";
+  EXPECT_TRUE(has_error(s, "trial.network", "loopback"));
+}
+
 // A command trial that says what its data looks like can be ensembled; the
 // description is checked field by field.
 TEST(Spec, CommandTrialDataDescription) {

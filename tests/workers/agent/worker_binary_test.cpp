@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "core/child_process.hpp"
@@ -66,9 +67,12 @@ class WorkerBinaryTest : public ::testing::Test {
     if (args != std::vector<std::string>{"--help"}) {  // keep attempt dirs out of $HOME
       o.argv.push_back("--work-dir");
       o.argv.push_back(dir_.file("work"));
-      // The trials write into the test's folder (0700): they run as the worker.
+      // The trials write into the test's folder (0700): they run as the worker,
+      // in its namespaces unless a test asks otherwise.
       o.argv.push_back("--trial-user");
       o.argv.push_back("none");
+      if (std::find(args.begin(), args.end(), "--trial-namespaces") == args.end())
+        o.argv.insert(o.argv.end(), {"--trial-namespaces", "off"});
       if (any_project) o.argv.push_back("--any-project-as-worker");
     }
     o.env = current_environment();
@@ -113,6 +117,20 @@ TEST_F(WorkerBinaryTest, AWorkerRunningTrialsAsItselfNeedsAProjectOrTheOptOut) {
   }));
   bound.signal_group(SIGTERM);
   ASSERT_TRUE(wait_exit(bound, std::chrono::seconds(20)).has_value()) << log_;
+  // Its trials in namespaces of their own (none of its files, processes or
+  // ports in view), it takes every project's.
+  log_.clear();
+  auto confined = start_worker(
+      {"--redis", redis_.url(), "--name", "confined", "--trial-namespaces", "on"}, {}, false);
+  ASSERT_TRUE(wait_for([&] {
+    auto workers = store_->list_workers();
+    if (!workers.ok()) return false;
+    for (const auto& w : *workers)
+      if (w.name == "confined") return w.project.empty();
+    return false;
+  })) << log_;
+  confined.signal_group(SIGTERM);
+  ASSERT_TRUE(wait_exit(confined, std::chrono::seconds(20)).has_value()) << log_;
 }
 
 // Two workers of the same name on one host would release each other's
