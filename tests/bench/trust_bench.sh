@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# What the trust boundary costs, through the real service (issue 38): the same
-# sweeps on a root worker whose trials run as users of their own in cgroups of
-# their own (the default), and on one that runs them as itself with no cgroup
-# (--trial-user none --trial-cgroups none, the reference), in the same run.
+# What the trust boundary costs, through the real service (issues 38, 57): the
+# same sweeps on a root worker whose trials run as users of their own in cgroups
+# and namespaces of their own (the default), on one without the namespaces
+# (--trial-namespaces off), and on one that runs them as itself with neither
+# (--trial-user none --trial-cgroups none --trial-namespaces off, the
+# reference), in the same run.
 #   command: N trials of a program that prints one metric (the spawn, user
-#            switch, attempt folder hand-over and cgroup per trial): trials/s.
+#            switch, attempt folder hand-over, cgroup and namespaces per trial):
+#            trials/s.
 #   torch:   M one-epoch mlp trials on 12,000 Fashion-MNIST images (the ranks
 #            then decode the data themselves: the worker's dataset cache is
 #            not theirs to read): mean seconds per trial, started to finished.
@@ -65,10 +68,17 @@ run() {
 }
 
 printf '%-34s %8s %10s\n' "worker" "cmd/s" "torch s/trial"
-boxed=$(run "trial users + cgroups (default)" "")
-plain=$(run "as the worker, no cgroup" "--trial-user none --any-project-as-worker --trial-cgroups none")
+confined=$(run "users + cgroups + namespaces (default)" "")
+boxed=$(run "users + cgroups, no namespaces" "--trial-namespaces off")
+plain=$(run "as the worker, no cgroup" \
+  "--trial-user none --any-project-as-worker --trial-cgroups none --trial-namespaces off")
+echo "$confined"
 echo "$boxed"
 echo "$plain"
-awk -v a="$boxed" -v b="$plain" 'BEGIN {
-  n = split(a, x, " "); m = split(b, y, " ");
-  printf "ratio (default / reference): command trials/s %.2f, torch s/trial %.2f\n", x[n-1] / y[m-1], x[n] / y[m] }'
+ratio() {
+  awk -v a="$2" -v b="$3" -v l="$1" 'BEGIN {
+    n = split(a, x, " "); m = split(b, y, " ");
+    printf "ratio (%s): command trials/s %.2f, torch s/trial %.2f\n", l, x[n-1] / y[m-1], x[n] / y[m] }'
+}
+ratio "default / reference" "$confined" "$plain"
+ratio "namespaces / none" "$confined" "$boxed"
