@@ -113,9 +113,16 @@ ConfinementPlan::ConfinementPlan(const Confinement& c)
     uid_map_ = fmt::format("{0} {0} 1\n", ::getuid());
     gid_map_ = fmt::format("{0} {0} 1\n", ::getgid());
   }
-  for (const auto& h : c.hidden) {
+  // Outermost first; one beneath a hidden folder is gone with it (and could
+  // not be found to be covered once that is).
+  std::vector<std::string> hidden = c.hidden;
+  std::sort(hidden.begin(), hidden.end(),
+            [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  for (const auto& h : hidden) {
     bool dir = false;
     if (h.empty() || h[0] != '/' || h == "/" || !exists(h, &dir)) continue;
+    auto beneath = [&](const std::string& top) { return h == top || under(h, top); };
+    if (std::any_of(hidden_.begin(), hidden_.end(), beneath)) continue;
     hidden_.push_back(h);
     hidden_dir_.push_back(dir);
   }

@@ -116,7 +116,8 @@ TEST_F(Confined, HiddenFilesAreGoneAndKeptFoldersBeneathThemStay) {
   fs::create_directories(root_ + "/home/work/mine");
   std::ofstream(root_ + "/home/work/mine/input") << "its own";
   Confinement c = confinement();
-  c.hidden = {root_ + "/home", root_ + "/credential"};
+  // A hidden path beneath another (the work root in HPO_HOME) is gone with it.
+  c.hidden = {root_ + "/home/work", root_ + "/home", root_ + "/credential"};
   c.own_dir = root_ + "/home/work/mine";
   // Named by its command, a hidden path stays hidden; a folder holding a
   // hidden file shows it covered.

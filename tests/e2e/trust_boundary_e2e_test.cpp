@@ -369,4 +369,64 @@ TEST_F(TrustBoundary, TheWorkersRedisUserIsRefusedTheOperatorsCommands) {
   EXPECT_EQ(list->elements.size(), 1u);
 }
 
+// A worker that is not root (uid 65534, no capabilities, no cgroup of its
+// own), started with its Redis URL in its environment and its own HPO_HOME
+// holding what a worker keeps there: its trials run as it, in namespaces of
+// their own (an unprivileged user namespace), so it takes every project's
+// trials; the hostile probe finds none of its files, no process but its own,
+// not the Redis port, and nothing the other trial left in /tmp, /var/tmp or
+// /dev/shm.
+TEST(TrustBoundaryNonRootWorker, ItsConfinedTrialsFindNothingOfItsOrEachOthers) {
+  if (::geteuid() != 0) GTEST_SKIP() << "starting a worker as another uid needs root";
+  Exchange x;
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler({"--data-root", x.root()}));
+  const std::string url = Json::parse(read_file(c.home() + "/scheduler.json"))["redis"];
+  const int port = hpo::trials::redis::RedisUrl::parse(url)->port;
+  // The worker's own home, with a copy of what it would find there, and its binary
+  // where uid 65534 may run it (a build inside a private clone may not be reachable).
+  const std::string home = x.root() + "/worker-home", bin = x.root() + "/hpo-worker";
+  std::filesystem::create_directories(home);
+  std::ofstream(home + "/scheduler.json") << Json{{"redis", url}}.dump();
+  ::chmod((home + "/scheduler.json").c_str(), 0600);
+  ::chown(home.c_str(), 65534, 65534);
+  ::chown((home + "/scheduler.json").c_str(), 65534, 65534);
+  std::filesystem::copy_file(std::string(HPO_BINARY_DIR) + "/workers/hpo-worker", bin);
+  ::chmod(bin.c_str(), 0755);
+  const std::vector<std::string> as_nobody = {"/usr/bin/setpriv", "--reuid=65534",
+                                              "--regid=65534",    "--clear-groups",
+                                              "--inh-caps=-all",  bin};
+  // Cluster::start_worker's program is the build's: this one runs the copy.
+  std::vector<std::string> argv = as_nobody;
+  argv.insert(argv.end(),
+              {"--name", "nobody", "--slots", "2", "--lease-ms", "3000", "--trial-namespaces", "on",
+               "--trial-cgroups", "none", "--work-dir", home + "/work"});
+  hpo::testing::Process worker(argv, {{"HPO_HOME", home}, {"HPO_REDIS", url}},
+                               x.root() + "/worker.log");
+  Json spec = hostile_spec(x, "probe", c, port, 2, 0);
+  spec["trial"]["env"]["GUESS_HPO_HOME"] = home;
+  const std::string id = c.submit(spec);
+  ASSERT_FALSE(id.empty());
+  Json sweep = c.wait_finished(id, 300s);
+  ASSERT_EQ(sweep.value("state", ""), "finished")
+      << sweep.dump(2) << c.logs() << read_file(x.root() + "/worker.log");
+  Json a = x.found(0), b = x.found(1);
+  ASSERT_TRUE(a.is_object() && b.is_object()) << read_file(x.root() + "/worker.log");
+  for (const Json& f : {a, b}) {
+    const std::string all = f.dump();
+    SCOPED_TRACE(all.substr(0, 4000));
+    EXPECT_EQ(f["uid"], 65534);                           // the worker's own uid...
+    EXPECT_EQ(f["scheduler_json"], "FileNotFoundError");  // ... but none of its files
+    EXPECT_EQ(all.find(url), std::string::npos);
+    EXPECT_FALSE(f["env"].contains("HPO_REDIS"));
+    EXPECT_EQ(f["proc_leaks"].size(), 0u);
+    EXPECT_EQ(f["redis_set"], "ConnectionRefusedError");
+    EXPECT_EQ(f["other_list"], "FileNotFoundError");
+    EXPECT_EQ(f["other_secret"], "FileNotFoundError");
+    EXPECT_TRUE(f["foreign"].empty() || f["foreign"] == Json::array({1})) << f["foreign"];
+    EXPECT_EQ(f["other_plants"], Json::array());
+    EXPECT_EQ(f["fds"], Json::array({0, 1, 2}));
+  }
+}
+
 }  // namespace
