@@ -89,8 +89,9 @@ export class Cluster {
     this.token = state.token;
     await until('scheduler /healthz', async () => (await fetch(`${this.api}/healthz`)).ok, 20000);
     for (let i = 0; i < workers; i++)
-      // The trials read the test's own files in HPO_HOME (0700): they run as the worker.
-      this.spawnLogged(`worker${i}`, this.opts.worker, [], { HPO_SLOTS: String(slots), HPO_WORKER_NAME: `browser-w${i}`, HPO_LABELS: 'zone=a,fast-disk', HPO_TRIAL_USER: 'none', HPO_ANY_PROJECT_AS_WORKER: '1' });
+      // The trials read the test's own files in HPO_HOME (0700): they run as the worker,
+      // in its namespaces.
+      this.spawnLogged(`worker${i}`, this.opts.worker, [], { HPO_SLOTS: String(slots), HPO_WORKER_NAME: `browser-w${i}`, HPO_LABELS: 'zone=a,fast-disk', HPO_TRIAL_USER: 'none', HPO_ANY_PROJECT_AS_WORKER: '1', HPO_TRIAL_NAMESPACES: 'off' });
     await until(
       `${workers} worker(s) registered`,
       async () => (await (await fetch(`${this.api}/api/workers`)).json()).workers.length >= workers,

@@ -328,6 +328,7 @@ try {
     fs.writeFileSync(program, `#!/bin/sh\necho "proc GPU-0000-h100 $$ 2345 41" >> '${nvml}'\nsleep 2.5\necho 'hpo-metric {"final": true, "value": 1}'\n`);
     cluster.spawnLogged('worker-gpu', opts.worker, [], {
       HPO_SLOTS: '4', HPO_WORKER_NAME: 'browser-gpu', HPO_TRIAL_USER: 'none', HPO_ANY_PROJECT_AS_WORKER: '1',
+      HPO_TRIAL_NAMESPACES: 'off',
       LD_LIBRARY_PATH: opts.fakeNvml, HPO_FAKE_NVML_FILE: nvml,
     });
     const spec = {

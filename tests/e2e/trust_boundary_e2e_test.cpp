@@ -415,7 +415,10 @@ TEST(TrustBoundaryNonRootWorker, ItsConfinedTrialsFindNothingOfItsOrEachOthers) 
   for (const Json& f : {a, b}) {
     const std::string all = f.dump();
     SCOPED_TRACE(all.substr(0, 4000));
-    EXPECT_EQ(f["uid"], 65534);                           // the worker's own uid...
+    EXPECT_EQ(f["uid"], 65534);  // the worker's own uid...
+    // ... whose helpers in its namespace (copies of the worker) it cannot read
+    EXPECT_EQ(f["parent_environ"], "PermissionError");
+    EXPECT_EQ(f["parent_mem"], "PermissionError");
     EXPECT_EQ(f["scheduler_json"], "FileNotFoundError");  // ... but none of its files
     EXPECT_EQ(all.find(url), std::string::npos);
     EXPECT_FALSE(f["env"].contains("HPO_REDIS"));
