@@ -82,7 +82,6 @@ class ConfinementPlan {
   static const char* describe(int step);
 
  private:
-  struct Mount;
   int build_view() const;
   int build_dev() const;
   int map_all_ids() const;
