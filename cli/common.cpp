@@ -3,8 +3,11 @@
 // print, so that a sweep or a number reads the same in every command.
 #include "cli/common.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -113,6 +116,42 @@ std::string fmt_duration(double seconds) {
   auto s = static_cast<long>(seconds);
   if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60);
   return fmt::format("{:02}:{:02}", s / 60, s % 60);
+}
+
+std::string fmt_bytes(std::int64_t bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(bytes);
+  int unit = 0;
+  while (v >= 1024 && unit < 5) {
+    v /= 1024;
+    ++unit;
+  }
+  if (unit == 0) return fmt::format("{} B", bytes);
+  return fmt::format("{} {}", fmt_number(std::round(v * 10) / 10), kUnits[unit]);
+}
+
+std::optional<std::int64_t> parse_byte_size(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !(v >= 0)) return std::nullopt;
+  std::string unit(end);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  for (const char* tail : {"iB", "B"})
+    if (unit.size() > std::strlen(tail) && unit.ends_with(tail))
+      unit.resize(unit.size() - std::strlen(tail));
+  static const std::string kPrefixes = "KMGTP";
+  int power = 0;
+  if (!unit.empty() && unit != "B") {
+    const auto at =
+        unit.size() == 1
+            ? kPrefixes.find(static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0]))))
+            : std::string::npos;
+    if (at == std::string::npos) return std::nullopt;
+    power = static_cast<int>(at) + 1;
+  }
+  const double bytes = v * std::pow(1024.0, power);
+  if (bytes > 9.0e18) return std::nullopt;
+  return static_cast<std::int64_t>(std::llround(bytes));
 }
 
 void print_sweep(const record::SweepDocument& d) {

@@ -62,6 +62,11 @@ struct Client {
 std::string fmt_number(double v);
 std::string fmt_params(const hpo::search::Params& params);
 std::string fmt_duration(double seconds);
+// Bytes in binary units ("512 B", "1.5 MiB", "100 GiB").
+std::string fmt_bytes(std::int64_t bytes);
+// A byte count as a user writes it: "1000000", "512MiB", "2 GiB", "1.5G" (K M G T: powers
+// of 1024, with or without "iB"/"B"); nullopt for anything else or a negative size.
+std::optional<std::int64_t> parse_byte_size(const std::string& text);
 
 // A document of the server decoded with the records' codec; a document that
 // does not decode is the server's fault (exit code 4, the field named).

@@ -71,6 +71,25 @@ class CountingSink final : public ByteSink {
   std::int64_t count_ = 0;
 };
 
+// Passes at most `limit` bytes on to `out`; the write that would pass it
+// returns `past` and passes nothing on.
+class CappedSink final : public ByteSink {
+ public:
+  CappedSink(ByteSink& out, std::int64_t limit, Error past)
+      : out_(out), limit_(limit), past_(std::move(past)) {}
+  Status write(std::string_view bytes) override {
+    if (static_cast<std::int64_t>(bytes.size()) > limit_ - count_) return past_;
+    count_ += static_cast<std::int64_t>(bytes.size());
+    return out_.write(bytes);
+  }
+
+ private:
+  ByteSink& out_;
+  std::int64_t limit_;
+  Error past_;
+  std::int64_t count_ = 0;
+};
+
 // Takes the bytes and keeps none (what a pass-through sink feeds when only
 // its count or checksum matters).
 class NullSink final : public ByteSink {

@@ -63,6 +63,12 @@ the environment over --config, --config over the defaults):
                          one is replaced by its size) [HPO_MAX_EVENT_KB] (4)
   --max-events N         the most events the stream keeps (older ones are
                          trimmed) [HPO_MAX_EVENTS] (100000)
+  --project-store-mb MB  what a project may keep in Redis (specs, reports, results,
+                         logs, artifacts kept there), unless an admin gave it its
+                         own max_store_bytes [HPO_PROJECT_STORE_MB] (1024; 0: none)
+  --project-file-gb GB   what a project's artifact files may take in the --artifacts
+                         folder, unless it has its own max_file_bytes
+                         [HPO_PROJECT_FILE_GB] (100; 0: none)
   --sse-queue-mb MB      how far a dashboard's event stream may fall behind before
                          it is dropped (it reconnects and replays) [HPO_SSE_QUEUE_MB] (4)
   --ensemble-memory-mb MB  the most memory combining an ensemble may take (the
@@ -170,6 +176,20 @@ const std::vector<S>& settings() {
          std::int64_t kb = 0;
          if (auto st = parse_setting_int(origin, v, 1, 1024, kb); !st) return st;
          c.max_event_bytes = kb << 10;
+         return {};
+       }},
+      {"--project-store-mb", "HPO_PROJECT_STORE_MB", "project_store_mb", SettingKind::kValue,
+       [](Config& c, const std::string& origin, const std::string& v) -> Status {
+         std::int64_t mb = 0;
+         if (auto st = parse_setting_int(origin, v, 0, std::int64_t{1} << 30, mb); !st) return st;
+         c.project_store_bytes = mb << 20;
+         return {};
+       }},
+      {"--project-file-gb", "HPO_PROJECT_FILE_GB", "project_file_gb", SettingKind::kValue,
+       [](Config& c, const std::string& origin, const std::string& v) -> Status {
+         std::int64_t gb = 0;
+         if (auto st = parse_setting_int(origin, v, 0, std::int64_t{1} << 30, gb); !st) return st;
+         c.project_file_bytes = gb << 30;
          return {};
        }},
       {"--max-events", "HPO_MAX_EVENTS", "max_events", SettingKind::kValue,

@@ -48,6 +48,10 @@ struct SchedulerConfig {
   // one is replaced by its size) and the most events kept.
   std::int64_t max_event_bytes = 4096;
   std::int64_t max_events = 100'000;
+  // Every project's byte limits unless an admin gave it its own (0: none):
+  // what it keeps in the store, and in the artifact folder's files.
+  std::int64_t project_store_bytes = std::int64_t{1} << 30;
+  std::int64_t project_file_bytes = std::int64_t{100} << 30;
   // How far (bytes) a dashboard's event stream may fall behind before it is
   // dropped (it reconnects and replays from the store).
   std::int64_t sse_queue_bytes = std::int64_t{4} << 20;

@@ -125,7 +125,8 @@ std::optional<int> prepare_store(const scheduler::SchedulerConfig& config,
   }
   // The Functions hold every trial to them, whichever worker calls.
   if (auto st = probe.announce_limits({config.max_report_bytes, config.max_releases,
-                                       config.max_event_bytes, config.max_events});
+                                       config.max_event_bytes, config.max_events,
+                                       config.project_store_bytes, config.project_file_bytes});
       !st) {
     log_error("cannot announce the pool's limits", {{"error", st.error().message}});
     return 1;

@@ -63,11 +63,21 @@ struct Principal {
 // many workers claim, across scheduler restarts; a trial that asks for GPUs
 // holds one per slot); a submit past max_queued_trials or max_active_sweeps
 // is refused (kQuotaExceeded, naming the limit).
+//
+// Bytes: max_store_bytes bounds what the project keeps in the store (specs,
+// params, reports, results, logs, artifacts kept there), max_file_bytes its
+// artifact files in the pool's artifact folder; 0 there means the pool's
+// default (hpo-scheduler --project-store-mb, --project-file-gb). Counted
+// where they are written: a submit, an import or an artifact past one is
+// refused (kQuotaExceeded naming it), reports past it are counted in the
+// trial's reports_dropped, a log is left out; a trial's result never is.
 struct ProjectLimits {
   std::int64_t max_slots = 0;
   std::int64_t max_queued_trials = 0;
   std::int64_t max_active_sweeps = 0;
   std::int64_t max_gpus = 0;
+  std::int64_t max_store_bytes = 0;
+  std::int64_t max_file_bytes = 0;
 };
 
 // What a project holds now.
@@ -76,6 +86,8 @@ struct ProjectUse {
   std::int64_t queued_trials = 0;
   std::int64_t active_sweeps = 0;  // running
   std::int64_t gpus = 0;           // taken by its running trials that asked for GPUs
+  std::int64_t store_bytes = 0;
+  std::int64_t file_bytes = 0;
 };
 
 struct ProjectRecord {
@@ -84,6 +96,10 @@ struct ProjectRecord {
   std::int64_t created_ms = 0;
   ProjectLimits limits;
   ProjectUse use;  // filled by list_projects
+  // The byte limits in force (its own, else the pool's default; 0: none),
+  // filled by list_projects.
+  std::int64_t store_bytes_limit = 0;
+  std::int64_t file_bytes_limit = 0;
 };
 
 struct UserRecord {

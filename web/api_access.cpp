@@ -22,20 +22,26 @@ namespace hpo::web {
 namespace {
 
 Json project_doc(const trials::ProjectRecord& p, std::optional<trials::ProjectRole> role) {
-  return {{"name", p.name},
-          {"weight", p.weight},
-          {"created_ms", p.created_ms},
-          {"limits",
-           {{"max_slots", p.limits.max_slots},
-            {"max_queued_trials", p.limits.max_queued_trials},
-            {"max_active_sweeps", p.limits.max_active_sweeps},
-            {"max_gpus", p.limits.max_gpus}}},
-          {"use",
-           {{"slots", p.use.slots},
-            {"queued_trials", p.use.queued_trials},
-            {"active_sweeps", p.use.active_sweeps},
-            {"gpus", p.use.gpus}}},
-          {"role", role ? Json(trials::to_string(*role)) : Json(nullptr)}};
+  return {
+      {"name", p.name},
+      {"weight", p.weight},
+      {"created_ms", p.created_ms},
+      {"limits",
+       {{"max_slots", p.limits.max_slots},
+        {"max_queued_trials", p.limits.max_queued_trials},
+        {"max_active_sweeps", p.limits.max_active_sweeps},
+        {"max_gpus", p.limits.max_gpus},
+        {"max_store_bytes", p.limits.max_store_bytes},
+        {"max_file_bytes", p.limits.max_file_bytes}}},
+      {"use",
+       {{"slots", p.use.slots},
+        {"queued_trials", p.use.queued_trials},
+        {"active_sweeps", p.use.active_sweeps},
+        {"gpus", p.use.gpus},
+        {"store_bytes", p.use.store_bytes},
+        {"file_bytes", p.use.file_bytes}}},
+      {"byte_limits", {{"store_bytes", p.store_bytes_limit}, {"file_bytes", p.file_bytes_limit}}},
+      {"role", role ? Json(trials::to_string(*role)) : Json(nullptr)}};
 }
 
 // The weight and limits of a project body onto `p`: each optional, each checked.
@@ -58,6 +64,17 @@ Status read_project_settings(const Json& body, trials::ProjectRecord& p) {
       return Error::invalid(key, "expected an integer in [0, 1000000] (0: no limit)");
     *out = v.get<std::int64_t>();
   }
+  constexpr std::int64_t kMaxBytes = std::int64_t{1} << 53;  // 8 PiB, exact in every JSON reader
+  const std::pair<const char*, std::int64_t*> bytes[] = {
+      {"max_store_bytes", &p.limits.max_store_bytes}, {"max_file_bytes", &p.limits.max_file_bytes}};
+  for (const auto& [key, out] : bytes) {
+    if (!body.contains(key)) continue;
+    const Json& v = body[key];
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > kMaxBytes)
+      return Error::invalid(key,
+                            "expected a number of bytes in [0, 2^53] (0: the scheduler's default)");
+    *out = v.get<std::int64_t>();
+  }
   return {};
 }
 
@@ -67,9 +84,11 @@ Json audit_doc(const trials::AuditEntry& e) {
 }
 
 std::string settings_text(const trials::ProjectRecord& p) {
-  return fmt::format("weight {} max_slots {} max_queued_trials {} max_active_sweeps {} max_gpus {}",
-                     p.weight, p.limits.max_slots, p.limits.max_queued_trials,
-                     p.limits.max_active_sweeps, p.limits.max_gpus);
+  return fmt::format(
+      "weight {} max_slots {} max_queued_trials {} max_active_sweeps {} max_gpus {} "
+      "max_store_bytes {} max_file_bytes {}",
+      p.weight, p.limits.max_slots, p.limits.max_queued_trials, p.limits.max_active_sweeps,
+      p.limits.max_gpus, p.limits.max_store_bytes, p.limits.max_file_bytes);
 }
 
 Response service_admins_only(const std::string& what) {
@@ -181,8 +200,9 @@ Response Api::list_projects(const Request& request) {
 
 Response Api::create_project(const Request& request) {
   if (!request.principal->service_admin) return service_admins_only("creating a project");
-  auto body = object_body(request, {"name", "weight", "max_slots", "max_queued_trials",
-                                    "max_active_sweeps", "max_gpus"});
+  auto body =
+      object_body(request, {"name", "weight", "max_slots", "max_queued_trials", "max_active_sweeps",
+                            "max_gpus", "max_store_bytes", "max_file_bytes"});
   if (!body) return error_response(body.error());
   auto name = string_field(*body, "name", true);
   if (!name) return error_response(name.error());
@@ -201,8 +221,8 @@ Response Api::update_project(const Request& request, const std::string& name) {
   const trials::Principal& who = *request.principal;
   if (!who.can_read(name)) return error_response(Error::not_found("project " + name));
   if (!who.service_admin) return service_admins_only("changing a project's weight or limits");
-  auto body = object_body(
-      request, {"weight", "max_slots", "max_queued_trials", "max_active_sweeps", "max_gpus"});
+  auto body = object_body(request, {"weight", "max_slots", "max_queued_trials", "max_active_sweeps",
+                                    "max_gpus", "max_store_bytes", "max_file_bytes"});
   if (!body) return error_response(body.error());
   auto store = borrow();
   if (!store) return error_response(Error::unavailable("no store"));

@@ -348,7 +348,7 @@ trials::TrialResult checkpoint_failure(const Error& error, const trials::Metrics
           (too_large ? "; a pool with an artifact folder (hpo-scheduler --artifacts DIR) "
                        "stores checkpoints of any size"
                      : ""),
-      !too_large);
+      store_failure_retryable(error));
   result.metrics = last;
   return result;
 }
@@ -380,7 +380,8 @@ std::optional<trials::TrialResult> store_outputs(const TrialTask& task,
   for (const auto& note : outputs->notes) reporter.log(note);
   for (const auto& [name, bytes] : outputs->artifacts)
     if (auto st = reporter.put_artifact(name, bytes); !st)
-      return failed_result(fmt::format("storing {} failed: {}", name, st.error().message), true);
+      return failed_result(fmt::format("storing {} failed: {}", name, st.error().message),
+                           store_failure_retryable(st.error()));
   // A subfolder (a TensorBoard run) whole, as a tar archive, streamed; one
   // that cannot be packed (too many files, a path too long) is left out, said in the log.
   for (const auto& folder : outputs->folders) {
@@ -395,7 +396,8 @@ std::optional<trials::TrialResult> store_outputs(const TrialTask& task,
       continue;
     }
     if (!st)
-      return failed_result(fmt::format("storing {} failed: {}", name, st.error().message), true);
+      return failed_result(fmt::format("storing {} failed: {}", name, st.error().message),
+                           store_failure_retryable(st.error()));
     for (const auto& s : stats.skipped) reporter.log("[hpo] " + name + " leaves out " + s);
     reporter.log(fmt::format("[hpo] output {} kept as {}: {} files", folder, name, stats.files));
   }

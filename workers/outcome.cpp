@@ -32,6 +32,10 @@ trials::TrialResult failed_result(std::string error, bool retryable) {
   return r;
 }
 
+bool store_failure_retryable(const Error& error) {
+  return error.code != ErrorCode::kPayloadTooLarge && error.code != ErrorCode::kQuotaExceeded;
+}
+
 trials::TrialResult stopped_result(StopReason reason, double timeout_s) {
   trials::TrialResult r;
   r.retryable = false;

@@ -17,6 +17,11 @@ const char* to_string(StopReason reason);
 // A failed attempt: `retryable` re-queues it while attempts remain.
 trials::TrialResult failed_result(std::string error, bool retryable);
 
+// Whether another attempt may store what this one could not: not when it
+// was too large for the store, nor past its project's byte limits (both
+// stay so until somebody changes them).
+bool store_failure_retryable(const Error& error);
+
 // `timeout_s`: the trial's limit, quoted in the timeout message.
 trials::TrialResult stopped_result(StopReason reason, double timeout_s);
 

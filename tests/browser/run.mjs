@@ -376,7 +376,7 @@ try {
   // reads without one on loopback). A fresh page asks for a token once, refuses
   // a wrong one, and then shows only what the user's projects hold.
   await check('with several users the dashboard asks for a token and shows only the user\'s projects', async () => {
-    await cluster.post('/api/projects', { name: 'vision', max_slots: 3, max_gpus: 2 });
+    await cluster.post('/api/projects', { name: 'vision', max_slots: 3, max_gpus: 2, max_store_bytes: 1048576 });
     await cluster.post('/api/users', { name: 'ana' });
     const { token } = await cluster.post('/api/users/ana/tokens', { label: 'browser' });
     const put = await fetch(`${base}/api/projects/vision/members/ana`, {
@@ -406,6 +406,8 @@ try {
     assert(names.length === 1 && names[0] === 'vision', `projects shown: ${names.join(', ')}`);
     const gpus = (await fresh.locator('#projects tr[data-project="vision"] td.gpus').textContent()).trim();
     assert(gpus.startsWith('0') && gpus.endsWith('2'), `GPUs cell: ${gpus}`);
+    const bytes = (await fresh.locator('#projects tr[data-project="vision"] td.store').textContent()).trim();
+    assert(bytes === '0 B / 1 MiB', `store cell: ${bytes}`);
     assert((await fresh.locator('#who').textContent()) === 'ana', 'not signed in as ana');
     await fresh.locator('#live-status.live-live').waitFor();
     assert((await fresh.locator('#sweeps tbody tr').count()) === 0, 'another project\'s sweeps are listed');

@@ -5,13 +5,18 @@
 // two ways: the project's own count, sampled continuously, and afterwards
 // every attempt of its trials, whose start and end Redis stamps in the same
 // function that moves the count (so the overlap is exact, where summing the
-// sweeps' running counts over separate reads is not).
+// sweeps' running counts over separate reads is not). And a project's bytes:
+// on the default layout (embedded Redis, no --artifacts) a trial whose outputs
+// would pass its project's store limit fails at once naming the limit, the
+// project holds no more than the limit, `hpo project list` shows it, and
+// another project's same trial is kept whole.
 #include <gtest/gtest.h>
 
 #include <signal.h>
 
 #include <algorithm>
 #include <chrono>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -95,6 +100,99 @@ TEST(TeamsEndToEnd, AProjectsSlotLimitHoldsWhileItsTrialsRunAndAcrossASchedulerK
     EXPECT_EQ(s["counts"]["completed"].get<int>(), s["max_trials"].get<int>());
   }
   EXPECT_EQ(hpo::testing::most_attempts_at_once(c, capped), 2) << c.logs();
+}
+
+// A sweep of one trial writing eight 1 MiB outputs, in `project`.
+std::string submit_outputs(Cluster& c, const std::string& project) {
+  Json spec = {{"name", "outputs"},
+               {"objective", {{"metric", "value"}, {"mode", "min"}}},
+               {"parameters", {{"x", {{"type", "float"}, {"min", 0.0}, {"max", 1.0}}}}},
+               {"search", {{"algorithm", "random"}, {"max_trials", 1}, {"seed", 1}}},
+               {"trial",
+                {{"kind", "command"},
+                 {"argv",
+                  {"/bin/sh", "-c",
+                   "for i in 1 2 3 4 5 6 7 8; do head -c 1048576 /dev/zero > "
+                   "\"$HPO_OUTPUT_DIR/out$i\"; done; "
+                   // (braces would be placeholders: octal escapes instead)
+                   "printf 'hpo-metric \\173\"value\": 1\\175\\n'"}},
+                 {"max_attempts", 3},
+                 {"timeout_s", 60}}}};
+  auto r = c.api().post("/api/sweeps?project=" + project, spec.dump());
+  EXPECT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : r.error().message);
+  return r.ok() && r->status == 201 ? Json::parse(r->body).value("id", "") : "";
+}
+
+Json project_doc(Cluster& c, const std::string& name) {
+  const Json all = c.get("/api/projects");
+  for (const auto& p : all["projects"])
+    if (p["name"] == name) return p;
+  return nullptr;
+}
+
+TEST(TeamsEndToEnd, AProjectsOutputsStopAtItsStoreBytesAndAnotherProjectsAreKept) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler({"--project-store-mb", "4"}));
+  for (const char* body :
+       {R"({"name": "flood"})", R"({"name": "roomy", "max_store_bytes": 67108864})"}) {
+    auto made = c.api().post("/api/projects", body);
+    ASSERT_TRUE(made.ok() && made->status == 201) << (made.ok() ? made->body : "");
+  }
+  c.start_worker("a", 2);
+  const std::string flood = submit_outputs(c, "flood");
+  const std::string roomy = submit_outputs(c, "roomy");
+  ASSERT_FALSE(flood.empty() || roomy.empty());
+
+  Json f = c.wait_finished(flood, 120s);
+  EXPECT_EQ(f.value("state", ""), "failed") << f.dump(2) << c.logs();
+  Json trial = c.get("/api/trials/" + flood + "-0");
+  ASSERT_TRUE(trial.is_object()) << c.logs();
+  EXPECT_EQ(trial.value("state", ""), "failed");
+  const std::string error = trial.value("error", "");
+  EXPECT_NE(error.find("max_store_bytes"), std::string::npos) << error;
+  EXPECT_NE(error.find("flood"), std::string::npos) << error;
+  // Not retried: the next attempt would meet the same limit.
+  EXPECT_EQ(trial["attempts"].size(), 1u) << trial.dump(2);
+  Json fp = project_doc(c, "flood");
+  ASSERT_TRUE(fp.is_object() && fp["use"]["store_bytes"].is_number()) << fp.dump();
+  EXPECT_LE(fp["use"]["store_bytes"].get<std::int64_t>(), 4 << 20) << fp.dump();
+  EXPECT_GE(fp["use"]["store_bytes"].get<std::int64_t>(), 3 << 20) << fp.dump();
+  EXPECT_EQ(fp["byte_limits"]["store_bytes"].get<std::int64_t>(), 4 << 20);
+
+  Json r = c.wait_finished(roomy, 120s);
+  EXPECT_EQ(r.value("state", ""), "finished") << r.dump(2) << c.logs();
+  EXPECT_EQ(r["counts"]["completed"].get<int>(), 1);
+  Json rp = project_doc(c, "roomy");
+  ASSERT_TRUE(rp.is_object() && rp["use"]["store_bytes"].is_number()) << rp.dump();
+  EXPECT_GE(rp["use"]["store_bytes"].get<std::int64_t>(), 8 << 20) << rp.dump();
+  EXPECT_EQ(rp["byte_limits"]["store_bytes"].get<std::int64_t>(), 64 << 20);
+
+  // hpo project list: what each holds, of its limit.
+  hpo::testing::Process list({std::string(HPO_BINARY_DIR) + "/cli/hpo", "project", "list"}, c.env(),
+                             c.home() + "/project-list.log");
+  ASSERT_EQ(list.wait(30s), 0) << list.log();
+  std::string flood_line;
+  std::istringstream lines(list.log());
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("flood ", 0) == 0) flood_line = line;
+  EXPECT_NE(flood_line.find("/4 MiB"), std::string::npos) << list.log();
+
+  // hpo project set takes sizes as people write them; a size it cannot read changes nothing.
+  const std::string hpo = std::string(HPO_BINARY_DIR) + "/cli/hpo";
+  hpo::testing::Process set({hpo, "project", "set", "flood", "--max-store-bytes", "8MiB"}, c.env(),
+                            c.home() + "/project-set.log");
+  ASSERT_EQ(set.wait(30s), 0) << set.log();
+  EXPECT_EQ(project_doc(c, "flood")["limits"]["max_store_bytes"].get<std::int64_t>(), 8 << 20);
+  hpo::testing::Process bad({hpo, "project", "set", "flood", "--max-file-bytes", "8 parsecs"},
+                            c.env(), c.home() + "/project-bad.log");
+  EXPECT_EQ(bad.wait(30s), 2) << bad.log();
+  EXPECT_NE(bad.log().find("--max-file-bytes"), std::string::npos) << bad.log();
+  EXPECT_EQ(project_doc(c, "flood")["limits"]["max_file_bytes"].get<std::int64_t>(), 0);
+
+  // Deleting the failed sweep gives its bytes back.
+  auto del = c.api().request("DELETE", "/api/sweeps/" + flood);
+  ASSERT_TRUE(del.ok() && del->status / 100 == 2) << (del.ok() ? del->body : "");
+  EXPECT_EQ(project_doc(c, "flood")["use"]["store_bytes"].get<std::int64_t>(), 0);
 }
 
 }  // namespace

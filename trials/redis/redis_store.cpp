@@ -118,7 +118,9 @@ Status RedisStore::announce_limits(const PoolLimits& limits) {
   auto r = client_.command(
       {"HSET", key("deployment"), "max_report_bytes", at_least(limits.max_report_bytes, 0),
        "max_releases", at_least(limits.max_releases, 0), "max_event_bytes",
-       at_least(limits.max_event_bytes, 64), "max_events", at_least(limits.max_events, 1)});
+       at_least(limits.max_event_bytes, 64), "max_events", at_least(limits.max_events, 1),
+       "project_store_bytes", at_least(limits.project_store_bytes, 0), "project_file_bytes",
+       at_least(limits.project_file_bytes, 0)});
   if (!r) return r.error();
   if (r->is_error()) return refusal(r->str);
   return {};

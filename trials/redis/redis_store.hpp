@@ -72,12 +72,17 @@ class RedisStore final : public AllRoles {
   // (functions/*.lua): the most bytes of stored reports one trial may hold
   // (report), how many times a trial may be given back before it fails
   // (release; 0: no limit for both), the most bytes of one event's data and
-  // the most events the stream keeps (every call that emits).
+  // the most events the stream keeps (every call that emits), the byte
+  // limits of projects without their own.
   struct PoolLimits {
     std::int64_t max_report_bytes = std::int64_t{16} << 20;
     std::int64_t max_releases = 20;
     std::int64_t max_event_bytes = 4096;
     std::int64_t max_events = 100'000;
+    // Every project's byte limits unless it has its own (0: none):
+    // trials/access.hpp ProjectLimits.
+    std::int64_t project_store_bytes = std::int64_t{1} << 30;
+    std::int64_t project_file_bytes = std::int64_t{100} << 30;
   };
   Status announce_limits(const PoolLimits& limits);
   // Keep trials' artifact bytes in `dir` from now on (empty: in Redis).
@@ -222,6 +227,10 @@ class RedisStore final : public AllRoles {
   Status put_file_artifact(const std::string& trial_id, int attempt, const std::string& worker,
                            const std::string& name, const ByteProducer& produce);
   static Error no_artifact_dir(const std::string& what, const std::string& path);
+  // The most bytes artifact `name` of the attempt may have in files now (its
+  // project's max_file_bytes room, and what it replaces); -1: no limit.
+  Result<std::int64_t> file_room(const std::string& trial_id, int attempt,
+                                 const std::string& worker, const std::string& name);
   // What Redis holds under a trial's artifact key, decoded (a file reference
   // only where this process has the folder).
   Result<std::optional<StoredArtifact>> stored_artifact(const std::string& trial_id,

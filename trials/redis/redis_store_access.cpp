@@ -116,7 +116,9 @@ std::vector<std::string> project_args(const ProjectRecord& p) {
           std::to_string(p.limits.max_slots),
           std::to_string(p.limits.max_queued_trials),
           std::to_string(p.limits.max_active_sweeps),
-          std::to_string(p.limits.max_gpus)};
+          std::to_string(p.limits.max_gpus),
+          std::to_string(p.limits.max_store_bytes),
+          std::to_string(p.limits.max_file_bytes)};
 }
 
 }  // namespace
@@ -134,10 +136,14 @@ Result<std::vector<ProjectRecord>> RedisStore::list_projects() {
   auto r = fcall("list_projects", {});
   if (!r) return r.error();
   std::vector<ProjectRecord> out;
-  each_row(*r, 11, [&](const Reply* e) {
+  each_row(*r, 17, [&](const Reply* e) {
     ProjectRecord p{e[0].str, std::strtod(e[1].str.c_str(), nullptr), to_i64(e[2].str), {}, {}};
-    p.limits = {to_i64(e[3].str), to_i64(e[4].str), to_i64(e[5].str), to_i64(e[9].str)};
-    p.use = {to_i64(e[6].str), to_i64(e[7].str), to_i64(e[8].str), to_i64(e[10].str)};
+    p.limits = {to_i64(e[3].str), to_i64(e[4].str),  to_i64(e[5].str),
+                to_i64(e[9].str), to_i64(e[11].str), to_i64(e[12].str)};
+    p.use = {to_i64(e[6].str),  to_i64(e[7].str),  to_i64(e[8].str),
+             to_i64(e[10].str), to_i64(e[13].str), to_i64(e[14].str)};
+    p.store_bytes_limit = to_i64(e[15].str);
+    p.file_bytes_limit = to_i64(e[16].str);
     out.push_back(std::move(p));
   });
   std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.name < b.name; });

@@ -131,7 +131,23 @@ Status RedisStore::put_file_artifact(const std::string& trial_id, int attempt,
     auto d = decode_stored(std::move(r->str));
     return !d || (d->is_file && d->path == file.path);
   };
-  auto reference = files_->write_stream(trial_id, name, produce);
+  // The project's room (its max_file_bytes) bounds the stream itself, so a
+  // write past it stops there instead of filling the disk first.
+  auto room = file_room(trial_id, attempt, worker, name);
+  if (!room) return room.error();
+  ByteProducer bounded = produce;
+  if (*room >= 0)
+    bounded = [&, limit = *room](ByteSink& out) {
+      CappedSink capped(out, limit,
+                        Error{ErrorCode::kQuotaExceeded,
+                              fmt::format("artifact {} of trial {} stopped at {} bytes: its "
+                                          "project's max_file_bytes leaves no more room (hpo "
+                                          "project list shows what it holds)",
+                                          name, trial_id, limit),
+                              {}});
+      return produce(capped);
+    };
+  auto reference = files_->write_stream(trial_id, name, bounded);
   if (!reference) return reference.error();
   auto written = decode_stored(*reference);
   auto st = expect_ok(
@@ -141,7 +157,8 @@ Status RedisStore::put_file_artifact(const std::string& trial_id, int attempt,
     // unless it is, byte for byte, the one referenced.
     const ErrorCode code = st.error().code;
     const bool refused = code == ErrorCode::kLeaseLost || code == ErrorCode::kNotFound ||
-                         code == ErrorCode::kConflict || code == ErrorCode::kInvalidArgument;
+                         code == ErrorCode::kConflict || code == ErrorCode::kInvalidArgument ||
+                         code == ErrorCode::kQuotaExceeded;
     if (refused && written && !referenced(*written)) files_->remove(trial_id, name, *written);
     return st;
   }
@@ -153,6 +170,15 @@ Status RedisStore::put_file_artifact(const std::string& trial_id, int attempt,
     return durable;
   if (written && referenced(*written)) files_->remove_other_versions(trial_id, name, *written);
   return {};
+}
+
+Result<std::int64_t> RedisStore::file_room(const std::string& trial_id, int attempt,
+                                           const std::string& worker, const std::string& name) {
+  auto r = fcall("artifact_room", {trial_id, std::to_string(attempt), worker, name});
+  if (!r) return r.error();
+  if (r->is_error()) return refusal(r->str);
+  if (r->elements.size() != 2) return Error::internal("artifact_room: unexpected reply");
+  return detail::to_i64(r->elements[1].str);
 }
 
 Result<std::optional<StoredArtifact>> RedisStore::stored_artifact(const std::string& trial_id,

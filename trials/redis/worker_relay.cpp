@@ -40,7 +40,7 @@ const std::map<std::string, WorkerFunction>& worker_functions() {
       {"worker_leases", {2, false}}, {"put_worker", {2, true}},
       {"remove_worker", {2, true}},  {"rank_heartbeat", {4, true}},
       {"release_gang", {4, true}},   {"publish_rendezvous", {4, true}},
-      {"rendezvous", {4, false}},
+      {"rendezvous", {4, false}},    {"artifact_room", {4, false}},
   };
   return kFunctions;
 }

@@ -127,10 +127,9 @@ trials::TrialResult finish(const trials::SweepSpec& spec, tt::TrainOutput out,
     if (a.dir.empty() && a.bytes.empty()) continue;
     auto st = a.dir.empty() ? reporter.put_artifact(a.name, a.bytes)
                             : put_file_artifact(reporter, a.name, a.dir, a.name);
-    // Too large for a store without an artifact folder stays too large.
     if (!st)
       return failed(fmt::format("storing artifact {}: {}", a.name, st.error().message),
-                    /*retryable=*/st.error().code != ErrorCode::kPayloadTooLarge);
+                    store_failure_retryable(st.error()));
   }
   trials::TrialResult r;
   r.outcome = trials::TrialState::kCompleted;

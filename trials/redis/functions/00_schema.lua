@@ -1,5 +1,5 @@
 #!lua name=hpo_v1
--- hpo-functions-version: 8
+-- hpo-functions-version: 9
 --[[
 hpo's atomic state transitions, one Redis Functions library (Redis >= 7).
 
@@ -72,7 +72,9 @@ Key schema (P = prefix, default "hpo:"):
                                    (its marker's id: workers check it before they use the
                                    folder), max_report_bytes
                                    (the scheduler's cap on one trial's stored reports, bytes),
-                                   max_releases, max_event_bytes, max_events (its flags)
+                                   max_releases, max_event_bytes, max_events, project_store_bytes,
+                                   project_file_bytes (its flags; the last two are every project's
+                                   byte limits unless it has its own: 02b_bytes.lua)
   P..'workers'               hash  name -> WorkerInfo JSON (without last_heartbeat_ms)
   P..'worker_hb'             hash  name -> last heartbeat ms
   P..'worker:'<name>':alive' string with a TTL: the worker is live while it exists

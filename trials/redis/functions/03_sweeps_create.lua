@@ -52,6 +52,11 @@ local function over_quota(P, project)
   return nil
 end
 
+-- What a new sweep's own fields keep in the store.
+local function sweep_bytes(name, spec, needs, constraints)
+  return #(name or '') + #(spec or '') + #(needs or '') + #(constraints or '')
+end
+
 -- An idempotency key's first sweep: its id when that sweep was made with the
 -- same spec (and, for an import, the same trials: `digest`), a refusal when
 -- with others; nil when the key is unused or its sweep is gone.
@@ -76,7 +81,7 @@ local function new_sweep(P, id, name, spec, maximize, needs, idem, idem_ttl, now
              SweepState.running, 'stage', Stage.search, 'created_ms', int(now), 'finished_ms', '0',
              'next_trial', '0', 'next_member', '0', 'error', '', 'needs', needs or '',
              'gpu', needs_gpus(needs) and '1' or '0', 'constraints', constraints or '', 'project',
-             project, 'owner', owner)
+             project, 'owner', owner, 'bytes_counted', '1')
   for _, kind in ipairs({Role.trial, Role.member}) do
     for _, s in ipairs(kTrialStates) do redis.call('HSET', skey, kind .. '.' .. s, '0') end
   end
@@ -86,6 +91,7 @@ local function new_sweep(P, id, name, spec, maximize, needs, idem, idem_ttl, now
   if idem ~= '' then
     redis.call('SET', P .. 'idem:' .. project .. ':' .. idem, id, 'EX', tonumber(idem_ttl or '86400'))
   end
+  charge(P, id, sweep_bytes(name, spec, needs, constraints), 0)
   emit(P, 'sweep.created', id, '', json_obj({name = name, project = project}))
   return nil
 end
@@ -102,7 +108,8 @@ local function create_sweep(keys, a)
   if missing then return missing end
   local first, refusal = idem_first(P, idem, a[4], '', project)
   if first or refusal then return first or refusal end
-  local over = over_quota(P, project)
+  local over = over_quota(P, project) or
+                 over_bytes(P, project, 'store_bytes', sweep_bytes(a[3], a[4], a[8], a[9]), 'the sweep')
   if over then return over end
   local err = new_sweep(P, id, a[3], a[4], a[5], a[8], idem, a[7], now_ms(), a[9], project, a[11])
   if err then return err end
@@ -132,9 +139,19 @@ local function import_sweep(keys, a)
   end
   local first, refusal = idem_first(P, idem, a[4], digest, project)
   if first or refusal then return first or refusal end
+  -- Its trials' bytes (their fields and attempt records) count like a submit's spec.
+  local trial_bytes = 0
+  for i = 1, n do
+    local at = 13 + 8 * (i - 1)
+    for f = 1, 8 do trial_bytes = trial_bytes + #a[at + f] end
+  end
+  local over = over_bytes(P, project, 'store_bytes', sweep_bytes(a[3], a[4], a[8], a[9]) + trial_bytes,
+                          'the import of ' .. int(n) .. ' trials')
+  if over then return over end
   local now = now_ms()
   local err = new_sweep(P, id, a[3], a[4], a[5], a[8], idem, a[7], now, a[9], project, owner)
   if err then return err end
+  charge(P, id, trial_bytes, 0)
   local skey = P .. 'sweep:' .. id
   local ids, delta, bests = {}, {}, {}
   for i = 1, n do
@@ -200,6 +217,7 @@ local function create_many(P, sid, kind, number, limit, items)
   if room and room < #items then items = {unpack(items, 1, room)} end
   local now = now_ms()
   local ids = {}
+  local bytes = 0
   for i, it in ipairs(items) do
     local n = number + i - 1
     local tid = sid .. '-' .. (kind == Role.member and 'm' or '') .. int(n)
@@ -213,11 +231,13 @@ local function create_many(P, sid, kind, number, limit, items)
                it[1], 'state', TrialState.queued, 'attempt', '0', 'max_attempts', it[2], 'slots', it[3],
                'created_ms', int(now))
     if it[4] ~= '' then redis.call('HSET', tkey, 'extra', it[4]) end
+    bytes = bytes + #it[1] + #it[4]
     emit(P, 'trial.queued', sid, tid, json_obj({attempt = 0, number = n, kind = kind}))
   end
   redis.call('HSET', skey, 'next_' .. kind, int(number + #items))
   redis.call('HINCRBY', skey, kind .. '.queued', #items)
   project_use(P, sid, 'queued_trials', #items)
+  charge(P, sid, bytes, 0)  -- admitted work: counted, never refused (02b_bytes.lua)
   redis.call('RPUSH', P .. 'trials:' .. sid .. ':' .. kind, unpack(ids))
   redis.call('RPUSH', P .. 'queue:' .. sid, unpack(ids))
   make_ready(P, sid)

@@ -23,17 +23,23 @@ local function report(keys, a)
   local byte_cap = tonumber(redis.call('HGET', P .. 'deployment', 'max_report_bytes') or '')
   if not byte_cap then byte_cap = DEFAULT_REPORT_BYTES end
   local used = tonumber(t.report_bytes or '0') or 0
+  -- The project's max_store_bytes (02b_bytes.lua) bounds them too.
+  local project_room = bytes_room(P, (sweep_project_gpu(P, t.sweep)), 'store_bytes')
   local now = int(now_ms())
   local stored, added = 0, 0
   for i = 1, room do
     local step = int(tonumber(a[5 + 2 * i]))
     local entry = '{"step":' .. step .. ',"time_ms":' .. now .. ',"metrics":' .. a[6 + 2 * i] .. '}'
     if byte_cap > 0 and used + added + #entry > byte_cap then break end
+    if project_room and added + #entry > project_room then break end
     redis.call('RPUSH', rkey, entry)
     stored = stored + 1
     added = added + #entry
   end
-  if added > 0 then redis.call('HINCRBY', tkey, 'report_bytes', added) end
+  if added > 0 then
+    redis.call('HINCRBY', tkey, 'report_bytes', added)
+    charge(P, t.sweep, added, 0)
+  end
   if stored < n then redis.call('HINCRBY', tkey, 'reports_dropped', n - stored) end
   local last = int(tonumber(a[5 + 2 * n]))
   emit(P, 'trial.reported', t.sweep, t.id,
@@ -42,25 +48,26 @@ local function report(keys, a)
 end
 
 -- Keeps bytes under a name for an owner: 'artifact' (a trial's) or
--- 'sweep_artifact' (a sweep's own), with the owner's name set (for delete_sweep).
-local function keep_named(P, kind, owner, name, bytes)
-  redis.call('SET', P .. kind .. ':' .. owner .. ':' .. name, bytes)
+-- 'sweep_artifact' (a sweep's own), with the owner's name set (for
+-- delete_sweep), counted against sweep `sid`'s project. With `what` (a
+-- tenant's write) a growth past the project's byte limits is refused: the
+-- refusal is returned and nothing is kept.
+local function keep_named(P, kind, owner, name, bytes, sid, what)
+  local key = P .. kind .. ':' .. owner .. ':' .. name
+  local store, file = replace_cost(key, bytes)
+  local over = charge(P, sid, store, file, what)
+  if over then return over end
+  redis.call('SET', key, bytes)
   redis.call('SADD', P .. kind .. 's:' .. owner, name)
+  return nil
 end
 
 local function valid_outcome(o)
   return o == TrialState.completed or o == TrialState.failed or o == TrialState.pruned or o == TrialState.cancelled
 end
 
--- Ends the current attempt of `tid` with a result -> the trial's new state, or
--- a refusal. `log` (may be '') is kept as the attempt's log artifact; `delta`
--- and `bests` defer a batch's counters and best trials to its end.
-local function complete_one(P, tid, attempt, worker, outcome, value, metrics, err, retryable, log,
-                            now, delta, bests)
-  if not valid_outcome(outcome) then return nil, refuse('INVALID', 'outcome ' .. outcome) end
-  local t, refusal = fenced(P, tid, attempt, worker)
-  if not t then return nil, refusal end
-  if log ~= '' then keep_named(P, 'artifact', t.id, 'log.txt', log) end
+-- complete_one's transition: retried, or ended for good -> the new state.
+local function complete_transition(P, t, outcome, value, metrics, err, retryable, now, delta, bests)
   redis.call('ZREM', P .. 'leases', t.id)
   attempt_end(P, t, now, outcome, err)
   if outcome == TrialState.failed and retryable == '1' and failures_after(t) < tonumber(t.max_attempts) then
@@ -75,6 +82,22 @@ local function complete_one(P, tid, attempt, worker, outcome, value, metrics, er
   end
   finish(P, t, now, outcome, value, metrics, err, delta, bests)
   return outcome
+end
+
+-- Ends the current attempt of `tid` with a result -> the trial's new state, or
+-- a refusal. `log` (may be '') is kept as the attempt's log artifact; `delta`
+-- and `bests` defer a batch's counters and best trials to its end.
+local function complete_one(P, tid, attempt, worker, outcome, value, metrics, err, retryable, log,
+                            now, delta, bests)
+  if not valid_outcome(outcome) then return nil, refuse('INVALID', 'outcome ' .. outcome) end
+  local t, refusal = fenced(P, tid, attempt, worker)
+  if not t then return nil, refusal end
+  -- A log past the project's max_store_bytes is left out; the result never is.
+  if log ~= '' then keep_named(P, 'artifact', t.id, 'log.txt', log, t.sweep, 'the log') end
+  local before = #(t.metrics or '')
+  local state = complete_transition(P, t, outcome, value, metrics, err, retryable, now, delta, bests)
+  charge(P, t.sweep, len(redis.call('HGET', P .. 'trial:' .. t.id, 'metrics')) - before, 0)
+  return state
 end
 
 -- complete P tid attempt worker outcome value metrics_json error retryable(0|1) -> new state

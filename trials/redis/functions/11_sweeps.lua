@@ -41,6 +41,8 @@ local function delete_sweep(keys, a)
     end
     local project = redis.call('HGET', skey, 'project')
     if project then redis.call('ZREM', P .. 'project_sweeps:' .. project, sid) end
+    local held = redis.call('HMGET', skey, 'store_bytes', 'file_bytes')
+    charge(P, sid, -(tonumber(held[1]) or 0), -(tonumber(held[2]) or 0))
     redis.call('DEL', skey, P .. 'queue:' .. sid, P .. 'sweep_artifacts:' .. sid,
                P .. 'notes:' .. sid)
     redis.call('ZREM', P .. 'sweeps', sid)

@@ -99,8 +99,9 @@ local function access_bootstrap(keys, a)
   -- Sweeps of earlier versions have no project: they are the default one's.
   -- And what each project holds is counted afresh from the sweeps and the
   -- running trials (trials queued or running before projects existed were
-  -- never counted by the transitions).
-  local queued, slots, gpus = {}, {}, {}
+  -- never counted by the transitions), and their bytes from the sweeps'
+  -- (measured once for sweeps made before bytes were counted: 02b_bytes.lua).
+  local queued, slots, gpus, store, file = {}, {}, {}, {}, {}
   local all = redis.call('ZRANGE', P .. 'sweeps', 0, -1, 'WITHSCORES')
   for i = 1, #all, 2 do
     local skey = P .. 'sweep:' .. all[i]
@@ -111,9 +112,14 @@ local function access_bootstrap(keys, a)
         redis.call('SADD', P .. 'project_active:' .. project, all[i])
       end
     end
+    if redis.call('HGET', skey, 'bytes_counted') ~= '1' then measure_sweep(P, all[i]) end
     local s = redis.call('HMGET', skey, 'project', Role.trial .. '.' .. TrialState.queued,
-                         Role.member .. '.' .. TrialState.queued)
-    if s[1] then queued[s[1]] = (queued[s[1]] or 0) + (tonumber(s[2]) or 0) + (tonumber(s[3]) or 0) end
+                         Role.member .. '.' .. TrialState.queued, 'store_bytes', 'file_bytes')
+    if s[1] then
+      queued[s[1]] = (queued[s[1]] or 0) + (tonumber(s[2]) or 0) + (tonumber(s[3]) or 0)
+      store[s[1]] = (store[s[1]] or 0) + (tonumber(s[4]) or 0)
+      file[s[1]] = (file[s[1]] or 0) + (tonumber(s[5]) or 0)
+    end
   end
   for _, tid in ipairs(redis.call('ZRANGE', P .. 'leases', 0, -1)) do
     local t = redis.call('HMGET', P .. 'trial:' .. tid, 'sweep', 'slots', 'state')
@@ -127,7 +133,8 @@ local function access_bootstrap(keys, a)
   end
   for _, name in ipairs(redis.call('SMEMBERS', P .. 'projects')) do
     redis.call('HSET', P .. 'project_use:' .. name, 'slots', int(slots[name] or 0), 'gpus',
-               int(gpus[name] or 0), 'queued_trials', int(queued[name] or 0))
+               int(gpus[name] or 0), 'queued_trials', int(queued[name] or 0), 'store_bytes',
+               int(store[name] or 0), 'file_bytes', int(file[name] or 0))
   end
   return 'OK'
 end
@@ -230,14 +237,19 @@ local function resolve_token(keys, a)
   return out
 end
 
--- A project's limits from a create or update's arguments a[4..7]
--- (max_slots max_queued max_active max_gpus).
+-- A project's limits from a create or update's arguments a[4..9]
+-- (max_slots max_queued max_active max_gpus max_store_bytes max_file_bytes;
+-- the byte limits left as they are when an earlier caller sends none).
 local function put_limits(P, name, a)
   redis.call('HSET', P .. 'project:' .. name, 'max_slots', a[4], 'max_queued', a[5], 'max_active', a[6],
              'max_gpus', a[7] or '0')
+  if a[9] then
+    redis.call('HSET', P .. 'project:' .. name, 'max_store_bytes', a[8], 'max_file_bytes', a[9])
+  end
 end
 
--- create_project P name weight max_slots max_queued max_active max_gpus -> 'OK'
+-- create_project P name weight max_slots max_queued max_active max_gpus
+--   max_store_bytes max_file_bytes -> 'OK'
 local function create_project(keys, a)
   local P, name = a[1], a[2]
   access_prefix(P)
@@ -249,7 +261,8 @@ local function create_project(keys, a)
   return 'OK'
 end
 
--- update_project P name weight max_slots max_queued max_active max_gpus -> 'OK' (the
+-- update_project P name weight max_slots max_queued max_active max_gpus
+--   max_store_bytes max_file_bytes -> 'OK' (the
 -- claims and submits that follow obey the new values at once)
 local function update_project(keys, a)
   local P, name = a[1], a[2]
@@ -262,14 +275,16 @@ end
 
 -- list_projects P -> {name, weight, created_ms, max_slots, max_queued, max_active,
 --   slots (held now), queued (trials now), active (running sweeps now), max_gpus,
---   gpus (held now)}*
+--   gpus (held now), max_store_bytes, max_file_bytes (its own: 0 the pool's default),
+--   store_bytes, file_bytes (held now), and the byte limits in force (0: none)}*
 local function list_projects(keys, a)
   local P = a[1]
   local out = {}
   for _, name in ipairs(redis.call('SMEMBERS', P .. 'projects')) do
     local p = redis.call('HMGET', P .. 'project:' .. name, 'weight', 'created_ms', 'max_slots',
-                         'max_queued', 'max_active', 'max_gpus')
-    local use = redis.call('HMGET', P .. 'project_use:' .. name, 'slots', 'queued_trials', 'gpus')
+                         'max_queued', 'max_active', 'max_gpus', 'max_store_bytes', 'max_file_bytes')
+    local use = redis.call('HMGET', P .. 'project_use:' .. name, 'slots', 'queued_trials', 'gpus',
+                           'store_bytes', 'file_bytes')
     out[#out + 1] = name
     out[#out + 1] = p[1] or '1'
     out[#out + 1] = p[2] or '0'
@@ -281,6 +296,12 @@ local function list_projects(keys, a)
     out[#out + 1] = tostring(redis.call('SCARD', P .. 'project_active:' .. name))
     out[#out + 1] = p[6] or '0'
     out[#out + 1] = use[3] or '0'
+    out[#out + 1] = p[7] or '0'
+    out[#out + 1] = p[8] or '0'
+    out[#out + 1] = use[4] or '0'
+    out[#out + 1] = use[5] or '0'
+    out[#out + 1] = int(bytes_limit(P, name, 'store_bytes'))
+    out[#out + 1] = int(bytes_limit(P, name, 'file_bytes'))
   end
   return out
 end

@@ -28,8 +28,17 @@ export interface Project {
   name: string;
   weight: number;
   created_ms: number;
-  limits: { max_slots: number; max_queued_trials: number; max_active_sweeps: number; max_gpus: number };
-  use: { slots: number; queued_trials: number; active_sweeps: number; gpus: number };
+  limits: {
+    max_slots: number;
+    max_queued_trials: number;
+    max_active_sweeps: number;
+    max_gpus: number;
+    max_store_bytes?: number;
+    max_file_bytes?: number;
+  };
+  use: { slots: number; queued_trials: number; active_sweeps: number; gpus: number; store_bytes?: number; file_bytes?: number };
+  // The byte limits in force: its own, else the scheduler's default (0: none).
+  byte_limits?: { store_bytes: number; file_bytes: number };
   role: 'viewer' | 'member' | 'admin' | null;
 }
 

@@ -40,6 +40,25 @@ function held(use: number, limit: number): string {
   return `${use} / ${limit > 0 ? limit : '–'}`;
 }
 
+// Bytes in binary units.
+function fmtBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${n} B` : `${Math.round(v * 10) / 10} ${units[u]}`;
+}
+
+// "held / limit" of bytes ("–" for no limit); the cell is marked when at least 90 % is held.
+function heldBytes(what: string, use: number, limit: number): HTMLElement {
+  const near = limit > 0 && use >= 0.9 * limit;
+  return h('td', { class: `num ${what}${near ? ' near-limit' : ''}`, title: `${use} bytes` },
+    `${fmtBytes(use)} / ${limit > 0 ? fmtBytes(limit) : '–'}`);
+}
+
 function projectRow(p: Project, onPick: (name: string) => void): HTMLElement {
   const link = h('a', { href: '#/', class: 'project-name' }, p.name);
   link.addEventListener('click', (e) => {
@@ -56,6 +75,8 @@ function projectRow(p: Project, onPick: (name: string) => void): HTMLElement {
     h('td', { class: 'num gpus' }, held(p.use.gpus ?? 0, p.limits.max_gpus ?? 0)),
     h('td', { class: 'num' }, held(p.use.queued_trials, p.limits.max_queued_trials)),
     h('td', { class: 'num' }, held(p.use.active_sweeps, p.limits.max_active_sweeps)),
+    heldBytes('store', p.use.store_bytes ?? 0, p.byte_limits?.store_bytes ?? 0),
+    heldBytes('files', p.use.file_bytes ?? 0, p.byte_limits?.file_bytes ?? 0),
   );
 }
 
@@ -74,7 +95,7 @@ export function mountSweeps(root: HTMLElement): () => void {
       h(
         'thead',
         null,
-        h('tr', null, ...['Project', 'Your role', 'Weight', 'Slots', 'GPUs', 'Queued trials', 'Active sweeps'].map((t) => h('th', null, t))),
+        h('tr', null, ...['Project', 'Your role', 'Weight', 'Slots', 'GPUs', 'Queued trials', 'Active sweeps', 'Store', 'Artifact files'].map((t) => h('th', null, t))),
       ),
       projectsBody,
     ),
