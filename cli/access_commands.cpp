@@ -85,7 +85,9 @@ constexpr const char* kProjectUsage =
     "usage: hpo project list | create NAME [SETTINGS] | set NAME SETTINGS | members NAME | "
     "add-member NAME USER viewer|member|admin | remove-member NAME USER\n"
     "  SETTINGS: --weight W --max-slots N --max-gpus N --max-queued-trials N --max-active-sweeps N "
-    "(0: none)";
+    "(0: none)\n"
+    "            --max-store-bytes SIZE --max-file-bytes SIZE (512MiB, 20GiB; 0: the scheduler's "
+    "default)";
 constexpr const char* kUserUsage =
     "usage: hpo user list | create NAME [--service-admin] | disable NAME | enable NAME | promote "
     "NAME | demote NAME";
@@ -131,16 +133,24 @@ int cmd_project(Client& client, const Options& options) {
         const auto l = limit.get<std::int64_t>();
         return fmt::format("{}/{}", use.get<std::int64_t>(), l > 0 ? std::to_string(l) : "-");
       };
-      std::printf("%-20s %-7s %-9s %-9s %-14s %-14s %s\n", "project", "weight", "slots", "gpus",
-                  "queued trials", "active sweeps", "your role");
+      // Bytes held / the limit in force ("-": none).
+      auto bytes = [](const Json& p, const char* what) {
+        const auto use = p["use"].value(what, Json(0)).get<std::int64_t>();
+        const auto limit = p.value("byte_limits", Json::object()).value(what, Json(0));
+        const auto l = limit.get<std::int64_t>();
+        return fmt::format("{}/{}", fmt_bytes(use), l > 0 ? fmt_bytes(l) : "-");
+      };
+      std::printf("%-20s %-7s %-9s %-9s %-14s %-14s %-22s %-22s %s\n", "project", "weight", "slots",
+                  "gpus", "queued trials", "active sweeps", "store", "files", "your role");
       for (const auto& p : (*r)["projects"])
         std::printf(
-            "%-20s %-7s %-9s %-9s %-14s %-14s %s\n", p["name"].get<std::string>().c_str(),
-            fmt_number(p["weight"].get<double>()).c_str(),
+            "%-20s %-7s %-9s %-9s %-14s %-14s %-22s %-22s %s\n",
+            p["name"].get<std::string>().c_str(), fmt_number(p["weight"].get<double>()).c_str(),
             of(p["use"]["slots"], p["limits"]["max_slots"]).c_str(),
             of(p["use"].value("gpus", Json(0)), p["limits"].value("max_gpus", Json(0))).c_str(),
             of(p["use"]["queued_trials"], p["limits"]["max_queued_trials"]).c_str(),
             of(p["use"]["active_sweeps"], p["limits"]["max_active_sweeps"]).c_str(),
+            bytes(p, "store_bytes").c_str(), bytes(p, "file_bytes").c_str(),
             p["role"].is_string() ? p["role"].get<std::string>().c_str() : "");
     });
   }
@@ -163,6 +173,17 @@ int cmd_project(Client& client, const Options& options) {
       std::string key = std::string(flag).substr(2);
       for (auto& c : key) c = c == '-' ? '_' : c;
       body[key] = n;
+    }
+    for (const char* flag : {"--max-store-bytes", "--max-file-bytes"}) {
+      auto v = take_flag(o.args, flag);
+      if (!v) continue;
+      auto n = parse_byte_size(*v);
+      if (!n)
+        return fail(kUsage,
+                    std::string(flag) + ": not a size in bytes (1000000, 512MiB, 20GiB): " + *v);
+      std::string key = std::string(flag).substr(2);
+      for (auto& c : key) c = c == '-' ? '_' : c;
+      body[key] = *n;
     }
     if (o.args.size() != 3) return fail(kUsage, kProjectUsage);
     std::optional<Json> r;
@@ -308,15 +329,19 @@ int cmd_worker_token(Client& client, const Options& options) {
     if (project) request["project"] = *project;
     auto r = client.call("POST", "/api/worker-tokens", code, request.dump());
     if (!r) return code;
+    // A prefix ("slurm-*"): every worker named so, each with a name of its own.
+    const std::string& name = o.args[2];
+    const bool many = name.size() > 1 && name.back() == '*';
+    const std::string as = many ? name.substr(0, name.size() - 1) + "<its own>" : name;
     return print_or(o, *r, [&] {
       std::printf(
-          "worker token %s for worker %s%s (shown once):\n%s\n\nOn that host, with the token in "
+          "worker token %s for %s %s%s (shown once):\n%s\n\nOn %s, with the token in "
           "a file of mode 0600:\n  hpo-worker --scheduler %s --worker-token-file FILE --name "
           "%s%s\n",
-          (*r)["id"].get<std::string>().c_str(), o.args[2].c_str(),
-          project ? (", project " + *project).c_str() : ", any project",
-          (*r)["token"].get<std::string>().c_str(), o.server.c_str(), o.args[2].c_str(),
-          project ? (" --project " + *project).c_str() : "");
+          (*r)["id"].get<std::string>().c_str(), many ? "the workers named" : "worker",
+          name.c_str(), project ? (", project " + *project).c_str() : ", any project",
+          (*r)["token"].get<std::string>().c_str(), many ? "each such host" : "that host",
+          o.server.c_str(), as.c_str(), project ? (" --project " + *project).c_str() : "");
     });
   }
   if (sub != "list" || o.args.size() != 2) return fail(kUsage, kWorkerTokenUsage);

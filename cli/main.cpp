@@ -64,7 +64,9 @@ commands:
                                 admins). SETTINGS: --weight W (its share of free
                                 slots) --max-slots N --max-gpus N
                                 --max-queued-trials N --max-active-sweeps N (0: no
-                                limit)
+                                limit) --max-store-bytes SIZE --max-file-bytes SIZE
+                                (what it keeps in Redis and in artifact files:
+                                512MiB, 20GiB; 0: the scheduler's default)
   user list | create NAME [--service-admin] | disable NAME | enable NAME
        | promote NAME | demote NAME
                                 users (a service admin); create prints the first token;
@@ -78,7 +80,8 @@ commands:
                                 worker hosts' credentials (a service admin): a worker
                                 started with --scheduler URL and this token holds no
                                 Redis credential and may act only as worker NAME (and
-                                on project P's trials); printed once
+                                on project P's trials); NAME ending in * is a prefix:
+                                every worker named so, each as itself; printed once
   annotate ID [--tag T]... [--untag T]... [--note TEXT] [--priority N]
                                 tags and a note on a sweep or a trial (its sweep's
                                 owner or the project's admins); a sweep's priority

@@ -28,7 +28,13 @@ web::Response serve(trials::redis::WorkerRelay& relay, const web::Request& reque
     log_warn("worker endpoint: a token that is no worker token", {{"remote", request.remote}});
     return unauthorized("not a worker token, or one that was revoked");
   }
-  auto replies = relay.relay(**who, request.body);
+  // A token for a prefix of names runs as the worker the request names.
+  auto as = (*who)->as_worker(request.header(trials::redis::kWorkerNameHeader));
+  if (!as) {
+    log_warn("worker endpoint: " + as.error().message, {{"remote", request.remote}});
+    return web::error_response(as.error());
+  }
+  auto replies = relay.relay(*as, request.body);
   if (!replies) return web::error_response(replies.error());
   return web::Response::text(200, std::move(*replies), "application/x-redis-resp");
 }

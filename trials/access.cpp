@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -29,6 +30,43 @@ std::optional<ProjectRole> parse_project_role(std::string_view text) {
   if (text == "member") return ProjectRole::kMember;
   if (text == "admin") return ProjectRole::kAdmin;
   return std::nullopt;
+}
+
+Status check_worker_name(const std::string& what, const std::string& name, bool prefix_ok) {
+  const std::string_view bare = prefix_ok && name.size() > 1 && name.back() == '*'
+                                    ? std::string_view(name).substr(0, name.size() - 1)
+                                    : std::string_view(name);
+  const bool plain = !bare.empty() && name.size() <= 128 &&
+                     bare.find_first_not_of(
+                         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                         "0123456789._-@") == std::string_view::npos;
+  if (plain) return {};
+  return Error::invalid(
+      what, fmt::format("'{}' is not a worker name (1 to 128 of A-Z a-z 0-9 . _ - @{}): the name "
+                        "hpo-worker runs with (--name, else the host name)",
+                        name.substr(0, 140), prefix_ok ? "; or a prefix of names and '*'" : ""));
+}
+
+Result<WorkerTokenRecord> WorkerTokenRecord::as_worker(const std::string& name) const {
+  auto refused = [&](const std::string& why) {
+    return Error{ErrorCode::kUnauthorized, "worker token " + id + " " + why, {}};
+  };
+  if (!names_many()) {
+    if (!name.empty() && name != host)
+      return refused("is worker '" + host + "''s, not '" + name + "''s (start hpo-worker --name " +
+                     host + ", or make a token for that name)");
+    return *this;
+  }
+  const std::string prefix = host.substr(0, host.size() - 1);
+  if (name.empty())
+    return refused("is for the workers named '" + host +
+                   "': this worker names none (an hpo-worker older than such tokens)");
+  if (!check_worker_name("worker", name) || !name.starts_with(prefix))
+    return refused("is for the workers named '" + host + "', not '" + name.substr(0, 140) +
+                   "' (start hpo-worker --name " + prefix + "...)");
+  WorkerTokenRecord one = *this;
+  one.host = name;
+  return one;
 }
 
 Status check_access_name(const std::string& what, const std::string& name) {

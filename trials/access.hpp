@@ -149,13 +149,31 @@ struct AuditEntry {
 // worker endpoint (trials/redis/worker_relay.hpp) runs its holder's calls for
 // the worker named `host` only, and takes only `project`'s trials for it when
 // that is set. Stored as token_digest(secret), like users' tokens.
+//
+// A `host` ending in '*' is a name prefix: the token is each worker whose
+// name starts with what comes before it ("slurm-*": the tasks of a Slurm
+// array, the pods of a DaemonSet, which share one secret). Each request then
+// names its worker (worker_channel.hpp), and runs as that worker alone; the
+// holders of one such token may act as one another (they share the secret),
+// never as a worker outside the prefix.
 struct WorkerTokenRecord {
   std::string id;  // short, not secret
   std::string host;
   std::string project;  // empty: any project's trials
   std::int64_t created_ms = 0;
   std::string created_by;
+
+  bool names_many() const { return !host.empty() && host.back() == '*'; }
+  // The record of worker `name`'s requests under this token; kUnauthorized,
+  // saying why, when the token is not that worker's. `name` empty: a
+  // request that names no worker (only a token for one worker takes it).
+  Result<WorkerTokenRecord> as_worker(const std::string& name) const;
 };
+
+// A worker's name as hpo-worker --name takes it (1 to 128 of A-Z a-z 0-9 . _
+// - @): it becomes part of keys. `prefix_ok`: a worker token's host, which
+// may end in '*' after at least one character. kInvalidArgument naming `what`.
+Status check_worker_name(const std::string& what, const std::string& name, bool prefix_ok = false);
 
 // The store role of users, tokens, projects, members and the audit log.
 // Kept apart from the keys workers may write: a worker's credential can

@@ -14,18 +14,6 @@ namespace hpo::web {
 
 namespace {
 
-// A worker's name as hpo-worker --name takes it: it becomes part of keys.
-Status check_worker_name(const std::string& name) {
-  const bool plain = !name.empty() && name.size() <= 128 &&
-                     name.find_first_not_of(
-                         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                         "0123456789._-@") == std::string::npos;
-  if (plain) return {};
-  return Error::invalid("host", "'" + name.substr(0, 140) +
-                                    "' is not a worker name (1 to 128 of A-Z a-z 0-9 . _ - @): "
-                                    "the name hpo-worker runs with (--name, else the host name)");
-}
-
 Json token_doc(const trials::WorkerTokenRecord& t) {
   return {{"id", t.id},
           {"host", t.host},
@@ -54,7 +42,8 @@ Response Api::create_worker_token(const Request& request) {
   if (!body) return error_response(body.error());
   auto host = string_field(*body, "host", true);
   if (!host) return error_response(host.error());
-  if (auto st = check_worker_name(*host); !st) return error_response(st.error());
+  if (auto st = trials::check_worker_name("host", *host, /*prefix_ok=*/true); !st)
+    return error_response(st.error());
   auto project = string_field(*body, "project", false);
   if (!project) return error_response(project.error());
   if (!project->empty())
@@ -69,7 +58,8 @@ Response Api::create_worker_token(const Request& request) {
   });
   if (!t) return error_response(t.error());
   audit(store, request, *project, "worker_token.create", rec.id,
-        "worker " + *host + (project->empty() ? ", any project" : ", project " + *project));
+        (rec.names_many() ? "workers " : "worker ") + *host +
+            (project->empty() ? ", any project" : ", project " + *project));
   Json doc = token_doc(rec);
   doc["token"] = t->secret;
   return json_ok(201, doc);

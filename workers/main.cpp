@@ -398,7 +398,7 @@ std::string wait_for_stop(const WorkerConfig& config, const sigset_t& signals,
     // dead (a trial's end kills the living, TrialBox).
     if (sandbox.reaps()) sandbox.reap_orphans(/*kill_live=*/false);
     if ((went_idle = idle.done(agent.busy()))) break;
-    if (!agent.fatal_error().empty()) break;  // refused by the registry: it stopped itself
+    if (!agent.fatal_error().empty()) break;  // refused (registry, token): it stopped itself
     if (!notice.enabled()) continue;
     const bool ask_url = std::chrono::steady_clock::now() >= next_url_poll;
     if (ask_url) next_url_poll = std::chrono::steady_clock::now() + url_period;
@@ -406,7 +406,7 @@ std::string wait_for_stop(const WorkerConfig& config, const sigset_t& signals,
   }
   return went_idle ? fmt::format("idle for {} s: no sweep is running", config.exit_when_idle_s)
          : !noticed.empty()             ? noticed
-         : !agent.fatal_error().empty() ? std::string("refused by the registry")
+         : !agent.fatal_error().empty() ? "refused: " + agent.fatal_error()
          : sig == SIGTERM               ? std::string("SIGTERM")
                                         : std::string("SIGINT");
 }
@@ -443,6 +443,9 @@ int main(int argc, char** argv) {
   hpo::workers::GpuInventory gpus;
   hpo::workers::AgentOptions options;
   describe_host(config, gpus, *parsed_url, options);
+  // Through the scheduler, every request names this worker (what a token for
+  // a prefix of names runs as).
+  if (!parsed_url->gateway.empty()) parsed_url->user = options.name;
   if (auto failed = open_sandbox(config, options)) return *failed;
 
   hpo::trials::StoreFactory connect = store_factory(*parsed_url, config, options.sandbox);

@@ -299,7 +299,8 @@ TEST(KubernetesManifests, ProbesGracesAndTheStoreFitTheService) {
       drain + kill);
 
   // Redis: AOF with every write fsynced, its --dir on the claimed volume, and
-  // the host both binaries are given is its Service, on its port.
+  // the host the scheduler is given is its Service, on its port; the workers'
+  // scheduler is the scheduler's Service, on its port.
   const Container* redis = nullptr;
   for (const auto& c : cs)
     if (c.workload->kind == "StatefulSet") redis = &c;
@@ -315,9 +316,9 @@ TEST(KubernetesManifests, ProbesGracesAndTheStoreFitTheService) {
     on_volume = on_volume || (m["mountPath"].as<std::string>() == dir &&
                               claimed.count(m["name"].as<std::string>()));
   EXPECT_TRUE(on_volume) << "Redis's --dir " << dir << " is not a persistent volume";
-  const std::regex url(R"(redis://[^@]*@([^:/]+):(\d+))");
+  const std::regex url(R"((?:redis://[^@]*@|http://)([^:/]+):(\d+))");
   for (const std::string& given :
-       {env_text(all, s->node, "HPO_REDIS"), env_text(all, w->node, "HPO_REDIS")}) {
+       {env_text(all, s->node, "HPO_REDIS"), env_text(all, w->node, "HPO_SCHEDULER")}) {
     std::smatch m;
     ASSERT_TRUE(std::regex_search(given, m, url)) << given;
     bool served = false;
@@ -364,6 +365,7 @@ TEST(KubernetesManifests, NoPodMountsAServiceAccountToken) {
 // command line), readable by Redis alone; each program's URL names its own user
 // with the password its line gives; the lines are docs/operations.md's.
 TEST(KubernetesManifests, RedisUsersComeFromTheSecretAsTheOperationsGuideGivesThem) {
+  namespace users = ::hpo::trials::redis;
   const auto all = load_manifests();
   const auto cs = containers(all);
   const Container* redis = nullptr;
@@ -417,7 +419,6 @@ TEST(KubernetesManifests, RedisUsersComeFromTheSecretAsTheOperationsGuideGivesTh
         documented[user] = line;
   ASSERT_EQ(documented.size(), 2u) << kOperations << " gives no user lines";
   // ... which are the rules hpo gives its own embedded Redis (default prefix hpo:).
-  namespace users = ::hpo::trials::redis;
   EXPECT_EQ(documented[users::kSchedulerUser], std::string("user ") + users::kSchedulerUser +
                                                    " on >SCHEDULER_PASSWORD " +
                                                    users::scheduler_acl_rules());
@@ -425,31 +426,36 @@ TEST(KubernetesManifests, RedisUsersComeFromTheSecretAsTheOperationsGuideGivesTh
                                                 " on >WORKER_PASSWORD " +
                                                 users::worker_acl_rules("hpo:"));
 
-  // Each program connects as its own user, with the password of that user's line.
+  // The scheduler connects as its user, with the password of that user's line.
   const std::regex url(R"(redis://([^:@/]+):([^@/]+)@)");
-  const std::map<std::string, std::pair<std::string, std::string>> programs = {
-      {"hpo-scheduler", {"hpo-scheduler", "SCHEDULER_PASSWORD"}},
-      {"hpo-worker", {"hpo-worker", "WORKER_PASSWORD"}}};
-  std::set<std::string> passwords;
-  for (const auto& [binary, user_and_placeholder] : programs) {
-    const auto& [user, placeholder] = user_and_placeholder;
-    const Container* c = container_running(cs, binary);
-    ASSERT_NE(c, nullptr) << binary;
-    const std::string given = env_text(all, c->node, "HPO_REDIS");
-    std::smatch m;
-    ASSERT_TRUE(std::regex_search(given, m, url)) << binary << ": " << given;
-    EXPECT_EQ(m[1].str(), user) << binary << " connects as another user";
-    passwords.insert(m[2].str());
-    std::string expected = documented[user];
-    const auto at = expected.find(placeholder);
-    ASSERT_NE(at, std::string::npos) << kOperations << ": " << expected;
-    expected.replace(at, placeholder.size(), m[2].str());
-    EXPECT_NE(std::find(acl.begin(), acl.end(), expected), acl.end())
-        << aclfile << " has not the guide's line for " << user << " with " << binary
-        << "'s password:\n  " << expected << "\n"
-        << mounted;
-  }
-  EXPECT_EQ(passwords.size(), 2u) << "the scheduler and the workers share a password";
+  const Container* scheduler = container_running(cs, "hpo-scheduler");
+  ASSERT_NE(scheduler, nullptr);
+  const std::string given = env_text(all, scheduler->node, "HPO_REDIS");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(given, m, url)) << given;
+  EXPECT_EQ(m[1].str(), users::kSchedulerUser) << "the scheduler connects as another user";
+  std::string expected = documented[users::kSchedulerUser];
+  const auto at = expected.find("SCHEDULER_PASSWORD");
+  ASSERT_NE(at, std::string::npos) << kOperations << ": " << expected;
+  expected.replace(at, std::string("SCHEDULER_PASSWORD").size(), m[2].str());
+  EXPECT_NE(std::find(acl.begin(), acl.end(), expected), acl.end())
+      << aclfile << " has not the guide's line for the scheduler with its password:\n  " << expected
+      << "\n"
+      << mounted;
+  // The workers hold no Redis credential at all, and Redis knows no user for
+  // them: they reach the store through the scheduler with a worker token for
+  // their names (each pod's under the token's prefix).
+  const Container* worker = container_running(cs, "hpo-worker");
+  ASSERT_NE(worker, nullptr);
+  EXPECT_TRUE(env_text(all, worker->node, "HPO_REDIS").empty());
+  for (const auto& line : acl) EXPECT_EQ(line.find(users::kWorkerUser), std::string::npos) << line;
+  EXPECT_EQ(env_text(all, worker->node, "HPO_SCHEDULER"), "http://hpo-scheduler:8080");
+  bool token_from_secret = false;
+  for (const auto& e : worker->node["env"])
+    token_from_secret = token_from_secret || (e["name"].as<std::string>() == "HPO_WORKER_TOKEN" &&
+                                              e["valueFrom"] && e["valueFrom"]["secretKeyRef"]);
+  EXPECT_TRUE(token_from_secret) << "the worker token is not taken from a Secret";
+  EXPECT_EQ(env_text(all, worker->node, "HPO_WORKER_NAME"), "k8s-$(NODE_NAME)");
 }
 
 // The shipped Secret holds placeholders only, every one marked for the operator.

@@ -187,10 +187,10 @@ TEST(DeploySecrets, TheCheckFindsTheSecretsTheOldFilesPassed) {
         "--aclfile /etc/redis/users.acl --appendonly yes --appendfsync always --dir /data",
         "ExecStart=/usr/local/bin/hpo-scheduler --config /etc/hpo/scheduler.json "
         "--token-file /etc/hpo/token",
-        R"(: "${HPO_REDIS:?set HPO_REDIS to the Redis URL of the pool before sbatch}")",
-        "--redis redis://hpo-redis:6379", "redis-sentinel://s1:26379,s2/hpo-primary",
-        "EnvironmentFile=-/etc/hpo/worker.env", "HPO_DRAIN_GRACE_S=30",
-        "#SBATCH --signal=B:TERM@120"})
+        R"(if [[ -z "${HPO_SCHEDULER:-}" && -z "${HPO_REDIS:-}" ]]; then)",
+        "--redis redis://hpo-redis:6379", "HPO_WORKER_TOKEN_FILE=~/.hpo/slurm-worker-token",
+        "redis-sentinel://s1:26379,s2/hpo-primary", "EnvironmentFile=-/etc/hpo/worker.env",
+        "HPO_DRAIN_GRACE_S=30", "#SBATCH --signal=B:TERM@120"})
     EXPECT_TRUE(secrets_in(now).empty()) << now << ": " << secrets_in(now).front();
 }
 

@@ -1,13 +1,16 @@
 // deploy/slurm/hpo-workers.sbatch on a real single-node Slurm cluster
 // (slurmctld, slurmd and munged from Debian's slurm-wlm, started by the test):
-// a sweep submitted to hpo completes on workers that Slurm started, and they
+// a sweep submitted to hpo completes on workers that Slurm started, which
+// hold one worker token for their names and no Redis credential, and they
 // exit by themselves once no sweep runs; the drain signal (what --signal
 // sends before the time limit) releases a running trial without a failure,
 // and a later job finishes it.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 
@@ -38,14 +41,22 @@ Json toy_spec(int trials, int sleep_ms, int concurrent) {
 }
 
 // sbatch arguments for `tasks` array tasks of the shipped script on this
-// 2-core node, with the pool's Redis and this build's worker.
+// 2-core node, as its header says: the scheduler's URL and a worker token for
+// slurm-* in a 0600 file (made once over REST by the admin), this build's worker.
 std::vector<std::string> job_args(SlurmCluster& slurm, Cluster& c, int tasks,
                                   const std::string& idle_s) {
-  auto state = Json::parse(read_file(c.home() + "/scheduler.json"));
+  const std::string token_file = c.home() + "/slurm-worker-token";
+  if (!std::filesystem::exists(token_file)) {
+    auto made = c.api().post("/api/worker-tokens", R"({"host": "slurm-*"})");
+    EXPECT_TRUE(made.ok() && made->status == 201) << (made.ok() ? made->body : "");
+    if (!made.ok() || made->status != 201) return {};
+    std::ofstream(token_file) << Json::parse(made->body)["token"].get<std::string>() << "\n";
+    ::chmod(token_file.c_str(), 0600);
+  }
   return {"--array=0-" + std::to_string(tasks - 1), "--cpus-per-task=1",
           "--output=" + slurm.dir() + "/jobs/hpo-worker-%A_%a.log",
-          "--export=ALL,HPO_REDIS=" + state["redis"].get<std::string>() + ",HPO_WORKER=" + kBin +
-              "/workers/hpo-worker" + ",HPO_EXIT_WHEN_IDLE_S=" + idle_s +
+          "--export=ALL,HPO_SCHEDULER=" + c.api_url() + ",HPO_WORKER_TOKEN_FILE=" + token_file +
+              ",HPO_WORKER=" + kBin + "/workers/hpo-worker" + ",HPO_EXIT_WHEN_IDLE_S=" + idle_s +
               ",HPO_DRAIN_GRACE_S=1,HPO_HOME=" + c.home() + ",TMPDIR=" + slurm.dir() + "/jobs" +
               // The trials run the build's toy_trial, which a clone in a private
               // folder keeps from trial users (test_e2e_trust covers the switch).

@@ -3,9 +3,12 @@
 // and the scheduler's and a worker's ExecStart run exactly as written (the
 // specifiers %i and %H expanded, Environment= and EnvironmentFile= applied,
 // the root's absolute paths under the staged root) — systemd itself is not
-// PID 1 on a CI machine. With them a sweep runs to the end, and stopping the
-// worker as `systemctl stop` does (SIGTERM to the main process, KillMode
-// mixed) drains it and exits 0 well within TimeoutStopSec.
+// PID 1 on a CI machine. With them a sweep runs to the end on two workers:
+// one of the scheduler's own host (its scheduler.json) and one configured as
+// worker.env shows for another host (HPO_SCHEDULER and a worker token for
+// the host's names, no Redis credential); stopping a worker as `systemctl
+// stop` does (SIGTERM to the main process, KillMode mixed) drains it and
+// exits 0 well within TimeoutStopSec.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -252,14 +255,38 @@ TEST_F(SystemdUnits, TheUnitsCommandLinesRunASweepAndAStopDrainsTheWorker) {
 
   Command w = command_of(root_, "hpo-worker@.service", "main");
   Process worker(w.argv, w.env, root_ + "/worker.log");
+  // Another host's worker, as worker.env says: the scheduler's URL and a token
+  // an admin made for this host's names.
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  auto made = api.post("/api/worker-tokens", Json{{"host", std::string(host) + "-*"}}.dump());
+  ASSERT_TRUE(made.ok() && made->status == 201) << (made.ok() ? made->body : "");
+  std::ofstream(root_ + "/etc/hpo/worker-remote.env")
+      << "HPO_SCHEDULER=http://127.0.0.1:" << port
+      << "\nHPO_WORKER_TOKEN=" << Json::parse(made->body)["token"].get<std::string>() << "\n";
+  Command rw = command_of(root_, "hpo-worker@.service", "remote");
+  for (const auto& [name, value] : rw.env) EXPECT_NE(name, "HPO_REDIS") << value;
+  Process remote(rw.argv, rw.env, root_ + "/worker-remote.log");
   auto logs = [&] {
-    return read_file(root_ + "/scheduler.log") + read_file(root_ + "/worker.log");
+    return read_file(root_ + "/scheduler.log") + read_file(root_ + "/worker.log") +
+           read_file(root_ + "/worker-remote.log");
   };
+  // Both register before the sweep: the remote one through the worker endpoint.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto g = api.get("/api/workers");
+        return g.ok() && g->body.find(std::string(host) + "-main") != std::string::npos &&
+               g->body.find(std::string(host) + "-remote") != std::string::npos;
+      },
+      60s))
+      << logs();
+  EXPECT_NE(read_file(root_ + "/worker-remote.log").find("worker endpoint"), std::string::npos)
+      << read_file(root_ + "/worker-remote.log");
 
   auto r = api.post("/api/sweeps", R"({"name": "installed",
     "objective": {"metric": "value", "mode": "min"},
-    "parameters": {"x": {"type": "int", "min": 1, "max": 4}},
-    "search": {"algorithm": "grid", "max_trials": 4},
+    "parameters": {"x": {"type": "int", "min": 1, "max": 8}},
+    "search": {"algorithm": "grid", "max_trials": 8},
     "trial": {"kind": "synthetic", "function": "noop"}})");
   ASSERT_TRUE(r.ok() && r->status == 201) << (r.ok() ? r->body : r.error().message);
   const std::string id = Json::parse(r->body)["id"];
@@ -274,11 +301,7 @@ TEST_F(SystemdUnits, TheUnitsCommandLinesRunASweepAndAStopDrainsTheWorker) {
       120s))
       << logs();
   EXPECT_EQ(sweep["state"], "finished") << sweep.dump(2);
-  auto workers = api.get("/api/workers");
-  ASSERT_TRUE(workers.ok());
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  EXPECT_NE(workers->body.find(std::string(host) + "-main"), std::string::npos) << workers->body;
+  EXPECT_EQ(sweep["counts"]["completed"].get<int>(), 8) << sweep.dump(2);
 
   // The installed CLI finds the scheduler through HPO_HOME, as the unit's user would.
   Process cli({root_ + "/usr/local/bin/hpo", "status", id}, {{"HPO_HOME", root_ + "/var/lib/hpo"}},
@@ -290,6 +313,8 @@ TEST_F(SystemdUnits, TheUnitsCommandLinesRunASweepAndAStopDrainsTheWorker) {
   // systemctl stop: SIGTERM to each unit's main process.
   worker.kill(SIGTERM);
   EXPECT_EQ(worker.wait(90s), 0) << logs();
+  remote.kill(SIGTERM);
+  EXPECT_EQ(remote.wait(90s), 0) << logs();
   EXPECT_NE(read_file(root_ + "/worker.log").find("worker draining"), std::string::npos);
   scheduler.kill(SIGTERM);
   EXPECT_EQ(scheduler.wait(30s), 0) << logs();

@@ -8,6 +8,7 @@
 // artifacts, offering another project's trials on a project-bound token,
 // and a revoked token. Creation and revocation are in the audit log. The
 // holder's own calls, an artifact past the API's body limit included, hold.
+// A token for a prefix of names serves each worker under it as itself.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -61,25 +62,34 @@ bool unauthorized(const hpo::Result<hpo::trials::redis::Reply>& r) {
   return r.ok() && r->is_error() && r->str.rfind("UNAUTHORIZED", 0) == 0;
 }
 
+// The token in a file of mode 0600 under the test's home: its path.
+std::string token_file(Cluster& c, const Json& token, const std::string& name) {
+  const std::string file = c.home() + "/" + name;
+  std::ofstream(file) << token["token"].get<std::string>() << "\n";
+  ::chmod(file.c_str(), 0600);
+  return file;
+}
+
+// A sweep of `n` toy trials run to its end: its trials, each completed.
+Json completed_trials(Cluster& c, int n) {
+  const std::string id = c.submit(hpo::testing::toy_command_spec(n, 100));
+  EXPECT_FALSE(id.empty());
+  Json sweep = c.wait_finished(id, 120s);
+  EXPECT_EQ(sweep.value("state", ""), "finished") << sweep.dump() << c.logs();
+  Json trials = c.get("/api/sweeps/" + id + "/trials?limit=100")["trials"];
+  EXPECT_EQ(trials.size(), static_cast<std::size_t>(n));
+  for (const auto& t : trials) EXPECT_EQ(t["state"], "completed") << t.dump();
+  return trials;
+}
+
 TEST(WorkerTokens, AWorkerWithOnlyAWorkerTokenRunsASweepToItsEnd) {
   Cluster c;
   ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
   Json token = make_worker_token(c, "host-a");
   ASSERT_TRUE(token.contains("token"));
-  const std::string file = c.home() + "/worker-token";
-  std::ofstream(file) << token["token"].get<std::string>() << "\n";
-  ::chmod(file.c_str(), 0600);
+  const std::string file = token_file(c, token, "worker-token");
   c.start_worker("host-a", 2, 1500, {"--scheduler", c.api_url(), "--worker-token-file", file});
-  const std::string id = c.submit(hpo::testing::toy_command_spec(4, 20));
-  ASSERT_FALSE(id.empty());
-  Json sweep = c.wait_finished(id, 120s);
-  ASSERT_EQ(sweep.value("state", ""), "finished") << sweep.dump() << c.logs();
-  Json trials = c.get("/api/sweeps/" + id + "/trials?limit=100");
-  ASSERT_EQ(trials["trials"].size(), 4u);
-  for (const auto& t : trials["trials"]) {
-    EXPECT_EQ(t["state"], "completed") << t.dump();
-    EXPECT_EQ(t["worker"], "host-a") << t.dump();
-  }
+  for (const auto& t : completed_trials(c, 4)) EXPECT_EQ(t["worker"], "host-a") << t.dump();
   const std::string log = read_file(c.home() + "/worker-host-a.log");
   EXPECT_NE(log.find("the worker endpoint of " + c.api_url()), std::string::npos) << log;
 
@@ -89,6 +99,47 @@ TEST(WorkerTokens, AWorkerWithOnlyAWorkerTokenRunsASweepToItsEnd) {
       c.start_worker("host-b", 1, 1500, {"--scheduler", c.api_url(), "--worker-token-file", file});
   EXPECT_EQ(loose.wait(30s), 2);
   EXPECT_NE(loose.log().find("chmod 600"), std::string::npos) << loose.log();
+}
+
+// One token for a prefix of names (a Slurm array's tasks, a DaemonSet's
+// pods): each worker under it runs as itself, a name outside it is refused,
+// and a request that names no worker is refused too.
+TEST(WorkerTokens, ATokenForANamePrefixServesEachWorkerUnderItAsItself) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.start_scheduler());
+  Json token = make_worker_token(c, "pool-*");
+  ASSERT_EQ(token.value("host", ""), "pool-*") << token.dump();
+  const std::vector<std::string> flags = {"--scheduler", c.api_url(), "--worker-token-file",
+                                          token_file(c, token, "pool-token")};
+  auto& pool_a = c.start_worker("pool-a", 1, 1500, flags);
+  auto& pool_b = c.start_worker("pool-b", 1, 1500, flags);
+  auto& outside = c.start_worker("elsewhere", 1, 1500, flags);
+  for (const auto& t : completed_trials(c, 6))
+    EXPECT_TRUE(t["worker"] == "pool-a" || t["worker"] == "pool-b") << t.dump();
+  // A worker outside the prefix is refused and exits, saying why.
+  EXPECT_EQ(outside.wait(60s), 2) << outside.log();
+  EXPECT_NE(outside.log().find("is for the workers named 'pool-*'"), std::string::npos)
+      << outside.log();
+  // The same secret from a caller that names no worker is refused outright.
+  RedisClient anonymous(endpoint(c, token["token"].get<std::string>()));
+  auto r = anonymous.command({"TIME"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kUnauthorized) << r.error().message;
+  // Named under the prefix, it is that worker and no other in the same request.
+  RedisUrl named = endpoint(c, token["token"].get<std::string>());
+  named.user = "pool-z";
+  auto store = store_via(named);
+  auto held = store->worker_leases("pool-z");
+  ASSERT_TRUE(held.ok()) << held.error().message;
+  EXPECT_TRUE(held->empty());
+  EXPECT_FALSE(store->worker_leases("pool-a").ok());
+  // Revoked: every worker under it stops, saying why, instead of retrying.
+  auto gone = c.api().request("DELETE", "/api/worker-tokens/" + token["id"].get<std::string>());
+  ASSERT_TRUE(gone.ok() && gone->status == 204) << (gone.ok() ? gone->body : "");
+  for (auto* w : {&pool_a, &pool_b}) {
+    EXPECT_EQ(w->wait(60s), 2) << w->log();
+    EXPECT_NE(w->log().find("revoked"), std::string::npos) << w->log();
+  }
 }
 
 class StolenWorkerToken : public ::testing::Test {

@@ -129,6 +129,32 @@ TEST(WorkerRelayRules, TheReportCapIsTheSchedulers) {
   EXPECT_EQ(r->argv[7], "100");
 }
 
+TEST(WorkerRelayRules, ATokenForANamePrefixIsEachNamedWorkerUnderItAlone) {
+  const WorkerTokenRecord pool{"wt3", "slurm-*", "", 0, "admin"};
+  EXPECT_TRUE(pool.names_many());
+  auto one = pool.as_worker("slurm-77_3-node4");
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  EXPECT_EQ(one->host, "slurm-77_3-node4");
+  EXPECT_FALSE(one->names_many());
+  // As that worker, another worker's name in a Function is refused as before.
+  EXPECT_TRUE(refused(*one, {"FCALL", "hpo_heartbeat_batch", "0", "hpo:", "slurm-1_0-node1", "0"}));
+  for (const char* bad : {"", "gpu-1", "slurm", "slurm-a b", "slurm-*"}) {
+    auto r = pool.as_worker(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code, hpo::ErrorCode::kUnauthorized);
+    EXPECT_NE(r.error().message.find("slurm-*"), std::string::npos) << r.error().message;
+  }
+  // A token for one worker: its own name, or none (an earlier worker); never another.
+  EXPECT_TRUE(kAny.as_worker("").ok());
+  EXPECT_TRUE(kAny.as_worker("gpu-1").ok());
+  EXPECT_FALSE(kAny.as_worker("gpu-2").ok());
+  // What a token may be made for.
+  EXPECT_TRUE(hpo::trials::check_worker_name("host", "slurm-*", true).ok());
+  EXPECT_FALSE(hpo::trials::check_worker_name("host", "*", true).ok());
+  EXPECT_FALSE(hpo::trials::check_worker_name("host", "slurm-*", false).ok());
+  EXPECT_FALSE(hpo::trials::check_worker_name("host", "a*b*", true).ok());
+}
+
 TEST(Resp, CommandsAndRepliesRoundTripBinarySafe) {
   const std::string bytes("a\0b\r\nc", 6);
   auto cmds =

@@ -234,7 +234,8 @@ std::string RedisUrl::to_string() const {
 RedisClient::RedisClient(RedisUrl url, RedisClientOptions options)
     : url_(std::move(url)), options_(options), backoff_(options.min_backoff, options.max_backoff) {
   if (url_.gateway.empty()) return;
-  auto channel = WorkerChannel::open(url_.gateway, url_.password, options_.connect_timeout);
+  auto channel =
+      WorkerChannel::open(url_.gateway, url_.password, url_.user, options_.connect_timeout);
   if (channel)
     channel_ = std::move(*channel);
   else  // every call says why

@@ -66,7 +66,8 @@ struct RedisUrl {
   bool pause_without_replicas = false;  // missing_replicas=pause
   // Non-empty: not Redis but the scheduler's worker endpoint at this URL
   // (http[s]://host[:port][/base], worker_channel.hpp), `password` being the
-  // worker's token. Set by hpo-worker --scheduler, never parsed from a URL.
+  // worker's token and `user` the worker's name. Set by hpo-worker
+  // --scheduler, never parsed from a URL.
   std::string gateway;
 
   bool sentinel() const { return !sentinels.empty(); }

@@ -20,12 +20,16 @@ namespace hpo::trials::redis {
 
 // The endpoint's path under the scheduler's base URL.
 inline constexpr const char* kWorkerRelayPath = "/api/worker/redis";
+// The header that names the worker a request is for (what a worker token
+// for a prefix of names needs: trials/access.hpp WorkerTokenRecord).
+inline constexpr const char* kWorkerNameHeader = "x-hpo-worker";
 
 class WorkerChannel {
  public:
   // kInvalidArgument for a URL that is not http(s)://host[:port][/base].
+  // `worker`: the name every request says it is for ("": none).
   static Result<std::unique_ptr<WorkerChannel>> open(const std::string& scheduler_url,
-                                                     std::string token,
+                                                     std::string token, std::string worker,
                                                      std::chrono::milliseconds connect_timeout);
   // The replies, one per command. kUnavailable: the scheduler did not answer
   // (retry); kUnauthorized: it refused the token (revoked, unknown).
@@ -33,8 +37,10 @@ class WorkerChannel {
                                   std::chrono::milliseconds timeout);
 
  private:
-  WorkerChannel(HttpUrl url, std::string token, std::chrono::milliseconds connect_timeout);
+  WorkerChannel(HttpUrl url, std::string token, std::string worker,
+                std::chrono::milliseconds connect_timeout);
   HttpUrl url_;
+  std::string worker_;
   HttpClient http_;
   std::chrono::milliseconds connect_timeout_;
 };

@@ -144,7 +144,8 @@ class Agent {
 
   AgentStats stats() const;
   // Why the agent stopped on its own (another live worker of its name on
-  // another host); "" when it did not.
+  // another host; the scheduler refusing its worker token: revoked, or made
+  // for other names); "" when it did not.
   std::string fatal_error() const;
   // Something runs or is being claimed: a trial, a gang's ranks, a claim call.
   bool busy() const;

@@ -196,15 +196,11 @@ void LeaseKeeper::run() {
   ThrottledLog errors;
   do {
     auto st = beat(conn->queue(), conn->workers(), interval);
-    if (!st && st.error().code == ErrorCode::kConflict) {
-      // Another live worker has this name (on another host): this one stops.
-      log_error("worker refused by the registry",
-                {{"worker", o.name}, {"error", st.error().message}});
-      {
-        std::lock_guard lk(shared_.mu);
-        shared_.fatal = st.error().message;
-      }
-      shared_.request_stop();
+    if (!st &&
+        (st.error().code == ErrorCode::kConflict || st.error().code == ErrorCode::kUnauthorized)) {
+      // Another live worker has this name (on another host), or the scheduler
+      // refuses this worker's token (revoked, another name's): this one stops.
+      shared_.refused(st.error());
       break;
     }
     if (!st) {

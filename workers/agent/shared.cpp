@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/backoff.hpp"
+#include "core/log.hpp"
 
 namespace hpo::workers::agent {
 
@@ -23,6 +24,15 @@ void Shared::request_stop() {
     stopping = true;
   }
   notify_everyone();
+}
+
+void Shared::refused(const Error& why) {
+  log_error("worker refused", {{"worker", options.name}, {"error", why.message}});
+  {
+    std::lock_guard lk(mu);
+    if (fatal.empty()) fatal = why.message;
+  }
+  request_stop();
 }
 
 void Shared::notify_everyone() {
@@ -81,6 +91,10 @@ std::unique_ptr<trials::Store> Shared::connect_until_stopped(const char* role) {
   while (!stopping.load()) {
     auto c = connect();
     if (c) return std::move(c.value());
+    if (c.error().code == ErrorCode::kUnauthorized) {  // no retry opens it: stop
+      refused(c.error());
+      break;
+    }
     errors.warn("cannot open the store", {{"thread", role}, {"error", c.error().message}});
     if (!idle_wait(backoff.next())) break;
   }

@@ -66,6 +66,9 @@ struct Shared {
 
   // Stop claiming and tell running trials to stop; wakes every thread.
   void request_stop();
+  // The store refuses this worker for good (another live worker of its name,
+  // its token revoked or another name's): logged, kept as `fatal`, stop.
+  void refused(const Error& why);
   void notify_everyone();
   // The attempt leaves `running` (the last one wakes drain()).
   void forget(const trials::Trial& trial);
@@ -76,7 +79,8 @@ struct Shared {
   // Calls `op` again while it fails with kUnavailable, up to outage_grace
   // (sooner when a hard stop is requested).
   Status retry_through_outage(const std::function<Status()>& op);
-  // A store connection for one thread, retried until stopping (null then).
+  // A store connection for one thread, retried until stopping (null then;
+  // also when the store refuses the worker: refused()).
   std::unique_ptr<trials::Store> connect_until_stopped(const char* role);
   // What this worker has free now and what it is (a claim's offer). Under mu.
   trials::Offer offer_locked(bool torch) const;
