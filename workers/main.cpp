@@ -197,12 +197,13 @@ void describe_host(const WorkerConfig& config, const hpo::workers::GpuInventory&
 // What of this worker no confined trial may see: its home (scheduler.json,
 // its decoded datasets), every attempt folder but the trial's own, its token,
 // the artifact folder, its notice file.
-std::vector<std::string> worker_paths(const WorkerConfig& config,
-                                      const hpo::workers::AgentOptions& options) {
+std::vector<std::string> worker_paths(const WorkerConfig& config) {
+  // Every work root a worker may choose is among them (open_sandbox): --work-dir,
+  // the shared one, or its HPO_HOME's.
   std::vector<std::string> paths = {hpo::hpo_home(), hpo::workers::kSharedWorkRoot};
   paths.back().pop_back();  // its trailing slash
   for (const std::string* p : {&config.work_dir, &config.worker_token_file, &config.artifacts,
-                               &config.dataset_cache, &config.notice_file, &options.work_root})
+                               &config.dataset_cache, &config.notice_file})
     if (!p->empty() && p->front() == '/') paths.push_back(*p);
   return paths;
 }
@@ -220,7 +221,7 @@ std::optional<int> open_sandbox(const WorkerConfig& config, hpo::workers::AgentO
   sandbox_options.worker_name = options.name;
   sandbox_options.slots = options.slots;
   sandbox_options.namespaces.mode = config.trial_namespaces;
-  sandbox_options.namespaces.hidden = worker_paths(config, options);
+  sandbox_options.namespaces.hidden = worker_paths(config);
   auto sandbox = hpo::workers::TrialSandbox::open(sandbox_options);
   if (!sandbox) {
     std::fprintf(stderr, "hpo-worker: %s\n", sandbox.error().message.c_str());

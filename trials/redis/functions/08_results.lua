@@ -86,17 +86,25 @@ end
 
 -- Ends the current attempt of `tid` with a result -> the trial's new state, or
 -- a refusal. `log` (may be '') is kept as the attempt's log artifact; `delta`
--- and `bests` defer a batch's counters and best trials to its end.
+-- and `bests` defer a batch's counters and best trials to its end, `grown`
+-- (sweep -> bytes) the growth of its trials' metrics (charged at once without).
 local function complete_one(P, tid, attempt, worker, outcome, value, metrics, err, retryable, log,
-                            now, delta, bests)
+                            now, delta, bests, grown)
   if not valid_outcome(outcome) then return nil, refuse('INVALID', 'outcome ' .. outcome) end
   local t, refusal = fenced(P, tid, attempt, worker)
   if not t then return nil, refusal end
   -- A log past the project's max_store_bytes is left out; the result never is.
   if log ~= '' then keep_named(P, 'artifact', t.id, 'log.txt', log, t.sweep, 'the log') end
-  local before = #(t.metrics or '')
   local state = complete_transition(P, t, outcome, value, metrics, err, retryable, now, delta, bests)
-  charge(P, t.sweep, len(redis.call('HGET', P .. 'trial:' .. t.id, 'metrics')) - before, 0)
+  -- finish() replaced the metrics when it was given some (a retry keeps them).
+  if state ~= TrialState.queued and metrics and metrics ~= '' then
+    local by = #metrics - #(t.metrics or '')
+    if grown then
+      grown[t.sweep] = (grown[t.sweep] or 0) + by
+    else
+      charge(P, t.sweep, by, 0)
+    end
+  end
   return state
 end
 
@@ -115,16 +123,18 @@ end
 local function complete_batch(keys, a)
   local P, worker, n = a[1], a[2], tonumber(a[3])
   local now = now_ms()
-  local delta, bests = {}, {}
+  local delta, bests, grown = {}, {}, {}
   local out = {}
   for i = 1, n do
     local at = 3 + 8 * (i - 1)
     local state, err = complete_one(P, a[at + 1], a[at + 2], worker, a[at + 3], a[at + 4],
-                                    a[at + 5], a[at + 6], a[at + 7], a[at + 8], now, delta, bests)
+                                    a[at + 5], a[at + 6], a[at + 7], a[at + 8], now, delta, bests,
+                                    grown)
     out[i] = state or err.err
   end
   apply_counts(P, delta)
   write_bests(P, bests)
+  for sweep, by in pairs(grown) do charge(P, sweep, by, 0) end
   return out
 end
 
