@@ -80,9 +80,11 @@ Key schema (P = prefix, default "hpo:"):
   P..'worker:'<name>':alive' string with a TTL: the worker is live while it exists
   P..'artifact:'<tid>':'<name> string binary artifact
   P..'artifacts:'<tid>       set   the names of the trial's artifacts (for delete_sweep)
+  P..'artifact_bytes:'<tid>  hash  name -> "store file": what each holds (02b_bytes.lua)
   P..'sweep_artifact:'<sid>':'<name> string a record of the sweep itself (ensemble record,
                                    manifest; earlier versions kept these with member 0)
   P..'sweep_artifacts:'<sid> set   the names of the sweep's own records (for delete_sweep)
+  P..'sweep_artifact_bytes:'<sid> hash  the same for them
   P..'reaper:last_ms'        string server time of the last reap: a longer gap is an outage
   P..'reaper:outage_ms'      string the reaper's outage rule (renew judges rank leases by it)
   P..'reserve:'<tid>         string the worker that reserved this queued trial (expires)

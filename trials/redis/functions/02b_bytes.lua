@@ -92,11 +92,27 @@ local function file_size_of(value)
   return math.max(0, tonumber(ref.size) or 0)
 end
 
--- What writing `value` under `key` (replacing what is there) adds: store and file bytes.
-local function replace_cost(key, value)
-  local old = redis.call('GET', key)
-  local old_store = old and #old or 0
-  return #value - old_store, file_size_of(value) - file_size_of(old)
+-- What artifact `name` of `owner` holds ('artifact': a trial's,
+-- 'sweep_artifact': a sweep's record): store bytes, and the file bytes its
+-- reference stands for. Kept beside it (P..kind..'_bytes:'<owner>, name ->
+-- "store file"), so that a write never reads the value it replaces (an
+-- artifact kept inline may be hundreds of MiB); one written before version 9
+-- is read once.
+local function held_at(P, kind, owner, name)
+  local rec = redis.call('HGET', P .. kind .. '_bytes:' .. owner, name)
+  if rec then
+    local s, f = string.match(rec, '^(%d+) (%d+)$')
+    return tonumber(s) or 0, tonumber(f) or 0
+  end
+  local old = redis.call('GET', P .. kind .. ':' .. owner .. ':' .. name)
+  if not old then return 0, 0 end
+  return #old, file_size_of(old)
+end
+
+-- Notes what artifact `name` of `owner` now holds (see held_at).
+local function note_held(P, kind, owner, name, value)
+  redis.call('HSET', P .. kind .. '_bytes:' .. owner, name,
+             int(#value) .. ' ' .. int(file_size_of(value)))
 end
 
 -- A value's length (a missing one: 0).
@@ -113,9 +129,8 @@ local function measure_sweep(P, sid)
   local store, file = len(f[1]) + len(f[2]) + len(f[3]) + len(f[4]), 0
   local function named(kind, owner)
     for _, name in ipairs(redis.call('SMEMBERS', P .. kind .. 's:' .. owner)) do
-      local v = redis.call('GET', P .. kind .. ':' .. owner .. ':' .. name)
-      store = store + len(v)
-      file = file + file_size_of(v)
+      local s, f = held_at(P, kind, owner, name)
+      store, file = store + s, file + f
     end
   end
   for _, kind in ipairs({Role.trial, Role.member}) do

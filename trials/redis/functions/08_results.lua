@@ -53,12 +53,12 @@ end
 -- tenant's write) a growth past the project's byte limits is refused: the
 -- refusal is returned and nothing is kept.
 local function keep_named(P, kind, owner, name, bytes, sid, what)
-  local key = P .. kind .. ':' .. owner .. ':' .. name
-  local store, file = replace_cost(key, bytes)
-  local over = charge(P, sid, store, file, what)
+  local store, file = held_at(P, kind, owner, name)
+  local over = charge(P, sid, #bytes - store, file_size_of(bytes) - file, what)
   if over then return over end
-  redis.call('SET', key, bytes)
+  redis.call('SET', P .. kind .. ':' .. owner .. ':' .. name, bytes)
   redis.call('SADD', P .. kind .. 's:' .. owner, name)
+  note_held(P, kind, owner, name, bytes)
   return nil
 end
 

@@ -43,8 +43,7 @@ local function artifact_room(keys, a)
   local t, err = fenced(P, a[2], a[3], a[4])
   if not t then return err end
   local project = sweep_project_gpu(P, t.sweep)
-  local now = redis.call('GET', P .. 'artifact:' .. t.id .. ':' .. a[5])
-  local held = {now and #now or 0, file_size_of(now)}
+  local held = {held_at(P, 'artifact', t.id, a[5])}
   local out = {}
   for i, field in ipairs({'store_bytes', 'file_bytes'}) do
     local room = bytes_room(P, project, field)

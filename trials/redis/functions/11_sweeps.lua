@@ -29,7 +29,7 @@ local function delete_sweep(keys, a)
         redis.call('DEL', P .. 'artifact:' .. tid .. ':' .. name)
       end
       redis.call('DEL', P .. 'trial:' .. tid, P .. 'reports:' .. tid, P .. 'attempts:' .. tid,
-                 P .. 'artifacts:' .. tid)
+                 P .. 'artifacts:' .. tid, P .. 'artifact_bytes:' .. tid)
       redis.call('ZREM', P .. 'leases', tid)
     end
     left = left + redis.call('LLEN', list)
@@ -44,7 +44,7 @@ local function delete_sweep(keys, a)
     local held = redis.call('HMGET', skey, 'store_bytes', 'file_bytes')
     charge(P, sid, -(tonumber(held[1]) or 0), -(tonumber(held[2]) or 0))
     redis.call('DEL', skey, P .. 'queue:' .. sid, P .. 'sweep_artifacts:' .. sid,
-               P .. 'notes:' .. sid)
+               P .. 'sweep_artifact_bytes:' .. sid, P .. 'notes:' .. sid)
     redis.call('ZREM', P .. 'sweeps', sid)
     emit(P, 'sweep.deleted', sid, '', '{}')
   end
