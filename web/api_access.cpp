@@ -52,28 +52,29 @@ Status read_project_settings(const Json& body, trials::ProjectRecord& p) {
       return Error::invalid("weight", "expected a number in (0, 1e6]");
     p.weight = w.get<double>();
   }
-  const std::pair<const char*, std::int64_t*> limits[] = {
-      {"max_slots", &p.limits.max_slots},
-      {"max_queued_trials", &p.limits.max_queued_trials},
-      {"max_active_sweeps", &p.limits.max_active_sweeps},
-      {"max_gpus", &p.limits.max_gpus}};
-  for (const auto& [key, out] : limits) {
-    if (!body.contains(key)) continue;
-    const Json& v = body[key];
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 1'000'000)
-      return Error::invalid(key, "expected an integer in [0, 1000000] (0: no limit)");
-    *out = v.get<std::int64_t>();
-  }
-  constexpr std::int64_t kMaxBytes = std::int64_t{1} << 53;  // 8 PiB, exact in every JSON reader
-  const std::pair<const char*, std::int64_t*> bytes[] = {
-      {"max_store_bytes", &p.limits.max_store_bytes}, {"max_file_bytes", &p.limits.max_file_bytes}};
-  for (const auto& [key, out] : bytes) {
-    if (!body.contains(key)) continue;
-    const Json& v = body[key];
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > kMaxBytes)
-      return Error::invalid(key,
-                            "expected a number of bytes in [0, 2^53] (0: the scheduler's default)");
-    *out = v.get<std::int64_t>();
+  constexpr std::int64_t kCounts = 1'000'000;
+  constexpr std::int64_t kBytes = std::int64_t{1} << 53;  // 8 PiB, exact in every JSON reader
+  constexpr const char* kCountsText = "expected an integer in [0, 1000000] (0: no limit)";
+  constexpr const char* kBytesText =
+      "expected a number of bytes in [0, 2^53] (0: the scheduler's default)";
+  struct Limit {
+    const char* key;
+    std::int64_t* out;
+    std::int64_t max;
+    const char* expected;
+  };
+  const Limit limits[] = {{"max_slots", &p.limits.max_slots, kCounts, kCountsText},
+                          {"max_queued_trials", &p.limits.max_queued_trials, kCounts, kCountsText},
+                          {"max_active_sweeps", &p.limits.max_active_sweeps, kCounts, kCountsText},
+                          {"max_gpus", &p.limits.max_gpus, kCounts, kCountsText},
+                          {"max_store_bytes", &p.limits.max_store_bytes, kBytes, kBytesText},
+                          {"max_file_bytes", &p.limits.max_file_bytes, kBytes, kBytesText}};
+  for (const auto& l : limits) {
+    if (!body.contains(l.key)) continue;
+    const Json& v = body[l.key];
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > l.max)
+      return Error::invalid(l.key, l.expected);
+    *l.out = v.get<std::int64_t>();
   }
   return {};
 }

@@ -22,7 +22,6 @@
 -- counted and never refused, so a full project still finishes what runs.
 local DEFAULT_STORE_BYTES = 1073741824    -- 1 GiB
 local DEFAULT_FILE_BYTES = 107374182400   -- 100 GiB
-local kByteFields = {store_bytes = 'store', file_bytes = 'file'}
 
 -- The project's limit on `field` (store_bytes, file_bytes); 0: none.
 local function bytes_limit(P, project, field)
@@ -61,16 +60,15 @@ end
 local function charge(P, sid, store, file, what)
   if store == 0 and file == 0 then return nil end
   local project = sweep_project_gpu(P, sid)
+  local growth = {store_bytes = store, file_bytes = file}
   if what then
-    for field, kind in pairs(kByteFields) do
-      local by = kind == 'store' and store or file
+    for field, by in pairs(growth) do
       local over = by > 0 and over_bytes(P, project, field, by, what)
       if over then return over end
     end
   end
   local ukey, skey = P .. 'project_use:' .. project, P .. 'sweep:' .. sid
-  for field, kind in pairs(kByteFields) do
-    local by = kind == 'store' and store or file
+  for field, by in pairs(growth) do
     if by ~= 0 then
       if redis.call('HINCRBY', ukey, field, int(by)) < 0 then redis.call('HSET', ukey, field, '0') end
       if redis.call('EXISTS', skey) == 1 and redis.call('HINCRBY', skey, field, int(by)) < 0 then
